@@ -1,0 +1,29 @@
+# The two commands a newcomer needs: `make dev` runs the system, `make test` runs the tests.
+SWIFT ?= swift
+# Warnings are errors everywhere, so a developer sees what CI sees.
+SWIFT_FLAGS ?= -Xswiftc -warnings-as-errors
+
+.PHONY: deps build build-release test unit-test dev bench clean
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	$(SWIFT) build $(SWIFT_FLAGS)
+
+build-release: deps
+	$(SWIFT) build -c release $(SWIFT_FLAGS)
+
+# Builds every product (the integration tests start the real executables), then runs all tests.
+test: deps
+	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
+	RECEIPTS_BIN_DIR="$$($(SWIFT) build --show-bin-path)" $(SWIFT) test --skip-build
+
+dev: build-release
+	@scripts/dev.sh
+
+bench: build-release
+	@bench/run-all.sh
+
+clean:
+	$(SWIFT) package clean

@@ -1,0 +1,64 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Layout: C system libraries at the edge (C*), one thin Swift layer per library (Kafka, HTTPServer, the libcurl
+// client inside AppStore), domain modules above them, the two services as libraries, and thin executables.
+
+let package = Package(
+    name: "receipt-verification",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "receipt-ingest", targets: ["receipt-ingest"]),
+        .executable(name: "receipt-verifier", targets: ["receipt-verifier"]),
+        .executable(name: "fake-appstore", targets: ["fake-appstore"]),
+        .executable(name: "embedded-kafka", targets: ["embedded-kafka"]),
+    ],
+    targets: [
+        // MARK: C system libraries (Debian 12 packages)
+        .systemLibrary(name: "CRdKafka", pkgConfig: "rdkafka", providers: [.apt(["librdkafka-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+
+        // MARK: Libraries
+        .target(name: "ServiceSupport"),
+        .target(name: "Kafka", dependencies: ["CRdKafka", "ServiceSupport"]),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "ServiceSupport"]),
+        .target(name: "ReceiptModel"),
+        .target(name: "AppStore", dependencies: ["CCurl", "ReceiptModel", "ServiceSupport"]),
+        .target(name: "FakeAppStore", dependencies: ["HTTPServer", "ServiceSupport"]),
+        .target(name: "Ingest", dependencies: ["Kafka", "HTTPServer", "ReceiptModel", "ServiceSupport"]),
+        .target(name: "Verifier", dependencies: ["Kafka", "AppStore", "HTTPServer", "ReceiptModel", "ServiceSupport"]),
+
+        // MARK: Executables (thin: parse settings, run, handle signals)
+        .executableTarget(name: "receipt-ingest", dependencies: ["Ingest", "ServiceSupport"]),
+        .executableTarget(name: "receipt-verifier", dependencies: ["Verifier", "ServiceSupport"]),
+        .executableTarget(name: "fake-appstore", dependencies: ["FakeAppStore", "ServiceSupport"]),
+        .executableTarget(name: "embedded-kafka", dependencies: ["Kafka", "ServiceSupport"]),
+        .executableTarget(name: "receipt-tail", dependencies: ["Kafka", "ReceiptModel", "ServiceSupport"]),
+        .executableTarget(name: "receipt-replay", dependencies: ["Kafka", "ReceiptModel", "ServiceSupport"]),
+
+        // MARK: Benchmarks (bench/, release builds, run by bench/*.sh)
+        .executableTarget(
+            name: "kafka-producer-bench", dependencies: ["Kafka", "ServiceSupport"], path: "bench/kafka-producer-bench"),
+        .executableTarget(
+            name: "appstore-client-bench", dependencies: ["AppStore", "ServiceSupport"],
+            path: "bench/appstore-client-bench"),
+        .executableTarget(
+            name: "verifier-bench", dependencies: ["Kafka", "ReceiptModel", "ServiceSupport"],
+            path: "bench/verifier-bench"),
+
+        // MARK: Tests (unit tests need no network; IntegrationTests start the real executables)
+        .target(name: "TestSupport", dependencies: ["ServiceSupport"], path: "Tests/TestSupport"),
+        .testTarget(name: "ServiceSupportTests", dependencies: ["ServiceSupport"]),
+        .testTarget(name: "ReceiptModelTests", dependencies: ["ReceiptModel"]),
+        .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
+        .testTarget(
+            name: "AppStoreTests", dependencies: ["AppStore", "FakeAppStore", "ReceiptModel", "TestSupport"],
+            exclude: ["Fixtures"]),
+        .testTarget(name: "IngestTests", dependencies: ["Ingest", "ReceiptModel", "TestSupport"]),
+        .testTarget(name: "VerifierTests", dependencies: ["Verifier", "ReceiptModel", "TestSupport"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["Kafka", "ReceiptModel", "TestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

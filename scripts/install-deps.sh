@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what building, testing, benchmarking and `make dev` need on a fresh Debian 12 machine.
+# Idempotent: installs only what is missing, runs `apt-get update` at most once.
+set -euo pipefail
+
+packages=(
+    pkg-config
+    librdkafka-dev          # Kafka client and its mock cluster
+    libcurl4-openssl-dev    # HTTP client for Apple's verifyReceipt (HTTP/2 via nghttp2)
+    libmicrohttpd-dev       # HTTP server for the ingest, the metrics endpoints and the fake App Store
+    libssl-dev
+    openssl                 # test certificates for the TLS tests
+    kcat                    # reference producer in the producer benchmark
+    wrk                     # HTTP load generator in the ingest benchmark
+    curl
+)
+
+missing=()
+for package in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "installing: ${missing[*]}"
+    sudo_cmd=""
+    [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+    $sudo_cmd apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The schema tests validate messages with an independent validator.
+if ! python3 -c 'import jsonschema' 2>/dev/null; then
+    echo "installing: python jsonschema"
+    python3 -m pip install --quiet --disable-pip-version-check jsonschema
+fi
