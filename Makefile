@@ -14,10 +14,12 @@ build: deps
 build-release: deps
 	$(SWIFT) build -c release $(SWIFT_FLAGS)
 
-# Builds every product (the integration tests start the real executables), then runs all tests.
+# Builds every product (the integration tests start the real executables), runs all tests, then checks the
+# deployment files against the built binaries, the code and the docs.
 test: deps
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	RECEIPTS_BIN_DIR="$$($(SWIFT) build --show-bin-path)" $(SWIFT) test --skip-build
+	python3 scripts/check-deployment.py "$$($(SWIFT) build --show-bin-path)"
 
 dev: build-release
 	@scripts/dev.sh

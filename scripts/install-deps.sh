@@ -28,8 +28,11 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# The schema tests validate messages with an independent validator.
-if ! python3 -c 'import jsonschema' 2>/dev/null; then
-    echo "installing: python jsonschema"
-    python3 -m pip install --quiet --disable-pip-version-check jsonschema
+# The schema tests validate messages with an independent validator; the deployment checks parse YAML.
+python_missing=()
+python3 -c 'import jsonschema' 2>/dev/null || python_missing+=(jsonschema)
+python3 -c 'import yaml' 2>/dev/null || python_missing+=(pyyaml)
+if [ ${#python_missing[@]} -gt 0 ]; then
+    echo "installing python packages: ${python_missing[*]}"
+    python3 -m pip install --quiet --disable-pip-version-check "${python_missing[@]}"
 fi
