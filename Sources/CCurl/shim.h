@@ -17,4 +17,42 @@ static inline CURLMcode ccurl_multi_setopt_long(CURLM *m, CURLMoption o, long v)
 static inline CURLMcode ccurl_multi_setopt_ptr(CURLM *m, CURLMoption o, void *v) { return curl_multi_setopt(m, o, v); }
 static inline CURLMcode ccurl_multi_setopt_socket_cb(CURLM *m, curl_socket_callback cb) { return curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, cb); }
 static inline CURLMcode ccurl_multi_setopt_timer_cb(CURLM *m, curl_multi_timer_callback cb) { return curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, cb); }
+static inline CURLcode ccurl_easy_setopt_xferinfo_cb(CURL *h, curl_xferinfo_callback cb) { return curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, cb); }
+
+/* The AppStore HTTP client drives libcurl's multi interface with epoll on one thread. <sys/epoll.h> is not part of
+   Swift's Glibc module, and `struct epoll_event` is packed on x86_64, so these helpers keep it out of Swift. */
+#ifdef __linux__
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <stdint.h>
+#include <unistd.h>
+
+static inline int ccurl_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
+static inline int ccurl_eventfd_create(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
+static inline uint32_t ccurl_epoll_in(void) { return EPOLLIN; }
+static inline uint32_t ccurl_epoll_out(void) { return EPOLLOUT; }
+static inline uint32_t ccurl_epoll_err(void) { return EPOLLERR | EPOLLHUP; }
+
+/* op: 0 add, 1 modify, 2 delete. Returns 0 or -1 (errno set). */
+static inline int ccurl_epoll_ctl(int epfd, int op, int fd, uint32_t events) {
+    struct epoll_event ev;
+    ev.events = events;
+    ev.data.u64 = 0;
+    ev.data.fd = fd;
+    int ops[3] = {EPOLL_CTL_ADD, EPOLL_CTL_MOD, EPOLL_CTL_DEL};
+    return epoll_ctl(epfd, ops[op], fd, &ev);
+}
+
+/* Waits like epoll_wait, writing ready descriptors and their event masks into parallel arrays. */
+static inline int ccurl_epoll_wait(int epfd, int *fds, uint32_t *events, int max, int timeout_ms) {
+    struct epoll_event ready[256];
+    if (max > 256) max = 256;
+    int n = epoll_wait(epfd, ready, max, timeout_ms);
+    for (int i = 0; i < n; i++) { fds[i] = ready[i].data.fd; events[i] = ready[i].events; }
+    return n;
+}
+
+static inline void ccurl_eventfd_signal(int fd) { uint64_t one = 1; ssize_t r = write(fd, &one, sizeof one); (void)r; }
+static inline void ccurl_eventfd_drain(int fd) { uint64_t value; ssize_t r = read(fd, &value, sizeof value); (void)r; }
+#endif
 #endif

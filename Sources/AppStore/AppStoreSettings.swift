@@ -1,0 +1,105 @@
+import Foundation
+import ReceiptModel
+import ServiceSupport
+
+/// Everything the App Store client reads from the environment (names from the CONTRACT, plus a few optional
+/// tuning variables documented here).
+public struct AppStoreSettings: Sendable, Equatable, CustomStringConvertible {
+    public var endpoints: VerifyReceiptBackend.Endpoints
+    /// `APPLE_SHARED_SECRET`; nil when unset. Never logged (see `description`).
+    public var sharedSecret: String?
+    /// `APPLE_TIMEOUT_MS` (default 30000): per-request timeout.
+    public var timeoutMs: Int
+    /// `ALLOWED_BUNDLE_IDS` (required) and `SANDBOX_POLICY` (accept | reject, default accept).
+    public var verdictPolicy: VerdictPolicy
+    /// `VERIFIER_MAX_IN_FLIGHT` (default 512).
+    public var maxInFlight: Int
+    /// `APPLE_CA_BUNDLE`: a PEM file of CAs to trust instead of the system store (private test CAs).
+    public var caBundlePath: String?
+    /// `APPLE_EXCLUDE_OLD_TRANSACTIONS` (default false).
+    public var excludeOldTransactions: Bool
+    /// `APPLE_RETRY_MAX_ATTEMPTS` (4), `APPLE_RETRY_21002_MAX_ATTEMPTS` (3), `APPLE_RETRY_BASE_DELAY_MS` (250),
+    /// `APPLE_RETRY_MAX_DELAY_MS` (5000).
+    public var retryPolicy: RetryPolicy
+
+    public init(
+        endpoints: VerifyReceiptBackend.Endpoints = .init(
+            production: AppStoreSettings.defaultProductionURL, sandbox: AppStoreSettings.defaultSandboxURL),
+        sharedSecret: String? = nil, timeoutMs: Int = 30_000, verdictPolicy: VerdictPolicy, maxInFlight: Int = 512,
+        caBundlePath: String? = nil, excludeOldTransactions: Bool = false, retryPolicy: RetryPolicy = RetryPolicy()
+    ) {
+        self.endpoints = endpoints
+        self.sharedSecret = sharedSecret
+        self.timeoutMs = timeoutMs
+        self.verdictPolicy = verdictPolicy
+        self.maxInFlight = maxInFlight
+        self.caBundlePath = caBundlePath
+        self.excludeOldTransactions = excludeOldTransactions
+        self.retryPolicy = retryPolicy
+    }
+
+    public static let defaultProductionURL = "https://buy.itunes.apple.com/verifyReceipt"
+    public static let defaultSandboxURL = "https://sandbox.itunes.apple.com/verifyReceipt"
+
+    /// Reads and validates the settings.
+    /// - Throws: `ConfigurationError` naming the first variable that is missing or invalid.
+    public static func fromEnvironment(_ settings: Settings) throws(ConfigurationError) -> AppStoreSettings {
+        let production = try url(settings, "APPLE_VERIFY_RECEIPT_URL", default: defaultProductionURL)
+        let sandbox = try url(settings, "APPLE_SANDBOX_VERIFY_RECEIPT_URL", default: defaultSandboxURL)
+        let timeoutMs = try settings.int("APPLE_TIMEOUT_MS", default: 30_000, range: 1...600_000)
+        let bundleIds = settings.list("ALLOWED_BUNDLE_IDS")
+        guard !bundleIds.isEmpty else {
+            throw ConfigurationError(
+                variable: "ALLOWED_BUNDLE_IDS", problem: "is required: the comma-separated bundle ids of your apps")
+        }
+        let sandboxPolicy = try settings.choice(
+            "SANDBOX_POLICY", from: SandboxPolicy.allCases.map(\.rawValue), default: SandboxPolicy.accept.rawValue)
+        let maxInFlight = try settings.int("VERIFIER_MAX_IN_FLIGHT", default: 512, range: 1...100_000)
+        let caBundle = settings.string("APPLE_CA_BUNDLE")
+        if let caBundle, access(caBundle, R_OK) != 0 {
+            throw ConfigurationError(variable: "APPLE_CA_BUNDLE", problem: "'\(caBundle)' is not a readable file")
+        }
+        let excludeOld = try settings.bool("APPLE_EXCLUDE_OLD_TRANSACTIONS", default: false)
+        let maxAttempts = try settings.int("APPLE_RETRY_MAX_ATTEMPTS", default: 4, range: 1...100)
+        let malformedMax = try settings.int("APPLE_RETRY_21002_MAX_ATTEMPTS", default: 3, range: 1...100)
+        let baseDelay = try settings.int("APPLE_RETRY_BASE_DELAY_MS", default: 250, range: 0...600_000)
+        let maxDelay = try settings.int("APPLE_RETRY_MAX_DELAY_MS", default: 5_000, range: 0...3_600_000)
+        guard maxDelay >= baseDelay else {
+            throw ConfigurationError(
+                variable: "APPLE_RETRY_MAX_DELAY_MS", problem: "\(maxDelay) is below APPLE_RETRY_BASE_DELAY_MS")
+        }
+        return AppStoreSettings(
+            endpoints: .init(production: production, sandbox: sandbox),
+            sharedSecret: settings.string("APPLE_SHARED_SECRET"), timeoutMs: timeoutMs,
+            verdictPolicy: VerdictPolicy(
+                allowedBundleIds: Set(bundleIds), sandboxPolicy: SandboxPolicy(rawValue: sandboxPolicy) ?? .accept),
+            maxInFlight: maxInFlight, caBundlePath: caBundle, excludeOldTransactions: excludeOld,
+            retryPolicy: RetryPolicy(
+                maxAttempts: maxAttempts, malformedReceiptMaxAttempts: malformedMax, baseDelayMs: baseDelay,
+                maxDelayMs: maxDelay))
+    }
+
+    private static func url(_ settings: Settings, _ name: String, default value: String) throws(ConfigurationError)
+        -> String
+    {
+        let url = settings.string(name, default: value)
+        let lower = url.lowercased()
+        guard lower.hasPrefix("https://") || lower.hasPrefix("http://"), url.count > 8, !url.contains(" ") else {
+            throw ConfigurationError(variable: name, problem: "'\(url)' is not an http(s) URL")
+        }
+        return url
+    }
+
+    /// The libcurl client's configuration.
+    public var httpClientConfiguration: HTTPClientConfiguration {
+        HTTPClientConfiguration(maxInFlight: maxInFlight, requestTimeoutMs: timeoutMs, caBundlePath: caBundlePath)
+    }
+
+    /// For logs: the shared secret is shown only as set or not.
+    public var description: String {
+        "production=\(endpoints.production) sandbox=\(endpoints.sandbox) shared_secret="
+            + (sharedSecret == nil ? "unset" : "set") + " timeout_ms=\(timeoutMs) max_in_flight=\(maxInFlight) "
+            + "allowed_bundle_ids=\(verdictPolicy.allowedBundleIds.sorted().joined(separator: ",")) "
+            + "sandbox_policy=\(verdictPolicy.sandboxPolicy.rawValue)"
+    }
+}

@@ -1,0 +1,295 @@
+import CCurl
+import Dispatch
+import Foundation
+import ServiceSupport
+import Synchronization
+
+/// The thread that owns the libcurl multi handle and drives it with `curl_multi_socket_action` over epoll.
+///
+/// Threads: `submit` and `stop` may be called from any thread; they put work in `inbox` (a mutex) and wake the loop
+/// through an eventfd. Everything else — the multi handle, the easy handles, the socket table, the timer — is
+/// touched only by the loop thread, which is why the class is `@unchecked Sendable`. Completions are never called on
+/// the loop thread: they are handed to `completionQueues` (a fixed number of serial queues, round robin), so the
+/// CPU work after a response is bounded in concurrency and never delays the network.
+final class CurlMultiLoop: @unchecked Sendable {
+    private struct Inbox {
+        var pending: [CurlTransfer] = []
+        var pendingHead = 0
+        var stopping = false
+        var stopped = false
+    }
+
+    private let configuration: HTTPClientConfiguration
+    private let inbox = Mutex(Inbox())
+    private let stoppedSignal = DispatchSemaphore(value: 0)
+    private let completionQueues: [DispatchQueue]
+    private let inFlightGauge: Gauge?
+
+    // Loop-thread state.
+    private var multi: UnsafeMutableRawPointer?
+    private let epollDescriptor: Int32
+    private let wakeDescriptor: Int32
+    private var watchedSockets: [Int32: UInt32] = [:]
+    private var timerDeadlineNanoseconds: UInt64?
+    private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    private var idleEasyHandles: [UnsafeMutableRawPointer] = []
+    private var nextCompletionQueue = 0
+
+    init(configuration: HTTPClientConfiguration, inFlightGauge: Gauge?) throws(HTTPClientError) {
+        CurlGlobal.initializeOnce()
+        self.configuration = configuration
+        self.inFlightGauge = inFlightGauge
+        completionQueues = (0..<max(1, configuration.completionConcurrency)).map {
+            DispatchQueue(label: "appstore-http-completion-\($0)")
+        }
+        epollDescriptor = ccurl_epoll_create()
+        wakeDescriptor = ccurl_eventfd_create()
+        guard epollDescriptor >= 0, wakeDescriptor >= 0,
+            ccurl_epoll_ctl(epollDescriptor, 0, wakeDescriptor, ccurl_epoll_in()) == 0
+        else {
+            let reason = String(cString: strerror(errno))
+            if epollDescriptor >= 0 { close(epollDescriptor) }
+            if wakeDescriptor >= 0 { close(wakeDescriptor) }
+            throw HTTPClientError(kind: .other, message: "cannot create the epoll loop: \(reason)")
+        }
+        guard let multi = curl_multi_init() else {
+            close(epollDescriptor)
+            close(wakeDescriptor)
+            throw HTTPClientError(kind: .other, message: "curl_multi_init failed")
+        }
+        self.multi = multi
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        _ = ccurl_multi_setopt_socket_cb(multi, CurlCallbacks.onSocket)
+        _ = ccurl_multi_setopt_ptr(multi, CURLMOPT_SOCKETDATA, me)
+        _ = ccurl_multi_setopt_timer_cb(multi, CurlCallbacks.onTimer)
+        _ = ccurl_multi_setopt_ptr(multi, CURLMOPT_TIMERDATA, me)
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, 2 /* CURLPIPE_MULTIPLEX */)
+        // Keep every connection of a full window alive between requests.
+        _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, max(16, configuration.maxInFlight))
+    }
+
+    /// Starts the loop thread. The thread keeps the loop alive until `stop`.
+    func start() {
+        let thread = Thread { [self] in run() }
+        thread.name = "appstore-curl-multi"
+        thread.start()
+    }
+
+    /// Queues a transfer; false when the loop is stopping (the caller then fails it).
+    func submit(_ transfer: CurlTransfer) -> Bool {
+        let accepted = inbox.withLock { inbox in
+            guard !inbox.stopping else { return false }
+            inbox.pending.append(transfer)
+            return true
+        }
+        if accepted { ccurl_eventfd_signal(wakeDescriptor) }
+        return accepted
+    }
+
+    /// Fails queued and in-flight transfers with `.shutdown`, frees libcurl's handles and ends the thread. Blocks
+    /// until done; idempotent.
+    func stop() {
+        let mustWait = inbox.withLock { inbox in
+            defer { inbox.stopping = true }
+            return !inbox.stopping
+        }
+        guard mustWait else { return }
+        ccurl_eventfd_signal(wakeDescriptor)
+        stoppedSignal.wait()
+    }
+
+    var queuedCount: Int { inbox.withLock { $0.pending.count - $0.pendingHead } }
+
+    // MARK: Loop thread
+
+    private func run() {
+        let capacity = 256
+        let readyDescriptors = UnsafeMutablePointer<Int32>.allocate(capacity: capacity)
+        let readyEvents = UnsafeMutablePointer<UInt32>.allocate(capacity: capacity)
+        defer {
+            readyDescriptors.deallocate()
+            readyEvents.deallocate()
+        }
+        var running: Int32 = 0
+        while true {
+            let count = ccurl_epoll_wait(epollDescriptor, readyDescriptors, readyEvents, Int32(capacity), waitTimeout())
+            if count > 0 {
+                for index in 0..<Int(count) {
+                    let descriptor = readyDescriptors[index]
+                    if descriptor == wakeDescriptor {
+                        ccurl_eventfd_drain(wakeDescriptor)
+                        continue
+                    }
+                    let events = readyEvents[index]
+                    var flags: Int32 = 0
+                    if events & ccurl_epoll_in() != 0 { flags |= 0x01 /* CURL_CSELECT_IN */ }
+                    if events & ccurl_epoll_out() != 0 { flags |= 0x02 /* CURL_CSELECT_OUT */ }
+                    if events & ccurl_epoll_err() != 0 { flags |= 0x04 /* CURL_CSELECT_ERR */ }
+                    _ = curl_multi_socket_action(multi, descriptor, flags, &running)
+                }
+            }
+            if let deadline = timerDeadlineNanoseconds, deadline <= DispatchTime.now().uptimeNanoseconds {
+                timerDeadlineNanoseconds = nil
+                _ = curl_multi_socket_action(multi, -1 /* CURL_SOCKET_TIMEOUT */, 0, &running)
+            }
+            collectFinished()
+            if admitPending() == false { break }
+        }
+        shutDownOnLoopThread()
+    }
+
+    /// Milliseconds epoll may sleep: until libcurl's timer, at most a second.
+    private func waitTimeout() -> Int32 {
+        guard let deadline = timerDeadlineNanoseconds else { return 1000 }
+        let now = DispatchTime.now().uptimeNanoseconds
+        guard deadline > now else { return 0 }
+        // Round up so the loop does not spin just before the deadline.
+        return Int32(min(1000, (deadline - now + 999_999) / 1_000_000))
+    }
+
+    /// Moves queued transfers onto the wire while the window has room. False when the loop must stop.
+    private func admitPending() -> Bool {
+        let room = configuration.maxInFlight - active.count
+        let (admitted, stopping) = inbox.withLock { inbox -> ([CurlTransfer], Bool) in
+            if inbox.stopping { return ([], true) }
+            let available = inbox.pending.count - inbox.pendingHead
+            let take = min(max(0, room), available)
+            guard take > 0 else { return ([], false) }
+            let slice = Array(inbox.pending[inbox.pendingHead..<(inbox.pendingHead + take)])
+            inbox.pendingHead += take
+            // Compact now and then so the queue's storage does not grow without bound.
+            if inbox.pendingHead == inbox.pending.count {
+                inbox.pending.removeAll(keepingCapacity: true)
+                inbox.pendingHead = 0
+            } else if inbox.pendingHead > 4096, inbox.pendingHead * 2 > inbox.pending.count {
+                inbox.pending.removeFirst(inbox.pendingHead)
+                inbox.pendingHead = 0
+            }
+            return (slice, false)
+        }
+        if stopping { return false }
+        for transfer in admitted {
+            let easy = idleEasyHandles.popLast() ?? curl_easy_init()
+            guard let easy else {
+                finish(transfer, .failure(HTTPClientError(kind: .other, message: "curl_easy_init failed")))
+                continue
+            }
+            if let error = transfer.configure(easy: easy, configuration: configuration) {
+                recycle(easy)
+                finish(transfer, .failure(error))
+                continue
+            }
+            let code = curl_multi_add_handle(multi, easy)
+            guard code == CURLM_OK else {
+                recycle(easy)
+                let message = String(cString: curl_multi_strerror(code))
+                finish(transfer, .failure(HTTPClientError(kind: .other, curlCode: Int32(code.rawValue), message: message)))
+                continue
+            }
+            active[easy] = transfer
+        }
+        inFlightGauge?.set(active.count)
+        return true
+    }
+
+    private func collectFinished() {
+        var remaining: Int32 = 0
+        while let message = curl_multi_info_read(multi, &remaining) {
+            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+            let code = message.pointee.data.result
+            _ = curl_multi_remove_handle(multi, easy)
+            guard let transfer = active.removeValue(forKey: easy) else { continue }
+            let result = transfer.result(code: code)
+            transfer.easy = nil
+            transfer.release()
+            recycle(easy)
+            finish(transfer, result)
+        }
+    }
+
+    /// Keeps up to a window's worth of easy handles for reuse (reset keeps libcurl's DNS and TLS session caches).
+    private func recycle(_ easy: UnsafeMutableRawPointer) {
+        if idleEasyHandles.count < configuration.maxInFlight {
+            curl_easy_reset(easy)
+            idleEasyHandles.append(easy)
+        } else {
+            curl_easy_cleanup(easy)
+        }
+    }
+
+    private func finish(_ transfer: CurlTransfer, _ result: Result<HTTPClientResponse, HTTPClientError>) {
+        let queue = completionQueues[nextCompletionQueue]
+        nextCompletionQueue = (nextCompletionQueue + 1) % completionQueues.count
+        let completion = transfer.completion
+        queue.async { completion(result) }
+    }
+
+    private func shutDownOnLoopThread() {
+        let shutdownError = HTTPClientError(kind: .shutdown, message: "the HTTP client was shut down")
+        for (easy, transfer) in active {
+            _ = curl_multi_remove_handle(multi, easy)
+            transfer.easy = nil
+            transfer.release()
+            curl_easy_cleanup(easy)
+            finish(transfer, .failure(shutdownError))
+        }
+        active.removeAll()
+        for easy in idleEasyHandles { curl_easy_cleanup(easy) }
+        idleEasyHandles.removeAll()
+        _ = curl_multi_cleanup(multi)
+        multi = nil
+        let queued = inbox.withLock { inbox -> [CurlTransfer] in
+            let rest = Array(inbox.pending[inbox.pendingHead...])
+            inbox.pending.removeAll()
+            inbox.pendingHead = 0
+            inbox.stopped = true
+            return rest
+        }
+        for transfer in queued { finish(transfer, .failure(shutdownError)) }
+        inFlightGauge?.set(0)
+        close(epollDescriptor)
+        close(wakeDescriptor)
+        stoppedSignal.signal()
+    }
+
+    // MARK: Called by libcurl (from curl_multi_socket_action / add_handle, on the loop thread)
+
+    func watch(socket: curl_socket_t, what: Int32) {
+        let wanted: UInt32
+        switch what {
+        case 1: wanted = ccurl_epoll_in()
+        case 2: wanted = ccurl_epoll_out()
+        case 3: wanted = ccurl_epoll_in() | ccurl_epoll_out()
+        default:  // CURL_POLL_REMOVE: libcurl is about to close or reuse the descriptor elsewhere.
+            if watchedSockets.removeValue(forKey: socket) != nil {
+                _ = ccurl_epoll_ctl(epollDescriptor, 2, socket, 0)
+            }
+            return
+        }
+        if let current = watchedSockets[socket] {
+            guard current != wanted else { return }
+            _ = ccurl_epoll_ctl(epollDescriptor, 1, socket, wanted)
+        } else if ccurl_epoll_ctl(epollDescriptor, 0, socket, wanted) != 0 {
+            // Already registered (a descriptor number reused before we saw REMOVE): modify instead.
+            _ = ccurl_epoll_ctl(epollDescriptor, 1, socket, wanted)
+        }
+        watchedSockets[socket] = wanted
+    }
+
+    func setTimer(milliseconds: Int) {
+        if milliseconds < 0 {
+            timerDeadlineNanoseconds = nil
+        } else {
+            timerDeadlineNanoseconds = DispatchTime.now().uptimeNanoseconds + UInt64(milliseconds) * 1_000_000
+        }
+    }
+}
+
+/// `curl_global_init` must run once before any other libcurl call.
+enum CurlGlobal {
+    private static let initialized: Bool = {
+        curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
+    }()
+
+    static func initializeOnce() { _ = initialized }
+}

@@ -1,0 +1,140 @@
+import CCurl
+
+/// One request's state while libcurl works on it: the easy handle, the request body and header list libcurl reads
+/// from, the response bytes it writes into, and the completion to call.
+///
+/// Invariant: after `CurlMultiLoop` took it from the pending queue, only the loop thread touches it, until the
+/// completion is handed to a completion queue. The body buffer and header list stay allocated until `release()`,
+/// which the loop calls after the easy handle left the multi handle.
+final class CurlTransfer: @unchecked Sendable {
+    typealias Completion = @Sendable (Result<HTTPClientResponse, HTTPClientError>) -> Void
+
+    let request: HTTPClientRequest
+    let completion: Completion
+    var easy: UnsafeMutableRawPointer?
+    var responseBody: [UInt8] = []
+    var responseTooLarge = false
+    let maxResponseBytes: Int
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+    private var bodyBuffer: UnsafeMutableRawBufferPointer?
+    /// libcurl writes its detailed error text here (CURLOPT_ERRORBUFFER).
+    let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
+
+    init(request: HTTPClientRequest, maxResponseBytes: Int, completion: @escaping Completion) {
+        self.request = request
+        self.maxResponseBytes = maxResponseBytes
+        self.completion = completion
+        errorBuffer.initialize(to: 0)
+    }
+
+    deinit {
+        release()
+        errorBuffer.deallocate()
+    }
+
+    /// Sets every option of this request on `easy` (a fresh or reset handle). Returns an error for a request
+    /// libcurl refuses.
+    func configure(easy: UnsafeMutableRawPointer, configuration: HTTPClientConfiguration) -> HTTPClientError? {
+        self.easy = easy
+        let body = UnsafeMutableRawBufferPointer.allocate(byteCount: max(request.body.count, 1), alignment: 1)
+        request.body.withUnsafeBytes { source in
+            if let base = source.baseAddress { body.baseAddress!.copyMemory(from: base, byteCount: source.count) }
+        }
+        bodyBuffer = body
+        var list: UnsafeMutablePointer<curl_slist>?
+        // "Expect:" stops libcurl from waiting for 100-continue before sending large bodies.
+        for line in request.headers + ["Expect:"] {
+            list = curl_slist_append(list, line)
+        }
+        headerList = list
+
+        let timeout = min(request.timeoutMs ?? configuration.requestTimeoutMs, configuration.requestTimeoutMs)
+        let isHTTPS = request.url.lowercased().hasPrefix("https:")
+        var codes: [CURLcode] = [
+            ccurl_easy_setopt_string(easy, CURLOPT_URL, request.url),
+            ccurl_easy_setopt_long(easy, CURLOPT_POST, 1),
+            ccurl_easy_setopt_ptr(easy, CURLOPT_POSTFIELDS, body.baseAddress),
+            ccurl_easy_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count)),
+            ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, list),
+            ccurl_easy_setopt_write_cb(easy, CurlCallbacks.onWrite),
+            ccurl_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, Unmanaged.passUnretained(self).toOpaque()),
+            ccurl_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer),
+            ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, timeout)),
+            ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, max(1, min(timeout, configuration.connectTimeoutMs))),
+            ccurl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1),
+            ccurl_easy_setopt_long(easy, CURLOPT_TCP_NODELAY, 1),
+            ccurl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1),
+            ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1),
+            ccurl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2),
+            ccurl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS),
+            ccurl_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https"),
+            ccurl_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0),
+            ccurl_easy_setopt_string(easy, CURLOPT_USERAGENT, configuration.userAgent),
+            ccurl_easy_setopt_string(easy, CURLOPT_ACCEPT_ENCODING, ""),
+        ]
+        if isHTTPS {
+            // Wait for an HTTP/2 connection being set up rather than opening a parallel one, so requests multiplex.
+            codes.append(ccurl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1))
+        }
+        if let caBundle = configuration.caBundlePath {
+            codes.append(ccurl_easy_setopt_string(easy, CURLOPT_CAINFO, caBundle))
+        }
+        if let failed = codes.first(where: { $0 != CURLE_OK }) {
+            return HTTPClientError(
+                kind: .other, curlCode: Int32(failed.rawValue), message: String(cString: curl_easy_strerror(failed)))
+        }
+        return nil
+    }
+
+    /// Appends received bytes; false when the response outgrew the limit (the transfer is then aborted).
+    func append(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard responseBody.count + bytes.count <= maxResponseBytes else {
+            responseTooLarge = true
+            return false
+        }
+        if responseBody.isEmpty { responseBody.reserveCapacity(max(bytes.count, 4096)) }
+        responseBody.append(contentsOf: bytes)
+        return true
+    }
+
+    /// The outcome of a finished transfer, from libcurl's result code.
+    func result(code: CURLcode) -> Result<HTTPClientResponse, HTTPClientError> {
+        guard code == CURLE_OK else {
+            if responseTooLarge {
+                return .failure(HTTPClientError(
+                    kind: .responseTooLarge, curlCode: Int32(code.rawValue),
+                    message: "response over \(maxResponseBytes) bytes"))
+            }
+            let detail = String(cString: errorBuffer)
+            let message = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+            return .failure(HTTPClientError(kind: Self.kind(of: code), curlCode: Int32(code.rawValue), message: message))
+        }
+        var status = 0
+        if let easy { _ = ccurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status) }
+        return .success(HTTPClientResponse(status: status, body: responseBody))
+    }
+
+    static func kind(of code: CURLcode) -> HTTPClientError.Kind {
+        switch code {
+        case CURLE_OPERATION_TIMEDOUT:
+            .timeout
+        case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY, CURLE_GOT_NOTHING,
+            CURLE_SEND_ERROR, CURLE_RECV_ERROR, CURLE_PARTIAL_FILE, CURLE_HTTP2, CURLE_HTTP2_STREAM:
+            .connectionFailed
+        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE,
+            CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH,
+            CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_CRL_BADFILE, CURLE_SSL_SHUTDOWN_FAILED:
+            .tls
+        default:
+            .other
+        }
+    }
+
+    /// Frees what libcurl read from; call only after the easy handle left the multi handle.
+    func release() {
+        if let headerList { curl_slist_free_all(headerList) }
+        headerList = nil
+        bodyBuffer?.deallocate()
+        bodyBuffer = nil
+    }
+}

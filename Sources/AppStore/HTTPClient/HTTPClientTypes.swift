@@ -1,0 +1,58 @@
+/// One HTTP POST to send.
+public struct HTTPClientRequest: Sendable {
+    public var url: String
+    public var body: [UInt8]
+    /// Complete header lines, e.g. `Content-Type: application/json`.
+    public var headers: [String]
+    /// Overrides the configured request timeout when shorter (a submission's remaining deadline).
+    public var timeoutMs: Int?
+
+    public init(url: String, body: [UInt8], headers: [String] = [], timeoutMs: Int? = nil) {
+        self.url = url
+        self.body = body
+        self.headers = headers
+        self.timeoutMs = timeoutMs
+    }
+}
+
+/// A complete HTTP answer (any status code: 5xx is an answer, not an error).
+public struct HTTPClientResponse: Sendable {
+    public var status: Int
+    public var body: [UInt8]
+
+    public init(status: Int, body: [UInt8]) {
+        self.status = status
+        self.body = body
+    }
+}
+
+/// Why no HTTP answer arrived.
+public struct HTTPClientError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Kind: String, Sendable, Equatable {
+        /// The request timeout elapsed (connect or transfer).
+        case timeout
+        /// No connection: refused, unreachable, name not resolved, connection reset, empty reply.
+        case connectionFailed = "connection_failed"
+        /// TLS handshake or certificate verification failed (an untrusted or wrong-host certificate is refused).
+        case tls
+        /// The response exceeded `HTTPClientConfiguration.maxResponseBytes`.
+        case responseTooLarge = "response_too_large"
+        /// The client was shut down before the request completed.
+        case shutdown
+        /// A request libcurl refused to start (bad URL, unsupported protocol) or any other failure.
+        case other
+    }
+
+    public let kind: Kind
+    /// libcurl's `CURLcode` (0 when the error did not come from libcurl).
+    public let curlCode: Int32
+    public let message: String
+
+    public init(kind: Kind, curlCode: Int32 = 0, message: String) {
+        self.kind = kind
+        self.curlCode = curlCode
+        self.message = message
+    }
+
+    public var description: String { "\(kind.rawValue) (curl \(curlCode)): \(message)" }
+}

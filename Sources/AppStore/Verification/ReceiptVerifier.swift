@@ -1,0 +1,191 @@
+import Dispatch
+import ReceiptModel
+import ServiceSupport
+import Synchronization
+
+/// Verifies receipts: asks a backend (verifyReceipt by default), retries what may succeed later within the
+/// submission's deadline, and turns Apple's acceptance into a verdict with `VerdictRules`.
+///
+/// Non-blocking: `verify` returns at once; backoff waits are timers, not sleeping threads. Safe from any thread.
+public final class ReceiptVerifier: Sendable {
+    private let backend: any ReceiptVerificationBackend
+    private let policy: VerdictPolicy
+    private let retryPolicy: RetryPolicy
+    private let requestTimeoutMs: Int
+    private let clock: any VerificationClock
+    private let random: @Sendable () -> Double
+    private let logger: Logger
+    private let callsCounter: Counter?
+    private let outcomeCounters: [String: Counter]
+
+    /// - Parameters:
+    ///   - requestTimeoutMs: the longest one HTTP call may take (`APPLE_TIMEOUT_MS`); shortened to the time left.
+    ///   - clock, random: injected for tests; `random` returns values in [0, 1).
+    public init(
+        backend: any ReceiptVerificationBackend, policy: VerdictPolicy, retryPolicy: RetryPolicy = RetryPolicy(),
+        requestTimeoutMs: Int = 30_000, clock: any VerificationClock = DispatchVerificationClock(),
+        random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+        logger: Logger, metrics: MetricsRegistry? = nil
+    ) {
+        self.backend = backend
+        self.policy = policy
+        self.retryPolicy = retryPolicy
+        self.requestTimeoutMs = requestTimeoutMs
+        self.clock = clock
+        self.random = random
+        self.logger = logger
+        callsCounter = metrics?.counter("appstore_verify_attempts_total", help: "Backend attempts made to Apple")
+        var counters: [String: Counter] = [:]
+        if let metrics {
+            for name in ["verified", "rejected", "unavailable", "config_error"] {
+                counters[name] = metrics.counter(
+                    "appstore_verifications_total", help: "Receipt verifications by how they ended",
+                    labels: [("outcome", name)])
+            }
+        }
+        outcomeCounters = counters
+    }
+
+    /// The verifyReceipt verifier the settings describe: a libcurl client, the two endpoints and the policies.
+    public static func verifyReceipt(
+        settings: AppStoreSettings, logger: Logger, metrics: MetricsRegistry? = nil
+    ) throws(HTTPClientError) -> ReceiptVerifier {
+        let client = try CurlHTTPClient(configuration: settings.httpClientConfiguration, metrics: metrics)
+        let backend = VerifyReceiptBackend(
+            client: client, endpoints: settings.endpoints, sharedSecret: settings.sharedSecret,
+            excludeOldTransactions: settings.excludeOldTransactions)
+        return ReceiptVerifier(
+            backend: backend, policy: settings.verdictPolicy, retryPolicy: settings.retryPolicy,
+            requestTimeoutMs: settings.timeoutMs, logger: logger, metrics: metrics)
+    }
+
+    /// An attempt is not started with less time than this left before the deadline.
+    static let minimumAttemptMs = 50
+
+    /// Verifies one receipt. `completion` is called exactly once, on any thread, no later than shortly after
+    /// `deadline` (an HTTP call never outlives it by more than libcurl's timer granularity).
+    ///
+    /// - Parameters:
+    ///   - receiptData: base64, one line (normalize with `ReceiptData.normalize` first).
+    ///   - deadline: when a verdict is no longer useful; retries stop before it and the outcome is `.unavailable`.
+    public func verify(
+        receiptData: String, expectations: VerificationExpectations, deadline: DispatchTime,
+        completion: @escaping @Sendable (VerificationOutcome) -> Void
+    ) {
+        let state = AttemptState(receiptData: receiptData, expectations: expectations, deadline: deadline)
+        attempt(state, completion: completion)
+    }
+
+    /// `verify` for async callers.
+    public func verify(
+        receiptData: String, expectations: VerificationExpectations, deadline: DispatchTime
+    ) async -> VerificationOutcome {
+        await withCheckedContinuation { continuation in
+            verify(receiptData: receiptData, expectations: expectations, deadline: deadline) {
+                continuation.resume(returning: $0)
+            }
+        }
+    }
+
+    /// Per-verification progress; owned by one verification's chain of callbacks, which never overlap.
+    private struct AttemptState: Sendable {
+        let receiptData: String
+        let expectations: VerificationExpectations
+        let deadline: DispatchTime
+        var attempts = 0
+        var calls = 0
+        var malformedAttempts = 0
+        var environment: AppStoreEnvironment = .production
+    }
+
+    private func remainingMs(until deadline: DispatchTime) -> Int {
+        let now = clock.now().uptimeNanoseconds
+        let end = deadline.uptimeNanoseconds
+        return end > now ? Int((end - now) / 1_000_000) : 0
+    }
+
+    private func attempt(_ state: AttemptState, completion: @escaping @Sendable (VerificationOutcome) -> Void) {
+        let remaining = remainingMs(until: state.deadline)
+        guard remaining >= Self.minimumAttemptMs else {
+            finish(.unavailable(VerificationFailure(
+                reason: .appleUnavailable, message: "the deadline passed before Apple could be asked",
+                appleStatus: nil, environment: nil, attempts: state.calls)), completion)
+            return
+        }
+        let request = BackendRequest(
+            receiptData: state.receiptData, startEnvironment: state.environment,
+            timeoutMs: min(requestTimeoutMs, remaining))
+        callsCounter?.increment()
+        backend.verify(request) { [self] answer in
+            var state = state
+            state.attempts += 1
+            state.calls += answer.calls
+            if let environment = answer.environment, answer.appleStatus != nil { state.environment = environment }
+            handle(answer, state: state, completion: completion)
+        }
+    }
+
+    private func handle(
+        _ answer: BackendAnswer, state: AttemptState, completion: @escaping @Sendable (VerificationOutcome) -> Void
+    ) {
+        switch answer.result {
+        case .receipt(let receipt):
+            let verdict = VerdictRules.evaluate(receipt, expectations: state.expectations, policy: policy)
+            finish(.verdict(ReceiptVerdict(
+                outcome: verdict.outcome, reason: verdict.reason, message: verdict.message,
+                appleStatus: receipt.status, environment: receipt.environment, bundleId: receipt.bundleId,
+                transactions: verdict.transactions, attempts: state.calls)), completion)
+        case .rejected(let reason):
+            finish(.verdict(ReceiptVerdict(
+                outcome: reason.outcome, reason: reason, message: answer.message, appleStatus: answer.appleStatus,
+                environment: answer.environment, bundleId: nil, transactions: [], attempts: state.calls)), completion)
+        case .configurationError:
+            finish(.configurationError(VerificationFailure(
+                reason: .configError, message: (answer.message ?? "configuration error")
+                    + ": check APPLE_SHARED_SECRET and the verifyReceipt URLs",
+                appleStatus: answer.appleStatus, environment: answer.environment, attempts: state.calls)), completion)
+        case .retryable(let kind):
+            var state = state
+            if kind == .malformedReceipt { state.malformedAttempts += 1 }
+            let decision = retryPolicy.decide(
+                attemptsMade: state.attempts, malformedAttempts: state.malformedAttempts, kind: kind,
+                remainingMs: remainingMs(until: state.deadline), minimumAttemptMs: Self.minimumAttemptMs,
+                unitRandom: random())
+            switch decision {
+            case .retry(let delayMs):
+                logger.debug("retrying Apple", [
+                    "attempt": .int(state.attempts), "delay_ms": .int(delayMs),
+                    "apple_status": .int(answer.appleStatus ?? -1),
+                ])
+                let next = state
+                clock.schedule(afterMs: delayMs) { [self] in attempt(next, completion: completion) }
+            case .giveUp where kind == .malformedReceipt
+                && state.malformedAttempts >= retryPolicy.malformedReceiptMaxAttempts:
+                // Repeated 21002: the receipt itself is malformed, not Apple.
+                finish(.verdict(ReceiptVerdict(
+                    outcome: .rejected, reason: .invalidReceipt,
+                    message: "Apple answered 21002 (malformed receipt data) \(state.malformedAttempts) times",
+                    appleStatus: answer.appleStatus, environment: answer.environment, bundleId: nil, transactions: [],
+                    attempts: state.calls)), completion)
+            case .giveUp, .deadlineTooClose:
+                let why = decision == .giveUp ? "retry budget spent" : "deadline reached"
+                finish(.unavailable(VerificationFailure(
+                    reason: .appleUnavailable,
+                    message: "\(why) after \(state.attempts) attempt(s); last: \(answer.message ?? "no answer")",
+                    appleStatus: answer.appleStatus, environment: answer.environment, attempts: state.calls)),
+                    completion)
+            }
+        }
+    }
+
+    private func finish(_ outcome: VerificationOutcome, _ completion: @Sendable (VerificationOutcome) -> Void) {
+        let name: String
+        switch outcome {
+        case .verdict(let verdict): name = verdict.outcome.rawValue
+        case .unavailable: name = "unavailable"
+        case .configurationError: name = "config_error"
+        }
+        outcomeCounters[name]?.increment()
+        completion(outcome)
+    }
+}

@@ -1,0 +1,141 @@
+import ReceiptModel
+import ServiceSupport
+
+/// The legacy verifyReceipt endpoint as a `ReceiptVerificationBackend`: POSTs the receipt to production (or to the
+/// sandbox once known), follows 21007 (-> sandbox) and 21008 (-> production) once, decodes and classifies the answer.
+public final class VerifyReceiptBackend: ReceiptVerificationBackend {
+    public struct Endpoints: Sendable, Equatable {
+        public var production: String
+        public var sandbox: String
+
+        public init(production: String, sandbox: String) {
+            self.production = production
+            self.sandbox = sandbox
+        }
+
+        public func url(for environment: AppStoreEnvironment) -> String {
+            environment == .production ? production : sandbox
+        }
+    }
+
+    private let client: CurlHTTPClient
+    private let endpoints: Endpoints
+    private let sharedSecret: String?
+    private let excludeOldTransactions: Bool
+
+    /// - Parameters:
+    ///   - sharedSecret: sent as `password` only when non-nil and non-empty; never logged.
+    ///   - excludeOldTransactions: asks Apple to send only the latest renewal of each subscription.
+    public init(
+        client: CurlHTTPClient, endpoints: Endpoints, sharedSecret: String?, excludeOldTransactions: Bool = false
+    ) {
+        self.client = client
+        self.endpoints = endpoints
+        self.sharedSecret = sharedSecret.flatMap { $0.isEmpty ? nil : $0 }
+        self.excludeOldTransactions = excludeOldTransactions
+    }
+
+    public func verify(_ request: BackendRequest, completion: @escaping @Sendable (BackendAnswer) -> Void) {
+        let body = VerifyReceiptRequestBody.make(
+            receiptData: request.receiptData, sharedSecret: sharedSecret,
+            excludeOldTransactions: excludeOldTransactions)
+        call(environment: request.startEnvironment, body: body, timeoutMs: request.timeoutMs, calls: 0,
+            redirected: false, completion: completion)
+    }
+
+    private func call(
+        environment: AppStoreEnvironment, body: [UInt8], timeoutMs: Int?, calls: Int, redirected: Bool,
+        completion: @escaping @Sendable (BackendAnswer) -> Void
+    ) {
+        let request = HTTPClientRequest(
+            url: endpoints.url(for: environment), body: body,
+            headers: ["Content-Type: application/json", "Accept: application/json"], timeoutMs: timeoutMs)
+        client.post(request) { [self] result in
+            let answer = Self.interpret(result, environment: environment, calls: calls + 1)
+            if case .redirect(let target) = answer.classification {
+                guard !redirected else {
+                    completion(BackendAnswer(
+                        result: .retryable(.transient), calls: calls + 1, appleStatus: answer.appleStatus,
+                        environment: environment,
+                        message: "both environments redirected the receipt (status \(answer.appleStatus ?? 0))"))
+                    return
+                }
+                call(environment: target, body: body, timeoutMs: timeoutMs, calls: calls + 1, redirected: true,
+                    completion: completion)
+                return
+            }
+            completion(answer.backendAnswer)
+        }
+    }
+
+    /// One HTTP exchange, decoded and classified. Internal for tests.
+    struct Interpretation {
+        var classification: StatusClassification
+        var backendAnswer: BackendAnswer
+        var appleStatus: Int? { backendAnswer.appleStatus }
+    }
+
+    static func interpret(
+        _ result: Result<HTTPClientResponse, HTTPClientError>, environment: AppStoreEnvironment, calls: Int
+    ) -> Interpretation {
+        func answer(_ classification: StatusClassification, status: Int?, message: String?, receipt: AppleReceipt? = nil)
+            -> Interpretation
+        {
+            let backendResult: BackendAnswer.Result
+            switch classification {
+            case .success:
+                backendResult = receipt.map { .receipt($0) } ?? .retryable(.transient)
+            case .redirect:
+                backendResult = .retryable(.transient)  // replaced by the caller's redirect
+            case .retry(let kind):
+                backendResult = .retryable(kind)
+            case .permanent(let reason):
+                backendResult = .rejected(reason)
+            case .configurationError:
+                backendResult = .configurationError
+            }
+            return Interpretation(
+                classification: classification,
+                backendAnswer: BackendAnswer(
+                    result: backendResult, calls: calls, appleStatus: status, environment: environment,
+                    message: message))
+        }
+
+        let response: HTTPClientResponse
+        switch result {
+        case .failure(let error):
+            // Timeouts, refused connections, TLS failures, shutdown: no answer from Apple, so nothing is decided.
+            return answer(.retry(.transient), status: nil, message: "\(environment.rawValue) verifyReceipt: \(error)")
+        case .success(let value):
+            response = value
+        }
+        let decoded: VerifyReceiptResponse
+        do {
+            decoded = try VerifyReceiptResponse.decode(response.body)
+        } catch {
+            let classification = StatusClassification.of(httpStatus: response.status) ?? .retry(.transient)
+            return answer(
+                classification, status: nil,
+                message: "\(environment.rawValue) verifyReceipt: HTTP \(response.status), \(error) "
+                    + "(\(response.body.count) bytes)")
+        }
+        if let httpClassification = StatusClassification.of(httpStatus: response.status) {
+            return answer(
+                httpClassification, status: decoded.status,
+                message: "\(environment.rawValue) verifyReceipt: HTTP \(response.status) with status \(decoded.status)")
+        }
+        let classification = StatusClassification.of(status: decoded.status, isRetryable: decoded.isRetryable)
+        switch classification {
+        case .success:
+            let receipt = AppleReceipt(
+                environment: environment, status: decoded.status, bundleId: decoded.bundleId, inApp: decoded.inApp,
+                latestReceiptInfo: decoded.latestReceiptInfo)
+            return answer(.success, status: decoded.status, message: nil, receipt: receipt)
+        default:
+            return answer(
+                classification, status: decoded.status,
+                message: "\(environment.rawValue) verifyReceipt answered status \(decoded.status)"
+                    + (decoded.isRetryable.map { " (is_retryable: \($0))" } ?? ""))
+        }
+    }
+}

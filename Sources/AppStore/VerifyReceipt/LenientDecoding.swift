@@ -1,0 +1,73 @@
+/// Decoding that survives Apple's wire format: numbers and booleans sent as strings, ids sent as numbers,
+/// booleans sent as 0/1 or "true"/"false". A value of an unusable shape reads as absent instead of failing the
+/// whole response; callers decide which fields are required.
+extension KeyedDecodingContainer {
+    /// A string, or a number written as its decimal text.
+    func lenientString(_ key: Key) -> String? {
+        guard contains(key) else { return nil }
+        if let value = try? decodeIfPresent(String.self, forKey: key) { return value }
+        if let value = try? decodeIfPresent(Int64.self, forKey: key) { return String(value) }
+        if let value = try? decodeIfPresent(UInt64.self, forKey: key) { return String(value) }
+        if let value = try? decodeIfPresent(Double.self, forKey: key), value.isFinite,
+            value == value.rounded(), abs(value) < 1e18
+        {
+            return String(Int64(value))
+        }
+        return nil
+    }
+
+    /// An integer, or its decimal text (`"1539946248000"`), or a whole floating-point number.
+    func lenientInt64(_ key: Key) -> Int64? {
+        guard contains(key) else { return nil }
+        if let value = try? decodeIfPresent(Int64.self, forKey: key) { return value }
+        if let text = try? decodeIfPresent(String.self, forKey: key) {
+            let trimmed = text.trimmingWhitespace()
+            if let value = Int64(trimmed) { return value }
+            if let value = Double(trimmed), value.isFinite, value == value.rounded(), abs(value) < 9e18 {
+                return Int64(value)
+            }
+            return nil
+        }
+        if let value = try? decodeIfPresent(Double.self, forKey: key), value.isFinite, value == value.rounded(),
+            abs(value) < 9e18
+        {
+            return Int64(value)
+        }
+        return nil
+    }
+
+    /// `true`/`false`, `1`/`0`, or those as text (any case).
+    func lenientBool(_ key: Key) -> Bool? {
+        guard contains(key) else { return nil }
+        if let value = try? decodeIfPresent(Bool.self, forKey: key) { return value }
+        if let value = try? decodeIfPresent(Int64.self, forKey: key) {
+            return value == 0 ? false : value == 1 ? true : nil
+        }
+        if let text = try? decodeIfPresent(String.self, forKey: key) {
+            switch text.trimmingWhitespace().lowercased() {
+            case "true", "1", "yes": return true
+            case "false", "0", "no": return false
+            default: return nil
+            }
+        }
+        return nil
+    }
+}
+
+extension String {
+    func trimmingWhitespace() -> Substring {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
+        guard let first = firstIndex(where: { !isSpace($0) }) else { return "" }
+        let last = lastIndex(where: { !isSpace($0) })!
+        return self[first...last]
+    }
+}
+
+/// A JSON key not known at compile time.
+struct AnyCodingKey: CodingKey {
+    let stringValue: String
+    var intValue: Int? { nil }
+    init(_ string: String) { stringValue = string }
+    init?(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
+}

@@ -1,0 +1,34 @@
+import ServiceSupport
+
+/// The JSON body of a verifyReceipt request, built without a general encoder: the receipt can be megabytes.
+enum VerifyReceiptRequestBody {
+    /// `{"receipt-data":"...","password":"..."?,"exclude-old-transactions":true?}`; `password` only when a shared
+    /// secret is configured (Apple answers some receipts 21004/21003 otherwise).
+    static func make(receiptData: String, sharedSecret: String?, excludeOldTransactions: Bool) -> [UInt8] {
+        var body: [UInt8] = []
+        body.reserveCapacity(receiptData.utf8.count + (sharedSecret?.utf8.count ?? 0) + 80)
+        body.append(contentsOf: #"{"receipt-data":"#.utf8)
+        appendString(receiptData, to: &body)
+        if let sharedSecret {
+            body.append(contentsOf: #","password":"#.utf8)
+            appendString(sharedSecret, to: &body)
+        }
+        if excludeOldTransactions {
+            body.append(contentsOf: #","exclude-old-transactions":true"#.utf8)
+        }
+        body.append(UInt8(ascii: "}"))
+        return body
+    }
+
+    /// Base64 needs no escaping, so the common case is a plain copy; anything else goes through `JSONText`.
+    private static func appendString(_ value: String, to body: inout [UInt8]) {
+        let needsEscaping = value.utf8.contains { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }
+        if needsEscaping {
+            body.append(contentsOf: JSONText.quoted(value).utf8)
+        } else {
+            body.append(UInt8(ascii: "\""))
+            body.append(contentsOf: value.utf8)
+            body.append(UInt8(ascii: "\""))
+        }
+    }
+}

@@ -1,0 +1,137 @@
+import Foundation
+
+/// A verifyReceipt answer, decoded tolerantly (see `apple-verification.md`): every field but `status` may be absent,
+/// unknown fields are ignored, numbers may be strings, `is_retryable` and `is-retryable` are both read, the flat
+/// iOS 6 receipt shape is understood, and `latest_receipt_info` may be an array or a single object.
+public struct VerifyReceiptResponse: Sendable, Equatable {
+    public var status: Int
+    /// `Production` or `Sandbox` as Apple wrote it (nil when absent, typical of error bodies).
+    public var environment: String?
+    /// Apple's retry hint, for statuses 21100-21199.
+    public var isRetryable: Bool?
+    public var bundleId: String?
+    /// The receipt's purchases (`receipt.in_app`, or the flat iOS 6 receipt as one transaction).
+    public var inApp: [AppleTransaction]
+    /// The latest renewal of each subscription (`latest_receipt_info`, or iOS 6's `latest_expired_receipt_info`).
+    public var latestReceiptInfo: [AppleTransaction]
+    /// True when `receipt` was the flat iOS 6 transaction-receipt shape.
+    public var isLegacyReceipt: Bool
+
+    public init(
+        status: Int, environment: String? = nil, isRetryable: Bool? = nil, bundleId: String? = nil,
+        inApp: [AppleTransaction] = [], latestReceiptInfo: [AppleTransaction] = [], isLegacyReceipt: Bool = false
+    ) {
+        self.status = status
+        self.environment = environment
+        self.isRetryable = isRetryable
+        self.bundleId = bundleId
+        self.inApp = inApp
+        self.latestReceiptInfo = latestReceiptInfo
+        self.isLegacyReceipt = isLegacyReceipt
+    }
+
+    /// Decodes a response body. Throws `VerifyReceiptDecodingError` for an empty body, non-JSON, a body without a
+    /// usable `status`, or a valid-status body whose transactions lack their ids.
+    public static func decode(_ body: [UInt8]) throws(VerifyReceiptDecodingError) -> VerifyReceiptResponse {
+        guard body.contains(where: { !($0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09) }) else {
+            throw .empty
+        }
+        guard body.first(where: { !($0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09) }) == UInt8(ascii: "{")
+        else {
+            throw .notJSON
+        }
+        do {
+            return try JSONDecoder().decode(VerifyReceiptResponse.self, from: Data(body))
+        } catch let error as VerifyReceiptDecodingError {
+            throw error
+        } catch DecodingError.dataCorrupted(let context) where context.codingPath.isEmpty {
+            throw .notJSON
+        } catch {
+            throw .unusable(Self.describe(error))
+        }
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        guard let decodingError = error as? DecodingError else { return String(describing: error) }
+        switch decodingError {
+        case .dataCorrupted(let context), .keyNotFound(_, let context), .typeMismatch(_, let context),
+            .valueNotFound(_, let context):
+            let path = context.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
+            return path.isEmpty ? context.debugDescription : "\(path): \(context.debugDescription)"
+        @unknown default:
+            return String(describing: decodingError)
+        }
+    }
+}
+
+/// Why a verifyReceipt body could not be used.
+public enum VerifyReceiptDecodingError: Error, Sendable, Equatable, CustomStringConvertible {
+    case empty
+    case notJSON
+    case missingStatus
+    case unusable(String)
+
+    public var description: String {
+        switch self {
+        case .empty: "empty body"
+        case .notJSON: "body is not a JSON object"
+        case .missingStatus: "JSON body without a numeric status"
+        case .unusable(let detail): "JSON body not usable: \(detail)"
+        }
+    }
+}
+
+extension VerifyReceiptResponse: Decodable {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: AnyCodingKey.self)
+        guard let status = c.lenientInt64(AnyCodingKey("status")) else { throw VerifyReceiptDecodingError.missingStatus }
+        self.status = Int(clamping: status)
+        environment = c.lenientString(AnyCodingKey("environment"))
+        isRetryable = c.lenientBool(AnyCodingKey("is_retryable")) ?? c.lenientBool(AnyCodingKey("is-retryable"))
+
+        // Error bodies carry at most status, environment and is_retryable; only valid ones need a usable receipt.
+        let mustDecodeReceipt = status == 0 || status == 21006
+        var bundleId: String?
+        var inApp: [AppleTransaction] = []
+        var isLegacy = false
+        let receiptKey = AnyCodingKey("receipt")
+        if c.contains(receiptKey), (try? c.decodeNil(forKey: receiptKey)) == false {
+            do {
+                let receipt = try c.nestedContainer(keyedBy: AnyCodingKey.self, forKey: receiptKey)
+                bundleId = receipt.lenientString(AnyCodingKey("bundle_id")) ?? receipt.lenientString(AnyCodingKey("bid"))
+                if receipt.contains(AnyCodingKey("in_app")) {
+                    inApp = try receipt.decodeIfPresent([AppleTransaction].self, forKey: AnyCodingKey("in_app")) ?? []
+                } else if receipt.contains(AnyCodingKey("transaction_id")) || receipt.contains(AnyCodingKey("transaction-id")) {
+                    // iOS 6 transaction receipt: the receipt object is itself the one transaction.
+                    inApp = [try c.decode(AppleTransaction.self, forKey: receiptKey)]
+                    isLegacy = true
+                }
+            } catch where !mustDecodeReceipt {
+                bundleId = nil
+                inApp = []
+            }
+        }
+        var latest: [AppleTransaction] = []
+        do {
+            latest = try Self.decodeOneOrMany(c, "latest_receipt_info")
+            if latest.isEmpty { latest = try Self.decodeOneOrMany(c, "latest_expired_receipt_info") }
+        } catch where !mustDecodeReceipt {
+            latest = []
+        }
+        self.bundleId = bundleId
+        self.inApp = inApp
+        self.latestReceiptInfo = latest
+        self.isLegacyReceipt = isLegacy
+    }
+
+    private static func decodeOneOrMany(
+        _ c: KeyedDecodingContainer<AnyCodingKey>, _ name: String
+    ) throws -> [AppleTransaction] {
+        let key = AnyCodingKey(name)
+        guard c.contains(key), (try? c.decodeNil(forKey: key)) == false else { return [] }
+        if (try? c.nestedUnkeyedContainer(forKey: key)) != nil {
+            return try c.decode([AppleTransaction].self, forKey: key)
+        }
+        return [try c.decode(AppleTransaction.self, forKey: key)]
+    }
+}
