@@ -4,8 +4,39 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stddef.h>
+#include <string.h>
 #include <sys/types.h>
 #include <sys/socket.h>
 #include <sys/select.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <microhttpd.h>
+
+/* MHD_get_daemon_info and MHD_get_connection_info are variadic, which Swift does not import: typed wrappers. */
+
+/** The port the daemon is bound to (useful after binding port 0), or 0 when unknown. */
+static inline uint16_t cmhd_daemon_bound_port(struct MHD_Daemon *daemon) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
+    return info == NULL ? 0 : info->port;
+}
+
+/**
+ * The client's IP address as text ("192.0.2.1", "2001:db8::1") into `buffer`; returns 0 on success, -1 when the
+ * address is unknown or not IPv4/IPv6.
+ */
+static inline int cmhd_client_address(struct MHD_Connection *connection, char *buffer, socklen_t length) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (info == NULL || info->client_addr == NULL || length == 0) return -1;
+    const struct sockaddr *address = info->client_addr;
+    if (address->sa_family == AF_INET) {
+        const struct sockaddr_in *v4 = (const struct sockaddr_in *)(const void *)address;
+        return inet_ntop(AF_INET, &v4->sin_addr, buffer, length) == NULL ? -1 : 0;
+    }
+    if (address->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)(const void *)address;
+        return inet_ntop(AF_INET6, &v6->sin6_addr, buffer, length) == NULL ? -1 : 0;
+    }
+    return -1;
+}
+
 #endif

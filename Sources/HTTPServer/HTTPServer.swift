@@ -1,1 +1,141 @@
-// The HTTPServer module.
+import CMicroHTTPD
+import Foundation
+import ServiceSupport
+import Synchronization
+
+/// A small HTTP/1.1 server over libmicrohttpd: epoll on a pool of internal threads, keep-alive, limits on
+/// connections, header and body size, and requests held open (suspended, holding no thread) until the handler
+/// responds from whatever thread finished the work.
+///
+/// Lifecycle: `init` -> `start()` -> `stop()`. `stop` is idempotent and also runs when the server is released.
+public final class HTTPServer: Sendable {
+    private struct State: @unchecked Sendable {
+        // The daemon pointer is only used under the lock that holds this state, or after being taken out of it by
+        // `stop`, which then owns it exclusively.
+        var daemon: OpaquePointer?
+        var port: UInt16 = 0
+        var stopped = false
+    }
+
+    private let core: ServerCore
+    private let state = Mutex(State())
+
+    /// - Parameters:
+    ///   - onResponse: called on the serving thread for every response queued, including the ones the server
+    ///     sends itself (413, deadline 503); keep it cheap (metrics).
+    public init(
+        configuration: HTTPServerConfiguration, handler: any HTTPHandler, logger: Logger,
+        onResponse: (@Sendable (HTTPResponseEvent) -> Void)? = nil
+    ) {
+        self.core = ServerCore(
+            configuration: configuration, handler: handler, logger: logger, onResponse: onResponse)
+    }
+
+    deinit {
+        stop()
+    }
+
+    /// Binds and starts serving.
+    /// - Throws: `HTTPServerError` when the address is invalid or cannot be bound (in use, no permission), or when
+    ///   called twice.
+    public func start() throws {
+        let configuration = core.configuration
+        var address = try SocketAddress(configuration.listen)
+        var flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
+            | MHD_USE_ERROR_LOG.rawValue
+        if address.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
+        let coreContext = Unmanaged.passUnretained(core).toOpaque()
+
+        try state.withLock { state in
+            guard state.daemon == nil, !state.stopped else {
+                throw HTTPServerError("the HTTP server was already started")
+            }
+            var options: [CVarArg] = [
+                MHD_OPTION.CONNECTION_LIMIT.rawValue, UInt32(clamping: configuration.connectionLimit),
+                MHD_OPTION.PER_IP_CONNECTION_LIMIT.rawValue, UInt32(clamping: configuration.perIPConnectionLimit),
+                MHD_OPTION.CONNECTION_TIMEOUT.rawValue, UInt32(clamping: configuration.idleTimeoutSeconds),
+                MHD_OPTION.CONNECTION_MEMORY_LIMIT.rawValue, UInt(clamping: configuration.connectionMemoryLimitBytes),
+                MHD_OPTION.NOTIFY_COMPLETED.rawValue,
+                CVarArgPointer.function(MHDCallbacks.requestCompleted), Int(bitPattern: coreContext),
+                MHD_OPTION.EXTERNAL_LOGGER.rawValue,
+                CVarArgPointer.function(MHDCallbacks.errorLogger), Int(bitPattern: coreContext),
+            ]
+            if configuration.threadCount > 1 {
+                options += [MHD_OPTION.THREAD_POOL_SIZE.rawValue, UInt32(clamping: configuration.threadCount)]
+            }
+            let daemon = address.withSockaddr { sockaddr in
+                options += [MHD_OPTION.SOCK_ADDR.rawValue, Int(bitPattern: sockaddr), MHD_OPTION.END.rawValue]
+                return withVaList(options) { arguments in
+                    MHD_start_daemon_va(
+                        flags, configuration.listen.port, nil, nil, MHDCallbacks.accessHandler, coreContext,
+                        arguments)
+                }
+            }
+            guard let daemon else {
+                throw HTTPServerError(
+                    "cannot listen on \(configuration.listen): the address is in use, not local, or not permitted")
+            }
+            state.daemon = daemon
+            state.port = cmhd_daemon_bound_port(daemon)
+        }
+        core.logger.info(
+            "HTTP server listening",
+            ["address": .string(configuration.listen.host), "port": .int(Int(port)),
+             "threads": .int(configuration.threadCount)])
+    }
+
+    /// The bound port (useful with port 0); 0 before `start`.
+    public var port: UInt16 {
+        state.withLock { $0.port }
+    }
+
+    /// Requests handed to the handler and not answered yet.
+    public var requestsAwaitingResponse: Int {
+        core.awaitingResponse.load(ordering: .relaxed)
+    }
+
+    /// Stops accepting connections, gives requests waiting on their handler up to `stopGracePeriod` to be answered,
+    /// answers the rest 503, then closes every connection. New requests on open keep-alive connections are answered
+    /// 503 with `Connection: close` meanwhile. Blocks the caller; idempotent.
+    public func stop() {
+        let daemon: OpaquePointer? = state.withLock { state in
+            defer {
+                state.daemon = nil
+                state.stopped = true
+            }
+            return state.daemon
+        }
+        guard let daemon else { return }
+        core.isStopping.store(true, ordering: .relaxed)
+        let listenSocket = MHD_quiesce_daemon(daemon)
+
+        let graceDeadline = Clock.monotonicNanoseconds() &+ UInt64(core.configuration.stopGracePeriod.nanosecondsClamped)
+        while core.awaitingResponse.load(ordering: .relaxed) > 0, Clock.monotonicNanoseconds() < graceDeadline {
+            usleep(5_000)
+        }
+        let unanswered = core.sweeper.drainAll()
+        for context in unanswered {
+            context.respond(ServerResponses.shuttingDown, origin: .shuttingDown)
+        }
+        if !unanswered.isEmpty {
+            core.logger.warning("answered 503 to requests still waiting at stop", ["count": .int(unanswered.count)])
+        }
+        // Let the answers just given (and any response being written) reach their clients.
+        let flushDeadline = Clock.monotonicNanoseconds() &+ 1_000_000_000
+        while core.activeRequests.load(ordering: .relaxed) > 0, Clock.monotonicNanoseconds() < flushDeadline {
+            usleep(2_000)
+        }
+        MHD_stop_daemon(daemon)
+        if listenSocket >= 0 { close(listenSocket) }
+        core.sweeper.cancel()
+        core.logger.info("HTTP server stopped")
+    }
+}
+
+/// Pointers travel through `va_list` as pointer-sized integers (Swift's pointer types are not `CVarArg` here).
+private enum CVarArgPointer {
+    static func function<F>(_ function: F) -> Int {
+        precondition(MemoryLayout<F>.size == MemoryLayout<Int>.size, "not a C function pointer")
+        return unsafeBitCast(function, to: Int.self)
+    }
+}

@@ -1,0 +1,194 @@
+import CMicroHTTPD
+import Foundation
+import ServiceSupport
+
+/// The C callbacks given to libmicrohttpd. They run on libmicrohttpd's threads, so they are static members of a
+/// nonisolated type (never actor-isolated closures) and reach the server through the `void *` context, which is an
+/// unretained `ServerCore`.
+enum MHDCallbacks {
+    /// Called for the headers, for each piece of body, and when the request is complete (and again after a resume).
+    static let accessHandler: MHD_AccessHandlerCallback = {
+        cls, connection, url, method, _, uploadData, uploadDataSize, requestContext in
+        guard let cls, let connection, let uploadDataSize, let requestContext else { return .NO }
+        let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
+
+        guard let existing = requestContext.pointee else {
+            let context = RequestContext(
+                connection: connection, method: method.map { String(cString: $0) } ?? "",
+                path: url.map { String(cString: $0) } ?? "/")
+            requestContext.pointee = Unmanaged.passRetained(context).toOpaque()
+            core.activeRequests.add(1, ordering: .relaxed)
+            return headersReceived(core, connection, context)
+        }
+        let context = Unmanaged<RequestContext>.fromOpaque(existing).takeUnretainedValue()
+        if uploadDataSize.pointee > 0 {
+            return bodyReceived(core, context, uploadData, uploadDataSize)
+        }
+        return requestComplete(core, connection, context)
+    }
+
+    static let requestCompleted: MHD_RequestCompletedCallback = { cls, _, requestContext, _ in
+        guard let cls, let requestContext, let raw = requestContext.pointee else { return }
+        requestContext.pointee = nil
+        let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
+        let context = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
+        context.markCompleted()
+        if context.handlerInvoked, !context.responseQueued {
+            core.awaitingResponse.subtract(1, ordering: .relaxed)
+        }
+        core.activeRequests.subtract(1, ordering: .relaxed)
+    }
+
+    static let headerIterator: MHD_KeyValueIterator = { cls, _, key, value in
+        guard let cls, let key else { return .YES }
+        let headers = cls.assumingMemoryBound(to: [String: String].self)
+        let name = String(cString: key).lowercased()
+        let text = value.map { String(cString: $0) } ?? ""
+        if let previous = headers.pointee[name] {
+            headers.pointee[name] = previous + ", " + text
+        } else {
+            headers.pointee[name] = text
+        }
+        return .YES
+    }
+
+    static let queryIterator: MHD_KeyValueIterator = { cls, _, key, value in
+        guard let cls, let key else { return .YES }
+        let query = cls.assumingMemoryBound(to: [String: String].self)
+        query.pointee[String(cString: key)] = value.map { String(cString: $0) } ?? ""
+        return .YES
+    }
+
+    static let errorLogger: MHD_LogCallback = {
+        cls, format, arguments in
+        guard let cls, let format, let arguments else { return }
+        let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
+        var buffer = [CChar](repeating: 0, count: 512)
+        _ = vsnprintf(&buffer, buffer.count, format, arguments)
+        let message = cString(buffer).trimmingCharacters(in: .whitespacesAndNewlines)
+        core.logger.warning("libmicrohttpd: \(message)")
+    }
+
+    /// The text before the first NUL of `buffer`.
+    private static func cString(_ buffer: [CChar]) -> String {
+        let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    // MARK: - Request phases (connection thread)
+
+    private static func headersReceived(
+        _ core: ServerCore, _ connection: OpaquePointer, _ context: RequestContext
+    ) -> MHD_Result {
+        if core.isStopping.load(ordering: .relaxed) {
+            return queue(core, connection, context, ServerResponses.shuttingDown, origin: .shuttingDown)
+        }
+        if let declared = MHD_lookup_connection_value(connection, MHD_ValueKind.HEADER_KIND, "Content-Length"),
+            let length = Int(String(cString: declared)), length > core.configuration.maxBodyBytes
+        {
+            // Queued before the body is read: libmicrohttpd skips the body (no 100 Continue) and closes afterwards.
+            return queue(
+                core, connection, context, ServerResponses.bodyTooLarge(limit: core.configuration.maxBodyBytes),
+                origin: .bodyTooLarge)
+        }
+        return .YES
+    }
+
+    /// Buffers body bytes up to the limit. libmicrohttpd cannot queue a response while body data is being
+    /// delivered, so past the limit the rest is read and discarded and the 413 goes out when the body ends; a client
+    /// that keeps sending more than another `maxBodyBytes` has its connection closed instead.
+    private static func bodyReceived(
+        _ core: ServerCore, _ context: RequestContext, _ data: UnsafePointer<CChar>?, _ size: UnsafeMutablePointer<Int>
+    ) -> MHD_Result {
+        let count = size.pointee
+        size.pointee = 0
+        let limit = core.configuration.maxBodyBytes
+        if context.bodyTooLarge {
+            context.discardedBodyBytes += count
+            return context.discardedBodyBytes > limit ? .NO : .YES
+        }
+        guard context.body.count + count <= limit else {
+            context.bodyTooLarge = true
+            context.discardedBodyBytes = 0
+            context.body = []
+            return .YES
+        }
+        guard let data else { return .NO }
+        data.withMemoryRebound(to: UInt8.self, capacity: count) { bytes in
+            context.body.append(contentsOf: UnsafeBufferPointer(start: bytes, count: count))
+        }
+        return .YES
+    }
+
+    private static func requestComplete(
+        _ core: ServerCore, _ connection: OpaquePointer, _ context: RequestContext
+    ) -> MHD_Result {
+        if context.responseQueued { return .YES }
+        if context.bodyTooLarge {
+            return queue(
+                core, connection, context, ServerResponses.bodyTooLarge(limit: core.configuration.maxBodyBytes),
+                origin: .bodyTooLarge)
+        }
+        if !context.handlerInvoked {
+            context.handlerInvoked = true
+            core.awaitingResponse.add(1, ordering: .relaxed)
+            let request = makeRequest(connection, context)
+            context.body = []
+            core.sweeper.register(context)
+            if core.isStopping.load(ordering: .relaxed) {
+                context.respond(ServerResponses.shuttingDown, origin: .shuttingDown)
+            } else {
+                core.handler.handle(request) { [context] response in
+                    context.respond(response, origin: .handler)
+                }
+            }
+        }
+        if let (response, origin) = context.takeResponse() {
+            core.awaitingResponse.subtract(1, ordering: .relaxed)
+            return queue(core, connection, context, response, origin: origin)
+        }
+        context.suspendUntilResponse()
+        return .YES
+    }
+
+    private static func makeRequest(_ connection: OpaquePointer, _ context: RequestContext) -> HTTPRequest {
+        var headers: [String: String] = [:]
+        var query: [String: String] = [:]
+        withUnsafeMutablePointer(to: &headers) { pointer in
+            _ = MHD_get_connection_values(connection, MHD_ValueKind.HEADER_KIND, headerIterator, pointer)
+        }
+        withUnsafeMutablePointer(to: &query) { pointer in
+            _ = MHD_get_connection_values(connection, MHD_ValueKind.GET_ARGUMENT_KIND, queryIterator, pointer)
+        }
+        var address = [CChar](repeating: 0, count: 64)
+        let remote = cmhd_client_address(connection, &address, socklen_t(address.count)) == 0
+            ? cString(address) : nil
+        return HTTPRequest(
+            method: context.method, path: context.path, query: query, headers: headers, body: context.body,
+            remoteAddress: remote)
+    }
+
+    /// Queues `response` on `connection` (connection thread only, inside the access handler).
+    private static func queue(
+        _ core: ServerCore, _ connection: OpaquePointer, _ context: RequestContext, _ response: HTTPResponse,
+        origin: HTTPResponseOrigin
+    ) -> MHD_Result {
+        let mhdResponse = response.body.withUnsafeBytes { bytes in
+            MHD_create_response_from_buffer(
+                bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), MHD_ResponseMemoryMode.RESPMEM_MUST_COPY)
+        }
+        guard let mhdResponse else { return .NO }
+        defer { MHD_destroy_response(mhdResponse) }
+        for (name, value) in response.headers where name.caseInsensitiveCompare("Content-Length") != .orderedSame {
+            _ = MHD_add_response_header(mhdResponse, name, value)
+        }
+        guard MHD_queue_response(connection, UInt32(clamping: response.status), mhdResponse) == .YES else {
+            core.logger.error(
+                "libmicrohttpd refused a response", ["status": .int(response.status), "path": .string(context.path)])
+            return .NO
+        }
+        context.responseQueued = true
+        core.record(context, status: response.status, origin: origin)
+        return .YES
+    }
+}

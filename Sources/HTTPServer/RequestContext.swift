@@ -1,0 +1,91 @@
+import CMicroHTTPD
+import ServiceSupport
+import Synchronization
+
+/// The state of one request, from its headers to libmicrohttpd's "request completed" notification.
+///
+/// Created on the first access-handler call, handed to libmicrohttpd as `*con_cls` with a +1 retain that the
+/// completion callback gives back. Responder closures keep their own strong references, so a late `respond` always
+/// finds live memory.
+///
+/// Threading invariants:
+/// - The fields marked "connection thread" are only touched by libmicrohttpd's thread serving this connection
+///   (access-handler calls of one connection never overlap), so they need no lock.
+/// - `shared` is the only state touched from other threads (responders, the deadline sweeper).
+/// - `connection` is passed to `MHD_resume_connection` at most once, and only after `MHD_suspend_connection`
+///   returned and before the connection was resumed, when libmicrohttpd guarantees it is alive: suspended
+///   connections are never timed out or closed, and `HTTPServer.stop` resumes every one of them before it stops
+///   the daemon.
+final class RequestContext: @unchecked Sendable {
+    private struct Shared {
+        /// The first response given; later ones are dropped.
+        var response: (HTTPResponse, HTTPResponseOrigin)?
+        /// `MHD_suspend_connection` was called and nobody has resumed the connection yet.
+        var suspended = false
+        /// libmicrohttpd reported the request finished; the connection must not be touched any more.
+        var completed = false
+    }
+
+    let method: String
+    let path: String
+    /// When the headers were parsed (`Clock.monotonicNanoseconds`).
+    let startedAt: UInt64
+    private let connection: OpaquePointer
+    private let shared = Mutex(Shared())
+
+    // Connection thread only.
+    var body: [UInt8] = []
+    var bodyTooLarge = false
+    var discardedBodyBytes = 0
+    var handlerInvoked = false
+    var responseQueued = false
+
+    init(connection: OpaquePointer, method: String, path: String) {
+        self.connection = connection
+        self.method = method
+        self.path = path
+        self.startedAt = Clock.monotonicNanoseconds()
+    }
+
+    /// Records `response` unless one was recorded already; resumes the connection when it is suspended.
+    /// Returns false for a late (ignored) response.
+    @discardableResult
+    func respond(_ response: HTTPResponse, origin: HTTPResponseOrigin) -> Bool {
+        let outcome: (accepted: Bool, resume: Bool) = shared.withLock { shared in
+            guard shared.response == nil, !shared.completed else { return (false, false) }
+            shared.response = (response, origin)
+            guard shared.suspended else { return (true, false) }
+            shared.suspended = false
+            return (true, true)
+        }
+        if outcome.resume { MHD_resume_connection(connection) }
+        return outcome.accepted
+    }
+
+    /// Connection thread: the response, if one was given (the caller then queues it).
+    func takeResponse() -> (HTTPResponse, HTTPResponseOrigin)? {
+        shared.withLock { $0.response }
+    }
+
+    /// Connection thread, inside the access handler: suspends the connection until a response is given. When one
+    /// arrived meanwhile, resumes at once (libmicrohttpd then calls the access handler again to queue it).
+    func suspendUntilResponse() {
+        MHD_suspend_connection(connection)
+        let answeredMeanwhile = shared.withLock { shared -> Bool in
+            if shared.response != nil { return true }
+            shared.suspended = true
+            return false
+        }
+        if answeredMeanwhile { MHD_resume_connection(connection) }
+    }
+
+    /// Connection thread (completion callback): from now on nothing touches the connection.
+    func markCompleted() {
+        shared.withLock { $0.completed = true }
+    }
+
+    /// Whether the request is still waiting for a response (used by the deadline sweeper).
+    var isAwaitingResponse: Bool {
+        shared.withLock { $0.response == nil && !$0.completed }
+    }
+}

@@ -1,0 +1,72 @@
+import CMicroHTTPD
+import ServiceSupport
+import Synchronization
+
+/// What the C callbacks reach through their `void *` context: the handler, limits and request accounting.
+///
+/// Lives as long as the `HTTPServer` that owns it, which outlives the daemon (`stop` runs `MHD_stop_daemon` before
+/// the server can be released), so the unretained pointer handed to libmicrohttpd is always valid.
+final class ServerCore: Sendable {
+    let configuration: HTTPServerConfiguration
+    let handler: any HTTPHandler
+    let logger: Logger
+    let onResponse: (@Sendable (HTTPResponseEvent) -> Void)?
+    let sweeper: DeadlineSweeper
+
+    /// Set when `stop` begins: new requests are answered 503 with `Connection: close`.
+    let isStopping = Atomic<Bool>(false)
+    /// Requests between their first access-handler call and libmicrohttpd's completion notification.
+    let activeRequests = Atomic<Int>(0)
+    /// Requests handed to the handler whose response has not been queued yet.
+    let awaitingResponse = Atomic<Int>(0)
+
+    init(
+        configuration: HTTPServerConfiguration, handler: any HTTPHandler, logger: Logger,
+        onResponse: (@Sendable (HTTPResponseEvent) -> Void)?
+    ) {
+        self.configuration = configuration
+        self.handler = handler
+        self.logger = logger
+        self.onResponse = onResponse
+        let deadlineSeconds = Double(configuration.responseDeadline.nanosecondsClamped) / 1e9
+        self.sweeper = DeadlineSweeper(deadline: configuration.responseDeadline) { context in
+            let answered = context.respond(
+                ServerResponses.error(503, code: "deadline_exceeded", message: "the request was not answered in time"),
+                origin: .deadline)
+            if answered {
+                logger.warning(
+                    "handler did not respond before the deadline",
+                    ["method": .string(context.method), "path": .string(context.path),
+                     "deadline_seconds": .double(deadlineSeconds)])
+            }
+        }
+    }
+
+    func record(_ context: RequestContext, status: Int, origin: HTTPResponseOrigin) {
+        guard let onResponse else { return }
+        onResponse(
+            HTTPResponseEvent(
+                method: context.method, path: context.path, status: status, origin: origin,
+                durationSeconds: Clock.secondsSince(context.startedAt)))
+    }
+}
+
+/// Responses the server sends on its own behalf, in the same JSON error shape the services use.
+enum ServerResponses {
+    static func error(_ status: Int, code: String, message: String, headers: [(String, String)] = []) -> HTTPResponse {
+        HTTPResponse.json(
+            status,
+            "{\"error\":{\"code\":\(JSONText.quoted(code)),\"message\":\(JSONText.quoted(message))}}",
+            headers: headers)
+    }
+
+    static func bodyTooLarge(limit: Int) -> HTTPResponse {
+        error(
+            413, code: "body_too_large", message: "the request body is over the limit of \(limit) bytes",
+            headers: [("Connection", "close")])
+    }
+
+    static let shuttingDown = error(
+        503, code: "shutting_down", message: "the server is shutting down; retry against another instance",
+        headers: [("Retry-After", "1"), ("Connection", "close")])
+}
