@@ -1,0 +1,241 @@
+import Dispatch
+import ReceiptModel
+import ServiceSupport
+import Synchronization
+import Testing
+
+@testable import AppStore
+
+/// A clock tests move by hand: scheduled work runs only when the test advances time past it.
+final class ManualClock: VerificationClock {
+    private struct State {
+        var nowNanoseconds: UInt64 = 1_000_000_000
+        var scheduled: [(at: UInt64, work: @Sendable () -> Void)] = []
+        var delays: [Int] = []
+    }
+    private let state = Mutex(State())
+
+    func now() -> DispatchTime { DispatchTime(uptimeNanoseconds: state.withLock { $0.nowNanoseconds }) }
+
+    func schedule(afterMs milliseconds: Int, _ work: @escaping @Sendable () -> Void) {
+        state.withLock {
+            $0.delays.append(milliseconds)
+            $0.scheduled.append(($0.nowNanoseconds + UInt64(milliseconds) * 1_000_000, work))
+        }
+    }
+
+    func advance(ms: Int) {
+        state.withLock { $0.nowNanoseconds += UInt64(ms) * 1_000_000 }
+    }
+
+    /// Jumps to each scheduled time in turn and runs the work, until nothing is scheduled.
+    func runUntilIdle() {
+        while let next = state.withLock({ state -> (@Sendable () -> Void)? in
+            guard let index = state.scheduled.indices.min(by: { state.scheduled[$0].at < state.scheduled[$1].at })
+            else { return nil }
+            let item = state.scheduled.remove(at: index)
+            state.nowNanoseconds = max(state.nowNanoseconds, item.at)
+            return item.work
+        }) {
+            next()
+        }
+    }
+
+    var delays: [Int] { state.withLock { $0.delays } }
+    func deadline(afterMs ms: Int) -> DispatchTime { DispatchTime(uptimeNanoseconds: now().uptimeNanoseconds + UInt64(ms) * 1_000_000) }
+}
+
+/// A backend that answers from a script, synchronously, and records what it was asked.
+final class ScriptedBackend: ReceiptVerificationBackend {
+    private let script: Mutex<[BackendAnswer]>
+    private let asked = Mutex<[BackendRequest]>([])
+    private let clock: ManualClock
+    private let callDurationMs: Int
+
+    init(_ answers: [BackendAnswer], clock: ManualClock, callDurationMs: Int = 0) {
+        script = Mutex(answers)
+        self.clock = clock
+        self.callDurationMs = callDurationMs
+    }
+
+    func verify(_ request: BackendRequest, completion: @escaping @Sendable (BackendAnswer) -> Void) {
+        asked.withLock { $0.append(request) }
+        clock.advance(ms: callDurationMs)
+        let answer = script.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+        completion(answer ?? BackendAnswer(result: .retryable(.transient), calls: 1, message: "script exhausted"))
+    }
+
+    var requests: [BackendRequest] { asked.withLock { $0 } }
+}
+
+final class OutcomeBox: Sendable {
+    private let value = Mutex<[VerificationOutcome]>([])
+    func set(_ outcome: VerificationOutcome) { value.withLock { $0.append(outcome) } }
+    var outcomes: [VerificationOutcome] { value.withLock { $0 } }
+}
+
+@Suite struct ReceiptVerifierTests {
+    static let policy = VerdictPolicy(allowedBundleIds: ["com.example.game"])
+    static let receipt = AppleReceipt(
+        environment: .production, bundleId: "com.example.game",
+        inApp: [AppleTransaction(transactionId: "42", productId: "gems", purchaseDateMs: 1)])
+
+    static func valid(_ environment: AppStoreEnvironment = .production, calls: Int = 1) -> BackendAnswer {
+        var receipt = receipt
+        receipt.environment = environment
+        return BackendAnswer(result: .receipt(receipt), calls: calls, appleStatus: 0, environment: environment)
+    }
+
+    static func unavailable(_ status: Int? = 21005, kind: StatusClassification.RetryKind = .transient) -> BackendAnswer {
+        BackendAnswer(result: .retryable(kind), calls: 1, appleStatus: status, environment: .production,
+            message: "status \(status ?? 0)")
+    }
+
+    struct Run {
+        let clock = ManualClock()
+        let backend: ScriptedBackend
+        let verifier: ReceiptVerifier
+        let box = OutcomeBox()
+
+        init(_ answers: [BackendAnswer], retryPolicy: RetryPolicy = RetryPolicy(), callDurationMs: Int = 0,
+             random: Double = 0.5, timeoutMs: Int = 30_000) {
+            backend = ScriptedBackend(answers, clock: clock, callDurationMs: callDurationMs)
+            verifier = ReceiptVerifier(
+                backend: backend, policy: ReceiptVerifierTests.policy, retryPolicy: retryPolicy,
+                requestTimeoutMs: timeoutMs, clock: clock, random: { random },
+                logger: Logger(label: "test", threshold: .error))
+        }
+
+        func verify(deadlineMs: Int = 60_000, expectations: VerificationExpectations = .init()) -> VerificationOutcome? {
+            let box = box
+            verifier.verify(receiptData: "AAAA", expectations: expectations, deadline: clock.deadline(afterMs: deadlineMs)) {
+                box.set($0)
+            }
+            clock.runUntilIdle()
+            #expect(box.outcomes.count == 1, "completion must be called exactly once")
+            return box.outcomes.first
+        }
+    }
+
+    @Test func aValidReceiptIsVerifiedAtOnce() throws {
+        let run = Run([Self.valid()])
+        let outcome = try #require(run.verify(expectations: .init(transactionId: "42")))
+        guard case .verdict(let verdict) = outcome else { Issue.record("not a verdict: \(outcome)"); return }
+        #expect(verdict.outcome == .verified)
+        #expect(verdict.attempts == 1)
+        #expect(verdict.environment == .production)
+        #expect(verdict.bundleId == "com.example.game")
+        #expect(verdict.appleStatus == 0)
+        #expect(verdict.transactions.map(\.creditKey) == ["apple:production:42"])
+        #expect(run.clock.delays.isEmpty)
+    }
+
+    @Test func retriesWithBackoffThenSucceeds() throws {
+        let policy = RetryPolicy(maxAttempts: 5, baseDelayMs: 100, maxDelayMs: 1_000)
+        let run = Run([Self.unavailable(), Self.unavailable(nil), Self.unavailable(21199), Self.valid()],
+            retryPolicy: policy, random: 0.5)
+        let outcome = try #require(run.verify())
+        guard case .verdict(let verdict) = outcome else { Issue.record("not a verdict: \(outcome)"); return }
+        #expect(verdict.outcome == .verified)
+        #expect(verdict.attempts == 4)
+        #expect(run.clock.delays == [50, 100, 200])
+    }
+
+    @Test func theRetryBudgetRunsOut() throws {
+        let run = Run(Array(repeating: Self.unavailable(21009), count: 10), retryPolicy: RetryPolicy(maxAttempts: 3))
+        let outcome = try #require(run.verify())
+        guard case .unavailable(let failure) = outcome else { Issue.record("not unavailable: \(outcome)"); return }
+        #expect(failure.reason == .appleUnavailable)
+        #expect(failure.attempts == 3)
+        #expect(failure.appleStatus == 21009)
+        #expect(failure.message.contains("retry budget"))
+        #expect(run.backend.requests.count == 3)
+    }
+
+    @Test func theDeadlineStopsRetries() throws {
+        // Each call takes 400 ms of the 1 s budget; the second retry would start too late.
+        let run = Run(Array(repeating: Self.unavailable(), count: 10), retryPolicy: RetryPolicy(maxAttempts: 10,
+            baseDelayMs: 100, maxDelayMs: 100), callDurationMs: 400, random: 0.999)
+        let outcome = try #require(run.verify(deadlineMs: 1_000))
+        guard case .unavailable(let failure) = outcome else { Issue.record("not unavailable: \(outcome)"); return }
+        #expect(failure.message.contains("deadline"))
+        #expect(run.backend.requests.count == 2)
+        // The second call may take only what is left of the deadline.
+        #expect(run.backend.requests.map(\.timeoutMs) == [1_000, 501])
+    }
+
+    @Test func anExpiredDeadlineMakesNoCall() throws {
+        let run = Run([Self.valid()])
+        let outcome = try #require(run.verify(deadlineMs: 0))
+        guard case .unavailable(let failure) = outcome else { Issue.record("not unavailable: \(outcome)"); return }
+        #expect(failure.attempts == 0)
+        #expect(run.backend.requests.isEmpty)
+    }
+
+    @Test func theRequestTimeoutCapsEachCall() throws {
+        let run = Run([Self.valid()], timeoutMs: 2_000)
+        _ = run.verify(deadlineMs: 60_000)
+        #expect(run.backend.requests.map(\.timeoutMs) == [2_000])
+    }
+
+    @Test func malformedReceiptsAreRetriedOnlyAFewTimesThenInvalid() throws {
+        let run = Run(Array(repeating: Self.unavailable(21002, kind: .malformedReceipt), count: 10),
+            retryPolicy: RetryPolicy(maxAttempts: 6, malformedReceiptMaxAttempts: 3))
+        let outcome = try #require(run.verify())
+        guard case .verdict(let verdict) = outcome else { Issue.record("not a verdict: \(outcome)"); return }
+        #expect(verdict.outcome == .rejected)
+        #expect(verdict.reason == .invalidReceipt)
+        #expect(verdict.appleStatus == 21002)
+        #expect(verdict.attempts == 3)
+    }
+
+    @Test func configurationErrorsAreNeverRetried() throws {
+        let run = Run([BackendAnswer(result: .configurationError, calls: 1, appleStatus: 21004, environment: .production)])
+        let outcome = try #require(run.verify())
+        guard case .configurationError(let failure) = outcome else { Issue.record("not config: \(outcome)"); return }
+        #expect(failure.reason == .configError)
+        #expect(failure.appleStatus == 21004)
+        #expect(failure.attempts == 1)
+        #expect(run.backend.requests.count == 1)
+    }
+
+    @Test func permanentRejectionsAreNotRetried() throws {
+        let run = Run([BackendAnswer(result: .rejected(.invalidReceipt), calls: 2, appleStatus: 21003,
+            environment: .sandbox)])
+        let outcome = try #require(run.verify())
+        guard case .verdict(let verdict) = outcome else { Issue.record("not a verdict: \(outcome)"); return }
+        #expect(verdict.reason == .invalidReceipt)
+        #expect(verdict.attempts == 2)
+        #expect(verdict.environment == .sandbox)
+    }
+
+    @Test func retriesStartAtTheEnvironmentLearnedEarlier() throws {
+        let sandboxFailure = BackendAnswer(result: .retryable(.transient), calls: 2, appleStatus: 21005,
+            environment: .sandbox)
+        let run = Run([sandboxFailure, Self.valid(.sandbox)])
+        let outcome = try #require(run.verify())
+        guard case .verdict(let verdict) = outcome else { Issue.record("not a verdict: \(outcome)"); return }
+        #expect(verdict.environment == .sandbox)
+        #expect(verdict.attempts == 3)
+        #expect(run.backend.requests.map(\.startEnvironment) == [.production, .sandbox])
+    }
+
+    @Test func verdictRulesApplyToTheAnswer() throws {
+        let run = Run([Self.valid()])
+        let outcome = try #require(run.verify(expectations: .init(transactionId: "43")))
+        guard case .verdict(let verdict) = outcome else { Issue.record("not a verdict: \(outcome)"); return }
+        #expect(verdict.reason == .transactionNotFound)
+    }
+
+    @Test func outcomesBecomeResultMessages() {
+        let submission = Submission(submissionId: "s1", receiptData: "AAAA", orderId: "o", userId: "u", submittedAtMs: 1)
+        let failure = VerificationOutcome.unavailable(VerificationFailure(
+            reason: .appleUnavailable, message: "m", appleStatus: 21005, environment: .production, attempts: 4))
+        let result = failure.result(for: submission, verifiedAtMs: 99)
+        #expect(result.outcome == .failed)
+        #expect(result.reason == .appleUnavailable)
+        #expect(result.attempts == 4)
+        #expect(result.orderId == "o")
+        #expect(result.verifiedAtMs == 99)
+    }
+}
