@@ -1,1 +1,110 @@
-print("not built yet")
+// embedded-kafka: one in-memory Kafka cluster (librdkafka's mock cluster) for tests, benchmarks and `make dev`.
+// Prints `KAFKA_BOOTSTRAP_SERVERS=<list>` as its first stdout line, then serves until SIGTERM or SIGINT (exit 0).
+
+import Dispatch
+import Foundation
+import Kafka
+import ServiceSupport
+
+enum EmbeddedKafkaMain {
+    static let usage = """
+        Usage: embedded-kafka [--brokers N] [--topics name:partitions,...]
+
+        Runs an in-memory Kafka cluster (librdkafka's mock cluster) on 127.0.0.1 ephemeral ports.
+        Prints KAFKA_BOOTSTRAP_SERVERS=<host:port,...> as the first line on stdout, then serves until SIGTERM or
+        SIGINT, and exits 0. Data lives in memory only.
+
+        Options:
+          --brokers N                  number of brokers, ids 1...N (default 1)
+          --topics name:partitions,... topics to create at start (others are auto-created with 4 partitions)
+          --help                       this text
+
+        Environment: LOG_LEVEL (debug, info, warning, error; default warning for this tool).
+        """
+
+    struct Options {
+        var brokers = 1
+        var topics: [(name: String, partitions: Int)] = []
+    }
+
+    enum ParseOutcome {
+        case run(Options)
+        case help
+        case invalid(String)
+    }
+
+    static func parse(_ arguments: [String]) -> ParseOutcome {
+        var options = Options()
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            switch argument {
+            case "--help", "-h":
+                return .help
+            case "--brokers":
+                guard index + 1 < arguments.count, let count = Int(arguments[index + 1]), (1...16).contains(count) else {
+                    return .invalid("--brokers needs a number from 1 to 16")
+                }
+                options.brokers = count
+                index += 2
+            case "--topics":
+                guard index + 1 < arguments.count else { return .invalid("--topics needs name:partitions,...") }
+                for entry in arguments[index + 1].split(separator: ",") {
+                    let parts = entry.split(separator: ":")
+                    guard parts.count == 2, !parts[0].isEmpty, let partitions = Int(parts[1]), partitions >= 1 else {
+                        return .invalid("--topics entry '\(entry)' is not name:partitions (partitions >= 1)")
+                    }
+                    options.topics.append((String(parts[0]), partitions))
+                }
+                index += 2
+            default:
+                return .invalid("unknown argument '\(argument)'")
+            }
+        }
+        return .run(options)
+    }
+
+    static func run() -> Int32 {
+        let options: Options
+        switch parse(Array(CommandLine.arguments.dropFirst())) {
+        case .help:
+            print(usage)
+            return 0
+        case .invalid(let problem):
+            FileHandle.standardError.write(Data("embedded-kafka: \(problem)\n\n\(usage)\n".utf8))
+            return 2
+        case .run(let parsed):
+            options = parsed
+        }
+        let environment = ProcessInfo.processInfo.environment
+        let level = environment["LOG_LEVEL"].flatMap(LogLevel.init(name:)) ?? .warning
+        let logger = Logger(label: "embedded-kafka", threshold: level)
+
+        let stop = DispatchSemaphore(value: 0)
+        let signals = ShutdownSignal { signal in
+            logger.info("stopping", ["signal": .string(signal)])
+            stop.signal()
+        }
+        let cluster: EmbeddedKafkaCluster
+        do {
+            cluster = try EmbeddedKafkaCluster(brokers: options.brokers, topics: options.topics, logger: logger)
+        } catch {
+            logger.error("cannot start the embedded Kafka cluster", ["error": .string(error.message)])
+            return 1
+        }
+        print("KAFKA_BOOTSTRAP_SERVERS=\(cluster.bootstrapServers)")
+        fflush(nil)  // all streams: stdout is a pipe in tests, block-buffered
+        logger.info(
+            "embedded Kafka cluster serving",
+            [
+                "bootstrap_servers": .string(cluster.bootstrapServers), "brokers": .int(options.brokers),
+                "topics": .string(options.topics.map { "\($0.name):\($0.partitions)" }.joined(separator: ",")),
+            ])
+        stop.wait()
+        cluster.shutdown()
+        withExtendedLifetime(signals) {}
+        return 0
+    }
+}
+
+exit(EmbeddedKafkaMain.run())

@@ -1,1 +1,91 @@
-print("not built yet")
+// receipt-tail: prints the verification results on RESULTS_TOPIC as they arrive, one JSON object per line.
+
+import Dispatch
+import Foundation
+import Kafka
+import ServiceSupport
+
+enum ReceiptTailMain {
+    static let usage = """
+        Usage: receipt-tail [--from-beginning]
+
+        Follows the results topic and prints each result message (JSON) on its own line on stdout.
+        Starts at the end of every partition (only new results), or at the beginning with --from-beginning.
+        Stops on SIGTERM or SIGINT. Logs (JSON) go to stderr.
+
+        Environment:
+          KAFKA_BOOTSTRAP_SERVERS  Kafka bootstrap list (required)
+          KAFKA_<PROPERTY>         any librdkafka property, e.g. KAFKA_SECURITY_PROTOCOL=SASL_SSL
+          RESULTS_TOPIC            topic to follow (default iap.receipts.results)
+          LOG_LEVEL                debug, info, warning, error (default info)
+        """
+
+    static func run() -> Int32 {
+        var fromBeginning = false
+        for argument in CommandLine.arguments.dropFirst() {
+            switch argument {
+            case "--help", "-h":
+                print(usage)
+                return 0
+            case "--from-beginning":
+                fromBeginning = true
+            default:
+                FileHandle.standardError.write(Data("receipt-tail: unknown argument '\(argument)'\n\n\(usage)\n".utf8))
+                return 2
+            }
+        }
+        let environment = ProcessInfo.processInfo.environment
+        let settings = Settings(environment: environment)
+        let logger = Logger.fromEnvironment(label: "receipt-tail", environment: environment)
+        let configuration = KafkaConfiguration.fromEnvironment(environment)
+        guard configuration.bootstrapServers != nil else {
+            logger.error("KAFKA_BOOTSTRAP_SERVERS is required")
+            return 2
+        }
+        let topic = settings.string("RESULTS_TOPIC", default: "iap.receipts.results")
+
+        let output = LineWriter()
+        let follower: KafkaTopicFollower
+        do {
+            follower = try KafkaTopicFollower(
+                configuration: configuration, topic: topic, startingAtTimestampMs: fromBeginning ? 0 : nil,
+                logger: logger
+            ) { message in
+                output.write(message.value)
+            }
+        } catch {
+            logger.error("cannot start", ["error": .string(error.message)])
+            return 1
+        }
+        let stop = DispatchSemaphore(value: 0)
+        let signals = ShutdownSignal { _ in stop.signal() }
+        follower.start()
+        logger.info("following", ["topic": .string(topic), "from_beginning": .bool(fromBeginning)])
+        stop.wait()
+        follower.close(timeout: .seconds(5))
+        withExtendedLifetime(signals) {}
+        return 0
+    }
+}
+
+/// Writes whole lines to stdout, unbuffered, so a reader sees each result as soon as it arrives.
+final class LineWriter: Sendable {
+    func write(_ bytes: [UInt8]) {
+        var line = bytes
+        // One result per line: a value with embedded newlines (not valid compact JSON) is flattened.
+        for index in line.indices where line[index] == UInt8(ascii: "\n") || line[index] == UInt8(ascii: "\r") {
+            line[index] = UInt8(ascii: " ")
+        }
+        line.append(UInt8(ascii: "\n"))
+        line.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = Foundation.write(1, buffer.baseAddress! + offset, buffer.count - offset)
+                if written <= 0 { return }
+                offset += written
+            }
+        }
+    }
+}
+
+exit(ReceiptTailMain.run())

@@ -1,0 +1,234 @@
+import CRdKafka
+import Foundation
+import ServiceSupport
+import Synchronization
+
+/// A Kafka producer: idempotent (acks=all) unless the configuration says otherwise, with per-message delivery
+/// results served by the producer's own poll thread.
+///
+/// Lifecycle: usable from `init` until `close`; `close` delivers (or fails) every outstanding message, so every
+/// `completion` of an accepted `send` is called exactly once. Thread-safe: `send` may be called from any thread.
+public final class KafkaProducer: Sendable {
+    /// Defaults applied for properties the configuration does not set. Idempotence gives acks=all, ordered retries
+    /// and no duplicates from retries; linger and batch sizes trade ~5 ms of latency for throughput.
+    public static let defaultProperties: [String: String] = [
+        "enable.idempotence": "true",
+        "linger.ms": "5",
+        "batch.num.messages": "10000",
+        "batch.size": "1000000",
+        "queue.buffering.max.messages": "100000",
+        "socket.nagle.disable": "true",
+        "statistics.interval.ms": "1000",
+    ]
+
+    private let handle: RDKafkaHandle
+    private let context: RDKafkaCallbackContext
+    private let events: ProducerEvents
+    private let pollThread: PollThread
+    private let topicHandles = Mutex<[String: RDKafkaTopicHandle]>([:])
+    private let isClosing = Atomic<Bool>(false)
+    private let closeOnce = Mutex<Bool>(false)
+    private let logger: Logger
+
+    /// Creates the producer and starts its poll thread.
+    /// - Throws: `KafkaError` (code `invalidArgument`) naming an unknown property or invalid value.
+    public init(configuration: KafkaConfiguration, logger: Logger, metrics: MetricsRegistry? = nil) throws(KafkaError) {
+        var defaults = Self.defaultProperties
+        if let acks = configuration["acks"], !["all", "-1"].contains(acks), configuration["enable.idempotence"] == nil {
+            // An explicit weaker acks setting means the owner chose not to be idempotent.
+            defaults["enable.idempotence"] = "false"
+        }
+        let logger = logger.named(logger.label + ".kafka-producer")
+        let statistics = KafkaStatisticsStore()
+        let context = RDKafkaCallbackContext(logger: logger, statistics: statistics)
+        let handle = try RDKafkaClient.make(
+            .producer, configuration: configuration.merged(withDefaults: defaults), context: context)
+        let events = ProducerEvents(logger: logger, statistics: statistics)
+        context.attach(events)
+        self.handle = handle
+        self.context = context
+        self.events = events
+        self.logger = logger
+        self.pollThread = PollThread(name: "kafka-producer-poll")
+        pollThread.start(poll: {
+            // Serves delivery reports, statistics and errors; returns as soon as there is something to serve.
+            _ = handle.withClient { rd_kafka_poll($0, 100) }
+        })
+        if let metrics { registerMetrics(metrics) }
+    }
+
+    deinit {
+        close(timeout: .seconds(5))
+    }
+
+    /// Enqueues a message without blocking.
+    ///
+    /// - Parameters:
+    ///   - key: nil for no key (the partitioner then spreads messages); equal keys go to the same partition.
+    ///   - completion: called exactly once, on the poll thread, with where the message was written or why it could
+    ///     not be (after retries, within `message.timeout.ms`). Keep it short: it delays other delivery reports.
+    /// - Throws: `KafkaError` synchronously when librdkafka refuses the message (`isQueueFull` is back-pressure:
+    ///   retry later; unknown topic, message too large, producer closed); `completion` is then never called.
+    public func send(
+        topic: String, key: [UInt8]?, value: [UInt8], headers: [KafkaHeader] = [],
+        completion: @escaping @Sendable (Result<KafkaDeliveryReport, KafkaError>) -> Void
+    ) throws(KafkaError) {
+        guard !isClosing.load(ordering: .relaxed) else { throw Self.closedError }
+        let delivery = Unmanaged.passRetained(DeliveryContext(topic: topic, completion: completion))
+        let refusal: KafkaError? =
+            handle.withClient { client -> KafkaError? in
+                guard let topicHandle = topicHandle(client, topic) else {
+                    return KafkaError(code: KafkaError.invalidArgument, message: "invalid topic name '\(topic)'")
+                }
+                return RDKafkaProduce.produce(
+                    client, topic: topicHandle, key: key, value: value, headers: headers, opaque: delivery.toOpaque())
+            } ?? Self.closedError
+        if let refusal {
+            delivery.release()
+            throw refusal
+        }
+    }
+
+    /// Sends and waits for the delivery result (the broker's acknowledgement, with acks=all by default).
+    /// - Throws: `KafkaError` when the message was refused or could not be delivered.
+    public func send(topic: String, key: [UInt8]?, value: [UInt8], headers: [KafkaHeader] = []) async throws(KafkaError)
+        -> KafkaDeliveryReport
+    {
+        let result: Result<KafkaDeliveryReport, KafkaError> = await withCheckedContinuation { continuation in
+            do throws(KafkaError) {
+                try send(topic: topic, key: key, value: value, headers: headers) { continuation.resume(returning: $0) }
+            } catch {
+                continuation.resume(returning: .failure(error))
+            }
+        }
+        return try result.get()
+    }
+
+    /// Waits until every enqueued message was delivered or failed (and its completion ran), or `timeout` passed.
+    /// Blocks the calling thread: do not call it from the Swift cooperative pool in a hot path.
+    /// - Returns: true when nothing is outstanding.
+    @discardableResult
+    public func flush(timeout: Duration) -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while outstandingMessages > 0 {
+            if ContinuousClock.now >= deadline { return false }
+            usleep(1000)
+        }
+        return true
+    }
+
+    /// Refuses new messages, flushes for up to `timeout`, fails what is still queued (completions get
+    /// `purgedQueue` / `purgedInFlight`), stops the poll thread and destroys the client. Idempotent; later calls return
+    /// at once.
+    public func close(timeout: Duration) {
+        let first = closeOnce.withLock { closed in
+            defer { closed = true }
+            return !closed
+        }
+        guard first else { return }
+        isClosing.store(true, ordering: .relaxed)
+        if !flush(timeout: timeout) {
+            logger.warning(
+                "producer close: messages not delivered in time are failed", ["outstanding": .int(outstandingMessages)])
+            _ = handle.withClient {
+                rd_kafka_purge($0, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT | RD_KAFKA_PURGE_F_NON_BLOCKING)
+            }
+            flush(timeout: .seconds(2))
+        }
+        pollThread.requestStop()
+        guard pollThread.wait(timeout: .seconds(5)) else {
+            logger.error("producer close: poll thread did not stop (a delivery completion is blocking); abandoning client")
+            return
+        }
+        guard handle.retire() else { return }
+        // Serve any delivery report still queued, on this thread, so each completion runs exactly once.
+        var rounds = 0
+        while rd_kafka_outq_len(handle.pointer) > 0, rounds < 200 {
+            rd_kafka_poll(handle.pointer, 10)
+            rounds += 1
+        }
+        topicHandles.withLock { handles in
+            for topic in handles.values { rd_kafka_topic_destroy(topic.pointer) }
+            handles.removeAll()
+        }
+        handle.destroy()
+    }
+
+    /// True when some broker connection is up (from statistics, refreshed every `statistics.interval.ms`; false
+    /// as soon as librdkafka reports all brokers down). For `/readyz`.
+    public var isConnected: Bool { events.isConnected }
+
+    /// Messages enqueued and not yet delivered or failed, including delivery reports not yet served.
+    public var outstandingMessages: Int {
+        handle.withClient { Int(rd_kafka_outq_len($0)) } ?? 0
+    }
+
+    /// The latest decoded statistics, if any arrived yet.
+    public var statistics: KafkaStatistics? { context.statistics.current }
+
+    private static let closedError = KafkaError(code: KafkaError.destroyed, message: "the Kafka producer is closed")
+
+    /// The cached `rd_kafka_topic_t` for `topic` (created on first use, destroyed by `close`).
+    private func topicHandle(_ client: OpaquePointer, _ topic: String) -> OpaquePointer? {
+        let cached: RDKafkaTopicHandle? = topicHandles.withLock { handles in
+            if let existing = handles[topic] { return existing }
+            guard let created = rd_kafka_topic_new(client, topic, nil) else { return nil }
+            let handle = RDKafkaTopicHandle(pointer: created)
+            handles[topic] = handle
+            return handle
+        }
+        return cached?.pointer
+    }
+
+    private func registerMetrics(_ metrics: MetricsRegistry) {
+        let handle = self.handle
+        let events = self.events
+        metrics.collect(
+            "kafka_producer_queue_messages", help: "Messages produced and not yet delivered or failed", kind: .gauge
+        ) {
+            [([], Double(handle.withClient { rd_kafka_outq_len($0) } ?? 0))]
+        }
+        metrics.collect("kafka_producer_connected", help: "1 when a broker connection is up", kind: .gauge) {
+            [([], events.isConnected ? 1 : 0)]
+        }
+    }
+}
+
+/// An `rd_kafka_topic_t`, owned by the producer's cache; destroyed before the client.
+struct RDKafkaTopicHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
+}
+
+/// Receives the producer's librdkafka events and keeps the connection state.
+final class ProducerEvents: RDKafkaClientEvents {
+    private let logger: Logger
+    private let statistics: KafkaStatisticsStore
+    private let allBrokersDown = Atomic<Bool>(false)
+
+    init(logger: Logger, statistics: KafkaStatisticsStore) {
+        self.logger = logger
+        self.statistics = statistics
+    }
+
+    var isConnected: Bool {
+        guard let current = statistics.current else { return false }
+        if allBrokersDown.load(ordering: .relaxed) {
+            // Cleared by the next statistics that see a broker up.
+            guard current.brokersUp > 0, statistics.updatedAfterMark else { return false }
+            allBrokersDown.store(false, ordering: .relaxed)
+        }
+        return current.brokersUp > 0
+    }
+
+    func rdKafkaDidReport(_ error: KafkaError) {
+        if error.code == KafkaError.allBrokersDown {
+            allBrokersDown.store(true, ordering: .relaxed)
+            statistics.mark()
+        }
+        if error.isFatal {
+            logger.error("Kafka producer fatal error", ["code": .int(Int(error.code)), "error": .string(error.message)])
+        } else {
+            logger.warning("Kafka producer error", ["code": .int(Int(error.code)), "error": .string(error.message)])
+        }
+    }
+}

@@ -1,0 +1,188 @@
+import CRdKafka
+import Foundation
+import ServiceSupport
+import Synchronization
+
+/// A group-less reader of every partition of one topic from a point in time (for example the ingest's index of
+/// results, or `receipt-tail`). No consumer group: nothing is committed and every follower sees every message.
+///
+/// Partitions are looked up in the topic's metadata when the follower starts and re-checked periodically, so
+/// partitions added later (or a topic created after the follower started) are followed too. Messages are handed to
+/// `onMessage` on the follower's own poll thread, in offset order per partition.
+public final class KafkaTopicFollower: Sendable {
+    public let topic: String
+    private let handle: RDKafkaHandle
+    private let startingAtTimestampMs: Int64?
+    private let onMessage: @Sendable (KafkaMessage) -> Void
+    private let pollThread = PollThread(name: "kafka-follower-poll")
+    private let lifecycle = Mutex<Bool>(false)
+    private let followed = Mutex<Set<Int32>>([])
+    private let nextRefresh = Mutex<ContinuousClock.Instant>(.now)
+    private let logger: Logger
+    /// How often partitions are re-checked once some are followed (sooner while none are).
+    private let refreshInterval: Duration
+
+    /// - Parameters:
+    ///   - startingAtTimestampMs: where to start in every partition: the first message at or after this time
+    ///     (`0` = from the beginning), or the end (only new messages) when nil.
+    ///   - onMessage: called on the follower's poll thread; keep it short.
+    /// - Throws: `KafkaError` (`invalidArgument`) naming an unknown property or invalid value.
+    public init(
+        configuration: KafkaConfiguration, topic: String, startingAtTimestampMs: Int64?, logger: Logger,
+        refreshInterval: Duration = .seconds(10), onMessage: @escaping @Sendable (KafkaMessage) -> Void
+    ) throws(KafkaError) {
+        guard !topic.isEmpty else {
+            throw KafkaError(code: KafkaError.invalidArgument, message: "a topic follower needs a topic name")
+        }
+        var effective = configuration.merged(withDefaults: [
+            "enable.partition.eof": "false", "socket.nagle.disable": "true", "statistics.interval.ms": "0",
+        ])
+        // A group id is needed for rd_kafka_consumer_poll; the follower never joins the group or commits.
+        effective["group.id"] = "follower-\(topic)-\(UInt64.random(in: 0...UInt64.max))"
+        effective["enable.auto.commit"] = "false"
+        effective["enable.auto.offset.store"] = "false"
+        let logger = logger.named(logger.label + ".kafka-follower").with(["topic": .string(topic)])
+        let context = RDKafkaCallbackContext(logger: logger, statistics: KafkaStatisticsStore())
+        self.handle = try RDKafkaClient.make(.consumer, configuration: effective, context: context)
+        rd_kafka_poll_set_consumer(handle.pointer)
+        self.topic = topic
+        self.startingAtTimestampMs = startingAtTimestampMs
+        self.onMessage = onMessage
+        self.logger = logger
+        self.refreshInterval = refreshInterval
+        context.attach(FollowerEvents(logger: logger))
+    }
+
+    /// Starts following (the poll thread). Later calls do nothing.
+    public func start() {
+        let startedAtMs = Clock.wallMilliseconds()
+        let isFirst = lifecycle.withLock { started in
+            defer { started = true }
+            return !started
+        }
+        guard isFirst else { return }
+        pollThread.start(
+            poll: { [self] in
+                // Only the poll thread touches nextRefresh; the Mutex is uncontended.
+                if nextRefresh.withLock({ ContinuousClock.now >= $0 }) {
+                    let anyFollowed = refreshPartitions(startedAtMs: startedAtMs)
+                    let next = ContinuousClock.now + (anyFollowed ? refreshInterval : .seconds(1))
+                    nextRefresh.withLock { $0 = next }
+                }
+                pollOnce()
+            },
+            finish: { [self] in destroy() })
+    }
+
+    /// Stops following and destroys the client, waiting at most `timeout`. Idempotent.
+    public func close(timeout: Duration) {
+        let neverStarted = lifecycle.withLock { started in
+            defer { started = true }
+            return !started
+        }
+        if neverStarted {
+            pollThread.start(poll: {}, finish: { [self] in destroy() })
+        }
+        pollThread.requestStop()
+        if !pollThread.wait(timeout: timeout) {
+            logger.warning("topic follower close did not finish in time; continuing in the background")
+        }
+    }
+
+    /// The partitions being followed.
+    public var partitions: [Int32] { followed.withLock { $0.sorted() } }
+
+    private func pollOnce() {
+        guard let message = rd_kafka_consumer_poll(handle.pointer, 100) else { return }
+        defer { rd_kafka_message_destroy(message) }
+        let code = message.pointee.err
+        if code == RD_KAFKA_RESP_ERR_NO_ERROR {
+            onMessage(RDKafkaMessageReader.read(message))
+        } else if code != RD_KAFKA_RESP_ERR__PARTITION_EOF {
+            logger.warning("follower error", ["error": .string(KafkaError.describe(code: code.rawValue))])
+        }
+    }
+
+    private func destroy() {
+        if handle.retire() {
+            handle.destroy()
+        }
+    }
+
+    /// Adds partitions not followed yet. Returns whether any partition is followed.
+    private func refreshPartitions(startedAtMs: Int64) -> Bool {
+        let client = handle.pointer
+        let known = followed.withLock { $0 }
+        let current: [Int32]
+        switch RDKafkaMetadata.partitions(of: topic, client: client, timeout: .seconds(2)) {
+        case .success(let partitions): current = partitions
+        case .failure(let error):
+            logger.debug("topic metadata not available yet", ["error": .string(error.message)])
+            return !known.isEmpty
+        }
+        let added = current.filter { !known.contains($0) }.sorted()
+        guard !added.isEmpty else { return !known.isEmpty }
+        // The first partitions start where the caller asked; partitions that appear later hold only messages
+        // written after the follower started looking (or after the requested time, if later).
+        let isInitial = known.isEmpty
+        let offsets: [Int64]
+        if isInitial, startingAtTimestampMs == nil {
+            offsets = added.map { _ in Int64(RD_KAFKA_OFFSET_END) }
+        } else {
+            let timestamp = isInitial ? startingAtTimestampMs! : max(startingAtTimestampMs ?? 0, startedAtMs)
+            offsets = startOffsets(added, atTimestampMs: timestamp, client: client)
+        }
+        let partitions = added.map { TopicPartition(topic: topic, partition: $0) }
+        let failure = RDKafkaTopicPartitionList.withList(partitions, offsets: offsets) { list in
+            rd_kafka_incremental_assign(client, list)
+        }
+        if let failure {
+            logger.warning(
+                "cannot follow partitions",
+                ["error": .string(KafkaError.consuming(failure, context: "incremental assign").message)])
+            return !known.isEmpty
+        }
+        followed.withLock { $0.formUnion(added) }
+        logger.info(
+            "following partitions",
+            ["partitions": .string(added.map(String.init).joined(separator: ",")), "initial": .bool(isInitial)])
+        return true
+    }
+
+    /// The first offset at or after `timestamp` per partition (`OFFSET_END` where there is none). Timestamp 0 is
+    /// the beginning. When the lookup fails the partition starts at the beginning (more messages, never fewer).
+    private func startOffsets(_ partitions: [Int32], atTimestampMs timestamp: Int64, client: OpaquePointer) -> [Int64] {
+        guard timestamp > 0 else { return partitions.map { _ in Int64(RD_KAFKA_OFFSET_BEGINNING) } }
+        let list = partitions.map { TopicPartition(topic: topic, partition: $0) }
+        return RDKafkaTopicPartitionList.withList(list, offsets: list.map { _ in timestamp }) { cList in
+            let code = rd_kafka_offsets_for_times(client, cList, 5000)
+            let entries = RDKafkaTopicPartitionList.entries(cList)
+            return partitions.map { partition in
+                guard code == RD_KAFKA_RESP_ERR_NO_ERROR,
+                    let entry = entries.first(where: { $0.partition.partition == partition }),
+                    entry.error == RD_KAFKA_RESP_ERR_NO_ERROR
+                else {
+                    logger.warning(
+                        "offset lookup by time failed; starting at the beginning",
+                        ["partition": .int(Int(partition)), "error": .string(KafkaError.describe(code: code.rawValue))])
+                    return Int64(RD_KAFKA_OFFSET_BEGINNING)
+                }
+                // -1 means no message at or after the timestamp: the end.
+                return entry.offset < 0 ? Int64(RD_KAFKA_OFFSET_END) : entry.offset
+            }
+        }
+    }
+}
+
+/// Logs the follower's librdkafka errors (it has no delegate).
+final class FollowerEvents: RDKafkaClientEvents {
+    private let logger: Logger
+
+    init(logger: Logger) {
+        self.logger = logger
+    }
+
+    func rdKafkaDidReport(_ error: KafkaError) {
+        logger.warning("Kafka follower error", ["code": .int(Int(error.code)), "error": .string(error.message)])
+    }
+}

@@ -1,0 +1,104 @@
+import CRdKafka
+import ServiceSupport
+
+/// The C callbacks given to librdkafka. They are static members of a nonisolated type (never closures formed in
+/// actor-isolated code: librdkafka calls them on its own threads) and find their Swift target through the opaque.
+enum RDKafkaCallbacks {
+    /// librdkafka's log lines -> the client's JSON logger (syslog levels: 0-3 error, 4 warning, 5-6 info, 7 debug).
+    static let log: @convention(c) (OpaquePointer?, Int32, UnsafePointer<CChar>?, UnsafePointer<CChar>?) -> Void = {
+        client, level, facility, text in
+        guard let client, let context = RDKafkaCallbackContext.from(rd_kafka_opaque(client)) else { return }
+        let logLevel: LogLevel =
+            switch level {
+            case ...3: .error
+            case 4: .warning
+            case 5, 6: .info
+            default: .debug
+            }
+        guard context.logger.isEnabled(logLevel) else { return }
+        context.logger.log(
+            logLevel, text.map { String(cString: $0) } ?? "",
+            [
+                "facility": .string(facility.map { String(cString: $0) } ?? ""),
+                "client": .string(String(cString: rd_kafka_name(client))),
+            ])
+    }
+
+    static let error: @convention(c) (OpaquePointer?, Int32, UnsafePointer<CChar>?, UnsafeMutableRawPointer?) -> Void =
+        { client, code, reason, opaque in
+            guard let context = RDKafkaCallbackContext.from(opaque) else { return }
+            var isFatal = code == RD_KAFKA_RESP_ERR__FATAL.rawValue
+            var effectiveCode = code
+            var text = reason.map { String(cString: $0) } ?? KafkaError.describe(code: code)
+            if isFatal, let client {
+                // The underlying error is the one worth reporting.
+                var buffer = [CChar](repeating: 0, count: 512)
+                let underlying = rd_kafka_fatal_error(client, &buffer, buffer.count)
+                if underlying != RD_KAFKA_RESP_ERR_NO_ERROR {
+                    effectiveCode = underlying.rawValue
+                    text = buffer.nulTerminatedString
+                }
+                isFatal = true
+            }
+            let error = KafkaError(code: effectiveCode, message: text, isFatal: isFatal)
+            context.target?.rdKafkaDidReport(error)
+        }
+
+    /// Statistics JSON (`statistics.interval.ms`), served by the poll thread. Returning 0 lets librdkafka free it.
+    static let statistics: @convention(c) (OpaquePointer?, UnsafeMutablePointer<CChar>?, Int, UnsafeMutableRawPointer?)
+        -> Int32 = { _, json, length, opaque in
+            guard let json, let context = RDKafkaCallbackContext.from(opaque) else { return 0 }
+            let bytes = UnsafeRawBufferPointer(start: json, count: length)
+            if let decoded = KafkaStatistics.decode(bytes) {
+                context.statistics.update(decoded)
+            }
+            return 0
+        }
+
+    /// Per-message delivery report: the message's `_private` is the retained `DeliveryContext` given at produce time.
+    static let delivery: @convention(c) (OpaquePointer?, UnsafePointer<rd_kafka_message_t>?, UnsafeMutableRawPointer?)
+        -> Void = { _, message, _ in
+            guard let message, let opaque = message.pointee._private else { return }
+            let delivery = Unmanaged<DeliveryContext>.fromOpaque(opaque).takeRetainedValue()
+            let code = message.pointee.err
+            if code == RD_KAFKA_RESP_ERR_NO_ERROR {
+                delivery.complete(
+                    .success(
+                        KafkaDeliveryReport(
+                            topic: delivery.topic, partition: message.pointee.partition, offset: message.pointee.offset)))
+            } else {
+                delivery.complete(
+                    .failure(
+                        KafkaError.from(
+                            code: code.rawValue, context: "delivery to \(delivery.topic) failed")))
+            }
+        }
+
+    static let rebalance: @convention(c) (
+        OpaquePointer?, rd_kafka_resp_err_t, UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?,
+        UnsafeMutableRawPointer?
+    ) -> Void = { client, code, partitions, opaque in
+        guard let client else { return }
+        guard let target = RDKafkaCallbackContext.from(opaque)?.target else {
+            // The consumer object is gone (closing): still keep librdkafka's state machine moving.
+            rd_kafka_assign(client, code == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS ? partitions : nil)
+            return
+        }
+        target.rdKafkaRebalance(client, code, partitions)
+    }
+}
+
+/// The per-message opaque of a produced message: who to tell about its delivery. One allocation per message.
+final class DeliveryContext: Sendable {
+    let topic: String
+    private let completion: @Sendable (Result<KafkaDeliveryReport, KafkaError>) -> Void
+
+    init(topic: String, completion: @escaping @Sendable (Result<KafkaDeliveryReport, KafkaError>) -> Void) {
+        self.topic = topic
+        self.completion = completion
+    }
+
+    func complete(_ result: Result<KafkaDeliveryReport, KafkaError>) {
+        completion(result)
+    }
+}
