@@ -50,15 +50,16 @@ public final class HTTPServer: Sendable {
             guard state.daemon == nil, !state.stopped else {
                 throw HTTPServerError("the HTTP server was already started")
             }
+            // The logger goes first so that libmicrohttpd reports option errors through it too.
             var options: [CVarArg] = [
+                MHD_OPTION.EXTERNAL_LOGGER.rawValue,
+                CVarArgPointer.function(MHDCallbacks.errorLogger), Int(bitPattern: coreContext),
                 MHD_OPTION.CONNECTION_LIMIT.rawValue, UInt32(clamping: configuration.connectionLimit),
                 MHD_OPTION.PER_IP_CONNECTION_LIMIT.rawValue, UInt32(clamping: configuration.perIPConnectionLimit),
                 MHD_OPTION.CONNECTION_TIMEOUT.rawValue, UInt32(clamping: configuration.idleTimeoutSeconds),
                 MHD_OPTION.CONNECTION_MEMORY_LIMIT.rawValue, UInt(clamping: configuration.connectionMemoryLimitBytes),
                 MHD_OPTION.NOTIFY_COMPLETED.rawValue,
                 CVarArgPointer.function(MHDCallbacks.requestCompleted), Int(bitPattern: coreContext),
-                MHD_OPTION.EXTERNAL_LOGGER.rawValue,
-                CVarArgPointer.function(MHDCallbacks.errorLogger), Int(bitPattern: coreContext),
             ]
             if configuration.threadCount > 1 {
                 options += [MHD_OPTION.THREAD_POOL_SIZE.rawValue, UInt32(clamping: configuration.threadCount)]

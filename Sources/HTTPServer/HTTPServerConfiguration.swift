@@ -21,6 +21,8 @@ public struct HTTPServerConfiguration: Sendable {
     /// Per-connection memory for the request line, headers and read buffer; requests whose headers do not fit are
     /// answered 431 (or 414 for a long URI) by libmicrohttpd.
     public var connectionMemoryLimitBytes: Int = 32 * 1024
+    /// What is sent when the deadline passes (default: 503 `deadline_exceeded` with `Retry-After: 1`).
+    public var deadlineResponse: HTTPResponse = ServerResponses.deadlineExceeded
     /// How long `stop()` waits for requests still waiting on their handler before answering them 503.
     public var stopGracePeriod: Duration = .seconds(10)
 

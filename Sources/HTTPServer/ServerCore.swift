@@ -30,9 +30,7 @@ final class ServerCore: Sendable {
         self.onResponse = onResponse
         let deadlineSeconds = Double(configuration.responseDeadline.nanosecondsClamped) / 1e9
         self.sweeper = DeadlineSweeper(deadline: configuration.responseDeadline) { context in
-            let answered = context.respond(
-                ServerResponses.error(503, code: "deadline_exceeded", message: "the request was not answered in time"),
-                origin: .deadline)
+            let answered = context.respond(configuration.deadlineResponse, origin: .deadline)
             if answered {
                 logger.warning(
                     "handler did not respond before the deadline",
@@ -65,6 +63,10 @@ enum ServerResponses {
             413, code: "body_too_large", message: "the request body is over the limit of \(limit) bytes",
             headers: [("Connection", "close")])
     }
+
+    static let deadlineExceeded = error(
+        503, code: "deadline_exceeded", message: "the request was not answered in time",
+        headers: [("Retry-After", "1")])
 
     static let shuttingDown = error(
         503, code: "shutting_down", message: "the server is shutting down; retry against another instance",

@@ -1,1 +1,63 @@
-print("not built yet")
+// receipt-ingest: the HTTP front door. Reads its settings, runs the ingest service over a Kafka producer, and on
+// SIGTERM/SIGINT drains (stops accepting, waits for Kafka to acknowledge what it holds, flushes) and exits 0.
+
+import Dispatch
+import Foundation
+import Ingest
+import Kafka
+import ServiceSupport
+
+enum ReceiptIngestMain {
+    static func run(arguments: [String], environment: [String: String]) -> Never {
+        if arguments.contains("--help") || arguments.contains("-h") {
+            print(IngestSettings.helpText)
+            exit(0)
+        }
+        let logger = Logger.fromEnvironment(label: "receipt-ingest", environment: environment)
+        if let unknown = arguments.first {
+            logger.error("unknown argument '\(unknown)'; settings come from the environment (see --help)")
+            exit(2)
+        }
+        let settings: IngestSettings
+        do {
+            settings = try IngestSettings.fromEnvironment(environment)
+        } catch {
+            logger.error("invalid configuration: \(error.description)", ["variable": .string(error.variable)])
+            exit(2)
+        }
+        // Writes to a client that went away must fail with EPIPE, not kill the process.
+        signal(SIGPIPE, SIG_IGN)
+
+        let metrics = MetricsRegistry()
+        let producer: KafkaProducer
+        do {
+            producer = try KafkaProducer(configuration: settings.kafka, logger: logger, metrics: metrics)
+        } catch {
+            logger.error("cannot create the Kafka producer: \(error.message)", ["kafka_code": .int(Int(error.code))])
+            exit(2)
+        }
+        let service = IngestService(settings: settings, publisher: producer, logger: logger, metrics: metrics)
+        do {
+            try service.start()
+        } catch {
+            logger.error("cannot start the HTTP server: \(error)")
+            producer.close(timeout: .seconds(1))
+            exit(1)
+        }
+
+        let shutdown = ShutdownSignal { signalName in
+            logger.info("shutting down", ["signal": .string(signalName)])
+            service.drain()
+            let flushed = producer.flush(timeout: .seconds(10))
+            producer.close(timeout: .seconds(5))
+            logger.info("receipt-ingest stopped", ["flushed": .bool(flushed)])
+            exit(0)
+        }
+        withExtendedLifetime(shutdown) {
+            dispatchMain()
+        }
+    }
+}
+
+ReceiptIngestMain.run(
+    arguments: Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment)

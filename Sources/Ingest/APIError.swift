@@ -1,0 +1,126 @@
+import HTTPServer
+import ServiceSupport
+
+/// An error answer of the ingest API: `{"error": {"code": "...", "message": "..."}}` with an HTTP status.
+///
+/// Codes are stable (clients branch on them); messages explain what to change and never echo receipt contents.
+public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let status: Int
+    public let code: String
+    public let message: String
+    /// Extra response headers (`Retry-After`, `WWW-Authenticate`, `Allow`).
+    public let headers: [Header]
+
+    public struct Header: Sendable, Equatable {
+        public let name: String
+        public let value: String
+    }
+
+    public init(status: Int, code: String, message: String, headers: [Header] = []) {
+        self.status = status
+        self.code = code
+        self.message = message
+        self.headers = headers
+    }
+
+    public var description: String { "\(status) \(code): \(message)" }
+
+    /// The JSON response.
+    public var response: HTTPResponse {
+        .json(
+            status,
+            "{\"error\":{\"code\":\(JSONText.quoted(code)),\"message\":\(JSONText.quoted(message))}}",
+            headers: headers.map { ($0.name, $0.value) })
+    }
+
+    // MARK: - 400
+
+    static func invalidJSON() -> APIError {
+        APIError(status: 400, code: "invalid_json", message: "the body is not valid JSON")
+    }
+
+    static func notAnObject() -> APIError {
+        APIError(status: 400, code: "invalid_json", message: "the body must be a JSON object")
+    }
+
+    static func missingReceipt() -> APIError {
+        APIError(
+            status: 400, code: "missing_receipt",
+            message: "receipt_data (or receipt) is required: the base64 app receipt")
+    }
+
+    static func invalidReceipt(_ problem: String) -> APIError {
+        APIError(status: 400, code: "invalid_receipt", message: problem)
+    }
+
+    static func storeKit2Transaction(_ problem: String) -> APIError {
+        APIError(status: 400, code: "storekit2_transaction", message: problem)
+    }
+
+    static func invalidField(_ field: String, _ problem: String) -> APIError {
+        APIError(status: 400, code: "invalid_field", message: "\(field) \(problem)")
+    }
+
+    static func conflictingFields(_ first: String, _ second: String) -> APIError {
+        APIError(
+            status: 400, code: "conflicting_fields",
+            message: "\(first) and \(second) are both given with different values; send one")
+    }
+
+    static func invalidSubmissionId(_ source: String, _ problem: String) -> APIError {
+        APIError(status: 400, code: "invalid_submission_id", message: "\(source) \(problem)")
+    }
+
+    // MARK: - 401, 404, 405, 413, 415
+
+    static let unauthorized = APIError(
+        status: 401, code: "unauthorized", message: "a valid API key is required as 'Authorization: Bearer <key>'",
+        headers: [Header(name: "WWW-Authenticate", value: "Bearer")])
+
+    static let notFound = APIError(status: 404, code: "not_found", message: "no such endpoint")
+
+    static func methodNotAllowed(allowed: [String]) -> APIError {
+        APIError(
+            status: 405, code: "method_not_allowed", message: "use \(allowed.joined(separator: " or "))",
+            headers: [Header(name: "Allow", value: allowed.joined(separator: ", "))])
+    }
+
+    static func messageTooLarge() -> APIError {
+        APIError(
+            status: 413, code: "body_too_large", message: "the submission is larger than Kafka accepts for this topic")
+    }
+
+    static func unsupportedMediaType(_ contentType: String) -> APIError {
+        APIError(
+            status: 415, code: "unsupported_media_type",
+            message: "Content-Type '\(contentType.prefix(100))' is not JSON: send application/json")
+    }
+
+    // MARK: - 503
+
+    static func kafkaUnavailable(retryAfter: Int, _ detail: String) -> APIError {
+        APIError(
+            status: 503, code: "kafka_unavailable",
+            message: "the submission could not be written to Kafka (\(detail)); retry with the same submission_id",
+            headers: [Header(name: "Retry-After", value: String(retryAfter))])
+    }
+
+    static func kafkaQueueFull(retryAfter: Int) -> APIError {
+        APIError(
+            status: 503, code: "kafka_queue_full",
+            message: "too many submissions are waiting for Kafka; retry with the same submission_id",
+            headers: [Header(name: "Retry-After", value: String(retryAfter))])
+    }
+
+    static func kafkaTimeout(retryAfter: Int, timeoutMs: Int) -> APIError {
+        APIError(
+            status: 503, code: "kafka_timeout",
+            message: "Kafka did not acknowledge the submission within \(timeoutMs) ms; it may still be written: "
+                + "retry with the same submission_id",
+            headers: [Header(name: "Retry-After", value: String(retryAfter))])
+    }
+
+    static func internalError(_ detail: String) -> APIError {
+        APIError(status: 500, code: "internal_error", message: detail)
+    }
+}

@@ -1,0 +1,174 @@
+import Foundation
+import HTTPServer
+import Kafka
+import ReceiptModel
+import ServiceSupport
+import Synchronization
+
+/// The ingest's HTTP endpoints. Runs on the HTTP server's threads: validation and the Kafka enqueue happen inline
+/// (both are quick); the answer to a submission comes later, from Kafka's delivery report.
+final class IngestHandler: HTTPHandler {
+    private let settings: IngestSettings
+    private let publisher: any SubmissionPublisher
+    private let authenticator: APIKeyAuthenticator
+    private let metrics: IngestMetrics
+    private let logger: Logger
+    /// Set when draining starts: `/readyz` turns false so load balancers stop sending traffic.
+    let isDraining = Atomic<Bool>(false)
+
+    init(settings: IngestSettings, publisher: any SubmissionPublisher, metrics: IngestMetrics, logger: Logger) {
+        self.settings = settings
+        self.publisher = publisher
+        self.authenticator = APIKeyAuthenticator(keys: settings.apiKeys)
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    func handle(_ request: HTTPRequest, respond: @escaping HTTPResponder) {
+        let route = IngestRoute(path: request.path)
+        guard route != .notFound else { return respond(APIError.notFound.response) }
+        guard route.allowedMethods.contains(request.method) else {
+            return respond(APIError.methodNotAllowed(allowed: route.allowedMethods).response)
+        }
+        switch route {
+        case .submitReceipt:
+            submit(request, respond: respond)
+        case .health:
+            respond(.json(200, "{\"status\":\"ok\"}"))
+        case .readiness:
+            respond(readiness())
+        case .metrics:
+            respond(.text(200, metrics.registry.render(), contentType: "text/plain; version=0.0.4; charset=utf-8"))
+        case .notFound:
+            respond(APIError.notFound.response)
+        }
+    }
+
+    private func readiness() -> HTTPResponse {
+        if isDraining.load(ordering: .relaxed) {
+            return .json(503, "{\"ready\":false,\"reason\":\"draining\"}")
+        }
+        guard publisher.isConnected else {
+            return .json(503, "{\"ready\":false,\"reason\":\"no Kafka broker reachable\"}")
+        }
+        return .json(200, "{\"ready\":true}")
+    }
+
+    // MARK: - POST /v1/receipts
+
+    private func submit(_ request: HTTPRequest, respond: @escaping HTTPResponder) {
+        let submission: Submission
+        do throws(APIError) {
+            submission = try validatedSubmission(request)
+        } catch {
+            reject(error, bodyBytes: request.body.count, respond: respond)
+            return
+        }
+        let value: [UInt8]
+        do {
+            value = try MessageCoding.encode(submission)
+        } catch {
+            reject(.internalError("the submission could not be encoded"), bodyBytes: request.body.count, respond: respond)
+            return
+        }
+        guard publisher.isConnected else {
+            reject(
+                .kafkaUnavailable(retryAfter: settings.retryAfterSeconds, "no Kafka broker is reachable"),
+                bodyBytes: request.body.count, respond: respond)
+            return
+        }
+        publish(submission, value: value, respond: respond)
+    }
+
+    private func validatedSubmission(_ request: HTTPRequest) throws(APIError) -> Submission {
+        guard authenticator.authorizes(authorizationHeader: request.headers["authorization"]) else {
+            throw .unauthorized
+        }
+        if let contentType = request.headers["content-type"], !Self.isJSON(contentType) {
+            throw .unsupportedMediaType(contentType)
+        }
+        let parsed = try SubmissionRequest.parse(request.body)
+        let id = try SubmissionId.resolve(body: parsed.submissionId, idempotencyKey: request.headers["idempotency-key"])
+        return parsed.submission(id: id, submittedAtMs: Clock.wallMilliseconds())
+    }
+
+    private func publish(_ submission: Submission, value: [UInt8], respond: @escaping HTTPResponder) {
+        let id = submission.submissionId
+        let headers = [
+            KafkaHeader(name: MessageHeaders.submissionId, string: id),
+            KafkaHeader(name: MessageHeaders.schemaVersion, string: String(submission.schemaVersion)),
+        ]
+        let started = Clock.monotonicNanoseconds()
+        let metrics = self.metrics
+        let logger = self.logger
+        let settings = self.settings
+        metrics.waitingForKafka.increment()
+        do throws(KafkaError) {
+            try publisher.publish(
+                topic: settings.receiptsTopic, key: Array(submission.partitionKey.utf8), value: value,
+                headers: headers
+            ) { result in
+                // On the Kafka poll thread: record and hand the answer to the HTTP server, nothing more.
+                metrics.waitingForKafka.decrement()
+                metrics.kafkaDeliverySeconds.observeSeconds(since: started)
+                switch result {
+                case .success(let report):
+                    metrics.kafkaDelivered.increment()
+                    logger.debug(
+                        "submission accepted",
+                        ["submission_id": .string(id), "bytes": .int(value.count),
+                         "partition": .int(Int(report.partition)), "offset": .int(Int(report.offset))])
+                    respond(.json(202, "{\"submission_id\":\(JSONText.quoted(id))}"))
+                case .failure(let error):
+                    metrics.kafkaFailed.increment()
+                    let answer = error.code == KafkaError.messageTimedOut
+                        ? APIError.kafkaTimeout(retryAfter: settings.retryAfterSeconds, timeoutMs: settings.deliveryTimeoutMs)
+                        : APIError.kafkaUnavailable(retryAfter: settings.retryAfterSeconds, "delivery failed")
+                    metrics.recordRejection(code: answer.code)
+                    logger.warning(
+                        "submission not acknowledged by Kafka",
+                        ["submission_id": .string(id), "kafka_code": .int(Int(error.code)),
+                         "kafka_error": .string(error.message)])
+                    respond(answer.response)
+                }
+            }
+        } catch {
+            metrics.waitingForKafka.decrement()
+            metrics.kafkaRefused.increment()
+            let answer: APIError
+            if error.isQueueFull {
+                answer = .kafkaQueueFull(retryAfter: settings.retryAfterSeconds)
+            } else if error.code == KafkaError.messageSizeTooLarge {
+                answer = .messageTooLarge()
+            } else {
+                answer = .kafkaUnavailable(retryAfter: settings.retryAfterSeconds, "refused by the producer")
+            }
+            metrics.recordRejection(code: answer.code)
+            logger.warning(
+                "submission refused by the Kafka producer",
+                ["submission_id": .string(id), "kafka_code": .int(Int(error.code)), "kafka_error": .string(error.message)])
+            respond(answer.response)
+        }
+    }
+
+    private func reject(_ error: APIError, bodyBytes: Int, respond: HTTPResponder) {
+        metrics.recordRejection(code: error.code)
+        let fields: KeyValuePairs<String, LogValue> = [
+            "status": .int(error.status), "code": .string(error.code), "body_bytes": .int(bodyBytes),
+        ]
+        if error.status >= 500 {
+            logger.warning("submission refused", fields)
+        } else {
+            logger.info("submission rejected", fields)
+        }
+        respond(error.response)
+    }
+
+    /// `application/json`, or any `+json` type, with any parameters.
+    static func isJSON(_ contentType: String) -> Bool {
+        let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map {
+            $0.trimmingCharacters(in: .whitespaces).lowercased()
+        } ?? ""
+        return mediaType == "application/json" || (mediaType.hasPrefix("application/") && mediaType.hasSuffix("+json"))
+    }
+}

@@ -1,0 +1,109 @@
+import Kafka
+import ServiceSupport
+
+/// Everything `receipt-ingest` reads from its environment, validated. Every variable is described in `helpText`.
+public struct IngestSettings: Sendable {
+    /// librdkafka properties from `KAFKA_*` (with `message.timeout.ms` defaulting to the delivery timeout).
+    public var kafka: KafkaConfiguration
+    public var receiptsTopic: String
+    public var listen: ListenAddress
+    /// Accepted `Authorization: Bearer` keys; empty = no authentication.
+    public var apiKeys: [String]
+    public var maxBodyBytes: Int
+    /// A submission not acknowledged by Kafka within this time is answered 503 (and may still be written later).
+    public var deliveryTimeoutMs: Int
+    /// `Retry-After` seconds on 503 answers.
+    public var retryAfterSeconds: Int
+    public var httpThreads: Int
+    public var maxConnections: Int
+    public var maxConnectionsPerIP: Int
+    public var idleTimeoutSeconds: Int
+
+    public static let defaultReceiptsTopic = "iap.receipts.submitted"
+    public static let defaultListen = "0.0.0.0:8080"
+
+    public init(
+        kafka: KafkaConfiguration, receiptsTopic: String = IngestSettings.defaultReceiptsTopic,
+        listen: ListenAddress = ListenAddress(host: "0.0.0.0", port: 8080), apiKeys: [String] = [],
+        maxBodyBytes: Int = 1 << 20, deliveryTimeoutMs: Int = 10_000, retryAfterSeconds: Int = 1,
+        httpThreads: Int = 2, maxConnections: Int = 10_000, maxConnectionsPerIP: Int = 0, idleTimeoutSeconds: Int = 30
+    ) {
+        self.kafka = kafka
+        self.receiptsTopic = receiptsTopic
+        self.listen = listen
+        self.apiKeys = apiKeys
+        self.maxBodyBytes = maxBodyBytes
+        self.deliveryTimeoutMs = deliveryTimeoutMs
+        self.retryAfterSeconds = retryAfterSeconds
+        self.httpThreads = httpThreads
+        self.maxConnections = maxConnections
+        self.maxConnectionsPerIP = maxConnectionsPerIP
+        self.idleTimeoutSeconds = idleTimeoutSeconds
+    }
+
+    /// Reads and validates the settings.
+    /// - Throws: `ConfigurationError` naming the first variable that is missing or invalid.
+    public static func fromEnvironment(_ environment: [String: String]) throws(ConfigurationError) -> IngestSettings {
+        let settings = Settings(environment: environment)
+        _ = try settings.required("KAFKA_BOOTSTRAP_SERVERS")
+        var kafka = KafkaConfiguration.fromEnvironment(environment)
+        let deliveryTimeoutMs = try settings.int("INGEST_KAFKA_DELIVERY_TIMEOUT_MS", default: 10_000, range: 100...300_000)
+        if kafka["message.timeout.ms"] == nil {
+            kafka["message.timeout.ms"] = String(deliveryTimeoutMs)
+        }
+        let topic = settings.string("RECEIPTS_TOPIC", default: defaultReceiptsTopic)
+        guard isValidTopicName(topic) else {
+            throw ConfigurationError(
+                variable: "RECEIPTS_TOPIC", problem: "'\(topic)' is not a Kafka topic name (letters, digits, . _ -)")
+        }
+        let apiKeys = settings.list("INGEST_API_KEYS")
+        return IngestSettings(
+            kafka: kafka, receiptsTopic: topic,
+            listen: try settings.listenAddress("INGEST_LISTEN", default: defaultListen), apiKeys: apiKeys,
+            maxBodyBytes: try settings.int("INGEST_MAX_BODY_BYTES", default: 1 << 20, range: 1024...(64 << 20)),
+            deliveryTimeoutMs: deliveryTimeoutMs,
+            retryAfterSeconds: try settings.int("INGEST_RETRY_AFTER_SECONDS", default: 1, range: 1...3600),
+            httpThreads: try settings.int("INGEST_HTTP_THREADS", default: 2, range: 1...64),
+            maxConnections: try settings.int("INGEST_MAX_CONNECTIONS", default: 10_000, range: 1...1_000_000),
+            maxConnectionsPerIP: try settings.int("INGEST_MAX_CONNECTIONS_PER_IP", default: 0, range: 0...1_000_000),
+            idleTimeoutSeconds: try settings.int("INGEST_IDLE_TIMEOUT_SECONDS", default: 30, range: 1...3600))
+    }
+
+    static func isValidTopicName(_ name: String) -> Bool {
+        !name.isEmpty && name.count <= 249 && name != "." && name != ".."
+            && name.unicodeScalars.allSatisfy { scalar in
+                ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar)
+                    || scalar == "." || scalar == "_" || scalar == "-"
+            }
+    }
+
+    /// `receipt-ingest --help`.
+    public static let helpText = """
+        receipt-ingest: the HTTP front door of receipt verification. Validates submissions, writes them to Kafka and
+        answers 202 only after Kafka acknowledged them.
+
+        Usage: receipt-ingest [--help]
+        Settings come from environment variables:
+
+          KAFKA_BOOTSTRAP_SERVERS          required; Kafka bootstrap list (host:port,...)
+          KAFKA_<PROPERTY>                 any librdkafka property, upper-cased with '.' as '_'
+                                           (KAFKA_SECURITY_PROTOCOL=SASL_SSL sets security.protocol)
+          RECEIPTS_TOPIC                   topic for submissions (default iap.receipts.submitted)
+          INGEST_LISTEN                    HTTP address host:port (default 0.0.0.0:8080)
+          INGEST_API_KEYS                  comma-separated keys accepted as 'Authorization: Bearer <key>';
+                                           empty = no authentication (logged as a warning)
+          INGEST_MAX_BODY_BYTES            largest request body, 1024..67108864 (default 1048576); larger = 413
+          INGEST_KAFKA_DELIVERY_TIMEOUT_MS time Kafka has to acknowledge a submission before the request is
+                                           answered 503, 100..300000 (default 10000); also librdkafka's
+                                           message.timeout.ms unless KAFKA_MESSAGE_TIMEOUT_MS is set
+          INGEST_RETRY_AFTER_SECONDS       Retry-After on 503 answers, 1..3600 (default 1)
+          INGEST_HTTP_THREADS              HTTP server threads, 1..64 (default 2)
+          INGEST_MAX_CONNECTIONS           concurrent HTTP connections (default 10000)
+          INGEST_MAX_CONNECTIONS_PER_IP    concurrent connections per client IP, 0 = unlimited (default 0)
+          INGEST_IDLE_TIMEOUT_SECONDS      idle keep-alive connections are closed after this, 1..3600 (default 30)
+          LOG_LEVEL                        debug, info, warning or error (default info)
+
+        Endpoints: POST /v1/receipts, GET /healthz, GET /readyz, GET /metrics (see schemas/openapi.yaml).
+        SIGTERM or SIGINT: stop accepting, wait for the submissions Kafka has not acknowledged yet, flush, exit 0.
+        """
+}
