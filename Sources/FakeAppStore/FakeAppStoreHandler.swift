@@ -1,0 +1,201 @@
+import Dispatch
+import Foundation
+import HTTPServer
+import ServiceSupport
+import Synchronization
+
+/// The fake's behaviour: routes, per-receipt scenarios, latency, outage switch and counters.
+///
+/// Delayed answers are `asyncAfter` timers; the connection waits suspended, so no thread is held per request.
+final class FakeAppStoreHandler: HTTPHandler {
+    struct Latency: Sendable, Equatable {
+        var fixedMs: Int
+        var jitterMs: Int
+    }
+
+    /// What `POST /admin/outage?on=1` makes every verifyReceipt call answer.
+    enum OutageMode: String, Sendable {
+        case http503
+        case status21005
+        case hang
+    }
+
+    private struct State {
+        var latency: Latency
+        var outage: OutageMode?
+    }
+
+    let counters = FakeAppStoreCounters()
+    private let state: Mutex<State>
+    private let sharedSecret: String?
+    private let logger: Logger
+    private let timerQueue = DispatchQueue(label: "fake-appstore-delays", attributes: .concurrent)
+
+    init(latency: Latency, sharedSecret: String?, logger: Logger) {
+        state = Mutex(State(latency: latency, outage: nil))
+        self.sharedSecret = sharedSecret
+        self.logger = logger
+    }
+
+    var latency: Latency {
+        get { state.withLock { $0.latency } }
+        set { state.withLock { $0.latency = newValue } }
+    }
+
+    var outage: OutageMode? {
+        get { state.withLock { $0.outage } }
+        set { state.withLock { $0.outage = newValue } }
+    }
+
+    func handle(_ request: HTTPRequest, respond: @escaping HTTPResponder) {
+        switch (request.method, request.path) {
+        case ("POST", "/verifyReceipt"):
+            verifyReceipt(request, sandbox: false, respond: respond)
+        case ("POST", "/sandbox/verifyReceipt"):
+            verifyReceipt(request, sandbox: true, respond: respond)
+        case ("GET", "/admin/counters"):
+            respond(countersResponse(request))
+        case ("POST", "/admin/outage"):
+            respond(setOutage(request))
+        case ("POST", "/admin/latency"):
+            respond(setLatency(request))
+        case ("POST", "/admin/reset"):
+            counters.reset()
+            outage = nil
+            logger.info("counters and outage reset")
+            respond(.json(200, "{\"reset\":true}"))
+        case ("GET", "/healthz"):
+            respond(.json(200, "{\"status\":\"ok\"}"))
+        case (_, "/verifyReceipt"), (_, "/sandbox/verifyReceipt"):
+            // Apple answers 21000 to anything but a POST.
+            respond(FakeAppStoreResponses.status(21000, environment: nil))
+        default:
+            respond(.json(404, "{\"error\":{\"code\":\"not_found\",\"message\":\"no such path\"}}"))
+        }
+    }
+
+    private struct VerifyRequest: Decodable {
+        let receiptData: String?
+        let password: String?
+        enum CodingKeys: String, CodingKey {
+            case receiptData = "receipt-data"
+            case password
+        }
+    }
+
+    private func verifyReceipt(_ request: HTTPRequest, sandbox: Bool, respond: @escaping HTTPResponder) {
+        let environment = sandbox ? "Sandbox" : "Production"
+        guard let parsed = try? JSONDecoder().decode(VerifyRequest.self, from: Data(request.body)) else {
+            respond(FakeAppStoreResponses.status(21000, environment: environment))
+            return
+        }
+        guard let receiptData = parsed.receiptData, !receiptData.isEmpty else {
+            respond(FakeAppStoreResponses.status(21002, environment: environment))
+            return
+        }
+        let scenario = FakeReceipt.decode(receiptData)
+        let key = scenario?.id ?? FakeReceipt.counterKey(hashing: receiptData)
+        let callsBefore = counters.record(receipt: key, sandbox: sandbox)
+        let (latency, outage) = state.withLock { ($0.latency, $0.outage) }
+        logger.debug("verifyReceipt", ["receipt": .string(key), "environment": .string(environment),
+            "receipt_bytes": .int(receiptData.utf8.count)])
+
+        var delayMs = latency.fixedMs + (latency.jitterMs > 0 ? Int.random(in: 0...latency.jitterMs) : 0)
+        let response: HTTPResponse?
+        if let outage {
+            switch outage {
+            case .http503: response = FakeAppStoreResponses.html(503)
+            case .status21005: response = FakeAppStoreResponses.status(21005, environment: environment)
+            case .hang: response = nil
+            }
+        } else if let sharedSecret, parsed.password != sharedSecret {
+            response = FakeAppStoreResponses.status(21004, environment: environment)
+        } else if let scenario {
+            delayMs += max(0, scenario.delayMs ?? 0)
+            response = answer(scenario, environment: environment, sandbox: sandbox, callsBefore: callsBefore)
+        } else {
+            // Not a fake receipt: Apple's answer to receipt data it cannot read.
+            response = FakeAppStoreResponses.status(21002, environment: environment)
+        }
+        guard let response else { return }  // hang: the server's response deadline eventually answers 503
+        if delayMs <= 0 {
+            respond(response)
+        } else {
+            timerQueue.asyncAfter(deadline: .now() + .milliseconds(delayMs)) { respond(response) }
+        }
+    }
+
+    private func answer(_ scenario: FakeReceiptScenario, environment: String, sandbox: Bool, callsBefore: Int)
+        -> HTTPResponse?
+    {
+        if let failFirst = scenario.failFirst, callsBefore < failFirst {
+            if let httpStatus = scenario.failHttpStatus { return FakeAppStoreResponses.html(httpStatus) }
+            return FakeAppStoreResponses.status(scenario.failStatus ?? 21005, environment: environment)
+        }
+        switch scenario.scenario {
+        case .valid:
+            if scenario.isSandbox != sandbox {
+                return FakeAppStoreResponses.status(sandbox ? 21008 : 21007, environment: environment)
+            }
+            return FakeAppStoreResponses.valid(scenario, environment: environment)
+        case .status:
+            return FakeAppStoreResponses.status(
+                scenario.status ?? 21002, environment: scenario.env ?? environment, isRetryable: scenario.isRetryable,
+                hyphenated: scenario.hyphenatedRetryFlag == true)
+        case .http:
+            return FakeAppStoreResponses.http(scenario.httpStatus ?? 503, bodyKind: scenario.body)
+        case .hang:
+            return nil
+        }
+    }
+
+    private func countersResponse(_ request: HTTPRequest) -> HTTPResponse {
+        if let receipt = request.query["receipt"] {
+            let key = counterKey(forQuery: receipt)
+            let calls = counters.calls(receipt: key)
+            return .json(
+                200,
+                "{\"receipt\":\(JSONText.quoted(key)),\"production\":\(calls.production),\"sandbox\":\(calls.sandbox),"
+                    + "\"total\":\(calls.total)}")
+        }
+        let totals = counters.totals
+        return .json(
+            200,
+            "{\"production\":\(totals.production),\"sandbox\":\(totals.sandbox),\"total\":\(totals.total),"
+                + "\"receipts\":\(counters.receiptCount)}")
+    }
+
+    /// A counters key from what a caller passed: a fake receipt, a known key (an id), or other receipt data.
+    func counterKey(forQuery value: String) -> String {
+        if let scenario = FakeReceipt.decode(value) {
+            return scenario.id ?? FakeReceipt.counterKey(hashing: value)
+        }
+        return counters.knows(value) ? value : FakeReceipt.counterKey(hashing: value)
+    }
+
+    private func setOutage(_ request: HTTPRequest) -> HTTPResponse {
+        let on = ["1", "true", "on", "yes"].contains((request.query["on"] ?? "1").lowercased())
+        guard on else {
+            outage = nil
+            logger.info("outage off")
+            return .json(200, "{\"outage\":false}")
+        }
+        guard let mode = OutageMode(rawValue: request.query["mode"] ?? "http503") else {
+            return .json(400, "{\"error\":{\"code\":\"bad_mode\",\"message\":\"mode is http503, status21005 or hang\"}}")
+        }
+        outage = mode
+        logger.info("outage on", ["mode": .string(mode.rawValue)])
+        return .json(200, "{\"outage\":true,\"mode\":\"\(mode.rawValue)\"}")
+    }
+
+    private func setLatency(_ request: HTTPRequest) -> HTTPResponse {
+        guard let fixed = Int(request.query["fixed_ms"] ?? "0"), let jitter = Int(request.query["jitter_ms"] ?? "0"),
+            fixed >= 0, jitter >= 0
+        else {
+            return .json(400, "{\"error\":{\"code\":\"bad_latency\",\"message\":\"fixed_ms and jitter_ms are whole milliseconds\"}}")
+        }
+        latency = Latency(fixedMs: fixed, jitterMs: jitter)
+        logger.info("latency set", ["fixed_ms": .int(fixed), "jitter_ms": .int(jitter)])
+        return .json(200, "{\"fixed_ms\":\(fixed),\"jitter_ms\":\(jitter)}")
+    }
+}
