@@ -1,0 +1,81 @@
+import Ingest
+import ServiceSupport
+import Testing
+
+@Suite("receipt-ingest settings")
+struct IngestSettingsTests {
+    @Test("KAFKA_BOOTSTRAP_SERVERS is required")
+    func bootstrapRequired() {
+        #expect(throws: ConfigurationError(variable: "KAFKA_BOOTSTRAP_SERVERS", problem: "is required")) {
+            try IngestSettings.fromEnvironment([:])
+        }
+    }
+
+    @Test("defaults follow the contract")
+    func defaults() throws {
+        let settings = try IngestSettings.fromEnvironment(["KAFKA_BOOTSTRAP_SERVERS": "k1:9092"])
+        #expect(settings.receiptsTopic == "iap.receipts.submitted")
+        #expect(settings.listen == ListenAddress(host: "0.0.0.0", port: 8080))
+        #expect(settings.apiKeys.isEmpty)
+        #expect(settings.maxBodyBytes == 1_048_576)
+        #expect(settings.deliveryTimeoutMs == 10_000)
+        #expect(settings.kafka["bootstrap.servers"] == "k1:9092")
+        #expect(settings.kafka["message.timeout.ms"] == "10000")
+    }
+
+    @Test("every setting is read")
+    func allSettings() throws {
+        let settings = try IngestSettings.fromEnvironment([
+            "KAFKA_BOOTSTRAP_SERVERS": "k1:9092,k2:9092", "KAFKA_SECURITY_PROTOCOL": "SASL_SSL",
+            "RECEIPTS_TOPIC": "custom.topic", "INGEST_LISTEN": "127.0.0.1:9999", "INGEST_API_KEYS": " a , b ,,",
+            "INGEST_MAX_BODY_BYTES": "4096", "INGEST_KAFKA_DELIVERY_TIMEOUT_MS": "2500",
+            "INGEST_RETRY_AFTER_SECONDS": "5", "INGEST_HTTP_THREADS": "4", "INGEST_MAX_CONNECTIONS": "100",
+            "INGEST_MAX_CONNECTIONS_PER_IP": "10", "INGEST_IDLE_TIMEOUT_SECONDS": "7",
+        ])
+        #expect(settings.kafka["security.protocol"] == "SASL_SSL")
+        #expect(settings.kafka["message.timeout.ms"] == "2500")
+        #expect(settings.receiptsTopic == "custom.topic")
+        #expect(settings.listen == ListenAddress(host: "127.0.0.1", port: 9999))
+        #expect(settings.apiKeys == ["a", "b"])
+        #expect(settings.maxBodyBytes == 4096)
+        #expect(settings.deliveryTimeoutMs == 2500)
+        #expect(settings.retryAfterSeconds == 5)
+        #expect(settings.httpThreads == 4)
+        #expect(settings.maxConnections == 100)
+        #expect(settings.maxConnectionsPerIP == 10)
+        #expect(settings.idleTimeoutSeconds == 7)
+    }
+
+    @Test("an explicit KAFKA_MESSAGE_TIMEOUT_MS is kept")
+    func explicitMessageTimeout() throws {
+        let settings = try IngestSettings.fromEnvironment([
+            "KAFKA_BOOTSTRAP_SERVERS": "k:1", "KAFKA_MESSAGE_TIMEOUT_MS": "1234",
+        ])
+        #expect(settings.kafka["message.timeout.ms"] == "1234")
+    }
+
+    @Test("invalid values name their variable", arguments: [
+        ("INGEST_LISTEN", "nonsense"), ("INGEST_MAX_BODY_BYTES", "10"), ("INGEST_KAFKA_DELIVERY_TIMEOUT_MS", "abc"),
+        ("RECEIPTS_TOPIC", "bad topic"), ("INGEST_HTTP_THREADS", "0"),
+    ])
+    func invalid(variable: String, value: String) {
+        do {
+            _ = try IngestSettings.fromEnvironment(["KAFKA_BOOTSTRAP_SERVERS": "k:1", variable: value])
+            Issue.record("\(variable)=\(value) was accepted")
+        } catch {
+            #expect(error.variable == variable)
+        }
+    }
+
+    @Test("--help documents every variable the settings read")
+    func helpMentionsEverything() {
+        for variable in [
+            "KAFKA_BOOTSTRAP_SERVERS", "KAFKA_<PROPERTY>", "RECEIPTS_TOPIC", "INGEST_LISTEN", "INGEST_API_KEYS",
+            "INGEST_MAX_BODY_BYTES", "INGEST_KAFKA_DELIVERY_TIMEOUT_MS", "INGEST_RETRY_AFTER_SECONDS",
+            "INGEST_HTTP_THREADS", "INGEST_MAX_CONNECTIONS", "INGEST_MAX_CONNECTIONS_PER_IP",
+            "INGEST_IDLE_TIMEOUT_SECONDS", "LOG_LEVEL",
+        ] {
+            #expect(IngestSettings.helpText.contains(variable), "\(variable) missing from --help")
+        }
+    }
+}
