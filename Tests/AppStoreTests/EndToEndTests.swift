@@ -1,0 +1,287 @@
+import AppStore
+import FakeAppStore
+import Foundation
+import ReceiptModel
+import Testing
+
+/// The real libcurl client, backend and verifier against the in-process fake App Store.
+@Suite(.serialized) struct EndToEndTests {
+    @Test func aProductionReceiptIsVerifiedInOneCall() async throws {
+        let harness = try FakeAppStoreHarness()
+        let receipt = FakeReceipt.valid(id: "prod-1", transactions: [FakeTransaction(id: "1001", product: "gems_100")])
+        let verdict = try #require(await harness.verify(receipt, transactionId: "1001", productId: "gems_100").verdict)
+        #expect(verdict.outcome == .verified)
+        #expect(verdict.environment == .production)
+        #expect(verdict.bundleId == FakeAppStoreHarness.bundleId)
+        #expect(verdict.appleStatus == 0)
+        #expect(verdict.attempts == 1)
+        #expect(verdict.transactions.map(\.creditKey) == ["apple:production:1001"])
+        #expect(harness.fake.calls(receipt: "prod-1") == (1, 0))
+    }
+
+    @Test func aSandboxReceiptIsRedirectedFromProduction() async throws {
+        let harness = try FakeAppStoreHarness()
+        let receipt = FakeReceipt.valid(id: "sandbox-1", environment: "Sandbox",
+            transactions: [FakeTransaction(id: "2001", product: "gems_100")])
+        let verdict = try #require(await harness.verify(receipt).verdict)
+        #expect(verdict.outcome == .verified)
+        #expect(verdict.environment == .sandbox)
+        #expect(verdict.attempts == 2)
+        #expect(verdict.transactions.map(\.creditKey) == ["apple:sandbox:2001"])
+        #expect(harness.fake.calls(receipt: "sandbox-1") == (1, 1))
+    }
+
+    @Test func aSandboxReceiptIsRejectedByPolicy() async throws {
+        let harness = try FakeAppStoreHarness(sandboxPolicy: .reject)
+        let verdict = try #require(await harness.verify(FakeReceipt.valid(environment: "Sandbox")).verdict)
+        #expect(verdict.reason == .sandboxNotAllowed)
+        #expect(verdict.environment == .sandbox)
+    }
+
+    @Test func aProductionReceiptSentToTheSandboxIsRedirectedBack() async throws {
+        let harness = try FakeAppStoreHarness()
+        let receipt = FakeReceipt.valid(id: "prod-2")
+        let answer = await harness.backendAnswer(receipt, start: .sandbox)
+        guard case .receipt(let apple) = answer.result else { Issue.record("no receipt: \(answer)"); return }
+        #expect(apple.environment == .production)
+        #expect(answer.calls == 2)
+        #expect(harness.fake.calls(receipt: "prod-2") == (1, 1))
+    }
+
+    static let statusCases: [(status: Int, isRetryable: Bool?, expected: String)] = [
+        (21000, nil, "config"), (21004, nil, "config"),
+        (21001, nil, "invalid_receipt"), (21003, nil, "invalid_receipt"), (21010, nil, "invalid_receipt"),
+        (21002, nil, "invalid_receipt"),
+        (21005, nil, "unavailable"), (21009, nil, "unavailable"),
+        (21100, true, "unavailable"), (21199, false, "invalid_receipt"), (21150, nil, "invalid_receipt"),
+    ]
+
+    @Test(arguments: statusCases)
+    func everyStatusEndsAsTheTableSays(status: Int, isRetryable: Bool?, expected: String) async throws {
+        let harness = try FakeAppStoreHarness()
+        let id = "status-\(status)"
+        let outcome = await harness.verify(FakeReceipt.status(status, id: id, isRetryable: isRetryable))
+        let calls = harness.fake.calls(receipt: id)
+        switch expected {
+        case "config":
+            #expect(outcome.isConfigurationError)
+            #expect(outcome.failure?.reason == .configError)
+            #expect(calls.production == 1, "configuration errors are never retried")
+        case "invalid_receipt":
+            let verdict = try #require(outcome.verdict)
+            #expect(verdict.outcome == .rejected)
+            #expect(verdict.reason == .invalidReceipt)
+            #expect(verdict.appleStatus == status)
+            let expectedCalls = status == 21002 ? harness.retryPolicy.malformedReceiptMaxAttempts : 1
+            #expect(calls.production == expectedCalls)
+        default:
+            #expect(outcome.isUnavailable)
+            #expect(outcome.failure?.reason == .appleUnavailable)
+            #expect(outcome.failure?.appleStatus == status)
+            #expect(calls.production == harness.retryPolicy.maxAttempts)
+        }
+        #expect(outcome.attempts == calls.production + calls.sandbox)
+    }
+
+    @Test func theHyphenatedRetryFlagIsHonoured() async throws {
+        let harness = try FakeAppStoreHarness()
+        let outcome = await harness.verify(FakeReceipt.status(21120, id: "hyphen", isRetryable: true,
+            hyphenatedRetryFlag: true))
+        #expect(outcome.isUnavailable)
+        #expect(harness.fake.calls(receipt: "hyphen").production == harness.retryPolicy.maxAttempts)
+    }
+
+    @Test func refundedTransactionsAreRejected() async throws {
+        let harness = try FakeAppStoreHarness()
+        let receipt = FakeReceipt.valid(transactions: [
+            FakeTransaction(id: "3001", product: "gems_100", refundedMs: 1_600_000_000_000, cancellationReason: "1"),
+            FakeTransaction(id: "3002", product: "gems_100"),
+        ])
+        let refunded = try #require(await harness.verify(receipt, transactionId: "3001").verdict)
+        #expect(refunded.reason == .refunded)
+        #expect(refunded.transactions.first?.cancellationDateMs == 1_600_000_000_000)
+        #expect(refunded.transactions.first?.cancellationReason == "1")
+        let other = try #require(await harness.verify(receipt, transactionId: "3002").verdict)
+        #expect(other.outcome == .verified)
+    }
+
+    @Test func severalTransactionsAreAllReturnedWithoutAnExpectation() async throws {
+        let harness = try FakeAppStoreHarness()
+        let receipt = FakeReceipt.valid(transactions: (1...5).map {
+            FakeTransaction(id: "400\($0)", product: $0 == 5 ? "vip" : "gems_100")
+        })
+        let verdict = try #require(await harness.verify(receipt).verdict)
+        #expect(verdict.transactions.map(\.transactionId) == ["4001", "4002", "4003", "4004", "4005"])
+        #expect(try #require(await harness.verify(receipt, transactionId: "4009").verdict).reason == .transactionNotFound)
+        #expect(try #require(await harness.verify(receipt, transactionId: "4001", productId: "vip").verdict).reason
+            == .productMismatch)
+        #expect(try #require(await harness.verify(FakeReceipt.valid(transactions: [])).verdict).reason == .noPurchases)
+        #expect(try #require(await harness.verify(FakeReceipt.valid(bundleId: "com.other.app")).verdict).reason
+            == .bundleMismatch)
+    }
+
+    @Test func aHugeReceiptOfMegabytesIsVerified() async throws {
+        let harness = try FakeAppStoreHarness()
+        let verdict = try #require(await harness.verify(FakeReceipt.huge(count: 6_000)).verdict)
+        #expect(verdict.outcome == .verified)
+        #expect(verdict.transactions.count == 6_000)
+        // The body the client received (in_app + latest_receipt_info, 6,000 each) was several megabytes.
+        let answer = await harness.client.post(HTTPClientRequest(
+            url: harness.fake.productionURL,
+            body: Array(#"{"receipt-data":"\#(FakeReceipt.huge(count: 6_000))"}"#.utf8)))
+        #expect(try answer.get().body.count > 5_000_000)
+    }
+
+    @Test func failuresForTheFirstAttemptsThenSuccess() async throws {
+        let harness = try FakeAppStoreHarness()
+        let byStatus = FakeReceipt.failingFirst(2, status: 21005, id: "flaky-status")
+        let verdict = try #require(await harness.verify(byStatus).verdict)
+        #expect(verdict.outcome == .verified)
+        #expect(verdict.attempts == 3)
+        #expect(harness.fake.calls(receipt: "flaky-status") == (3, 0))
+
+        let byHTTP = FakeReceipt.failingFirst(1, httpStatus: 502, id: "flaky-http")
+        let second = try #require(await harness.verify(byHTTP).verdict)
+        #expect(second.outcome == .verified)
+        #expect(second.attempts == 2)
+    }
+
+    @Test func theRetryBudgetRunsOut() async throws {
+        let harness = try FakeAppStoreHarness()
+        let outcome = await harness.verify(FakeReceipt.failingFirst(10, id: "down"))
+        let failure = try #require(outcome.failure)
+        #expect(outcome.isUnavailable)
+        #expect(failure.attempts == harness.retryPolicy.maxAttempts)
+        #expect(failure.appleStatus == 21005)
+        #expect(harness.fake.calls(receipt: "down").production == harness.retryPolicy.maxAttempts)
+    }
+
+    @Test func aHangingAppleTimesOut() async throws {
+        let harness = try FakeAppStoreHarness(timeoutMs: 300, retryPolicy: RetryPolicy(maxAttempts: 2, baseDelayMs: 1,
+            maxDelayMs: 1))
+        let started = ContinuousClock.now
+        let outcome = await harness.verify(FakeReceipt.hang(id: "hang"))
+        #expect(outcome.isUnavailable)
+        #expect(outcome.failure?.message.contains("timeout") == true)
+        #expect(harness.fake.calls(receipt: "hang").production == 2)
+        #expect(ContinuousClock.now - started < .seconds(5))
+    }
+
+    @Test func theDeadlineBoundsTheWholeVerification() async throws {
+        let harness = try FakeAppStoreHarness(timeoutMs: 10_000)
+        let started = ContinuousClock.now
+        let outcome = await harness.verify(FakeReceipt.hang(), deadlineMs: 400)
+        #expect(outcome.isUnavailable)
+        #expect(ContinuousClock.now - started < .seconds(3))
+    }
+
+    @Test func slowAnswersWithinTheTimeoutSucceed() async throws {
+        let harness = try FakeAppStoreHarness(timeoutMs: 3_000)
+        let verdict = try #require(await harness.verify(FakeReceipt.valid(delayMs: 300)).verdict)
+        #expect(verdict.outcome == .verified)
+        #expect(verdict.attempts == 1)
+    }
+
+    @Test func nonJSON503IsRetriedThenUnavailable() async throws {
+        let harness = try FakeAppStoreHarness()
+        let outcome = await harness.verify(FakeReceipt.httpError(503, body: "html", id: "html-503"))
+        let failure = try #require(outcome.failure)
+        #expect(outcome.isUnavailable)
+        #expect(failure.appleStatus == nil)
+        #expect(failure.message.contains("HTTP 503"))
+        #expect(harness.fake.calls(receipt: "html-503").production == harness.retryPolicy.maxAttempts)
+        #expect(await harness.verify(FakeReceipt.httpError(500, body: "empty")).isUnavailable)
+    }
+
+    @Test func theOutageSwitchFailsEverythingUntilTurnedOff() async throws {
+        let harness = try FakeAppStoreHarness()
+        harness.fake.setOutage(true)
+        #expect(await harness.verify(FakeReceipt.valid()).isUnavailable)
+        harness.fake.setOutage(false)
+        #expect(await harness.verify(FakeReceipt.valid()).verdict?.outcome == .verified)
+    }
+
+    @Test func theSharedSecretIsSentAndAWrongOneIsAConfigurationError() async throws {
+        let right = try FakeAppStoreHarness(sharedSecret: "s3cr3t", fakeSharedSecret: "s3cr3t")
+        #expect(await right.verify(FakeReceipt.valid()).verdict?.outcome == .verified)
+        let wrong = try FakeAppStoreHarness(sharedSecret: "nope", fakeSharedSecret: "s3cr3t")
+        let outcome = await wrong.verify(FakeReceipt.valid(id: "secret"))
+        #expect(outcome.isConfigurationError)
+        #expect(outcome.failure?.appleStatus == 21004)
+        #expect(wrong.fake.calls(receipt: "secret").production == 1)
+        let missing = try FakeAppStoreHarness(sharedSecret: nil, fakeSharedSecret: "s3cr3t")
+        #expect(await missing.verify(FakeReceipt.valid()).isConfigurationError)
+    }
+
+    @Test func unknownReceiptDataIsMalformed() async throws {
+        let harness = try FakeAppStoreHarness()
+        let verdict = try #require(await harness.verify("bm90IGEgcmVjZWlwdA==").verdict)
+        #expect(verdict.reason == .invalidReceipt)
+        #expect(verdict.appleStatus == 21002)
+    }
+
+    @Test func aRefusedConnectionIsRetriedThenUnavailable() async throws {
+        let closedPort = try Self.unusedPort()
+        let harness = try FakeAppStoreHarness(productionURL: "http://127.0.0.1:\(closedPort)/verifyReceipt")
+        let outcome = await harness.verify(FakeReceipt.valid())
+        let failure = try #require(outcome.failure)
+        #expect(outcome.isUnavailable)
+        #expect(failure.attempts == harness.retryPolicy.maxAttempts)
+        #expect(failure.message.contains("connection_failed"))
+        let direct = await harness.client.post(HTTPClientRequest(
+            url: "http://127.0.0.1:\(closedPort)/verifyReceipt", body: []))
+        #expect(throws: HTTPClientError.self) { try direct.get() }
+        if case .failure(let error) = direct { #expect(error.kind == .connectionFailed) }
+    }
+
+    @Test func moreRequestsThanTheWindowQueueAndAllComplete() async throws {
+        let harness = try FakeAppStoreHarness(maxInFlight: 8)
+        harness.fake.setLatency(fixedMs: 20, jitterMs: 5)
+        let receipt = FakeReceipt.valid(id: "window")
+        let outcomes = await withTaskGroup(of: Bool.self) { group in
+            for _ in 0..<120 {
+                group.addTask { await harness.verify(receipt).verdict?.outcome == .verified }
+            }
+            var verified = 0
+            for await ok in group where ok { verified += 1 }
+            return verified
+        }
+        #expect(outcomes == 120)
+        #expect(harness.fake.calls(receipt: "window").production == 120)
+        #expect(harness.client.queuedRequests == 0)
+    }
+
+    @Test func shutdownFailsQueuedAndInFlightRequests() async throws {
+        let harness = try FakeAppStoreHarness(maxInFlight: 1)
+        let body = Array(#"{"receipt-data":"\#(FakeReceipt.hang())"}"#.utf8)
+        async let first = harness.client.post(HTTPClientRequest(url: harness.fake.productionURL, body: body))
+        async let second = harness.client.post(HTTPClientRequest(url: harness.fake.productionURL, body: body))
+        try await Task.sleep(for: .milliseconds(200))
+        harness.client.shutdown()
+        for result in await [first, second] {
+            guard case .failure(let error) = result else { Issue.record("expected a failure"); continue }
+            #expect(error.kind == .shutdown)
+        }
+        let late = await harness.client.post(HTTPClientRequest(url: harness.fake.productionURL, body: body))
+        if case .failure(let error) = late { #expect(error.kind == .shutdown) } else { Issue.record("accepted") }
+    }
+
+    /// A port nothing listens on: bound, then released.
+    static func unusedPort() throws -> UInt16 {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw POSIXError(.EMFILE) }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(descriptor, pointer, length) == 0 && getsockname(descriptor, pointer, &length) == 0
+            }
+        }
+        guard bound else { throw POSIXError(.EADDRINUSE) }
+        return UInt16(bigEndian: address.sin_port)
+    }
+}

@@ -1,0 +1,84 @@
+import AppStore
+import Dispatch
+import FakeAppStore
+import Foundation
+import ReceiptModel
+import ServiceSupport
+
+/// An in-process fake App Store plus the real libcurl client, backend and verifier pointed at it.
+final class FakeAppStoreHarness: Sendable {
+    static let bundleId = "com.example.game"
+    let fake: FakeAppStoreServer
+    let client: CurlHTTPClient
+    let backend: VerifyReceiptBackend
+    let verifier: ReceiptVerifier
+    let retryPolicy: RetryPolicy
+
+    init(
+        timeoutMs: Int = 3_000, retryPolicy: RetryPolicy = RetryPolicy(
+            maxAttempts: 3, malformedReceiptMaxAttempts: 2, baseDelayMs: 5, maxDelayMs: 20),
+        sandboxPolicy: SandboxPolicy = .accept, sharedSecret: String? = nil, fakeSharedSecret: String? = nil,
+        maxInFlight: Int = 64, productionURL: String? = nil
+    ) throws {
+        let logger = Logger(label: "appstore-test", threshold: .error)
+        fake = FakeAppStoreServer(
+            configuration: .init(sharedSecret: fakeSharedSecret, threadCount: 1, hangSeconds: 10), logger: logger)
+        try fake.start()
+        client = try CurlHTTPClient(configuration: HTTPClientConfiguration(
+            maxInFlight: maxInFlight, requestTimeoutMs: timeoutMs, completionConcurrency: 2))
+        backend = VerifyReceiptBackend(
+            client: client,
+            endpoints: .init(production: productionURL ?? fake.productionURL, sandbox: fake.sandboxURL),
+            sharedSecret: sharedSecret)
+        self.retryPolicy = retryPolicy
+        verifier = ReceiptVerifier(
+            backend: backend,
+            policy: VerdictPolicy(allowedBundleIds: [Self.bundleId], sandboxPolicy: sandboxPolicy),
+            retryPolicy: retryPolicy, requestTimeoutMs: timeoutMs, logger: logger)
+    }
+
+    deinit {
+        client.shutdown()
+        fake.stop()
+    }
+
+    func verify(
+        _ receipt: String, transactionId: String? = nil, productId: String? = nil, deadlineMs: Int = 15_000
+    ) async -> VerificationOutcome {
+        await verifier.verify(
+            receiptData: receipt, expectations: VerificationExpectations(transactionId: transactionId, productId: productId),
+            deadline: .now() + .milliseconds(deadlineMs))
+    }
+
+    func backendAnswer(_ receipt: String, start: AppStoreEnvironment) async -> BackendAnswer {
+        await withCheckedContinuation { continuation in
+            backend.verify(BackendRequest(receiptData: receipt, startEnvironment: start)) {
+                continuation.resume(returning: $0)
+            }
+        }
+    }
+}
+
+extension VerificationOutcome {
+    var verdict: ReceiptVerdict? {
+        if case .verdict(let verdict) = self { return verdict }
+        return nil
+    }
+
+    var failure: VerificationFailure? {
+        switch self {
+        case .verdict: nil
+        case .unavailable(let failure), .configurationError(let failure): failure
+        }
+    }
+
+    var isUnavailable: Bool {
+        if case .unavailable = self { return true }
+        return false
+    }
+
+    var isConfigurationError: Bool {
+        if case .configurationError = self { return true }
+        return false
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+
+/// The `fake-appstore` executable, started for a test (see Sources/FakeAppStore/README.md for its behaviour).
+/// Killed when released; `stop()` ends it gracefully.
+public final class FakeAppStoreProcess: Sendable {
+    public let process: ManagedProcess
+    /// `http://127.0.0.1:<port>`, from the first stdout line `FAKE_APPSTORE_URL=...`.
+    public let url: String
+
+    public var productionURL: String { url + "/verifyReceipt" }
+    public var sandboxURL: String { url + "/sandbox/verifyReceipt" }
+
+    /// The settings a verifier needs to use this fake.
+    public var environment: [String: String] {
+        ["APPLE_VERIFY_RECEIPT_URL": productionURL, "APPLE_SANDBOX_VERIFY_RECEIPT_URL": sandboxURL]
+    }
+
+    private init(process: ManagedProcess, url: String) {
+        self.process = process
+        self.url = url
+    }
+
+    /// Starts the fake on an ephemeral port and waits until it serves.
+    /// - Parameter arguments: extra flags, e.g. `["--latency-ms", "100", "--jitter-ms", "10"]`.
+    public static func start(arguments: [String] = [], environment: [String: String] = [:]) async throws
+        -> FakeAppStoreProcess
+    {
+        let process = try ManagedProcess(
+            executable: try TestBinaries.path("fake-appstore"), arguments: ["--port", "0"] + arguments,
+            environment: environment)
+        let line = try await process.waitForStdoutLine { $0.hasPrefix("FAKE_APPSTORE_URL=") }
+        return FakeAppStoreProcess(process: process, url: String(line.dropFirst("FAKE_APPSTORE_URL=".count)))
+    }
+
+    /// Calls the fake received for a receipt (its scenario id, or the receipt data itself).
+    public func calls(receipt: String) async throws -> (production: Int, sandbox: Int) {
+        let encoded = receipt.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? receipt
+        let response = try await TestHTTPClient.send("GET", url + "/admin/counters?receipt=" + encoded)
+        guard response.status == 200, let json = response.jsonObject,
+            let production = json["production"] as? Int, let sandbox = json["sandbox"] as? Int
+        else {
+            throw TestSupportError("unexpected counters answer \(response.status): \(response.text)")
+        }
+        return (production, sandbox)
+    }
+
+    /// Switches the global outage on (every verifyReceipt call answers 503) or off.
+    public func setOutage(_ on: Bool, mode: String = "http503") async throws {
+        let response = try await TestHTTPClient.send(
+            "POST", url + "/admin/outage?on=\(on ? 1 : 0)&mode=\(mode)")
+        guard response.status == 200 else { throw TestSupportError("outage switch failed: \(response.text)") }
+    }
+
+    /// SIGTERM and wait; returns the exit status (nil when it had to be killed).
+    @discardableResult
+    public func stop() async -> Int32? {
+        await process.terminate(grace: .seconds(5))
+    }
+}
