@@ -1,0 +1,158 @@
+import Foundation
+import Ingest
+import ReceiptModel
+import Testing
+
+/// The schemas in `schemas/` against what the code writes, checked by an independent validator, with negative cases
+/// proving the schemas actually constrain.
+@Suite("schemas/ match the messages the code writes")
+struct SchemaTests {
+    private static func text<T: Encodable>(_ value: T) throws -> String {
+        String(decoding: try MessageCoding.encode(value), as: UTF8.self)
+    }
+
+    private static let submission = SubmissionRequest(
+        receiptData: "aGVsbG8=", orderId: "o-1", userId: "u-1", expectedTransactionId: "1000",
+        expectedProductId: "com.example.p"
+    ).submission(id: "s-1", submittedAtMs: 1_764_489_600_000)
+
+    private static let transaction = VerifiedTransaction(
+        transactionId: "1000", originalTransactionId: "1000", productId: "com.example.p", quantity: 1,
+        purchaseDateMs: 1_764_489_500_000, expiresDateMs: 1_767_000_000_000, inAppOwnershipType: "PURCHASED",
+        environment: .sandbox)
+
+    @Test("what the ingest and the verifier write validates")
+    func validMessages() throws {
+        let minimal = SubmissionRequest(receiptData: "aGVsbG8=").submission(id: "s-2", submittedAtMs: 1)
+        let verified = VerificationResult(
+            submissionId: "s-1", orderId: "o-1", userId: nil, outcome: .verified, reason: nil, message: nil,
+            appleStatus: 0, environment: .sandbox, bundleId: "com.example", transactions: [Self.transaction],
+            attempts: 2, verifiedAtMs: 1_764_489_600_100)
+        var cases: [SchemaValidator.Case] = [
+            .init(schema: "submission.schema.json", instance: try Self.text(Self.submission)),
+            .init(schema: "submission.schema.json", instance: try Self.text(minimal)),
+            .init(schema: "result.schema.json", instance: try Self.text(verified)),
+            .init(
+                schema: "retry.schema.json",
+                instance: try Self.text(
+                    RetryRecord(
+                        submission: Self.submission, round: 1, attempts: 4, notBeforeMs: 1_764_489_660_000,
+                        lastAppleStatus: nil, lastError: "timeout"))),
+            .init(
+                schema: "dlq.schema.json",
+                instance: try Self.text(
+                    DeadLetterRecord(
+                        submissionId: nil, reason: .malformedSubmission, message: "not valid JSON",
+                        sourceTopic: "iap.receipts.submitted", sourcePartition: 3, sourceOffset: 77,
+                        originalKey: nil, originalValue: Array("{oops".utf8), appleStatus: nil, attempts: 0,
+                        failedAtMs: 1_764_489_601_000))),
+        ]
+        for reason in Reason.allCases {
+            let result = VerificationResult(
+                submissionId: "s-1", orderId: nil, userId: nil, outcome: reason.outcome, reason: reason,
+                message: "because", appleStatus: 21002, environment: nil, bundleId: nil, transactions: [],
+                attempts: 1, verifiedAtMs: 1)
+            cases.append(.init(schema: "result.schema.json", instance: try Self.text(result)))
+        }
+        for (index, errors) in try SchemaValidator.errors(cases).enumerated() {
+            #expect(errors.isEmpty, "case \(index) (\(cases[index].schema)): \(errors)")
+        }
+    }
+
+    @Test("the schemas refuse what the contract forbids")
+    func invalidMessages() throws {
+        let cases: [SchemaValidator.Case] = [
+            .init(schema: "submission.schema.json", instance: #"{"schema_version":1,"submission_id":"a","submitted_at_ms":1}"#),
+            .init(schema: "submission.schema.json", instance: #"{"schema_version":2,"submission_id":"a","receipt_data":"aGVsbG8=","submitted_at_ms":1}"#),
+            .init(schema: "submission.schema.json", instance: #"{"schema_version":1,"submission_id":"","receipt_data":"aGVsbG8=","submitted_at_ms":1}"#),
+            .init(schema: "submission.schema.json", instance: #"{"schema_version":1,"submission_id":"a","receipt_data":"eyJh.eyJi.c2ln","submitted_at_ms":1}"#),
+            .init(schema: "submission.schema.json", instance: #"{"schema_version":1,"submission_id":"a","receipt_data":"aGVsbG8=","submitted_at_ms":"1"}"#),
+            .init(schema: "result.schema.json", instance: try Self.text(VerificationResult(
+                submissionId: "s", orderId: nil, userId: nil, outcome: .verified, reason: .refunded, message: nil,
+                appleStatus: 0, environment: .production, bundleId: nil, transactions: [], attempts: 1,
+                verifiedAtMs: 1))),
+            .init(schema: "result.schema.json", instance: try Self.text(VerificationResult(
+                submissionId: "s", orderId: nil, userId: nil, outcome: .failed, reason: .refunded, message: nil,
+                appleStatus: 0, environment: nil, bundleId: nil, transactions: [], attempts: 1, verifiedAtMs: 1))),
+            .init(schema: "result.schema.json", instance: #"{"schema_version":1,"submission_id":"s","outcome":"verified"}"#),
+            .init(schema: "transaction.schema.json", instance: try Self.text(Self.transaction).replacingOccurrences(
+                of: "apple:sandbox:", with: "apple:Sandbox:")),
+            .init(schema: "dlq.schema.json", instance: #"{"schema_version":1,"submission_id":null,"reason":"nope","message":"m","source_topic":"t","source_partition":0,"source_offset":0,"original_key":null,"original_value":"","apple_status":null,"attempts":0,"failed_at_ms":1}"#),
+            .init(schema: "retry.schema.json", instance: #"{"schema_version":1,"submission":{},"round":1,"attempts":1,"not_before_ms":1,"last_error":"x"}"#),
+        ]
+        for (index, errors) in try SchemaValidator.errors(cases).enumerated() {
+            #expect(!errors.isEmpty, "case \(index) (\(cases[index].schema)) was accepted: \(cases[index].instance)")
+        }
+    }
+
+    @Test("every example in the schemas and in openapi.yaml validates against its schema")
+    func examples() throws {
+        var cases: [SchemaValidator.Case] = []
+        let directory = URL(fileURLWithPath: SchemaValidator.schemasDirectory)
+        for name in ["submission", "transaction", "result", "retry", "dlq"] {
+            let data = try Data(contentsOf: directory.appendingPathComponent("\(name).schema.json"))
+            let schema = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+            let examples = try #require(schema["examples"] as? [Any], "\(name) has no examples")
+            for example in examples {
+                let text = String(decoding: try JSONSerialization.data(withJSONObject: example), as: UTF8.self)
+                cases.append(.init(schema: "\(name).schema.json", instance: text))
+            }
+        }
+        // OpenAPI examples, by the component schema they illustrate (extracted with the same YAML parser).
+        for (component, example) in try openAPIExamples() {
+            cases.append(.init(schema: "urn:openapi#/components/schemas/\(component)", instance: example))
+        }
+        #expect(cases.count >= 15)
+        for (index, errors) in try SchemaValidator.errors(cases).enumerated() {
+            #expect(errors.isEmpty, "example \(index) for \(cases[index].schema): \(errors)")
+        }
+    }
+
+    @Test("the OpenAPI request schema accepts what the ingest accepts and refuses a body without a receipt")
+    func openAPIRequest() throws {
+        let accepted = [
+            #"{"receipt_data":"aGVsbG8="}"#, #"{"receipt":"aGVsbG8=","orderNo":7,"transactionId":"1","sandbox":true}"#,
+        ]
+        for body in accepted { _ = try SubmissionRequest.parse(Array(body.utf8)) }
+        let schema = "urn:openapi#/components/schemas/SubmissionRequest"
+        let results = try SchemaValidator.errors(
+            accepted.map { .init(schema: schema, instance: $0) } + [.init(schema: schema, instance: #"{"order_id":"o"}"#)])
+        #expect(results[0].isEmpty && results[1].isEmpty, "\(results)")
+        #expect(!results[2].isEmpty)
+    }
+
+    /// `(component, example JSON)` for every request and response example of openapi.yaml whose media type has a
+    /// component schema.
+    private func openAPIExamples() throws -> [(String, String)] {
+        let script = """
+            import json, sys, yaml
+            doc = yaml.safe_load(open(sys.argv[1]))
+            out = []
+            def visit(content):
+                for media in (content or {}).values():
+                    ref = (media.get("schema") or {}).get("$ref", "")
+                    if not ref.startswith("#/components/schemas/"):
+                        continue
+                    for example in (media.get("examples") or {}).values():
+                        out.append([ref.rsplit("/", 1)[1], json.dumps(example["value"])])
+            for path in doc["paths"].values():
+                for operation in path.values():
+                    visit((operation.get("requestBody") or {}).get("content"))
+                    for response in operation.get("responses", {}).values():
+                        visit(response.get("content"))
+            json.dump(out, sys.stdout)
+            """
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", script, SchemaValidator.schemasDirectory + "/openapi.yaml"]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let pairs = try JSONDecoder().decode([[String]].self, from: data)
+        #expect(pairs.count >= 8)
+        return pairs.map { ($0[0], $0[1]) }
+    }
+}
