@@ -12,7 +12,7 @@ public struct KafkaStatistics: Sendable, Equatable {
     public var consumerLag: [TopicPartition: Int64] = [:]
     /// Consumer group rebalances since the client started (`cgrp.rebalance_cnt`).
     public var rebalanceCount: Int = 0
-    /// Brokers (not bootstrap entries) whose connection is up.
+    /// Broker connections that are up (configured bootstrap and learned brokers).
     public var brokersUp: Int = 0
 
     public init() {}
@@ -31,8 +31,9 @@ public struct KafkaStatistics: Sendable, Equatable {
         }
         if let brokers = root["brokers"] as? [String: Any] {
             statistics.brokersUp = brokers.values.reduce(0) { count, value in
-                guard let broker = value as? [String: Any], let id = integer(broker["nodeid"]), id >= 0,
-                    broker["state"] as? String == "UP"
+                // Bootstrap and learned brokers count; librdkafka's internal and logical (coordinator) ones do not.
+                guard let broker = value as? [String: Any], broker["state"] as? String == "UP",
+                    !["internal", "logical"].contains(broker["source"] as? String ?? "")
                 else { return count }
                 return count + 1
             }

@@ -127,7 +127,7 @@ public final class KafkaTopicFollower: Sendable {
         let isInitial = known.isEmpty
         let offsets: [Int64]
         if isInitial, startingAtTimestampMs == nil {
-            offsets = added.map { _ in Int64(RD_KAFKA_OFFSET_END) }
+            offsets = added.map { endOffset(of: $0, client: client) }
         } else {
             let timestamp = isInitial ? startingAtTimestampMs! : max(startingAtTimestampMs ?? 0, startedAtMs)
             offsets = startOffsets(added, atTimestampMs: timestamp, client: client)
@@ -147,6 +147,16 @@ public final class KafkaTopicFollower: Sendable {
             "following partitions",
             ["partitions": .string(added.map(String.init).joined(separator: ",")), "initial": .bool(isInitial)])
         return true
+    }
+
+    /// The partition's high watermark now, so "from the end" means messages written after this moment (a symbolic
+    /// `OFFSET_END` would be resolved later, skipping what arrives in between). Falls back to `OFFSET_END`.
+    private func endOffset(of partition: Int32, client: OpaquePointer) -> Int64 {
+        var low: Int64 = 0
+        var high: Int64 = 0
+        let code = rd_kafka_query_watermark_offsets(client, topic, partition, &low, &high, 5000)
+        guard code == RD_KAFKA_RESP_ERR_NO_ERROR, high >= 0 else { return Int64(RD_KAFKA_OFFSET_END) }
+        return high
     }
 
     /// The first offset at or after `timestamp` per partition (`OFFSET_END` where there is none). Timestamp 0 is

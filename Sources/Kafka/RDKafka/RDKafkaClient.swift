@@ -50,13 +50,15 @@ enum RDKafkaClient {
             let result = rd_kafka_conf_set(conf, name, value, &errorText, errorText.count)
             guard result == RD_KAFKA_CONF_OK else {
                 rd_kafka_conf_destroy(conf)
+                let sensitive = KafkaConfiguration.isSensitive(name)
                 let reason =
-                    KafkaConfiguration.isSensitive(name)
+                    sensitive
                     ? (result == RD_KAFKA_CONF_UNKNOWN ? "no such configuration property" : "invalid value (not shown)")
                     : errorText.nulTerminatedString
+                let shownValue = sensitive ? "" : " = \"\(value)\""
                 throw KafkaError(
                     code: KafkaError.invalidArgument,
-                    message: "invalid Kafka property \(configuration.origin(of: name)): \(reason)")
+                    message: "invalid Kafka property \(configuration.origin(of: name))\(shownValue): \(reason)")
             }
         }
         return conf
