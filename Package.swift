@@ -41,7 +41,7 @@ let package = Package(
         .executableTarget(
             name: "kafka-producer-bench", dependencies: ["Kafka", "ServiceSupport"], path: "bench/kafka-producer-bench"),
         .executableTarget(
-            name: "appstore-client-bench", dependencies: ["AppStore", "ServiceSupport"],
+            name: "appstore-client-bench", dependencies: ["AppStore", "FakeAppStore", "ServiceSupport"],
             path: "bench/appstore-client-bench"),
         .executableTarget(
             name: "verifier-bench", dependencies: ["Kafka", "ReceiptModel", "ServiceSupport"],

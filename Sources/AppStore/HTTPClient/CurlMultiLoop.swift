@@ -21,6 +21,9 @@ final class CurlMultiLoop: @unchecked Sendable {
 
     private let configuration: HTTPClientConfiguration
     private let inbox = Mutex(Inbox())
+    /// Set when the eventfd was signalled and the loop has not looked at the inbox since: later submissions skip
+    /// the write(2), so a burst costs one wake-up.
+    private let wakePending = Atomic<Bool>(false)
     private let stoppedSignal = DispatchSemaphore(value: 0)
     private let completionQueues: [DispatchQueue]
     private let inFlightGauge: Gauge?
@@ -82,7 +85,7 @@ final class CurlMultiLoop: @unchecked Sendable {
             inbox.pending.append(transfer)
             return true
         }
-        if accepted { ccurl_eventfd_signal(wakeDescriptor) }
+        if accepted { wake() }
         return accepted
     }
 
@@ -94,8 +97,15 @@ final class CurlMultiLoop: @unchecked Sendable {
             return !inbox.stopping
         }
         guard mustWait else { return }
-        ccurl_eventfd_signal(wakeDescriptor)
+        wakePending.store(false, ordering: .sequentiallyConsistent)
+        wake()
         stoppedSignal.wait()
+    }
+
+    private func wake() {
+        if !wakePending.exchange(true, ordering: .sequentiallyConsistent) {
+            ccurl_eventfd_signal(wakeDescriptor)
+        }
     }
 
     var queuedCount: Int { inbox.withLock { $0.pending.count - $0.pendingHead } }
@@ -118,6 +128,8 @@ final class CurlMultiLoop: @unchecked Sendable {
                     let descriptor = readyDescriptors[index]
                     if descriptor == wakeDescriptor {
                         ccurl_eventfd_drain(wakeDescriptor)
+                        // Cleared before the inbox is read below, so a submission after this point signals again.
+                        wakePending.store(false, ordering: .sequentiallyConsistent)
                         continue
                     }
                     let events = readyEvents[index]
@@ -188,11 +200,13 @@ final class CurlMultiLoop: @unchecked Sendable {
             }
             active[easy] = transfer
         }
+        flushFinished()
         inFlightGauge?.set(active.count)
         return true
     }
 
     private func collectFinished() {
+        defer { flushFinished() }
         var remaining: Int32 = 0
         while let message = curl_multi_info_read(multi, &remaining) {
             guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
@@ -217,11 +231,25 @@ final class CurlMultiLoop: @unchecked Sendable {
         }
     }
 
+    /// Completions of this loop iteration, handed to the completion queues in batches (one wake-up per batch, not
+    /// per response).
+    private var finished: [(CurlTransfer.Completion, Result<HTTPClientResponse, HTTPClientError>)] = []
+    private static let completionBatchSize = 32
+
     private func finish(_ transfer: CurlTransfer, _ result: Result<HTTPClientResponse, HTTPClientError>) {
+        finished.append((transfer.completion, result))
+        if finished.count >= Self.completionBatchSize { flushFinished() }
+    }
+
+    private func flushFinished() {
+        guard !finished.isEmpty else { return }
+        let batch = finished
+        finished.removeAll(keepingCapacity: true)
         let queue = completionQueues[nextCompletionQueue]
         nextCompletionQueue = (nextCompletionQueue + 1) % completionQueues.count
-        let completion = transfer.completion
-        queue.async { completion(result) }
+        queue.async {
+            for (completion, result) in batch { completion(result) }
+        }
     }
 
     private func shutDownOnLoopThread() {
@@ -246,6 +274,7 @@ final class CurlMultiLoop: @unchecked Sendable {
             return rest
         }
         for transfer in queued { finish(transfer, .failure(shutdownError)) }
+        flushFinished()
         inFlightGauge?.set(0)
         close(epollDescriptor)
         close(wakeDescriptor)

@@ -40,15 +40,11 @@ public struct AppleTransaction: Sendable, Equatable {
 }
 
 extension AppleTransaction: Decodable {
-    /// verifyReceipt's field names; iOS 6 style receipts use the same names with `-` instead of `_` in places.
+    /// verifyReceipt's field names (the flat iOS 6 receipt uses the same ones, plus `bid` for the bundle id).
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: AnyCodingKey.self)
-        func string(_ name: String) -> String? {
-            c.lenientString(AnyCodingKey(name)) ?? c.lenientString(AnyCodingKey(name.replacingUnderscores()))
-        }
-        func int64(_ name: String) -> Int64? {
-            c.lenientInt64(AnyCodingKey(name)) ?? c.lenientInt64(AnyCodingKey(name.replacingUnderscores()))
-        }
+        func string(_ name: String) -> String? { c.lenientString(AnyCodingKey(name)) }
+        func int64(_ name: String) -> Int64? { c.lenientInt64(AnyCodingKey(name)) }
         guard let transactionId = string("transaction_id"), !transactionId.isEmpty else {
             throw DecodingError.dataCorrupted(
                 .init(codingPath: decoder.codingPath, debugDescription: "transaction without transaction_id"))
@@ -73,11 +69,5 @@ extension AppleTransaction: Decodable {
             webOrderLineItemId: string("web_order_line_item_id"),
             inAppOwnershipType: string("in_app_ownership_type"),
             isTrialPeriod: c.lenientBool(AnyCodingKey("is_trial_period")) ?? false)
-    }
-}
-
-extension String {
-    fileprivate func replacingUnderscores() -> String {
-        String(map { $0 == "_" ? "-" : $0 })
     }
 }

@@ -22,7 +22,15 @@ enum VerifyReceiptRequestBody {
 
     /// Base64 needs no escaping, so the common case is a plain copy; anything else goes through `JSONText`.
     private static func appendString(_ value: String, to body: inout [UInt8]) {
-        let needsEscaping = value.utf8.contains { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }
+        var value = value
+        let needsEscaping = value.withUTF8 { bytes in
+            var found = false
+            for byte in bytes where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+                found = true
+                break
+            }
+            return found
+        }
         if needsEscaping {
             body.append(contentsOf: JSONText.quoted(value).utf8)
         } else {

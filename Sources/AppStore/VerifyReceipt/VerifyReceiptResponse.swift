@@ -101,7 +101,7 @@ extension VerifyReceiptResponse: Decodable {
                 bundleId = receipt.lenientString(AnyCodingKey("bundle_id")) ?? receipt.lenientString(AnyCodingKey("bid"))
                 if receipt.contains(AnyCodingKey("in_app")) {
                     inApp = try receipt.decodeIfPresent([AppleTransaction].self, forKey: AnyCodingKey("in_app")) ?? []
-                } else if receipt.contains(AnyCodingKey("transaction_id")) || receipt.contains(AnyCodingKey("transaction-id")) {
+                } else if receipt.contains(AnyCodingKey("transaction_id")) {
                     // iOS 6 transaction receipt: the receipt object is itself the one transaction.
                     inApp = [try c.decode(AppleTransaction.self, forKey: receiptKey)]
                     isLegacy = true
