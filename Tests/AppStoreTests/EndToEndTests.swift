@@ -266,6 +266,26 @@ import Testing
         if case .failure(let error) = late { #expect(error.kind == .shutdown) } else { Issue.record("accepted") }
     }
 
+    @Test func idleConnectionsClosedByTheServerAreNotReused() async throws {
+        let harness = try FakeAppStoreHarness()
+        #expect(await harness.verify(FakeReceipt.valid()).verdict?.outcome == .verified)
+        // The keep-alive connection is idle in the client's pool; the server goes away and closes it.
+        harness.fake.stop()
+        try await Task.sleep(for: .milliseconds(100))
+        let afterStop = await harness.client.post(HTTPClientRequest(url: harness.fake.productionURL, body: []))
+        guard case .failure(let error) = afterStop else { Issue.record("a stopped server answered"); return }
+        #expect(error.kind == .connectionFailed)
+
+        let replacement = FakeAppStoreServer(configuration: .init(threadCount: 1), logger: .init(label: "t", threshold: .error))
+        try replacement.start()
+        defer { replacement.stop() }
+        let body = Array(#"{"receipt-data":"\#(FakeReceipt.valid())"}"#.utf8)
+        for _ in 0..<3 {
+            let response = try await harness.client.post(HTTPClientRequest(url: replacement.productionURL, body: body)).get()
+            #expect(response.status == 200)
+        }
+    }
+
     /// A port nothing listens on: bound, then released.
     static func unusedPort() throws -> UInt16 {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

@@ -132,6 +132,10 @@ final class CurlMultiLoop: @unchecked Sendable {
                         wakePending.store(false, ordering: .sequentiallyConsistent)
                         continue
                     }
+                    if parkedSockets.contains(descriptor) {
+                        unpark(descriptor)
+                        continue
+                    }
                     let events = readyEvents[index]
                     var flags: Int32 = 0
                     if events & ccurl_epoll_in() != 0 { flags |= 0x01 /* CURL_CSELECT_IN */ }
@@ -181,12 +185,12 @@ final class CurlMultiLoop: @unchecked Sendable {
         }
         if stopping { return false }
         for transfer in admitted {
-            let easy = idleEasyHandles.popLast() ?? curl_easy_init()
-            guard let easy else {
+            guard let easy = idleEasyHandles.popLast() ?? newEasyHandle() else {
                 finish(transfer, .failure(HTTPClientError(kind: .other, message: "curl_easy_init failed")))
                 continue
             }
-            if let error = transfer.configure(easy: easy, configuration: configuration) {
+            let headers = headerList(for: transfer.request.headers)
+            if let error = transfer.configure(easy: easy, headers: headers, configuration: configuration) {
                 recycle(easy)
                 finish(transfer, .failure(error))
                 continue
@@ -221,15 +225,44 @@ final class CurlMultiLoop: @unchecked Sendable {
         }
     }
 
-    /// Keeps up to a window's worth of easy handles for reuse (reset keeps libcurl's DNS and TLS session caches).
+    private func newEasyHandle() -> UnsafeMutableRawPointer? {
+        guard let easy = curl_easy_init() else { return nil }
+        guard CurlTransfer.configureShared(easy: easy, configuration: configuration) == CURLE_OK else {
+            curl_easy_cleanup(easy)
+            return nil
+        }
+        return easy
+    }
+
+    /// Keeps up to a window's worth of easy handles for reuse, shared options set (every per-request option is set
+    /// again by the next transfer, so no reset is needed).
     private func recycle(_ easy: UnsafeMutableRawPointer) {
         if idleEasyHandles.count < configuration.maxInFlight {
-            curl_easy_reset(easy)
             idleEasyHandles.append(easy)
         } else {
             curl_easy_cleanup(easy)
         }
     }
+
+    /// Header lists by their lines, built once: a client sends the same few header sets over and over.
+    private var headerLists: [(lines: [String], list: UnsafeMutablePointer<curl_slist>?)] = []
+
+    private func headerList(for lines: [String]) -> UnsafeMutablePointer<curl_slist>? {
+        if let cached = headerLists.first(where: { $0.lines == lines }) { return cached.list }
+        var list: UnsafeMutablePointer<curl_slist>?
+        // "Expect:" stops libcurl from waiting for 100-continue before sending large bodies.
+        for line in lines + ["Expect:"] {
+            list = curl_slist_append(list, line)
+        }
+        if headerLists.count >= 16 {
+            // Requests still in flight may use the evicted list: keep it until shutdown.
+            retiredHeaderLists.append(headerLists.removeFirst().list)
+        }
+        headerLists.append((lines, list))
+        return list
+    }
+
+    private var retiredHeaderLists: [UnsafeMutablePointer<curl_slist>?] = []
 
     /// Completions of this loop iteration, handed to the completion queues in batches (one wake-up per batch, not
     /// per response).
@@ -266,6 +299,9 @@ final class CurlMultiLoop: @unchecked Sendable {
         idleEasyHandles.removeAll()
         _ = curl_multi_cleanup(multi)
         multi = nil
+        for list in headerLists.map(\.list) + retiredHeaderLists { curl_slist_free_all(list) }
+        headerLists.removeAll()
+        retiredHeaderLists.removeAll()
         let queued = inbox.withLock { inbox -> [CurlTransfer] in
             let rest = Array(inbox.pending[inbox.pendingHead...])
             inbox.pending.removeAll()
@@ -283,26 +319,51 @@ final class CurlMultiLoop: @unchecked Sendable {
 
     // MARK: Called by libcurl (from curl_multi_socket_action / add_handle, on the loop thread)
 
+    /// Keeps the epoll set in step with what libcurl wants for each socket.
+    ///
+    /// libcurl says REMOVE whenever a keep-alive connection goes idle and asks for it again with the next request;
+    /// to save two `epoll_ctl` calls per request, an idle socket that waited for input stays registered ("parked").
+    /// An event on a parked socket (the server closed it) unregisters it then. A socket libcurl closes leaves the
+    /// epoll set by itself; if its number is reused, the ADD/MOD fallbacks below repair the bookkeeping.
     func watch(socket: curl_socket_t, what: Int32) {
         let wanted: UInt32
         switch what {
         case 1: wanted = ccurl_epoll_in()
         case 2: wanted = ccurl_epoll_out()
         case 3: wanted = ccurl_epoll_in() | ccurl_epoll_out()
-        default:  // CURL_POLL_REMOVE: libcurl is about to close or reuse the descriptor elsewhere.
-            if watchedSockets.removeValue(forKey: socket) != nil {
+        default:  // CURL_POLL_REMOVE
+            guard let current = watchedSockets[socket] else { return }
+            if current == ccurl_epoll_in() {
+                parkedSockets.insert(socket)
+            } else {
+                watchedSockets.removeValue(forKey: socket)
                 _ = ccurl_epoll_ctl(epollDescriptor, 2, socket, 0)
             }
             return
         }
+        parkedSockets.remove(socket)
         if let current = watchedSockets[socket] {
             guard current != wanted else { return }
-            _ = ccurl_epoll_ctl(epollDescriptor, 1, socket, wanted)
+            if ccurl_epoll_ctl(epollDescriptor, 1, socket, wanted) != 0 {
+                // Closed and its number reused since we registered it: register anew.
+                _ = ccurl_epoll_ctl(epollDescriptor, 0, socket, wanted)
+            }
         } else if ccurl_epoll_ctl(epollDescriptor, 0, socket, wanted) != 0 {
             // Already registered (a descriptor number reused before we saw REMOVE): modify instead.
             _ = ccurl_epoll_ctl(epollDescriptor, 1, socket, wanted)
         }
         watchedSockets[socket] = wanted
+    }
+
+    /// Idle keep-alive sockets left registered for input (see `watch`).
+    private var parkedSockets: Set<Int32> = []
+
+    /// An event on a socket libcurl is not waiting on: stop watching it (libcurl notices the closed connection
+    /// when it next tries to reuse it).
+    private func unpark(_ socket: Int32) {
+        parkedSockets.remove(socket)
+        watchedSockets.removeValue(forKey: socket)
+        _ = ccurl_epoll_ctl(epollDescriptor, 2, socket, 0)
     }
 
     func setTimer(milliseconds: Int) {

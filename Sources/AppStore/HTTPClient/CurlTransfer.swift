@@ -4,8 +4,8 @@ import CCurl
 /// from, the response bytes it writes into, and the completion to call.
 ///
 /// Invariant: after `CurlMultiLoop` took it from the pending queue, only the loop thread touches it, until the
-/// completion is handed to a completion queue. The body buffer and header list stay allocated until `release()`,
-/// which the loop calls after the easy handle left the multi handle.
+/// completion is handed to a completion queue. The body buffer stays allocated until `release()`, which the loop
+/// calls after the easy handle left the multi handle.
 final class CurlTransfer: @unchecked Sendable {
     typealias Completion = @Sendable (Result<HTTPClientResponse, HTTPClientError>) -> Void
 
@@ -15,7 +15,6 @@ final class CurlTransfer: @unchecked Sendable {
     var responseBody: [UInt8] = []
     var responseTooLarge = false
     let maxResponseBytes: Int
-    private var headerList: UnsafeMutablePointer<curl_slist>?
     private var bodyBuffer: UnsafeMutableRawBufferPointer?
     /// libcurl writes its detailed error text here (CURLOPT_ERRORBUFFER).
     let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
@@ -32,35 +31,12 @@ final class CurlTransfer: @unchecked Sendable {
         errorBuffer.deallocate()
     }
 
-    /// Sets every option of this request on `easy` (a fresh or reset handle). Returns an error for a request
-    /// libcurl refuses.
-    func configure(easy: UnsafeMutableRawPointer, configuration: HTTPClientConfiguration) -> HTTPClientError? {
-        self.easy = easy
-        let body = UnsafeMutableRawBufferPointer.allocate(byteCount: max(request.body.count, 1), alignment: 1)
-        request.body.withUnsafeBytes { source in
-            if let base = source.baseAddress { body.baseAddress!.copyMemory(from: base, byteCount: source.count) }
-        }
-        bodyBuffer = body
-        var list: UnsafeMutablePointer<curl_slist>?
-        // "Expect:" stops libcurl from waiting for 100-continue before sending large bodies.
-        for line in request.headers + ["Expect:"] {
-            list = curl_slist_append(list, line)
-        }
-        headerList = list
-
-        let timeout = min(request.timeoutMs ?? configuration.requestTimeoutMs, configuration.requestTimeoutMs)
-        let isHTTPS = request.url.lowercased().hasPrefix("https:")
+    /// Options every request shares; set once when the loop creates an easy handle (handles are reused without
+    /// `curl_easy_reset`, so per-request options below are always set again).
+    static func configureShared(easy: UnsafeMutableRawPointer, configuration: HTTPClientConfiguration) -> CURLcode {
         var codes: [CURLcode] = [
-            ccurl_easy_setopt_string(easy, CURLOPT_URL, request.url),
             ccurl_easy_setopt_long(easy, CURLOPT_POST, 1),
-            ccurl_easy_setopt_ptr(easy, CURLOPT_POSTFIELDS, body.baseAddress),
-            ccurl_easy_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count)),
-            ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, list),
             ccurl_easy_setopt_write_cb(easy, CurlCallbacks.onWrite),
-            ccurl_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, Unmanaged.passUnretained(self).toOpaque()),
-            ccurl_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer),
-            ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, timeout)),
-            ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, max(1, min(timeout, configuration.connectTimeoutMs))),
             ccurl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1),
             ccurl_easy_setopt_long(easy, CURLOPT_TCP_NODELAY, 1),
             ccurl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1),
@@ -72,13 +48,39 @@ final class CurlTransfer: @unchecked Sendable {
             ccurl_easy_setopt_string(easy, CURLOPT_USERAGENT, configuration.userAgent),
             ccurl_easy_setopt_string(easy, CURLOPT_ACCEPT_ENCODING, ""),
         ]
-        if isHTTPS {
-            // Wait for an HTTP/2 connection being set up rather than opening a parallel one, so requests multiplex.
-            codes.append(ccurl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1))
-        }
         if let caBundle = configuration.caBundlePath {
             codes.append(ccurl_easy_setopt_string(easy, CURLOPT_CAINFO, caBundle))
         }
+        return codes.first(where: { $0 != CURLE_OK }) ?? CURLE_OK
+    }
+
+    /// Sets this request's own options on `easy`. `headers` is a header list the loop owns and keeps alive.
+    /// Returns an error for a request libcurl refuses.
+    func configure(
+        easy: UnsafeMutableRawPointer, headers: UnsafeMutablePointer<curl_slist>?, configuration: HTTPClientConfiguration
+    ) -> HTTPClientError? {
+        self.easy = easy
+        let body = UnsafeMutableRawBufferPointer.allocate(byteCount: max(request.body.count, 1), alignment: 1)
+        request.body.withUnsafeBytes { source in
+            if let base = source.baseAddress { body.baseAddress!.copyMemory(from: base, byteCount: source.count) }
+        }
+        bodyBuffer = body
+        let timeout = min(request.timeoutMs ?? configuration.requestTimeoutMs, configuration.requestTimeoutMs)
+        let isHTTPS = request.url.utf8.count > 6
+            && request.url.utf8.prefix(6).map { $0 | 0x20 } == Array("https:".utf8)
+        let codes: [CURLcode] = [
+            ccurl_easy_setopt_string(easy, CURLOPT_URL, request.url),
+            ccurl_easy_setopt_ptr(easy, CURLOPT_POSTFIELDS, body.baseAddress),
+            ccurl_easy_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count)),
+            ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headers),
+            ccurl_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, Unmanaged.passUnretained(self).toOpaque()),
+            ccurl_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer),
+            ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, timeout)),
+            ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, max(1, min(timeout, configuration.connectTimeoutMs))),
+            // Over TLS, wait for an HTTP/2 connection being set up rather than opening a parallel one, so requests
+            // multiplex.
+            ccurl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, isHTTPS ? 1 : 0),
+        ]
         if let failed = codes.first(where: { $0 != CURLE_OK }) {
             return HTTPClientError(
                 kind: .other, curlCode: Int32(failed.rawValue), message: String(cString: curl_easy_strerror(failed)))
@@ -132,8 +134,6 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Frees what libcurl read from; call only after the easy handle left the multi handle.
     func release() {
-        if let headerList { curl_slist_free_all(headerList) }
-        headerList = nil
         bodyBuffer?.deallocate()
         bodyBuffer = nil
     }
