@@ -64,6 +64,8 @@ public struct KafkaError: Error, Sendable, CustomStringConvertible, Equatable {
     public static let unknownTopic: Int32 = RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC.rawValue
     /// The message is larger than `message.max.bytes`.
     public static let messageSizeTooLarge: Int32 = RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE.rawValue
+    /// The broker could not replicate the write to enough replicas (retriable).
+    public static let notEnoughReplicas: Int32 = RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS.rawValue
     /// No broker is reachable.
     public static let allBrokersDown: Int32 = RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN.rawValue
     /// A fatal error was raised; `rd_kafka_fatal_error` has the underlying one.
