@@ -16,11 +16,12 @@ extension KeyedDecodingContainer {
         return nil
     }
 
-    /// An integer, or its decimal text (`"1539946248000"`), or a whole floating-point number.
+    /// An integer, or its decimal text (`"1539946248000"`), or a whole floating-point number. Text is tried first:
+    /// it is what Apple sends, and each failed attempt costs a thrown error.
     func lenientInt64(_ key: Key) -> Int64? {
         guard contains(key) else { return nil }
-        if let value = try? decodeIfPresent(Int64.self, forKey: key) { return value }
         if let text = try? decodeIfPresent(String.self, forKey: key) {
+            if let value = Int64(text) { return value }
             let trimmed = text.trimmingWhitespace()
             if let value = Int64(trimmed) { return value }
             if let value = Double(trimmed), value.isFinite, value == value.rounded(), abs(value) < 9e18 {
@@ -28,6 +29,7 @@ extension KeyedDecodingContainer {
             }
             return nil
         }
+        if let value = try? decodeIfPresent(Int64.self, forKey: key) { return value }
         if let value = try? decodeIfPresent(Double.self, forKey: key), value.isFinite, value == value.rounded(),
             abs(value) < 9e18
         {
@@ -36,19 +38,19 @@ extension KeyedDecodingContainer {
         return nil
     }
 
-    /// `true`/`false`, `1`/`0`, or those as text (any case).
+    /// `true`/`false`, `1`/`0`, or those as text (any case). Text is tried first, as Apple sends it.
     func lenientBool(_ key: Key) -> Bool? {
         guard contains(key) else { return nil }
-        if let value = try? decodeIfPresent(Bool.self, forKey: key) { return value }
-        if let value = try? decodeIfPresent(Int64.self, forKey: key) {
-            return value == 0 ? false : value == 1 ? true : nil
-        }
         if let text = try? decodeIfPresent(String.self, forKey: key) {
             switch text.trimmingWhitespace().lowercased() {
             case "true", "1", "yes": return true
             case "false", "0", "no": return false
             default: return nil
             }
+        }
+        if let value = try? decodeIfPresent(Bool.self, forKey: key) { return value }
+        if let value = try? decodeIfPresent(Int64.self, forKey: key) {
+            return value == 0 ? false : value == 1 ? true : nil
         }
         return nil
     }

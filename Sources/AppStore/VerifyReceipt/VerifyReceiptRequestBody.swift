@@ -24,12 +24,14 @@ enum VerifyReceiptRequestBody {
     private static func appendString(_ value: String, to body: inout [UInt8]) {
         var value = value
         let needsEscaping = value.withUTF8 { bytes in
-            var found = false
-            for byte in bytes where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-                found = true
-                break
+            // No early exit, so the loop vectorizes: receipts are kilobytes and this runs for every request.
+            var found: UInt8 = 0
+            for byte in bytes {
+                let isQuote: UInt8 = byte == UInt8(ascii: "\"") ? 1 : 0
+                let isBackslash: UInt8 = byte == UInt8(ascii: "\\") ? 1 : 0
+                found |= (byte < 0x20 ? 1 : 0) | isQuote | isBackslash
             }
-            return found
+            return found != 0
         }
         if needsEscaping {
             body.append(contentsOf: JSONText.quoted(value).utf8)

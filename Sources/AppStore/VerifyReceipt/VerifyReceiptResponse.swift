@@ -41,7 +41,13 @@ public struct VerifyReceiptResponse: Sendable, Equatable {
             throw .notJSON
         }
         do {
-            return try JSONDecoder().decode(VerifyReceiptResponse.self, from: Data(body))
+            // The bytes are only read during the call: no need to copy them into a Data of their own.
+            return try body.withUnsafeBytes { bytes in
+                let data = Data(
+                    bytesNoCopy: UnsafeMutableRawPointer(mutating: bytes.baseAddress!), count: bytes.count,
+                    deallocator: .none)
+                return try JSONDecoder().decode(VerifyReceiptResponse.self, from: data)
+            }
         } catch let error as VerifyReceiptDecodingError {
             throw error
         } catch DecodingError.dataCorrupted(let context) where context.codingPath.isEmpty {
@@ -84,10 +90,20 @@ public enum VerifyReceiptDecodingError: Error, Sendable, Equatable, CustomString
 extension VerifyReceiptResponse: Decodable {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: AnyCodingKey.self)
-        guard let status = c.lenientInt64(AnyCodingKey("status")) else { throw VerifyReceiptDecodingError.missingStatus }
+        // `status` and the retry flag are JSON numbers and booleans on the wire: try those first (a failed attempt
+        // costs a thrown error), then the lenient forms.
+        let statusKey = AnyCodingKey("status")
+        guard let status = (try? c.decodeIfPresent(Int64.self, forKey: statusKey)) ?? c.lenientInt64(statusKey) else {
+            throw VerifyReceiptDecodingError.missingStatus
+        }
         self.status = Int(clamping: status)
         environment = c.lenientString(AnyCodingKey("environment"))
-        isRetryable = c.lenientBool(AnyCodingKey("is_retryable")) ?? c.lenientBool(AnyCodingKey("is-retryable"))
+        var isRetryable: Bool?
+        for name in ["is_retryable", "is-retryable"] where isRetryable == nil {
+            let key = AnyCodingKey(name)
+            isRetryable = (try? c.decodeIfPresent(Bool.self, forKey: key)) ?? c.lenientBool(key)
+        }
+        self.isRetryable = isRetryable
 
         // Error bodies carry at most status, environment and is_retryable; only valid ones need a usable receipt.
         let mustDecodeReceipt = status == 0 || status == 21006
