@@ -152,8 +152,17 @@ public final class KafkaConsumer: Sendable {
             pollThread.start(poll: {}, finish: { [self] in closeAndDestroy() })
         }
         pollThread.requestStop()
+        // From a delegate callback (the poll thread): the close runs as soon as the callback returns.
+        guard !pollThread.isCurrentThread else { return }
         if !pollThread.wait(timeout: timeout) {
             logger.warning("consumer close did not finish in time; continuing in the background")
+        }
+    }
+
+    deinit {
+        // Only reached when never started (the poll thread keeps a started consumer alive until it closed).
+        if handle.retire() {
+            handle.destroy()
         }
     }
 

@@ -21,14 +21,11 @@ public final class KafkaProducer: Sendable {
         "statistics.interval.ms": "1000",
     ]
 
-    private let handle: RDKafkaHandle
-    private let context: RDKafkaCallbackContext
-    private let events: ProducerEvents
-    private let pollThread: PollThread
-    private let topicHandles = Mutex<[String: RDKafkaTopicHandle]>([:])
-    private let isClosing = Atomic<Bool>(false)
-    private let closeOnce = Mutex<Bool>(false)
-    private let logger: Logger
+    /// Everything the client owns, separate from this facade so that closing never needs `self` (deinit may run
+    /// on any thread, including the poll thread when a completion held the last reference).
+    private let core: ProducerCore
+    private var handle: RDKafkaHandle { core.handle }
+    private var context: RDKafkaCallbackContext { core.context }
 
     /// Creates the producer and starts its poll thread.
     /// - Throws: `KafkaError` (code `invalidArgument`) naming an unknown property or invalid value.
@@ -45,12 +42,8 @@ public final class KafkaProducer: Sendable {
             .producer, configuration: configuration.merged(withDefaults: defaults), context: context)
         let events = ProducerEvents(logger: logger, statistics: statistics)
         context.attach(events)
-        self.handle = handle
-        self.context = context
-        self.events = events
-        self.logger = logger
-        self.pollThread = PollThread(name: "kafka-producer-poll")
-        pollThread.start(poll: {
+        self.core = ProducerCore(handle: handle, context: context, events: events, logger: logger)
+        core.pollThread.start(poll: {
             // Serves delivery reports, statistics and errors; returns as soon as there is something to serve.
             _ = handle.withClient { rd_kafka_poll($0, 100) }
         })
@@ -58,7 +51,7 @@ public final class KafkaProducer: Sendable {
     }
 
     deinit {
-        close(timeout: .seconds(5))
+        core.close(timeout: .seconds(5))
     }
 
     /// Enqueues a message without blocking.
@@ -73,11 +66,11 @@ public final class KafkaProducer: Sendable {
         topic: String, key: [UInt8]?, value: [UInt8], headers: [KafkaHeader] = [],
         completion: @escaping @Sendable (Result<KafkaDeliveryReport, KafkaError>) -> Void
     ) throws(KafkaError) {
-        guard !isClosing.load(ordering: .relaxed) else { throw Self.closedError }
+        guard !core.isClosing.load(ordering: .relaxed) else { throw Self.closedError }
         let delivery = Unmanaged.passRetained(DeliveryContext(topic: topic, completion: completion))
         let refusal: KafkaError? =
             handle.withClient { client -> KafkaError? in
-                guard let topicHandle = topicHandle(client, topic) else {
+                guard let topicHandle = core.topicHandle(client, topic) else {
                     return KafkaError(code: KafkaError.invalidArgument, message: "invalid topic name '\(topic)'")
                 }
                 return RDKafkaProduce.produce(
@@ -105,10 +98,83 @@ public final class KafkaProducer: Sendable {
     }
 
     /// Waits until every enqueued message was delivered or failed (and its completion ran), or `timeout` passed.
-    /// Blocks the calling thread: do not call it from the Swift cooperative pool in a hot path.
+    /// Blocks the calling thread: do not call it from the Swift cooperative pool in a hot path, nor from a
+    /// completion (the poll thread cannot serve reports while it waits; it then returns false at the deadline).
     /// - Returns: true when nothing is outstanding.
     @discardableResult
     public func flush(timeout: Duration) -> Bool {
+        core.flush(timeout: timeout)
+    }
+
+    /// Refuses new messages, flushes for up to `timeout`, fails what is still queued (completions get
+    /// `purgedQueue` / `purgedInFlight`), stops the poll thread and destroys the client. Idempotent; later calls return
+    /// at once. Called from a completion (the poll thread), it returns at once and closes on another thread.
+    public func close(timeout: Duration) {
+        core.close(timeout: timeout)
+    }
+
+    /// True when some broker connection is up (from statistics, refreshed every `statistics.interval.ms`; false
+    /// as soon as librdkafka reports all brokers down). For `/readyz`.
+    public var isConnected: Bool { core.events.isConnected }
+
+    /// `rd_kafka_outq_len`: messages enqueued and not yet delivered or failed, delivery reports not yet served, and
+    /// other librdkafka events waiting for the poll thread (so it can exceed the number of messages briefly).
+    public var outstandingMessages: Int { core.outstandingMessages }
+
+    /// The latest decoded statistics, if any arrived yet.
+    public var statistics: KafkaStatistics? { context.statistics.current }
+
+    private static let closedError = KafkaError(code: KafkaError.destroyed, message: "the Kafka producer is closed")
+
+    private func registerMetrics(_ metrics: MetricsRegistry) {
+        let handle = self.handle
+        let events = core.events
+        metrics.collect(
+            "kafka_producer_queue_messages", help: "Messages produced and not yet delivered or failed", kind: .gauge
+        ) {
+            [([], Double(handle.withClient { rd_kafka_outq_len($0) } ?? 0))]
+        }
+        metrics.collect("kafka_producer_connected", help: "1 when a broker connection is up", kind: .gauge) {
+            [([], events.isConnected ? 1 : 0)]
+        }
+    }
+}
+
+/// The producer's client, poll thread and topic handles, and the close sequence.
+final class ProducerCore: Sendable {
+    let handle: RDKafkaHandle
+    let context: RDKafkaCallbackContext
+    let events: ProducerEvents
+    let pollThread = PollThread(name: "kafka-producer-poll")
+    let isClosing = Atomic<Bool>(false)
+    private let topicHandles = Mutex<[String: RDKafkaTopicHandle]>([:])
+    private let closeOnce = Mutex<Bool>(false)
+    private let logger: Logger
+
+    init(handle: RDKafkaHandle, context: RDKafkaCallbackContext, events: ProducerEvents, logger: Logger) {
+        self.handle = handle
+        self.context = context
+        self.events = events
+        self.logger = logger
+    }
+
+    var outstandingMessages: Int {
+        handle.withClient { Int(rd_kafka_outq_len($0)) } ?? 0
+    }
+
+    /// The cached `rd_kafka_topic_t` for `topic` (created on first use, destroyed by `close`).
+    func topicHandle(_ client: OpaquePointer, _ topic: String) -> OpaquePointer? {
+        let cached: RDKafkaTopicHandle? = topicHandles.withLock { handles in
+            if let existing = handles[topic] { return existing }
+            guard let created = rd_kafka_topic_new(client, topic, nil) else { return nil }
+            let handle = RDKafkaTopicHandle(pointer: created)
+            handles[topic] = handle
+            return handle
+        }
+        return cached?.pointer
+    }
+
+    func flush(timeout: Duration) -> Bool {
         let deadline = ContinuousClock.now + timeout
         while outstandingMessages > 0 {
             if ContinuousClock.now >= deadline { return false }
@@ -117,23 +183,29 @@ public final class KafkaProducer: Sendable {
         return true
     }
 
-    /// Refuses new messages, flushes for up to `timeout`, fails what is still queued (completions get
-    /// `purgedQueue` / `purgedInFlight`), stops the poll thread and destroys the client. Idempotent; later calls return
-    /// at once.
-    public func close(timeout: Duration) {
+    func close(timeout: Duration) {
         let first = closeOnce.withLock { closed in
             defer { closed = true }
             return !closed
         }
         guard first else { return }
         isClosing.store(true, ordering: .relaxed)
+        if pollThread.isCurrentThread {
+            // A completion is closing its own producer: the poll thread must return to serve the flush.
+            Thread.detachNewThread { [self] in finishClose(timeout: timeout) }
+        } else {
+            finishClose(timeout: timeout)
+        }
+    }
+
+    private func finishClose(timeout: Duration) {
         if !flush(timeout: timeout) {
             logger.warning(
                 "producer close: messages not delivered in time are failed", ["outstanding": .int(outstandingMessages)])
             _ = handle.withClient {
                 rd_kafka_purge($0, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT | RD_KAFKA_PURGE_F_NON_BLOCKING)
             }
-            flush(timeout: .seconds(2))
+            _ = flush(timeout: .seconds(2))
         }
         pollThread.requestStop()
         guard pollThread.wait(timeout: .seconds(5)) else {
@@ -152,45 +224,6 @@ public final class KafkaProducer: Sendable {
             handles.removeAll()
         }
         handle.destroy()
-    }
-
-    /// True when some broker connection is up (from statistics, refreshed every `statistics.interval.ms`; false
-    /// as soon as librdkafka reports all brokers down). For `/readyz`.
-    public var isConnected: Bool { events.isConnected }
-
-    /// Messages enqueued and not yet delivered or failed, including delivery reports not yet served.
-    public var outstandingMessages: Int {
-        handle.withClient { Int(rd_kafka_outq_len($0)) } ?? 0
-    }
-
-    /// The latest decoded statistics, if any arrived yet.
-    public var statistics: KafkaStatistics? { context.statistics.current }
-
-    private static let closedError = KafkaError(code: KafkaError.destroyed, message: "the Kafka producer is closed")
-
-    /// The cached `rd_kafka_topic_t` for `topic` (created on first use, destroyed by `close`).
-    private func topicHandle(_ client: OpaquePointer, _ topic: String) -> OpaquePointer? {
-        let cached: RDKafkaTopicHandle? = topicHandles.withLock { handles in
-            if let existing = handles[topic] { return existing }
-            guard let created = rd_kafka_topic_new(client, topic, nil) else { return nil }
-            let handle = RDKafkaTopicHandle(pointer: created)
-            handles[topic] = handle
-            return handle
-        }
-        return cached?.pointer
-    }
-
-    private func registerMetrics(_ metrics: MetricsRegistry) {
-        let handle = self.handle
-        let events = self.events
-        metrics.collect(
-            "kafka_producer_queue_messages", help: "Messages produced and not yet delivered or failed", kind: .gauge
-        ) {
-            [([], Double(handle.withClient { rd_kafka_outq_len($0) } ?? 0))]
-        }
-        metrics.collect("kafka_producer_connected", help: "1 when a broker connection is up", kind: .gauge) {
-            [([], events.isConnected ? 1 : 0)]
-        }
     }
 }
 

@@ -84,8 +84,16 @@ public final class KafkaTopicFollower: Sendable {
             pollThread.start(poll: {}, finish: { [self] in destroy() })
         }
         pollThread.requestStop()
+        guard !pollThread.isCurrentThread else { return }  // from onMessage: closes once it returns
         if !pollThread.wait(timeout: timeout) {
             logger.warning("topic follower close did not finish in time; continuing in the background")
+        }
+    }
+
+    deinit {
+        // Only reached when never started (the poll thread keeps a started follower alive until it closed).
+        if handle.retire() {
+            handle.destroy()
         }
     }
 

@@ -11,6 +11,8 @@ final class PollThread: Sendable {
     private let started = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
     private let name: String
+    /// The thread's pthread id once it runs (for `isCurrentThread`).
+    private let threadId = Mutex<pthread_t?>(nil)
 
     init(name: String) {
         self.name = name
@@ -24,6 +26,7 @@ final class PollThread: Sendable {
     func start(poll: @escaping @Sendable () -> Void, finish: @escaping @Sendable () -> Void = {}) -> Bool {
         guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return false }
         let thread = Thread { [self] in
+            threadId.withLock { $0 = pthread_self() }
             while !isStopRequested {
                 poll()
             }
@@ -36,6 +39,12 @@ final class PollThread: Sendable {
     }
 
     var hasStarted: Bool { started.load(ordering: .acquiring) }
+
+    /// True when called from the poll thread itself (a callback closing its own client must not wait for itself).
+    var isCurrentThread: Bool {
+        guard let id = threadId.withLock({ $0 }) else { return false }
+        return pthread_equal(id, pthread_self()) != 0
+    }
 
     func requestStop() {
         stopRequested.store(true, ordering: .releasing)
