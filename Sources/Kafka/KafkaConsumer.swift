@@ -91,12 +91,13 @@ public final class KafkaConsumer: Sendable {
             topics.map { TopicPartition(topic: $0, partition: -1) })
         let code = rd_kafka_subscribe(handle.pointer, subscription)
         rd_kafka_topic_partition_list_destroy(subscription)
-        if code != RD_KAFKA_RESP_ERR_NO_ERROR {
+        if code == RD_KAFKA_RESP_ERR_NO_ERROR {
+            logger.info("consumer started", ["topics": .string(topics.joined(separator: ","))])
+        } else {
             let error = KafkaError.from(code, context: "cannot subscribe to \(topics.joined(separator: ","))")
             logger.error("subscribe failed", ["error": .string(error.message)])
             delegate?.consumer(self, didFail: error)
         }
-        logger.info("consumer started", ["topics": .string(topics.joined(separator: ","))])
         pollThread.start(poll: { [self] in pollOnce() }, finish: { [self] in closeAndDestroy() })
     }
 
@@ -118,8 +119,10 @@ public final class KafkaConsumer: Sendable {
         guard stored != nil else { throw Self.closedError }
     }
 
-    /// Stops fetching `partitions` (the consumer keeps polling and stays in the group). Already fetched messages
-    /// may still be delivered.
+    /// Stops fetching `partitions` (the consumer keeps polling and stays in the group). Messages fetched but not
+    /// yet handed out are not handed out while paused (librdkafka refetches them after `resume`, from the position
+    /// after the last message handed out; one already in a delegate call may still arrive). A pause does not survive a rebalance: partitions assigned again start
+    /// unpaused, so re-apply it in `didAssign` if the reason still holds.
     public func pause(_ partitions: [TopicPartition]) {
         changeFetching(partitions, pause: true)
     }

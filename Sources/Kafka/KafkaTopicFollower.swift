@@ -24,7 +24,9 @@ public final class KafkaTopicFollower: Sendable {
 
     /// - Parameters:
     ///   - startingAtTimestampMs: where to start in every partition: the first message at or after this time
-    ///     (`0` = from the beginning), or the end (only new messages) when nil.
+    ///     (`0` = from the beginning), or the end (only new messages) when nil. Times are looked up with
+    ///     `rd_kafka_offsets_for_times`; note that librdkafka 2.0.2's mock cluster (`embedded-kafka`) answers such
+    ///     lookups with the end offset, so against it only `0` and nil behave as on a real broker.
     ///   - onMessage: called on the follower's poll thread; keep it short.
     /// - Throws: `KafkaError` (`invalidArgument`) naming an unknown property or invalid value.
     public init(

@@ -267,6 +267,18 @@ struct KafkaClusterTests {
         #expect(received.values.sorted() == (0..<8).map { "new-\($0)" }.sorted())
     }
 
+    @Test("an invalid Kafka property stops a tool at start with an error naming the property")
+    func invalidPropertyAtStartup() async throws {
+        let tail = try ManagedProcess(
+            executable: try TestBinaries.path("receipt-tail"),
+            environment: ["KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1", "KAFKA_ACKS_PLEASE": "1"])
+        #expect(await tail.waitForExit(timeout: .seconds(10)) == 1)
+        #expect(tail.stderrLines.contains { $0.contains("acks.please") && $0.contains("KAFKA_ACKS_PLEASE") })
+
+        let cluster = try ManagedProcess(executable: try TestBinaries.path("embedded-kafka"), arguments: ["--brokers", "0"])
+        #expect(await cluster.waitForExit(timeout: .seconds(10)) == 2)
+    }
+
     @Test("receipt-tail prints each result on its own line and exits 0 on SIGTERM")
     func receiptTail() async throws {
         let topic = uniqueName("results")
