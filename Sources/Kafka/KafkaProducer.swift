@@ -58,8 +58,9 @@ public final class KafkaProducer: Sendable {
     ///
     /// - Parameters:
     ///   - key: nil for no key (the partitioner then spreads messages); equal keys go to the same partition.
-    ///   - completion: called exactly once, on the poll thread, with where the message was written or why it could
-    ///     not be (after retries, within `message.timeout.ms`). Keep it short: it delays other delivery reports.
+    ///   - completion: called exactly once, on the poll thread (the last ones during `close` on the closing
+    ///     thread), with where the message was written or why it could not be (after retries, within
+    ///     `message.timeout.ms`, librdkafka's default 300 s). Keep it short: it delays other delivery reports.
     /// - Throws: `KafkaError` synchronously when librdkafka refuses the message (`isQueueFull` is back-pressure:
     ///   retry later; unknown topic, message too large, producer closed); `completion` is then never called.
     public func send(

@@ -49,8 +49,7 @@ enum RDKafkaProduce {
         guard let error else { return nil }
         // On failure the headers list stays ours.
         if let headerList { rd_kafka_headers_destroy(headerList) }
-        var name = "?"
-        name = String(cString: rd_kafka_topic_name(topic))
+        let name = String(cString: rd_kafka_topic_name(topic))
         return KafkaError.consuming(error, context: "cannot enqueue message for \(name)")
     }
 
