@@ -26,6 +26,9 @@ static inline CURLcode ccurl_easy_setopt_xferinfo_cb(CURL *h, curl_xferinfo_call
 #include <sys/eventfd.h>
 #include <stdint.h>
 #include <unistd.h>
+#include <errno.h>
+#include <time.h>
+#include <sys/syscall.h>
 
 static inline int ccurl_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
 static inline int ccurl_eventfd_create(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
@@ -48,6 +51,31 @@ static inline int ccurl_epoll_wait(int epfd, int *fds, uint32_t *events, int max
     struct epoll_event ready[256];
     if (max > 256) max = 256;
     int n = epoll_wait(epfd, ready, max, timeout_ms);
+    for (int i = 0; i < n; i++) { fds[i] = ready[i].data.fd; events[i] = ready[i].events; }
+    return n;
+}
+
+/* As ccurl_epoll_wait with a microsecond timeout (epoll_pwait2, Linux 5.11+; millisecond epoll_wait otherwise).
+   timeout_us < 0 waits indefinitely. */
+static inline int ccurl_epoll_wait_us(int epfd, int *fds, uint32_t *events, int max, long timeout_us) {
+    struct epoll_event ready[256];
+    if (max > 256) max = 256;
+    int n;
+#ifdef SYS_epoll_pwait2
+    static int unsupported = 0;
+    if (!unsupported) {
+        struct timespec ts = { timeout_us / 1000000, (timeout_us % 1000000) * 1000 };
+        n = (int)syscall(SYS_epoll_pwait2, epfd, ready, max, timeout_us < 0 ? NULL : &ts, NULL, (size_t)0);
+        if (n < 0 && errno == ENOSYS) {
+            unsupported = 1;
+            n = epoll_wait(epfd, ready, max, timeout_us < 0 ? -1 : (int)((timeout_us + 999) / 1000));
+        }
+    } else {
+        n = epoll_wait(epfd, ready, max, timeout_us < 0 ? -1 : (int)((timeout_us + 999) / 1000));
+    }
+#else
+    n = epoll_wait(epfd, ready, max, timeout_us < 0 ? -1 : (int)((timeout_us + 999) / 1000));
+#endif
     for (int i = 0; i < n; i++) { fds[i] = ready[i].data.fd; events[i] = ready[i].events; }
     return n;
 }

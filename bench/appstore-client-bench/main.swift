@@ -17,6 +17,7 @@ struct Options {
     var inFlight = 512
     var latencyMs = 100
     var receiptBytes = 4_096
+    var coalesceMicroseconds = 1_000
 
     static func parse(_ arguments: [String]) -> Options {
         var options = Options()
@@ -39,9 +40,11 @@ struct Options {
             case "--in-flight": options.inFlight = number()
             case "--latency-ms": options.latencyMs = number()
             case "--receipt-bytes": options.receiptBytes = number()
+            case "--coalesce-us": options.coalesceMicroseconds = Int(value()) ?? 1_000
             case "--help", "-h":
                 print("usage: appstore-client-bench --url http://127.0.0.1:PORT [--count N] [--warmup N] "
-                    + "[--in-flight N] [--latency-ms N (the fake's, for the ideal rate)] [--receipt-bytes N]")
+                    + "[--in-flight N] [--latency-ms N (the fake's, for the ideal rate)] [--receipt-bytes N] "
+                    + "[--coalesce-us N (completion batching window)]")
                 exit(0)
             default: fail("unknown argument \(arguments[index])")
             }
@@ -131,7 +134,13 @@ do {
 }
 let verifier: ReceiptVerifier
 do {
-    verifier = try ReceiptVerifier.verifyReceipt(settings: settings, logger: logger)
+    var clientConfiguration = settings.httpClientConfiguration
+    clientConfiguration.completionCoalescingMicroseconds = options.coalesceMicroseconds
+    let client = try CurlHTTPClient(configuration: clientConfiguration)
+    verifier = ReceiptVerifier(
+        backend: VerifyReceiptBackend(client: client, endpoints: settings.endpoints, sharedSecret: settings.sharedSecret),
+        policy: settings.verdictPolicy, retryPolicy: settings.retryPolicy, requestTimeoutMs: settings.timeoutMs,
+        logger: logger)
 } catch {
     fail("\(error)")
 }
@@ -163,6 +172,7 @@ for (description, count) in other.sorted(by: { $0.value > $1.value }).prefix(5) 
     print("  other x\(count): \(description)")
 }
 print("in flight:                \(options.inFlight)")
+print("completion batching:      \(options.coalesceMicroseconds) µs window")
 print("receipt bytes:            \(receipt.utf8.count)")
 print("elapsed:                  \(String(format: "%.2f", seconds)) s")
 print("achieved rate:            \(String(format: "%.0f", rate)) verifications/s")
