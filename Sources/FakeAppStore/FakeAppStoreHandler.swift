@@ -93,8 +93,7 @@ final class FakeAppStoreHandler: HTTPHandler {
             respond(FakeAppStoreResponses.status(21002, environment: environment))
             return
         }
-        let scenario = FakeReceipt.decode(receiptData)
-        let key = scenario?.id ?? FakeReceipt.counterKey(hashing: receiptData)
+        let (scenario, key) = decodeCached(receiptData)
         let callsBefore = counters.record(receipt: key, sandbox: sandbox)
         let (latency, outage) = state.withLock { ($0.latency, $0.outage) }
         logger.debug("verifyReceipt", ["receipt": .string(key), "environment": .string(environment),
@@ -123,6 +122,20 @@ final class FakeAppStoreHandler: HTTPHandler {
         } else {
             timerQueue.asyncAfter(deadline: .now() + .milliseconds(delayMs)) { respond(response) }
         }
+    }
+
+    /// Benchmarks send the same few receipts thousands of times a second: decode each once.
+    private let scenarioCache = Mutex<[String: (FakeReceiptScenario?, String)]>([:])
+
+    private func decodeCached(_ receiptData: String) -> (FakeReceiptScenario?, String) {
+        if let cached = scenarioCache.withLock({ $0[receiptData] }) { return cached }
+        let scenario = FakeReceipt.decode(receiptData)
+        let decoded = (scenario, scenario?.id ?? FakeReceipt.counterKey(hashing: receiptData))
+        scenarioCache.withLock { cache in
+            if cache.count >= 1_024 { cache.removeAll(keepingCapacity: true) }
+            cache[receiptData] = decoded
+        }
+        return decoded
     }
 
     private func answer(_ scenario: FakeReceiptScenario, environment: String, sandbox: Bool, callsBefore: Int)
