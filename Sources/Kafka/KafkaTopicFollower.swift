@@ -16,7 +16,13 @@ public final class KafkaTopicFollower: Sendable {
     private let onMessage: @Sendable (KafkaMessage) -> Void
     private let pollThread = PollThread(name: "kafka-follower-poll")
     private let lifecycle = Mutex<Bool>(false)
-    private let followed = Mutex<Set<Int32>>([])
+    private let followed = Mutex(Followed())
+
+    private struct Followed {
+        var partitions: Set<Int32> = []
+        /// Learned from the first metadata answer: nil until then, false when the topic did not exist.
+        var topicExistedAtStart: Bool?
+    }
     private let nextRefresh = Mutex<ContinuousClock.Instant>(.now)
     private let logger: Logger
     /// How often partitions are re-checked once some are followed (sooner while none are).
@@ -57,7 +63,6 @@ public final class KafkaTopicFollower: Sendable {
 
     /// Starts following (the poll thread). Later calls do nothing.
     public func start() {
-        let startedAtMs = Clock.wallMilliseconds()
         let isFirst = lifecycle.withLock { started in
             defer { started = true }
             return !started
@@ -67,7 +72,7 @@ public final class KafkaTopicFollower: Sendable {
             poll: { [self] in
                 // Only the poll thread touches nextRefresh; the Mutex is uncontended.
                 if nextRefresh.withLock({ ContinuousClock.now >= $0 }) {
-                    let anyFollowed = refreshPartitions(startedAtMs: startedAtMs)
+                    let anyFollowed = refreshPartitions()
                     let next = ContinuousClock.now + (anyFollowed ? refreshInterval : .seconds(1))
                     nextRefresh.withLock { $0 = next }
                 }
@@ -100,7 +105,7 @@ public final class KafkaTopicFollower: Sendable {
     }
 
     /// The partitions being followed.
-    public var partitions: [Int32] { followed.withLock { $0.sorted() } }
+    public var partitions: [Int32] { followed.withLock { $0.partitions.sorted() } }
 
     private func pollOnce() {
         guard let message = rd_kafka_consumer_poll(handle.pointer, 100) else { return }
@@ -120,27 +125,36 @@ public final class KafkaTopicFollower: Sendable {
     }
 
     /// Adds partitions not followed yet. Returns whether any partition is followed.
-    private func refreshPartitions(startedAtMs: Int64) -> Bool {
+    ///
+    /// The partitions that exist when the follower starts begin where the caller asked. Partitions that appear later
+    /// (added to the topic, or the whole topic created after the follower started) begin at their beginning: all of
+    /// their messages were written after the follower started looking.
+    private func refreshPartitions() -> Bool {
         let client = handle.pointer
-        let known = followed.withLock { $0 }
+        let (known, topicExistedAtStart) = followed.withLock { ($0.partitions, $0.topicExistedAtStart) }
         let current: [Int32]
         switch RDKafkaMetadata.partitions(of: topic, client: client, timeout: .seconds(2)) {
-        case .success(let partitions): current = partitions
+        case .success(let partitions):
+            current = partitions
         case .failure(let error):
+            if topicExistedAtStart == nil,
+                error.code == KafkaError.unknownTopicOrPartition || error.code == KafkaError.unknownTopic
+            {
+                followed.withLock { $0.topicExistedAtStart = false }
+            }
             logger.debug("topic metadata not available yet", ["error": .string(error.message)])
             return !known.isEmpty
         }
         let added = current.filter { !known.contains($0) }.sorted()
         guard !added.isEmpty else { return !known.isEmpty }
-        // The first partitions start where the caller asked; partitions that appear later hold only messages
-        // written after the follower started looking (or after the requested time, if later).
-        let isInitial = known.isEmpty
+        let isInitial = known.isEmpty && topicExistedAtStart != false
         let offsets: [Int64]
-        if isInitial, startingAtTimestampMs == nil {
-            offsets = added.map { endOffset(of: $0, client: client) }
+        if !isInitial {
+            offsets = added.map { _ in Int64(RD_KAFKA_OFFSET_BEGINNING) }
+        } else if let startingAtTimestampMs {
+            offsets = startOffsets(added, atTimestampMs: startingAtTimestampMs, client: client)
         } else {
-            let timestamp = isInitial ? startingAtTimestampMs! : max(startingAtTimestampMs ?? 0, startedAtMs)
-            offsets = startOffsets(added, atTimestampMs: timestamp, client: client)
+            offsets = added.map { endOffset(of: $0, client: client) }
         }
         let partitions = added.map { TopicPartition(topic: topic, partition: $0) }
         let failure = RDKafkaTopicPartitionList.withList(partitions, offsets: offsets) { list in
@@ -152,7 +166,10 @@ public final class KafkaTopicFollower: Sendable {
                 ["error": .string(KafkaError.consuming(failure, context: "incremental assign").message)])
             return !known.isEmpty
         }
-        followed.withLock { $0.formUnion(added) }
+        followed.withLock {
+            $0.partitions.formUnion(added)
+            if $0.topicExistedAtStart == nil { $0.topicExistedAtStart = true }
+        }
         logger.info(
             "following partitions",
             ["partitions": .string(added.map(String.init).joined(separator: ",")), "initial": .bool(isInitial)])
