@@ -44,6 +44,8 @@ public final class KafkaTopicFollower: Sendable {
         }
         var effective = configuration.merged(withDefaults: [
             "enable.partition.eof": "false", "socket.nagle.disable": "true", "statistics.interval.ms": "0",
+            // Following must not create the topic (librdkafka otherwise lets metadata lookups auto-create it).
+            "allow.auto.create.topics": "false",
         ])
         // A group id is needed for rd_kafka_consumer_poll; the follower never joins the group or commits.
         effective["group.id"] = "follower-\(topic)-\(UInt64.random(in: 0...UInt64.max))"

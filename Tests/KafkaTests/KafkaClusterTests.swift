@@ -246,7 +246,9 @@ struct KafkaClusterTests {
         #expect(fromEnd.values.sorted() == (0..<6).map { "late-\($0)" }.sorted())
     }
 
-    @Test("a topic follower picks up partitions of a topic created after it started")
+    // On the mock cluster a metadata lookup of an unknown topic creates it (4 partitions) whatever
+    // allow.auto.create.topics says, so this exercises "topic empty at start" rather than "topic absent at start".
+    @Test("a topic follower started before anything was written to its topic reads everything written after")
     func followerFindsLateTopic() async throws {
         let topic = uniqueName("late-topic")
         let cluster = try await EmbeddedKafkaProcess.start()
@@ -258,7 +260,6 @@ struct KafkaClusterTests {
         follower.start()
         defer { follower.close(timeout: .seconds(5)) }
         try await Task.sleep(for: .milliseconds(300))
-        // The producer's metadata request auto-creates the topic (4 partitions on the mock cluster).
         let producer = try KafkaProducer(
             configuration: producerConfiguration(cluster.bootstrapServers), logger: quietLogger)
         defer { producer.close(timeout: .seconds(5)) }
