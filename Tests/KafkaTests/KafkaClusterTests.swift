@@ -130,7 +130,7 @@ struct KafkaClusterTests {
         #expect(second.messages.map(\.offset) == [6, 7, 8, 9])
     }
 
-    @Test("out-of-order completion stores only the contiguous completed prefix")
+    @Test("out-of-order completion stores only the contiguous completed prefix; pause and resume")
     func outOfOrderCompletion() async throws {
         let topic = uniqueName("ooo")
         let group = uniqueName("group")
@@ -157,6 +157,7 @@ struct KafkaClusterTests {
             }
         }
         #expect(stored == [4])
+        try consumer.commitStoredOffsets()
         consumer.close(timeout: .seconds(10))
 
         let resumed = RecordingDelegate()
@@ -167,6 +168,16 @@ struct KafkaClusterTests {
         defer { next.close(timeout: .seconds(10)) }
         #expect(await eventually { resumed.messages.count >= 6 })
         #expect(resumed.messages.first?.offset == 4)
+
+        // Paused, the partition hands out nothing new; resumed, what was written meanwhile arrives.
+        next.pause([partition])
+        try await Task.sleep(for: .milliseconds(200))
+        _ = try await produceNumbered(producer, topic: topic, count: 3, prefix: "while-paused")
+        try await Task.sleep(for: .milliseconds(1000))
+        #expect(resumed.messages.count == 6)
+        next.resume([partition])
+        #expect(await eventually { resumed.messages.count == 9 })
+        #expect(resumed.messages.map(\.offset) == Array(4...12))
     }
 
     @Test("willRevoke reaches the delegate while the partitions are still assigned; storing after it is refused")
