@@ -286,6 +286,22 @@ import Testing
         }
     }
 
+    @Test func releasingTheClientFailsWhatIsInFlight() async throws {
+        let fake = FakeAppStoreServer(configuration: .init(threadCount: 1, hangSeconds: 5),
+            logger: .init(label: "t", threshold: .error))
+        try fake.start()
+        defer { fake.stop() }
+        let body = Array(#"{"receipt-data":"\#(FakeReceipt.hang())"}"#.utf8)
+        let result = await withCheckedContinuation { continuation in
+            var client: CurlHTTPClient? = try? CurlHTTPClient(configuration: HTTPClientConfiguration(maxInFlight: 4))
+            client?.post(HTTPClientRequest(url: fake.productionURL, body: body)) { continuation.resume(returning: $0) }
+            #expect(client != nil)
+            client = nil  // deinit stops the loop: the hung request fails at once instead of leaking
+        }
+        guard case .failure(let error) = result else { Issue.record("a hung request succeeded"); return }
+        #expect(error.kind == .shutdown)
+    }
+
     /// A port nothing listens on: bound, then released.
     static func unusedPort() throws -> UInt16 {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

@@ -220,6 +220,15 @@ final class OutcomeBox: Sendable {
         #expect(run.backend.requests.map(\.startEnvironment) == [.production, .sandbox])
     }
 
+    @Test func aRedirectThatThenFailedStillTeachesTheEnvironment() throws {
+        // Production said 21007, then the sandbox call timed out: no status from the sandbox, but two calls.
+        let timedOutAtSandbox = BackendAnswer(result: .retryable(.transient), calls: 2, appleStatus: nil,
+            environment: .sandbox, message: "timeout")
+        let run = Run([timedOutAtSandbox, Self.valid(.sandbox)])
+        _ = try #require(run.verify())
+        #expect(run.backend.requests.map(\.startEnvironment) == [.production, .sandbox])
+    }
+
     @Test func verdictRulesApplyToTheAnswer() throws {
         let run = Run([Self.valid()])
         let outcome = try #require(run.verify(expectations: .init(transactionId: "43")))

@@ -90,13 +90,17 @@ final class CurlMultiLoop: @unchecked Sendable {
     }
 
     /// Fails queued and in-flight transfers with `.shutdown`, frees libcurl's handles and ends the thread. Blocks
-    /// until done; idempotent.
+    /// until done, except on the loop thread itself (the last reference to a client can be dropped there, when a
+    /// completion batch is released), where it only asks the loop to end; idempotent.
     func stop() {
         let mustWait = inbox.withLock { inbox in
             defer { inbox.stopping = true }
             return !inbox.stopping
         }
         guard mustWait else { return }
+        if loopThreadId.load(ordering: .acquiring) == UInt(bitPattern: Int(bitPattern: pthread_self())) {
+            return  // the loop sees `stopping` at the end of this iteration
+        }
         wakePending.store(false, ordering: .sequentiallyConsistent)
         wake()
         stoppedSignal.wait()
@@ -112,7 +116,11 @@ final class CurlMultiLoop: @unchecked Sendable {
 
     // MARK: Loop thread
 
+    /// `pthread_self()` of the loop thread, once it runs.
+    private let loopThreadId = Atomic<UInt>(0)
+
     private func run() {
+        loopThreadId.store(UInt(bitPattern: Int(bitPattern: pthread_self())), ordering: .releasing)
         let capacity = 256
         let readyDescriptors = UnsafeMutablePointer<Int32>.allocate(capacity: capacity)
         let readyEvents = UnsafeMutablePointer<UInt32>.allocate(capacity: capacity)

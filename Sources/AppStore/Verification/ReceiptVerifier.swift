@@ -120,7 +120,10 @@ public final class ReceiptVerifier: Sendable {
             var state = state
             state.attempts += 1
             state.calls += answer.calls
-            if let environment = answer.environment, answer.appleStatus != nil { state.environment = environment }
+            // Where the receipt lives, once known (Apple answered there, or redirected us there): retries start there.
+            if let environment = answer.environment, answer.appleStatus != nil || answer.calls > 1 {
+                state.environment = environment
+            }
             handle(answer, state: state, completion: completion)
         }
     }
