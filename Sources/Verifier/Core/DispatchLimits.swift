@@ -1,0 +1,34 @@
+/// The back-pressure marks of the dispatch state. All counts are messages.
+public struct DispatchLimits: Sendable, Equatable {
+    /// Apple verification rounds in flight per process (`VERIFIER_MAX_IN_FLIGHT`).
+    public var maxInFlight: Int
+    /// A partition is paused when it holds this many messages (outstanding plus completed ones waiting behind an
+    /// outstanding one): bounds memory and redelivery after a crash when one message is slow.
+    public var partitionWindow: Int
+    /// ... and resumed when it holds at most this many.
+    public var partitionResumeMark: Int
+    /// Every partition is paused when this many admitted messages wait for an Apple slot ...
+    public var pendingLimit: Int
+    /// ... and resumed when at most this many wait.
+    public var pendingResumeMark: Int
+
+    public init(maxInFlight: Int, partitionWindow: Int, partitionResumeMark: Int, pendingLimit: Int, pendingResumeMark: Int) {
+        precondition(maxInFlight > 0 && partitionWindow > 0 && pendingLimit > 0)
+        precondition(partitionResumeMark < partitionWindow && pendingResumeMark < pendingLimit)
+        self.maxInFlight = maxInFlight
+        self.partitionWindow = partitionWindow
+        self.partitionResumeMark = partitionResumeMark
+        self.pendingLimit = pendingLimit
+        self.pendingResumeMark = pendingResumeMark
+    }
+
+    /// Marks derived from the in-flight limit and a partition window: a prefetch of one window's worth of waiting
+    /// messages keeps every Apple slot busy while the consumer pauses and resumes; resume marks at half.
+    public init(maxInFlight: Int, partitionWindow: Int) {
+        let window = max(partitionWindow, 2)
+        let pending = max(maxInFlight, 2)
+        self.init(
+            maxInFlight: maxInFlight, partitionWindow: window, partitionResumeMark: window / 2, pendingLimit: pending,
+            pendingResumeMark: pending / 2)
+    }
+}

@@ -1,0 +1,333 @@
+/// The verifier's per-process dispatch bookkeeping: which messages are admitted, which wait for an Apple slot,
+/// which partitions must be paused, which offsets may be stored. A pure state machine: every transition returns a
+/// `DispatchStep` saying what to do; the owner performs it outside its lock.
+///
+/// Invariants:
+/// - An offset is only ever stored as "one past the contiguous completed prefix" of what was admitted in the current
+///   assignment of its partition (`PartitionOffsetTracker`), so a message is counted done only after `complete`.
+/// - Every admitted ticket ends exactly once: `complete`, or dropped (revoke, stop, stale ticket). Dropped work is
+///   never stored past, so it is redelivered.
+/// - At most `limits.maxInFlight` rounds are at Apple while the breaker is closed; one probe at a time while open.
+/// - A partition is paused while its window is full, while it holds a retry record that is not yet due, and every
+///   partition is paused while too many admitted messages wait for Apple, while the breaker is open with work
+///   waiting, and once stopping.
+public struct DispatchState<Work: Sendable>: Sendable {
+    /// A round to start at Apple. `isProbe` marks the single call allowed while the breaker is open.
+    public struct Dispatch: Sendable {
+        public let ticket: MessageTicket
+        public let work: Work
+        public let isProbe: Bool
+    }
+
+    /// What a transition asks the owner to do.
+    public struct Step: Sendable {
+        public var dispatches: [Dispatch] = []
+        public var controls: ControlBatch?
+        public var breakerTransition: AppleCircuitBreaker.Transition?
+        /// Tickets this transition ended without completing them (their work must be abandoned).
+        public var dropped: [MessageTicket] = []
+    }
+
+    private struct Waiting: Sendable {
+        let ticket: MessageTicket
+        let work: Work
+    }
+
+    public let limits: DispatchLimits
+    public private(set) var breaker: AppleCircuitBreaker
+    public private(set) var appleInFlight = 0
+    public private(set) var isStopping = false
+    private var partitions: [PartitionKey: PartitionDispatchState] = [:]
+    private var waiting: [Waiting] = []
+    private var waitingHead = 0
+    private var pendingGate = false
+    private var nextEpoch: UInt64 = 1
+    private var controlSequence: UInt64 = 0
+
+    public init(limits: DispatchLimits, breaker: AppleCircuitBreaker = AppleCircuitBreaker()) {
+        self.limits = limits
+        self.breaker = breaker
+    }
+
+    // MARK: Queries
+
+    /// Messages admitted and waiting for an Apple slot.
+    public var waitingForApple: Int { waiting.count - waitingHead }
+
+    /// The partitions currently assigned (revoking ones included).
+    public var assignedPartitions: [PartitionKey] { Array(partitions.keys) }
+
+    /// The partitions the consumer was told to pause.
+    public var pausedPartitions: [PartitionKey] {
+        partitions.compactMap { $0.value.toldPaused == true ? $0.key : nil }
+    }
+
+    /// Admitted messages not yet completed or dropped, in `partitions` (all when nil).
+    public func liveCount(in selected: [PartitionKey]? = nil) -> Int {
+        if let selected {
+            return selected.reduce(0) { $0 + (partitions[$1]?.live ?? 0) }
+        }
+        return partitions.values.reduce(0) { $0 + $1.live }
+    }
+
+    /// Messages held by the partition's offset tracker (outstanding plus completed behind an outstanding one).
+    public func heldCount(_ partition: PartitionKey) -> Int {
+        partitions[partition]?.tracker.held ?? 0
+    }
+
+    /// Whether `ticket`'s partition is still assigned in the ticket's epoch (revoking or stopping included): its
+    /// completion can still store an offset, so a failed publish is worth retrying.
+    public func isOwned(_ ticket: MessageTicket) -> Bool {
+        partitions[ticket.partition]?.epoch == ticket.epoch
+    }
+
+    /// Whether `ticket` belongs to the current assignment of its partition and is not being revoked.
+    public func isCurrent(_ ticket: MessageTicket) -> Bool {
+        guard let state = partitions[ticket.partition] else { return false }
+        return state.epoch == ticket.epoch && !state.revoking && !isStopping
+    }
+
+    // MARK: Assignment
+
+    /// New partitions: fresh offset tracking in a new epoch. Each is explicitly resumed or paused, so no pause
+    /// left over from an earlier assignment survives.
+    public mutating func assign(_ assigned: [PartitionKey], nowNs: UInt64) -> Step {
+        for partition in assigned {
+            partitions[partition] = PartitionDispatchState(epoch: nextEpoch)
+            nextEpoch += 1
+        }
+        var step = Step()
+        reconcile(into: &step)
+        return step
+    }
+
+    /// Starts revoking: nothing more of these partitions is admitted or dispatched; their waiting and held messages
+    /// are dropped at once. The owner then waits (bounded) until `liveCount(in:)` is zero and calls `finishRevoke`.
+    public mutating func beginRevoke(_ revoked: [PartitionKey]) -> Step {
+        var step = Step()
+        let set = Set(revoked)
+        for partition in revoked {
+            guard var state = partitions[partition] else { continue }
+            state.revoking = true
+            state.live -= state.heldOffsets.count
+            step.dropped += state.heldOffsets.map { MessageTicket(partition: partition, epoch: state.epoch, offset: $0) }
+            state.heldOffsets.removeAll()
+            partitions[partition] = state
+        }
+        step.dropped += removeWaiting { set.contains($0.partition) }
+        reconcile(into: &step)
+        return step
+    }
+
+    /// Forgets revoked partitions: late completions of their tickets are ignored.
+    public mutating func finishRevoke(_ revoked: [PartitionKey]) {
+        for partition in revoked { partitions[partition] = nil }
+    }
+
+    // MARK: Messages
+
+    /// A message was consumed. Returns its ticket, or nil when it must be ignored (partition not assigned or being
+    /// revoked, stopping, or an offset not after the last one admitted).
+    public mutating func admit(_ partition: PartitionKey, offset: Int64) -> (MessageTicket?, Step) {
+        var step = Step()
+        guard !isStopping, var state = partitions[partition], !state.revoking, state.tracker.track(offset) else {
+            return (nil, step)
+        }
+        state.live += 1
+        partitions[partition] = state
+        reconcile(into: &step)
+        return (MessageTicket(partition: partition, epoch: state.epoch, offset: offset), step)
+    }
+
+    /// A retry record that is not yet due: its partition stays paused until `release`.
+    public mutating func hold(_ ticket: MessageTicket) -> Step {
+        var step = Step()
+        guard isCurrent(ticket) else {
+            drop(ticket, into: &step)
+            return step
+        }
+        partitions[ticket.partition]?.heldOffsets.insert(ticket.offset)
+        reconcile(into: &step)
+        return step
+    }
+
+    /// A held record became due: it queues for Apple like a fresh message. Ignored when the hold was dropped.
+    public mutating func release(_ ticket: MessageTicket, work: Work, nowNs: UInt64) -> Step {
+        var step = Step()
+        guard isCurrent(ticket), partitions[ticket.partition]?.heldOffsets.remove(ticket.offset) != nil else {
+            return step
+        }
+        waiting.append(Waiting(ticket: ticket, work: work))
+        dispatchWaiting(nowNs: nowNs, into: &step)
+        reconcile(into: &step)
+        return step
+    }
+
+    /// A decoded submission needs a round at Apple: dispatched now when a slot is free, else queued.
+    public mutating func enqueue(_ ticket: MessageTicket, work: Work, nowNs: UInt64) -> Step {
+        var step = Step()
+        guard isCurrent(ticket) else {
+            drop(ticket, into: &step)
+            return step
+        }
+        waiting.append(Waiting(ticket: ticket, work: work))
+        dispatchWaiting(nowNs: nowNs, into: &step)
+        reconcile(into: &step)
+        return step
+    }
+
+    /// A round at Apple ended. `appleAnswered` is false when it ended without a verdict (Apple unavailable); it
+    /// feeds the breaker. Frees the slot and dispatches what waits.
+    public mutating func appleFinished(_ dispatch: Dispatch, appleAnswered: Bool, nowNs: UInt64) -> Step {
+        var step = Step()
+        appleInFlight -= 1
+        step.breakerTransition = breaker.record(success: appleAnswered, nowNs: nowNs)
+        if dispatch.isProbe, !appleAnswered { breaker.probeFailed(nowNs: nowNs) }
+        dispatchWaiting(nowNs: nowNs, into: &step)
+        reconcile(into: &step)
+        return step
+    }
+
+    /// One Apple call's answer observed inside a round (when the client reports calls individually).
+    public mutating func observeAppleCall(answered: Bool, nowNs: UInt64) -> Step {
+        var step = Step()
+        step.breakerTransition = breaker.record(success: answered, nowNs: nowNs)
+        if step.breakerTransition != nil {
+            dispatchWaiting(nowNs: nowNs, into: &step)
+            reconcile(into: &step)
+        }
+        return step
+    }
+
+    /// Every output of the ticket's message was acknowledged: the offset may be stored once the prefix is complete.
+    public mutating func complete(_ ticket: MessageTicket) -> Step {
+        var step = Step()
+        guard var state = partitions[ticket.partition], state.epoch == ticket.epoch,
+            state.tracker.isOutstanding(ticket.offset)
+        else { return step }
+        state.live -= 1
+        let next = state.tracker.complete(ticket.offset)
+        partitions[ticket.partition] = state
+        var actions: [ControlAction] = []
+        if let next { actions.append(.storeOffset(ticket.partition, nextOffset: next, epoch: state.epoch)) }
+        reconcile(into: &step, extra: actions)
+        return step
+    }
+
+    /// The ticket's work was abandoned without an output (its partition is being revoked, or stopping).
+    public mutating func abandon(_ ticket: MessageTicket) -> Step {
+        var step = Step()
+        drop(ticket, into: &step)
+        reconcile(into: &step)
+        return step
+    }
+
+    /// Time passed: a probe may be due while the breaker is open.
+    public mutating func tick(nowNs: UInt64) -> Step {
+        var step = Step()
+        dispatchWaiting(nowNs: nowNs, into: &step)
+        reconcile(into: &step)
+        return step
+    }
+
+    /// Shutdown: pause everything, admit and dispatch nothing more, drop what waits or is held.
+    public mutating func stop() -> Step {
+        var step = Step()
+        isStopping = true
+        for (partition, var state) in partitions {
+            state.live -= state.heldOffsets.count
+            step.dropped += state.heldOffsets.map { MessageTicket(partition: partition, epoch: state.epoch, offset: $0) }
+            state.heldOffsets.removeAll()
+            partitions[partition] = state
+        }
+        step.dropped += removeWaiting { _ in true }
+        reconcile(into: &step)
+        return step
+    }
+
+    // MARK: Internals
+
+    private mutating func drop(_ ticket: MessageTicket, into step: inout Step) {
+        guard var state = partitions[ticket.partition], state.epoch == ticket.epoch,
+            state.tracker.isOutstanding(ticket.offset)
+        else { return }
+        state.live -= 1
+        partitions[ticket.partition] = state
+        step.dropped.append(ticket)
+    }
+
+    /// Removes waiting entries matching `predicate`, decrementing their partitions' live counts.
+    private mutating func removeWaiting(where predicate: (MessageTicket) -> Bool) -> [MessageTicket] {
+        var kept: [Waiting] = []
+        var removed: [MessageTicket] = []
+        for entry in waiting[waitingHead...] {
+            if predicate(entry.ticket) {
+                removed.append(entry.ticket)
+                partitions[entry.ticket.partition]?.live -= 1
+            } else {
+                kept.append(entry)
+            }
+        }
+        waiting = kept
+        waitingHead = 0
+        return removed
+    }
+
+    private mutating func popWaiting() -> Waiting? {
+        guard waitingHead < waiting.count else { return nil }
+        let entry = waiting[waitingHead]
+        waitingHead += 1
+        if waitingHead >= 1024, waitingHead * 2 >= waiting.count {
+            waiting.removeFirst(waitingHead)
+            waitingHead = 0
+        } else if waitingHead == waiting.count {
+            waiting.removeAll(keepingCapacity: true)
+            waitingHead = 0
+        }
+        return entry
+    }
+
+    private mutating func dispatchWaiting(nowNs: UInt64, into step: inout Step) {
+        guard !isStopping else { return }
+        while waitingForApple > 0 {
+            if breaker.isOpen {
+                guard breaker.takeProbe(nowNs: nowNs), let entry = popWaiting() else { return }
+                appleInFlight += 1
+                step.dispatches.append(Dispatch(ticket: entry.ticket, work: entry.work, isProbe: true))
+                return
+            }
+            guard appleInFlight < limits.maxInFlight, let entry = popWaiting() else { return }
+            appleInFlight += 1
+            step.dispatches.append(Dispatch(ticket: entry.ticket, work: entry.work, isProbe: false))
+        }
+    }
+
+    /// Computes which partitions should be paused and emits the changes (plus `extra`) as one numbered batch.
+    private mutating func reconcile(into step: inout Step, extra: [ControlAction] = []) {
+        let waitingCount = waitingForApple
+        if waitingCount >= limits.pendingLimit {
+            pendingGate = true
+        } else if waitingCount <= limits.pendingResumeMark {
+            pendingGate = false
+        }
+        let pauseAll = isStopping || pendingGate || (breaker.isOpen && waitingCount > 0)
+        var actions = extra
+        for (partition, var state) in partitions where !state.revoking {
+            let held = state.tracker.held
+            if held >= limits.partitionWindow {
+                state.windowFull = true
+            } else if held <= limits.partitionResumeMark {
+                state.windowFull = false
+            }
+            let shouldPause = pauseAll || state.windowFull || !state.heldOffsets.isEmpty
+            if state.toldPaused != shouldPause {
+                actions.append(shouldPause ? .pause(partition) : .resume(partition))
+                state.toldPaused = shouldPause
+            }
+            partitions[partition] = state
+        }
+        guard !actions.isEmpty else { return }
+        controlSequence += 1
+        step.controls = ControlBatch(sequence: controlSequence, actions: actions)
+    }
+}

@@ -1,0 +1,34 @@
+/// What an output record is, for metrics and logs.
+public enum OutgoingRecordKind: String, Sendable {
+    case result
+    case retry
+    case deadLetter = "dlq"
+}
+
+/// One record the verifier produces (a result, a retry record or a DLQ record).
+public struct OutgoingRecord: Sendable, Equatable {
+    public let kind: OutgoingRecordKind
+    public let topic: String
+    public let key: [UInt8]?
+    public let value: [UInt8]
+    /// Header name and UTF-8 value pairs (`submission-id`, `outcome`, `dlq-reason`).
+    public let headers: [(name: String, value: String)]
+
+    public init(kind: OutgoingRecordKind, topic: String, key: [UInt8]?, value: [UInt8], headers: [(name: String, value: String)]) {
+        self.kind = kind
+        self.topic = topic
+        self.key = key
+        self.value = value
+        self.headers = headers
+    }
+
+    public func header(_ name: String) -> String? {
+        headers.first(where: { $0.name == name })?.value
+    }
+
+    public static func == (lhs: OutgoingRecord, rhs: OutgoingRecord) -> Bool {
+        lhs.kind == rhs.kind && lhs.topic == rhs.topic && lhs.key == rhs.key && lhs.value == rhs.value
+            && lhs.headers.count == rhs.headers.count
+            && zip(lhs.headers, rhs.headers).allSatisfy { $0.name == $1.name && $0.value == $1.value }
+    }
+}

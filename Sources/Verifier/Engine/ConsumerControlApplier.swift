@@ -1,0 +1,64 @@
+import ServiceSupport
+import Synchronization
+
+/// Applies `ControlBatch`es to the consumer in the order the dispatch state produced them, although batches are
+/// computed under one lock and applied after it is released, possibly on several threads at once.
+///
+/// Invariants: for each partition a pause/resume is applied only when its batch is newer than the last one applied
+/// to that partition (an overtaken batch's stale pause or resume is skipped); a stored offset never goes backwards
+/// within an assignment epoch.
+final class ConsumerControlApplier: Sendable {
+    private struct Applied {
+        var pauseSequence: [PartitionKey: UInt64] = [:]
+        var stored: [PartitionKey: (epoch: UInt64, offset: Int64)] = [:]
+    }
+
+    private let control: any PartitionControl
+    private let logger: Logger
+    private let applied = Mutex(Applied())
+
+    init(control: any PartitionControl, logger: Logger) {
+        self.control = control
+        self.logger = logger
+    }
+
+    /// The last offset stored for `partition` (for tests and logs).
+    func lastStored(_ partition: PartitionKey) -> Int64? {
+        applied.withLock { $0.stored[partition]?.offset }
+    }
+
+    func apply(_ batch: ControlBatch?) {
+        guard let batch else { return }
+        // The consumer calls are quick and non-blocking; holding the lock across them keeps their order.
+        applied.withLock { applied in
+            var pause: [PartitionKey] = []
+            var resume: [PartitionKey] = []
+            for action in batch.actions {
+                switch action {
+                case .pause(let partition), .resume(let partition):
+                    if let last = applied.pauseSequence[partition], last > batch.sequence { continue }
+                    applied.pauseSequence[partition] = batch.sequence
+                    if case .pause = action { pause.append(partition) } else { resume.append(partition) }
+                case .storeOffset(let partition, let nextOffset, let epoch):
+                    if let last = applied.stored[partition], last.epoch > epoch
+                        || (last.epoch == epoch && last.offset >= nextOffset)
+                    {
+                        continue
+                    }
+                    applied.stored[partition] = (epoch, nextOffset)
+                    do {
+                        try control.storeOffset(partition, nextOffset: nextOffset)
+                    } catch {
+                        // Only happens for a partition no longer assigned: the offset is not committed and the
+                        // messages after the last committed one are redelivered to the new owner.
+                        logger.debug(
+                            "offset not stored", ["partition": .string(partition.description),
+                                                  "offset": .int(Int(nextOffset)), "error": .string("\(error)")])
+                    }
+                }
+            }
+            if !pause.isEmpty { control.pause(pause) }
+            if !resume.isEmpty { control.resume(resume) }
+        }
+    }
+}

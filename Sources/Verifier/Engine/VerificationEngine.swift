@@ -1,0 +1,342 @@
+import Dispatch
+import Foundation
+import ReceiptModel
+import ServiceSupport
+import Synchronization
+
+/// The verifier's core: consumes messages, verifies submissions at Apple with many rounds in flight, writes one
+/// result (or retry / DLQ records) per message, and stores each input offset only after every output of it and of
+/// all earlier messages of its partition was acknowledged by Kafka.
+///
+/// Threads: `consume`, `partitionsAssigned` and `partitionsRevoking` are called on the consumer's poll thread;
+/// Apple completions and delivery reports arrive on library threads. CPU work (decoding, encoding) runs on a
+/// concurrent Dispatch queue; all bookkeeping is in `DispatchState` behind one lock, and its actions run outside it.
+public final class VerificationEngine: Sendable {
+    public struct Configuration: Sendable {
+        public var topics: VerifierTopics
+        public var limits: DispatchLimits
+        public var retryPolicy: RetryRoundPolicy
+        public var breaker: AppleCircuitBreaker.Configuration
+        /// The first wait after a failed publish; doubles up to `maximumPublishBackoff`.
+        public var initialPublishBackoff: Duration = .milliseconds(50)
+        public var maximumPublishBackoff: Duration = .seconds(5)
+
+        public init(
+            topics: VerifierTopics, limits: DispatchLimits, retryPolicy: RetryRoundPolicy,
+            breaker: AppleCircuitBreaker.Configuration = .init()
+        ) {
+            self.topics = topics
+            self.limits = limits
+            self.retryPolicy = retryPolicy
+            self.breaker = breaker
+        }
+    }
+
+    /// Counts for health and metrics.
+    public struct Snapshot: Sendable, Equatable {
+        public var appleInFlight: Int
+        public var waitingForApple: Int
+        public var liveMessages: Int
+        public var assignedPartitions: Int
+        public var pausedPartitions: Int
+        public var breakerOpen: Bool
+        public var stopping: Bool
+    }
+
+    private let configuration: Configuration
+    private let verifier: any SubmissionVerifying
+    private let publisher: any RecordPublishing
+    private let clock: any VerifierClock
+    private let logger: Logger
+    private let metrics: VerifierMetrics
+    private let triage: MessageTriage
+    private let router: RoundOutcomeRouter
+    private let applier: ConsumerControlApplier
+    private let state: Mutex<DispatchState<VerificationJob>>
+    private let work = DispatchQueue(label: "verifier-work", attributes: .concurrent)
+
+    public init(
+        configuration: Configuration, verifier: any SubmissionVerifying, publisher: any RecordPublishing,
+        control: any PartitionControl, clock: any VerifierClock, logger: Logger, metrics: VerifierMetrics
+    ) {
+        self.configuration = configuration
+        self.verifier = verifier
+        self.publisher = publisher
+        self.clock = clock
+        self.logger = logger
+        self.metrics = metrics
+        let factory = OutputFactory(topics: configuration.topics)
+        self.triage = MessageTriage(factory: factory)
+        self.router = RoundOutcomeRouter(factory: factory, policy: configuration.retryPolicy)
+        self.applier = ConsumerControlApplier(control: control, logger: logger)
+        self.state = Mutex(
+            DispatchState(limits: configuration.limits, breaker: AppleCircuitBreaker(configuration: configuration.breaker)))
+    }
+
+    public var snapshot: Snapshot {
+        state.withLock { state in
+            Snapshot(
+                appleInFlight: state.appleInFlight, waitingForApple: state.waitingForApple,
+                liveMessages: state.liveCount(), assignedPartitions: state.assignedPartitions.count,
+                pausedPartitions: state.pausedPartitions.count, breakerOpen: state.breaker.isOpen,
+                stopping: state.isStopping)
+        }
+    }
+
+    /// The partitions currently paused (for metrics).
+    public var pausedPartitions: [PartitionKey] { state.withLock { $0.pausedPartitions } }
+
+    /// The offset last stored for `partition` (for tests).
+    public func lastStoredOffset(_ partition: PartitionKey) -> Int64? { applier.lastStored(partition) }
+
+    // MARK: Consumer events
+
+    public func partitionsAssigned(_ partitions: [PartitionKey]) {
+        metrics.assigned.increment()
+        logger.info("partitions assigned", ["partitions": .string(Self.describe(partitions))])
+        let now = clock.monotonicNanoseconds()
+        perform(state.withLock { $0.assign(partitions, nowNs: now) })
+    }
+
+    /// Stops dispatching the partitions' messages, waits up to `timeout` for their in-flight work to finish (its
+    /// offsets are stored as it completes), then forgets them. Blocks the calling (poll) thread.
+    public func partitionsRevoking(_ partitions: [PartitionKey], timeout: Duration) {
+        metrics.revoked.increment()
+        perform(state.withLock { $0.beginRevoke(partitions) })
+        let finished = waitUntilNoLiveWork(in: partitions, timeout: timeout)
+        let left = state.withLock { state in
+            let left = state.liveCount(in: partitions)
+            state.finishRevoke(partitions)
+            return left
+        }
+        if left > 0 { metrics.abandoned.increment(by: left) }
+        logger.info(
+            "partitions revoked",
+            ["partitions": .string(Self.describe(partitions)), "drained": .bool(finished), "abandoned": .int(left)])
+    }
+
+    /// A consumed message. Never blocks: decoding happens on the work queue.
+    public func consume(_ message: InputMessage) {
+        let (ticket, step) = state.withLock { $0.admit(message.partition, offset: message.offset) }
+        perform(step)
+        guard let ticket else {
+            logger.debug(
+                "message ignored (partition not assigned, revoking or stopping)",
+                ["partition": .string(message.partition.description), "offset": .int(Int(message.offset))])
+            return
+        }
+        work.async { self.process(message, ticket: ticket) }
+    }
+
+    /// One Apple call observed by the client (feeds the circuit breaker between round ends).
+    public func observeAppleCall(answered: Bool) {
+        let now = clock.monotonicNanoseconds()
+        perform(state.withLock { $0.observeAppleCall(answered: answered, nowNs: now) })
+    }
+
+    /// Periodic: lets a due probe go while the breaker is open, refreshes gauges.
+    public func tick() {
+        let now = clock.monotonicNanoseconds()
+        perform(state.withLock { $0.tick(nowNs: now) })
+    }
+
+    /// Shutdown: pauses every partition, drops what has not started, and waits up to `timeout` for in-flight work
+    /// to be written and its offsets stored. Returns true when nothing was left unfinished.
+    public func drain(timeout: Duration) -> Bool {
+        perform(state.withLock { $0.stop() })
+        let finished = waitUntilNoLiveWork(in: nil, timeout: timeout)
+        let left = state.withLock { $0.liveCount() }
+        if left > 0 { metrics.abandoned.increment(by: left) }
+        logger.info("drained", ["complete": .bool(finished), "abandoned": .int(left)])
+        return finished
+    }
+
+    // MARK: Processing
+
+    private func process(_ message: InputMessage, ticket: MessageTicket) {
+        let nowMs = clock.wallMilliseconds()
+        switch triage.triage(message, nowMs: nowMs) {
+        case .malformed(let records, let problem, let submissionId):
+            metrics.malformed.increment()
+            var fields: KeyValuePairs<String, LogValue> = [:]
+            fields = [
+                "submission_id": .string(submissionId ?? ""), "topic": .string(message.partition.topic),
+                "partition": .int(Int(message.partition.partition)), "offset": .int(Int(message.offset)),
+                "bytes": .int(message.value.count), "problem": .string(problem),
+            ]
+            logger.warning("malformed message sent to the DLQ", fields)
+            let disposition: RoundDisposition? = submissionId == nil ? nil : .result(.failed, .malformedSubmission)
+            publish(PublishGroup(ticket: ticket, records: records, disposition: disposition, submittedAtMs: nil))
+
+        case .verify(let job):
+            let now = clock.monotonicNanoseconds()
+            perform(state.withLock { $0.enqueue(ticket, work: job, nowNs: now) })
+
+        case .waitUntil(let notBeforeMs, let job):
+            metrics.heldRetryRecords.increment()
+            perform(state.withLock { $0.hold(ticket) })
+            clock.schedule(after: .milliseconds(notBeforeMs - nowMs)) {
+                self.metrics.heldRetryRecords.decrement()
+                let now = self.clock.monotonicNanoseconds()
+                self.perform(self.state.withLock { $0.release(ticket, work: job, nowNs: now) })
+            }
+        }
+    }
+
+    private func startRound(_ dispatch: DispatchState<VerificationJob>.Dispatch) {
+        let started = clock.monotonicNanoseconds()
+        if dispatch.isProbe {
+            logger.info("probing Apple", ["submission_id": .string(dispatch.work.submission.submissionId)])
+        }
+        verifier.verify(dispatch.work.submission) { outcome in
+            self.work.async { self.roundEnded(dispatch, outcome: outcome, started: started) }
+        }
+    }
+
+    private func roundEnded(
+        _ dispatch: DispatchState<VerificationJob>.Dispatch, outcome: VerificationRoundOutcome, started: UInt64
+    ) {
+        let now = clock.monotonicNanoseconds()
+        metrics.roundDuration.observe(Double(now &- started) / 1e9)
+        metrics.roundEnded(outcome)
+        let (step, breakerOpen) = state.withLock { state in
+            let step = state.appleFinished(dispatch, appleAnswered: outcome.appleAnswered, nowNs: now)
+            return (step, state.breaker.isOpen)
+        }
+        perform(step)
+        let job = dispatch.work
+        let (records, disposition) = router.route(outcome, job: job, breakerOpen: breakerOpen, nowMs: clock.wallMilliseconds())
+        log(outcome, job: job, disposition: disposition)
+        publish(
+            PublishGroup(
+                ticket: dispatch.ticket, records: records, disposition: disposition,
+                submittedAtMs: job.submission.submittedAtMs))
+    }
+
+    private func log(_ outcome: VerificationRoundOutcome, job: VerificationJob, disposition: RoundDisposition) {
+        let id = job.submission.submissionId
+        switch (outcome, disposition) {
+        case (.configurationError(let status, let message, _), _):
+            metrics.configErrors.increment()
+            logger.error(
+                "Apple rejected our configuration: fix the settings (APPLE_SHARED_SECRET for 21004)",
+                ["submission_id": .string(id), "apple_status": .int(status ?? -1), "problem": .string(message)])
+        case (.unavailable(let status, let error, let attempts), .retry(let round, let notBefore)):
+            logger.info(
+                "no verdict from Apple this round, retrying later",
+                ["submission_id": .string(id), "round": .int(round), "attempts": .int(attempts),
+                 "apple_status": .int(status ?? -1), "error": .string(error), "not_before_ms": .int(Int(notBefore))])
+        case (.unavailable(let status, let error, _), _):
+            logger.warning(
+                "no verdict from Apple after the last round",
+                ["submission_id": .string(id), "apple_status": .int(status ?? -1), "error": .string(error)])
+        case (.verdict(let verdict), _):
+            if logger.isEnabled(.debug) {
+                logger.debug(
+                    "verdict", ["submission_id": .string(id), "outcome": .string(verdict.outcome.rawValue),
+                                "reason": .string(verdict.reason?.rawValue ?? "none")])
+            }
+        }
+    }
+
+    // MARK: Publishing
+
+    private func publish(_ group: PublishGroup) {
+        if group.records.isEmpty {
+            finished(group)
+            return
+        }
+        for record in group.records {
+            publish(record, in: group, attempt: 0)
+        }
+    }
+
+    private func publish(_ record: OutgoingRecord, in group: PublishGroup, attempt: Int) {
+        publisher.publish(record) { failure in
+            guard let failure else {
+                self.metrics.publishedRecord(record.kind)
+                if group.acknowledge() { self.finished(group) }
+                return
+            }
+            self.metrics.publishFailed(record.kind)
+            let owned = self.state.withLock { $0.isOwned(group.ticket) }
+            guard owned else {
+                // The partition went to another consumer: the message is redelivered there and its output
+                // written again (results are idempotent), so dropping this one loses nothing.
+                if group.abandon() { self.perform(self.state.withLock { $0.abandon(group.ticket) }) }
+                return
+            }
+            if !failure.isQueueFull || attempt % 100 == 0 {
+                self.logger.warning(
+                    "publishing failed, retrying",
+                    ["kind": .string(record.kind.rawValue), "topic": .string(record.topic), "attempt": .int(attempt + 1),
+                     "error": .string(failure.message)])
+            }
+            self.clock.schedule(after: self.publishBackoff(attempt: attempt)) {
+                self.publish(record, in: group, attempt: attempt + 1)
+            }
+        }
+    }
+
+    private func publishBackoff(attempt: Int) -> Duration {
+        var wait = configuration.initialPublishBackoff
+        for _ in 0..<min(attempt, 16) where wait < configuration.maximumPublishBackoff { wait *= 2 }
+        return min(wait, configuration.maximumPublishBackoff)
+    }
+
+    private func finished(_ group: PublishGroup) {
+        switch group.disposition {
+        case .result(let outcome, let reason):
+            metrics.resultWritten(outcome, reason)
+            if let submitted = group.submittedAtMs, submitted > 0 {
+                metrics.resultLatency.observe(Double(clock.wallMilliseconds() - submitted) / 1000)
+            }
+        case .retry:
+            metrics.retries.increment()
+        case nil:
+            break
+        }
+        for record in group.records where record.kind == .deadLetter {
+            if let reason = record.header(MessageHeaders.dlqReason).flatMap(Reason.init(rawValue:)) {
+                metrics.deadLetterWritten(reason)
+            }
+        }
+        perform(state.withLock { $0.complete(group.ticket) })
+    }
+
+    // MARK: Actions
+
+    private func perform(_ step: DispatchState<VerificationJob>.Step) {
+        applier.apply(step.controls)
+        switch step.breakerTransition {
+        case .opened:
+            metrics.breakerOpen.set(1)
+            metrics.breakerOpened.increment()
+            logger.error("Apple is failing broadly: circuit breaker open, new work held back and probing")
+        case .closed:
+            metrics.breakerOpen.set(0)
+            metrics.breakerClosed.increment()
+            logger.info("Apple answers again: circuit breaker closed")
+        case nil:
+            break
+        }
+        for dispatch in step.dispatches {
+            startRound(dispatch)
+        }
+    }
+
+    /// Polls the live count (cheap: a lock and a sum over assigned partitions) until zero or the deadline.
+    /// The bound is real elapsed time (not the injected clock): it limits how long a thread is blocked.
+    private func waitUntilNoLiveWork(in partitions: [PartitionKey]?, timeout: Duration) -> Bool {
+        let deadline = DispatchTime.now().uptimeNanoseconds &+ AppleCircuitBreaker.nanoseconds(timeout)
+        while true {
+            if state.withLock({ $0.liveCount(in: partitions) }) == 0 { return true }
+            if DispatchTime.now().uptimeNanoseconds >= deadline { return false }
+            usleep(5_000)
+        }
+    }
+
+    private static func describe(_ partitions: [PartitionKey]) -> String {
+        partitions.map(\.description).sorted().joined(separator: ",")
+    }
+}

@@ -1,0 +1,8 @@
+/// The consumer operations the dispatch state drives. Calls are quick and non-blocking.
+public protocol PartitionControl: Sendable {
+    func pause(_ partitions: [PartitionKey])
+    func resume(_ partitions: [PartitionKey])
+    /// Stores `nextOffset` (the next offset to read, as is) for the next commit.
+    /// - Throws: when the partition is no longer assigned (harmless: the offset is simply not committed).
+    func storeOffset(_ partition: PartitionKey, nextOffset: Int64) throws
+}

@@ -1,0 +1,111 @@
+import Foundation
+import ReceiptModel
+
+/// What to do with a consumed message, decided from its bytes alone.
+public enum Triage: Sendable {
+    /// A valid submission (fresh, or from a due retry record): run a round at Apple.
+    case verify(VerificationJob)
+    /// A retry record that is not due yet: hold it until `notBeforeMs`, then verify.
+    case waitUntil(notBeforeMs: Int64, VerificationJob)
+    /// Unprocessable: these records (DLQ, plus a `failed` / `malformed_submission` result when the id could be
+    /// recovered) are the message's whole output.
+    case malformed(records: [OutgoingRecord], problem: String, submissionId: String?)
+}
+
+/// Decodes consumed messages: submissions from `RECEIPTS_TOPIC`, retry records from `RETRY_TOPIC`.
+/// A message that cannot be decoded never stops its partition: it becomes DLQ output.
+public struct MessageTriage: Sendable {
+    public let factory: OutputFactory
+
+    public init(factory: OutputFactory) {
+        self.factory = factory
+    }
+
+    public func triage(_ message: InputMessage, nowMs: Int64) -> Triage {
+        if message.partition.topic == factory.topics.retry {
+            return triageRetryRecord(message, nowMs: nowMs)
+        }
+        do {
+            let submission = try Submission.decodeValidated(from: message.value)
+            return .verify(VerificationJob(submission: submission, message: message, completedRounds: 0, priorAttempts: 0))
+        } catch {
+            return malformed(
+                message, problem: error.problem, submissionId: error.submissionId, orderId: error.orderId,
+                userId: error.userId, attempts: 0, nowMs: nowMs)
+        }
+    }
+
+    private func triageRetryRecord(_ message: InputMessage, nowMs: Int64) -> Triage {
+        let record: RetryRecord
+        do {
+            record = try MessageCoding.decode(RetryRecord.self, from: message.value)
+        } catch {
+            let recovered = Self.recoverRetryIdentity(message.value)
+            return malformed(
+                message, problem: "retry record is not readable: \(Self.describe(error))",
+                submissionId: recovered.submissionId, orderId: recovered.orderId, userId: recovered.userId,
+                attempts: recovered.attempts, nowMs: nowMs)
+        }
+        // Re-validate the embedded submission as if it were fresh: retry records can be replayed or hand-written.
+        let submission: Submission
+        do {
+            submission = try Submission.decodeValidated(from: try MessageCoding.encode(record.submission))
+        } catch let error as MalformedSubmission {
+            return malformed(
+                message, problem: "retry record holds an invalid submission: \(error.problem)",
+                submissionId: error.submissionId, orderId: error.orderId, userId: error.userId,
+                attempts: record.attempts, nowMs: nowMs)
+        } catch {
+            return malformed(
+                message, problem: "retry record is not encodable: \(error)", submissionId: nil, orderId: nil,
+                userId: nil, attempts: record.attempts, nowMs: nowMs)
+        }
+        let job = VerificationJob(
+            submission: submission, message: message, completedRounds: max(record.round, 0),
+            priorAttempts: max(record.attempts, 0))
+        return record.notBeforeMs > nowMs ? .waitUntil(notBeforeMs: record.notBeforeMs, job) : .verify(job)
+    }
+
+    private func malformed(
+        _ message: InputMessage, problem: String, submissionId: String?, orderId: String?, userId: String?,
+        attempts: Int, nowMs: Int64
+    ) -> Triage {
+        var records = [
+            factory.deadLetter(
+                message: message, submissionId: submissionId, reason: .malformedSubmission, text: problem,
+                appleStatus: nil, attempts: attempts, nowMs: nowMs)
+        ]
+        if let submissionId {
+            records.append(
+                factory.failedResult(
+                    submissionId: submissionId, orderId: orderId, userId: userId, reason: .malformedSubmission,
+                    message: problem, appleStatus: nil, attempts: attempts, key: message.key, nowMs: nowMs))
+        }
+        return .malformed(records: records, problem: problem, submissionId: submissionId)
+    }
+
+    /// The ids of an unreadable retry record, when its JSON still has them.
+    static func recoverRetryIdentity(_ bytes: [UInt8]) -> (submissionId: String?, orderId: String?, userId: String?, attempts: Int) {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any],
+            let submission = object["submission"] as? [String: Any]
+        else { return (nil, nil, nil, 0) }
+        let id = (submission["submission_id"] as? String).flatMap {
+            $0.isEmpty || $0.count > Submission.maximumIdLength ? nil : $0
+        }
+        return (id, submission["order_id"] as? String, submission["user_id"] as? String, object["attempts"] as? Int ?? 0)
+    }
+
+    /// A decoding error in one line without the data itself (which may hold a receipt).
+    static func describe(_ error: any Error) -> String {
+        guard let decoding = error as? DecodingError else { return "not valid JSON" }
+        switch decoding {
+        case .keyNotFound(let key, _): return "field \(key.stringValue) is missing"
+        case .typeMismatch(_, let context), .valueNotFound(_, let context):
+            return "field \(context.codingPath.map(\.stringValue).joined(separator: ".")) has the wrong type"
+        case .dataCorrupted(let context):
+            return context.codingPath.isEmpty
+                ? "not valid JSON" : "field \(context.codingPath.map(\.stringValue).joined(separator: ".")) is invalid"
+        @unknown default: return "not decodable"
+        }
+    }
+}

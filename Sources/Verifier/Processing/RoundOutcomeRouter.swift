@@ -1,0 +1,74 @@
+import ReceiptModel
+
+/// What became of a submission after a round, for metrics and logs.
+public enum RoundDisposition: Sendable, Equatable {
+    /// A verdict or a `failed` result was written (`failed` ones also go to the DLQ).
+    case result(Outcome, Reason?)
+    /// A retry record was written; `round` is the rounds counted so far.
+    case retry(round: Int, notBeforeMs: Int64)
+}
+
+/// Turns the end of a round at Apple into output records.
+///
+/// - verdict: the result.
+/// - config error (21004 / 21000): `failed` / `config_error` result plus DLQ record; never retried.
+/// - no verdict: a retry record on `RETRY_TOPIC` with the round count, the attempts and a not-before time; after
+///   the last round a DLQ record plus a `failed` / `apple_unavailable` result. While the circuit breaker is open
+///   (Apple broadly failing) the round is not counted against the submission, so an outage alone never makes a
+///   submission fail: it only delays it.
+public struct RoundOutcomeRouter: Sendable {
+    public let factory: OutputFactory
+    public let policy: RetryRoundPolicy
+
+    public init(factory: OutputFactory, policy: RetryRoundPolicy) {
+        self.factory = factory
+        self.policy = policy
+    }
+
+    public func route(
+        _ outcome: VerificationRoundOutcome, job: VerificationJob, breakerOpen: Bool, nowMs: Int64
+    ) -> (records: [OutgoingRecord], disposition: RoundDisposition) {
+        let submission = job.submission
+        let totalAttempts = job.priorAttempts + outcome.attempts
+        switch outcome {
+        case .verdict(let verdict):
+            return ([factory.verdictResult(verdict, job: job, nowMs: nowMs)], .result(verdict.outcome, verdict.reason))
+
+        case .configurationError(let status, let message, _):
+            return (
+                failure(job, reason: .configError, text: message, appleStatus: status, attempts: totalAttempts, nowMs: nowMs),
+                .result(.failed, .configError)
+            )
+
+        case .unavailable(let status, let error, _):
+            let countedRounds = breakerOpen ? max(job.completedRounds, 1) : job.completedRounds + 1
+            if countedRounds >= policy.maximumRounds, !breakerOpen {
+                let text = "no verdict from Apple after \(countedRounds) rounds (\(totalAttempts) calls): \(error)"
+                return (
+                    failure(job, reason: .appleUnavailable, text: text, appleStatus: status, attempts: totalAttempts, nowMs: nowMs),
+                    .result(.failed, .appleUnavailable)
+                )
+            }
+            let notBefore = nowMs + RetryRoundPolicy.milliseconds(policy.backoff(afterRound: countedRounds))
+            let record = RetryRecord(
+                submission: submission, round: countedRounds, attempts: totalAttempts, notBeforeMs: notBefore,
+                lastAppleStatus: status, lastError: error)
+            return ([factory.retry(record, key: job.message.key)], .retry(round: countedRounds, notBeforeMs: notBefore))
+        }
+    }
+
+    private func failure(
+        _ job: VerificationJob, reason: Reason, text: String, appleStatus: Int?, attempts: Int, nowMs: Int64
+    ) -> [OutgoingRecord] {
+        let submission = job.submission
+        return [
+            factory.deadLetter(
+                message: job.message, submissionId: submission.submissionId, reason: reason, text: text,
+                appleStatus: appleStatus, attempts: attempts, nowMs: nowMs),
+            factory.failedResult(
+                submissionId: submission.submissionId, orderId: submission.orderId, userId: submission.userId,
+                reason: reason, message: text, appleStatus: appleStatus, attempts: attempts, key: job.message.key,
+                nowMs: nowMs),
+        ]
+    }
+}

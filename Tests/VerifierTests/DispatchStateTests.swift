@@ -1,0 +1,193 @@
+import Testing
+
+@testable import Verifier
+
+@Suite("DispatchState: offsets, windows, in-flight limit, revoke")
+struct DispatchStateTests {
+    typealias State = DispatchState<Int>
+    let p0 = Samples.receipts
+    let p1 = Samples.receipts1
+
+    func makeState(maxInFlight: Int = 8, window: Int = 100, pending: Int = 50) -> State {
+        var state = State(
+            limits: DispatchLimits(
+                maxInFlight: maxInFlight, partitionWindow: window, partitionResumeMark: window / 2,
+                pendingLimit: pending, pendingResumeMark: pending / 2))
+        _ = state.assign([p0, p1], nowNs: 0)
+        return state
+    }
+
+    func stores(_ step: State.Step) -> [Int64] {
+        step.controls?.actions.compactMap {
+            if case .storeOffset(_, let next, _) = $0 { return next }
+            return nil
+        } ?? []
+    }
+
+    @Test func storesOnlyTheContiguousCompletedPrefixAcrossGaps() throws {
+        var state = makeState()
+        let t10 = try #require(state.admit(p0, offset: 10).0)
+        let t11 = try #require(state.admit(p0, offset: 11).0)
+        let t15 = try #require(state.admit(p0, offset: 15).0)  // a gap: 12...14 never existed
+        #expect(stores(state.complete(t11)).isEmpty)
+        #expect(stores(state.complete(t15)).isEmpty)
+        #expect(stores(state.complete(t10)) == [16])
+        #expect(stores(state.complete(t10)).isEmpty)  // twice changes nothing
+        #expect(state.liveCount() == 0)
+    }
+
+    @Test func offsetsNotAfterTheLastAdmittedAreIgnored() throws {
+        var state = makeState()
+        #expect(state.admit(p0, offset: 5).0 != nil)
+        #expect(state.admit(p0, offset: 5).0 == nil)
+        #expect(state.admit(p0, offset: 3).0 == nil)
+        #expect(state.admit(PartitionKey(topic: "other", partition: 0), offset: 1).0 == nil)
+    }
+
+    @Test func neverMoreThanMaxInFlightAtAppleAndWaitingOnesFollowInOrder() throws {
+        var state = makeState(maxInFlight: 2)
+        var dispatched: [State.Dispatch] = []
+        for offset in 0..<5 {
+            let ticket = try #require(state.admit(p0, offset: Int64(offset)).0)
+            dispatched += state.enqueue(ticket, work: offset, nowNs: 0).dispatches
+        }
+        #expect(dispatched.map(\.work) == [0, 1])
+        #expect(state.appleInFlight == 2 && state.waitingForApple == 3)
+        let next = state.appleFinished(dispatched[1], appleAnswered: true, nowNs: 0).dispatches
+        #expect(next.map(\.work) == [2])
+        #expect(state.appleInFlight == 2 && state.waitingForApple == 2)
+    }
+
+    @Test func aFullWindowPausesOnlyItsPartitionUntilTheResumeMark() throws {
+        var state = makeState(window: 4)
+        var tickets: [MessageTicket] = []
+        var actions: [ControlAction] = []
+        for offset in 0..<4 {
+            let (ticket, step) = state.admit(p0, offset: Int64(offset))
+            tickets.append(try #require(ticket))
+            actions += step.controls?.actions ?? []
+        }
+        #expect(actions == [.pause(p0)])
+        #expect(state.pausedPartitions == [p0])
+        // Completing the later ones does not help: they wait behind offset 0 and still count.
+        for ticket in tickets.dropFirst() { #expect(!(state.complete(ticket).controls?.actions.contains(.resume(p0)) ?? false)) }
+        let step = state.complete(tickets[0])
+        #expect(step.controls?.actions.contains(.resume(p0)) == true)
+        #expect(stores(step) == [4])
+    }
+
+    @Test func tooManyWaitingForApplePausesEveryPartition() throws {
+        var state = makeState(maxInFlight: 1, pending: 4)
+        var all: [ControlAction] = []
+        for offset in 0..<5 {
+            let ticket = try #require(state.admit(offset % 2 == 0 ? p0 : p1, offset: Int64(offset)).0)
+            all += state.enqueue(ticket, work: offset, nowNs: 0).controls?.actions ?? []
+        }
+        #expect(Set(state.pausedPartitions) == [p0, p1])
+        #expect(all.contains(.pause(p0)) && all.contains(.pause(p1)))
+    }
+
+    @Test func aHeldRetryRecordPausesItsPartitionUntilReleased() throws {
+        var state = makeState()
+        let ticket = try #require(state.admit(p1, offset: 7).0)
+        #expect(state.hold(ticket).controls?.actions == [.pause(p1)])
+        let released = state.release(ticket, work: 7, nowNs: 0)
+        #expect(released.dispatches.map(\.work) == [7])
+        #expect(released.controls?.actions == [.resume(p1)])
+        #expect(state.release(ticket, work: 7, nowNs: 0).dispatches.isEmpty)  // once only
+    }
+
+    @Test func revokeDropsWaitingAndHeldWorkAndIgnoresLateCompletions() throws {
+        var state = makeState(maxInFlight: 1)
+        let inFlight = try #require(state.admit(p0, offset: 0).0)
+        let dispatch = try #require(state.enqueue(inFlight, work: 0, nowNs: 0).dispatches.first)
+        let waiting = try #require(state.admit(p0, offset: 1).0)
+        _ = state.enqueue(waiting, work: 1, nowNs: 0)
+        let held = try #require(state.admit(p0, offset: 2).0)
+        _ = state.hold(held)
+        let other = try #require(state.admit(p1, offset: 0).0)
+
+        let step = state.beginRevoke([p0])
+        #expect(Set(step.dropped) == [waiting, held])
+        #expect(state.liveCount(in: [p0]) == 1)  // only the one at Apple
+        #expect(state.admit(p0, offset: 3).0 == nil)
+        #expect(!state.isCurrent(inFlight) && state.isOwned(inFlight))
+
+        // The in-flight one finishes during the revoke wait: its offset is still stored.
+        _ = state.appleFinished(dispatch, appleAnswered: true, nowNs: 0)
+        #expect(stores(state.complete(inFlight)) == [1])
+        state.finishRevoke([p0])
+        #expect(!state.isOwned(inFlight))
+        #expect(state.liveCount() == 1)
+        #expect(state.isCurrent(other))
+
+        // Assigned again: a new epoch; a stale ticket of the old one changes nothing.
+        _ = state.assign([p0], nowNs: 0)
+        let again = try #require(state.admit(p0, offset: 1).0)
+        #expect(again.epoch != inFlight.epoch)
+        #expect(stores(state.complete(waiting)).isEmpty)
+        #expect(stores(state.complete(again)) == [2])
+    }
+
+    @Test func assignmentExplicitlyResumesOrPausesEachNewPartition() {
+        var state = State(limits: DispatchLimits(maxInFlight: 4, partitionWindow: 8))
+        let step = state.assign([p0], nowNs: 0)
+        #expect(step.controls?.actions == [.resume(p0)])
+    }
+
+    @Test func stopPausesEverythingAndDropsWhatHasNotStarted() throws {
+        var state = makeState(maxInFlight: 1)
+        let first = try #require(state.admit(p0, offset: 0).0)
+        let dispatch = try #require(state.enqueue(first, work: 0, nowNs: 0).dispatches.first)
+        let second = try #require(state.admit(p1, offset: 0).0)
+        _ = state.enqueue(second, work: 1, nowNs: 0)
+        let step = state.stop()
+        #expect(step.dropped == [second])
+        #expect(Set(state.pausedPartitions) == [p0, p1])
+        #expect(state.admit(p0, offset: 1).0 == nil)
+        _ = state.appleFinished(dispatch, appleAnswered: true, nowNs: 0)
+        #expect(stores(state.complete(first)) == [1])
+        #expect(state.liveCount() == 0)
+    }
+
+    @Test func openBreakerHoldsWorkBackAndLetsOneProbeGoPerInterval() throws {
+        let second: UInt64 = 1_000_000_000
+        var state = State(
+            limits: DispatchLimits(maxInFlight: 8, partitionWindow: 100),
+            breaker: AppleCircuitBreaker(
+                configuration: .init(
+                    windowSize: 4, minimumObservations: 4, failureRatio: 0.5, initialProbeInterval: .seconds(1),
+                    maximumProbeInterval: .seconds(4))))
+        _ = state.assign([p0], nowNs: 0)
+        var dispatches: [State.Dispatch] = []
+        for offset in 0..<4 {
+            let ticket = try #require(state.admit(p0, offset: Int64(offset)).0)
+            dispatches += state.enqueue(ticket, work: offset, nowNs: 0).dispatches
+        }
+        #expect(dispatches.count == 4)
+        var transitions: [AppleCircuitBreaker.Transition] = []
+        for dispatch in dispatches {
+            if let transition = state.appleFinished(dispatch, appleAnswered: false, nowNs: 0).breakerTransition {
+                transitions.append(transition)
+            }
+        }
+        #expect(transitions == [.opened])
+
+        let waiting = try #require(state.admit(p0, offset: 10).0)
+        let enqueued = state.enqueue(waiting, work: 10, nowNs: 0)
+        #expect(enqueued.dispatches.isEmpty)
+        #expect(state.pausedPartitions == [p0])
+        #expect(state.tick(nowNs: second / 2).dispatches.isEmpty)
+        let probe = try #require(state.tick(nowNs: second).dispatches.first)
+        #expect(probe.isProbe)
+        // The probe fails: the next one only after twice the interval.
+        _ = state.appleFinished(probe, appleAnswered: false, nowNs: 2 * second)
+        let another = try #require(state.admit(p0, offset: 11).0)
+        _ = state.enqueue(another, work: 11, nowNs: 2 * second)
+        #expect(state.tick(nowNs: 3 * second).dispatches.isEmpty)
+        let probe2 = try #require(state.tick(nowNs: 4 * second).dispatches.first)
+        let closing = state.appleFinished(probe2, appleAnswered: true, nowNs: 4 * second)
+        #expect(closing.breakerTransition == .closed)
+        #expect(state.pausedPartitions.isEmpty)
+    }
+}

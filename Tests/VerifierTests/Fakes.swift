@@ -1,0 +1,201 @@
+import Foundation
+import ReceiptModel
+import Synchronization
+import Testing
+
+@testable import Verifier
+
+/// Records published records; acknowledges at once unless told to hold them, and can fail the next N publishes.
+final class FakePublisher: RecordPublishing {
+    struct State {
+        var published: [OutgoingRecord] = []
+        var held: [(OutgoingRecord, @Sendable (PublishFailure?) -> Void)] = []
+        var holdAcks = false
+        var failuresLeft = 0
+        var attempts = 0
+    }
+    let state = Mutex(State())
+
+    func publish(_ record: OutgoingRecord, completion: @escaping @Sendable (PublishFailure?) -> Void) {
+        enum Action { case ack, fail, hold }
+        let action: Action = state.withLock { state in
+            state.attempts += 1
+            if state.failuresLeft > 0 {
+                state.failuresLeft -= 1
+                return .fail
+            }
+            if state.holdAcks {
+                state.held.append((record, completion))
+                return .hold
+            }
+            state.published.append(record)
+            return .ack
+        }
+        switch action {
+        case .ack: completion(nil)
+        case .fail: completion(PublishFailure(message: "injected failure"))
+        case .hold: break
+        }
+    }
+
+    var published: [OutgoingRecord] { state.withLock { $0.published } }
+    var heldCount: Int { state.withLock { $0.held.count } }
+
+    /// Acknowledges the held record at `index` (in publish order among those still held).
+    func acknowledgeHeld(at index: Int) {
+        let completion = state.withLock { state in
+            let (record, completion) = state.held.remove(at: index)
+            state.published.append(record)
+            return completion
+        }
+        completion(nil)
+    }
+
+    func acknowledgeAllHeld() {
+        while heldCount > 0 { acknowledgeHeld(at: 0) }
+    }
+
+    func records(of kind: OutgoingRecordKind) -> [OutgoingRecord] { published.filter { $0.kind == kind } }
+}
+
+/// Holds verification requests until the test answers them.
+final class FakeVerifier: SubmissionVerifying {
+    let requests = Mutex<[(Submission, @Sendable (VerificationRoundOutcome) -> Void)]>([])
+    /// When set, answers every request at once with this.
+    let automatic = Mutex<VerificationRoundOutcome?>(nil)
+    let calls = Atomic<Int>(0)
+
+    func verify(_ submission: Submission, completion: @escaping @Sendable (VerificationRoundOutcome) -> Void) {
+        calls.add(1, ordering: .relaxed)
+        if let outcome = automatic.withLock({ $0 }) {
+            completion(outcome)
+            return
+        }
+        requests.withLock { $0.append((submission, completion)) }
+    }
+
+    var pendingIds: [String] { requests.withLock { $0.map(\.0.submissionId) } }
+
+    /// Answers the pending request for `submissionId`.
+    func answer(_ submissionId: String, with outcome: VerificationRoundOutcome) {
+        let completion = requests.withLock { requests -> (@Sendable (VerificationRoundOutcome) -> Void)? in
+            guard let index = requests.firstIndex(where: { $0.0.submissionId == submissionId }) else { return nil }
+            return requests.remove(at: index).1
+        }
+        completion?(outcome)
+    }
+
+    func answerAll(with outcome: VerificationRoundOutcome) {
+        for id in pendingIds { answer(id, with: outcome) }
+    }
+}
+
+/// Records consumer control calls; the paused set is what the consumer would have.
+final class FakeControl: PartitionControl {
+    struct State {
+        var paused: Set<PartitionKey> = []
+        var stored: [PartitionKey: [Int64]] = [:]
+        var refuseStores = false
+    }
+    let state = Mutex(State())
+
+    func pause(_ partitions: [PartitionKey]) { state.withLock { $0.paused.formUnion(partitions) } }
+    func resume(_ partitions: [PartitionKey]) { state.withLock { $0.paused.subtract(partitions) } }
+
+    func storeOffset(_ partition: PartitionKey, nextOffset: Int64) throws {
+        struct NotAssigned: Error {}
+        try state.withLock { state in
+            if state.refuseStores { throw NotAssigned() }
+            state.stored[partition, default: []].append(nextOffset)
+        }
+    }
+
+    var paused: Set<PartitionKey> { state.withLock { $0.paused } }
+    func stored(_ partition: PartitionKey) -> [Int64] { state.withLock { $0.stored[partition] ?? [] } }
+}
+
+/// A clock the test moves; timers run when it passes their due time.
+final class ManualClock: VerifierClock {
+    struct State {
+        var wallMs: Int64 = 1_700_000_000_000
+        var monotonicNs: UInt64 = 1_000_000_000
+        var timers: [(dueNs: UInt64, work: @Sendable () -> Void)] = []
+    }
+    let state = Mutex(State())
+
+    func wallMilliseconds() -> Int64 { state.withLock { $0.wallMs } }
+    func monotonicNanoseconds() -> UInt64 { state.withLock { $0.monotonicNs } }
+
+    func schedule(after delay: Duration, _ work: @escaping @Sendable () -> Void) {
+        state.withLock { state in
+            state.timers.append((state.monotonicNs &+ AppleCircuitBreaker.nanoseconds(delay), work))
+        }
+    }
+
+    var timerCount: Int { state.withLock { $0.timers.count } }
+
+    /// Moves both clocks forward and runs the timers that became due (on the calling thread).
+    func advance(by duration: Duration) {
+        let due: [@Sendable () -> Void] = state.withLock { state in
+            state.monotonicNs &+= AppleCircuitBreaker.nanoseconds(duration)
+            state.wallMs += RetryRoundPolicy.milliseconds(duration)
+            let now = state.monotonicNs
+            let due = state.timers.filter { $0.dueNs <= now }.map(\.work)
+            state.timers.removeAll { $0.dueNs <= now }
+            return due
+        }
+        for work in due { work() }
+    }
+}
+
+/// Waits (briefly) for work hopping across Dispatch queues to settle.
+func eventually(
+    _ what: String = "condition", timeout: Duration = .seconds(3), sourceLocation: SourceLocation = #_sourceLocation,
+    _ condition: () -> Bool
+) async {
+    let start = ContinuousClock.now
+    while !condition() {
+        if ContinuousClock.now - start > timeout {
+            Issue.record("timed out waiting for \(what)", sourceLocation: sourceLocation)
+            return
+        }
+        try? await Task.sleep(for: .milliseconds(2))
+    }
+}
+
+enum Samples {
+    static let receipts = PartitionKey(topic: "receipts", partition: 0)
+    static let receipts1 = PartitionKey(topic: "receipts", partition: 1)
+    static let retry = PartitionKey(topic: "retry", partition: 0)
+    static let topics = VerifierTopics(receipts: "receipts", results: "results", retry: "retry", deadLetter: "dlq")
+    static let receiptData = "TUlJVE5nWUpLb1pJaHZjTkFRY0NvSUlUSnpDQ0V5TUNBUUV4Q3pBSkJnVXJEZ01DR2dVQU1JSURWZ1lKS29aSWh2Y05BUWNC"
+
+    static func submission(_ id: String, order: String? = "order-\(UUID().uuidString.prefix(4))") -> Submission {
+        Submission(
+            submissionId: id, receiptData: receiptData, orderId: order, userId: "user-1",
+            expectedTransactionId: nil, expectedProductId: nil, submittedAtMs: 1_700_000_000_000)
+    }
+
+    static func message(
+        _ id: String, offset: Int64, partition: PartitionKey = receipts, key: String? = "user-1"
+    ) -> InputMessage {
+        let bytes = try! MessageCoding.encode(submission(id))
+        return InputMessage(partition: partition, offset: offset, key: key.map { Array($0.utf8) }, value: bytes)
+    }
+
+    static func verified(attempts: Int = 1) -> VerificationRoundOutcome {
+        .verdict(
+            AppleVerdict(
+                outcome: .verified, reason: nil, message: nil, appleStatus: 0, environment: .production,
+                bundleId: "com.example.game",
+                transactions: [
+                    VerifiedTransaction(
+                        transactionId: "1000000460004095", originalTransactionId: "1000000460004095",
+                        productId: "gems_100", quantity: 1, purchaseDateMs: 1_539_946_248_000,
+                        inAppOwnershipType: "PURCHASED", environment: .production)
+                ],
+                attempts: attempts))
+    }
+
+    static let unavailable = VerificationRoundOutcome.unavailable(lastAppleStatus: nil, lastError: "HTTP 503", attempts: 3)
+}

@@ -1,0 +1,155 @@
+import Foundation
+import ReceiptModel
+import Testing
+
+@testable import Verifier
+
+@Suite("MessageTriage and RoundOutcomeRouter: outputs per the contract")
+struct MessageTriageTests {
+    let factory = OutputFactory(topics: Samples.topics)
+    var triage: MessageTriage { MessageTriage(factory: factory) }
+    let nowMs: Int64 = 1_700_000_100_000
+
+    func router(rounds: Int = 3) -> RoundOutcomeRouter {
+        RoundOutcomeRouter(
+            factory: factory,
+            policy: RetryRoundPolicy(maximumRounds: rounds, initialBackoff: .seconds(10), maximumBackoff: .seconds(60)))
+    }
+
+    func job(round: Int = 0, attempts: Int = 0, partition: PartitionKey = Samples.receipts) -> VerificationJob {
+        VerificationJob(
+            submission: Samples.submission("s-1", order: "o-1"),
+            message: Samples.message("s-1", offset: 42, partition: partition), completedRounds: round,
+            priorAttempts: attempts)
+    }
+
+    @Test func aValidSubmissionIsVerified() throws {
+        guard case .verify(let job) = triage.triage(Samples.message("s-1", offset: 3), nowMs: nowMs) else {
+            Issue.record("expected verify")
+            return
+        }
+        #expect(job.submission.submissionId == "s-1")
+        #expect(job.completedRounds == 0 && job.priorAttempts == 0)
+    }
+
+    @Test func bytesThatAreNotJSONGoToTheDLQOnlyWithTheirOrigin() throws {
+        let message = InputMessage(partition: Samples.receipts, offset: 9, key: Array("k".utf8), value: Array("%%%".utf8))
+        guard case .malformed(let records, _, let id) = triage.triage(message, nowMs: nowMs) else {
+            Issue.record("expected malformed")
+            return
+        }
+        #expect(id == nil)
+        #expect(records.map(\.kind) == [.deadLetter])
+        let dlq = try MessageCoding.decode(DeadLetterRecord.self, from: records[0].value)
+        #expect(dlq.reason == .malformedSubmission && dlq.submissionId == nil)
+        #expect(dlq.sourceTopic == "receipts" && dlq.sourcePartition == 0 && dlq.sourceOffset == 9)
+        #expect(dlq.originalValue == Base64.encode(Array("%%%".utf8)))
+        #expect(dlq.originalKey == Base64.encode(Array("k".utf8)))
+        #expect(records[0].topic == "dlq" && records[0].key == Array("k".utf8))
+        #expect(records[0].header(MessageHeaders.dlqReason) == "malformed_submission")
+    }
+
+    @Test func aSubmissionWithARecoverableIdAlsoGetsAFailedResult() throws {
+        let json = #"{"schema_version":1,"submission_id":"s-9","order_id":"o-9","user_id":"u-9","receipt_data":"eyJhbGciOi.eyJzdWIi.c2ln"}"#
+        let message = InputMessage(partition: Samples.receipts, offset: 1, key: Array("u-9".utf8), value: Array(json.utf8))
+        guard case .malformed(let records, _, let id) = triage.triage(message, nowMs: nowMs) else {
+            Issue.record("expected malformed")
+            return
+        }
+        #expect(id == "s-9")
+        #expect(records.map(\.kind) == [.deadLetter, .result])
+        let result = try MessageCoding.decode(VerificationResult.self, from: records[1].value)
+        #expect(result.outcome == .failed && result.reason == .malformedSubmission)
+        #expect(result.orderId == "o-9" && result.userId == "u-9" && result.attempts == 0)
+        #expect(result.verifiedAtMs == nowMs)
+        #expect(records[1].key == Array("u-9".utf8) && records[1].topic == "results")
+        #expect(records[1].header(MessageHeaders.submissionId) == "s-9")
+        #expect(records[1].header(MessageHeaders.outcome) == "failed")
+    }
+
+    @Test func retryRecordsWaitUntilDueThenVerifyWithTheirRoundCount() throws {
+        let record = RetryRecord(
+            submission: Samples.submission("s-2"), round: 2, attempts: 7, notBeforeMs: nowMs + 5_000,
+            lastAppleStatus: 21005, lastError: "21005")
+        let message = InputMessage(
+            partition: Samples.retry, offset: 4, key: Array("user-1".utf8), value: try MessageCoding.encode(record))
+        guard case .waitUntil(let due, let job) = triage.triage(message, nowMs: nowMs) else {
+            Issue.record("expected waitUntil")
+            return
+        }
+        #expect(due == nowMs + 5_000 && job.completedRounds == 2 && job.priorAttempts == 7)
+        guard case .verify(let dueJob) = triage.triage(message, nowMs: nowMs + 5_000) else {
+            Issue.record("expected verify once due")
+            return
+        }
+        #expect(dueJob.submission.submissionId == "s-2")
+    }
+
+    @Test func anUnreadableRetryRecordGoesToTheDLQWithItsIdWhenRecoverable() throws {
+        let json = #"{"schema_version":1,"submission":{"submission_id":"s-3"},"round":"x"}"#
+        let message = InputMessage(partition: Samples.retry, offset: 2, key: nil, value: Array(json.utf8))
+        guard case .malformed(let records, _, let id) = triage.triage(message, nowMs: nowMs) else {
+            Issue.record("expected malformed")
+            return
+        }
+        #expect(id == "s-3" && records.map(\.kind) == [.deadLetter, .result])
+    }
+
+    @Test func aVerdictBecomesTheResultWithAttemptsOfAllRounds() throws {
+        let (records, disposition) = router().route(
+            Samples.verified(attempts: 2), job: job(round: 1, attempts: 3), breakerOpen: false, nowMs: nowMs)
+        #expect(disposition == .result(.verified, nil))
+        #expect(records.count == 1)
+        let result = try MessageCoding.decode(VerificationResult.self, from: records[0].value)
+        #expect(result.outcome == .verified && result.reason == nil && result.attempts == 5)
+        #expect(result.environment == .production && result.bundleId == "com.example.game")
+        #expect(result.transactions.first?.creditKey == "apple:production:1000000460004095")
+        #expect(result.orderId == "o-1" && result.userId == "user-1")
+        #expect(records[0].key == Array("user-1".utf8))
+        #expect(records[0].header(MessageHeaders.outcome) == "verified")
+    }
+
+    @Test func aConfigurationErrorFailsAtOnceWithADLQRecord() throws {
+        let (records, disposition) = router().route(
+            .configurationError(appleStatus: 21004, message: "shared secret mismatch", attempts: 1), job: job(),
+            breakerOpen: false, nowMs: nowMs)
+        #expect(disposition == .result(.failed, .configError))
+        #expect(records.map(\.kind) == [.deadLetter, .result])
+        let dlq = try MessageCoding.decode(DeadLetterRecord.self, from: records[0].value)
+        #expect(dlq.reason == .configError && dlq.appleStatus == 21004 && dlq.sourceOffset == 42)
+        let result = try MessageCoding.decode(VerificationResult.self, from: records[1].value)
+        #expect(result.reason == .configError && result.appleStatus == 21004)
+    }
+
+    @Test func noVerdictBecomesARetryRecordUntilTheLastRound() throws {
+        let first = router(rounds: 3).route(Samples.unavailable, job: job(), breakerOpen: false, nowMs: nowMs)
+        #expect(first.disposition == .retry(round: 1, notBeforeMs: nowMs + 10_000))
+        #expect(first.records.map(\.kind) == [.retry])
+        let record = try MessageCoding.decode(RetryRecord.self, from: first.records[0].value)
+        #expect(record.round == 1 && record.attempts == 3 && record.notBeforeMs == nowMs + 10_000)
+        #expect(record.submission.submissionId == "s-1")
+        #expect(first.records[0].topic == "retry" && first.records[0].key == Array("user-1".utf8))
+
+        let second = router(rounds: 3).route(
+            Samples.unavailable, job: job(round: 1, attempts: 3, partition: Samples.retry), breakerOpen: false,
+            nowMs: nowMs)
+        #expect(second.disposition == .retry(round: 2, notBeforeMs: nowMs + 20_000))
+
+        let last = router(rounds: 3).route(
+            Samples.unavailable, job: job(round: 2, attempts: 6, partition: Samples.retry), breakerOpen: false,
+            nowMs: nowMs)
+        #expect(last.disposition == .result(.failed, .appleUnavailable))
+        #expect(last.records.map(\.kind) == [.deadLetter, .result])
+        let result = try MessageCoding.decode(VerificationResult.self, from: last.records[1].value)
+        #expect(result.attempts == 9 && result.reason == .appleUnavailable)
+    }
+
+    @Test func roundsDuringAnOutageDoNotCount() {
+        let during = router(rounds: 3).route(
+            Samples.unavailable, job: job(round: 2, attempts: 6, partition: Samples.retry), breakerOpen: true,
+            nowMs: nowMs)
+        #expect(during.disposition == .retry(round: 2, notBeforeMs: nowMs + 20_000))
+        let fresh = router(rounds: 1).route(Samples.unavailable, job: job(), breakerOpen: true, nowMs: nowMs)
+        #expect(fresh.disposition == .retry(round: 1, notBeforeMs: nowMs + 10_000))
+    }
+}

@@ -1,0 +1,216 @@
+import Foundation
+import ReceiptModel
+import ServiceSupport
+import Testing
+
+@testable import Verifier
+
+/// The engine end to end with in-memory fakes: what is written, and when offsets are stored.
+@Suite("VerificationEngine with fakes")
+struct VerificationEngineTests {
+    let verifier = FakeVerifier()
+    let publisher = FakePublisher()
+    let control = FakeControl()
+    let clock = ManualClock()
+    let registry = MetricsRegistry()
+
+    func makeEngine(
+        maxInFlight: Int = 8, window: Int = 64, rounds: Int = 3,
+        breaker: AppleCircuitBreaker.Configuration = .init()
+    ) -> VerificationEngine {
+        var configuration = VerificationEngine.Configuration(
+            topics: Samples.topics, limits: DispatchLimits(maxInFlight: maxInFlight, partitionWindow: window),
+            retryPolicy: RetryRoundPolicy(maximumRounds: rounds, initialBackoff: .seconds(10), maximumBackoff: .seconds(60)),
+            breaker: breaker)
+        configuration.initialPublishBackoff = .milliseconds(10)
+        let engine = VerificationEngine(
+            configuration: configuration, verifier: verifier, publisher: publisher, control: control, clock: clock,
+            logger: Logger(label: "test", threshold: .error), metrics: VerifierMetrics(registry: registry))
+        engine.partitionsAssigned([Samples.receipts, Samples.receipts1, Samples.retry])
+        return engine
+    }
+
+    @Test func offsetsAreStoredOnlyAfterResultsAreAcknowledgedInPrefixOrder() async throws {
+        let engine = makeEngine()
+        publisher.state.withLock { $0.holdAcks = true }
+        for offset in 0..<3 { engine.consume(Samples.message("s-\(offset)", offset: Int64(offset))) }
+        await eventually("three Apple calls") { verifier.pendingIds.count == 3 }
+        // Apple answers out of order.
+        for id in ["s-2", "s-0", "s-1"] { verifier.answer(id, with: Samples.verified()) }
+        await eventually("three results waiting for Kafka") { publisher.heldCount == 3 }
+        #expect(control.stored(Samples.receipts).isEmpty)
+
+        let order = publisher.state.withLock { $0.held.map { $0.0.header(MessageHeaders.submissionId)! } }
+        publisher.acknowledgeHeld(at: order.firstIndex(of: "s-2")!)
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(control.stored(Samples.receipts).isEmpty)  // 0 and 1 are not acknowledged yet
+        let rest = publisher.state.withLock { $0.held.map { $0.0.header(MessageHeaders.submissionId)! } }
+        publisher.acknowledgeHeld(at: rest.firstIndex(of: "s-0")!)
+        await eventually("offset 1 stored") { control.stored(Samples.receipts) == [1] }
+        publisher.acknowledgeAllHeld()
+        await eventually("offset 3 stored") { control.stored(Samples.receipts) == [1, 3] }
+        let results = publisher.records(of: .result)
+        #expect(results.count == 3)
+        #expect(results.allSatisfy { $0.key == Array("user-1".utf8) && $0.header(MessageHeaders.outcome) == "verified" })
+        #expect(engine.snapshot.liveMessages == 0)
+        #expect(registry.render().contains(#"verifier_results_total{outcome="verified",reason="none"} 3"#))
+    }
+
+    @Test func aFailedPublishIsRetriedAndTheOffsetWaitsForIt() async throws {
+        let engine = makeEngine()
+        verifier.automatic.withLock { $0 = Samples.verified() }
+        publisher.state.withLock { $0.failuresLeft = 2 }
+        engine.consume(Samples.message("s-1", offset: 5))
+        await eventually("first attempt failed, next scheduled") {
+            publisher.state.withLock { $0.attempts } == 1 && clock.timerCount == 1
+        }
+        clock.advance(by: .milliseconds(10))
+        await eventually("second attempt failed, next scheduled with twice the wait") {
+            publisher.state.withLock { $0.attempts } == 2 && clock.timerCount == 1
+        }
+        #expect(control.stored(Samples.receipts).isEmpty)
+        clock.advance(by: .milliseconds(10))
+        #expect(publisher.state.withLock { $0.attempts } == 2)
+        clock.advance(by: .milliseconds(10))
+        await eventually("stored after the retry succeeded") { control.stored(Samples.receipts) == [6] }
+        #expect(publisher.records(of: .result).count == 1)
+        #expect(registry.render().contains(#"verifier_publish_failures_total{kind="result"} 2"#))
+    }
+
+    @Test func aMalformedMessageNeverBlocksItsPartition() async throws {
+        let engine = makeEngine()
+        verifier.automatic.withLock { $0 = Samples.verified() }
+        engine.consume(InputMessage(partition: Samples.receipts, offset: 0, key: nil, value: Array("not json".utf8)))
+        engine.consume(Samples.message("s-1", offset: 1))
+        await eventually("both offsets stored") { control.stored(Samples.receipts).last == 2 }
+        #expect(publisher.records(of: .deadLetter).count == 1)
+        #expect(publisher.records(of: .result).count == 1)
+    }
+
+    @Test func aSubmissionWithoutVerdictGoesToTheRetryTopicAndIsRetriedWhenDue() async throws {
+        let engine = makeEngine(rounds: 2)
+        engine.consume(Samples.message("s-1", offset: 0))
+        await eventually("Apple called") { verifier.pendingIds == ["s-1"] }
+        verifier.answer("s-1", with: Samples.unavailable)
+        await eventually("retry record written") { publisher.records(of: .retry).count == 1 }
+        await eventually("input offset stored") { control.stored(Samples.receipts) == [1] }
+        #expect(publisher.records(of: .result).isEmpty)
+
+        // The retry record comes back on the retry topic: held (its partition paused) until due.
+        let retry = publisher.records(of: .retry)[0]
+        engine.consume(InputMessage(partition: Samples.retry, offset: 0, key: retry.key, value: retry.value))
+        await eventually("retry partition paused") { control.paused.contains(Samples.retry) }
+        #expect(!control.paused.contains(Samples.receipts))
+        #expect(verifier.pendingIds.isEmpty)
+        clock.advance(by: .seconds(9))
+        #expect(verifier.pendingIds.isEmpty)
+        clock.advance(by: .seconds(1))
+        await eventually("second round started") { verifier.pendingIds == ["s-1"] }
+        await eventually("retry partition resumed") { !control.paused.contains(Samples.retry) }
+
+        // The last round fails too: DLQ record plus a failed / apple_unavailable result.
+        verifier.answer("s-1", with: Samples.unavailable)
+        await eventually("retry offset stored") { control.stored(Samples.retry) == [1] }
+        let result = try MessageCoding.decode(VerificationResult.self, from: try #require(publisher.records(of: .result).first).value)
+        #expect(result.outcome == .failed && result.reason == .appleUnavailable && result.attempts == 6)
+        let dlq = try MessageCoding.decode(DeadLetterRecord.self, from: try #require(publisher.records(of: .deadLetter).first).value)
+        #expect(dlq.sourceTopic == "retry" && dlq.reason == .appleUnavailable)
+    }
+
+    @Test func anAppleOutageHoldsWorkBackWithoutFailedResults() async throws {
+        let engine = makeEngine(
+            maxInFlight: 4, rounds: 2,
+            breaker: .init(windowSize: 4, minimumObservations: 4, failureRatio: 0.5, initialProbeInterval: .seconds(1)))
+        for offset in 0..<4 { engine.consume(Samples.message("s-\(offset)", offset: Int64(offset))) }
+        await eventually("four at Apple") { verifier.pendingIds.count == 4 }
+        verifier.answerAll(with: Samples.unavailable)
+        await eventually("breaker open") { engine.snapshot.breakerOpen }
+        engine.consume(Samples.message("s-4", offset: 4))
+        await eventually("everything paused with work waiting") {
+            engine.snapshot.waitingForApple == 1 && control.paused.isSuperset(of: [Samples.receipts, Samples.receipts1])
+        }
+        // The round that failed once the breaker was open is not counted: all four wait on the retry topic.
+        await eventually("four retry records") { publisher.records(of: .retry).count == 4 }
+        #expect(publisher.records(of: .result).isEmpty)
+        #expect(verifier.pendingIds.isEmpty)
+
+        clock.advance(by: .seconds(1))
+        engine.tick()
+        await eventually("one probe") { verifier.pendingIds == ["s-4"] }
+        verifier.answer("s-4", with: Samples.verified())
+        await eventually("breaker closed") { !engine.snapshot.breakerOpen }
+        await eventually("resumed") { control.paused.isEmpty }
+        await eventually("probe result written") { publisher.records(of: .result).count == 1 }
+        #expect(registry.render().contains(#"verifier_breaker_transitions_total{to="open"} 1"#))
+    }
+
+    @Test func revokeWaitsBoundedlyAndLateOutputsStoreNothing() async throws {
+        let engine = makeEngine()
+        engine.consume(Samples.message("s-0", offset: 0))
+        engine.consume(Samples.message("s-1", offset: 1))
+        await eventually("two at Apple") { verifier.pendingIds.count == 2 }
+        verifier.answer("s-0", with: Samples.verified())
+        await eventually("first stored") { control.stored(Samples.receipts) == [1] }
+
+        let started = ContinuousClock.now
+        engine.partitionsRevoking([Samples.receipts], timeout: .milliseconds(50))
+        #expect(ContinuousClock.now - started < .seconds(2))
+        // s-1 finishes after the partition was given up: its result is still written, its offset is not stored.
+        verifier.answer("s-1", with: Samples.verified())
+        await eventually("late result written") { publisher.records(of: .result).count == 2 }
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(control.stored(Samples.receipts) == [1])
+        engine.consume(Samples.message("s-2", offset: 2))  // no longer assigned: ignored
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(verifier.pendingIds.isEmpty)
+    }
+
+    @Test func drainFinishesInFlightWorkAndStoresItsOffsets() async throws {
+        let engine = makeEngine(maxInFlight: 1)
+        engine.consume(Samples.message("s-0", offset: 0))
+        engine.consume(Samples.message("s-1", offset: 1))
+        await eventually("one at Apple, one waiting") {
+            verifier.pendingIds.count == 1 && engine.snapshot.waitingForApple == 1
+        }
+        let answer = Task.detached {
+            try await Task.sleep(for: .milliseconds(30))
+            verifier.answerAll(with: Samples.verified())
+        }
+        let drained = await Task.detached { engine.drain(timeout: .seconds(2)) }.value
+        try await answer.value
+        #expect(drained)
+        #expect(control.stored(Samples.receipts) == [1])
+        #expect(control.paused.isSuperset(of: [Samples.receipts, Samples.receipts1, Samples.retry]))
+        #expect(verifier.calls.load(ordering: .relaxed) == 1)  // the waiting one was left for redelivery
+    }
+
+    @Test func aConfigurationErrorIsCountedForAlerting() async throws {
+        let engine = makeEngine()
+        verifier.automatic.withLock {
+            $0 = .configurationError(appleStatus: 21004, message: "shared secret mismatch", attempts: 1)
+        }
+        engine.consume(Samples.message("s-1", offset: 0))
+        await eventually("stored") { control.stored(Samples.receipts) == [1] }
+        #expect(verifier.calls.load(ordering: .relaxed) == 1)
+        let text = registry.render()
+        #expect(text.contains("verifier_config_errors_total 1"))
+        #expect(text.contains(#"verifier_dlq_records_total{reason="config_error"} 1"#))
+        #expect(text.contains(#"verifier_results_total{outcome="failed",reason="config_error"} 1"#))
+    }
+}
+
+@Suite("ConsumerControlApplier")
+struct ConsumerControlApplierTests {
+    @Test func anOvertakenBatchNeitherUndoesAPauseNorMovesAnOffsetBack() {
+        let control = FakeControl()
+        let applier = ConsumerControlApplier(control: control, logger: Logger(label: "test", threshold: .error))
+        let p = Samples.receipts
+        applier.apply(ControlBatch(sequence: 2, actions: [.pause(p), .storeOffset(p, nextOffset: 10, epoch: 1)]))
+        applier.apply(ControlBatch(sequence: 1, actions: [.resume(p), .storeOffset(p, nextOffset: 5, epoch: 1)]))
+        #expect(control.paused == [p])
+        #expect(control.stored(p) == [10])
+        applier.apply(ControlBatch(sequence: 3, actions: [.resume(p), .storeOffset(p, nextOffset: 3, epoch: 2)]))
+        #expect(control.paused.isEmpty)
+        #expect(control.stored(p) == [10, 3])  // a new assignment epoch starts over
+    }
+}
