@@ -56,7 +56,8 @@ let package = Package(
         .testTarget(
             name: "AppStoreTests", dependencies: ["AppStore", "FakeAppStore", "ReceiptModel", "TestSupport"],
             exclude: ["Fixtures"]),
-        .testTarget(name: "IngestTests", dependencies: ["Ingest", "HTTPServer", "Kafka", "ReceiptModel", "TestSupport"]),
+        .testTarget(
+            name: "IngestTests", dependencies: ["Ingest", "HTTPServer", "Kafka", "ReceiptModel", "TestSupport"]),
         .testTarget(name: "VerifierTests", dependencies: ["Verifier", "ReceiptModel", "TestSupport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Kafka", "ReceiptModel", "TestSupport"]),
     ],

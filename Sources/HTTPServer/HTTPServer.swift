@@ -110,7 +110,8 @@ public final class HTTPServer: Sendable {
         core.isStopping.store(true, ordering: .relaxed)
         let listenSocket = MHD_quiesce_daemon(daemon)
 
-        let graceDeadline = Clock.monotonicNanoseconds() &+ UInt64(core.configuration.stopGracePeriod.nanosecondsClamped)
+        let grace = UInt64(core.configuration.stopGracePeriod.nanosecondsClamped)
+        let graceDeadline = Clock.monotonicNanoseconds() &+ grace
         while core.awaitingResponse.load(ordering: .relaxed) > 0, Clock.monotonicNanoseconds() < graceDeadline {
             usleep(5_000)
         }

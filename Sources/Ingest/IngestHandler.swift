@@ -68,7 +68,9 @@ final class IngestHandler: HTTPHandler {
         do {
             value = try MessageCoding.encode(submission)
         } catch {
-            reject(.internalError("the submission could not be encoded"), bodyBytes: request.body.count, respond: respond)
+            reject(
+                .internalError("the submission could not be encoded"), bodyBytes: request.body.count,
+                respond: respond)
             return
         }
         guard publisher.isConnected else {
@@ -121,9 +123,10 @@ final class IngestHandler: HTTPHandler {
                     respond(.json(202, "{\"submission_id\":\(JSONText.quoted(id))}"))
                 case .failure(let error):
                     metrics.kafkaFailed.increment()
+                    let retryAfter = settings.retryAfterSeconds
                     let answer = error.code == KafkaError.messageTimedOut
-                        ? APIError.kafkaTimeout(retryAfter: settings.retryAfterSeconds, timeoutMs: settings.deliveryTimeoutMs)
-                        : APIError.kafkaUnavailable(retryAfter: settings.retryAfterSeconds, "delivery failed")
+                        ? APIError.kafkaTimeout(retryAfter: retryAfter, timeoutMs: settings.deliveryTimeoutMs)
+                        : APIError.kafkaUnavailable(retryAfter: retryAfter, "delivery failed")
                     metrics.recordRejection(code: answer.code)
                     logger.warning(
                         "submission not acknowledged by Kafka",
@@ -146,7 +149,8 @@ final class IngestHandler: HTTPHandler {
             metrics.recordRejection(code: answer.code)
             logger.warning(
                 "submission refused by the Kafka producer",
-                ["submission_id": .string(id), "kafka_code": .int(Int(error.code)), "kafka_error": .string(error.message)])
+                ["submission_id": .string(id), "kafka_code": .int(Int(error.code)),
+                 "kafka_error": .string(error.message)])
             respond(answer.response)
         }
     }

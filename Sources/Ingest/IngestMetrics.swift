@@ -13,7 +13,8 @@ struct IngestMetrics: Sendable {
     init(registry: MetricsRegistry) {
         self.registry = registry
         let deliveries = "ingest_kafka_deliveries_total"
-        let deliveriesHelp = "Submissions given to Kafka, by result (delivered, failed after enqueue, refused at enqueue)"
+        let deliveriesHelp =
+            "Submissions given to Kafka, by result (delivered, failed after enqueue, refused at enqueue)"
         kafkaDelivered = registry.counter(deliveries, help: deliveriesHelp, labels: [("result", "delivered")])
         kafkaFailed = registry.counter(deliveries, help: deliveriesHelp, labels: [("result", "failed")])
         kafkaRefused = registry.counter(deliveries, help: deliveriesHelp, labels: [("result", "refused")])

@@ -49,7 +49,8 @@ public struct IngestSettings: Sendable {
         let settings = Settings(environment: environment)
         _ = try settings.required("KAFKA_BOOTSTRAP_SERVERS")
         var kafka = KafkaConfiguration.fromEnvironment(environment)
-        let deliveryTimeoutMs = try settings.int("INGEST_KAFKA_DELIVERY_TIMEOUT_MS", default: 10_000, range: 100...300_000)
+        let deliveryTimeoutMs = try settings.int(
+            "INGEST_KAFKA_DELIVERY_TIMEOUT_MS", default: 10_000, range: 100...300_000)
         if kafka["message.timeout.ms"] == nil {
             kafka["message.timeout.ms"] = String(deliveryTimeoutMs)
         }

@@ -73,7 +73,8 @@ struct HTTPServerTests {
         #expect(response.jsonObject?["body_length"] as? Int == body.count)
 
         try connection.send(
-            "POST /chunked HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n")
+            "POST /chunked HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n")
         let chunked = try connection.readResponse()
         #expect(chunked.status == 200)
         #expect(chunked.jsonObject?["body"] as? String == "hello world")
@@ -149,6 +150,7 @@ struct HTTPServerTests {
         #expect(response.headers["content-type"] == "application/json")
         let error = try #require(response.jsonObject?["error"] as? [String: Any])
         #expect(error["code"] as? String == "deadline_exceeded")
+        #expect(response.headers["retry-after"] == "1")
         #expect(elapsed >= 0.2)
 
         for respond in handler.takeAll() { respond(.text(200, "late")) }
@@ -156,6 +158,51 @@ struct HTTPServerTests {
         #expect(try connection.request("GET", "/fast").text == "fast")
         #expect(events.all.map(\.origin) == [.deadline, .handler])
         #expect(server.requestsAwaitingResponse == 0)
+    }
+
+    @Test("the deadline answer is configurable")
+    func customDeadlineResponse() throws {
+        let server = try startServer(HeldHandler()) {
+            $0.responseDeadline = .milliseconds(100)
+            $0.deadlineResponse = .json(504, #"{"error":{"code":"upstream_slow","message":"m"}}"#)
+        }
+        defer { server.stop() }
+        let response = try HTTPTestConnection(port: server.port).request("GET", "/never")
+        #expect(response.status == 504)
+        #expect(response.text.contains("upstream_slow"))
+    }
+
+    @Test("an idle keep-alive connection is closed after the idle timeout")
+    func idleTimeout() throws {
+        let server = try startServer(EchoHandler()) { $0.idleTimeoutSeconds = 1 }
+        defer { server.stop() }
+        let connection = try HTTPTestConnection(port: server.port, timeoutSeconds: 4)
+        #expect(try connection.request("GET", "/").status == 200)
+        let started = Clock.monotonicNanoseconds()
+        #expect(connection.peerClosed())
+        let waited = Clock.secondsSince(started)
+        #expect(waited >= 0.5 && waited < 3.5, "closed after \(waited) s")
+    }
+
+    @Test("connections over the connection limit are refused")
+    func connectionLimit() throws {
+        let server = try startServer(EchoHandler()) {
+            $0.connectionLimit = 2
+            $0.threadCount = 1
+        }
+        defer { server.stop() }
+        let first = try HTTPTestConnection(port: server.port)
+        let second = try HTTPTestConnection(port: server.port)
+        #expect(try first.request("GET", "/").status == 200)
+        #expect(try second.request("GET", "/").status == 200)
+        let third = try HTTPTestConnection(port: server.port, timeoutSeconds: 2)
+        #expect(throws: HTTPTestConnectionError.self) { try third.request("GET", "/") }
+        // Capacity comes back when a connection goes away.
+        first.close()
+        #expect(
+            waitUntil {
+                (try? HTTPTestConnection(port: server.port, timeoutSeconds: 2).request("GET", "/").status) == 200
+            })
     }
 
     @Test("a Content-Length over the limit is answered 413 before the body is sent")
@@ -210,7 +257,8 @@ struct HTTPServerTests {
         let server = try startServer(EchoHandler()) { $0.connectionMemoryLimitBytes = 8 * 1024 }
         defer { server.stop() }
         let connection = try HTTPTestConnection(port: server.port)
-        let response = try connection.request("GET", "/", headers: [("X-Big", String(repeating: "h", count: 16 * 1024))])
+        let big = String(repeating: "h", count: 16 * 1024)
+        let response = try connection.request("GET", "/", headers: [("X-Big", big)])
         #expect(response.status == 431 || response.status == 413)
     }
 

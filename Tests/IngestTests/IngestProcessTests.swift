@@ -81,7 +81,8 @@ struct IngestProcessTests {
         #expect(contract.jsonObject?["submission_id"] as? String == "c-1")
 
         let aliases = try await TestHTTPClient.postJSON(
-            ingest.url("/v1/receipts"), ["receipt": "aGVsbG8=", "orderNo": 4711, "transactionId": "2000", "sandbox": true],
+            ingest.url("/v1/receipts"),
+            ["receipt": "aGVsbG8=", "orderNo": 4711, "transactionId": "2000", "sandbox": true],
             headers: ["Idempotency-Key": "ios-1"])
         #expect(aliases.status == 202)
         #expect(aliases.jsonObject?["submission_id"] as? String == "ios-1")
@@ -123,9 +124,9 @@ struct IngestProcessTests {
     func errorCodes() async throws {
         let cluster = try await Self.startCluster()
         let ingest = try await IngestProcess.start(
-            environment: cluster.environment.merging(["INGEST_API_KEYS": "key-a,key-b", "INGEST_MAX_BODY_BYTES": "4096"]) {
-                $1
-            })
+            environment: cluster.environment.merging([
+                "INGEST_API_KEYS": "key-a,key-b", "INGEST_MAX_BODY_BYTES": "4096",
+            ]) { $1 })
         let recorder = try TopicRecorder(bootstrapServers: cluster.bootstrapServers)
         let auth = ["Authorization": "Bearer key-b"]
         let url = ingest.url("/v1/receipts")
@@ -140,7 +141,8 @@ struct IngestProcessTests {
         let notBase64 = try await TestHTTPClient.postJSON(url, ["receipt_data": "%%%"], headers: auth)
         #expect(notBase64.status == 400)
         #expect(Self.errorCode(notBase64) == "invalid_receipt")
-        let jws = try await TestHTTPClient.postJSON(url, ["receipt": "eyJhbGciOiJFUzI1NiJ9.eyJ0eCI6MX0.c2ln"], headers: auth)
+        let jws = try await TestHTTPClient.postJSON(
+            url, ["receipt": "eyJhbGciOiJFUzI1NiJ9.eyJ0eCI6MX0.c2ln"], headers: auth)
         #expect(Self.errorCode(jws) == "storekit2_transaction")
         let broken = try await TestHTTPClient.send(
             "POST", url, headers: auth.merging(["Content-Type": "application/json"]) { $1 }, body: Data("{".utf8))

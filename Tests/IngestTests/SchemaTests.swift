@@ -59,26 +59,55 @@ struct SchemaTests {
         }
     }
 
+    /// `json` (an object) with `change` applied.
+    private static func mutated(_ json: String, _ change: (inout [String: Any]) -> Void) throws -> String {
+        var object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        change(&object)
+        return String(decoding: try JSONSerialization.data(withJSONObject: object), as: UTF8.self)
+    }
+
     @Test("the schemas refuse what the contract forbids")
     func invalidMessages() throws {
+        let submission = try Self.text(Self.submission)
+        let verified = try Self.text(
+            VerificationResult(
+                submissionId: "s", orderId: nil, userId: nil, outcome: .verified, reason: nil, message: nil,
+                appleStatus: 0, environment: .production, bundleId: nil, transactions: [Self.transaction],
+                attempts: 1, verifiedAtMs: 1))
+        let deadLetter = try Self.text(
+            DeadLetterRecord(
+                submissionId: "s", reason: .malformedSubmission, message: "m", sourceTopic: "t", sourcePartition: 0,
+                sourceOffset: 0, originalKey: nil, originalValue: [1, 2, 3], appleStatus: nil, attempts: 0,
+                failedAtMs: 1))
+        let retry = try Self.text(
+            RetryRecord(
+                submission: Self.submission, round: 1, attempts: 1, notBeforeMs: 1, lastAppleStatus: nil,
+                lastError: "x"))
+        let submissionSchema = "submission.schema.json"
         let cases: [SchemaValidator.Case] = [
-            .init(schema: "submission.schema.json", instance: #"{"schema_version":1,"submission_id":"a","submitted_at_ms":1}"#),
-            .init(schema: "submission.schema.json", instance: #"{"schema_version":2,"submission_id":"a","receipt_data":"aGVsbG8=","submitted_at_ms":1}"#),
-            .init(schema: "submission.schema.json", instance: #"{"schema_version":1,"submission_id":"","receipt_data":"aGVsbG8=","submitted_at_ms":1}"#),
-            .init(schema: "submission.schema.json", instance: #"{"schema_version":1,"submission_id":"a","receipt_data":"eyJh.eyJi.c2ln","submitted_at_ms":1}"#),
-            .init(schema: "submission.schema.json", instance: #"{"schema_version":1,"submission_id":"a","receipt_data":"aGVsbG8=","submitted_at_ms":"1"}"#),
-            .init(schema: "result.schema.json", instance: try Self.text(VerificationResult(
-                submissionId: "s", orderId: nil, userId: nil, outcome: .verified, reason: .refunded, message: nil,
-                appleStatus: 0, environment: .production, bundleId: nil, transactions: [], attempts: 1,
-                verifiedAtMs: 1))),
-            .init(schema: "result.schema.json", instance: try Self.text(VerificationResult(
-                submissionId: "s", orderId: nil, userId: nil, outcome: .failed, reason: .refunded, message: nil,
-                appleStatus: 0, environment: nil, bundleId: nil, transactions: [], attempts: 1, verifiedAtMs: 1))),
-            .init(schema: "result.schema.json", instance: #"{"schema_version":1,"submission_id":"s","outcome":"verified"}"#),
-            .init(schema: "transaction.schema.json", instance: try Self.text(Self.transaction).replacingOccurrences(
-                of: "apple:sandbox:", with: "apple:Sandbox:")),
-            .init(schema: "dlq.schema.json", instance: #"{"schema_version":1,"submission_id":null,"reason":"nope","message":"m","source_topic":"t","source_partition":0,"source_offset":0,"original_key":null,"original_value":"","apple_status":null,"attempts":0,"failed_at_ms":1}"#),
-            .init(schema: "retry.schema.json", instance: #"{"schema_version":1,"submission":{},"round":1,"attempts":1,"not_before_ms":1,"last_error":"x"}"#),
+            .init(schema: submissionSchema, instance: try Self.mutated(submission) { $0["receipt_data"] = nil }),
+            .init(schema: submissionSchema, instance: try Self.mutated(submission) { $0["schema_version"] = 2 }),
+            .init(schema: submissionSchema, instance: try Self.mutated(submission) { $0["submission_id"] = "" }),
+            .init(
+                schema: "submission.schema.json",
+                instance: try Self.mutated(submission) { $0["receipt_data"] = "eyJh.eyJi.c2ln" }),
+            .init(
+                schema: "submission.schema.json",
+                instance: try Self.mutated(submission) { $0["submitted_at_ms"] = "1" }),
+            .init(schema: "result.schema.json", instance: try Self.mutated(verified) { $0["reason"] = "refunded" }),
+            .init(
+                schema: "result.schema.json",
+                instance: try Self.mutated(verified) {
+                    $0["outcome"] = "failed"
+                    $0["reason"] = "refunded"
+                }),
+            .init(schema: "result.schema.json", instance: try Self.mutated(verified) { $0["environment"] = nil }),
+            .init(
+                schema: "result.schema.json",
+                instance: verified.replacingOccurrences(of: "apple:sandbox:", with: "apple:Sandbox:")),
+            .init(schema: "dlq.schema.json", instance: try Self.mutated(deadLetter) { $0["reason"] = "nope" }),
+            .init(schema: "dlq.schema.json", instance: try Self.mutated(deadLetter) { $0["original_value"] = "@@" }),
+            .init(schema: "retry.schema.json", instance: try Self.mutated(retry) { $0["submission"] = ["a": 1] }),
         ]
         for (index, errors) in try SchemaValidator.errors(cases).enumerated() {
             #expect(!errors.isEmpty, "case \(index) (\(cases[index].schema)) was accepted: \(cases[index].instance)")
@@ -116,7 +145,8 @@ struct SchemaTests {
         for body in accepted { _ = try SubmissionRequest.parse(Array(body.utf8)) }
         let schema = "urn:openapi#/components/schemas/SubmissionRequest"
         let results = try SchemaValidator.errors(
-            accepted.map { .init(schema: schema, instance: $0) } + [.init(schema: schema, instance: #"{"order_id":"o"}"#)])
+            accepted.map { .init(schema: schema, instance: $0) }
+                + [.init(schema: schema, instance: #"{"order_id":"o"}"#)])
         #expect(results[0].isEmpty && results[1].isEmpty, "\(results)")
         #expect(!results[2].isEmpty)
     }

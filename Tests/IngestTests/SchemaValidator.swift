@@ -37,7 +37,8 @@ enum SchemaValidator {
             target = case["schema"] if ":" in case["schema"] else base + case["schema"]
             validator = Draft202012Validator({"$ref": target}, registry=registry)
             instance = json.loads(case["instance"])
-            results.append([f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(instance)])
+            errors = validator.iter_errors(instance)
+            results.append([f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors])
         json.dump(results, sys.stdout)
         """
 

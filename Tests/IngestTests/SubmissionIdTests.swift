@@ -25,7 +25,9 @@ struct SubmissionIdTests {
         #expect(throws: APIError.self) { try SubmissionId.resolve(body: "a", idempotencyKey: "b") }
     }
 
-    @Test("unusable ids are refused", arguments: ["has space", "a/b", "q?x", "50%", "frag#1", "ü", String(repeating: "x", count: 257)])
+    @Test(
+        "unusable ids are refused",
+        arguments: ["has space", "a/b", "q?x", "50%", "frag#1", "ü", String(repeating: "x", count: 257)])
     func invalid(id: String) {
         #expect(throws: APIError.self) { try SubmissionId.resolve(body: id, idempotencyKey: nil) }
         #expect(throws: APIError.self) { try SubmissionId.resolve(body: nil, idempotencyKey: id) }

@@ -58,11 +58,18 @@ public final class HTTPTestConnection {
         Foundation.close(socket)
     }
 
+    /// Closes the connection now (otherwise it is closed when released).
+    public func close() {
+        shutdown(socket, Int32(SHUT_RDWR))
+    }
+
     /// Writes raw bytes.
     public func send(_ bytes: [UInt8]) throws {
         var offset = 0
         while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { Foundation.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let written = bytes[offset...].withUnsafeBytes {
+                Foundation.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
             guard written > 0 else { throw HTTPTestConnectionError("send failed: errno \(errno)") }
             offset += written
         }
