@@ -1,5 +1,5 @@
 /// A consumed record, copied out of librdkafka (it owns no C memory).
-public struct KafkaMessage: Sendable {
+public struct KafkaMessage: Sendable, Equatable {
     public let topic: String
     public let partition: Int32
     public let offset: Int64

@@ -18,7 +18,7 @@ public struct KafkaStatistics: Sendable, Equatable {
     public init() {}
 
     /// Decodes the statistics JSON; nil when it is not the expected shape.
-    public static func decode(_ bytes: UnsafeRawBufferPointer) -> KafkaStatistics? {
+    static func decode(_ bytes: UnsafeRawBufferPointer) -> KafkaStatistics? {
         decode(Data(bytes))
     }
 
