@@ -302,6 +302,33 @@ import Testing
         #expect(error.kind == .shutdown)
     }
 
+    @Test func redirectsAreFollowedOnceNeverInALoop() async throws {
+        let harness = try FakeAppStoreHarness()
+        let outcome = await harness.verify(FakeReceipt.status(21007, id: "ping-pong"))
+        #expect(outcome.isUnavailable)
+        #expect(outcome.failure?.message.contains("redirected to itself") == true)
+        // Production -> sandbox once; the sandbox's 21007 (to itself) is not followed, and retries start there.
+        let calls = harness.fake.calls(receipt: "ping-pong")
+        #expect(calls.production == 1)
+        #expect(calls.sandbox == harness.retryPolicy.maxAttempts)
+        #expect(outcome.attempts == 1 + harness.retryPolicy.maxAttempts)
+    }
+
+    @Test func responsesOverTheSizeLimitFail() async throws {
+        let fake = FakeAppStoreServer(configuration: .init(threadCount: 1), logger: .init(label: "t", threshold: .error))
+        try fake.start()
+        defer { fake.stop() }
+        let client = try CurlHTTPClient(configuration: HTTPClientConfiguration(maxInFlight: 2, maxResponseBytes: 100_000))
+        defer { client.shutdown() }
+        let body = Array(#"{"receipt-data":"\#(FakeReceipt.huge(count: 1_000))"}"#.utf8)
+        let result = await client.post(HTTPClientRequest(url: fake.productionURL, body: body))
+        guard case .failure(let error) = result else { Issue.record("an oversized response was accepted"); return }
+        #expect(error.kind == .responseTooLarge)
+        // The client stays usable.
+        let small = Array(#"{"receipt-data":"\#(FakeReceipt.valid())"}"#.utf8)
+        #expect(try await client.post(HTTPClientRequest(url: fake.productionURL, body: small)).get().status == 200)
+    }
+
     /// A port nothing listens on: bound, then released.
     static func unusedPort() throws -> UInt16 {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

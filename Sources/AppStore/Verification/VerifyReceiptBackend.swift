@@ -53,11 +53,14 @@ public final class VerifyReceiptBackend: ReceiptVerificationBackend {
         client.post(request) { [self] result in
             let answer = Self.interpret(result, environment: environment, calls: calls + 1)
             if case .redirect(let target) = answer.classification {
-                guard !redirected else {
+                // Followed once; an endpoint sending us back, or to itself, is Apple being confused: retry later.
+                guard !redirected, target != environment else {
+                    let problem = target == environment ? "redirected to itself" : "redirected back"
                     completion(BackendAnswer(
                         result: .retryable(.transient), calls: calls + 1, appleStatus: answer.appleStatus,
                         environment: environment,
-                        message: "both environments redirected the receipt (status \(answer.appleStatus ?? 0))"))
+                        message: "\(environment.rawValue) verifyReceipt \(problem) "
+                            + "(status \(answer.appleStatus ?? 0))"))
                     return
                 }
                 call(environment: target, body: body, timeoutMs: timeoutMs, calls: calls + 1, redirected: true,
