@@ -4,7 +4,8 @@
 # the same producer settings (the module's defaults: idempotent, linger.ms=5, batches up to 10,000 messages / 1 MB).
 # Each round produces into a fresh topic; throughput is messages over the process's wall time (start, connect,
 # produce, wait for every acknowledgement, exit), the same measure for both. Prints every round, the medians, and
-# the ratio (target: the Swift producer reaches at least 80% of kcat). Release build.
+# the ratio (target: the Swift producer reaches at least 80% of kcat), then the Swift producer's send-to-
+# acknowledgement latency for messages sent one at a time (what the ingest's 202 waits for). Release build.
 #
 #   bench/kafka-producer.sh [--messages N] [--size BYTES] [--rounds N]
 set -euo pipefail
@@ -37,9 +38,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-TOPICS=""
+TOPICS="latency:4"
 for round in $(seq 1 "$ROUNDS"); do TOPICS="$TOPICS,swift-$round:4,kcat-$round:4"; done
-"$BIN/embedded-kafka" --topics "${TOPICS#,}" >"$WORK/cluster.out" 2>"$WORK/cluster.err" &
+"$BIN/embedded-kafka" --topics "$TOPICS" >"$WORK/cluster.out" 2>"$WORK/cluster.err" &
 CLUSTER_PID=$!
 for _ in $(seq 1 100); do
     grep -q '^KAFKA_BOOTSTRAP_SERVERS=' "$WORK/cluster.out" 2>/dev/null && break
@@ -108,3 +109,5 @@ print(f"swift_producer_messages_per_second={swift} ({mib(swift):.0f} MiB/s)")
 print(f"kcat_messages_per_second={kcat} ({mib(kcat):.0f} MiB/s)")
 print(f"ratio={swift / kcat:.2f} (target >= 0.80)")
 PY
+"$BIN/kafka-producer-bench" --bootstrap "$BOOTSTRAP" --topic latency --messages 100 --size "$SIZE" \
+    --latency-samples 2000 | grep '^latency'
