@@ -329,6 +329,18 @@ import Testing
         #expect(try await client.post(HTTPClientRequest(url: fake.productionURL, body: small)).get().status == 200)
     }
 
+    @Test func connectionsAreKeptAlive() async throws {
+        let harness = try FakeAppStoreHarness()
+        let body = Array(#"{"receipt-data":"\#(FakeReceipt.valid())"}"#.utf8)
+        var opened: [Int] = []
+        for _ in 0..<3 {
+            let response = try await harness.client.post(HTTPClientRequest(url: harness.fake.productionURL, body: body)).get()
+            #expect(response.httpVersion == "1.1")
+            opened.append(response.connectionsOpened)
+        }
+        #expect(opened == [1, 0, 0])
+    }
+
     /// A port nothing listens on: bound, then released.
     static func unusedPort() throws -> UInt16 {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

@@ -112,8 +112,26 @@ final class CurlTransfer: @unchecked Sendable {
             return .failure(HTTPClientError(kind: Self.kind(of: code), curlCode: Int32(code.rawValue), message: message))
         }
         var status = 0
-        if let easy { _ = ccurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status) }
-        return .success(HTTPClientResponse(status: status, body: responseBody))
+        var version = 0
+        var connects = 0
+        if let easy {
+            _ = ccurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+            _ = ccurl_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version)
+            _ = ccurl_easy_getinfo_long(easy, CURLINFO_NUM_CONNECTS, &connects)
+        }
+        return .success(HTTPClientResponse(
+            status: status, body: responseBody, httpVersion: Self.versionName(version), connectionsOpened: connects))
+    }
+
+    /// CURL_HTTP_VERSION_* as text.
+    static func versionName(_ version: Int) -> String {
+        switch version {
+        case Int(CURL_HTTP_VERSION_1_0): "1.0"
+        case Int(CURL_HTTP_VERSION_1_1): "1.1"
+        case Int(CURL_HTTP_VERSION_2_0): "2"
+        case Int(CURL_HTTP_VERSION_3): "3"
+        default: ""
+        }
     }
 
     static func kind(of code: CURLcode) -> HTTPClientError.Kind {

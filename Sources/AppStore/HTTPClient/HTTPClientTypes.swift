@@ -19,10 +19,16 @@ public struct HTTPClientRequest: Sendable {
 public struct HTTPClientResponse: Sendable {
     public var status: Int
     public var body: [UInt8]
+    /// The HTTP version of the answer: "1.1", "2", ... ("" when unknown).
+    public var httpVersion: String
+    /// Connections this request had to open (0 when it reused a kept-alive or multiplexed one).
+    public var connectionsOpened: Int
 
-    public init(status: Int, body: [UInt8]) {
+    public init(status: Int, body: [UInt8], httpVersion: String = "", connectionsOpened: Int = 0) {
         self.status = status
         self.body = body
+        self.httpVersion = httpVersion
+        self.connectionsOpened = connectionsOpened
     }
 }
 
