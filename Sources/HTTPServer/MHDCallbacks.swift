@@ -33,7 +33,8 @@ enum MHDCallbacks {
         let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
         let context = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
         context.markCompleted()
-        if context.handlerInvoked, !context.responseQueued {
+        if context.countedAsAwaiting {
+            context.countedAsAwaiting = false
             core.awaitingResponse.subtract(1, ordering: .relaxed)
         }
         core.activeRequests.subtract(1, ordering: .relaxed)
@@ -131,6 +132,7 @@ enum MHDCallbacks {
         }
         if !context.handlerInvoked {
             context.handlerInvoked = true
+            context.countedAsAwaiting = true
             core.awaitingResponse.add(1, ordering: .relaxed)
             let request = makeRequest(connection, context)
             context.body = []
@@ -144,6 +146,7 @@ enum MHDCallbacks {
             }
         }
         if let (response, origin) = context.takeResponse() {
+            context.countedAsAwaiting = false
             core.awaitingResponse.subtract(1, ordering: .relaxed)
             return queue(core, connection, context, response, origin: origin)
         }

@@ -38,6 +38,8 @@ final class RequestContext: @unchecked Sendable {
     var bodyTooLarge = false
     var discardedBodyBytes = 0
     var handlerInvoked = false
+    /// Counted in `ServerCore.awaitingResponse` (from the handler call until its response is taken for queueing).
+    var countedAsAwaiting = false
     var responseQueued = false
 
     init(connection: OpaquePointer, method: String, path: String) {
