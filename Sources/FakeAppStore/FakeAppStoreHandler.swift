@@ -96,8 +96,12 @@ final class FakeAppStoreHandler: HTTPHandler {
         let (scenario, key) = decodeCached(receiptData)
         let callsBefore = counters.record(receipt: key, sandbox: sandbox)
         let (latency, outage) = state.withLock { ($0.latency, $0.outage) }
-        logger.debug("verifyReceipt", ["receipt": .string(key), "environment": .string(environment),
-            "receipt_bytes": .int(receiptData.utf8.count)])
+        logger.debug(
+            "verifyReceipt",
+            [
+                "receipt": .string(key), "environment": .string(environment),
+                "receipt_bytes": .int(receiptData.utf8.count),
+            ])
 
         var delayMs = latency.fixedMs + (latency.jitterMs > 0 ? Int.random(in: 0...latency.jitterMs) : 0)
         let response: HTTPResponse?
@@ -194,7 +198,8 @@ final class FakeAppStoreHandler: HTTPHandler {
             return .json(200, "{\"outage\":false}")
         }
         guard let mode = OutageMode(rawValue: request.query["mode"] ?? "http503") else {
-            return .json(400, "{\"error\":{\"code\":\"bad_mode\",\"message\":\"mode is http503, status21005 or hang\"}}")
+            return .json(
+                400, "{\"error\":{\"code\":\"bad_mode\",\"message\":\"mode is http503, status21005 or hang\"}}")
         }
         outage = mode
         logger.info("outage on", ["mode": .string(mode.rawValue)])
@@ -205,7 +210,9 @@ final class FakeAppStoreHandler: HTTPHandler {
         guard let fixed = Int(request.query["fixed_ms"] ?? "0"), let jitter = Int(request.query["jitter_ms"] ?? "0"),
             fixed >= 0, jitter >= 0
         else {
-            return .json(400, "{\"error\":{\"code\":\"bad_latency\",\"message\":\"fixed_ms and jitter_ms are whole milliseconds\"}}")
+            return .json(
+                400,
+                "{\"error\":{\"code\":\"bad_latency\",\"message\":\"fixed_ms and jitter_ms are whole milliseconds\"}}")
         }
         latency = Latency(fixedMs: fixed, jitterMs: jitter)
         logger.info("latency set", ["fixed_ms": .int(fixed), "jitter_ms": .int(jitter)])

@@ -34,19 +34,22 @@ enum FakeAppStoreResponses {
         if let generate = scenario.generate, generate > 0 {
             transactions.reserveCapacity(transactions.count + generate)
             for index in 0..<generate {
-                transactions.append(FakeTransaction(
-                    id: String(2_000_000_000_000_000 + index), product: "one_month_subscription",
-                    originalId: "2000000000000000", purchaseMs: 1_600_000_000_000 + Int64(index) * 2_592_000_000,
-                    expiresMs: 1_602_592_000_000 + Int64(index) * 2_592_000_000))
+                transactions.append(
+                    FakeTransaction(
+                        id: String(2_000_000_000_000_000 + index), product: "one_month_subscription",
+                        originalId: "2000000000000000", purchaseMs: 1_600_000_000_000 + Int64(index) * 2_592_000_000,
+                        expiresMs: 1_602_592_000_000 + Int64(index) * 2_592_000_000))
             }
         }
         var body: [UInt8] = []
         body.reserveCapacity(400 + transactions.count * 700 * (scenario.subscription == true ? 2 : 1))
         body.append(contentsOf: "{\"status\":0,\"environment\":\(JSONText.quoted(environment)),\"receipt\":{".utf8)
-        body.append(contentsOf: "\"receipt_type\":\"\(environment == "Sandbox" ? "ProductionSandbox" : "Production")\",".utf8)
+        body.append(
+            contentsOf: "\"receipt_type\":\"\(environment == "Sandbox" ? "ProductionSandbox" : "Production")\",".utf8)
         body.append(contentsOf: "\"adam_id\":0,\"app_item_id\":0,\"bundle_id\":\(JSONText.quoted(bundleId)),".utf8)
         body.append(contentsOf: "\"application_version\":\"1\",\"download_id\":0,".utf8)
-        body.append(contentsOf: "\"receipt_creation_date_ms\":\"1604851257000\",\"request_date_ms\":\"1628954383379\",".utf8)
+        body.append(
+            contentsOf: "\"receipt_creation_date_ms\":\"1604851257000\",\"request_date_ms\":\"1628954383379\",".utf8)
         body.append(contentsOf: "\"original_application_version\":\"1.0\",\"in_app\":[".utf8)
         appendTransactions(transactions, to: &body)
         body.append(contentsOf: "]}".utf8)
@@ -63,7 +66,8 @@ enum FakeAppStoreResponses {
         for (index, transaction) in transactions.enumerated() {
             if index > 0 { body.append(UInt8(ascii: ",")) }
             let purchase = transaction.purchaseMs ?? 1_539_946_248_000
-            var text = "{\"quantity\":\"\(transaction.quantity ?? 1)\",\"product_id\":\(JSONText.quoted(transaction.product)),"
+            var text =
+                "{\"quantity\":\"\(transaction.quantity ?? 1)\",\"product_id\":\(JSONText.quoted(transaction.product)),"
             text += "\"transaction_id\":\(JSONText.quoted(transaction.id)),"
             text += "\"original_transaction_id\":\(JSONText.quoted(transaction.originalId ?? transaction.id)),"
             text += "\"purchase_date\":\"2018-10-19 10:50:48 Etc/GMT\",\"purchase_date_ms\":\"\(purchase)\","

@@ -23,18 +23,20 @@ public enum FakeReceipt {
         transactions: [FakeTransaction] = [FakeTransaction(id: "1000000000000001", product: "gems_100")],
         subscription: Bool = false, delayMs: Int? = nil
     ) -> String {
-        encode(FakeReceiptScenario(
-            scenario: .valid, id: id, env: environment, bundleId: bundleId, transactions: transactions,
-            subscription: subscription ? true : nil, delayMs: delayMs))
+        encode(
+            FakeReceiptScenario(
+                scenario: .valid, id: id, env: environment, bundleId: bundleId, transactions: transactions,
+                subscription: subscription ? true : nil, delayMs: delayMs))
     }
 
     /// A valid receipt with `count` generated transactions (ids `2000000000000000 + n`), megabytes for large counts.
     public static func huge(
         id: String? = nil, count: Int, environment: String = "Production", bundleId: String = "com.example.game"
     ) -> String {
-        encode(FakeReceiptScenario(
-            scenario: .valid, id: id, env: environment, bundleId: bundleId, transactions: [], generate: count,
-            subscription: true))
+        encode(
+            FakeReceiptScenario(
+                scenario: .valid, id: id, env: environment, bundleId: bundleId, transactions: [], generate: count,
+                subscription: true))
     }
 
     /// A receipt always answered with verifyReceipt `status`.
@@ -42,9 +44,10 @@ public enum FakeReceipt {
         _ status: Int, id: String? = nil, isRetryable: Bool? = nil, hyphenatedRetryFlag: Bool = false,
         environment: String? = nil
     ) -> String {
-        encode(FakeReceiptScenario(
-            scenario: .status, id: id, env: environment, status: status, isRetryable: isRetryable,
-            hyphenatedRetryFlag: hyphenatedRetryFlag ? true : nil))
+        encode(
+            FakeReceiptScenario(
+                scenario: .status, id: id, env: environment, status: status, isRetryable: isRetryable,
+                hyphenatedRetryFlag: hyphenatedRetryFlag ? true : nil))
     }
 
     /// A receipt answered with HTTP `httpStatus` and a body of kind `body` (html, empty or json).
@@ -63,9 +66,10 @@ public enum FakeReceipt {
         environment: String = "Production", bundleId: String = "com.example.game",
         transactions: [FakeTransaction] = [FakeTransaction(id: "1000000000000001", product: "gems_100")]
     ) -> String {
-        encode(FakeReceiptScenario(
-            scenario: .valid, id: id, env: environment, bundleId: bundleId, transactions: transactions,
-            failFirst: failures, failStatus: status, failHttpStatus: httpStatus))
+        encode(
+            FakeReceiptScenario(
+                scenario: .valid, id: id, env: environment, bundleId: bundleId, transactions: transactions,
+                failFirst: failures, failStatus: status, failHttpStatus: httpStatus))
     }
 
     /// The counters key of `receiptData`: the scenario's `id`, else `fnv-` and the FNV-1a 64-bit hash in hex.

@@ -78,10 +78,12 @@ do {
 }
 // Unbuffered, so a parent process sees the line at once.
 FileHandle.standardOutput.write(Data("FAKE_APPSTORE_URL=\(server.baseURL)\n".utf8))
-logger.info("fake App Store ready", [
-    "url": .string(server.baseURL), "latency_ms": .int(configuration.latencyMs),
-    "jitter_ms": .int(configuration.jitterMs), "shared_secret": .bool(configuration.sharedSecret != nil),
-])
+logger.info(
+    "fake App Store ready",
+    [
+        "url": .string(server.baseURL), "latency_ms": .int(configuration.latencyMs),
+        "jitter_ms": .int(configuration.jitterMs), "shared_secret": .bool(configuration.sharedSecret != nil),
+    ])
 
 let stopped = DispatchSemaphore(value: 0)
 let signals = ShutdownSignal { name in

@@ -21,7 +21,8 @@ import Testing
 
     @Test func aSandboxReceiptIsRedirectedFromProduction() async throws {
         let harness = try FakeAppStoreHarness()
-        let receipt = FakeReceipt.valid(id: "sandbox-1", environment: "Sandbox",
+        let receipt = FakeReceipt.valid(
+            id: "sandbox-1", environment: "Sandbox",
             transactions: [FakeTransaction(id: "2001", product: "gems_100")])
         let verdict = try #require(await harness.verify(receipt).verdict)
         #expect(verdict.outcome == .verified)
@@ -42,7 +43,10 @@ import Testing
         let harness = try FakeAppStoreHarness()
         let receipt = FakeReceipt.valid(id: "prod-2")
         let answer = await harness.backendAnswer(receipt, start: .sandbox)
-        guard case .receipt(let apple) = answer.result else { Issue.record("no receipt: \(answer)"); return }
+        guard case .receipt(let apple) = answer.result else {
+            Issue.record("no receipt: \(answer)")
+            return
+        }
         #expect(apple.environment == .production)
         #expect(answer.calls == 2)
         #expect(harness.fake.calls(receipt: "prod-2") == (1, 1))
@@ -85,8 +89,10 @@ import Testing
 
     @Test func theHyphenatedRetryFlagIsHonoured() async throws {
         let harness = try FakeAppStoreHarness()
-        let outcome = await harness.verify(FakeReceipt.status(21120, id: "hyphen", isRetryable: true,
-            hyphenatedRetryFlag: true))
+        let outcome = await harness.verify(
+            FakeReceipt.status(
+                21120, id: "hyphen", isRetryable: true,
+                hyphenatedRetryFlag: true))
         #expect(outcome.isUnavailable)
         #expect(harness.fake.calls(receipt: "hyphen").production == harness.retryPolicy.maxAttempts)
     }
@@ -107,17 +113,21 @@ import Testing
 
     @Test func severalTransactionsAreAllReturnedWithoutAnExpectation() async throws {
         let harness = try FakeAppStoreHarness()
-        let receipt = FakeReceipt.valid(transactions: (1...5).map {
-            FakeTransaction(id: "400\($0)", product: $0 == 5 ? "vip" : "gems_100")
-        })
+        let receipt = FakeReceipt.valid(
+            transactions: (1...5).map {
+                FakeTransaction(id: "400\($0)", product: $0 == 5 ? "vip" : "gems_100")
+            })
         let verdict = try #require(await harness.verify(receipt).verdict)
         #expect(verdict.transactions.map(\.transactionId) == ["4001", "4002", "4003", "4004", "4005"])
-        #expect(try #require(await harness.verify(receipt, transactionId: "4009").verdict).reason == .transactionNotFound)
-        #expect(try #require(await harness.verify(receipt, transactionId: "4001", productId: "vip").verdict).reason
-            == .productMismatch)
+        #expect(
+            try #require(await harness.verify(receipt, transactionId: "4009").verdict).reason == .transactionNotFound)
+        #expect(
+            try #require(await harness.verify(receipt, transactionId: "4001", productId: "vip").verdict).reason
+                == .productMismatch)
         #expect(try #require(await harness.verify(FakeReceipt.valid(transactions: [])).verdict).reason == .noPurchases)
-        #expect(try #require(await harness.verify(FakeReceipt.valid(bundleId: "com.other.app")).verdict).reason
-            == .bundleMismatch)
+        #expect(
+            try #require(await harness.verify(FakeReceipt.valid(bundleId: "com.other.app")).verdict).reason
+                == .bundleMismatch)
     }
 
     @Test func aHugeReceiptOfMegabytesIsVerified() async throws {
@@ -126,9 +136,10 @@ import Testing
         #expect(verdict.outcome == .verified)
         #expect(verdict.transactions.count == 6_000)
         // The body the client received (in_app + latest_receipt_info, 6,000 each) was several megabytes.
-        let answer = await harness.client.post(HTTPClientRequest(
-            url: harness.fake.productionURL,
-            body: Array(#"{"receipt-data":"\#(FakeReceipt.huge(count: 6_000))"}"#.utf8)))
+        let answer = await harness.client.post(
+            HTTPClientRequest(
+                url: harness.fake.productionURL,
+                body: Array(#"{"receipt-data":"\#(FakeReceipt.huge(count: 6_000))"}"#.utf8)))
         #expect(try answer.get().body.count > 5_000_000)
     }
 
@@ -157,8 +168,11 @@ import Testing
     }
 
     @Test func aHangingAppleTimesOut() async throws {
-        let harness = try FakeAppStoreHarness(timeoutMs: 300, retryPolicy: RetryPolicy(maxAttempts: 2, baseDelayMs: 1,
-            maxDelayMs: 1))
+        let harness = try FakeAppStoreHarness(
+            timeoutMs: 300,
+            retryPolicy: RetryPolicy(
+                maxAttempts: 2, baseDelayMs: 1,
+                maxDelayMs: 1))
         let started = ContinuousClock.now
         let outcome = await harness.verify(FakeReceipt.hang(id: "hang"))
         #expect(outcome.isUnavailable)
@@ -228,8 +242,9 @@ import Testing
         #expect(outcome.isUnavailable)
         #expect(failure.attempts == harness.retryPolicy.maxAttempts)
         #expect(failure.message.contains("connection_failed"))
-        let direct = await harness.client.post(HTTPClientRequest(
-            url: "http://127.0.0.1:\(closedPort)/verifyReceipt", body: []))
+        let direct = await harness.client.post(
+            HTTPClientRequest(
+                url: "http://127.0.0.1:\(closedPort)/verifyReceipt", body: []))
         #expect(throws: HTTPClientError.self) { try direct.get() }
         if case .failure(let error) = direct { #expect(error.kind == .connectionFailed) }
     }
@@ -259,7 +274,10 @@ import Testing
         try await Task.sleep(for: .milliseconds(200))
         harness.client.shutdown()
         for result in await [first, second] {
-            guard case .failure(let error) = result else { Issue.record("expected a failure"); continue }
+            guard case .failure(let error) = result else {
+                Issue.record("expected a failure")
+                continue
+            }
             #expect(error.kind == .shutdown)
         }
         let late = await harness.client.post(HTTPClientRequest(url: harness.fake.productionURL, body: body))
@@ -273,21 +291,27 @@ import Testing
         harness.fake.stop()
         try await Task.sleep(for: .milliseconds(100))
         let afterStop = await harness.client.post(HTTPClientRequest(url: harness.fake.productionURL, body: []))
-        guard case .failure(let error) = afterStop else { Issue.record("a stopped server answered"); return }
+        guard case .failure(let error) = afterStop else {
+            Issue.record("a stopped server answered")
+            return
+        }
         #expect(error.kind == .connectionFailed)
 
-        let replacement = FakeAppStoreServer(configuration: .init(threadCount: 1), logger: .init(label: "t", threshold: .error))
+        let replacement = FakeAppStoreServer(
+            configuration: .init(threadCount: 1), logger: .init(label: "t", threshold: .error))
         try replacement.start()
         defer { replacement.stop() }
         let body = Array(#"{"receipt-data":"\#(FakeReceipt.valid())"}"#.utf8)
         for _ in 0..<3 {
-            let response = try await harness.client.post(HTTPClientRequest(url: replacement.productionURL, body: body)).get()
+            let response = try await harness.client.post(HTTPClientRequest(url: replacement.productionURL, body: body))
+                .get()
             #expect(response.status == 200)
         }
     }
 
     @Test func releasingTheClientFailsWhatIsInFlight() async throws {
-        let fake = FakeAppStoreServer(configuration: .init(threadCount: 1, hangSeconds: 5),
+        let fake = FakeAppStoreServer(
+            configuration: .init(threadCount: 1, hangSeconds: 5),
             logger: .init(label: "t", threshold: .error))
         try fake.start()
         defer { fake.stop() }
@@ -298,7 +322,10 @@ import Testing
             #expect(client != nil)
             client = nil  // deinit stops the loop: the hung request fails at once instead of leaking
         }
-        guard case .failure(let error) = result else { Issue.record("a hung request succeeded"); return }
+        guard case .failure(let error) = result else {
+            Issue.record("a hung request succeeded")
+            return
+        }
         #expect(error.kind == .shutdown)
     }
 
@@ -315,14 +342,19 @@ import Testing
     }
 
     @Test func responsesOverTheSizeLimitFail() async throws {
-        let fake = FakeAppStoreServer(configuration: .init(threadCount: 1), logger: .init(label: "t", threshold: .error))
+        let fake = FakeAppStoreServer(
+            configuration: .init(threadCount: 1), logger: .init(label: "t", threshold: .error))
         try fake.start()
         defer { fake.stop() }
-        let client = try CurlHTTPClient(configuration: HTTPClientConfiguration(maxInFlight: 2, maxResponseBytes: 100_000))
+        let client = try CurlHTTPClient(
+            configuration: HTTPClientConfiguration(maxInFlight: 2, maxResponseBytes: 100_000))
         defer { client.shutdown() }
         let body = Array(#"{"receipt-data":"\#(FakeReceipt.huge(count: 1_000))"}"#.utf8)
         let result = await client.post(HTTPClientRequest(url: fake.productionURL, body: body))
-        guard case .failure(let error) = result else { Issue.record("an oversized response was accepted"); return }
+        guard case .failure(let error) = result else {
+            Issue.record("an oversized response was accepted")
+            return
+        }
         #expect(error.kind == .responseTooLarge)
         // The client stays usable.
         let small = Array(#"{"receipt-data":"\#(FakeReceipt.valid())"}"#.utf8)
@@ -334,7 +366,8 @@ import Testing
         let body = Array(#"{"receipt-data":"\#(FakeReceipt.valid())"}"#.utf8)
         var opened: [Int] = []
         for _ in 0..<3 {
-            let response = try await harness.client.post(HTTPClientRequest(url: harness.fake.productionURL, body: body)).get()
+            let response = try await harness.client.post(HTTPClientRequest(url: harness.fake.productionURL, body: body))
+                .get()
             #expect(response.httpVersion == "1.1")
             opened.append(response.connectionsOpened)
         }

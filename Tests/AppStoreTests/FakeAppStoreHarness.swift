@@ -15,7 +15,8 @@ final class FakeAppStoreHarness: Sendable {
     let retryPolicy: RetryPolicy
 
     init(
-        timeoutMs: Int = 3_000, retryPolicy: RetryPolicy = RetryPolicy(
+        timeoutMs: Int = 3_000,
+        retryPolicy: RetryPolicy = RetryPolicy(
             maxAttempts: 3, malformedReceiptMaxAttempts: 2, baseDelayMs: 5, maxDelayMs: 20),
         sandboxPolicy: SandboxPolicy = .accept, sharedSecret: String? = nil, fakeSharedSecret: String? = nil,
         maxInFlight: Int = 64, productionURL: String? = nil
@@ -24,8 +25,9 @@ final class FakeAppStoreHarness: Sendable {
         fake = FakeAppStoreServer(
             configuration: .init(sharedSecret: fakeSharedSecret, threadCount: 1, hangSeconds: 10), logger: logger)
         try fake.start()
-        client = try CurlHTTPClient(configuration: HTTPClientConfiguration(
-            maxInFlight: maxInFlight, requestTimeoutMs: timeoutMs, completionConcurrency: 2))
+        client = try CurlHTTPClient(
+            configuration: HTTPClientConfiguration(
+                maxInFlight: maxInFlight, requestTimeoutMs: timeoutMs, completionConcurrency: 2))
         backend = VerifyReceiptBackend(
             client: client,
             endpoints: .init(production: productionURL ?? fake.productionURL, sandbox: fake.sandboxURL),
@@ -46,7 +48,8 @@ final class FakeAppStoreHarness: Sendable {
         _ receipt: String, transactionId: String? = nil, productId: String? = nil, deadlineMs: Int = 15_000
     ) async -> VerificationOutcome {
         await verifier.verify(
-            receiptData: receipt, expectations: VerificationExpectations(transactionId: transactionId, productId: productId),
+            receiptData: receipt,
+            expectations: VerificationExpectations(transactionId: transactionId, productId: productId),
             deadline: .now() + .milliseconds(deadlineMs))
     }
 

@@ -3,24 +3,31 @@ import FakeAppStore
 import Foundation
 import ReceiptModel
 import ServiceSupport
-import Testing
 import TestSupport
+import Testing
 
 /// The `fake-appstore` executable as tests, benchmarks and `make dev` use it.
 @Suite(.serialized) struct FakeAppStoreProcessTests {
     @Test func servesBothEnvironmentsCountsCallsAndSwitchesOutages() async throws {
         let fake = try await FakeAppStoreProcess.start(arguments: ["--latency-ms", "5", "--jitter-ms", "5"])
         #expect(fake.url.hasPrefix("http://127.0.0.1:"))
-        let settings = try AppStoreSettings.fromEnvironment(Settings(environment: fake.environment.merging([
-            "ALLOWED_BUNDLE_IDS": "com.example.game", "APPLE_TIMEOUT_MS": "3000", "APPLE_RETRY_MAX_ATTEMPTS": "2",
-            "APPLE_RETRY_BASE_DELAY_MS": "5", "APPLE_RETRY_MAX_DELAY_MS": "10",
-        ]) { _, new in new }))
-        let verifier = try ReceiptVerifier.verifyReceipt(settings: settings, logger: Logger(label: "t", threshold: .error))
+        let settings = try AppStoreSettings.fromEnvironment(
+            Settings(
+                environment: fake.environment.merging([
+                    "ALLOWED_BUNDLE_IDS": "com.example.game", "APPLE_TIMEOUT_MS": "3000",
+                    "APPLE_RETRY_MAX_ATTEMPTS": "2",
+                    "APPLE_RETRY_BASE_DELAY_MS": "5", "APPLE_RETRY_MAX_DELAY_MS": "10",
+                ]) { _, new in new }))
+        let verifier = try ReceiptVerifier.verifyReceipt(
+            settings: settings, logger: Logger(label: "t", threshold: .error))
 
         let receipt = FakeReceipt.valid(id: "proc-sandbox", environment: "Sandbox")
         let outcome = await verifier.verify(
             receiptData: receipt, expectations: .init(), deadline: .now() + .seconds(10))
-        guard case .verdict(let verdict) = outcome else { Issue.record("no verdict: \(outcome)"); return }
+        guard case .verdict(let verdict) = outcome else {
+            Issue.record("no verdict: \(outcome)")
+            return
+        }
         #expect(verdict.outcome == .verified)
         #expect(verdict.environment == .sandbox)
         #expect(try await fake.calls(receipt: "proc-sandbox") == (1, 1))
@@ -29,7 +36,10 @@ import TestSupport
         try await fake.setOutage(true)
         let during = await verifier.verify(
             receiptData: FakeReceipt.valid(id: "proc-outage"), expectations: .init(), deadline: .now() + .seconds(10))
-        guard case .unavailable(let failure) = during else { Issue.record("not unavailable: \(during)"); return }
+        guard case .unavailable(let failure) = during else {
+            Issue.record("not unavailable: \(during)")
+            return
+        }
         #expect(failure.attempts == 2)
         #expect(try await fake.calls(receipt: "proc-outage") == (2, 0))
         try await fake.setOutage(false)

@@ -1,13 +1,16 @@
 import AppStore
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 private let nghttpdPath = "/usr/sbin/nghttpd"
 
 /// HTTP/2 over TLS against `nghttpd` (Debian package nghttp2-server): requests multiplex on one connection.
-@Suite(.serialized, .enabled(if: FileManager.default.isExecutableFile(atPath: nghttpdPath),
-    "needs nghttpd (Debian package nghttp2-server, installed by scripts/install-deps.sh)"))
+@Suite(
+    .serialized,
+    .enabled(
+        if: FileManager.default.isExecutableFile(atPath: nghttpdPath),
+        "needs nghttpd (Debian package nghttp2-server, installed by scripts/install-deps.sh)"))
 struct HTTP2Tests {
     static let nghttpd = nghttpdPath
 
@@ -23,22 +26,26 @@ struct HTTP2Tests {
             name: "nghttpd")
         defer { server.send(signal: SIGKILL) }
 
-        let client = try CurlHTTPClient(configuration: HTTPClientConfiguration(
-            maxInFlight: 64, requestTimeoutMs: 5_000, caBundlePath: directory + "/cert.pem"))
+        let client = try CurlHTTPClient(
+            configuration: HTTPClientConfiguration(
+                maxInFlight: 64, requestTimeoutMs: 5_000, caBundlePath: directory + "/cert.pem"))
         defer { client.shutdown() }
         let url = "https://127.0.0.1:\(port)/verifyReceipt"
         let body = Array(#"{"receipt-data":"AAAA"}"#.utf8)
         // Wait until the server listens.
         var ready = false
         for _ in 0..<100 where !ready {
-            if case .success = await client.post(HTTPClientRequest(url: url, body: body)) { ready = true } else {
+            if case .success = await client.post(HTTPClientRequest(url: url, body: body)) {
+                ready = true
+            } else {
                 try await Task.sleep(for: .milliseconds(50))
             }
         }
         try #require(ready, "nghttpd did not start: \(server.stderrTail())")
 
-        let fresh = try CurlHTTPClient(configuration: HTTPClientConfiguration(
-            maxInFlight: 64, requestTimeoutMs: 5_000, caBundlePath: directory + "/cert.pem"))
+        let fresh = try CurlHTTPClient(
+            configuration: HTTPClientConfiguration(
+                maxInFlight: 64, requestTimeoutMs: 5_000, caBundlePath: directory + "/cert.pem"))
         defer { fresh.shutdown() }
         let responses = try await withThrowingTaskGroup(of: HTTPClientResponse.self) { group in
             for _ in 0..<20 {

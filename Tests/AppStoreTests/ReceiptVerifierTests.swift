@@ -42,7 +42,9 @@ final class ManualClock: VerificationClock {
     }
 
     var delays: [Int] { state.withLock { $0.delays } }
-    func deadline(afterMs ms: Int) -> DispatchTime { DispatchTime(uptimeNanoseconds: now().uptimeNanoseconds + UInt64(ms) * 1_000_000) }
+    func deadline(afterMs ms: Int) -> DispatchTime {
+        DispatchTime(uptimeNanoseconds: now().uptimeNanoseconds + UInt64(ms) * 1_000_000)
+    }
 }
 
 /// A backend that answers from a script, synchronously, and records what it was asked.
@@ -86,8 +88,10 @@ final class OutcomeBox: Sendable {
         return BackendAnswer(result: .receipt(receipt), calls: calls, appleStatus: 0, environment: environment)
     }
 
-    static func unavailable(_ status: Int? = 21005, kind: StatusClassification.RetryKind = .transient) -> BackendAnswer {
-        BackendAnswer(result: .retryable(kind), calls: 1, appleStatus: status, environment: .production,
+    static func unavailable(_ status: Int? = 21005, kind: StatusClassification.RetryKind = .transient) -> BackendAnswer
+    {
+        BackendAnswer(
+            result: .retryable(kind), calls: 1, appleStatus: status, environment: .production,
             message: "status \(status ?? 0)")
     }
 
@@ -97,8 +101,10 @@ final class OutcomeBox: Sendable {
         let verifier: ReceiptVerifier
         let box = OutcomeBox()
 
-        init(_ answers: [BackendAnswer], retryPolicy: RetryPolicy = RetryPolicy(), callDurationMs: Int = 0,
-             random: Double = 0.5, timeoutMs: Int = 30_000) {
+        init(
+            _ answers: [BackendAnswer], retryPolicy: RetryPolicy = RetryPolicy(), callDurationMs: Int = 0,
+            random: Double = 0.5, timeoutMs: Int = 30_000
+        ) {
             backend = ScriptedBackend(answers, clock: clock, callDurationMs: callDurationMs)
             verifier = ReceiptVerifier(
                 backend: backend, policy: ReceiptVerifierTests.policy, retryPolicy: retryPolicy,
@@ -106,9 +112,12 @@ final class OutcomeBox: Sendable {
                 logger: Logger(label: "test", threshold: .error))
         }
 
-        func verify(deadlineMs: Int = 60_000, expectations: VerificationExpectations = .init()) -> VerificationOutcome? {
+        func verify(deadlineMs: Int = 60_000, expectations: VerificationExpectations = .init()) -> VerificationOutcome?
+        {
             let box = box
-            verifier.verify(receiptData: "AAAA", expectations: expectations, deadline: clock.deadline(afterMs: deadlineMs)) {
+            verifier.verify(
+                receiptData: "AAAA", expectations: expectations, deadline: clock.deadline(afterMs: deadlineMs)
+            ) {
                 box.set($0)
             }
             clock.runUntilIdle()
@@ -120,7 +129,10 @@ final class OutcomeBox: Sendable {
     @Test func aValidReceiptIsVerifiedAtOnce() throws {
         let run = Run([Self.valid()])
         let outcome = try #require(run.verify(expectations: .init(transactionId: "42")))
-        guard case .verdict(let verdict) = outcome else { Issue.record("not a verdict: \(outcome)"); return }
+        guard case .verdict(let verdict) = outcome else {
+            Issue.record("not a verdict: \(outcome)")
+            return
+        }
         #expect(verdict.outcome == .verified)
         #expect(verdict.attempts == 1)
         #expect(verdict.environment == .production)
@@ -132,10 +144,14 @@ final class OutcomeBox: Sendable {
 
     @Test func retriesWithBackoffThenSucceeds() throws {
         let policy = RetryPolicy(maxAttempts: 5, baseDelayMs: 100, maxDelayMs: 1_000)
-        let run = Run([Self.unavailable(), Self.unavailable(nil), Self.unavailable(21199), Self.valid()],
+        let run = Run(
+            [Self.unavailable(), Self.unavailable(nil), Self.unavailable(21199), Self.valid()],
             retryPolicy: policy, random: 0.5)
         let outcome = try #require(run.verify())
-        guard case .verdict(let verdict) = outcome else { Issue.record("not a verdict: \(outcome)"); return }
+        guard case .verdict(let verdict) = outcome else {
+            Issue.record("not a verdict: \(outcome)")
+            return
+        }
         #expect(verdict.outcome == .verified)
         #expect(verdict.attempts == 4)
         #expect(run.clock.delays == [50, 100, 200])
@@ -144,7 +160,10 @@ final class OutcomeBox: Sendable {
     @Test func theRetryBudgetRunsOut() throws {
         let run = Run(Array(repeating: Self.unavailable(21009), count: 10), retryPolicy: RetryPolicy(maxAttempts: 3))
         let outcome = try #require(run.verify())
-        guard case .unavailable(let failure) = outcome else { Issue.record("not unavailable: \(outcome)"); return }
+        guard case .unavailable(let failure) = outcome else {
+            Issue.record("not unavailable: \(outcome)")
+            return
+        }
         #expect(failure.reason == .appleUnavailable)
         #expect(failure.attempts == 3)
         #expect(failure.appleStatus == 21009)
@@ -154,10 +173,16 @@ final class OutcomeBox: Sendable {
 
     @Test func theDeadlineStopsRetries() throws {
         // Each call takes 400 ms of the 1 s budget; the second retry would start too late.
-        let run = Run(Array(repeating: Self.unavailable(), count: 10), retryPolicy: RetryPolicy(maxAttempts: 10,
-            baseDelayMs: 100, maxDelayMs: 100), callDurationMs: 400, random: 0.999)
+        let run = Run(
+            Array(repeating: Self.unavailable(), count: 10),
+            retryPolicy: RetryPolicy(
+                maxAttempts: 10,
+                baseDelayMs: 100, maxDelayMs: 100), callDurationMs: 400, random: 0.999)
         let outcome = try #require(run.verify(deadlineMs: 1_000))
-        guard case .unavailable(let failure) = outcome else { Issue.record("not unavailable: \(outcome)"); return }
+        guard case .unavailable(let failure) = outcome else {
+            Issue.record("not unavailable: \(outcome)")
+            return
+        }
         #expect(failure.message.contains("deadline"))
         #expect(run.backend.requests.count == 2)
         // The second call may take only what is left of the deadline.
@@ -167,7 +192,10 @@ final class OutcomeBox: Sendable {
     @Test func anExpiredDeadlineMakesNoCall() throws {
         let run = Run([Self.valid()])
         let outcome = try #require(run.verify(deadlineMs: 0))
-        guard case .unavailable(let failure) = outcome else { Issue.record("not unavailable: \(outcome)"); return }
+        guard case .unavailable(let failure) = outcome else {
+            Issue.record("not unavailable: \(outcome)")
+            return
+        }
         #expect(failure.attempts == 0)
         #expect(run.backend.requests.isEmpty)
     }
@@ -179,10 +207,14 @@ final class OutcomeBox: Sendable {
     }
 
     @Test func malformedReceiptsAreRetriedOnlyAFewTimesThenInvalid() throws {
-        let run = Run(Array(repeating: Self.unavailable(21002, kind: .malformedReceipt), count: 10),
+        let run = Run(
+            Array(repeating: Self.unavailable(21002, kind: .malformedReceipt), count: 10),
             retryPolicy: RetryPolicy(maxAttempts: 6, malformedReceiptMaxAttempts: 3))
         let outcome = try #require(run.verify())
-        guard case .verdict(let verdict) = outcome else { Issue.record("not a verdict: \(outcome)"); return }
+        guard case .verdict(let verdict) = outcome else {
+            Issue.record("not a verdict: \(outcome)")
+            return
+        }
         #expect(verdict.outcome == .rejected)
         #expect(verdict.reason == .invalidReceipt)
         #expect(verdict.appleStatus == 21002)
@@ -190,9 +222,14 @@ final class OutcomeBox: Sendable {
     }
 
     @Test func configurationErrorsAreNeverRetried() throws {
-        let run = Run([BackendAnswer(result: .configurationError, calls: 1, appleStatus: 21004, environment: .production)])
+        let run = Run([
+            BackendAnswer(result: .configurationError, calls: 1, appleStatus: 21004, environment: .production)
+        ])
         let outcome = try #require(run.verify())
-        guard case .configurationError(let failure) = outcome else { Issue.record("not config: \(outcome)"); return }
+        guard case .configurationError(let failure) = outcome else {
+            Issue.record("not config: \(outcome)")
+            return
+        }
         #expect(failure.reason == .configError)
         #expect(failure.appleStatus == 21004)
         #expect(failure.attempts == 1)
@@ -200,21 +237,31 @@ final class OutcomeBox: Sendable {
     }
 
     @Test func permanentRejectionsAreNotRetried() throws {
-        let run = Run([BackendAnswer(result: .rejected(.invalidReceipt), calls: 2, appleStatus: 21003,
-            environment: .sandbox)])
+        let run = Run([
+            BackendAnswer(
+                result: .rejected(.invalidReceipt), calls: 2, appleStatus: 21003,
+                environment: .sandbox)
+        ])
         let outcome = try #require(run.verify())
-        guard case .verdict(let verdict) = outcome else { Issue.record("not a verdict: \(outcome)"); return }
+        guard case .verdict(let verdict) = outcome else {
+            Issue.record("not a verdict: \(outcome)")
+            return
+        }
         #expect(verdict.reason == .invalidReceipt)
         #expect(verdict.attempts == 2)
         #expect(verdict.environment == .sandbox)
     }
 
     @Test func retriesStartAtTheEnvironmentLearnedEarlier() throws {
-        let sandboxFailure = BackendAnswer(result: .retryable(.transient), calls: 2, appleStatus: 21005,
+        let sandboxFailure = BackendAnswer(
+            result: .retryable(.transient), calls: 2, appleStatus: 21005,
             environment: .sandbox)
         let run = Run([sandboxFailure, Self.valid(.sandbox)])
         let outcome = try #require(run.verify())
-        guard case .verdict(let verdict) = outcome else { Issue.record("not a verdict: \(outcome)"); return }
+        guard case .verdict(let verdict) = outcome else {
+            Issue.record("not a verdict: \(outcome)")
+            return
+        }
         #expect(verdict.environment == .sandbox)
         #expect(verdict.attempts == 3)
         #expect(run.backend.requests.map(\.startEnvironment) == [.production, .sandbox])
@@ -222,7 +269,8 @@ final class OutcomeBox: Sendable {
 
     @Test func aRedirectThatThenFailedStillTeachesTheEnvironment() throws {
         // Production said 21007, then the sandbox call timed out: no status from the sandbox, but two calls.
-        let timedOutAtSandbox = BackendAnswer(result: .retryable(.transient), calls: 2, appleStatus: nil,
+        let timedOutAtSandbox = BackendAnswer(
+            result: .retryable(.transient), calls: 2, appleStatus: nil,
             environment: .sandbox, message: "timeout")
         let run = Run([timedOutAtSandbox, Self.valid(.sandbox)])
         _ = try #require(run.verify())
@@ -232,14 +280,19 @@ final class OutcomeBox: Sendable {
     @Test func verdictRulesApplyToTheAnswer() throws {
         let run = Run([Self.valid()])
         let outcome = try #require(run.verify(expectations: .init(transactionId: "43")))
-        guard case .verdict(let verdict) = outcome else { Issue.record("not a verdict: \(outcome)"); return }
+        guard case .verdict(let verdict) = outcome else {
+            Issue.record("not a verdict: \(outcome)")
+            return
+        }
         #expect(verdict.reason == .transactionNotFound)
     }
 
     @Test func outcomesBecomeResultMessages() {
-        let submission = Submission(submissionId: "s1", receiptData: "AAAA", orderId: "o", userId: "u", submittedAtMs: 1)
-        let failure = VerificationOutcome.unavailable(VerificationFailure(
-            reason: .appleUnavailable, message: "m", appleStatus: 21005, environment: .production, attempts: 4))
+        let submission = Submission(
+            submissionId: "s1", receiptData: "AAAA", orderId: "o", userId: "u", submittedAtMs: 1)
+        let failure = VerificationOutcome.unavailable(
+            VerificationFailure(
+                reason: .appleUnavailable, message: "m", appleStatus: 21005, environment: .production, attempts: 4))
         let result = failure.result(for: submission, verifiedAtMs: 99)
         #expect(result.outcome == .failed)
         #expect(result.reason == .appleUnavailable)

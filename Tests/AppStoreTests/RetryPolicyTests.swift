@@ -20,35 +20,45 @@ import Testing
 
     @Test func retriesUntilTheAttemptBudgetIsSpent() {
         for attempt in 1..<5 {
-            #expect(policy.decide(
-                attemptsMade: attempt, malformedAttempts: 0, kind: .transient, remainingMs: 60_000,
-                minimumAttemptMs: 50, unitRandom: 0.5) == .retry(afterMs: policy.delayMs(beforeRetry: attempt, unitRandom: 0.5)))
+            #expect(
+                policy.decide(
+                    attemptsMade: attempt, malformedAttempts: 0, kind: .transient, remainingMs: 60_000,
+                    minimumAttemptMs: 50, unitRandom: 0.5)
+                    == .retry(afterMs: policy.delayMs(beforeRetry: attempt, unitRandom: 0.5)))
         }
-        #expect(policy.decide(
-            attemptsMade: 5, malformedAttempts: 0, kind: .transient, remainingMs: 60_000, minimumAttemptMs: 50,
-            unitRandom: 0.5) == .giveUp)
+        #expect(
+            policy.decide(
+                attemptsMade: 5, malformedAttempts: 0, kind: .transient, remainingMs: 60_000, minimumAttemptMs: 50,
+                unitRandom: 0.5) == .giveUp)
     }
 
     @Test func malformedReceiptsGetASmallerBudget() {
-        #expect(policy.decide(
-            attemptsMade: 1, malformedAttempts: 1, kind: .malformedReceipt, remainingMs: 60_000, minimumAttemptMs: 50,
-            unitRandom: 0) == .retry(afterMs: 0))
-        #expect(policy.decide(
-            attemptsMade: 2, malformedAttempts: 2, kind: .malformedReceipt, remainingMs: 60_000, minimumAttemptMs: 50,
-            unitRandom: 0) == .giveUp)
+        #expect(
+            policy.decide(
+                attemptsMade: 1, malformedAttempts: 1, kind: .malformedReceipt, remainingMs: 60_000,
+                minimumAttemptMs: 50,
+                unitRandom: 0) == .retry(afterMs: 0))
+        #expect(
+            policy.decide(
+                attemptsMade: 2, malformedAttempts: 2, kind: .malformedReceipt, remainingMs: 60_000,
+                minimumAttemptMs: 50,
+                unitRandom: 0) == .giveUp)
         // Earlier 21002s do not limit a transient failure.
-        #expect(policy.decide(
-            attemptsMade: 3, malformedAttempts: 2, kind: .transient, remainingMs: 60_000, minimumAttemptMs: 50,
-            unitRandom: 0) == .retry(afterMs: 0))
+        #expect(
+            policy.decide(
+                attemptsMade: 3, malformedAttempts: 2, kind: .transient, remainingMs: 60_000, minimumAttemptMs: 50,
+                unitRandom: 0) == .retry(afterMs: 0))
     }
 
     @Test func stopsWhenTheNextAttemptCouldNotFinishBeforeTheDeadline() {
         // Retry 2 with unitRandom 0.5 waits 100 ms.
-        #expect(policy.decide(
-            attemptsMade: 2, malformedAttempts: 0, kind: .transient, remainingMs: 149, minimumAttemptMs: 50,
-            unitRandom: 0.5) == .deadlineTooClose)
-        #expect(policy.decide(
-            attemptsMade: 2, malformedAttempts: 0, kind: .transient, remainingMs: 150, minimumAttemptMs: 50,
-            unitRandom: 0.5) == .retry(afterMs: 100))
+        #expect(
+            policy.decide(
+                attemptsMade: 2, malformedAttempts: 0, kind: .transient, remainingMs: 149, minimumAttemptMs: 50,
+                unitRandom: 0.5) == .deadlineTooClose)
+        #expect(
+            policy.decide(
+                attemptsMade: 2, malformedAttempts: 0, kind: .transient, remainingMs: 150, minimumAttemptMs: 50,
+                unitRandom: 0.5) == .retry(afterMs: 100))
     }
 }

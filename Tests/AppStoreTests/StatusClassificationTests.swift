@@ -48,8 +48,9 @@ import Testing
         #expect(Self.interpret(503, "<html>Service Unavailable</html>").result == .retryable(.transient))
         #expect(Self.interpret(200, "").result == .retryable(.transient))
         #expect(Self.interpret(200, "OK").result == .retryable(.transient))
-        #expect(Self.interpret(500, #"{"status":0,"receipt":{"bundle_id":"b","in_app":[]}}"#).result
-            == .retryable(.transient))
+        #expect(
+            Self.interpret(500, #"{"status":0,"receipt":{"bundle_id":"b","in_app":[]}}"#).result
+                == .retryable(.transient))
     }
 
     @Test func transportErrorsAreRetryable() {
@@ -64,9 +65,11 @@ import Testing
 
     @Test func aValidAnswerBecomesAReceiptOfTheAnsweringEnvironment() {
         let answer = Interpret.interpret(
-            .success(HTTPClientResponse(
-                status: 200,
-                body: Array(#"{"status":0,"environment":"Sandbox","receipt":{"bundle_id":"b","in_app":[]}}"#.utf8))),
+            .success(
+                HTTPClientResponse(
+                    status: 200,
+                    body: Array(
+                        #"{"status":0,"environment":"Sandbox","receipt":{"bundle_id":"b","in_app":[]}}"#.utf8))),
             environment: .sandbox, calls: 2
         ).backendAnswer
         #expect(answer.result == .receipt(AppleReceipt(environment: .sandbox, bundleId: "b", inApp: [])))

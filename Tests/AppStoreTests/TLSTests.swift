@@ -1,13 +1,14 @@
 import AppStore
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// TLS verification against a local HTTPS server (Python's ssl module) with a self-signed certificate made by
 /// `openssl` for this run.
 @Suite(.serialized) struct TLSTests {
     static let validBody =
-        #"{"status":0,"environment":"Production","receipt":{"bundle_id":"com.example.game","in_app":[{"transaction_id":"7","product_id":"p","purchase_date_ms":"1","quantity":"1"}]}}"#
+        #"{"status":0,"environment":"Production","receipt":{"bundle_id":"com.example.game","in_app":["#
+        + #"{"transaction_id":"7","product_id":"p","purchase_date_ms":"1","quantity":"1"}]}}"#
 
     static let serverScript = """
         import http.server, ssl, sys
@@ -46,7 +47,9 @@ import TestSupport
         openssl.standardError = FileHandle.nullDevice
         try openssl.run()
         openssl.waitUntilExit()
-        guard openssl.terminationStatus == 0 else { throw TestSupportError("openssl failed: \(openssl.terminationStatus)") }
+        guard openssl.terminationStatus == 0 else {
+            throw TestSupportError("openssl failed: \(openssl.terminationStatus)")
+        }
         try serverScript.write(toFile: directory + "/server.py", atomically: true, encoding: .utf8)
         return directory
     }
@@ -54,15 +57,18 @@ import TestSupport
     static func startServer(_ directory: String) async throws -> (ManagedProcess, String) {
         let process = try ManagedProcess(
             executable: "/usr/bin/env",
-            arguments: ["python3", directory + "/server.py", directory + "/cert.pem", directory + "/key.pem", validBody],
+            arguments: [
+                "python3", directory + "/server.py", directory + "/cert.pem", directory + "/key.pem", validBody,
+            ],
             name: "tls-server")
         let line = try await process.waitForStdoutLine { $0.hasPrefix("PORT=") }
         return (process, "https://127.0.0.1:\(line.dropFirst(5))/verifyReceipt")
     }
 
     static func post(_ url: String, caBundle: String?) async throws -> Result<HTTPClientResponse, HTTPClientError> {
-        let client = try CurlHTTPClient(configuration: HTTPClientConfiguration(
-            maxInFlight: 4, requestTimeoutMs: 5_000, caBundlePath: caBundle))
+        let client = try CurlHTTPClient(
+            configuration: HTTPClientConfiguration(
+                maxInFlight: 4, requestTimeoutMs: 5_000, caBundlePath: caBundle))
         defer { client.shutdown() }
         return await client.post(HTTPClientRequest(url: url, body: Array(#"{"receipt-data":"AAAA"}"#.utf8)))
     }
@@ -74,7 +80,10 @@ import TestSupport
         defer { server.send(signal: SIGKILL) }
 
         let refused = try await Self.post(url, caBundle: nil)
-        guard case .failure(let error) = refused else { Issue.record("an untrusted certificate was accepted"); return }
+        guard case .failure(let error) = refused else {
+            Issue.record("an untrusted certificate was accepted")
+            return
+        }
         #expect(error.kind == .tls)
 
         // The same server is accepted once its certificate is trusted through the CA bundle setting.
@@ -91,7 +100,10 @@ import TestSupport
         defer { server.send(signal: SIGKILL) }
 
         let result = try await Self.post(url, caBundle: directory + "/cert.pem")
-        guard case .failure(let error) = result else { Issue.record("a certificate for another host was accepted"); return }
+        guard case .failure(let error) = result else {
+            Issue.record("a certificate for another host was accepted")
+            return
+        }
         #expect(error.kind == .tls)
     }
 }

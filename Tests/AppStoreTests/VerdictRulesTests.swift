@@ -4,7 +4,8 @@ import Testing
 @testable import AppStore
 
 @Suite struct VerdictRulesTests {
-    static let policy = VerdictPolicy(allowedBundleIds: ["com.example.game", "com.example.other"], sandboxPolicy: .accept)
+    static let policy = VerdictPolicy(
+        allowedBundleIds: ["com.example.game", "com.example.other"], sandboxPolicy: .accept)
 
     static func transaction(_ id: String, product: String = "gems_100", cancelledAt: Int64? = nil) -> AppleTransaction {
         AppleTransaction(
@@ -28,7 +29,8 @@ import Testing
     }
 
     @Test func verifiesTheExpectedTransactionAndCarriesOnlyIt() {
-        let verdict = Self.evaluate(Self.receipt([Self.transaction("1"), Self.transaction("2")]), transactionId: "2",
+        let verdict = Self.evaluate(
+            Self.receipt([Self.transaction("1"), Self.transaction("2")]), transactionId: "2",
             productId: "gems_100")
         #expect(verdict.outcome == .verified)
         #expect(verdict.reason == nil)
@@ -37,14 +39,17 @@ import Testing
     }
 
     @Test func withoutAnExpectedTransactionCarriesEveryInAppTransaction() {
-        let verdict = Self.evaluate(Self.receipt([Self.transaction("1"), Self.transaction("2", product: "sub")],
-            latest: [Self.transaction("9")]))
+        let verdict = Self.evaluate(
+            Self.receipt(
+                [Self.transaction("1"), Self.transaction("2", product: "sub")],
+                latest: [Self.transaction("9")]))
         #expect(verdict.outcome == .verified)
         #expect(verdict.transactions.map(\.transactionId) == ["1", "2"])
     }
 
     @Test func findsTheExpectedTransactionInLatestReceiptInfo() {
-        let verdict = Self.evaluate(Self.receipt([Self.transaction("1")], latest: [Self.transaction("9")]),
+        let verdict = Self.evaluate(
+            Self.receipt([Self.transaction("1")], latest: [Self.transaction("9")]),
             transactionId: "9")
         #expect(verdict.outcome == .verified)
         #expect(verdict.transactions.map(\.transactionId) == ["9"])
@@ -61,14 +66,19 @@ import Testing
     }
 
     @Test func rejectsOtherAppsReceipts() {
-        #expect(Self.evaluate(Self.receipt([Self.transaction("1")], bundleId: "com.evil.app")).reason == .bundleMismatch)
+        #expect(
+            Self.evaluate(Self.receipt([Self.transaction("1")], bundleId: "com.evil.app")).reason == .bundleMismatch)
         #expect(Self.evaluate(Self.receipt([Self.transaction("1")], bundleId: nil)).reason == .bundleMismatch)
-        #expect(Self.evaluate(Self.receipt([Self.transaction("1")], bundleId: "COM.EXAMPLE.GAME")).reason == .bundleMismatch)
-        #expect(Self.evaluate(Self.receipt([Self.transaction("1")], bundleId: "com.example.other")).outcome == .verified)
+        #expect(
+            Self.evaluate(Self.receipt([Self.transaction("1")], bundleId: "COM.EXAMPLE.GAME")).reason == .bundleMismatch
+        )
+        #expect(
+            Self.evaluate(Self.receipt([Self.transaction("1")], bundleId: "com.example.other")).outcome == .verified)
     }
 
     @Test func rejectsAnAbsentExpectedTransaction() {
-        let verdict = Self.evaluate(Self.receipt([Self.transaction("1")], latest: [Self.transaction("2")]),
+        let verdict = Self.evaluate(
+            Self.receipt([Self.transaction("1")], latest: [Self.transaction("2")]),
             transactionId: "3")
         #expect(verdict.outcome == .rejected)
         #expect(verdict.reason == .transactionNotFound)
@@ -76,7 +86,8 @@ import Testing
     }
 
     @Test func rejectsAProductMismatch() {
-        let named = Self.evaluate(Self.receipt([Self.transaction("1", product: "gems_10")]), transactionId: "1",
+        let named = Self.evaluate(
+            Self.receipt([Self.transaction("1", product: "gems_10")]), transactionId: "1",
             productId: "gems_100")
         #expect(named.reason == .productMismatch)
         #expect(named.transactions.map(\.productId) == ["gems_10"])
@@ -121,7 +132,8 @@ import Testing
 
     @Test func theBundleRuleComesFirst() {
         let strict = VerdictPolicy(allowedBundleIds: ["com.example.game"], sandboxPolicy: .reject)
-        let verdict = Self.evaluate(Self.receipt([], environment: .sandbox, bundleId: "x"), transactionId: "1",
+        let verdict = Self.evaluate(
+            Self.receipt([], environment: .sandbox, bundleId: "x"), transactionId: "1",
             policy: strict)
         #expect(verdict.reason == .bundleMismatch)
     }
@@ -131,9 +143,12 @@ import Testing
             transactionId: "10", originalTransactionId: "9", productId: "sub", quantity: 3, purchaseDateMs: 11,
             expiresDateMs: 12, cancellationDateMs: nil, cancellationReason: nil, webOrderLineItemId: "13",
             inAppOwnershipType: "FAMILY_SHARED", isTrialPeriod: true)
-        #expect(VerdictRules.normalize(apple, .sandbox) == VerifiedTransaction(
-            transactionId: "10", originalTransactionId: "9", productId: "sub", quantity: 3, purchaseDateMs: 11,
-            expiresDateMs: 12, webOrderLineItemId: "13", inAppOwnershipType: "FAMILY_SHARED", isTrialPeriod: true,
-            environment: .sandbox))
+        #expect(
+            VerdictRules.normalize(apple, .sandbox)
+                == VerifiedTransaction(
+                    transactionId: "10", originalTransactionId: "9", productId: "sub", quantity: 3, purchaseDateMs: 11,
+                    expiresDateMs: 12, webOrderLineItemId: "13", inAppOwnershipType: "FAMILY_SHARED",
+                    isTrialPeriod: true,
+                    environment: .sandbox))
     }
 }

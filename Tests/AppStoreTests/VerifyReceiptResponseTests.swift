@@ -48,11 +48,13 @@ import Testing
                  "is_trial_period":"false","in_app_ownership_type":"PURCHASED"}]}}
             """)
         #expect(response.environment == "Sandbox")
-        #expect(response.inApp == [
-            AppleTransaction(
-                transactionId: "1000000460004095", originalTransactionId: "1000000460004095", productId: "gems_100",
-                quantity: 1, purchaseDateMs: 1_539_946_248_000, inAppOwnershipType: "PURCHASED", isTrialPeriod: false)
-        ])
+        #expect(
+            response.inApp == [
+                AppleTransaction(
+                    transactionId: "1000000460004095", originalTransactionId: "1000000460004095", productId: "gems_100",
+                    quantity: 1, purchaseDateMs: 1_539_946_248_000, inAppOwnershipType: "PURCHASED",
+                    isTrialPeriod: false)
+            ])
     }
 
     @Test func acceptsNumbersWhereStringsAreDocumentedAndStringsWhereNumbersAre() throws {
@@ -98,7 +100,9 @@ import Testing
 
     @Test func ignoresUnknownFieldsAndMissingOptionalObjects() throws {
         let response = try Self.decode(
-            #"{"status":0,"brand_new_field":{"x":[1,2]},"receipt":{"bundle_id":"b","in_app":[]},"pending_renewal_info":null}"#)
+            #"{"status":0,"brand_new_field":{"x":[1,2]},"receipt":{"bundle_id":"b","in_app":[]},"#
+                + #""pending_renewal_info":null}"#
+        )
         #expect(response.bundleId == "b")
         #expect(response.inApp.isEmpty)
         #expect(response.latestReceiptInfo.isEmpty)
@@ -164,7 +168,8 @@ import Testing
             let entry = """
                 {"quantity":"1","product_id":"one_month_subscription","transaction_id":"\(1_000_000_000_000 + index)",
                 "original_transaction_id":"1000000723811158","purchase_date":"2021-01-20 13:00:00 Etc/GMT",
-                "purchase_date_ms":"\(1_611_147_600_000 + Int64(index))","purchase_date_pst":"2021-01-20 05:00:00 America/Los_Angeles",
+                "purchase_date_ms":"\(1_611_147_600_000 + Int64(index))",
+                "purchase_date_pst":"2021-01-20 05:00:00 America/Los_Angeles",
                 "expires_date_ms":"1611147900000","web_order_line_item_id":"\(2_000_000 + index)",
                 "is_trial_period":"false","is_in_intro_offer_period":"false","in_app_ownership_type":"PURCHASED"}
                 """
@@ -173,7 +178,8 @@ import Testing
             index += 1
         }
         let inApp = transactions.joined(separator: ",")
-        let body = #"{"status":0,"environment":"Production","receipt":{"bundle_id":"com.example.game","in_app":["#
+        let body =
+            #"{"status":0,"environment":"Production","receipt":{"bundle_id":"com.example.game","in_app":["#
             + inApp + #"]},"latest_receipt_info":["# + inApp + "]}"
         #expect(body.utf8.count > 10_000_000)
         let response = try Self.decode(body)

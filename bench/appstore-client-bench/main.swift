@@ -42,9 +42,10 @@ struct Options {
             case "--receipt-bytes": options.receiptBytes = number()
             case "--coalesce-us": options.coalesceMicroseconds = Int(value()) ?? 1_000
             case "--help", "-h":
-                print("usage: appstore-client-bench --url http://127.0.0.1:PORT [--count N] [--warmup N] "
-                    + "[--in-flight N] [--latency-ms N (the fake's, for the ideal rate)] [--receipt-bytes N] "
-                    + "[--coalesce-us N (completion batching window)]")
+                print(
+                    "usage: appstore-client-bench --url http://127.0.0.1:PORT [--count N] [--warmup N] "
+                        + "[--in-flight N] [--latency-ms N (the fake's, for the ideal rate)] [--receipt-bytes N] "
+                        + "[--coalesce-us N (completion batching window)]")
                 exit(0)
             default: fail("unknown argument \(arguments[index])")
             }
@@ -123,12 +124,13 @@ let options = Options.parse(Array(CommandLine.arguments.dropFirst()))
 let logger = Logger(label: "appstore-client-bench", threshold: .warning)
 let settings: AppStoreSettings
 do {
-    settings = try AppStoreSettings.fromEnvironment(Settings(environment: [
-        "APPLE_VERIFY_RECEIPT_URL": options.url + "/verifyReceipt",
-        "APPLE_SANDBOX_VERIFY_RECEIPT_URL": options.url + "/sandbox/verifyReceipt",
-        "ALLOWED_BUNDLE_IDS": "com.example.game", "VERIFIER_MAX_IN_FLIGHT": String(options.inFlight),
-        "APPLE_TIMEOUT_MS": "30000",
-    ]))
+    settings = try AppStoreSettings.fromEnvironment(
+        Settings(environment: [
+            "APPLE_VERIFY_RECEIPT_URL": options.url + "/verifyReceipt",
+            "APPLE_SANDBOX_VERIFY_RECEIPT_URL": options.url + "/sandbox/verifyReceipt",
+            "ALLOWED_BUNDLE_IDS": "com.example.game", "VERIFIER_MAX_IN_FLIGHT": String(options.inFlight),
+            "APPLE_TIMEOUT_MS": "30000",
+        ]))
 } catch {
     fail("\(error)")
 }
@@ -138,7 +140,8 @@ do {
     clientConfiguration.completionCoalescingMicroseconds = options.coalesceMicroseconds
     let client = try CurlHTTPClient(configuration: clientConfiguration)
     verifier = ReceiptVerifier(
-        backend: VerifyReceiptBackend(client: client, endpoints: settings.endpoints, sharedSecret: settings.sharedSecret),
+        backend: VerifyReceiptBackend(
+            client: client, endpoints: settings.endpoints, sharedSecret: settings.sharedSecret),
         policy: settings.verdictPolicy, retryPolicy: settings.retryPolicy, requestTimeoutMs: settings.timeoutMs,
         logger: logger)
 } catch {
@@ -160,7 +163,8 @@ _ = Driver(verifier: verifier, receipt: receipt, total: options.warmup).run(inFl
 
 let cpuBefore = cpuMicroseconds()
 let started = Clock.monotonicNanoseconds()
-let (verified, other) = Driver(verifier: verifier, receipt: receipt, total: options.count).run(inFlight: options.inFlight)
+let (verified, other) = Driver(verifier: verifier, receipt: receipt, total: options.count).run(
+    inFlight: options.inFlight)
 let seconds = Clock.secondsSince(started)
 let cpu = cpuMicroseconds() - cpuBefore
 
@@ -176,11 +180,14 @@ print("completion batching:      \(options.coalesceMicroseconds) µs window")
 print("receipt bytes:            \(receipt.utf8.count)")
 print("elapsed:                  \(String(format: "%.2f", seconds)) s")
 print("achieved rate:            \(String(format: "%.0f", rate)) verifications/s")
-print("ideal rate:               \(String(format: "%.0f", ideal)) verifications/s (in flight / \(options.latencyMs) ms)")
+print(
+    "ideal rate:               \(String(format: "%.0f", ideal)) verifications/s (in flight / \(options.latencyMs) ms)")
 print("efficiency:               \(String(format: "%.1f", rate / ideal * 100)) % of ideal")
-print("client CPU:               \(String(format: "%.1f", cpuPerVerification)) µs per verification "
-    + "(\(String(format: "%.2f", Double(cpu) / 1e6)) s user+sys)")
-print("RESULT {\"verifications\":\(options.count),\"verified\":\(verified),\"in_flight\":\(options.inFlight),"
-    + "\"rate_per_s\":\(Int(rate)),\"ideal_per_s\":\(Int(ideal)),\"cpu_us_per_verification\":"
-    + "\(String(format: "%.1f", cpuPerVerification))}")
+print(
+    "client CPU:               \(String(format: "%.1f", cpuPerVerification)) µs per verification "
+        + "(\(String(format: "%.2f", Double(cpu) / 1e6)) s user+sys)")
+print(
+    "RESULT {\"verifications\":\(options.count),\"verified\":\(verified),\"in_flight\":\(options.inFlight),"
+        + "\"rate_per_s\":\(Int(rate)),\"ideal_per_s\":\(Int(ideal)),\"cpu_us_per_verification\":"
+        + "\(String(format: "%.1f", cpuPerVerification))}")
 exit(verified == options.count ? 0 : 1)

@@ -20,7 +20,9 @@ public final class CurlHTTPClient: Sendable {
         loop = try CurlMultiLoop(configuration: configuration, inFlightGauge: gauge)
         loop.start()
         if let metrics {
-            metrics.collect("appstore_http_queued", help: "HTTP requests waiting for a free in-flight slot", kind: .gauge) {
+            metrics.collect(
+                "appstore_http_queued", help: "HTTP requests waiting for a free in-flight slot", kind: .gauge
+            ) {
                 [loop] in [([], Double(loop.queuedCount))]
             }
         }

@@ -209,7 +209,8 @@ final class CurlMultiLoop: @unchecked Sendable {
             guard code == CURLM_OK else {
                 recycle(easy)
                 let message = String(cString: curl_multi_strerror(code))
-                finish(transfer, .failure(HTTPClientError(kind: .other, curlCode: Int32(code.rawValue), message: message)))
+                finish(
+                    transfer, .failure(HTTPClientError(kind: .other, curlCode: Int32(code.rawValue), message: message)))
                 continue
             }
             active[easy] = transfer

@@ -57,7 +57,8 @@ final class CurlTransfer: @unchecked Sendable {
     /// Sets this request's own options on `easy`. `headers` is a header list the loop owns and keeps alive.
     /// Returns an error for a request libcurl refuses.
     func configure(
-        easy: UnsafeMutableRawPointer, headers: UnsafeMutablePointer<curl_slist>?, configuration: HTTPClientConfiguration
+        easy: UnsafeMutableRawPointer, headers: UnsafeMutablePointer<curl_slist>?,
+        configuration: HTTPClientConfiguration
     ) -> HTTPClientError? {
         self.easy = easy
         let body = UnsafeMutableRawBufferPointer.allocate(byteCount: max(request.body.count, 1), alignment: 1)
@@ -66,7 +67,8 @@ final class CurlTransfer: @unchecked Sendable {
         }
         bodyBuffer = body
         let timeout = min(request.timeoutMs ?? configuration.requestTimeoutMs, configuration.requestTimeoutMs)
-        let isHTTPS = request.url.utf8.count > 6
+        let isHTTPS =
+            request.url.utf8.count > 6
             && request.url.utf8.prefix(6).map { $0 | 0x20 } == Array("https:".utf8)
         let codes: [CURLcode] = [
             ccurl_easy_setopt_string(easy, CURLOPT_URL, request.url),
@@ -76,7 +78,8 @@ final class CurlTransfer: @unchecked Sendable {
             ccurl_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, Unmanaged.passUnretained(self).toOpaque()),
             ccurl_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer),
             ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, timeout)),
-            ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, max(1, min(timeout, configuration.connectTimeoutMs))),
+            ccurl_easy_setopt_long(
+                easy, CURLOPT_CONNECTTIMEOUT_MS, max(1, min(timeout, configuration.connectTimeoutMs))),
             // Over TLS, wait for an HTTP/2 connection being set up rather than opening a parallel one, so requests
             // multiplex.
             ccurl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, isHTTPS ? 1 : 0),
@@ -103,13 +106,15 @@ final class CurlTransfer: @unchecked Sendable {
     func result(code: CURLcode) -> Result<HTTPClientResponse, HTTPClientError> {
         guard code == CURLE_OK else {
             if responseTooLarge {
-                return .failure(HTTPClientError(
-                    kind: .responseTooLarge, curlCode: Int32(code.rawValue),
-                    message: "response over \(maxResponseBytes) bytes"))
+                return .failure(
+                    HTTPClientError(
+                        kind: .responseTooLarge, curlCode: Int32(code.rawValue),
+                        message: "response over \(maxResponseBytes) bytes"))
             }
             let detail = String(cString: errorBuffer)
             let message = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
-            return .failure(HTTPClientError(kind: Self.kind(of: code), curlCode: Int32(code.rawValue), message: message))
+            return .failure(
+                HTTPClientError(kind: Self.kind(of: code), curlCode: Int32(code.rawValue), message: message))
         }
         var status = 0
         var version = 0
@@ -119,8 +124,10 @@ final class CurlTransfer: @unchecked Sendable {
             _ = ccurl_easy_getinfo_long(easy, CURLINFO_HTTP_VERSION, &version)
             _ = ccurl_easy_getinfo_long(easy, CURLINFO_NUM_CONNECTS, &connects)
         }
-        return .success(HTTPClientResponse(
-            status: status, body: responseBody, httpVersion: Self.versionName(version), connectionsOpened: connects))
+        return .success(
+            HTTPClientResponse(
+                status: status, body: responseBody, httpVersion: Self.versionName(version), connectionsOpened: connects)
+        )
     }
 
     /// CURL_HTTP_VERSION_* as text.

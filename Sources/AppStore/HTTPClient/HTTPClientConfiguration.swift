@@ -23,7 +23,8 @@ public struct HTTPClientConfiguration: Sendable {
     public init(
         maxInFlight: Int = 512, requestTimeoutMs: Int = 30_000, connectTimeoutMs: Int = 10_000,
         caBundlePath: String? = nil, maxResponseBytes: Int = 64 << 20,
-        completionConcurrency: Int = ProcessInfo.processInfo.activeProcessorCount, userAgent: String = "receipt-verifier",
+        completionConcurrency: Int = ProcessInfo.processInfo.activeProcessorCount,
+        userAgent: String = "receipt-verifier",
         completionCoalescingMicroseconds: Int = 1_000
     ) {
         self.maxInFlight = maxInFlight

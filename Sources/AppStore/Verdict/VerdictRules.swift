@@ -91,7 +91,8 @@ public enum VerdictRules {
     {
         VerifiedTransaction(
             transactionId: transaction.transactionId, originalTransactionId: transaction.originalTransactionId,
-            productId: transaction.productId, quantity: transaction.quantity, purchaseDateMs: transaction.purchaseDateMs,
+            productId: transaction.productId, quantity: transaction.quantity,
+            purchaseDateMs: transaction.purchaseDateMs,
             expiresDateMs: transaction.expiresDateMs, cancellationDateMs: transaction.cancellationDateMs,
             cancellationReason: transaction.cancellationReason, webOrderLineItemId: transaction.webOrderLineItemId,
             inAppOwnershipType: transaction.inAppOwnershipType, isTrialPeriod: transaction.isTrialPeriod,

@@ -107,9 +107,11 @@ public final class ReceiptVerifier: Sendable {
     private func attempt(_ state: AttemptState, completion: @escaping @Sendable (VerificationOutcome) -> Void) {
         let remaining = remainingMs(until: state.deadline)
         guard remaining >= Self.minimumAttemptMs else {
-            finish(.unavailable(VerificationFailure(
-                reason: .appleUnavailable, message: "the deadline passed before Apple could be asked",
-                appleStatus: nil, environment: nil, attempts: state.calls)), completion)
+            finish(
+                .unavailable(
+                    VerificationFailure(
+                        reason: .appleUnavailable, message: "the deadline passed before Apple could be asked",
+                        appleStatus: nil, environment: nil, attempts: state.calls)), completion)
             return
         }
         let request = BackendRequest(
@@ -134,19 +136,29 @@ public final class ReceiptVerifier: Sendable {
         switch answer.result {
         case .receipt(let receipt):
             let verdict = VerdictRules.evaluate(receipt, expectations: state.expectations, policy: policy)
-            finish(.verdict(ReceiptVerdict(
-                outcome: verdict.outcome, reason: verdict.reason, message: verdict.message,
-                appleStatus: receipt.status, environment: receipt.environment, bundleId: receipt.bundleId,
-                transactions: verdict.transactions, attempts: state.calls)), completion)
+            finish(
+                .verdict(
+                    ReceiptVerdict(
+                        outcome: verdict.outcome, reason: verdict.reason, message: verdict.message,
+                        appleStatus: receipt.status, environment: receipt.environment, bundleId: receipt.bundleId,
+                        transactions: verdict.transactions, attempts: state.calls)), completion)
         case .rejected(let reason):
-            finish(.verdict(ReceiptVerdict(
-                outcome: reason.outcome, reason: reason, message: answer.message, appleStatus: answer.appleStatus,
-                environment: answer.environment, bundleId: nil, transactions: [], attempts: state.calls)), completion)
+            finish(
+                .verdict(
+                    ReceiptVerdict(
+                        outcome: reason.outcome, reason: reason, message: answer.message,
+                        appleStatus: answer.appleStatus,
+                        environment: answer.environment, bundleId: nil, transactions: [], attempts: state.calls)),
+                completion)
         case .configurationError:
-            finish(.configurationError(VerificationFailure(
-                reason: .configError, message: (answer.message ?? "configuration error")
-                    + ": check APPLE_SHARED_SECRET and the verifyReceipt URLs",
-                appleStatus: answer.appleStatus, environment: answer.environment, attempts: state.calls)), completion)
+            finish(
+                .configurationError(
+                    VerificationFailure(
+                        reason: .configError,
+                        message: (answer.message ?? "configuration error")
+                            + ": check APPLE_SHARED_SECRET and the verifyReceipt URLs",
+                        appleStatus: answer.appleStatus, environment: answer.environment, attempts: state.calls)),
+                completion)
         case .retryable(let kind):
             var state = state
             if kind == .malformedReceipt { state.malformedAttempts += 1 }
@@ -156,26 +168,35 @@ public final class ReceiptVerifier: Sendable {
                 unitRandom: random())
             switch decision {
             case .retry(let delayMs):
-                logger.debug("retrying Apple", [
-                    "attempt": .int(state.attempts), "delay_ms": .int(delayMs),
-                    "apple_status": .int(answer.appleStatus ?? -1),
-                ])
+                logger.debug(
+                    "retrying Apple",
+                    [
+                        "attempt": .int(state.attempts), "delay_ms": .int(delayMs),
+                        "apple_status": .int(answer.appleStatus ?? -1),
+                    ])
                 let next = state
                 clock.schedule(afterMs: delayMs) { [self] in attempt(next, completion: completion) }
-            case .giveUp where kind == .malformedReceipt
+            case .giveUp
+            where kind == .malformedReceipt
                 && state.malformedAttempts >= retryPolicy.malformedReceiptMaxAttempts:
                 // Repeated 21002: the receipt itself is malformed, not Apple.
-                finish(.verdict(ReceiptVerdict(
-                    outcome: .rejected, reason: .invalidReceipt,
-                    message: "Apple answered 21002 (malformed receipt data) \(state.malformedAttempts) times",
-                    appleStatus: answer.appleStatus, environment: answer.environment, bundleId: nil, transactions: [],
-                    attempts: state.calls)), completion)
+                finish(
+                    .verdict(
+                        ReceiptVerdict(
+                            outcome: .rejected, reason: .invalidReceipt,
+                            message: "Apple answered 21002 (malformed receipt data) \(state.malformedAttempts) times",
+                            appleStatus: answer.appleStatus, environment: answer.environment, bundleId: nil,
+                            transactions: [],
+                            attempts: state.calls)), completion)
             case .giveUp, .deadlineTooClose:
                 let why = decision == .giveUp ? "retry budget spent" : "deadline reached"
-                finish(.unavailable(VerificationFailure(
-                    reason: .appleUnavailable,
-                    message: "\(why) after \(state.attempts) attempt(s); last: \(answer.message ?? "no answer")",
-                    appleStatus: answer.appleStatus, environment: answer.environment, attempts: state.calls)),
+                finish(
+                    .unavailable(
+                        VerificationFailure(
+                            reason: .appleUnavailable,
+                            message:
+                                "\(why) after \(state.attempts) attempt(s); last: \(answer.message ?? "no answer")",
+                            appleStatus: answer.appleStatus, environment: answer.environment, attempts: state.calls)),
                     completion)
             }
         }

@@ -10,7 +10,9 @@ public struct RetryPolicy: Sendable, Equatable {
     public var baseDelayMs: Int
     public var maxDelayMs: Int
 
-    public init(maxAttempts: Int = 4, malformedReceiptMaxAttempts: Int = 3, baseDelayMs: Int = 250, maxDelayMs: Int = 5_000) {
+    public init(
+        maxAttempts: Int = 4, malformedReceiptMaxAttempts: Int = 3, baseDelayMs: Int = 250, maxDelayMs: Int = 5_000
+    ) {
         precondition(maxAttempts >= 1 && malformedReceiptMaxAttempts >= 1, "a verification makes at least one attempt")
         precondition(baseDelayMs >= 0 && maxDelayMs >= baseDelayMs, "0 <= baseDelayMs <= maxDelayMs")
         self.maxAttempts = maxAttempts

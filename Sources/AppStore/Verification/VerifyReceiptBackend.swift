@@ -39,7 +39,8 @@ public final class VerifyReceiptBackend: ReceiptVerificationBackend {
         let body = VerifyReceiptRequestBody.make(
             receiptData: request.receiptData, sharedSecret: sharedSecret,
             excludeOldTransactions: excludeOldTransactions)
-        call(environment: request.startEnvironment, body: body, timeoutMs: request.timeoutMs, calls: 0,
+        call(
+            environment: request.startEnvironment, body: body, timeoutMs: request.timeoutMs, calls: 0,
             redirected: false, completion: completion)
     }
 
@@ -56,14 +57,16 @@ public final class VerifyReceiptBackend: ReceiptVerificationBackend {
                 // Followed once; an endpoint sending us back, or to itself, is Apple being confused: retry later.
                 guard !redirected, target != environment else {
                     let problem = target == environment ? "redirected to itself" : "redirected back"
-                    completion(BackendAnswer(
-                        result: .retryable(.transient), calls: calls + 1, appleStatus: answer.appleStatus,
-                        environment: environment,
-                        message: "\(environment.rawValue) verifyReceipt \(problem) "
-                            + "(status \(answer.appleStatus ?? 0))"))
+                    completion(
+                        BackendAnswer(
+                            result: .retryable(.transient), calls: calls + 1, appleStatus: answer.appleStatus,
+                            environment: environment,
+                            message: "\(environment.rawValue) verifyReceipt \(problem) "
+                                + "(status \(answer.appleStatus ?? 0))"))
                     return
                 }
-                call(environment: target, body: body, timeoutMs: timeoutMs, calls: calls + 1, redirected: true,
+                call(
+                    environment: target, body: body, timeoutMs: timeoutMs, calls: calls + 1, redirected: true,
                     completion: completion)
                 return
             }
@@ -81,7 +84,9 @@ public final class VerifyReceiptBackend: ReceiptVerificationBackend {
     static func interpret(
         _ result: Result<HTTPClientResponse, HTTPClientError>, environment: AppStoreEnvironment, calls: Int
     ) -> Interpretation {
-        func answer(_ classification: StatusClassification, status: Int?, message: String?, receipt: AppleReceipt? = nil)
+        func answer(
+            _ classification: StatusClassification, status: Int?, message: String?, receipt: AppleReceipt? = nil
+        )
             -> Interpretation
         {
             let backendResult: BackendAnswer.Result

@@ -51,11 +51,15 @@ extension AppleTransaction: Decodable {
         }
         guard let productId = string("product_id") else {
             throw DecodingError.dataCorrupted(
-                .init(codingPath: decoder.codingPath, debugDescription: "transaction \(transactionId) without product_id"))
+                .init(
+                    codingPath: decoder.codingPath, debugDescription: "transaction \(transactionId) without product_id")
+            )
         }
         guard let purchaseDateMs = int64("purchase_date_ms") else {
             throw DecodingError.dataCorrupted(
-                .init(codingPath: decoder.codingPath, debugDescription: "transaction \(transactionId) without purchase_date_ms"))
+                .init(
+                    codingPath: decoder.codingPath,
+                    debugDescription: "transaction \(transactionId) without purchase_date_ms"))
         }
         self.init(
             transactionId: transactionId,

@@ -114,7 +114,8 @@ extension VerifyReceiptResponse: Decodable {
         if c.contains(receiptKey), (try? c.decodeNil(forKey: receiptKey)) == false {
             do {
                 let receipt = try c.nestedContainer(keyedBy: AnyCodingKey.self, forKey: receiptKey)
-                bundleId = receipt.lenientString(AnyCodingKey("bundle_id")) ?? receipt.lenientString(AnyCodingKey("bid"))
+                bundleId =
+                    receipt.lenientString(AnyCodingKey("bundle_id")) ?? receipt.lenientString(AnyCodingKey("bid"))
                 if receipt.contains(AnyCodingKey("in_app")) {
                     inApp = try receipt.decodeIfPresent([AppleTransaction].self, forKey: AnyCodingKey("in_app")) ?? []
                 } else if receipt.contains(AnyCodingKey("transaction_id")) {
@@ -122,7 +123,7 @@ extension VerifyReceiptResponse: Decodable {
                     inApp = [try c.decode(AppleTransaction.self, forKey: receiptKey)]
                     isLegacy = true
                 }
-            } catch where !mustDecodeReceipt {
+            } catch  where !mustDecodeReceipt {
                 bundleId = nil
                 inApp = []
             }
@@ -131,7 +132,7 @@ extension VerifyReceiptResponse: Decodable {
         do {
             latest = try Self.decodeOneOrMany(c, "latest_receipt_info")
             if latest.isEmpty { latest = try Self.decodeOneOrMany(c, "latest_expired_receipt_info") }
-        } catch where !mustDecodeReceipt {
+        } catch  where !mustDecodeReceipt {
             latest = []
         }
         self.bundleId = bundleId
