@@ -29,7 +29,8 @@ public final class EmbeddedKafkaCluster: Sendable {
         logger: Logger = Logger(label: "embedded-kafka", threshold: .warning)
     ) throws(KafkaError) {
         guard brokers >= 1 else {
-            throw KafkaError(code: KafkaError.invalidArgument, message: "a cluster needs at least 1 broker, not \(brokers)")
+            throw KafkaError(
+                code: KafkaError.invalidArgument, message: "a cluster needs at least 1 broker, not \(brokers)")
         }
         let context = RDKafkaCallbackContext(logger: logger, statistics: KafkaStatisticsStore())
         let retained = Unmanaged.passRetained(context)

@@ -66,7 +66,8 @@ public final class KafkaConsumer: Sendable {
         effective["enable.auto.offset.store"] = "false"
         let logger = logger.named(logger.label + ".kafka-consumer").with(["group_id": .string(groupId)])
         let context = RDKafkaCallbackContext(logger: logger, statistics: KafkaStatisticsStore())
-        let handle = try RDKafkaClient.make(.consumer, configuration: effective, context: context, rebalanceCallback: true)
+        let handle = try RDKafkaClient.make(
+            .consumer, configuration: effective, context: context, rebalanceCallback: true)
         // Everything (rebalances, errors, statistics) is served by rd_kafka_consumer_poll on the poll thread.
         rd_kafka_poll_set_consumer(handle.pointer)
         self.groupId = groupId
@@ -121,8 +122,8 @@ public final class KafkaConsumer: Sendable {
 
     /// Stops fetching `partitions` (the consumer keeps polling and stays in the group). Messages fetched but not
     /// yet handed out are not handed out while paused (librdkafka refetches them after `resume`, from the position
-    /// after the last message handed out; one already in a delegate call may still arrive). A pause does not survive a rebalance: partitions assigned again start
-    /// unpaused, so re-apply it in `didAssign` if the reason still holds.
+    /// after the last message handed out; one already in a delegate call may still arrive). A pause does not survive
+    /// a rebalance: partitions assigned again start unpaused, so re-apply it in `didAssign` if the reason still holds.
     public func pause(_ partitions: [TopicPartition]) {
         changeFetching(partitions, pause: true)
     }
@@ -210,7 +211,8 @@ public final class KafkaConsumer: Sendable {
         if code == RD_KAFKA_RESP_ERR_NO_ERROR {
             delegate?.consumer(self, didReceive: RDKafkaMessageReader.read(message))
         } else if code != RD_KAFKA_RESP_ERR__PARTITION_EOF {
-            let text = rd_kafka_message_errstr(message).map { String(cString: $0) } ?? KafkaError.describe(code: code.rawValue)
+            let text =
+                rd_kafka_message_errstr(message).map { String(cString: $0) } ?? KafkaError.describe(code: code.rawValue)
             report(KafkaError(code: code.rawValue, message: text))
         }
     }
@@ -220,7 +222,8 @@ public final class KafkaConsumer: Sendable {
         // Serves the final revoke (delegate's willRevoke) and commits stored offsets.
         let code = rd_kafka_consumer_close(handle.pointer)
         if code != RD_KAFKA_RESP_ERR_NO_ERROR {
-            logger.warning("consumer close reported an error", ["error": .string(KafkaError.describe(code: code.rawValue))])
+            logger.warning(
+                "consumer close reported an error", ["error": .string(KafkaError.describe(code: code.rawValue))])
         }
         if handle.retire() {
             handle.destroy()

@@ -210,7 +210,8 @@ final class ProducerCore: Sendable {
         }
         pollThread.requestStop()
         guard pollThread.wait(timeout: .seconds(5)) else {
-            logger.error("producer close: poll thread did not stop (a delivery completion is blocking); abandoning client")
+            logger.error(
+                "producer close: poll thread did not stop (a delivery completion is blocking); abandoning client")
             return
         }
         guard handle.retire() else { return }

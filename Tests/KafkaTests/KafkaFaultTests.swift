@@ -169,7 +169,9 @@ struct KafkaFaultTests {
         #expect(ContinuousClock.now - start < .seconds(4))
         // The delegate heard the revoke of its partition on the way out.
         #expect(await eventually(timeout: .seconds(5)) { delegate.events.last?.kind == .revoking })
-        #expect(throws: KafkaError.self) { try consumer.storeOffset(TopicPartition(topic: topic, partition: 0), nextOffset: 1) }
+        #expect(throws: KafkaError.self) {
+            try consumer.storeOffset(TopicPartition(topic: topic, partition: 0), nextOffset: 1)
+        }
         cluster.setBrokerUp(1)
     }
 

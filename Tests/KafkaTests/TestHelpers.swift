@@ -63,7 +63,11 @@ final class RecordingDelegate: KafkaConsumerDelegate {
         state.withLock { state in
             var current = Set<TopicPartition>()
             for event in state.events {
-                if event.kind == .assigned { current.formUnion(event.partitions) } else { current.subtract(event.partitions) }
+                if event.kind == .assigned {
+                    current.formUnion(event.partitions)
+                } else {
+                    current.subtract(event.partitions)
+                }
             }
             return current
         }

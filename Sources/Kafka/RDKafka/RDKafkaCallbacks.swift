@@ -67,7 +67,8 @@ enum RDKafkaCallbacks {
                 delivery.complete(
                     .success(
                         KafkaDeliveryReport(
-                            topic: delivery.topic, partition: message.pointee.partition, offset: message.pointee.offset)))
+                            topic: delivery.topic, partition: message.pointee.partition,
+                            offset: message.pointee.offset)))
             } else {
                 delivery.complete(
                     .failure(

@@ -65,7 +65,8 @@ enum RDKafkaProduce {
             header.name.withCString { name in
                 if let value = header.value {
                     value.withUnsafeBytes { bytes in
-                        _ = rd_kafka_header_add(list, name, -1, bytes.baseAddress ?? UnsafeRawPointer(emptyBytes), bytes.count)
+                        let pointer = bytes.baseAddress ?? UnsafeRawPointer(emptyBytes)
+                        _ = rd_kafka_header_add(list, name, -1, pointer, bytes.count)
                     }
                 } else {
                     _ = rd_kafka_header_add(list, name, -1, nil, 0)
