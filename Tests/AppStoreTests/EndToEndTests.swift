@@ -2,6 +2,7 @@ import AppStore
 import FakeAppStore
 import Foundation
 import ReceiptModel
+import ServiceSupport
 import Testing
 
 /// The real libcurl client, backend and verifier against the in-process fake App Store.
@@ -298,7 +299,7 @@ import Testing
         #expect(error.kind == .connectionFailed)
 
         let replacement = FakeAppStoreServer(
-            configuration: .init(threadCount: 1), logger: .init(label: "t", threshold: .error))
+            configuration: .init(threadCount: 1), logger: .quiet)
         try replacement.start()
         defer { replacement.stop() }
         let body = Array(#"{"receipt-data":"\#(FakeReceipt.valid())"}"#.utf8)
@@ -312,7 +313,7 @@ import Testing
     @Test func releasingTheClientFailsWhatIsInFlight() async throws {
         let fake = FakeAppStoreServer(
             configuration: .init(threadCount: 1, hangSeconds: 5),
-            logger: .init(label: "t", threshold: .error))
+            logger: .quiet)
         try fake.start()
         defer { fake.stop() }
         let body = Array(#"{"receipt-data":"\#(FakeReceipt.hang())"}"#.utf8)
@@ -343,7 +344,7 @@ import Testing
 
     @Test func responsesOverTheSizeLimitFail() async throws {
         let fake = FakeAppStoreServer(
-            configuration: .init(threadCount: 1), logger: .init(label: "t", threshold: .error))
+            configuration: .init(threadCount: 1), logger: .quiet)
         try fake.start()
         defer { fake.stop() }
         let client = try CurlHTTPClient(
@@ -372,6 +373,28 @@ import Testing
             opened.append(response.connectionsOpened)
         }
         #expect(opened == [1, 0, 0])
+    }
+
+    @Test func callsAreCountedByEnvironmentAndOutcome() async throws {
+        let fake = FakeAppStoreServer(configuration: .init(threadCount: 1), logger: .quiet)
+        try fake.start()
+        defer { fake.stop() }
+        let registry = MetricsRegistry()
+        let settings = AppStoreSettings(
+            endpoints: .init(production: fake.productionURL, sandbox: fake.sandboxURL),
+            verdictPolicy: VerdictPolicy(allowedBundleIds: [FakeAppStoreHarness.bundleId]), maxInFlight: 8)
+        let verifier = try ReceiptVerifier.verifyReceipt(settings: settings, logger: .quiet, metrics: registry)
+        defer { verifier.shutdown() }
+        let outcome = await verifier.verify(
+            receiptData: FakeReceipt.valid(environment: "Sandbox"), expectations: .init(),
+            deadline: .now() + .seconds(10))
+        #expect(outcome.verdict?.outcome == .verified)
+        let text = registry.render()
+        #expect(text.contains(#"appstore_verifyreceipt_calls_total{environment="Production",outcome="redirect"} 1"#))
+        #expect(text.contains(#"appstore_verifyreceipt_calls_total{environment="Sandbox",outcome="valid"} 1"#))
+        #expect(text.contains(#"appstore_verifications_total{outcome="verified"} 1"#))
+        #expect(text.contains(#"appstore_verifyreceipt_call_duration_seconds_count{environment="Sandbox"} 1"#))
+        #expect(text.contains("appstore_http_in_flight"))
     }
 
     /// A port nothing listens on: bound, then released.

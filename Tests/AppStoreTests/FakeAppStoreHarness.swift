@@ -21,7 +21,7 @@ final class FakeAppStoreHarness: Sendable {
         sandboxPolicy: SandboxPolicy = .accept, sharedSecret: String? = nil, fakeSharedSecret: String? = nil,
         maxInFlight: Int = 64, productionURL: String? = nil
     ) throws {
-        let logger = Logger(label: "appstore-test", threshold: .error)
+        let logger = Logger.quiet
         fake = FakeAppStoreServer(
             configuration: .init(sharedSecret: fakeSharedSecret, threadCount: 1, hangSeconds: 10), logger: logger)
         try fake.start()
@@ -60,6 +60,15 @@ final class FakeAppStoreHarness: Sendable {
             }
         }
     }
+}
+
+/// Log lines tests do not want on the console (expected errors such as 21004).
+struct DiscardingSink: LogSink {
+    func write(line: String) {}
+}
+
+extension Logger {
+    static let quiet = Logger(label: "appstore-test", sink: DiscardingSink())
 }
 
 extension VerificationOutcome {

@@ -109,7 +109,7 @@ final class OutcomeBox: Sendable {
             verifier = ReceiptVerifier(
                 backend: backend, policy: ReceiptVerifierTests.policy, retryPolicy: retryPolicy,
                 requestTimeoutMs: timeoutMs, clock: clock, random: { random },
-                logger: Logger(label: "test", threshold: .error))
+                logger: .quiet)
         }
 
         func verify(deadlineMs: Int = 60_000, expectations: VerificationExpectations = .init()) -> VerificationOutcome?
@@ -275,6 +275,16 @@ final class OutcomeBox: Sendable {
         let run = Run([timedOutAtSandbox, Self.valid(.sandbox)])
         _ = try #require(run.verify())
         #expect(run.backend.requests.map(\.startEnvironment) == [.production, .sandbox])
+    }
+
+    @Test func afterShutdownFailuresAreNotRetried() throws {
+        let run = Run(Array(repeating: Self.unavailable(), count: 5), retryPolicy: RetryPolicy(maxAttempts: 5))
+        run.verifier.shutdown()
+        let outcome = try #require(run.verify())
+        guard case .unavailable(let failure) = outcome else { Issue.record("not unavailable: \(outcome)"); return }
+        #expect(failure.message.contains("shut down"))
+        #expect(run.backend.requests.count == 1)
+        #expect(run.clock.delays.isEmpty)
     }
 
     @Test func verdictRulesApplyToTheAnswer() throws {

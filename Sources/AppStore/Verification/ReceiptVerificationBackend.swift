@@ -6,6 +6,13 @@ import ReceiptModel
 public protocol ReceiptVerificationBackend: Sendable {
     /// Asks Apple once. `completion` is called exactly once, on any thread.
     func verify(_ request: BackendRequest, completion: @escaping @Sendable (BackendAnswer) -> Void)
+
+    /// Releases network resources; requests still in flight complete as retryable failures. Idempotent.
+    func shutdown()
+}
+
+extension ReceiptVerificationBackend {
+    public func shutdown() {}
 }
 
 /// The input of one backend attempt.

@@ -53,11 +53,20 @@ public final class ReceiptVerifier: Sendable {
         let client = try CurlHTTPClient(configuration: settings.httpClientConfiguration, metrics: metrics)
         let backend = VerifyReceiptBackend(
             client: client, endpoints: settings.endpoints, sharedSecret: settings.sharedSecret,
-            excludeOldTransactions: settings.excludeOldTransactions)
+            excludeOldTransactions: settings.excludeOldTransactions, metrics: metrics)
         return ReceiptVerifier(
             backend: backend, policy: settings.verdictPolicy, retryPolicy: settings.retryPolicy,
             requestTimeoutMs: settings.timeoutMs, logger: logger, metrics: metrics)
     }
+
+    /// Stops the backend (for verifyReceipt: the libcurl client). Verifications still running end `.unavailable`.
+    /// Call after draining: wait for the completions you care about first.
+    public func shutdown() {
+        isShutDown.store(true, ordering: .releasing)
+        backend.shutdown()
+    }
+
+    private let isShutDown = Atomic<Bool>(false)
 
     /// An attempt is not started with less time than this left before the deadline.
     static let minimumAttemptMs = 50
@@ -151,12 +160,23 @@ public final class ReceiptVerifier: Sendable {
                         environment: answer.environment, bundleId: nil, transactions: [], attempts: state.calls)),
                 completion)
         case .configurationError:
+            logger.error(
+                "Apple rejected our request or shared secret: verifications fail until the configuration is fixed",
+                ["apple_status": .int(answer.appleStatus ?? -1), "attempts": .int(state.calls)])
             finish(
                 .configurationError(
                     VerificationFailure(
                         reason: .configError,
                         message: (answer.message ?? "configuration error")
                             + ": check APPLE_SHARED_SECRET and the verifyReceipt URLs",
+                        appleStatus: answer.appleStatus, environment: answer.environment, attempts: state.calls)),
+                completion)
+        case .retryable where isShutDown.load(ordering: .acquiring):
+            finish(
+                .unavailable(
+                    VerificationFailure(
+                        reason: .appleUnavailable,
+                        message: "the verifier shut down; last: \(answer.message ?? "no answer")",
                         appleStatus: answer.appleStatus, environment: answer.environment, attempts: state.calls)),
                 completion)
         case .retryable(let kind):

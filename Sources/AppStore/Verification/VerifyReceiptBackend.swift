@@ -22,17 +22,27 @@ public final class VerifyReceiptBackend: ReceiptVerificationBackend {
     private let endpoints: Endpoints
     private let sharedSecret: String?
     private let excludeOldTransactions: Bool
+    private let metrics: VerifyReceiptMetrics?
 
     /// - Parameters:
     ///   - sharedSecret: sent as `password` only when non-nil and non-empty; never logged.
     ///   - excludeOldTransactions: asks Apple to send only the latest renewal of each subscription.
+    ///   - metrics: `appstore_verifyreceipt_calls_total{environment,outcome}` and
+    ///     `appstore_verifyreceipt_call_duration_seconds{environment}`.
     public init(
-        client: CurlHTTPClient, endpoints: Endpoints, sharedSecret: String?, excludeOldTransactions: Bool = false
+        client: CurlHTTPClient, endpoints: Endpoints, sharedSecret: String?, excludeOldTransactions: Bool = false,
+        metrics: MetricsRegistry? = nil
     ) {
         self.client = client
         self.endpoints = endpoints
         self.sharedSecret = sharedSecret.flatMap { $0.isEmpty ? nil : $0 }
         self.excludeOldTransactions = excludeOldTransactions
+        self.metrics = VerifyReceiptMetrics(metrics)
+    }
+
+    /// Fails what is queued or in flight and stops the HTTP client (see `CurlHTTPClient.shutdown`).
+    public func shutdown() {
+        client.shutdown()
     }
 
     public func verify(_ request: BackendRequest, completion: @escaping @Sendable (BackendAnswer) -> Void) {
@@ -51,8 +61,10 @@ public final class VerifyReceiptBackend: ReceiptVerificationBackend {
         let request = HTTPClientRequest(
             url: endpoints.url(for: environment), body: body,
             headers: ["Content-Type: application/json", "Accept: application/json"], timeoutMs: timeoutMs)
+        let startedAt = metrics == nil ? 0 : Clock.monotonicNanoseconds()
         client.post(request) { [self] result in
             let answer = Self.interpret(result, environment: environment, calls: calls + 1)
+            metrics?.record(answer.classification, environment: environment, startedAt: startedAt)
             if case .redirect(let target) = answer.classification {
                 // Followed once; an endpoint sending us back, or to itself, is Apple being confused: retry later.
                 guard !redirected, target != environment else {

@@ -1,0 +1,46 @@
+import ReceiptModel
+import ServiceSupport
+
+/// The verifyReceipt backend's instruments, looked up once: every call costs one atomic add and one histogram
+/// observation. Labels are low-cardinality (environment, classification).
+struct VerifyReceiptMetrics: Sendable {
+    private let calls: [String: Counter]
+    private let durations: [AppStoreEnvironment: Histogram]
+
+    static let outcomes = ["valid", "redirect", "retry", "rejected", "config_error"]
+
+    init?(_ registry: MetricsRegistry?) {
+        guard let registry else { return nil }
+        var calls: [String: Counter] = [:]
+        var durations: [AppStoreEnvironment: Histogram] = [:]
+        for environment in AppStoreEnvironment.allCases {
+            for outcome in Self.outcomes {
+                calls[Self.key(environment, outcome)] = registry.counter(
+                    "appstore_verifyreceipt_calls_total", help: "verifyReceipt HTTP calls by how Apple answered",
+                    labels: [("environment", environment.rawValue), ("outcome", outcome)])
+            }
+            durations[environment] = registry.histogram(
+                "appstore_verifyreceipt_call_duration_seconds", help: "verifyReceipt HTTP call duration",
+                labels: [("environment", environment.rawValue)])
+        }
+        self.calls = calls
+        self.durations = durations
+    }
+
+    private static func key(_ environment: AppStoreEnvironment, _ outcome: String) -> String {
+        environment.rawValue + "/" + outcome
+    }
+
+    func record(_ classification: StatusClassification, environment: AppStoreEnvironment, startedAt: UInt64) {
+        let outcome: String
+        switch classification {
+        case .success: outcome = "valid"
+        case .redirect: outcome = "redirect"
+        case .retry: outcome = "retry"
+        case .permanent: outcome = "rejected"
+        case .configurationError: outcome = "config_error"
+        }
+        calls[Self.key(environment, outcome)]?.increment()
+        durations[environment]?.observeSeconds(since: startedAt)
+    }
+}
