@@ -168,6 +168,8 @@ struct VerificationEngineTests {
     @Test func drainFinishesInFlightWorkAndStoresItsOffsets() async throws {
         let engine = makeEngine(maxInFlight: 1)
         engine.consume(Samples.message("s-0", offset: 0))
+        // Decoding runs on a concurrent queue: wait, so that the first offset is the one at Apple.
+        await eventually("first at Apple") { verifier.pendingIds == ["s-0"] }
         engine.consume(Samples.message("s-1", offset: 1))
         await eventually("one at Apple, one waiting") {
             verifier.pendingIds.count == 1 && engine.snapshot.waitingForApple == 1

@@ -42,7 +42,8 @@ public struct DispatchState<Work: Sendable>: Sendable {
     private var waitingHead = 0
     private var pendingGate = false
     private var nextEpoch: UInt64 = 1
-    private var controlSequence: UInt64 = 0
+    /// Control batches emitted so far (each transition with control actions emits one, numbered from 1).
+    public private(set) var controlSequence: UInt64 = 0
 
     public init(limits: DispatchLimits, breaker: AppleCircuitBreaker = AppleCircuitBreaker()) {
         self.limits = limits

@@ -16,6 +16,9 @@ final class ConsumerControlApplier: Sendable {
     private let control: any PartitionControl
     private let logger: Logger
     private let applied = Mutex(Applied())
+    /// Batches fully applied (or skipped as overtaken): compared with the state's `controlSequence` to know that
+    /// every store a completion produced has reached the consumer.
+    private let processed = Atomic<UInt64>(0)
 
     init(control: any PartitionControl, logger: Logger) {
         self.control = control
@@ -27,8 +30,11 @@ final class ConsumerControlApplier: Sendable {
         applied.withLock { $0.stored[partition]?.offset }
     }
 
+    var processedBatches: UInt64 { processed.load(ordering: .acquiring) }
+
     func apply(_ batch: ControlBatch?) {
         guard let batch else { return }
+        defer { processed.add(1, ordering: .releasing) }
         // The consumer calls are quick and non-blocking; holding the lock across them keeps their order.
         applied.withLock { applied in
             var pause: [PartitionKey] = []

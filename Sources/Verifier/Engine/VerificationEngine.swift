@@ -325,12 +325,14 @@ public final class VerificationEngine: Sendable {
         }
     }
 
-    /// Polls the live count (cheap: a lock and a sum over assigned partitions) until zero or the deadline.
+    /// Polls until no message is live and every control batch emitted so far was applied (so the offsets the last
+    /// completions produced are stored before the caller revokes or closes), or until the deadline.
     /// The bound is real elapsed time (not the injected clock): it limits how long a thread is blocked.
     private func waitUntilNoLiveWork(in partitions: [PartitionKey]?, timeout: Duration) -> Bool {
         let deadline = DispatchTime.now().uptimeNanoseconds &+ AppleCircuitBreaker.nanoseconds(timeout)
         while true {
-            if state.withLock({ $0.liveCount(in: partitions) }) == 0 { return true }
+            let (live, emitted) = state.withLock { ($0.liveCount(in: partitions), $0.controlSequence) }
+            if live == 0, applier.processedBatches >= emitted { return true }
             if DispatchTime.now().uptimeNanoseconds >= deadline { return false }
             usleep(5_000)
         }

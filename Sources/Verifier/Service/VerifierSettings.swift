@@ -1,0 +1,193 @@
+import AppStore
+import Kafka
+import ServiceSupport
+
+/// Everything `receipt-verifier` reads from its environment, validated. Every variable is described in `helpText`.
+public struct VerifierSettings: Sendable {
+    /// librdkafka properties from `KAFKA_*`, shared by the verifier's consumer and producer.
+    public var kafka: KafkaConfiguration
+    public var topics: VerifierTopics
+    public var groupId: String
+    public var metricsListen: ListenAddress
+    /// The App Store client's settings (`APPLE_*`, `ALLOWED_BUNDLE_IDS`, `SANDBOX_POLICY`, `VERIFIER_MAX_IN_FLIGHT`).
+    public var appStore: AppStoreSettings
+    public var limits: DispatchLimits
+    /// How long one round of Apple calls (the client's in-process retries) may take before it counts as no verdict.
+    public var roundDeadline: Duration
+    public var retryPolicy: RetryRoundPolicy
+    public var breaker: AppleCircuitBreaker.Configuration
+    /// How long a rebalance waits for in-flight work of revoked partitions.
+    public var revokeTimeout: Duration
+    /// How long SIGTERM waits for in-flight work before abandoning it (it is redelivered after restart).
+    public var shutdownTimeout: Duration
+
+    public init(
+        kafka: KafkaConfiguration, topics: VerifierTopics, groupId: String, metricsListen: ListenAddress,
+        appStore: AppStoreSettings, limits: DispatchLimits, roundDeadline: Duration, retryPolicy: RetryRoundPolicy,
+        breaker: AppleCircuitBreaker.Configuration, revokeTimeout: Duration, shutdownTimeout: Duration
+    ) {
+        self.kafka = kafka
+        self.topics = topics
+        self.groupId = groupId
+        self.metricsListen = metricsListen
+        self.appStore = appStore
+        self.limits = limits
+        self.roundDeadline = roundDeadline
+        self.retryPolicy = retryPolicy
+        self.breaker = breaker
+        self.revokeTimeout = revokeTimeout
+        self.shutdownTimeout = shutdownTimeout
+    }
+
+    /// Defaults the verifier applies to librdkafka properties `KAFKA_*` does not set: statistics every second
+    /// (consumer lag, `/readyz`).
+    public static let kafkaDefaults: [String: String] = ["statistics.interval.ms": "1000"]
+
+    /// Consumer-only defaults: a bounded prefetch (memory; the in-flight window is the real buffer).
+    public static let consumerDefaults: [String: String] = [
+        "queued.max.messages.kbytes": "16384",
+        "queued.min.messages": "20000",
+    ]
+
+    /// The consumer's properties: `kafka` plus `consumerDefaults` where not set.
+    public var consumerKafka: KafkaConfiguration {
+        var configuration = kafka
+        for (property, value) in Self.consumerDefaults where configuration[property] == nil {
+            configuration[property] = value
+        }
+        return configuration
+    }
+
+    /// Reads and validates the settings.
+    /// - Throws: `ConfigurationError` naming the first variable that is missing or invalid.
+    public static func fromEnvironment(_ environment: [String: String]) throws(ConfigurationError) -> VerifierSettings {
+        let settings = Settings(environment: environment)
+        _ = try settings.required("KAFKA_BOOTSTRAP_SERVERS")
+        var kafka = KafkaConfiguration.fromEnvironment(environment)
+        for (property, value) in kafkaDefaults where kafka[property] == nil {
+            kafka[property] = value
+        }
+        let topics = VerifierTopics(
+            receipts: try topic(settings, "RECEIPTS_TOPIC", default: "iap.receipts.submitted"),
+            results: try topic(settings, "RESULTS_TOPIC", default: "iap.receipts.results"),
+            retry: try topic(settings, "RETRY_TOPIC", default: "iap.receipts.retry"),
+            deadLetter: try topic(settings, "DLQ_TOPIC", default: "iap.receipts.dlq"))
+        let distinct = Set([topics.receipts, topics.results, topics.retry, topics.deadLetter])
+        guard distinct.count == 4 else {
+            throw ConfigurationError(
+                variable: "RETRY_TOPIC", problem: "RECEIPTS_TOPIC, RESULTS_TOPIC, RETRY_TOPIC and DLQ_TOPIC must differ")
+        }
+        let appStore = try AppStoreSettings.fromEnvironment(settings)
+        let maxInFlight = appStore.maxInFlight
+        let window = try settings.int(
+            "VERIFIER_PARTITION_WINDOW", default: max(4 * maxInFlight, 16), range: 2...10_000_000)
+        let rounds = try settings.int("VERIFIER_RETRY_ROUNDS", default: 6, range: 1...1000)
+        let backoff = try settings.int("VERIFIER_RETRY_BACKOFF_MS", default: 30_000, range: 0...86_400_000)
+        let maxBackoff = try settings.int("VERIFIER_RETRY_MAX_BACKOFF_MS", default: 600_000, range: 0...604_800_000)
+        guard maxBackoff >= backoff else {
+            throw ConfigurationError(
+                variable: "VERIFIER_RETRY_MAX_BACKOFF_MS", problem: "\(maxBackoff) is below VERIFIER_RETRY_BACKOFF_MS")
+        }
+        let breakerWindow = try settings.int("VERIFIER_BREAKER_WINDOW", default: 50, range: 1...100_000)
+        let breakerMinimum = try settings.int(
+            "VERIFIER_BREAKER_MIN_CALLS", default: min(20, breakerWindow), range: 1...breakerWindow)
+        let ratio = try settings.double("VERIFIER_BREAKER_FAILURE_RATIO", default: 0.5)
+        guard ratio > 0, ratio <= 1 else {
+            throw ConfigurationError(variable: "VERIFIER_BREAKER_FAILURE_RATIO", problem: "\(ratio) is not in (0, 1]")
+        }
+        let probeMs = try settings.int("VERIFIER_BREAKER_PROBE_MS", default: 1_000, range: 1...3_600_000)
+        let maxProbeMs = try settings.int("VERIFIER_BREAKER_MAX_PROBE_MS", default: 15_000, range: probeMs...3_600_000)
+        return VerifierSettings(
+            kafka: kafka, topics: topics,
+            groupId: settings.string("VERIFIER_GROUP_ID", default: "iap-verifier"),
+            metricsListen: try settings.listenAddress("VERIFIER_METRICS_LISTEN", default: "0.0.0.0:9090"),
+            appStore: appStore,
+            limits: DispatchLimits(maxInFlight: maxInFlight, partitionWindow: window),
+            roundDeadline: .milliseconds(
+                try settings.int("VERIFIER_ROUND_DEADLINE_MS", default: 60_000, range: 100...3_600_000)),
+            retryPolicy: RetryRoundPolicy(
+                maximumRounds: rounds, initialBackoff: .milliseconds(backoff), maximumBackoff: .milliseconds(maxBackoff)),
+            breaker: AppleCircuitBreaker.Configuration(
+                windowSize: breakerWindow, minimumObservations: breakerMinimum, failureRatio: ratio,
+                initialProbeInterval: .milliseconds(probeMs), maximumProbeInterval: .milliseconds(maxProbeMs)),
+            revokeTimeout: .milliseconds(
+                try settings.int("VERIFIER_REVOKE_TIMEOUT_MS", default: 5_000, range: 0...300_000)),
+            shutdownTimeout: .milliseconds(
+                try settings.int("VERIFIER_SHUTDOWN_TIMEOUT_MS", default: 20_000, range: 0...600_000)))
+    }
+
+    private static func topic(_ settings: Settings, _ name: String, default value: String) throws(ConfigurationError)
+        -> String
+    {
+        let topic = settings.string(name, default: value)
+        let valid = topic.count <= 249 && topic != "." && topic != ".."
+            && topic.unicodeScalars.allSatisfy { scalar in
+                ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar)
+                    || scalar == "." || scalar == "_" || scalar == "-"
+            }
+        guard valid else {
+            throw ConfigurationError(variable: name, problem: "'\(topic)' is not a Kafka topic name (letters, digits, . _ -)")
+        }
+        return topic
+    }
+
+    /// `receipt-verifier --help`.
+    public static let helpText = """
+        receipt-verifier: consumer-group worker that verifies each submission with Apple's verifyReceipt and writes
+        exactly one result per submission (at-least-once; results are idempotent by submission_id and credit_key).
+
+        Usage: receipt-verifier [--help]
+        Settings come from environment variables:
+
+          KAFKA_BOOTSTRAP_SERVERS        required; Kafka bootstrap list (host:port,...)
+          KAFKA_<PROPERTY>               any librdkafka property, upper-cased with '.' as '_'
+                                         (KAFKA_SECURITY_PROTOCOL=SASL_SSL sets security.protocol); the verifier
+                                         defaults KAFKA_STATISTICS_INTERVAL_MS=1000,
+                                         KAFKA_QUEUED_MAX_MESSAGES_KBYTES=16384, KAFKA_QUEUED_MIN_MESSAGES=20000;
+                                         its producer is idempotent (acks=all)
+          RECEIPTS_TOPIC                 submissions to verify (default iap.receipts.submitted)
+          RESULTS_TOPIC                  one result per submission (default iap.receipts.results)
+          RETRY_TOPIC                    delayed re-verification, also consumed (default iap.receipts.retry)
+          DLQ_TOPIC                      what could not be processed, for replay (default iap.receipts.dlq)
+          VERIFIER_GROUP_ID              consumer group (default iap-verifier)
+          VERIFIER_MAX_IN_FLIGHT         Apple verifications in flight per process, 1..100000 (default 512)
+          VERIFIER_METRICS_LISTEN        /healthz, /readyz, /metrics address host:port (default 0.0.0.0:9090)
+          VERIFIER_PARTITION_WINDOW      messages one partition may hold unfinished (including finished ones
+                                         behind a slow one) before it is paused; resumed at half
+                                         (default 4 x VERIFIER_MAX_IN_FLIGHT)
+          VERIFIER_ROUND_DEADLINE_MS     time one round of Apple calls (with the client's in-process retries) may
+                                         take before it counts as no verdict, 100..3600000 (default 60000)
+          VERIFIER_RETRY_ROUNDS          rounds before a submission fails with apple_unavailable, 1..1000
+                                         (default 6); later rounds go through RETRY_TOPIC
+          VERIFIER_RETRY_BACKOFF_MS      wait after the first failed round, doubling per round (default 30000)
+          VERIFIER_RETRY_MAX_BACKOFF_MS  longest wait between rounds (default 600000)
+          VERIFIER_BREAKER_WINDOW        recent rounds the Apple-outage breaker looks at (default 50)
+          VERIFIER_BREAKER_MIN_CALLS     rounds needed before it may open (default 20)
+          VERIFIER_BREAKER_FAILURE_RATIO share of those without a verdict that opens it, (0, 1] (default 0.5);
+                                         while open, new work waits (lag, not failures) and rounds do not count
+          VERIFIER_BREAKER_PROBE_MS      first wait before a probe while open, doubling (default 1000)
+          VERIFIER_BREAKER_MAX_PROBE_MS  longest wait between probes (default 15000)
+          VERIFIER_REVOKE_TIMEOUT_MS     rebalance: time in-flight work of revoked partitions gets (default 5000)
+          VERIFIER_SHUTDOWN_TIMEOUT_MS   SIGTERM: time in-flight work gets before it is left for redelivery
+                                         (default 20000)
+          APPLE_VERIFY_RECEIPT_URL       production endpoint (default https://buy.itunes.apple.com/verifyReceipt)
+          APPLE_SANDBOX_VERIFY_RECEIPT_URL sandbox endpoint (default https://sandbox.itunes.apple.com/verifyReceipt)
+          APPLE_SHARED_SECRET            app-specific shared secret (password), sent when set; never logged
+          APPLE_TIMEOUT_MS               per-request timeout, 1..600000 (default 30000)
+          APPLE_CA_BUNDLE                PEM file of CAs to trust instead of the system store
+          APPLE_EXCLUDE_OLD_TRANSACTIONS send exclude-old-transactions (default false)
+          APPLE_RETRY_MAX_ATTEMPTS       calls per round, 1..100 (default 4)
+          APPLE_RETRY_21002_MAX_ATTEMPTS 21002 answers before invalid_receipt, 1..100 (default 3)
+          APPLE_RETRY_BASE_DELAY_MS      first in-round retry delay (default 250)
+          APPLE_RETRY_MAX_DELAY_MS       longest in-round retry delay (default 5000)
+          ALLOWED_BUNDLE_IDS             required; comma-separated bundle ids whose receipts may be verified
+          SANDBOX_POLICY                 accept (result says environment Sandbox) or reject (sandbox_not_allowed)
+                                         (default accept)
+          LOG_LEVEL                      debug, info, warning or error (default info)
+
+        Endpoints on VERIFIER_METRICS_LISTEN: GET /healthz (alive), GET /readyz (Kafka connected, not draining),
+        GET /metrics (Prometheus text).
+        SIGTERM or SIGINT: stop fetching, let in-flight work finish (up to VERIFIER_SHUTDOWN_TIMEOUT_MS), store
+        and commit offsets, close, exit 0. Work not finished is redelivered; nothing acknowledged is lost.
+        """
+}

@@ -1,0 +1,91 @@
+import ServiceSupport
+import Testing
+
+@testable import Verifier
+
+@Suite("VerifierSettings")
+struct VerifierSettingsTests {
+    let minimal = ["KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9092", "ALLOWED_BUNDLE_IDS": "com.example.game"]
+
+    @Test func defaultsFollowTheContract() throws {
+        let settings = try VerifierSettings.fromEnvironment(minimal)
+        #expect(settings.topics == VerifierTopics())
+        #expect(settings.topics.receipts == "iap.receipts.submitted" && settings.topics.deadLetter == "iap.receipts.dlq")
+        #expect(settings.groupId == "iap-verifier")
+        #expect(settings.limits.maxInFlight == 512 && settings.limits.partitionWindow == 2048)
+        #expect(settings.metricsListen == ListenAddress(host: "0.0.0.0", port: 9090))
+        #expect(settings.appStore.verdictPolicy.sandboxPolicy.rawValue == "accept")
+        #expect(settings.kafka["bootstrap.servers"] == "127.0.0.1:9092")
+        #expect(settings.consumerKafka["queued.max.messages.kbytes"] == "16384")
+        #expect(settings.kafka["queued.max.messages.kbytes"] == nil)  // consumer-only: not given to the producer
+        #expect(settings.retryPolicy.maximumRounds == 6)
+    }
+
+    @Test func everySettingIsRead() throws {
+        var environment = minimal
+        environment["RECEIPTS_TOPIC"] = "r"
+        environment["RESULTS_TOPIC"] = "s"
+        environment["RETRY_TOPIC"] = "t"
+        environment["DLQ_TOPIC"] = "d"
+        environment["VERIFIER_GROUP_ID"] = "g"
+        environment["VERIFIER_MAX_IN_FLIGHT"] = "64"
+        environment["VERIFIER_PARTITION_WINDOW"] = "100"
+        environment["VERIFIER_METRICS_LISTEN"] = "127.0.0.1:0"
+        environment["VERIFIER_ROUND_DEADLINE_MS"] = "1500"
+        environment["VERIFIER_RETRY_ROUNDS"] = "2"
+        environment["VERIFIER_RETRY_BACKOFF_MS"] = "100"
+        environment["VERIFIER_RETRY_MAX_BACKOFF_MS"] = "400"
+        environment["VERIFIER_BREAKER_WINDOW"] = "10"
+        environment["VERIFIER_BREAKER_MIN_CALLS"] = "5"
+        environment["VERIFIER_BREAKER_FAILURE_RATIO"] = "0.8"
+        environment["VERIFIER_BREAKER_PROBE_MS"] = "200"
+        environment["VERIFIER_BREAKER_MAX_PROBE_MS"] = "800"
+        environment["VERIFIER_REVOKE_TIMEOUT_MS"] = "300"
+        environment["VERIFIER_SHUTDOWN_TIMEOUT_MS"] = "700"
+        environment["KAFKA_SESSION_TIMEOUT_MS"] = "6000"
+        let settings = try VerifierSettings.fromEnvironment(environment)
+        #expect(settings.topics == VerifierTopics(receipts: "r", results: "s", retry: "t", deadLetter: "d"))
+        #expect(settings.groupId == "g" && settings.limits.maxInFlight == 64 && settings.limits.partitionWindow == 100)
+        #expect(settings.metricsListen.port == 0 && settings.roundDeadline == .milliseconds(1500))
+        #expect(settings.retryPolicy == RetryRoundPolicy(
+            maximumRounds: 2, initialBackoff: .milliseconds(100), maximumBackoff: .milliseconds(400)))
+        #expect(settings.breaker == AppleCircuitBreaker.Configuration(
+            windowSize: 10, minimumObservations: 5, failureRatio: 0.8, initialProbeInterval: .milliseconds(200),
+            maximumProbeInterval: .milliseconds(800)))
+        #expect(settings.revokeTimeout == .milliseconds(300) && settings.shutdownTimeout == .milliseconds(700))
+        #expect(settings.kafka["session.timeout.ms"] == "6000")
+    }
+
+    @Test(arguments: [
+        ("KAFKA_BOOTSTRAP_SERVERS", ""), ("ALLOWED_BUNDLE_IDS", ""), ("VERIFIER_MAX_IN_FLIGHT", "0"),
+        ("VERIFIER_METRICS_LISTEN", "nowhere"), ("RETRY_TOPIC", "bad topic"), ("RETRY_TOPIC", "iap.receipts.results"),
+        ("VERIFIER_RETRY_ROUNDS", "zero"), ("VERIFIER_BREAKER_FAILURE_RATIO", "1.5"), ("SANDBOX_POLICY", "maybe"),
+        ("VERIFIER_RETRY_MAX_BACKOFF_MS", "5"),
+    ])
+    func invalidSettingsNameTheirVariable(variable: String, value: String) {
+        var environment = minimal
+        environment[variable] = value
+        #expect(throws: ConfigurationError.self) { try VerifierSettings.fromEnvironment(environment) }
+        do {
+            _ = try VerifierSettings.fromEnvironment(environment)
+        } catch {
+            #expect(error.variable == variable)
+        }
+    }
+
+    @Test func helpDocumentsEveryVariable() {
+        for variable in [
+            "KAFKA_BOOTSTRAP_SERVERS", "KAFKA_<PROPERTY>", "RECEIPTS_TOPIC", "RESULTS_TOPIC", "RETRY_TOPIC", "DLQ_TOPIC",
+            "VERIFIER_GROUP_ID", "VERIFIER_MAX_IN_FLIGHT", "VERIFIER_METRICS_LISTEN", "VERIFIER_PARTITION_WINDOW",
+            "VERIFIER_ROUND_DEADLINE_MS", "VERIFIER_RETRY_ROUNDS", "VERIFIER_RETRY_BACKOFF_MS",
+            "VERIFIER_RETRY_MAX_BACKOFF_MS", "VERIFIER_BREAKER_WINDOW", "VERIFIER_BREAKER_MIN_CALLS",
+            "VERIFIER_BREAKER_FAILURE_RATIO", "VERIFIER_BREAKER_PROBE_MS", "VERIFIER_BREAKER_MAX_PROBE_MS",
+            "VERIFIER_REVOKE_TIMEOUT_MS", "VERIFIER_SHUTDOWN_TIMEOUT_MS", "APPLE_VERIFY_RECEIPT_URL",
+            "APPLE_SANDBOX_VERIFY_RECEIPT_URL", "APPLE_SHARED_SECRET", "APPLE_TIMEOUT_MS", "APPLE_CA_BUNDLE",
+            "APPLE_EXCLUDE_OLD_TRANSACTIONS", "APPLE_RETRY_MAX_ATTEMPTS", "APPLE_RETRY_21002_MAX_ATTEMPTS",
+            "APPLE_RETRY_BASE_DELAY_MS", "APPLE_RETRY_MAX_DELAY_MS", "ALLOWED_BUNDLE_IDS", "SANDBOX_POLICY", "LOG_LEVEL",
+        ] {
+            #expect(VerifierSettings.helpText.contains(variable), "\(variable) is not in --help")
+        }
+    }
+}
