@@ -397,6 +397,23 @@ import Testing
         #expect(text.contains("appstore_http_in_flight"))
     }
 
+    @Test func timeQueuedForAWindowSlotCountsAgainstTheTimeout() async throws {
+        let harness = try FakeAppStoreHarness(timeoutMs: 400, maxInFlight: 1)
+        let hang = Array(#"{"receipt-data":"\#(FakeReceipt.hang())"}"#.utf8)
+        let valid = Array(#"{"receipt-data":"\#(FakeReceipt.valid())"}"#.utf8)
+        let started = ContinuousClock.now
+        async let blocker = harness.client.post(HTTPClientRequest(url: harness.fake.productionURL, body: hang))
+        try await Task.sleep(for: .milliseconds(50))
+        // Waits ~350 ms behind the hung request: its own 200 ms are spent before it reaches the wire.
+        let queued = await harness.client.post(
+            HTTPClientRequest(url: harness.fake.productionURL, body: valid, timeoutMs: 200))
+        guard case .failure(let error) = queued else { Issue.record("the queued request was not timed out"); return }
+        #expect(error.kind == .timeout)
+        #expect(error.message.contains("waiting for a free slot"))
+        #expect(ContinuousClock.now - started < .milliseconds(1_500))
+        if case .failure(let first) = await blocker { #expect(first.kind == .timeout) } else { Issue.record("hung") }
+    }
+
     /// A port nothing listens on: bound, then released.
     static func unusedPort() throws -> UInt16 {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

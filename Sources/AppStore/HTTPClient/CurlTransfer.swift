@@ -1,4 +1,5 @@
 import CCurl
+import Dispatch
 
 /// One request's state while libcurl works on it: the easy handle, the request body and header list libcurl reads
 /// from, the response bytes it writes into, and the completion to call.
@@ -18,6 +19,9 @@ final class CurlTransfer: @unchecked Sendable {
     private var bodyBuffer: UnsafeMutableRawBufferPointer?
     /// libcurl writes its detailed error text here (CURLOPT_ERRORBUFFER).
     let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
+
+    /// When `post` was called: the timeout counts from here, time spent queued for a window slot included.
+    let submittedAtNanoseconds = DispatchTime.now().uptimeNanoseconds
 
     init(request: HTTPClientRequest, maxResponseBytes: Int, completion: @escaping Completion) {
         self.request = request
@@ -66,7 +70,13 @@ final class CurlTransfer: @unchecked Sendable {
             if let base = source.baseAddress { body.baseAddress!.copyMemory(from: base, byteCount: source.count) }
         }
         bodyBuffer = body
-        let timeout = min(request.timeoutMs ?? configuration.requestTimeoutMs, configuration.requestTimeoutMs)
+        let queuedMs = Int((DispatchTime.now().uptimeNanoseconds &- submittedAtNanoseconds) / 1_000_000)
+        let timeout = min(request.timeoutMs ?? configuration.requestTimeoutMs, configuration.requestTimeoutMs) - queuedMs
+        guard timeout > 0 else {
+            return HTTPClientError(
+                kind: .timeout, curlCode: Int32(CURLE_OPERATION_TIMEDOUT.rawValue),
+                message: "timed out after \(queuedMs) ms waiting for a free slot in the in-flight window")
+        }
         let isHTTPS =
             request.url.utf8.count > 6
             && request.url.utf8.prefix(6).map { $0 | 0x20 } == Array("https:".utf8)
@@ -77,7 +87,7 @@ final class CurlTransfer: @unchecked Sendable {
             ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headers),
             ccurl_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, Unmanaged.passUnretained(self).toOpaque()),
             ccurl_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer),
-            ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, max(1, timeout)),
+            ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, timeout),
             ccurl_easy_setopt_long(
                 easy, CURLOPT_CONNECTTIMEOUT_MS, max(1, min(timeout, configuration.connectTimeoutMs))),
             // Over TLS, wait for an HTTP/2 connection being set up rather than opening a parallel one, so requests

@@ -4,7 +4,8 @@ public struct HTTPClientRequest: Sendable {
     public var body: [UInt8]
     /// Complete header lines, e.g. `Content-Type: application/json`.
     public var headers: [String]
-    /// Overrides the configured request timeout when shorter (a submission's remaining deadline).
+    /// Overrides the configured request timeout when shorter (a submission's remaining deadline). Either counts from
+    /// the call to `post`, time spent queued for a slot in the in-flight window included.
     public var timeoutMs: Int?
 
     public init(url: String, body: [UInt8], headers: [String] = [], timeoutMs: Int? = nil) {
