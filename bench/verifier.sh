@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The verifier benchmark: one receipt-verifier (VERIFIER_MAX_IN_FLIGHT=512) against embedded-kafka (librdkafka's
+# mock cluster, another process) and the fake App Store at 100 ms latency, all on this machine. verifier-bench feeds
+# 100,000 submissions into the topic and follows the results topic. Two runs, each with fresh topics and a fresh
+# verifier: "paced" (submissions produced at --rate per second: latency under a steady load) and "backlog" (all
+# produced as fast as Kafka takes them: the verifier's top throughput; latency there is mostly queueing).
+# Prints results/s, p50/p99 submission-to-result latency, verifier CPU µs per result and peak RSS. Release build.
+#
+#   bench/verifier.sh [--count N] [--rate N] [--in-flight N] [--latency-ms N] [--partitions N] [--only paced|backlog]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+COUNT=100000
+RATE=3500
+IN_FLIGHT="${VERIFIER_MAX_IN_FLIGHT:-512}"
+LATENCY_MS=100
+PARTITIONS=8
+ONLY=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --count) COUNT="$2"; shift 2 ;;
+        --rate) RATE="$2"; shift 2 ;;
+        --in-flight) IN_FLIGHT="$2"; shift 2 ;;
+        --latency-ms) LATENCY_MS="$2"; shift 2 ;;
+        --partitions) PARTITIONS="$2"; shift 2 ;;
+        --only) ONLY="$2"; shift 2 ;;
+        *) echo "unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+
+SCRATCH_ARGS=()
+if [ -n "${BENCH_SCRATCH_PATH:-}" ]; then SCRATCH_ARGS=(--scratch-path "$BENCH_SCRATCH_PATH"); fi
+CONFIG="${BENCH_CONFIGURATION:-release}"
+for product in embedded-kafka fake-appstore receipt-verifier verifier-bench; do
+    swift build -c "$CONFIG" "${SCRATCH_ARGS[@]}" -Xswiftc -warnings-as-errors --product "$product" >&2
+done
+BIN="$(swift build -c "$CONFIG" "${SCRATCH_ARGS[@]}" --show-bin-path)"
+
+WORK="$(mktemp -d)"
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+wait_for_line() {  # file prefix
+    for _ in $(seq 1 200); do
+        if grep -q "^$2=" "$1"; then grep "^$2=" "$1" | head -1 | cut -d= -f2-; return 0; fi
+        sleep 0.05
+    done
+    return 1
+}
+
+TOPICS=""
+for run in paced backlog; do
+    for kind in submitted results retry dlq; do TOPICS="$TOPICS${TOPICS:+,}bench-$run.$kind:$PARTITIONS"; done
+done
+"$BIN/embedded-kafka" --topics "$TOPICS" >"$WORK/kafka.out" 2>"$WORK/kafka.log" &
+PIDS+=($!)
+"$BIN/fake-appstore" --port 0 --latency-ms "$LATENCY_MS" --threads 2 >"$WORK/fake.out" 2>"$WORK/fake.log" &
+PIDS+=($!)
+BOOTSTRAP="$(wait_for_line "$WORK/kafka.out" KAFKA_BOOTSTRAP_SERVERS)" || { cat "$WORK/kafka.log" >&2; exit 1; }
+FAKE_URL="$(wait_for_line "$WORK/fake.out" FAKE_APPSTORE_URL)" || { cat "$WORK/fake.log" >&2; exit 1; }
+
+echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -sr)"
+echo "embedded-kafka $BOOTSTRAP ($PARTITIONS partitions per topic), fake App Store $FAKE_URL at ${LATENCY_MS} ms," \
+    "VERIFIER_MAX_IN_FLIGHT=$IN_FLIGHT, $COUNT submissions per run"
+status=0
+for run in paced backlog; do
+    if [ -n "$ONLY" ] && [ "$ONLY" != "$run" ]; then continue; fi
+    rate=0
+    if [ "$run" = paced ]; then rate="$RATE"; fi
+    echo "== $run"
+    "$BIN/verifier-bench" --bootstrap "$BOOTSTRAP" --fake-url "$FAKE_URL" --verifier "$BIN/receipt-verifier" \
+        --topic-prefix "bench-$run" --count "$COUNT" --rate "$rate" --in-flight "$IN_FLIGHT" \
+        --verifier-log "$WORK/verifier-$run.log" | tr ' ' '\n' | sed 's/^/  /' || status=1
+    if grep -q '"level":"error"' "$WORK/verifier-$run.log"; then
+        echo "  verifier errors:"; grep '"level":"error"' "$WORK/verifier-$run.log" | head -5 | sed 's/^/    /'
+    fi
+done
+exit $status
