@@ -35,7 +35,8 @@ let package = Package(
         .executableTarget(name: "fake-appstore", dependencies: ["FakeAppStore", "ServiceSupport"]),
         .executableTarget(name: "embedded-kafka", dependencies: ["Kafka", "ServiceSupport"]),
         .executableTarget(name: "receipt-tail", dependencies: ["Kafka", "ReceiptModel", "ServiceSupport"]),
-        .executableTarget(name: "receipt-replay", dependencies: ["Kafka", "ReceiptModel", "ServiceSupport"]),
+        .target(name: "Replay", dependencies: ["ReceiptModel"]),
+        .executableTarget(name: "receipt-replay", dependencies: ["Kafka", "Replay", "ReceiptModel", "ServiceSupport"]),
 
         // MARK: Benchmarks (bench/, release builds, run by bench/*.sh)
         .executableTarget(
@@ -59,6 +60,7 @@ let package = Package(
         .testTarget(
             name: "IngestTests", dependencies: ["Ingest", "HTTPServer", "Kafka", "ReceiptModel", "TestSupport"]),
         .testTarget(name: "VerifierTests", dependencies: ["Verifier", "ReceiptModel", "TestSupport"]),
+        .testTarget(name: "ReplayTests", dependencies: ["Replay", "ReceiptModel"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Kafka", "ReceiptModel", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

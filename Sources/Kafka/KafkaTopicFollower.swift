@@ -109,6 +109,26 @@ public final class KafkaTopicFollower: Sendable {
     /// The partitions being followed.
     public var partitions: [Int32] { followed.withLock { $0.partitions.sorted() } }
 
+    /// The low and high watermarks (first offset still stored, next offset to be written) of every followed
+    /// partition, asked of the brokers now. A reader that has seen offset `high - 1` of every partition (or whose
+    /// partition has `low == high`) has read everything written before this call. Blocks up to `timeout` per
+    /// partition: call it from a thread of your own, never from `onMessage`.
+    /// - Throws: `KafkaError` when a partition's watermarks cannot be had.
+    public func watermarks(timeout: Duration = .seconds(5)) throws(KafkaError) -> [Int32: (low: Int64, high: Int64)] {
+        let timeoutMs = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        var result: [Int32: (low: Int64, high: Int64)] = [:]
+        for partition in partitions {
+            var low: Int64 = 0
+            var high: Int64 = 0
+            let code = rd_kafka_query_watermark_offsets(handle.pointer, topic, partition, &low, &high, timeoutMs)
+            guard code == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                throw KafkaError(code: code.rawValue, message: "watermarks of \(topic)/\(partition): \(KafkaError.describe(code: code.rawValue))")
+            }
+            result[partition] = (low, high)
+        }
+        return result
+    }
+
     private func pollOnce() {
         guard let message = rd_kafka_consumer_poll(handle.pointer, 100) else { return }
         defer { rd_kafka_message_destroy(message) }

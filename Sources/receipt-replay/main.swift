@@ -1,1 +1,125 @@
-print("not built yet")
+// receipt-replay: moves DLQ records back to the submissions (or retry) topic, filtered by reason and time.
+
+import Foundation
+import Kafka
+import ReceiptModel
+import Replay
+import ServiceSupport
+
+let usage = """
+    Usage: receipt-replay [--dry-run] [--to submissions|retry] [--reason REASON]... [--since TIME] [--until TIME]
+                          [--timeout-seconds N]
+
+    Reads DLQ_TOPIC from the beginning up to its end at start, selects the records that match, and produces each
+    selected submission back to RECEIPTS_TOPIC (--to submissions, the default: verified again from scratch) or to
+    RETRY_TOPIC (--to retry: a new series of retry rounds, due at once). Replays are idempotent by submission_id:
+    one submission is replayed at most once per run, and a replayed submission keeps its id, so its result carries
+    the same verdict and credit_keys. Prints one JSON line per DLQ record and a summary line; exits 0 when every
+    selected record was acknowledged by Kafka (or with --dry-run), 1 otherwise, 2 on bad usage.
+
+      --dry-run            show what would move; produce nothing
+      --to DEST            submissions (default) or retry
+      --reason REASON      only this reason (repeatable): \(Reason.allCases.map(\.rawValue).joined(separator: ", "))
+      --since TIME         only records that failed at or after TIME (epoch milliseconds or 2026-01-31T12:00:00Z)
+      --until TIME         only records that failed before TIME
+      --timeout-seconds N  give up reading the DLQ after N seconds (default 60)
+
+    Environment:
+      KAFKA_BOOTSTRAP_SERVERS  Kafka bootstrap list (required)
+      KAFKA_<PROPERTY>         any librdkafka property, e.g. KAFKA_SECURITY_PROTOCOL=SASL_SSL
+      DLQ_TOPIC                default iap.receipts.dlq
+      RECEIPTS_TOPIC           default iap.receipts.submitted
+      RETRY_TOPIC              default iap.receipts.retry
+      LOG_LEVEL                debug, info, warning, error (default info)
+    """
+
+struct ReplayOptions {
+    var dryRun = false
+    var destination = ReplayDestination.submissions
+    var filter = ReplayFilter()
+    var timeoutSeconds = 60
+
+    static func parse(_ arguments: [String]) throws(UsageError) -> ReplayOptions? {
+        var options = ReplayOptions()
+        var remaining = arguments[...]
+        func value(for flag: String) throws(UsageError) -> String {
+            guard let next = remaining.popFirst() else { throw UsageError("\(flag) needs a value") }
+            return next
+        }
+        while let argument = remaining.popFirst() {
+            switch argument {
+            case "--help", "-h": return nil
+            case "--dry-run": options.dryRun = true
+            case "--to":
+                let name = try value(for: argument)
+                guard let destination = ReplayDestination(rawValue: name) else {
+                    throw UsageError("--to takes submissions or retry, not '\(name)'")
+                }
+                options.destination = destination
+            case "--reason":
+                let name = try value(for: argument)
+                guard let reason = Reason(rawValue: name) else { throw UsageError("unknown reason '\(name)'") }
+                options.filter.reasons.insert(reason)
+            case "--since": options.filter.sinceMs = try parseTime(try value(for: argument), flag: argument)
+            case "--until": options.filter.untilMs = try parseTime(try value(for: argument), flag: argument)
+            case "--timeout-seconds":
+                let text = try value(for: argument)
+                guard let seconds = Int(text), seconds > 0 else { throw UsageError("--timeout-seconds takes a positive number") }
+                options.timeoutSeconds = seconds
+            default: throw UsageError("unknown argument '\(argument)'")
+            }
+        }
+        return options
+    }
+
+    static func parseTime(_ text: String, flag: String) throws(UsageError) -> Int64 {
+        if let milliseconds = Int64(text) { return milliseconds }
+        let formatter = ISO8601DateFormatter()
+        if let date = formatter.date(from: text) { return Int64(date.timeIntervalSince1970 * 1000) }
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = formatter.date(from: text) { return Int64(date.timeIntervalSince1970 * 1000) }
+        throw UsageError("\(flag) takes epoch milliseconds or an ISO 8601 time like 2026-01-31T12:00:00Z, not '\(text)'")
+    }
+}
+
+struct UsageError: Error {
+    let message: String
+    init(_ message: String) { self.message = message }
+}
+
+func exitCode() -> Int32 {
+    let options: ReplayOptions
+    do {
+        guard let parsed = try ReplayOptions.parse(Array(CommandLine.arguments.dropFirst())) else {
+            print(usage)
+            return 0
+        }
+        options = parsed
+    } catch {
+        FileHandle.standardError.write(Data("receipt-replay: \(error.message)\n\n\(usage)\n".utf8))
+        return 2
+    }
+    let environment = ProcessInfo.processInfo.environment
+    let settings = Settings(environment: environment)
+    let logger = Logger.fromEnvironment(label: "receipt-replay", environment: environment)
+    let kafka = KafkaConfiguration.fromEnvironment(environment)
+    guard kafka.bootstrapServers != nil else {
+        logger.error("KAFKA_BOOTSTRAP_SERVERS is required")
+        return 2
+    }
+    let topics = ReplayTopics(
+        dlq: settings.string("DLQ_TOPIC", default: "iap.receipts.dlq"),
+        submissions: settings.string("RECEIPTS_TOPIC", default: "iap.receipts.submitted"),
+        retry: settings.string("RETRY_TOPIC", default: "iap.receipts.retry"))
+    do {
+        let records = try DeadLetterReader.readAll(
+            topic: topics.dlq, configuration: kafka, timeout: .seconds(options.timeoutSeconds), logger: logger)
+        let run = ReplayRun(options: options, topics: topics, logger: logger)
+        return try run.execute(records, kafka: kafka) ? 0 : 1
+    } catch {
+        logger.error("replay failed", ["error": .string(String(describing: error))])
+        return 1
+    }
+}
+
+exit(exitCode())

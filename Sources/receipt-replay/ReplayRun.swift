@@ -1,0 +1,117 @@
+import Dispatch
+import Foundation
+import Kafka
+import ReceiptModel
+import Replay
+import ServiceSupport
+import Synchronization
+
+struct ReplayTopics {
+    let dlq: String
+    let submissions: String
+    let retry: String
+}
+
+/// One replay: decide for every DLQ record, produce the selected ones (unless dry run), print what happened.
+struct ReplayRun {
+    let options: ReplayOptions
+    let topics: ReplayTopics
+    let logger: Logger
+
+    /// Whether every selected record was acknowledged by Kafka (always true on a dry run).
+    func execute(_ records: [KafkaMessage], kafka: KafkaConfiguration) throws -> Bool {
+        var planner = ReplayPlanner(filter: options.filter, destination: options.destination)
+        let destinationTopic = options.destination == .submissions ? topics.submissions : topics.retry
+        let producer = options.dryRun ? nil : try KafkaProducer(configuration: kafka, logger: logger)
+        defer { producer?.close(timeout: .seconds(10)) }
+
+        let pending = DispatchGroup()
+        let failures = Atomic<Int>(0)
+        var counts: [String: Int] = [:]
+        let nowMs = Clock.wallMilliseconds()
+        for message in records {
+            let decision = planner.decide(dlqValue: message.value, nowMs: nowMs)
+            let origin = "\(message.topic)/\(message.partition)/\(message.offset)"
+            switch decision {
+            case .skip(let why):
+                counts["skipped", default: 0] += 1
+                printLine(action: "skipped", submissionId: nil, message: message, detail: why)
+            case .duplicate(let submissionId):
+                counts["duplicate", default: 0] += 1
+                printLine(action: "duplicate", submissionId: submissionId, message: message, detail: nil)
+            case .replay(let submissionId, let key, let value):
+                guard let producer else {
+                    counts["would_replay", default: 0] += 1
+                    printLine(action: "would_replay", submissionId: submissionId, message: message, detail: destinationTopic)
+                    continue
+                }
+                var headers = [KafkaHeader(name: "replayed-from", string: origin)]
+                if let submissionId { headers.append(KafkaHeader(name: MessageHeaders.submissionId, string: submissionId)) }
+                pending.enter()
+                do {
+                    try sendRetryingWhileQueueFull(producer, topic: destinationTopic, key: key, value: value, headers: headers) { result in
+                        switch result {
+                        case .success:
+                            printLine(action: "replayed", submissionId: submissionId, message: message, detail: destinationTopic)
+                        case .failure(let error):
+                            failures.add(1, ordering: .relaxed)
+                            printLine(action: "failed", submissionId: submissionId, message: message, detail: error.message)
+                        }
+                        pending.leave()
+                    }
+                    counts["replayed", default: 0] += 1
+                } catch {
+                    failures.add(1, ordering: .relaxed)
+                    printLine(action: "failed", submissionId: submissionId, message: message, detail: error.message)
+                    pending.leave()
+                }
+            }
+        }
+        if producer != nil, pending.wait(timeout: .now() + .seconds(60)) == .timedOut {
+            logger.error("Kafka did not acknowledge every replayed record within 60 s")
+            return false
+        }
+        let failed = failures.load(ordering: .relaxed)
+        var summary = counts.map { "\(JSONText.quoted($0.key)):\($0.value)" }.sorted()
+        summary.append("\"failed\":\(failed)")
+        summary.append("\"dry_run\":\(options.dryRun)")
+        summary.append("\"destination\":\(JSONText.quoted(destinationTopic))")
+        StandardOutput.writeLine("{\"summary\":{\(summary.joined(separator: ","))}}")
+        return failed == 0
+    }
+
+    private func sendRetryingWhileQueueFull(
+        _ producer: KafkaProducer, topic: String, key: [UInt8]?, value: [UInt8], headers: [KafkaHeader],
+        completion: @escaping @Sendable (Result<KafkaDeliveryReport, KafkaError>) -> Void
+    ) throws(KafkaError) {
+        while true {
+            do {
+                try producer.send(topic: topic, key: key, value: value, headers: headers, completion: completion)
+                return
+            } catch where error.isQueueFull {
+                Thread.sleep(forTimeInterval: 0.01)
+            }
+        }
+    }
+}
+
+private func printLine(action: String, submissionId: String?, message: KafkaMessage, detail: String?) {
+    var fields = [
+        "\"action\":\(JSONText.quoted(action))",
+        "\"submission_id\":\(submissionId.map(JSONText.quoted) ?? "null")",
+        "\"dlq_partition\":\(message.partition)",
+        "\"dlq_offset\":\(message.offset)",
+    ]
+    fields.append("\"detail\":\(detail.map(JSONText.quoted) ?? "null")")
+    StandardOutput.writeLine("{\(fields.joined(separator: ","))}")
+}
+
+enum StandardOutput {
+    private static let lock = Mutex(())
+
+    static func writeLine(_ line: String) {
+        lock.withLock { _ in
+            FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        }
+    }
+}

@@ -1,0 +1,103 @@
+import Testing
+
+@testable import ReceiptModel
+@testable import Replay
+
+@Suite struct ReplayPlannerTests {
+    private let submission = Submission(
+        submissionId: "s-1", receiptData: "YQ==", orderId: "o-1", userId: "u-1", submittedAtMs: 10)
+
+    private func dlqBytes(
+        reason: Reason, failedAtMs: Int64 = 1_000, original: [UInt8], id: String? = "s-1", key: [UInt8]? = Array("u-1".utf8)
+    ) throws -> [UInt8] {
+        try MessageCoding.encode(
+            DeadLetterRecord(
+                submissionId: id, reason: reason, message: "m", sourceTopic: "iap.receipts.submitted",
+                sourcePartition: 2, sourceOffset: 40, originalKey: key, originalValue: original, appleStatus: 21005,
+                attempts: 9, failedAtMs: failedAtMs))
+    }
+
+    @Test func replaysTheOriginalSubmissionBytesWithTheOriginalKey() throws {
+        let original = try MessageCoding.encode(submission)
+        var planner = ReplayPlanner(filter: ReplayFilter(), destination: .submissions)
+        let decision = planner.decide(dlqValue: try dlqBytes(reason: .appleUnavailable, original: original), nowMs: 5)
+        #expect(decision == .replay(submissionId: "s-1", key: Array("u-1".utf8), value: original))
+    }
+
+    @Test func eachSubmissionIsReplayedOncePerRun() throws {
+        let original = try MessageCoding.encode(submission)
+        var planner = ReplayPlanner(filter: ReplayFilter(), destination: .submissions)
+        _ = planner.decide(dlqValue: try dlqBytes(reason: .appleUnavailable, original: original), nowMs: 5)
+        let second = planner.decide(dlqValue: try dlqBytes(reason: .appleUnavailable, original: original), nowMs: 5)
+        #expect(second == .duplicate(submissionId: "s-1"))
+    }
+
+    @Test func filtersByReasonAndTime() throws {
+        let original = try MessageCoding.encode(submission)
+        var byReason = ReplayPlanner(filter: ReplayFilter(reasons: [.configError]), destination: .submissions)
+        #expect(byReason.decide(dlqValue: try dlqBytes(reason: .appleUnavailable, original: original), nowMs: 0)
+            == .skip("does not match the filter"))
+        #expect(byReason.decide(dlqValue: try dlqBytes(reason: .configError, original: original), nowMs: 0)
+            != .skip("does not match the filter"))
+
+        let window = ReplayFilter(sinceMs: 1_000, untilMs: 2_000)
+        #expect(window.matches(try MessageCoding.decode(DeadLetterRecord.self, from: try dlqBytes(reason: .configError, failedAtMs: 1_000, original: original))))
+        #expect(!window.matches(try MessageCoding.decode(DeadLetterRecord.self, from: try dlqBytes(reason: .configError, failedAtMs: 999, original: original))))
+        #expect(!window.matches(try MessageCoding.decode(DeadLetterRecord.self, from: try dlqBytes(reason: .configError, failedAtMs: 2_000, original: original))))
+    }
+
+    @Test func aRetryRecordGoesBackAsItsSubmission() throws {
+        let retry = RetryRecord(
+            submission: submission, round: 6, attempts: 24, notBeforeMs: 1, lastAppleStatus: 21005, lastError: "x")
+        var planner = ReplayPlanner(filter: ReplayFilter(), destination: .submissions)
+        let decision = planner.decide(
+            dlqValue: try dlqBytes(reason: .appleUnavailable, original: try MessageCoding.encode(retry)), nowMs: 5)
+        guard case .replay(let id, _, let value) = decision else {
+            Issue.record("expected a replay, got \(decision)")
+            return
+        }
+        #expect(id == "s-1")
+        #expect(try MessageCoding.decode(Submission.self, from: value) == submission)
+    }
+
+    @Test func toTheRetryTopicIsAFreshSeriesOfRoundsDueNow() throws {
+        var planner = ReplayPlanner(filter: ReplayFilter(), destination: .retry)
+        let decision = planner.decide(
+            dlqValue: try dlqBytes(reason: .appleUnavailable, original: try MessageCoding.encode(submission)),
+            nowMs: 777)
+        guard case .replay(_, let key, let value) = decision else {
+            Issue.record("expected a replay, got \(decision)")
+            return
+        }
+        let retry = try MessageCoding.decode(RetryRecord.self, from: value)
+        #expect(retry.submission == submission)
+        #expect(retry.round == 0)
+        #expect(retry.attempts == 9)
+        #expect(retry.notBeforeMs == 777)
+        #expect(key == Array("u-1".utf8))
+    }
+
+    @Test func malformedOriginalsGoOnlyToTheSubmissionsTopic() throws {
+        let garbage = Array("{not json".utf8)
+        var toRetry = ReplayPlanner(filter: ReplayFilter(), destination: .retry)
+        guard case .skip = toRetry.decide(
+            dlqValue: try dlqBytes(reason: .malformedSubmission, original: garbage, id: nil, key: nil), nowMs: 0)
+        else {
+            Issue.record("a malformed submission cannot become a retry record")
+            return
+        }
+        var toSubmissions = ReplayPlanner(filter: ReplayFilter(), destination: .submissions)
+        #expect(
+            toSubmissions.decide(
+                dlqValue: try dlqBytes(reason: .malformedSubmission, original: garbage, id: nil, key: nil), nowMs: 0)
+                == .replay(submissionId: nil, key: nil, value: garbage))
+    }
+
+    @Test func notADeadLetterRecordIsSkipped() {
+        var planner = ReplayPlanner(filter: ReplayFilter(), destination: .submissions)
+        guard case .skip = planner.decide(dlqValue: Array("[]".utf8), nowMs: 0) else {
+            Issue.record("expected a skip")
+            return
+        }
+    }
+}
