@@ -71,6 +71,14 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
         APIError(status: 400, code: "invalid_submission_id", message: "\(source) \(problem)")
     }
 
+    static func invalidWait(maximum: Int) -> APIError {
+        APIError(
+            status: 400, code: "invalid_wait_ms",
+            message: maximum > 0
+                ? "wait_ms must be a whole number of milliseconds from 0 to \(maximum)"
+                : "waiting is disabled on this server (INGEST_MAX_WAIT_MS=0): send wait_ms=0 or omit it")
+    }
+
     // MARK: - 401, 404, 405, 413, 415
 
     static let unauthorized = APIError(
@@ -78,6 +86,13 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
         headers: [Header(name: "WWW-Authenticate", value: "Bearer")])
 
     static let notFound = APIError(status: 404, code: "not_found", message: "no such endpoint")
+
+    static func unknownSubmission(maxAgeSeconds: Int64) -> APIError {
+        APIError(
+            status: 404, code: "unknown_submission",
+            message: "no result for this submission_id and no pending submission with it is known here "
+                + "(results are kept for \(maxAgeSeconds) s; a submission made elsewhere shows once its result exists)")
+    }
 
     static func methodNotAllowed(allowed: [String]) -> APIError {
         APIError(

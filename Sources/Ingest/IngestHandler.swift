@@ -6,19 +6,27 @@ import ServiceSupport
 import Synchronization
 
 /// The ingest's HTTP endpoints. Runs on the HTTP server's threads: validation and the Kafka enqueue happen inline
-/// (both are quick); the answer to a submission comes later, from Kafka's delivery report.
+/// (both are quick); the answer to a submission comes later, from Kafka's delivery report (and, with `wait_ms`, from
+/// the result index when the verdict arrives or a timer when it does not: a waiting request holds no thread).
 final class IngestHandler: HTTPHandler {
-    private let settings: IngestSettings
+    let settings: IngestSettings
     private let publisher: any SubmissionPublisher
-    private let authenticator: APIKeyAuthenticator
-    private let metrics: IngestMetrics
-    private let logger: Logger
+    let results: ResultIndex
+    private let resultFeed: (any ResultFeed)?
+    let authenticator: APIKeyAuthenticator
+    let metrics: IngestMetrics
+    let logger: Logger
     /// Set when draining starts: `/readyz` turns false so load balancers stop sending traffic.
     let isDraining = Atomic<Bool>(false)
 
-    init(settings: IngestSettings, publisher: any SubmissionPublisher, metrics: IngestMetrics, logger: Logger) {
+    init(
+        settings: IngestSettings, publisher: any SubmissionPublisher, results: ResultIndex,
+        resultFeed: (any ResultFeed)?, metrics: IngestMetrics, logger: Logger
+    ) {
         self.settings = settings
         self.publisher = publisher
+        self.results = results
+        self.resultFeed = resultFeed
         self.authenticator = APIKeyAuthenticator(keys: settings.apiKeys)
         self.metrics = metrics
         self.logger = logger
@@ -33,6 +41,8 @@ final class IngestHandler: HTTPHandler {
         switch route {
         case .submitReceipt:
             submit(request, respond: respond)
+        case .lookupReceipt(let id):
+            respond(lookup(id, request: request))
         case .health:
             respond(.json(200, "{\"status\":\"ok\"}"))
         case .readiness:
@@ -51,6 +61,9 @@ final class IngestHandler: HTTPHandler {
         guard publisher.isConnected else {
             return .json(503, "{\"ready\":false,\"reason\":\"no Kafka broker reachable\"}")
         }
+        if let resultFeed, !resultFeed.isCaughtUp {
+            return .json(503, "{\"ready\":false,\"reason\":\"reading back recent results\"}")
+        }
         return .json(200, "{\"ready\":true}")
     }
 
@@ -58,10 +71,19 @@ final class IngestHandler: HTTPHandler {
 
     private func submit(_ request: HTTPRequest, respond: @escaping HTTPResponder) {
         let submission: Submission
+        let waitMs: Int
         do throws(APIError) {
             submission = try validatedSubmission(request)
+            waitMs = try Self.waitMilliseconds(request.query["wait_ms"], maximum: settings.maxWaitMs)
         } catch {
             reject(error, bodyBytes: request.body.count, respond: respond)
+            return
+        }
+        // A resubmission whose verdict is known: answer it, and write nothing to Kafka again.
+        if case .result(let result) = results.lookup(submission.submissionId) {
+            metrics.answeredFromIndex.increment()
+            logger.debug("resubmission answered from the result index", ["submission_id": .string(submission.submissionId)])
+            respond(Self.resultResponse(result))
             return
         }
         let value: [UInt8]
@@ -79,7 +101,7 @@ final class IngestHandler: HTTPHandler {
                 bodyBytes: request.body.count, respond: respond)
             return
         }
-        publish(submission, value: value, respond: respond)
+        publish(submission, value: value, waitMs: waitMs, respond: respond)
     }
 
     private func validatedSubmission(_ request: HTTPRequest) throws(APIError) -> Submission {
@@ -94,7 +116,7 @@ final class IngestHandler: HTTPHandler {
         return parsed.submission(id: id, submittedAtMs: Clock.wallMilliseconds())
     }
 
-    private func publish(_ submission: Submission, value: [UInt8], respond: @escaping HTTPResponder) {
+    private func publish(_ submission: Submission, value: [UInt8], waitMs: Int, respond: @escaping HTTPResponder) {
         let id = submission.submissionId
         let headers = [
             KafkaHeader(name: MessageHeaders.submissionId, string: id),
@@ -104,6 +126,7 @@ final class IngestHandler: HTTPHandler {
         let metrics = self.metrics
         let logger = self.logger
         let settings = self.settings
+        let results = self.results
         metrics.waitingForKafka.increment()
         do throws(KafkaError) {
             try publisher.publish(
@@ -120,7 +143,18 @@ final class IngestHandler: HTTPHandler {
                         "submission accepted",
                         ["submission_id": .string(id), "bytes": .int(value.count),
                          "partition": .int(Int(report.partition)), "offset": .int(Int(report.offset))])
-                    respond(.json(202, "{\"submission_id\":\(JSONText.quoted(id))}"))
+                    results.markPending(id)
+                    guard waitMs > 0 else { return respond(Self.acceptedResponse(id)) }
+                    results.wait(for: id, timeoutMs: waitMs) { outcome in
+                        switch outcome {
+                        case .verdict(let result):
+                            metrics.waitsVerdict.increment()
+                            respond(Self.resultResponse(result))
+                        case .timedOut:
+                            metrics.waitsTimedOut.increment()
+                            respond(Self.acceptedResponse(id))
+                        }
+                    }
                 case .failure(let error):
                     metrics.kafkaFailed.increment()
                     let retryAfter = settings.retryAfterSeconds

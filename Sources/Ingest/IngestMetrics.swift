@@ -9,9 +9,27 @@ struct IngestMetrics: Sendable {
     let kafkaRefused: Counter
     let kafkaDeliverySeconds: Histogram
     let waitingForKafka: Gauge
+    let lookupHits: Counter
+    let lookupPending: Counter
+    let lookupMisses: Counter
+    let waitsVerdict: Counter
+    let waitsTimedOut: Counter
+    let answeredFromIndex: Counter
 
     init(registry: MetricsRegistry) {
         self.registry = registry
+        let lookups = "ingest_result_lookups_total"
+        let lookupsHelp = "GET /v1/receipts/{submission_id} by what the index knew (hit: result, pending, miss: unknown)"
+        lookupHits = registry.counter(lookups, help: lookupsHelp, labels: [("result", "hit")])
+        lookupPending = registry.counter(lookups, help: lookupsHelp, labels: [("result", "pending")])
+        lookupMisses = registry.counter(lookups, help: lookupsHelp, labels: [("result", "miss")])
+        let waits = "ingest_result_waits_total"
+        let waitsHelp = "POST /v1/receipts?wait_ms requests by how the wait ended (verdict: 200, timeout: 202)"
+        waitsVerdict = registry.counter(waits, help: waitsHelp, labels: [("outcome", "verdict")])
+        waitsTimedOut = registry.counter(waits, help: waitsHelp, labels: [("outcome", "timeout")])
+        answeredFromIndex = registry.counter(
+            "ingest_resubmissions_answered_from_index_total",
+            help: "Submissions whose submission_id already had a result: answered 200 without writing to Kafka")
         let deliveries = "ingest_kafka_deliveries_total"
         let deliveriesHelp =
             "Submissions given to Kafka, by result (delivered, failed after enqueue, refused at enqueue)"
@@ -23,6 +41,46 @@ struct IngestMetrics: Sendable {
             buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30])
         waitingForKafka = registry.gauge(
             "ingest_requests_waiting_for_kafka", help: "Submissions enqueued whose delivery report has not arrived")
+    }
+
+    /// Exposes the index's sizes and counters, read when scraped.
+    func observe(_ index: ResultIndex) {
+        registry.collect("ingest_result_index_entries", help: "Results in the index", kind: .gauge) {
+            [([], Double(index.statistics.entries))]
+        }
+        registry.collect("ingest_result_index_bytes", help: "Result message bytes in the index", kind: .gauge) {
+            [([], Double(index.statistics.bytes))]
+        }
+        registry.collect(
+            "ingest_result_index_pending", help: "Submissions accepted here without a result yet", kind: .gauge
+        ) { [([], Double(index.statistics.pending))] }
+        registry.collect(
+            "ingest_result_waiting_requests", help: "Requests waiting for a verdict (wait_ms)", kind: .gauge
+        ) { [([], Double(index.statistics.waiters))] }
+        registry.collect(
+            "ingest_result_messages_total",
+            help: "Messages read from the results topic, by what the index did with them", kind: .counter
+        ) {
+            let statistics = index.statistics
+            return [
+                ([("result", "indexed")], Double(statistics.indexed)),
+                ([("result", "duplicate")], Double(statistics.duplicates)),
+                ([("result", "expired")], Double(statistics.expired)),
+                ([("result", "undecodable")], Double(statistics.undecodable)),
+            ]
+        }
+        registry.collect(
+            "ingest_result_index_evictions_total", help: "Entries removed from the index, by the bound that removed them",
+            kind: .counter
+        ) {
+            let statistics = index.statistics
+            return [
+                ([("reason", "entries")], Double(statistics.evictedForEntries)),
+                ([("reason", "bytes")], Double(statistics.evictedForBytes)),
+                ([("reason", "age")], Double(statistics.evictedForAge)),
+                ([("reason", "pending")], Double(statistics.pendingEvicted)),
+            ]
+        }
     }
 
     /// Counts a response by route and status code and observes its duration.

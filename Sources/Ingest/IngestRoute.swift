@@ -1,19 +1,29 @@
 /// The ingest's endpoints. Matching is by path first, then method, so a known path with the wrong method is a 405.
-/// New endpoints (issue 6's `GET /v1/receipts/{submission_id}`) are added here and in `IngestHandler.handle`.
 enum IngestRoute: Sendable, Equatable {
+    /// `POST /v1/receipts` (also `/v1/receipts/`), optionally `?wait_ms=N`.
     case submitReceipt
+    /// `GET /v1/receipts/{submission_id}`: the id as it appears in the path (validated by the handler).
+    case lookupReceipt(String)
     case health
     case readiness
     case metrics
     case notFound
 
+    static let receiptsPrefix = "/v1/receipts/"
+
     init(path: String) {
         switch path {
-        case "/v1/receipts", "/v1/receipts/": self = .submitReceipt
+        case "/v1/receipts", Self.receiptsPrefix: self = .submitReceipt
         case "/healthz": self = .health
         case "/readyz": self = .readiness
         case "/metrics": self = .metrics
-        default: self = .notFound
+        default:
+            if path.hasPrefix(Self.receiptsPrefix) {
+                let id = path.dropFirst(Self.receiptsPrefix.count)
+                self = id.contains("/") ? .notFound : .lookupReceipt(String(id))
+            } else {
+                self = .notFound
+            }
         }
     }
 
@@ -21,7 +31,7 @@ enum IngestRoute: Sendable, Equatable {
     var allowedMethods: [String] {
         switch self {
         case .submitReceipt: ["POST"]
-        case .health, .readiness, .metrics: ["GET", "HEAD"]
+        case .lookupReceipt, .health, .readiness, .metrics: ["GET", "HEAD"]
         case .notFound: []
         }
     }
@@ -30,6 +40,7 @@ enum IngestRoute: Sendable, Equatable {
     var metricLabel: String {
         switch self {
         case .submitReceipt: "/v1/receipts"
+        case .lookupReceipt: "/v1/receipts/{submission_id}"
         case .health: "/healthz"
         case .readiness: "/readyz"
         case .metrics: "/metrics"

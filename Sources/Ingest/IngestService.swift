@@ -1,38 +1,55 @@
 import Foundation
 import HTTPServer
 import Kafka
+import ReceiptModel
 import ServiceSupport
 
-/// The ingest service: the HTTP API in front of a `SubmissionPublisher`. Testable in-process with a fake publisher
-/// and port 0; `receipt-ingest` runs it with a `KafkaProducer`.
+/// The ingest service: the HTTP API in front of a `SubmissionPublisher`, with a `ResultIndex` fed by a `ResultFeed`
+/// for verdicts. Testable in-process with fakes and port 0; `receipt-ingest` runs it with a `KafkaProducer` and a
+/// `KafkaResultFeed`.
 ///
-/// Lifecycle: `start()` binds; `drain()` stops accepting, waits for every submission still waiting on Kafka (up to
-/// the delivery timeout) and closes the listener. The owner closes the publisher afterwards.
+/// Lifecycle: `start()` starts the feed and binds; `drain()` stops accepting, answers requests waiting for a
+/// verdict 202 at once, waits for every submission still waiting on Kafka (up to the delivery timeout), closes the
+/// listener and then the feed. The owner closes the publisher afterwards.
 public final class IngestService: Sendable {
     public let settings: IngestSettings
+    /// The verdicts this instance knows (fed by `resultFeed`; tests may `record` into it directly).
+    public let results: ResultIndex
+    private let resultFeed: (any ResultFeed)?
     private let handler: IngestHandler
     private let server: HTTPServer
     private let logger: Logger
 
+    /// - Parameters:
+    ///   - resultFeed: where results come from; nil = none (the index then only knows what is recorded into it,
+    ///     and `/readyz` does not wait for a read-back).
+    ///   - results: the index (default: one with `settings.resultIndexLimits`).
     public init(
-        settings: IngestSettings, publisher: any SubmissionPublisher, logger: Logger, metrics: MetricsRegistry
+        settings: IngestSettings, publisher: any SubmissionPublisher, resultFeed: (any ResultFeed)? = nil,
+        results: ResultIndex? = nil, logger: Logger, metrics: MetricsRegistry
     ) {
         let ingestMetrics = IngestMetrics(registry: metrics)
-        let handler = IngestHandler(settings: settings, publisher: publisher, metrics: ingestMetrics, logger: logger)
+        let results = results ?? ResultIndex(limits: settings.resultIndexLimits)
+        ingestMetrics.observe(results)
+        let handler = IngestHandler(
+            settings: settings, publisher: publisher, results: results, resultFeed: resultFeed,
+            metrics: ingestMetrics, logger: logger)
         var configuration = HTTPServerConfiguration(listen: settings.listen)
         configuration.maxBodyBytes = settings.maxBodyBytes
         configuration.threadCount = settings.httpThreads
         configuration.connectionLimit = settings.maxConnections
         configuration.perIPConnectionLimit = settings.maxConnectionsPerIP
         configuration.idleTimeoutSeconds = settings.idleTimeoutSeconds
-        // librdkafka normally reports a timeout itself at message.timeout.ms (= the delivery timeout by default);
-        // the server's deadline guarantees the answer even if it does not.
-        configuration.responseDeadline = .milliseconds(settings.deliveryTimeoutMs)
+        // librdkafka normally reports a timeout itself at message.timeout.ms (= the delivery timeout by default), and
+        // a wait ends at its wait_ms; the server's deadline guarantees the answer even if neither happens.
+        configuration.responseDeadline = .milliseconds(settings.deliveryTimeoutMs + settings.maxWaitMs + 1000)
         configuration.deadlineResponse = APIError.kafkaTimeout(
             retryAfter: settings.retryAfterSeconds, timeoutMs: settings.deliveryTimeoutMs
         ).response
         configuration.stopGracePeriod = .milliseconds(settings.deliveryTimeoutMs + 1000)
         self.settings = settings
+        self.results = results
+        self.resultFeed = resultFeed
         self.handler = handler
         self.logger = logger
         self.server = HTTPServer(
@@ -43,6 +60,23 @@ public final class IngestService: Sendable {
     /// Binds the listen address and starts serving.
     /// - Throws: `HTTPServerError` when the address cannot be bound.
     public func start() throws {
+        if let resultFeed {
+            let results = self.results
+            let logger = self.logger
+            resultFeed.start { message in
+                // On the feed's thread: index (completing waiting requests), never crash on a bad message.
+                if results.record(value: message.value, timestampMs: message.timestampMs) == .undecodable {
+                    // Ids only: the header's submission id (when there is one), where the message is, its size.
+                    let id = message.headers.value(named: MessageHeaders.submissionId)
+                        .map { String(decoding: $0.prefix(256), as: UTF8.self) } ?? ""
+                    logger.warning(
+                        "result message not understood; not indexed",
+                        ["topic": .string(message.topic), "partition": .int(Int(message.partition)),
+                         "offset": .int(Int(message.offset)), "bytes": .int(message.value.count),
+                         "submission_id": .string(id)])
+                }
+            }
+        }
         try server.start()
         if settings.apiKeys.isEmpty {
             logger.warning("INGEST_API_KEYS is empty: POST /v1/receipts accepts requests without authentication")
@@ -51,17 +85,21 @@ public final class IngestService: Sendable {
             "receipt-ingest started",
             ["listen": .string(settings.listen.host), "port": .int(Int(server.port)),
              "topic": .string(settings.receiptsTopic), "api_keys": .int(settings.apiKeys.count),
-             "max_body_bytes": .int(settings.maxBodyBytes), "delivery_timeout_ms": .int(settings.deliveryTimeoutMs)])
+             "max_body_bytes": .int(settings.maxBodyBytes), "delivery_timeout_ms": .int(settings.deliveryTimeoutMs),
+             "results_topic": .string(settings.resultsTopic), "max_wait_ms": .int(settings.maxWaitMs)])
     }
 
     /// The bound HTTP port.
     public var port: UInt16 { server.port }
 
-    /// Stops accepting and waits for the submissions still waiting on Kafka to be answered; blocks. Idempotent.
+    /// Stops accepting, answers requests waiting for a verdict 202, waits for the submissions still waiting on Kafka
+    /// to be answered, then stops the result feed; blocks. Idempotent.
     public func drain() {
         handler.isDraining.store(true, ordering: .relaxed)
         let waiting = server.requestsAwaitingResponse
-        logger.info("draining: no new submissions", ["waiting_for_kafka": .int(waiting)])
+        logger.info("draining: no new submissions", ["awaiting_response": .int(waiting)])
+        results.stopWaiting()
         server.stop()
+        resultFeed?.close(timeout: .seconds(5))
     }
 }

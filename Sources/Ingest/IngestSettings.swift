@@ -19,8 +19,26 @@ public struct IngestSettings: Sendable {
     public var maxConnectionsPerIP: Int
     public var idleTimeoutSeconds: Int
 
+    // Verdicts for clients (issue 6): the result index fed from `RESULTS_TOPIC`.
+
+    /// The topic results are read from (`RESULTS_TOPIC`).
+    public var resultsTopic: String
+    /// librdkafka properties for the results follower: `KAFKA_*` as given, without the producer defaults above.
+    public var resultsKafka: KafkaConfiguration
+    /// Bounds of the index (`RESULT_INDEX_MAX_ENTRIES`, `_MAX_BYTES`, `_MAX_PENDING`, `_MAX_AGE_SECONDS`).
+    public var resultIndexLimits: ResultIndex.Limits
+    /// How much of the results topic is read back at start (`RESULT_INDEX_REPLAY_SECONDS`).
+    public var resultReplay: ResultReplayWindow
+    /// The longest `/readyz` waits for the read-back (`RESULT_INDEX_READY_TIMEOUT_SECONDS`).
+    public var resultReadinessTimeoutSeconds: Int
+    /// The largest accepted `wait_ms` of `POST /v1/receipts?wait_ms=N` (`INGEST_MAX_WAIT_MS`); 0 disables waiting.
+    public var maxWaitMs: Int
+
     public static let defaultReceiptsTopic = "iap.receipts.submitted"
     public static let defaultListen = "0.0.0.0:8080"
+    public static let defaultResultsTopic = "iap.receipts.results"
+    public static let defaultReplaySeconds = 300
+    public static let defaultMaxWaitMs = 30_000
     /// librdkafka's `linger.ms` for the ingest's producer unless `KAFKA_LINGER_MS` is set.
     public static let defaultLingerMs = "2"
 
@@ -28,7 +46,11 @@ public struct IngestSettings: Sendable {
         kafka: KafkaConfiguration, receiptsTopic: String = IngestSettings.defaultReceiptsTopic,
         listen: ListenAddress = ListenAddress(host: "0.0.0.0", port: 8080), apiKeys: [String] = [],
         maxBodyBytes: Int = 1 << 20, deliveryTimeoutMs: Int = 10_000, retryAfterSeconds: Int = 1,
-        httpThreads: Int = 2, maxConnections: Int = 10_000, maxConnectionsPerIP: Int = 0, idleTimeoutSeconds: Int = 30
+        httpThreads: Int = 2, maxConnections: Int = 10_000, maxConnectionsPerIP: Int = 0, idleTimeoutSeconds: Int = 30,
+        resultsTopic: String = IngestSettings.defaultResultsTopic, resultsKafka: KafkaConfiguration? = nil,
+        resultIndexLimits: ResultIndex.Limits = ResultIndex.Limits(),
+        resultReplay: ResultReplayWindow = .seconds(IngestSettings.defaultReplaySeconds),
+        resultReadinessTimeoutSeconds: Int = 10, maxWaitMs: Int = IngestSettings.defaultMaxWaitMs
     ) {
         self.kafka = kafka
         self.receiptsTopic = receiptsTopic
@@ -41,6 +63,12 @@ public struct IngestSettings: Sendable {
         self.maxConnections = maxConnections
         self.maxConnectionsPerIP = maxConnectionsPerIP
         self.idleTimeoutSeconds = idleTimeoutSeconds
+        self.resultsTopic = resultsTopic
+        self.resultsKafka = resultsKafka ?? kafka
+        self.resultIndexLimits = resultIndexLimits
+        self.resultReplay = resultReplay
+        self.resultReadinessTimeoutSeconds = resultReadinessTimeoutSeconds
+        self.maxWaitMs = maxWaitMs
     }
 
     /// Reads and validates the settings.
@@ -48,7 +76,8 @@ public struct IngestSettings: Sendable {
     public static func fromEnvironment(_ environment: [String: String]) throws(ConfigurationError) -> IngestSettings {
         let settings = Settings(environment: environment)
         _ = try settings.required("KAFKA_BOOTSTRAP_SERVERS")
-        var kafka = KafkaConfiguration.fromEnvironment(environment)
+        let resultsKafka = KafkaConfiguration.fromEnvironment(environment)
+        var kafka = resultsKafka
         let deliveryTimeoutMs = try settings.int(
             "INGEST_KAFKA_DELIVERY_TIMEOUT_MS", default: 10_000, range: 100...300_000)
         if kafka["message.timeout.ms"] == nil {
@@ -64,6 +93,26 @@ public struct IngestSettings: Sendable {
             throw ConfigurationError(
                 variable: "RECEIPTS_TOPIC", problem: "'\(topic)' is not a Kafka topic name (letters, digits, . _ -)")
         }
+        let resultsTopic = settings.string("RESULTS_TOPIC", default: defaultResultsTopic)
+        guard isValidTopicName(resultsTopic) else {
+            throw ConfigurationError(
+                variable: "RESULTS_TOPIC",
+                problem: "'\(resultsTopic)' is not a Kafka topic name (letters, digits, . _ -)")
+        }
+        let limits = ResultIndex.Limits(
+            maxEntries: try settings.int("RESULT_INDEX_MAX_ENTRIES", default: 100_000, range: 1...100_000_000),
+            maxBytes: try settings.int("RESULT_INDEX_MAX_BYTES", default: 256 << 20, range: 1024...(64 << 30)),
+            maxPending: try settings.int("RESULT_INDEX_MAX_PENDING", default: 100_000, range: 1...100_000_000),
+            maxAgeMs: Int64(try settings.int("RESULT_INDEX_MAX_AGE_SECONDS", default: 3600, range: 1...31_536_000))
+                * 1000)
+        let replay: ResultReplayWindow
+        if settings.string("RESULT_INDEX_REPLAY_SECONDS")?.lowercased() == "all" {
+            replay = .everything
+        } else {
+            replay = .seconds(
+                try settings.int(
+                    "RESULT_INDEX_REPLAY_SECONDS", default: defaultReplaySeconds, range: 0...31_536_000))
+        }
         let apiKeys = settings.list("INGEST_API_KEYS")
         return IngestSettings(
             kafka: kafka, receiptsTopic: topic,
@@ -74,7 +123,11 @@ public struct IngestSettings: Sendable {
             httpThreads: try settings.int("INGEST_HTTP_THREADS", default: 2, range: 1...64),
             maxConnections: try settings.int("INGEST_MAX_CONNECTIONS", default: 10_000, range: 1...1_000_000),
             maxConnectionsPerIP: try settings.int("INGEST_MAX_CONNECTIONS_PER_IP", default: 0, range: 0...1_000_000),
-            idleTimeoutSeconds: try settings.int("INGEST_IDLE_TIMEOUT_SECONDS", default: 30, range: 1...3600))
+            idleTimeoutSeconds: try settings.int("INGEST_IDLE_TIMEOUT_SECONDS", default: 30, range: 1...3600),
+            resultsTopic: resultsTopic, resultsKafka: resultsKafka, resultIndexLimits: limits, resultReplay: replay,
+            resultReadinessTimeoutSeconds: try settings.int(
+                "RESULT_INDEX_READY_TIMEOUT_SECONDS", default: 10, range: 0...3600),
+            maxWaitMs: try settings.int("INGEST_MAX_WAIT_MS", default: defaultMaxWaitMs, range: 0...300_000))
     }
 
     static func isValidTopicName(_ name: String) -> Bool {
@@ -113,7 +166,27 @@ public struct IngestSettings: Sendable {
           INGEST_IDLE_TIMEOUT_SECONDS      idle keep-alive connections are closed after this, 1..3600 (default 30)
           LOG_LEVEL                        debug, info, warning or error (default info)
 
-        Endpoints: POST /v1/receipts, GET /healthz, GET /readyz, GET /metrics (see schemas/openapi.yaml).
-        SIGTERM or SIGINT: stop accepting, wait for the submissions Kafka has not acknowledged yet, flush, exit 0.
+        Verdicts (GET /v1/receipts/{submission_id}, POST /v1/receipts?wait_ms=N): every instance follows
+        RESULTS_TOPIC without a consumer group into a bounded in-memory index by submission_id.
+
+          RESULTS_TOPIC                    topic the verifier writes results to (default iap.receipts.results)
+          RESULT_INDEX_MAX_ENTRIES         results kept, oldest evicted first, 1..100000000 (default 100000)
+          RESULT_INDEX_MAX_BYTES           result message bytes kept, oldest evicted first (default 268435456)
+          RESULT_INDEX_MAX_PENDING         accepted submissions without a result remembered as "pending"
+                                           (GET answers 202), oldest forgotten first (default 100000)
+          RESULT_INDEX_MAX_AGE_SECONDS     results and pending submissions are forgotten this long after their
+                                           time, 1..31536000 (default 3600)
+          RESULT_INDEX_REPLAY_SECONDS      results of the last N seconds read back at start, so a restarted or
+                                           new instance answers at once; 0 = none, 'all' = everything the topic
+                                           retains (default 300)
+          RESULT_INDEX_READY_TIMEOUT_SECONDS
+                                           /readyz waits for the read-back at most this long, 0..3600 (default 10)
+          INGEST_MAX_WAIT_MS               largest wait_ms accepted (larger = 400), 0..300000 (default 30000);
+                                           0 disables waiting
+
+        Endpoints: POST /v1/receipts[?wait_ms=N], GET /v1/receipts/{submission_id}, GET /healthz, GET /readyz,
+        GET /metrics (see schemas/openapi.yaml).
+        SIGTERM or SIGINT: stop accepting, answer waiting requests 202, wait for the submissions Kafka has not
+        acknowledged yet, flush, exit 0.
         """
 }

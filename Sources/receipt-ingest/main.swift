@@ -36,11 +36,24 @@ enum ReceiptIngestMain {
             logger.error("cannot create the Kafka producer: \(error.message)", ["kafka_code": .int(Int(error.code))])
             exit(2)
         }
-        let service = IngestService(settings: settings, publisher: producer, logger: logger, metrics: metrics)
+        let resultFeed: KafkaResultFeed
+        do {
+            resultFeed = try KafkaResultFeed(
+                configuration: settings.resultsKafka, topic: settings.resultsTopic, replay: settings.resultReplay,
+                readinessBound: .seconds(settings.resultReadinessTimeoutSeconds), logger: logger)
+        } catch {
+            logger.error(
+                "cannot create the results follower: \(error.message)", ["kafka_code": .int(Int(error.code))])
+            producer.close(timeout: .seconds(1))
+            exit(2)
+        }
+        let service = IngestService(
+            settings: settings, publisher: producer, resultFeed: resultFeed, logger: logger, metrics: metrics)
         do {
             try service.start()
         } catch {
             logger.error("cannot start the HTTP server: \(error)")
+            service.drain()
             producer.close(timeout: .seconds(1))
             exit(1)
         }

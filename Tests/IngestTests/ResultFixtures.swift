@@ -1,0 +1,63 @@
+import Foundation
+import Ingest
+import Kafka
+import ReceiptModel
+import Synchronization
+
+/// Result messages as the verifier writes them, for feeding the index in tests.
+enum ResultFixtures {
+    static func result(
+        _ id: String, outcome: Outcome = .verified, transactionId: String = "1000", verifiedAtMs: Int64? = nil
+    ) -> VerificationResult {
+        let transaction = VerifiedTransaction(
+            transactionId: transactionId, originalTransactionId: transactionId, productId: "com.example.coins",
+            quantity: 1, purchaseDateMs: 1_690_000_000_000, environment: .production)
+        return VerificationResult(
+            submissionId: id, orderId: "order-\(id)", userId: nil, outcome: outcome,
+            reason: outcome == .verified ? nil : .invalidReceipt, message: nil, appleStatus: 0,
+            environment: .production, bundleId: "com.example.app",
+            transactions: outcome == .verified ? [transaction] : [], attempts: 1,
+            verifiedAtMs: verifiedAtMs ?? Int64(Date().timeIntervalSince1970 * 1000))
+    }
+
+    static func bytes(_ id: String, outcome: Outcome = .verified) throws -> [UInt8] {
+        try MessageCoding.encode(result(id, outcome: outcome))
+    }
+
+    static func message(_ value: [UInt8], offset: Int64 = 0, timestampMs: Int64? = nil) -> KafkaMessage {
+        KafkaMessage(
+            topic: IngestSettings.defaultResultsTopic, partition: 0, offset: offset, key: nil, value: value,
+            timestampMs: timestampMs)
+    }
+}
+
+/// A `ResultFeed` the test drives: `emit` delivers a message as the follower's thread would.
+final class FakeResultFeed: ResultFeed {
+    private let deliver = Mutex<(@Sendable (KafkaMessage) -> Void)?>(nil)
+    private let caughtUp: Atomic<Bool>
+    private let closed = Atomic<Bool>(false)
+
+    init(caughtUp: Bool = true) {
+        self.caughtUp = Atomic(caughtUp)
+    }
+
+    func start(deliver: @escaping @Sendable (KafkaMessage) -> Void) {
+        self.deliver.withLock { $0 = deliver }
+    }
+
+    var isCaughtUp: Bool { caughtUp.load(ordering: .relaxed) }
+    var isClosed: Bool { closed.load(ordering: .relaxed) }
+    func setCaughtUp(_ value: Bool) { caughtUp.store(value, ordering: .relaxed) }
+
+    func close(timeout: Duration) {
+        closed.store(true, ordering: .relaxed)
+    }
+
+    func emit(_ message: KafkaMessage) {
+        deliver.withLock { $0 }?(message)
+    }
+
+    func emit(_ value: [UInt8]) {
+        emit(ResultFixtures.message(value, timestampMs: Int64(Date().timeIntervalSince1970 * 1000)))
+    }
+}

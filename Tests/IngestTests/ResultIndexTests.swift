@@ -1,0 +1,244 @@
+import Foundation
+import Ingest
+import ReceiptModel
+import Synchronization
+import Testing
+
+/// The result index alone: bounds, eviction order, pending, waiters (with a manual clock and timer, no network).
+@Suite("result index")
+struct ResultIndexTests {
+    /// A wall clock and a timer the test moves by hand.
+    final class ManualTime: Sendable {
+        private let state = Mutex<(now: Int64, timers: [(due: Int64, work: @Sendable () -> Void)])>((1_000_000, []))
+
+        var now: Int64 { state.withLock { $0.now } }
+        var scheduledCount: Int { state.withLock { $0.timers.count } }
+
+        func schedule(_ milliseconds: Int, _ work: @escaping @Sendable () -> Void) {
+            state.withLock { $0.timers.append((due: $0.now + Int64(milliseconds), work: work)) }
+        }
+
+        /// Moves the clock and runs the timers that came due (outside the lock, in due order).
+        func advance(by milliseconds: Int64) {
+            let due = state.withLock { state -> [@Sendable () -> Void] in
+                state.now += milliseconds
+                let now = state.now
+                let due = state.timers.filter { $0.due <= now }.sorted { $0.due < $1.due }
+                state.timers.removeAll { $0.due <= now }
+                return due.map(\.work)
+            }
+            for work in due { work() }
+        }
+    }
+
+    /// Collects wait outcomes.
+    final class Outcomes: Sendable {
+        private let list = Mutex<[ResultIndex.WaitOutcome]>([])
+        var all: [ResultIndex.WaitOutcome] { list.withLock { $0 } }
+        func append(_ outcome: ResultIndex.WaitOutcome) { list.withLock { $0.append(outcome) } }
+    }
+
+    private func makeIndex(
+        _ time: ManualTime, maxEntries: Int = 1000, maxBytes: Int = 1 << 20, maxPending: Int = 1000,
+        maxAgeMs: Int64 = 60_000
+    ) -> ResultIndex {
+        ResultIndex(
+            limits: .init(maxEntries: maxEntries, maxBytes: maxBytes, maxPending: maxPending, maxAgeMs: maxAgeMs),
+            now: { time.now }, schedule: { time.schedule($0, $1) })
+    }
+
+    @Test("a recorded result is found by its id, as the exact message bytes; the first of duplicates wins")
+    func recordAndLookup() throws {
+        let time = ManualTime()
+        let index = makeIndex(time)
+        let first = try ResultFixtures.bytes("s-1")
+        #expect(index.record(value: first, timestampMs: time.now) == .indexed(submissionId: "s-1", waitersCompleted: 0))
+        #expect(index.lookup("s-1") == .result(first))
+        #expect(index.lookup("s-2") == .unknown)
+
+        let duplicate = try ResultFixtures.bytes("s-1", outcome: .rejected)
+        #expect(index.record(value: duplicate, timestampMs: time.now) == .duplicate(submissionId: "s-1"))
+        #expect(index.lookup("s-1") == .result(first))
+        #expect(index.statistics.entries == 1)
+        #expect(index.statistics.bytes == first.count)
+        #expect(index.statistics.duplicates == 1)
+    }
+
+    @Test("messages that are not results are counted and not indexed", arguments: [
+        Array("not json".utf8), Array("{}".utf8), Array(#"{"submission_id":"x","outcome":"maybe"}"#.utf8), [],
+    ])
+    func undecodable(value: [UInt8]) {
+        let time = ManualTime()
+        let index = makeIndex(time)
+        #expect(index.record(value: value, timestampMs: time.now) == .undecodable)
+        #expect(index.statistics.undecodable == 1)
+        #expect(index.statistics.entries == 0)
+    }
+
+    @Test("over the entry limit the oldest inserted are evicted first")
+    func entryBound() throws {
+        let time = ManualTime()
+        let index = makeIndex(time, maxEntries: 3)
+        for number in 1...5 {
+            index.record(value: try ResultFixtures.bytes("s-\(number)"), timestampMs: time.now)
+        }
+        #expect(index.statistics.entries == 3)
+        #expect(index.statistics.evictedForEntries == 2)
+        #expect(index.lookup("s-1") == .unknown)
+        #expect(index.lookup("s-2") == .unknown)
+        for number in 3...5 {
+            #expect(index.lookup("s-\(number)") != .unknown)
+        }
+    }
+
+    @Test("over the byte limit the oldest inserted are evicted first")
+    func byteBound() throws {
+        let time = ManualTime()
+        let size = try ResultFixtures.bytes("s-1").count
+        let index = makeIndex(time, maxBytes: size * 2 + size / 2)
+        for number in 1...4 {
+            index.record(value: try ResultFixtures.bytes("s-\(number)"), timestampMs: time.now)
+        }
+        #expect(index.statistics.entries == 2)
+        #expect(index.statistics.bytes <= size * 2 + size / 2)
+        #expect(index.statistics.evictedForBytes == 2)
+        #expect(index.lookup("s-2") == .unknown)
+        #expect(index.lookup("s-3") != .unknown)
+        #expect(index.lookup("s-4") != .unknown)
+    }
+
+    @Test("results older than the age limit are not answered, are evicted, and old read-back is skipped")
+    func ageBound() throws {
+        let time = ManualTime()
+        let index = makeIndex(time, maxAgeMs: 10_000)
+        index.record(value: try ResultFixtures.bytes("old"), timestampMs: time.now)
+        time.advance(by: 6_000)
+        index.record(value: try ResultFixtures.bytes("newer"), timestampMs: time.now)
+        time.advance(by: 5_000)
+        #expect(index.lookup("old") == .unknown)
+        #expect(index.lookup("newer") != .unknown)
+        // The next insert evicts what expired.
+        #expect(
+            index.record(value: try ResultFixtures.bytes("read-back"), timestampMs: time.now - 20_000)
+                == .expired(submissionId: "read-back"))
+        #expect(index.lookup("read-back") == .unknown)
+        #expect(index.statistics.evictedForAge == 1)
+        #expect(index.statistics.entries == 1)
+        #expect(index.statistics.expired == 1)
+    }
+
+    @Test("pending: known until its result arrives; bounded by count and age")
+    func pending() throws {
+        let time = ManualTime()
+        let index = makeIndex(time, maxPending: 2, maxAgeMs: 10_000)
+        index.markPending("p-1")
+        #expect(index.lookup("p-1") == .pending)
+        let result = try ResultFixtures.bytes("p-1")
+        index.record(value: result, timestampMs: time.now)
+        #expect(index.lookup("p-1") == .result(result))
+        #expect(index.statistics.pending == 0)
+        // A result already known is not marked pending again.
+        index.markPending("p-1")
+        #expect(index.lookup("p-1") == .result(result))
+
+        index.markPending("p-2")
+        index.markPending("p-3")
+        index.markPending("p-4")
+        #expect(index.statistics.pending == 2)
+        #expect(index.lookup("p-2") == .unknown)
+        #expect(index.lookup("p-3") == .pending)
+        time.advance(by: 10_001)
+        #expect(index.lookup("p-4") == .unknown)
+        index.markPending("p-5")
+        #expect(index.statistics.pending == 1)
+    }
+
+    @Test("many pending marks cleared by results do not grow the index")
+    func pendingChurn() throws {
+        let time = ManualTime()
+        let index = makeIndex(time, maxEntries: 10, maxPending: 10)
+        let value = try ResultFixtures.bytes("churn")
+        for number in 0..<5_000 {
+            let id = "c-\(number)"
+            index.markPending(id)
+            // Same bytes under another id are not a result for it; decode-and-reencode per id.
+            var result = try MessageCoding.decode(VerificationResult.self, from: value)
+            result.submissionId = id
+            index.record(value: try MessageCoding.encode(result), timestampMs: time.now)
+        }
+        #expect(index.statistics.entries == 10)
+        #expect(index.statistics.pending == 0)
+    }
+
+    @Test("a waiter gets the result when it is recorded, once; its timer firing later does nothing")
+    func waiterFulfilled() throws {
+        let time = ManualTime()
+        let index = makeIndex(time)
+        let outcomes = Outcomes()
+        index.wait(for: "w-1", timeoutMs: 1000) { outcomes.append($0) }
+        index.wait(for: "w-1", timeoutMs: 1000) { outcomes.append($0) }
+        #expect(outcomes.all.isEmpty)
+        #expect(index.statistics.waiters == 2)
+        let result = try ResultFixtures.bytes("w-1")
+        #expect(index.record(value: result, timestampMs: time.now) == .indexed(submissionId: "w-1", waitersCompleted: 2))
+        #expect(outcomes.all == [.verdict(result), .verdict(result)])
+        time.advance(by: 2000)
+        #expect(outcomes.all.count == 2)
+        #expect(index.statistics.waiters == 0)
+    }
+
+    @Test("a waiter times out after its time; a result recorded later is still indexed")
+    func waiterTimesOut() throws {
+        let time = ManualTime()
+        let index = makeIndex(time)
+        let outcomes = Outcomes()
+        index.wait(for: "w-2", timeoutMs: 500) { outcomes.append($0) }
+        time.advance(by: 499)
+        #expect(outcomes.all.isEmpty)
+        time.advance(by: 1)
+        #expect(outcomes.all == [.timedOut])
+        #expect(index.statistics.waiters == 0)
+        let result = try ResultFixtures.bytes("w-2")
+        #expect(index.record(value: result, timestampMs: time.now) == .indexed(submissionId: "w-2", waitersCompleted: 0))
+        #expect(outcomes.all == [.timedOut])
+    }
+
+    @Test("waiting for a result already indexed completes at once, without a timer")
+    func waitForKnown() throws {
+        let time = ManualTime()
+        let index = makeIndex(time)
+        let result = try ResultFixtures.bytes("k-1")
+        index.record(value: result, timestampMs: time.now)
+        let outcomes = Outcomes()
+        index.wait(for: "k-1", timeoutMs: 1000) { outcomes.append($0) }
+        #expect(outcomes.all == [.verdict(result)])
+        #expect(time.scheduledCount == 0)
+    }
+
+    @Test("stopWaiting ends every waiter with a timeout, and later waits at once")
+    func stopWaiting() {
+        let time = ManualTime()
+        let index = makeIndex(time)
+        let outcomes = Outcomes()
+        index.wait(for: "a", timeoutMs: 10_000) { outcomes.append($0) }
+        index.wait(for: "b", timeoutMs: 10_000) { outcomes.append($0) }
+        index.stopWaiting()
+        #expect(outcomes.all == [.timedOut, .timedOut])
+        index.wait(for: "c", timeoutMs: 10_000) { outcomes.append($0) }
+        #expect(outcomes.all.count == 3)
+        time.advance(by: 20_000)
+        #expect(outcomes.all.count == 3)
+    }
+
+    @Test("with the real Dispatch timer, a short wait times out on its own")
+    func dispatchTimer() async {
+        let index = ResultIndex()
+        let outcomes = Outcomes()
+        index.wait(for: "d-1", timeoutMs: 20) { outcomes.append($0) }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while outcomes.all.isEmpty, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(outcomes.all == [.timedOut])
+    }
+}
