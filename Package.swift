@@ -61,7 +61,8 @@ let package = Package(
             name: "IngestTests", dependencies: ["Ingest", "HTTPServer", "Kafka", "ReceiptModel", "TestSupport"]),
         .testTarget(name: "VerifierTests", dependencies: ["Verifier", "ReceiptModel", "TestSupport"]),
         .testTarget(name: "ReplayTests", dependencies: ["Replay", "ReceiptModel"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["Kafka", "ReceiptModel", "TestSupport"]),
+        .testTarget(
+            name: "IntegrationTests", dependencies: ["Kafka", "ReceiptModel", "ServiceSupport", "FakeAppStore", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

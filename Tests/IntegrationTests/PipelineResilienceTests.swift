@@ -1,0 +1,109 @@
+import FakeAppStore
+import Foundation
+import Kafka
+import ReceiptModel
+import Testing
+
+import TestSupport
+
+/// Crashes, rebalances and outages with real processes: every submission still ends with one agreeing verdict.
+@Suite(.serialized) struct PipelineResilienceTests {
+    /// Every result of one submission agrees (at-least-once duplicates are the same verdict).
+    private func expectResultsAgree(_ pipeline: Pipeline, ids: [String]) throws {
+        let byId = Dictionary(grouping: try pipeline.results.results(), by: \.submissionId)
+        for id in ids {
+            let results = try #require(byId[id], "no result for \(id)")
+            let first = try #require(results.first)
+            for other in results.dropFirst() {
+                #expect(other.outcome == first.outcome && other.reason == first.reason, "\(id) disagrees")
+                #expect(other.transactions.map(\.creditKey) == first.transactions.map(\.creditKey), "\(id) disagrees")
+            }
+        }
+    }
+
+    private func produceValid(_ pipeline: Pipeline, count: Int, prefix: String) async throws -> [String] {
+        var ids: [String] = []
+        for index in 0..<count {
+            let id = "\(prefix)-\(index)"
+            let transactionId = String(3_000_000_000_000_000 + index)
+            let receipt = FakeReceipt.valid(
+                id: id, transactions: [FakeTransaction(id: transactionId, product: "gems_100")])
+            try await pipeline.produce(submission(id, receipt: receipt, expectedTransactionId: transactionId))
+            ids.append(id)
+        }
+        return ids
+    }
+
+    @Test func twoVerifiersShareThePartitions() async throws {
+        let pipeline = try await Pipeline.start(verifiers: 2, fakeArguments: ["--latency-ms", "20"])
+        // Both members must own partitions before the load, or one could take it all.
+        let balanced = await eventually(timeout: .seconds(30)) {
+            var owned: [Double] = []
+            for verifier in pipeline.runningVerifiers {
+                owned.append(await verifier.metricSum("kafka_consumer_assigned_partitions") ?? 0)
+            }
+            return owned.count == 2 && owned.allSatisfy { $0 > 0 }
+        }
+        #expect(balanced, "the two verifiers did not split the partitions")
+        let ids = try await produceValid(pipeline, count: 200, prefix: "shared")
+        #expect(await pipeline.waitForResults(ids))
+        try expectResultsAgree(pipeline, ids: ids)
+        for verifier in pipeline.runningVerifiers {
+            let verified = await verifier.metricSum("verifier_results_total", labels: ["outcome=\"verified\""]) ?? 0
+            #expect(verified > 0, "a verifier produced no result")
+        }
+        #expect(try pipeline.results.results().allSatisfy { $0.outcome == .verified })
+        await pipeline.shutdown()
+    }
+
+    @Test func aVerifierKilledMidLoadIsReplacedAndNothingIsLost() async throws {
+        let pipeline = try await Pipeline.start(verifiers: 1, fakeArguments: ["--latency-ms", "100"])
+        let ids = try await produceValid(pipeline, count: 400, prefix: "crash")
+        let someDone = await eventually(timeout: .seconds(30)) { pipeline.results.answeredIds().count >= 50 }
+        #expect(someDone)
+        let victim = try #require(pipeline.runningVerifiers.first)
+        await victim.kill()
+        #expect(pipeline.results.answeredIds().count < ids.count, "the load finished before the crash")
+
+        try await pipeline.startVerifier(name: "receipt-verifier-restarted")
+        #expect(await pipeline.waitForResults(ids, timeout: .seconds(90)))
+        try expectResultsAgree(pipeline, ids: ids)
+        #expect(try pipeline.results.results().allSatisfy { $0.outcome == .verified })
+        await pipeline.shutdown()
+    }
+
+    @Test func anAppleOutageOfTwentySecondsProducesLagNotFailures() async throws {
+        let pipeline = try await Pipeline.start(
+            verifiers: 1, fakeArguments: ["--latency-ms", "5"],
+            verifierSettings: [
+                "VERIFIER_RETRY_BACKOFF_MS": "2000", "VERIFIER_RETRY_MAX_BACKOFF_MS": "5000",
+                "VERIFIER_BREAKER_MIN_CALLS": "5", "VERIFIER_BREAKER_WINDOW": "10",
+            ])
+        try await pipeline.fake.setOutage(true)
+        let ids = try await produceValid(pipeline, count: 40, prefix: "outage")
+        try await Task.sleep(for: .seconds(20))
+        #expect(try pipeline.results.results().allSatisfy { $0.outcome != .failed }, "failed results during the outage")
+        try await pipeline.fake.setOutage(false)
+
+        #expect(await pipeline.waitForResults(ids, timeout: .seconds(90)))
+        let results = try pipeline.results.results()
+        #expect(results.allSatisfy { $0.outcome == .verified }, "\(results.filter { $0.outcome != .verified })")
+        #expect(pipeline.deadLetters.messages.isEmpty)
+        await pipeline.shutdown()
+    }
+
+    @Test func aFrozenBrokerLosesNothing() async throws {
+        let pipeline = try await Pipeline.start(verifiers: 1, fakeArguments: ["--latency-ms", "20"])
+        let before = try await produceValid(pipeline, count: 100, prefix: "broker-a")
+        // Freeze the whole cluster for a few seconds while the verifier is busy with it.
+        pipeline.kafka.process.send(signal: SIGSTOP)
+        try await Task.sleep(for: .seconds(4))
+        pipeline.kafka.process.send(signal: SIGCONT)
+        let after = try await produceValid(pipeline, count: 100, prefix: "broker-b")
+
+        #expect(await pipeline.waitForResults(before + after, timeout: .seconds(90)))
+        try expectResultsAgree(pipeline, ids: before + after)
+        #expect(pipeline.runningVerifiers.count == 1, "the verifier did not survive the broker outage")
+        await pipeline.shutdown()
+    }
+}
