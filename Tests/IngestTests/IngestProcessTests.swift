@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Ingest
 import Kafka
 import ReceiptModel
 import ServiceSupport
@@ -58,7 +59,8 @@ struct IngestProcessTests {
     }
 
     private static func startCluster() async throws -> EmbeddedKafkaProcess {
-        try await EmbeddedKafkaProcess.start(topics: [(topic, 4)])
+        // The results topic exists too: the ingest's /readyz waits for its results follower.
+        try await EmbeddedKafkaProcess.start(topics: [(topic, 4), (IngestSettings.defaultResultsTopic, 4)])
     }
 
     private static func errorCode(_ response: TestHTTPResponse) -> String? {

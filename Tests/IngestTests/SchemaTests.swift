@@ -164,6 +164,8 @@ struct SchemaTests {
                     if not ref.startswith("#/components/schemas/"):
                         continue
                     for example in (media.get("examples") or {}).values():
+                        if "$ref" in example:
+                            example = doc["components"]["examples"][example["$ref"].rsplit("/", 1)[1]]
                         out.append([ref.rsplit("/", 1)[1], json.dumps(example["value"])])
             for path in doc["paths"].values():
                 for operation in path.values():

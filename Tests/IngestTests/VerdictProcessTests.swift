@@ -1,0 +1,218 @@
+import Dispatch
+import Foundation
+import Ingest
+import Kafka
+import ReceiptModel
+import ServiceSupport
+import Synchronization
+import Testing
+import TestSupport
+
+/// Verdicts through real `receipt-ingest` processes against `embedded-kafka`: the test plays the verifier by
+/// producing result messages (`VerificationResult` encoded with `MessageCoding`) to the results topic itself.
+@Suite("receipt-ingest verdicts against embedded-kafka", .serialized)
+struct VerdictProcessTests {
+    static let resultsTopic = IngestSettings.defaultResultsTopic
+
+    /// Produces result messages as the verifier does (key, `submission-id` and `outcome` headers).
+    final class ResultProducer: Sendable {
+        let producer: KafkaProducer
+
+        init(bootstrapServers: String) throws {
+            producer = try KafkaProducer(
+                configuration: KafkaConfiguration(["bootstrap.servers": bootstrapServers, "linger.ms": "1"]),
+                logger: Logger(label: "test-results", threshold: .error, sink: DiscardingSink()))
+        }
+
+        deinit {
+            producer.close(timeout: .seconds(5))
+        }
+
+        /// Produces the result for `id` and returns its bytes once Kafka acknowledged it.
+        @discardableResult
+        func produce(_ id: String, outcome: Outcome = .verified) async throws -> [UInt8] {
+            let value = try ResultFixtures.bytes(id, outcome: outcome)
+            _ = try await producer.send(
+                topic: VerdictProcessTests.resultsTopic, key: Array(id.utf8), value: value,
+                headers: [
+                    KafkaHeader(name: MessageHeaders.submissionId, string: id),
+                    KafkaHeader(name: MessageHeaders.outcome, string: outcome.rawValue),
+                ])
+            return value
+        }
+    }
+
+    private static func startCluster() async throws -> EmbeddedKafkaProcess {
+        try await EmbeddedKafkaProcess.start(topics: [(IngestSettings.defaultReceiptsTopic, 4), (resultsTopic, 4)])
+    }
+
+    private static func startIngest(
+        _ cluster: EmbeddedKafkaProcess, _ extra: [String: String] = [:]
+    ) async throws -> IngestProcess {
+        try await IngestProcess.start(environment: cluster.environment.merging(extra) { $1 })
+    }
+
+    private static func submit(
+        _ ingest: IngestProcess, _ id: String, waitMs: Int? = nil
+    ) async throws -> TestHTTPResponse {
+        let query = waitMs.map { "?wait_ms=\($0)" } ?? ""
+        return try await TestHTTPClient.postJSON(
+            ingest.url("/v1/receipts\(query)"), ["receipt_data": "aGVsbG8=", "submission_id": id], timeout: 20)
+    }
+
+    private static func lookup(_ ingest: IngestProcess, _ id: String) async throws -> TestHTTPResponse {
+        try await TestHTTPClient.send("GET", ingest.url("/v1/receipts/\(id)"), timeout: 10)
+    }
+
+    /// Waits until `GET` on `ingest` answers `status` for `id`.
+    private static func eventuallyStatus(_ ingest: IngestProcess, _ id: String, _ status: Int) async -> Bool {
+        await eventually(timeout: .seconds(10)) { (try? await lookup(ingest, id))?.status == status }
+    }
+
+    @Test("wait_ms returns the verdict when the result is produced during the wait")
+    func waitGetsVerdict() async throws {
+        let cluster = try await Self.startCluster()
+        let ingest = try await Self.startIngest(cluster)
+        let results = try ResultProducer(bootstrapServers: cluster.bootstrapServers)
+
+        let started = ContinuousClock.now
+        async let waiting = Self.submit(ingest, "pw-1", waitMs: 10_000)
+        // Accepted (Kafka acknowledged it) and now waiting: this instance knows it as pending.
+        #expect(await Self.eventuallyStatus(ingest, "pw-1", 202))
+        let produced = try await results.produce("pw-1")
+        let response = try await waiting
+        #expect(response.status == 200)
+        #expect(Array(response.body) == produced)
+        #expect(ContinuousClock.now - started < .seconds(9))
+        #expect(await ingest.stop() == 0)
+        await cluster.stop()
+    }
+
+    @Test("without a result, wait_ms answers 202 in time; GET returns the verdict once it is produced")
+    func waitTimesOutThenLookup() async throws {
+        let cluster = try await Self.startCluster()
+        let ingest = try await Self.startIngest(cluster)
+        let results = try ResultProducer(bootstrapServers: cluster.bootstrapServers)
+
+        let started = ContinuousClock.now
+        let response = try await Self.submit(ingest, "pt-1", waitMs: 500)
+        let elapsed = ContinuousClock.now - started
+        #expect(response.status == 202)
+        #expect(response.jsonObject?["submission_id"] as? String == "pt-1")
+        #expect(elapsed >= .milliseconds(490) && elapsed < .seconds(3), "answered after \(elapsed)")
+        let pending = try await Self.lookup(ingest, "pt-1")
+        #expect(pending.status == 202)
+        #expect(pending.jsonObject?["status"] as? String == "pending")
+
+        let produced = try await results.produce("pt-1", outcome: .rejected)
+        #expect(await Self.eventuallyStatus(ingest, "pt-1", 200))
+        #expect(Array(try await Self.lookup(ingest, "pt-1").body) == produced)
+        // Resubmitting the same id now answers from the index.
+        let again = try await Self.submit(ingest, "pt-1")
+        #expect(again.status == 200)
+        #expect(Array(again.body) == produced)
+        #expect(try await Self.lookup(ingest, "never-submitted").status == 404)
+        #expect(await ingest.stop() == 0)
+        await cluster.stop()
+    }
+
+    @Test("two ingest instances both answer for a submission made through either")
+    func twoInstances() async throws {
+        let cluster = try await Self.startCluster()
+        let first = try await Self.startIngest(cluster)
+        let second = try await Self.startIngest(cluster)
+        let results = try ResultProducer(bootstrapServers: cluster.bootstrapServers)
+
+        #expect(try await Self.submit(first, "two-a").status == 202)
+        #expect(try await Self.submit(second, "two-b").status == 202)
+        // Before the verdict only the accepting instance knows the submission.
+        #expect(try await Self.lookup(first, "two-a").status == 202)
+        #expect(try await Self.lookup(second, "two-a").status == 404)
+
+        let a = try await results.produce("two-a")
+        let b = try await results.produce("two-b", outcome: .failed)
+        for ingest in [first, second] {
+            #expect(await Self.eventuallyStatus(ingest, "two-a", 200))
+            #expect(await Self.eventuallyStatus(ingest, "two-b", 200))
+            #expect(Array(try await Self.lookup(ingest, "two-a").body) == a)
+            #expect(Array(try await Self.lookup(ingest, "two-b").body) == b)
+        }
+        // A request waiting on one instance gets the verdict for a submission it accepted, produced meanwhile.
+        async let waiting = Self.submit(second, "two-c", waitMs: 10_000)
+        #expect(await Self.eventuallyStatus(second, "two-c", 202))
+        let c = try await results.produce("two-c")
+        #expect(Array(try await waiting.body) == c)
+        #expect(await Self.eventuallyStatus(first, "two-c", 200))
+        #expect(await first.stop() == 0)
+        #expect(await second.stop() == 0)
+        await cluster.stop()
+    }
+
+    @Test("a restarted ingest answers for results produced before it started (read-back window)")
+    func restartReadsBack() async throws {
+        let cluster = try await Self.startCluster()
+        let results = try ResultProducer(bootstrapServers: cluster.bootstrapServers)
+        // embedded-kafka (librdkafka's mock cluster) answers time lookups with the end offset, so the window is
+        // "everything" here; entries older than RESULT_INDEX_MAX_AGE_SECONDS would still be skipped.
+        let readBack = ["RESULT_INDEX_REPLAY_SECONDS": "all"]
+        let before = try await Self.startIngest(cluster, readBack)
+        #expect(try await Self.submit(before, "rs-1").status == 202)
+        let first = try await results.produce("rs-1")
+        #expect(await Self.eventuallyStatus(before, "rs-1", 200))
+        #expect(await before.stop() == 0)
+
+        // Produced while no ingest runs.
+        let second = try await results.produce("rs-2", outcome: .rejected)
+
+        let restarted = try await Self.startIngest(cluster, readBack)
+        // Ready (IngestProcess waited for /readyz) means the read-back was consumed: answered at once.
+        let one = try await Self.lookup(restarted, "rs-1")
+        let two = try await Self.lookup(restarted, "rs-2")
+        #expect(one.status == 200)
+        #expect(Array(one.body) == first)
+        #expect(two.status == 200)
+        #expect(Array(two.body) == second)
+
+        // Without a read-back window the same results are unknown to a new instance.
+        let fresh = try await Self.startIngest(cluster, ["RESULT_INDEX_REPLAY_SECONDS": "0"])
+        #expect(try await Self.lookup(fresh, "rs-1").status == 404)
+        #expect(await restarted.stop() == 0)
+        #expect(await fresh.stop() == 0)
+        await cluster.stop()
+    }
+
+    @Test("under a flood of results the index keeps its bounds, evicting the oldest")
+    func floodRespectsBounds() async throws {
+        let cluster = try await Self.startCluster()
+        let ingest = try await Self.startIngest(cluster, ["RESULT_INDEX_MAX_ENTRIES": "100"])
+        let results = try ResultProducer(bootstrapServers: cluster.bootstrapServers)
+        let count = 3_000
+        // One partition (one key) keeps the production order, so "oldest" is well defined.
+        let failures = Atomic<Int>(0)
+        for number in 0..<count {
+            let id = "flood-\(number)"
+            try results.producer.send(
+                topic: Self.resultsTopic, key: Array("flood".utf8), value: try ResultFixtures.bytes(id), headers: []
+            ) { result in
+                if case .failure = result { failures.add(1, ordering: .relaxed) }
+            }
+        }
+        #expect(results.producer.flush(timeout: .seconds(20)))
+        #expect(failures.load(ordering: .relaxed) == 0)
+
+        let indexedAll = await eventually(timeout: .seconds(15)) {
+            let text = (try? await TestHTTPClient.send("GET", ingest.url("/metrics")))?.text ?? ""
+            return text.contains("ingest_result_messages_total{result=\"indexed\"} \(count)")
+        }
+        #expect(indexedAll)
+        let metrics = try await TestHTTPClient.send("GET", ingest.url("/metrics")).text
+        #expect(metrics.contains("ingest_result_index_entries 100\n"))
+        #expect(metrics.contains("ingest_result_index_evictions_total{reason=\"entries\"} \(count - 100)"))
+        #expect(try await Self.lookup(ingest, "flood-\(count - 1)").status == 200)
+        #expect(try await Self.lookup(ingest, "flood-\(count - 100)").status == 200)
+        #expect(try await Self.lookup(ingest, "flood-\(count - 101)").status == 404)
+        #expect(try await Self.lookup(ingest, "flood-0").status == 404)
+        #expect(await ingest.stop() == 0)
+        await cluster.stop()
+    }
+}
