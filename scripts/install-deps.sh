@@ -13,6 +13,7 @@ packages=(
     kcat                    # reference producer in the producer benchmark
     wrk                     # HTTP load generator in the ingest benchmark
     curl
+    nghttp2-server          # nghttpd: HTTP/2 server for the App Store client's multiplexing test
 )
 
 missing=()
