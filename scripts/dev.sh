@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# `make dev`: the whole system on this machine, in one process tree, stopped cleanly with Ctrl-C.
+#   embedded Kafka (librdkafka mock cluster, in memory) -> unless KAFKA_BOOTSTRAP_SERVERS is set
+#   fake App Store                                       -> unless APPLE_VERIFY_RECEIPT_URL is set (e.g. Apple's sandbox)
+#   receipt-ingest on :8080 (INGEST_LISTEN), receipt-verifier with metrics on :9090 (VERIFIER_METRICS_LISTEN)
+# Logs of every process go to .dev/logs/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bin_dir="$(swift build -c release --show-bin-path)"
+log_dir=".dev/logs"
+mkdir -p "$log_dir"
+pids=()
+
+stop_all() {
+    trap - INT TERM EXIT
+    echo
+    echo "stopping..."
+    # Reverse start order: services drain into Kafka before Kafka goes away.
+    for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+        kill -TERM "${pids[$i]}" 2>/dev/null || true
+        for _ in $(seq 1 150); do kill -0 "${pids[$i]}" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "${pids[$i]}" 2>/dev/null || true
+    done
+    wait 2>/dev/null || true
+    echo "stopped."
+}
+trap stop_all INT TERM EXIT
+
+# Starts "$@" in the background with stdout to $1's .out and stderr to $1's .log; waits for a stdout line starting
+# with $prefix and prints its value.
+start_and_read() {
+    local prefix="$1"; shift
+    local name; name="$(basename "$1")"
+    "$@" >"$log_dir/$name.out" 2>"$log_dir/$name.log" &
+    pids+=($!)
+    for _ in $(seq 1 200); do
+        if grep -q "^$prefix=" "$log_dir/$name.out" 2>/dev/null; then
+            grep -m1 "^$prefix=" "$log_dir/$name.out" | cut -d= -f2-
+            return 0
+        fi
+        kill -0 "${pids[-1]}" 2>/dev/null || { echo "$name exited; see $log_dir/$name.log" >&2; return 1; }
+        sleep 0.1
+    done
+    echo "$name did not start in 20 s; see $log_dir/$name.log" >&2
+    return 1
+}
+
+wait_ready() {
+    local url="$1" name="$2"
+    for _ in $(seq 1 300); do
+        curl -fsS -o /dev/null "$url" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    echo "$name not ready at $url after 30 s; see $log_dir/" >&2
+    return 1
+}
+
+export RECEIPTS_TOPIC="${RECEIPTS_TOPIC:-iap.receipts.submitted}"
+export RESULTS_TOPIC="${RESULTS_TOPIC:-iap.receipts.results}"
+export RETRY_TOPIC="${RETRY_TOPIC:-iap.receipts.retry}"
+export DLQ_TOPIC="${DLQ_TOPIC:-iap.receipts.dlq}"
+
+if [ -z "${KAFKA_BOOTSTRAP_SERVERS:-}" ]; then
+    KAFKA_BOOTSTRAP_SERVERS="$(start_and_read KAFKA_BOOTSTRAP_SERVERS "$bin_dir/embedded-kafka" --brokers 1 \
+        --topics "$RECEIPTS_TOPIC:4,$RESULTS_TOPIC:4,$RETRY_TOPIC:4,$DLQ_TOPIC:1")"
+    echo "embedded Kafka:  $KAFKA_BOOTSTRAP_SERVERS"
+else
+    echo "Kafka:           $KAFKA_BOOTSTRAP_SERVERS (from the environment)"
+fi
+export KAFKA_BOOTSTRAP_SERVERS
+
+if [ -z "${APPLE_VERIFY_RECEIPT_URL:-}" ]; then
+    fake_url="$(start_and_read FAKE_APPSTORE_URL "$bin_dir/fake-appstore" --port 0 --latency-ms 100)"
+    export APPLE_VERIFY_RECEIPT_URL="$fake_url/verifyReceipt"
+    export APPLE_SANDBOX_VERIFY_RECEIPT_URL="$fake_url/sandbox/verifyReceipt"
+    echo "fake App Store:  $fake_url"
+else
+    echo "App Store:       $APPLE_VERIFY_RECEIPT_URL (from the environment)"
+fi
+export ALLOWED_BUNDLE_IDS="${ALLOWED_BUNDLE_IDS:-com.example.game}"
+export INGEST_LISTEN="${INGEST_LISTEN:-0.0.0.0:8080}"
+export VERIFIER_METRICS_LISTEN="${VERIFIER_METRICS_LISTEN:-0.0.0.0:9090}"
+
+"$bin_dir/receipt-ingest" 2>"$log_dir/receipt-ingest.log" &
+pids+=($!)
+"$bin_dir/receipt-verifier" 2>"$log_dir/receipt-verifier.log" &
+pids+=($!)
+ingest_port="${INGEST_LISTEN##*:}"
+metrics_port="${VERIFIER_METRICS_LISTEN##*:}"
+wait_ready "http://127.0.0.1:$ingest_port/readyz" receipt-ingest
+wait_ready "http://127.0.0.1:$metrics_port/healthz" receipt-verifier
+
+# A fake receipt is base64 of its scenario (Sources/FakeAppStore/README.md): one valid production purchase.
+sample_receipt="$(printf '%s' '{"scenario":"valid","env":"Production","bundle_id":"com.example.game","transactions":[{"id":"1000000000000001","product":"gems_100"}]}' | base64 -w0)"
+cat <<EOT
+
+Ready. Submit a receipt the fake App Store accepts (bundle com.example.game, transaction 1000000000000001):
+
+  curl -s -X POST 'http://127.0.0.1:$ingest_port/v1/receipts?wait_ms=5000' -H 'Content-Type: application/json' \\
+    -d '{"receipt_data":"$sample_receipt","order_id":"order-1","user_id":"user-1","expected_transaction_id":"1000000000000001"}'
+
+Watch results as the verifier publishes them (another terminal):
+
+  KAFKA_BOOTSTRAP_SERVERS=$KAFKA_BOOTSTRAP_SERVERS $bin_dir/receipt-tail --from-beginning
+
+Metrics: http://127.0.0.1:$ingest_port/metrics (ingest), http://127.0.0.1:$metrics_port/metrics (verifier)
+Logs:    $log_dir/
+Ctrl-C stops everything.
+EOT
+
+# Exit (and clean up) as soon as any process dies, or on Ctrl-C.
+wait -n "${pids[@]}"
+echo "a process exited; see $log_dir/" >&2
