@@ -149,7 +149,7 @@ final class ManualClock: VerifierClock {
 }
 
 /// Waits (briefly) for work hopping across Dispatch queues to settle.
-func eventually(
+func settles(
     _ what: String = "condition", timeout: Duration = .seconds(3), sourceLocation: SourceLocation = #_sourceLocation,
     _ condition: () -> Bool
 ) async {

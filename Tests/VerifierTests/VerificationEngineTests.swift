@@ -34,10 +34,10 @@ struct VerificationEngineTests {
         let engine = makeEngine()
         publisher.state.withLock { $0.holdAcks = true }
         for offset in 0..<3 { engine.consume(Samples.message("s-\(offset)", offset: Int64(offset))) }
-        await eventually("three Apple calls") { verifier.pendingIds.count == 3 }
+        await settles("three Apple calls") { verifier.pendingIds.count == 3 }
         // Apple answers out of order.
         for id in ["s-2", "s-0", "s-1"] { verifier.answer(id, with: Samples.verified()) }
-        await eventually("three results waiting for Kafka") { publisher.heldCount == 3 }
+        await settles("three results waiting for Kafka") { publisher.heldCount == 3 }
         #expect(control.stored(Samples.receipts).isEmpty)
 
         let order = publisher.state.withLock { $0.held.map { $0.0.header(MessageHeaders.submissionId)! } }
@@ -46,9 +46,9 @@ struct VerificationEngineTests {
         #expect(control.stored(Samples.receipts).isEmpty)  // 0 and 1 are not acknowledged yet
         let rest = publisher.state.withLock { $0.held.map { $0.0.header(MessageHeaders.submissionId)! } }
         publisher.acknowledgeHeld(at: rest.firstIndex(of: "s-0")!)
-        await eventually("offset 1 stored") { control.stored(Samples.receipts) == [1] }
+        await settles("offset 1 stored") { control.stored(Samples.receipts) == [1] }
         publisher.acknowledgeAllHeld()
-        await eventually("offset 3 stored") { control.stored(Samples.receipts) == [1, 3] }
+        await settles("offset 3 stored") { control.stored(Samples.receipts) == [1, 3] }
         let results = publisher.records(of: .result)
         #expect(results.count == 3)
         #expect(results.allSatisfy { $0.key == Array("user-1".utf8) && $0.header(MessageHeaders.outcome) == "verified" })
@@ -61,18 +61,18 @@ struct VerificationEngineTests {
         verifier.automatic.withLock { $0 = Samples.verified() }
         publisher.state.withLock { $0.failuresLeft = 2 }
         engine.consume(Samples.message("s-1", offset: 5))
-        await eventually("first attempt failed, next scheduled") {
+        await settles("first attempt failed, next scheduled") {
             publisher.state.withLock { $0.attempts } == 1 && clock.timerCount == 1
         }
         clock.advance(by: .milliseconds(10))
-        await eventually("second attempt failed, next scheduled with twice the wait") {
+        await settles("second attempt failed, next scheduled with twice the wait") {
             publisher.state.withLock { $0.attempts } == 2 && clock.timerCount == 1
         }
         #expect(control.stored(Samples.receipts).isEmpty)
         clock.advance(by: .milliseconds(10))
         #expect(publisher.state.withLock { $0.attempts } == 2)
         clock.advance(by: .milliseconds(10))
-        await eventually("stored after the retry succeeded") { control.stored(Samples.receipts) == [6] }
+        await settles("stored after the retry succeeded") { control.stored(Samples.receipts) == [6] }
         #expect(publisher.records(of: .result).count == 1)
         #expect(registry.render().contains(#"verifier_publish_failures_total{kind="result"} 2"#))
     }
@@ -82,7 +82,7 @@ struct VerificationEngineTests {
         verifier.automatic.withLock { $0 = Samples.verified() }
         engine.consume(InputMessage(partition: Samples.receipts, offset: 0, key: nil, value: Array("not json".utf8)))
         engine.consume(Samples.message("s-1", offset: 1))
-        await eventually("both offsets stored") { control.stored(Samples.receipts).last == 2 }
+        await settles("both offsets stored") { control.stored(Samples.receipts).last == 2 }
         #expect(publisher.records(of: .deadLetter).count == 1)
         #expect(publisher.records(of: .result).count == 1)
     }
@@ -90,27 +90,27 @@ struct VerificationEngineTests {
     @Test func aSubmissionWithoutVerdictGoesToTheRetryTopicAndIsRetriedWhenDue() async throws {
         let engine = makeEngine(rounds: 2)
         engine.consume(Samples.message("s-1", offset: 0))
-        await eventually("Apple called") { verifier.pendingIds == ["s-1"] }
+        await settles("Apple called") { verifier.pendingIds == ["s-1"] }
         verifier.answer("s-1", with: Samples.unavailable)
-        await eventually("retry record written") { publisher.records(of: .retry).count == 1 }
-        await eventually("input offset stored") { control.stored(Samples.receipts) == [1] }
+        await settles("retry record written") { publisher.records(of: .retry).count == 1 }
+        await settles("input offset stored") { control.stored(Samples.receipts) == [1] }
         #expect(publisher.records(of: .result).isEmpty)
 
         // The retry record comes back on the retry topic: held (its partition paused) until due.
         let retry = publisher.records(of: .retry)[0]
         engine.consume(InputMessage(partition: Samples.retry, offset: 0, key: retry.key, value: retry.value))
-        await eventually("retry partition paused") { control.paused.contains(Samples.retry) }
+        await settles("retry partition paused") { control.paused.contains(Samples.retry) }
         #expect(!control.paused.contains(Samples.receipts))
         #expect(verifier.pendingIds.isEmpty)
         clock.advance(by: .seconds(9))
         #expect(verifier.pendingIds.isEmpty)
         clock.advance(by: .seconds(1))
-        await eventually("second round started") { verifier.pendingIds == ["s-1"] }
-        await eventually("retry partition resumed") { !control.paused.contains(Samples.retry) }
+        await settles("second round started") { verifier.pendingIds == ["s-1"] }
+        await settles("retry partition resumed") { !control.paused.contains(Samples.retry) }
 
         // The last round fails too: DLQ record plus a failed / apple_unavailable result.
         verifier.answer("s-1", with: Samples.unavailable)
-        await eventually("retry offset stored") { control.stored(Samples.retry) == [1] }
+        await settles("retry offset stored") { control.stored(Samples.retry) == [1] }
         let result = try MessageCoding.decode(VerificationResult.self, from: try #require(publisher.records(of: .result).first).value)
         #expect(result.outcome == .failed && result.reason == .appleUnavailable && result.attempts == 6)
         let dlq = try MessageCoding.decode(DeadLetterRecord.self, from: try #require(publisher.records(of: .deadLetter).first).value)
@@ -122,25 +122,25 @@ struct VerificationEngineTests {
             maxInFlight: 4, rounds: 2,
             breaker: .init(windowSize: 4, minimumObservations: 4, failureRatio: 0.5, initialProbeInterval: .seconds(1)))
         for offset in 0..<4 { engine.consume(Samples.message("s-\(offset)", offset: Int64(offset))) }
-        await eventually("four at Apple") { verifier.pendingIds.count == 4 }
+        await settles("four at Apple") { verifier.pendingIds.count == 4 }
         verifier.answerAll(with: Samples.unavailable)
-        await eventually("breaker open") { engine.snapshot.breakerOpen }
+        await settles("breaker open") { engine.snapshot.breakerOpen }
         engine.consume(Samples.message("s-4", offset: 4))
-        await eventually("everything paused with work waiting") {
+        await settles("everything paused with work waiting") {
             engine.snapshot.waitingForApple == 1 && control.paused.isSuperset(of: [Samples.receipts, Samples.receipts1])
         }
         // The round that failed once the breaker was open is not counted: all four wait on the retry topic.
-        await eventually("four retry records") { publisher.records(of: .retry).count == 4 }
+        await settles("four retry records") { publisher.records(of: .retry).count == 4 }
         #expect(publisher.records(of: .result).isEmpty)
         #expect(verifier.pendingIds.isEmpty)
 
         clock.advance(by: .seconds(1))
         engine.tick()
-        await eventually("one probe") { verifier.pendingIds == ["s-4"] }
+        await settles("one probe") { verifier.pendingIds == ["s-4"] }
         verifier.answer("s-4", with: Samples.verified())
-        await eventually("breaker closed") { !engine.snapshot.breakerOpen }
-        await eventually("resumed") { control.paused.isEmpty }
-        await eventually("probe result written") { publisher.records(of: .result).count == 1 }
+        await settles("breaker closed") { !engine.snapshot.breakerOpen }
+        await settles("resumed") { control.paused.isEmpty }
+        await settles("probe result written") { publisher.records(of: .result).count == 1 }
         #expect(registry.render().contains(#"verifier_breaker_transitions_total{to="open"} 1"#))
     }
 
@@ -148,16 +148,16 @@ struct VerificationEngineTests {
         let engine = makeEngine()
         engine.consume(Samples.message("s-0", offset: 0))
         engine.consume(Samples.message("s-1", offset: 1))
-        await eventually("two at Apple") { verifier.pendingIds.count == 2 }
+        await settles("two at Apple") { verifier.pendingIds.count == 2 }
         verifier.answer("s-0", with: Samples.verified())
-        await eventually("first stored") { control.stored(Samples.receipts) == [1] }
+        await settles("first stored") { control.stored(Samples.receipts) == [1] }
 
         let started = ContinuousClock.now
         engine.partitionsRevoking([Samples.receipts], timeout: .milliseconds(50))
         #expect(ContinuousClock.now - started < .seconds(2))
         // s-1 finishes after the partition was given up: its result is still written, its offset is not stored.
         verifier.answer("s-1", with: Samples.verified())
-        await eventually("late result written") { publisher.records(of: .result).count == 2 }
+        await settles("late result written") { publisher.records(of: .result).count == 2 }
         try await Task.sleep(for: .milliseconds(20))
         #expect(control.stored(Samples.receipts) == [1])
         engine.consume(Samples.message("s-2", offset: 2))  // no longer assigned: ignored
@@ -169,9 +169,9 @@ struct VerificationEngineTests {
         let engine = makeEngine(maxInFlight: 1)
         engine.consume(Samples.message("s-0", offset: 0))
         // Decoding runs on a concurrent queue: wait, so that the first offset is the one at Apple.
-        await eventually("first at Apple") { verifier.pendingIds == ["s-0"] }
+        await settles("first at Apple") { verifier.pendingIds == ["s-0"] }
         engine.consume(Samples.message("s-1", offset: 1))
-        await eventually("one at Apple, one waiting") {
+        await settles("one at Apple, one waiting") {
             verifier.pendingIds.count == 1 && engine.snapshot.waitingForApple == 1
         }
         let answer = Task.detached {
@@ -192,7 +192,7 @@ struct VerificationEngineTests {
             $0 = .configurationError(appleStatus: 21004, message: "shared secret mismatch", attempts: 1)
         }
         engine.consume(Samples.message("s-1", offset: 0))
-        await eventually("stored") { control.stored(Samples.receipts) == [1] }
+        await settles("stored") { control.stored(Samples.receipts) == [1] }
         #expect(verifier.calls.load(ordering: .relaxed) == 1)
         let text = registry.render()
         #expect(text.contains("verifier_config_errors_total 1"))

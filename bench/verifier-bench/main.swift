@@ -24,13 +24,15 @@ struct BenchOptions {
     var inFlight = 512
     var timeoutSeconds = 300
     var verifierLog = "/dev/null"
+    var lingerMs = 5
 
     static let usage = """
         Usage: verifier-bench --bootstrap HOST:PORT --fake-url URL --verifier PATH [--topic-prefix P]
                               [--count N] [--warmup N] [--rate PER_SECOND] [--in-flight N] [--timeout SECONDS]
-                              [--verifier-log FILE]
+                              [--verifier-log FILE] [--linger-ms N]
 
         Topics P.submitted, P.results, P.retry, P.dlq (created beforehand, or auto-created) and group P.group.
+        --linger-ms: the submission producer's linger.ms (default 5; the ingest uses 2).
         Prints one line of key=value results.
         """
 
@@ -50,11 +52,13 @@ struct BenchOptions {
             case "--in-flight": options.inFlight = Int(value) ?? -1
             case "--timeout": options.timeoutSeconds = Int(value) ?? -1
             case "--verifier-log": options.verifierLog = value
+            case "--linger-ms": options.lingerMs = Int(value) ?? -1
             default: return nil
             }
         }
         guard !options.bootstrap.isEmpty, !options.fakeURL.isEmpty, !options.verifierBinary.isEmpty,
-            options.count > 0, options.warmup > 0, options.rate >= 0, options.inFlight > 0, options.timeoutSeconds > 0
+            options.count > 0, options.warmup > 0, options.rate >= 0, options.inFlight > 0, options.timeoutSeconds > 0,
+            options.lingerMs >= 0
         else { return nil }
         return options
     }
@@ -207,7 +211,9 @@ enum VerifierBench {
         let producer: KafkaProducer
         let follower: KafkaTopicFollower
         do {
-            producer = try KafkaProducer(configuration: kafka, logger: logger)
+            var producerKafka = kafka
+            producerKafka["linger.ms"] = String(options.lingerMs)
+            producer = try KafkaProducer(configuration: producerKafka, logger: logger)
             follower = try KafkaTopicFollower(
                 configuration: followerKafka, topic: topics.results, startingAtTimestampMs: 0, logger: logger,
                 refreshInterval: .seconds(1)

@@ -131,13 +131,16 @@ public struct DispatchState<Work: Sendable>: Sendable {
     /// revoked, stopping, or an offset not after the last one admitted).
     public mutating func admit(_ partition: PartitionKey, offset: Int64) -> (MessageTicket?, Step) {
         var step = Step()
-        guard !isStopping, var state = partitions[partition], !state.revoking, state.tracker.track(offset) else {
+        // Mutated in place through the index: a copy of the entry would make the tracker copy its storage.
+        guard !isStopping, let index = partitions.index(forKey: partition), !partitions.values[index].revoking,
+            partitions.values[index].tracker.track(offset)
+        else {
             return (nil, step)
         }
-        state.live += 1
-        partitions[partition] = state
+        partitions.values[index].live += 1
+        let epoch = partitions.values[index].epoch
         reconcile(into: &step)
-        return (MessageTicket(partition: partition, epoch: state.epoch, offset: offset), step)
+        return (MessageTicket(partition: partition, epoch: epoch, offset: offset), step)
     }
 
     /// A retry record that is not yet due: its partition stays paused until `release`.
@@ -203,14 +206,13 @@ public struct DispatchState<Work: Sendable>: Sendable {
     /// Every output of the ticket's message was acknowledged: the offset may be stored once the prefix is complete.
     public mutating func complete(_ ticket: MessageTicket) -> Step {
         var step = Step()
-        guard var state = partitions[ticket.partition], state.epoch == ticket.epoch,
-            state.tracker.isOutstanding(ticket.offset)
+        guard let index = partitions.index(forKey: ticket.partition), partitions.values[index].epoch == ticket.epoch,
+            partitions.values[index].tracker.isOutstanding(ticket.offset)
         else { return step }
-        state.live -= 1
-        let next = state.tracker.complete(ticket.offset)
-        partitions[ticket.partition] = state
+        partitions.values[index].live -= 1
+        let next = partitions.values[index].tracker.complete(ticket.offset)
         var actions: [ControlAction] = []
-        if let next { actions.append(.storeOffset(ticket.partition, nextOffset: next, epoch: state.epoch)) }
+        if let next { actions.append(.storeOffset(ticket.partition, nextOffset: next, epoch: ticket.epoch)) }
         reconcile(into: &step, extra: actions)
         return step
     }
@@ -249,11 +251,10 @@ public struct DispatchState<Work: Sendable>: Sendable {
     // MARK: Internals
 
     private mutating func drop(_ ticket: MessageTicket, into step: inout Step) {
-        guard var state = partitions[ticket.partition], state.epoch == ticket.epoch,
-            state.tracker.isOutstanding(ticket.offset)
+        guard let index = partitions.index(forKey: ticket.partition), partitions.values[index].epoch == ticket.epoch,
+            partitions.values[index].tracker.isOutstanding(ticket.offset)
         else { return }
-        state.live -= 1
-        partitions[ticket.partition] = state
+        partitions.values[index].live -= 1
         step.dropped.append(ticket)
     }
 
@@ -313,19 +314,22 @@ public struct DispatchState<Work: Sendable>: Sendable {
         }
         let pauseAll = isStopping || pendingGate || (breaker.isOpen && waitingCount > 0)
         var actions = extra
-        for (partition, var state) in partitions where !state.revoking {
-            let held = state.tracker.held
+        var index = partitions.startIndex
+        while index != partitions.endIndex {
+            defer { index = partitions.index(after: index) }
+            guard !partitions.values[index].revoking else { continue }
+            let held = partitions.values[index].tracker.held
             if held >= limits.partitionWindow {
-                state.windowFull = true
+                partitions.values[index].windowFull = true
             } else if held <= limits.partitionResumeMark {
-                state.windowFull = false
+                partitions.values[index].windowFull = false
             }
-            let shouldPause = pauseAll || state.windowFull || !state.heldOffsets.isEmpty
-            if state.toldPaused != shouldPause {
-                actions.append(shouldPause ? .pause(partition) : .resume(partition))
-                state.toldPaused = shouldPause
+            let shouldPause =
+                pauseAll || partitions.values[index].windowFull || !partitions.values[index].heldOffsets.isEmpty
+            if partitions.values[index].toldPaused != shouldPause {
+                actions.append(shouldPause ? .pause(partitions.keys[index]) : .resume(partitions.keys[index]))
+                partitions.values[index].toldPaused = shouldPause
             }
-            partitions[partition] = state
         }
         guard !actions.isEmpty else { return }
         controlSequence += 1

@@ -43,10 +43,15 @@ public struct VerifierSettings: Sendable {
     /// (consumer lag, `/readyz`).
     public static let kafkaDefaults: [String: String] = ["statistics.interval.ms": "1000"]
 
-    /// Consumer-only defaults: a bounded prefetch (memory; the in-flight window is the real buffer).
+    /// Consumer-only defaults: a bounded prefetch (memory; the in-flight window is the real buffer), and a short
+    /// fetch wait. A real broker answers a fetch as soon as data arrives, so the wait only bounds idle polling; the
+    /// librdkafka mock cluster (`make dev`, tests, benchmarks) always waits the full time when a partition is at its
+    /// end and returns one batch per partition, which at the default 500 ms caps a verifier near 1,000 messages/s
+    /// (bench/verifier.sh: 10 ms keeps up with 3,500/s at p99 140 ms).
     public static let consumerDefaults: [String: String] = [
         "queued.max.messages.kbytes": "16384",
         "queued.min.messages": "20000",
+        "fetch.wait.max.ms": "10",
     ]
 
     /// The consumer's properties: `kafka` plus `consumerDefaults` where not set.
@@ -143,8 +148,10 @@ public struct VerifierSettings: Sendable {
           KAFKA_<PROPERTY>               any librdkafka property, upper-cased with '.' as '_'
                                          (KAFKA_SECURITY_PROTOCOL=SASL_SSL sets security.protocol); the verifier
                                          defaults KAFKA_STATISTICS_INTERVAL_MS=1000,
-                                         KAFKA_QUEUED_MAX_MESSAGES_KBYTES=16384, KAFKA_QUEUED_MIN_MESSAGES=20000;
-                                         its producer is idempotent (acks=all)
+                                         KAFKA_QUEUED_MAX_MESSAGES_KBYTES=16384, KAFKA_QUEUED_MIN_MESSAGES=20000
+                                         and KAFKA_FETCH_WAIT_MAX_MS=10 for its consumer (low latency on the
+                                         mock cluster; 100-500 is fine on a real Kafka); its producer is
+                                         idempotent (acks=all)
           RECEIPTS_TOPIC                 submissions to verify (default iap.receipts.submitted)
           RESULTS_TOPIC                  one result per submission (default iap.receipts.results)
           RETRY_TOPIC                    delayed re-verification, also consumed (default iap.receipts.retry)
