@@ -1,5 +1,7 @@
 # The two commands a newcomer needs: `make dev` runs the system, `make test` runs the tests.
 SWIFT ?= swift
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 # Warnings are errors everywhere, so a developer sees what CI sees.
 SWIFT_FLAGS ?= -Xswiftc -warnings-as-errors
 
@@ -18,7 +20,8 @@ build-release: deps
 # deployment files against the built binaries, the code and the docs.
 test: deps
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
-	RECEIPTS_BIN_DIR="$$($(SWIFT) build --show-bin-path)" $(SWIFT) test --skip-build
+	RECEIPTS_BIN_DIR="$$($(SWIFT) build --show-bin-path)" $(SWIFT) test --skip-build 2>&1 | tee .build/test-output.log
+	@scripts/test-summary.sh .build/test-output.log
 	python3 scripts/check-deployment.py "$$($(SWIFT) build --show-bin-path)"
 
 dev: build-release
