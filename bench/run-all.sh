@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# `make bench`: every benchmark, one after the other (they share this machine's cores, so never in parallel),
+# each printing its own figures. Record them, with the machine, in docs/BENCHMARKS.md.
+#   bench/run-all.sh [producer|appstore|ingest|verifier|verdicts]...   (default: all)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+selected=("$@")
+[ ${#selected[@]} -gt 0 ] || selected=(producer appstore ingest verifier verdicts)
+
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
+for name in "${selected[@]}"; do
+    case "$name" in
+        producer) script=bench/kafka-producer.sh ;;
+        appstore) script=bench/appstore-client.sh ;;
+        ingest) script=bench/ingest.sh ;;
+        verifier) script=bench/verifier.sh ;;
+        verdicts) script=bench/verdicts.sh ;;
+        *) echo "unknown benchmark '$name' (producer, appstore, ingest, verifier, verdicts)" >&2; exit 2 ;;
+    esac
+    echo
+    echo "=== $name ($script) ==="
+    bash "$script"
+done
