@@ -23,7 +23,8 @@ public struct IngestSettings: Sendable {
 
     /// The topic results are read from (`RESULTS_TOPIC`).
     public var resultsTopic: String
-    /// librdkafka properties for the results follower: `KAFKA_*` as given, without the producer defaults above.
+    /// librdkafka properties for the results follower: `KAFKA_*` as given, without the producer defaults above, with
+    /// `fetch.wait.max.ms` defaulting to `defaultResultsFetchWaitMs`.
     public var resultsKafka: KafkaConfiguration
     /// Bounds of the index (`RESULT_INDEX_MAX_ENTRIES`, `_MAX_BYTES`, `_MAX_PENDING`, `_MAX_AGE_SECONDS`).
     public var resultIndexLimits: ResultIndex.Limits
@@ -39,6 +40,11 @@ public struct IngestSettings: Sendable {
     public static let defaultResultsTopic = "iap.receipts.results"
     public static let defaultReplaySeconds = 300
     public static let defaultMaxWaitMs = 30_000
+    /// librdkafka's `fetch.wait.max.ms` for the results follower unless `KAFKA_FETCH_WAIT_MAX_MS` is set. A real
+    /// broker answers a fetch as soon as data arrives, so this only bounds idle polling; librdkafka's mock cluster
+    /// (`make dev`, tests, benchmarks) always waits the full time at a partition's end and returns one batch per
+    /// partition, which at the default 500 ms adds up to half a second to every verdict and caps the follower.
+    public static let defaultResultsFetchWaitMs = "10"
     /// librdkafka's `linger.ms` for the ingest's producer unless `KAFKA_LINGER_MS` is set.
     public static let defaultLingerMs = "2"
 
@@ -76,8 +82,11 @@ public struct IngestSettings: Sendable {
     public static func fromEnvironment(_ environment: [String: String]) throws(ConfigurationError) -> IngestSettings {
         let settings = Settings(environment: environment)
         _ = try settings.required("KAFKA_BOOTSTRAP_SERVERS")
-        let resultsKafka = KafkaConfiguration.fromEnvironment(environment)
+        var resultsKafka = KafkaConfiguration.fromEnvironment(environment)
         var kafka = resultsKafka
+        if resultsKafka["fetch.wait.max.ms"] == nil {
+            resultsKafka["fetch.wait.max.ms"] = defaultResultsFetchWaitMs
+        }
         let deliveryTimeoutMs = try settings.int(
             "INGEST_KAFKA_DELIVERY_TIMEOUT_MS", default: 10_000, range: 100...300_000)
         if kafka["message.timeout.ms"] == nil {
@@ -150,7 +159,8 @@ public struct IngestSettings: Sendable {
           KAFKA_<PROPERTY>                 any librdkafka property, upper-cased with '.' as '_'
                                            (KAFKA_SECURITY_PROTOCOL=SASL_SSL sets security.protocol);
                                            the ingest's producer defaults to KAFKA_LINGER_MS=2 (low latency)
-                                           and acks=all with idempotence
+                                           and acks=all with idempotence; the results follower defaults to
+                                           KAFKA_FETCH_WAIT_MAX_MS=10 (verdicts without a fetch-wait delay)
           RECEIPTS_TOPIC                   topic for submissions (default iap.receipts.submitted)
           INGEST_LISTEN                    HTTP address host:port (default 0.0.0.0:8080)
           INGEST_API_KEYS                  comma-separated keys accepted as 'Authorization: Bearer <key>';

@@ -19,7 +19,9 @@ public final class KafkaResultFeed: ResultFeed {
 
     /// What the follower's thread and the feed share.
     private final class Shared: Sendable {
-        let deliver = Mutex<(@Sendable (KafkaMessage) -> Void)?>(nil)
+        /// The closure inside a struct: a `Mutex` of a bare (optional) function type would reabstract the closure on
+        /// every `withLock` and write back a wrapped copy, growing a chain of thunks with each message.
+        let deliver = Mutex<MessageSink?>(nil)
         let progress = Mutex(Progress())
     }
 
@@ -50,7 +52,7 @@ public final class KafkaResultFeed: ResultFeed {
                 let now = Clock.monotonicNanoseconds()
                 shared.progress.withLock { $0.lastReadBackNs = now }
             }
-            shared.deliver.withLock { $0 }?(message)
+            shared.deliver.withLock { $0 }?.deliver(message)
         }
         self.shared = shared
         self.readsBack = replay.startTimestampMs(nowMs: startedWallMs) != nil
@@ -60,7 +62,7 @@ public final class KafkaResultFeed: ResultFeed {
     }
 
     public func start(deliver: @escaping @Sendable (KafkaMessage) -> Void) {
-        shared.deliver.withLock { $0 = deliver }
+        shared.deliver.withLock { $0 = MessageSink(deliver: deliver) }
         let now = Clock.monotonicNanoseconds()
         shared.progress.withLock { progress in
             if progress.startedNs == nil { progress.startedNs = now }
@@ -121,4 +123,9 @@ public enum ResultReplayWindow: Sendable, Equatable {
         case .everything: 0
         }
     }
+}
+
+/// A message callback held in a struct (see `KafkaResultFeed.Shared.deliver`).
+struct MessageSink: Sendable {
+    let deliver: @Sendable (KafkaMessage) -> Void
 }

@@ -53,7 +53,7 @@ enum ReceiptIngestMain {
             try service.start()
         } catch {
             logger.error("cannot start the HTTP server: \(error)")
-            service.drain()
+            resultFeed.close(timeout: .seconds(1))
             producer.close(timeout: .seconds(1))
             exit(1)
         }

@@ -22,6 +22,18 @@ struct IngestSettingsTests {
         #expect(settings.kafka["bootstrap.servers"] == "k1:9092")
         #expect(settings.kafka["message.timeout.ms"] == "10000")
         #expect(settings.kafka["linger.ms"] == "2")
+        #expect(settings.resultsTopic == "iap.receipts.results")
+        #expect(settings.resultIndexLimits == ResultIndex.Limits(
+            maxEntries: 100_000, maxBytes: 256 << 20, maxPending: 100_000, maxAgeMs: 3_600_000))
+        #expect(settings.resultReplay == .seconds(300))
+        #expect(settings.resultReadinessTimeoutSeconds == 10)
+        #expect(settings.maxWaitMs == 30_000)
+        // The results follower gets the KAFKA_* properties without the producer's defaults.
+        #expect(settings.resultsKafka["bootstrap.servers"] == "k1:9092")
+        #expect(settings.resultsKafka["linger.ms"] == nil)
+        #expect(settings.resultsKafka["message.timeout.ms"] == nil)
+        #expect(settings.resultsKafka["fetch.wait.max.ms"] == "10")
+        #expect(settings.kafka["fetch.wait.max.ms"] == nil)
     }
 
     @Test("every setting is read")
@@ -32,7 +44,17 @@ struct IngestSettingsTests {
             "INGEST_MAX_BODY_BYTES": "4096", "INGEST_KAFKA_DELIVERY_TIMEOUT_MS": "2500",
             "INGEST_RETRY_AFTER_SECONDS": "5", "INGEST_HTTP_THREADS": "4", "INGEST_MAX_CONNECTIONS": "100",
             "INGEST_MAX_CONNECTIONS_PER_IP": "10", "INGEST_IDLE_TIMEOUT_SECONDS": "7",
+            "RESULTS_TOPIC": "custom.results", "RESULT_INDEX_MAX_ENTRIES": "50", "RESULT_INDEX_MAX_BYTES": "65536",
+            "RESULT_INDEX_MAX_PENDING": "20", "RESULT_INDEX_MAX_AGE_SECONDS": "60", "RESULT_INDEX_REPLAY_SECONDS": "30",
+            "RESULT_INDEX_READY_TIMEOUT_SECONDS": "3", "INGEST_MAX_WAIT_MS": "1500",
         ])
+        #expect(settings.resultsTopic == "custom.results")
+        #expect(settings.resultIndexLimits == ResultIndex.Limits(
+            maxEntries: 50, maxBytes: 65536, maxPending: 20, maxAgeMs: 60_000))
+        #expect(settings.resultReplay == .seconds(30))
+        #expect(settings.resultReadinessTimeoutSeconds == 3)
+        #expect(settings.maxWaitMs == 1500)
+        #expect(settings.resultsKafka["security.protocol"] == "SASL_SSL")
         #expect(settings.kafka["security.protocol"] == "SASL_SSL")
         #expect(settings.kafka["message.timeout.ms"] == "2500")
         #expect(settings.receiptsTopic == "custom.topic")
@@ -56,9 +78,23 @@ struct IngestSettingsTests {
         #expect(settings.kafka["linger.ms"] == "7")
     }
 
+    @Test("RESULT_INDEX_REPLAY_SECONDS: 'all' reads everything back, 0 nothing; the start time follows")
+    func replayWindow() throws {
+        let all = try IngestSettings.fromEnvironment([
+            "KAFKA_BOOTSTRAP_SERVERS": "k:1", "RESULT_INDEX_REPLAY_SECONDS": "ALL",
+        ])
+        #expect(all.resultReplay == .everything)
+        #expect(ResultReplayWindow.everything.startTimestampMs(nowMs: 1_000_000) == 0)
+        #expect(ResultReplayWindow.seconds(0).startTimestampMs(nowMs: 1_000_000) == nil)
+        #expect(ResultReplayWindow.seconds(300).startTimestampMs(nowMs: 1_000_000) == 700_000)
+        #expect(ResultReplayWindow.seconds(3000).startTimestampMs(nowMs: 1_000_000) == 1)
+    }
+
     @Test("invalid values name their variable", arguments: [
         ("INGEST_LISTEN", "nonsense"), ("INGEST_MAX_BODY_BYTES", "10"), ("INGEST_KAFKA_DELIVERY_TIMEOUT_MS", "abc"),
-        ("RECEIPTS_TOPIC", "bad topic"), ("INGEST_HTTP_THREADS", "0"),
+        ("RECEIPTS_TOPIC", "bad topic"), ("INGEST_HTTP_THREADS", "0"), ("RESULTS_TOPIC", "bad/topic"),
+        ("RESULT_INDEX_MAX_ENTRIES", "0"), ("RESULT_INDEX_MAX_AGE_SECONDS", "x"), ("RESULT_INDEX_REPLAY_SECONDS", "-1"),
+        ("RESULT_INDEX_REPLAY_SECONDS", "some"), ("INGEST_MAX_WAIT_MS", "300001"), ("RESULT_INDEX_MAX_BYTES", "1"),
     ])
     func invalid(variable: String, value: String) {
         do {
@@ -75,7 +111,9 @@ struct IngestSettingsTests {
             "KAFKA_BOOTSTRAP_SERVERS", "KAFKA_<PROPERTY>", "RECEIPTS_TOPIC", "INGEST_LISTEN", "INGEST_API_KEYS",
             "INGEST_MAX_BODY_BYTES", "INGEST_KAFKA_DELIVERY_TIMEOUT_MS", "INGEST_RETRY_AFTER_SECONDS",
             "INGEST_HTTP_THREADS", "INGEST_MAX_CONNECTIONS", "INGEST_MAX_CONNECTIONS_PER_IP",
-            "INGEST_IDLE_TIMEOUT_SECONDS", "LOG_LEVEL",
+            "INGEST_IDLE_TIMEOUT_SECONDS", "LOG_LEVEL", "RESULTS_TOPIC", "RESULT_INDEX_MAX_ENTRIES",
+            "RESULT_INDEX_MAX_BYTES", "RESULT_INDEX_MAX_PENDING", "RESULT_INDEX_MAX_AGE_SECONDS",
+            "RESULT_INDEX_REPLAY_SECONDS", "RESULT_INDEX_READY_TIMEOUT_SECONDS", "INGEST_MAX_WAIT_MS",
         ] {
             #expect(IngestSettings.helpText.contains(variable), "\(variable) missing from --help")
         }

@@ -33,7 +33,12 @@ enum ResultFixtures {
 
 /// A `ResultFeed` the test drives: `emit` delivers a message as the follower's thread would.
 final class FakeResultFeed: ResultFeed {
-    private let deliver = Mutex<(@Sendable (KafkaMessage) -> Void)?>(nil)
+    /// In a struct: a `Mutex` of a bare function type would wrap the closure in a new thunk on every access.
+    private struct Sink: Sendable {
+        let deliver: @Sendable (KafkaMessage) -> Void
+    }
+
+    private let deliver = Mutex<Sink?>(nil)
     private let caughtUp: Atomic<Bool>
     private let closed = Atomic<Bool>(false)
 
@@ -42,7 +47,7 @@ final class FakeResultFeed: ResultFeed {
     }
 
     func start(deliver: @escaping @Sendable (KafkaMessage) -> Void) {
-        self.deliver.withLock { $0 = deliver }
+        self.deliver.withLock { $0 = Sink(deliver: deliver) }
     }
 
     var isCaughtUp: Bool { caughtUp.load(ordering: .relaxed) }
@@ -54,7 +59,7 @@ final class FakeResultFeed: ResultFeed {
     }
 
     func emit(_ message: KafkaMessage) {
-        deliver.withLock { $0 }?(message)
+        deliver.withLock { $0 }?.deliver(message)
     }
 
     func emit(_ value: [UInt8]) {
