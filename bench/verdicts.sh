@@ -86,7 +86,8 @@ BOOTSTRAP="$(wait_for_line "$WORK/kafka.out" KAFKA_BOOTSTRAP_SERVERS)" || { cat 
 FAKE_URL="$(wait_for_line "$WORK/fake.out" FAKE_APPSTORE_URL)" || { cat "$WORK/fake.log" >&2; exit 1; }
 
 KAFKA_BOOTSTRAP_SERVERS="$BOOTSTRAP" VERIFIER_METRICS_LISTEN=127.0.0.1:0 \
-    APPLE_VERIFY_RECEIPT_URL="$FAKE_URL/verifyReceipt" APPLE_SANDBOX_VERIFY_RECEIPT_URL="$FAKE_URL/sandbox/verifyReceipt" \
+    APPLE_VERIFY_RECEIPT_URL="$FAKE_URL/verifyReceipt" \
+    APPLE_SANDBOX_VERIFY_RECEIPT_URL="$FAKE_URL/sandbox/verifyReceipt" \
     ALLOWED_BUNDLE_IDS=com.example.game LOG_LEVEL=info KAFKA_SESSION_TIMEOUT_MS=6000 \
     "$BIN/receipt-verifier" 2>"$WORK/verifier.log" &
 PIDS+=($!)
@@ -102,7 +103,9 @@ INGEST_PORT="$(listening_port "$WORK/ingest.log")" || { cat "$WORK/ingest.log" >
 wait_ready "http://127.0.0.1:$INGEST_PORT" receipt-ingest "$WORK/ingest.log"
 
 # One valid fake receipt (the fake App Store answers status 0 with this transaction after LATENCY_MS).
-export BENCH_RECEIPT="$(printf '%s' '{"scenario":"valid","bundle_id":"com.example.game","transactions":[{"id":"1000000000000001","product":"com.example.gems"}]}' | base64 -w0)"
+SCENARIO='{"scenario":"valid","bundle_id":"com.example.game",'
+SCENARIO+='"transactions":[{"id":"1000000000000001","product":"com.example.gems"}]}'
+export BENCH_RECEIPT="$(printf '%s' "$SCENARIO" | base64 -w0)"
 
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -sr)"
 echo "receipt-ingest :$INGEST_PORT -> embedded-kafka ($PARTITIONS partitions per topic) -> receipt-verifier ->" \

@@ -82,7 +82,8 @@ final class IngestHandler: HTTPHandler {
         // A resubmission whose verdict is known: answer it, and write nothing to Kafka again.
         if case .result(let result) = results.lookup(submission.submissionId) {
             metrics.answeredFromIndex.increment()
-            logger.debug("resubmission answered from the result index", ["submission_id": .string(submission.submissionId)])
+            logger.debug(
+                "resubmission answered from the result index", ["submission_id": .string(submission.submissionId)])
             respond(Self.resultResponse(result))
             return
         }

@@ -19,7 +19,8 @@ struct IngestMetrics: Sendable {
     init(registry: MetricsRegistry) {
         self.registry = registry
         let lookups = "ingest_result_lookups_total"
-        let lookupsHelp = "GET /v1/receipts/{submission_id} by what the index knew (hit: result, pending, miss: unknown)"
+        let lookupsHelp =
+            "GET /v1/receipts/{submission_id} by what the index knew (hit: result, pending, miss: unknown)"
         lookupHits = registry.counter(lookups, help: lookupsHelp, labels: [("result", "hit")])
         lookupPending = registry.counter(lookups, help: lookupsHelp, labels: [("result", "pending")])
         lookupMisses = registry.counter(lookups, help: lookupsHelp, labels: [("result", "miss")])
@@ -70,8 +71,8 @@ struct IngestMetrics: Sendable {
             ]
         }
         registry.collect(
-            "ingest_result_index_evictions_total", help: "Entries removed from the index, by the bound that removed them",
-            kind: .counter
+            "ingest_result_index_evictions_total",
+            help: "Entries removed from the index, by the bound that removed them", kind: .counter
         ) {
             let statistics = index.statistics
             return [

@@ -188,7 +188,8 @@ public struct IngestSettings: Sendable {
                                            time, 1..31536000 (default 3600)
           RESULT_INDEX_REPLAY_SECONDS      results of the last N seconds read back at start, so a restarted or
                                            new instance answers at once; 0 = none, 'all' = everything the topic
-                                           retains (default 300)
+                                           retains (default 300); embedded-kafka (make dev) answers
+                                           time lookups with the end offset, so only 0 and 'all' work there
           RESULT_INDEX_READY_TIMEOUT_SECONDS
                                            /readyz waits for the read-back at most this long, 0..3600 (default 10)
           INGEST_MAX_WAIT_MS               largest wait_ms accepted (larger = 400), 0..300000 (default 30000);

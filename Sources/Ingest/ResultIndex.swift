@@ -14,7 +14,8 @@ import Synchronization
 /// - The first result for an id wins: a duplicate (at-least-once delivery) carries the same verdict and is ignored.
 /// - Pending ids are bounded by `limits.maxPending` and `limits.maxAgeMs` the same way; a result removes its id.
 /// - Every waiter is completed exactly once: with the result when it arrives, or `.timedOut` when its time passes
-///   or `stopWaiting()` is called (after which new waits end at once). Waiters hold no thread: a timer (the injected `schedule`) ends them.
+///   or `stopWaiting()` is called (after which new waits end at once). Waiters hold no thread: a timer (the injected
+///   `schedule`) ends them.
 /// - Completions run outside the index's lock, on the thread that recorded the result (the follower's thread), the
 ///   timer's thread, or the caller's thread when the result was already there.
 public final class ResultIndex: Sendable {

@@ -180,7 +180,8 @@ struct ResultIndexTests {
         #expect(outcomes.all.isEmpty)
         #expect(index.statistics.waiters == 2)
         let result = try ResultFixtures.bytes("w-1")
-        #expect(index.record(value: result, timestampMs: time.now) == .indexed(submissionId: "w-1", waitersCompleted: 2))
+        #expect(
+            index.record(value: result, timestampMs: time.now) == .indexed(submissionId: "w-1", waitersCompleted: 2))
         #expect(outcomes.all == [.verdict(result), .verdict(result)])
         time.advance(by: 2000)
         #expect(outcomes.all.count == 2)
@@ -199,7 +200,8 @@ struct ResultIndexTests {
         #expect(outcomes.all == [.timedOut])
         #expect(index.statistics.waiters == 0)
         let result = try ResultFixtures.bytes("w-2")
-        #expect(index.record(value: result, timestampMs: time.now) == .indexed(submissionId: "w-2", waitersCompleted: 0))
+        #expect(
+            index.record(value: result, timestampMs: time.now) == .indexed(submissionId: "w-2", waitersCompleted: 0))
         #expect(outcomes.all == [.timedOut])
     }
 
