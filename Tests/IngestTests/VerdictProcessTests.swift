@@ -181,6 +181,53 @@ struct VerdictProcessTests {
         await cluster.stop()
     }
 
+    @Test("a message on the results topic that is not a result is counted and skipped; later results still arrive")
+    func undecodableResult() async throws {
+        let cluster = try await Self.startCluster()
+        let ingest = try await Self.startIngest(cluster)
+        let results = try ResultProducer(bootstrapServers: cluster.bootstrapServers)
+        _ = try await results.producer.send(
+            topic: Self.resultsTopic, key: Array("junk".utf8), value: Array("{\"not\":\"a result\"}".utf8),
+            headers: [KafkaHeader(name: MessageHeaders.submissionId, string: "junk-1")])
+        let produced = try await results.produce("after-junk")
+        #expect(await Self.eventuallyStatus(ingest, "after-junk", 200))
+        #expect(Array(try await Self.lookup(ingest, "after-junk").body) == produced)
+        let metrics = try await TestHTTPClient.send("GET", ingest.url("/metrics")).text
+        #expect(metrics.contains("ingest_result_messages_total{result=\"undecodable\"} 1"))
+        let logged = ingest.process.stderrLines.contains {
+            $0.contains("result message not understood") && $0.contains("junk-1")
+        }
+        #expect(logged)
+        #expect(await ingest.stop() == 0)
+        await cluster.stop()
+    }
+
+    @Test("/readyz says 'reading back recent results' until the results follower caught up, then 200")
+    func readinessWaitsForFollower() async throws {
+        let cluster = try await Self.startCluster()
+        let results = try ResultProducer(bootstrapServers: cluster.bootstrapServers)
+        for number in 0..<50 {
+            try await results.produce("ready-\(number)")
+        }
+        let ingest = try await IngestProcess.start(
+            environment: cluster.environment.merging(["RESULT_INDEX_REPLAY_SECONDS": "all"]) { $1 },
+            waitUntilReady: false)
+        // (The producer may need a moment to reach the broker: that is the other reason for 503.)
+        #expect(await eventually(timeout: .seconds(2)) {
+            let early = try? await TestHTTPClient.send("GET", ingest.url("/readyz"))
+            return early?.status == 503 && early?.jsonObject?["reason"] as? String == "reading back recent results"
+        })
+        #expect(await eventually(timeout: .seconds(10)) {
+            (try? await TestHTTPClient.send("GET", ingest.url("/readyz")))?.status == 200
+        })
+        // Ready means the read-back is in: every result produced before the start is answered.
+        for number in 0..<50 {
+            #expect(try await Self.lookup(ingest, "ready-\(number)").status == 200)
+        }
+        #expect(await ingest.stop() == 0)
+        await cluster.stop()
+    }
+
     @Test("under a flood of results the index keeps its bounds, evicting the oldest")
     func floodRespectsBounds() async throws {
         let cluster = try await Self.startCluster()

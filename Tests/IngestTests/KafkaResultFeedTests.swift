@@ -1,0 +1,35 @@
+import Ingest
+import Kafka
+import ServiceSupport
+import Testing
+import TestSupport
+
+/// `KafkaResultFeed` readiness without a reachable cluster (loopback only: the broker address refuses connections).
+@Suite("Kafka result feed readiness")
+struct KafkaResultFeedTests {
+    @Test("not caught up before it started; caught up at the readiness bound when no partition can be followed")
+    func readinessBound() async throws {
+        let feed = try KafkaResultFeed(
+            configuration: KafkaConfiguration(["bootstrap.servers": "127.0.0.1:1"]),
+            topic: IngestSettings.defaultResultsTopic, replay: .seconds(300), readinessBound: .milliseconds(300),
+            logger: Logger(label: "feed-test", threshold: .error, sink: DiscardingSink()))
+        defer { feed.close(timeout: .seconds(5)) }
+        #expect(!feed.isCaughtUp)
+        let started = ContinuousClock.now
+        feed.start { _ in }
+        #expect(await eventually(timeout: .seconds(5), interval: .milliseconds(20)) { feed.isCaughtUp })
+        #expect(ContinuousClock.now - started >= .milliseconds(300))
+        // Once caught up, it stays so.
+        #expect(feed.isCaughtUp)
+    }
+
+    @Test("an invalid librdkafka property is refused when the feed is made")
+    func invalidConfiguration() {
+        #expect(throws: KafkaError.self) {
+            try KafkaResultFeed(
+                configuration: KafkaConfiguration(["bootstrap.servers": "127.0.0.1:1", "no.such.property": "1"]),
+                topic: IngestSettings.defaultResultsTopic, replay: .everything,
+                logger: Logger(label: "feed-test", threshold: .error, sink: DiscardingSink()))
+        }
+    }
+}
