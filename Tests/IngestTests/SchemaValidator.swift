@@ -3,10 +3,12 @@ import TestSupport
 
 /// Validates JSON instances against the project's schemas with an independent validator: Python's `jsonschema`
 /// (draft 2020-12), with every file in `schemas/` registered so `$ref`s between them resolve, and `openapi.yaml`
-/// registered as `urn:openapi` so its component schemas can be used (`urn:openapi#/components/schemas/Error`).
+/// registered as `openapi.yaml` beside them so its component schemas can be used (`SchemaValidator.openAPI`
+/// + `#/components/schemas/Error`) and its relative `$ref`s to the message schemas resolve.
 enum SchemaValidator {
     struct Case: Encodable {
-        /// A file in `schemas/` (`submission.schema.json`) or a URI (`urn:openapi#/components/schemas/Error`).
+        /// A file in `schemas/` (`submission.schema.json`), or one with a JSON pointer
+        /// (`openapi.yaml#/components/schemas/Error`).
         let schema: String
         /// The instance as JSON text.
         let instance: String
@@ -30,11 +32,11 @@ enum SchemaValidator {
             Draft202012Validator.check_schema(contents)
             resources.append((base + path.name, DRAFT202012.create_resource(contents)))
         openapi = yaml.safe_load((directory / "openapi.yaml").read_text())
-        resources.append(("urn:openapi", DRAFT202012.create_resource(openapi)))
+        resources.append((base + "openapi.yaml", DRAFT202012.create_resource(openapi)))
         registry = Registry().with_resources(resources)
         results = []
         for case in json.load(sys.stdin):
-            target = case["schema"] if ":" in case["schema"] else base + case["schema"]
+            target = base + case["schema"]
             validator = Draft202012Validator({"$ref": target}, registry=registry)
             instance = json.loads(case["instance"])
             errors = validator.iter_errors(instance)

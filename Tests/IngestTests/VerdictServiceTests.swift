@@ -75,9 +75,9 @@ struct VerdictServiceTests {
 
         // The answers match the published API (independent validator).
         let validation = try SchemaValidator.errors([
-            .init(schema: "urn:openapi#/components/schemas/Error", instance: unknown.text),
-            .init(schema: "urn:openapi#/components/schemas/Pending", instance: pending.text),
-            .init(schema: "urn:openapi#/components/schemas/VerificationResult", instance: found.text),
+            .init(schema: "openapi.yaml#/components/schemas/Error", instance: unknown.text),
+            .init(schema: "openapi.yaml#/components/schemas/Pending", instance: pending.text),
+            .init(schema: "openapi.yaml#/components/schemas/VerificationResult", instance: found.text),
         ])
         #expect(validation.allSatisfy { $0.isEmpty }, "\(validation)")
 
