@@ -6,7 +6,10 @@
 # produced as fast as Kafka takes them: the verifier's top throughput; latency there is mostly queueing).
 # Prints results/s, p50/p99 submission-to-result latency, verifier CPU µs per result and peak RSS. Release build.
 #
-#   bench/verifier.sh [--count N] [--rate N] [--in-flight N] [--latency-ms N] [--partitions N] [--only paced|backlog]
+#   bench/verifier.sh [--count N] [--rate N] [--in-flight N] [--latency-ms N] [--partitions N] [--brokers N]
+#                     [--linger-ms N] [--only paced|backlog]
+#
+# --brokers: mock brokers (default 1); --linger-ms: the submission producer's linger.ms (default 5, the Kafka module's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +18,8 @@ RATE=3500
 IN_FLIGHT="${VERIFIER_MAX_IN_FLIGHT:-512}"
 LATENCY_MS=100
 PARTITIONS=8
+BROKERS=1
+LINGER_MS=5
 ONLY=""
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -23,6 +28,8 @@ while [ $# -gt 0 ]; do
         --in-flight) IN_FLIGHT="$2"; shift 2 ;;
         --latency-ms) LATENCY_MS="$2"; shift 2 ;;
         --partitions) PARTITIONS="$2"; shift 2 ;;
+        --brokers) BROKERS="$2"; shift 2 ;;
+        --linger-ms) LINGER_MS="$2"; shift 2 ;;
         --only) ONLY="$2"; shift 2 ;;
         *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
@@ -57,7 +64,7 @@ TOPICS=""
 for run in paced backlog; do
     for kind in submitted results retry dlq; do TOPICS="$TOPICS${TOPICS:+,}bench-$run.$kind:$PARTITIONS"; done
 done
-"$BIN/embedded-kafka" --topics "$TOPICS" >"$WORK/kafka.out" 2>"$WORK/kafka.log" &
+"$BIN/embedded-kafka" --brokers "$BROKERS" --topics "$TOPICS" >"$WORK/kafka.out" 2>"$WORK/kafka.log" &
 PIDS+=($!)
 "$BIN/fake-appstore" --port 0 --latency-ms "$LATENCY_MS" --threads 2 >"$WORK/fake.out" 2>"$WORK/fake.log" &
 PIDS+=($!)
@@ -65,8 +72,8 @@ BOOTSTRAP="$(wait_for_line "$WORK/kafka.out" KAFKA_BOOTSTRAP_SERVERS)" || { cat 
 FAKE_URL="$(wait_for_line "$WORK/fake.out" FAKE_APPSTORE_URL)" || { cat "$WORK/fake.log" >&2; exit 1; }
 
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -sr)"
-echo "embedded-kafka $BOOTSTRAP ($PARTITIONS partitions per topic), fake App Store $FAKE_URL at ${LATENCY_MS} ms," \
-    "VERIFIER_MAX_IN_FLIGHT=$IN_FLIGHT, $COUNT submissions per run"
+echo "embedded-kafka $BOOTSTRAP ($BROKERS brokers, $PARTITIONS partitions per topic), fake App Store $FAKE_URL at ${LATENCY_MS} ms," \
+    "VERIFIER_MAX_IN_FLIGHT=$IN_FLIGHT, $COUNT submissions per run, producer linger.ms=$LINGER_MS"
 status=0
 for run in paced backlog; do
     if [ -n "$ONLY" ] && [ "$ONLY" != "$run" ]; then continue; fi
@@ -74,7 +81,7 @@ for run in paced backlog; do
     if [ "$run" = paced ]; then rate="$RATE"; fi
     echo "== $run"
     "$BIN/verifier-bench" --bootstrap "$BOOTSTRAP" --fake-url "$FAKE_URL" --verifier "$BIN/receipt-verifier" \
-        --topic-prefix "bench-$run" --count "$COUNT" --rate "$rate" --in-flight "$IN_FLIGHT" \
+        --topic-prefix "bench-$run" --count "$COUNT" --rate "$rate" --in-flight "$IN_FLIGHT" --linger-ms "$LINGER_MS" \
         --verifier-log "$WORK/verifier-$run.log" | tr ' ' '\n' | sed 's/^/  /' || status=1
     if grep -q '"level":"error"' "$WORK/verifier-$run.log"; then
         echo "  verifier errors:"; grep '"level":"error"' "$WORK/verifier-$run.log" | head -5 | sed 's/^/    /'

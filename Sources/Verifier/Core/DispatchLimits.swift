@@ -22,12 +22,12 @@ public struct DispatchLimits: Sendable, Equatable {
         self.pendingResumeMark = pendingResumeMark
     }
 
-    /// Marks derived from the in-flight limit and a partition window: up to twice the in-flight limit may wait for
+    /// Marks derived from the in-flight limit and a partition window: up to four times the in-flight limit may wait for
     /// Apple, so every slot stays busy while a paused consumer resumes and refetches (librdkafka drops its prefetch
     /// on pause); resume marks at half.
     public init(maxInFlight: Int, partitionWindow: Int) {
         let window = max(partitionWindow, 2)
-        let pending = max(2 * maxInFlight, 2)
+        let pending = max(4 * maxInFlight, 2)
         self.init(
             maxInFlight: maxInFlight, partitionWindow: window, partitionResumeMark: window / 2, pendingLimit: pending,
             pendingResumeMark: pending / 2)
