@@ -117,6 +117,20 @@ struct VerificationEngineTests {
         #expect(dlq.sourceTopic == "retry" && dlq.reason == .appleUnavailable)
     }
 
+    @Test func aRetryRecordDueFarAheadWaitsNoLongerThanTheLongestBackoff() async throws {
+        let engine = makeEngine(rounds: 3)
+        let record = RetryRecord(
+            submission: Samples.submission("s-far"), round: 1, attempts: 2,
+            notBeforeMs: clock.wallMilliseconds() + 86_400_000, lastAppleStatus: nil, lastError: "timeout")
+        engine.consume(
+            InputMessage(partition: Samples.retry, offset: 0, key: nil, value: try MessageCoding.encode(record)))
+        await settles("held") { clock.timerCount == 1 && control.paused.contains(Samples.retry) }
+        clock.advance(by: .seconds(59))
+        #expect(verifier.pendingIds.isEmpty)
+        clock.advance(by: .seconds(1))  // the policy's maximum backoff is 60 s
+        await settles("verified after the longest backoff") { verifier.pendingIds == ["s-far"] }
+    }
+
     @Test func anAppleOutageHoldsWorkBackWithoutFailedResults() async throws {
         let engine = makeEngine(
             maxInFlight: 4, rounds: 2,

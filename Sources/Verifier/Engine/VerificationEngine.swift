@@ -175,7 +175,10 @@ public final class VerificationEngine: Sendable {
         case .waitUntil(let notBeforeMs, let job):
             metrics.heldRetryRecords.increment()
             perform(state.withLock { $0.hold(ticket) })
-            clock.schedule(after: .milliseconds(notBeforeMs - nowMs)) {
+            // No round legitimately waits longer than the policy's longest backoff: a record due further ahead
+            // (clock skew, a hand-written record) must not keep its partition paused for longer than that.
+            let longest = RetryRoundPolicy.milliseconds(configuration.retryPolicy.maximumBackoff)
+            clock.schedule(after: .milliseconds(min(notBeforeMs - nowMs, longest))) {
                 self.metrics.heldRetryRecords.decrement()
                 let now = self.clock.monotonicNanoseconds()
                 self.perform(self.state.withLock { $0.release(ticket, work: job, nowNs: now) })
