@@ -70,7 +70,9 @@ struct DispatchStateTests {
         #expect(actions == [.pause(p0)])
         #expect(state.pausedPartitions == [p0])
         // Completing the later ones does not help: they wait behind offset 0 and still count.
-        for ticket in tickets.dropFirst() { #expect(!(state.complete(ticket).controls?.actions.contains(.resume(p0)) ?? false)) }
+        for ticket in tickets.dropFirst() {
+            #expect(!(state.complete(ticket).controls?.actions.contains(.resume(p0)) ?? false))
+        }
         let step = state.complete(tickets[0])
         #expect(step.controls?.actions.contains(.resume(p0)) == true)
         #expect(stores(step) == [4])

@@ -168,7 +168,8 @@ enum Samples {
     static let receipts1 = PartitionKey(topic: "receipts", partition: 1)
     static let retry = PartitionKey(topic: "retry", partition: 0)
     static let topics = VerifierTopics(receipts: "receipts", results: "results", retry: "retry", deadLetter: "dlq")
-    static let receiptData = "TUlJVE5nWUpLb1pJaHZjTkFRY0NvSUlUSnpDQ0V5TUNBUUV4Q3pBSkJnVXJEZ01DR2dVQU1JSURWZ1lKS29aSWh2Y05BUWNC"
+    static let receiptData =
+        "TUlJVE5nWUpLb1pJaHZjTkFRY0NvSUlUSnpDQ0V5TUNBUUV4Q3pBSkJnVXJEZ01DR2dVQU1JSURWZ1lKS29aSWh2Y05BUWNC"
 
     static func submission(_ id: String, order: String? = "order-\(UUID().uuidString.prefix(4))") -> Submission {
         Submission(
@@ -197,5 +198,6 @@ enum Samples {
                 attempts: attempts))
     }
 
-    static let unavailable = VerificationRoundOutcome.unavailable(lastAppleStatus: nil, lastError: "HTTP 503", attempts: 3)
+    static let unavailable = VerificationRoundOutcome.unavailable(
+        lastAppleStatus: nil, lastError: "HTTP 503", attempts: 3)
 }

@@ -33,7 +33,8 @@ struct MessageTriageTests {
     }
 
     @Test func bytesThatAreNotJSONGoToTheDLQOnlyWithTheirOrigin() throws {
-        let message = InputMessage(partition: Samples.receipts, offset: 9, key: Array("k".utf8), value: Array("%%%".utf8))
+        let message = InputMessage(
+            partition: Samples.receipts, offset: 9, key: Array("k".utf8), value: Array("%%%".utf8))
         guard case .malformed(let records, _, let id) = triage.triage(message, nowMs: nowMs) else {
             Issue.record("expected malformed")
             return
@@ -50,8 +51,11 @@ struct MessageTriageTests {
     }
 
     @Test func aSubmissionWithARecoverableIdAlsoGetsAFailedResult() throws {
-        let json = #"{"schema_version":1,"submission_id":"s-9","order_id":"o-9","user_id":"u-9","receipt_data":"eyJhbGciOi.eyJzdWIi.c2ln"}"#
-        let message = InputMessage(partition: Samples.receipts, offset: 1, key: Array("u-9".utf8), value: Array(json.utf8))
+        // A StoreKit 2 JWS where the base64 app receipt belongs.
+        let json = #"{"schema_version":1,"submission_id":"s-9","order_id":"o-9","user_id":"u-9","#
+            + #""receipt_data":"eyJhbGciOi.eyJzdWIi.c2ln"}"#
+        let message = InputMessage(
+            partition: Samples.receipts, offset: 1, key: Array("u-9".utf8), value: Array(json.utf8))
         guard case .malformed(let records, _, let id) = triage.triage(message, nowMs: nowMs) else {
             Issue.record("expected malformed")
             return

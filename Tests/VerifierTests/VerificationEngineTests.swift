@@ -20,7 +20,8 @@ struct VerificationEngineTests {
     ) -> VerificationEngine {
         var configuration = VerificationEngine.Configuration(
             topics: Samples.topics, limits: DispatchLimits(maxInFlight: maxInFlight, partitionWindow: window),
-            retryPolicy: RetryRoundPolicy(maximumRounds: rounds, initialBackoff: .seconds(10), maximumBackoff: .seconds(60)),
+            retryPolicy: RetryRoundPolicy(
+                maximumRounds: rounds, initialBackoff: .seconds(10), maximumBackoff: .seconds(60)),
             breaker: breaker)
         configuration.initialPublishBackoff = .milliseconds(10)
         let engine = VerificationEngine(
@@ -51,7 +52,8 @@ struct VerificationEngineTests {
         await settles("offset 3 stored") { control.stored(Samples.receipts) == [1, 3] }
         let results = publisher.records(of: .result)
         #expect(results.count == 3)
-        #expect(results.allSatisfy { $0.key == Array("user-1".utf8) && $0.header(MessageHeaders.outcome) == "verified" })
+        #expect(
+            results.allSatisfy { $0.key == Array("user-1".utf8) && $0.header(MessageHeaders.outcome) == "verified" })
         #expect(engine.snapshot.liveMessages == 0)
         #expect(registry.render().contains(#"verifier_results_total{outcome="verified",reason="none"} 3"#))
     }
@@ -111,9 +113,11 @@ struct VerificationEngineTests {
         // The last round fails too: DLQ record plus a failed / apple_unavailable result.
         verifier.answer("s-1", with: Samples.unavailable)
         await settles("retry offset stored") { control.stored(Samples.retry) == [1] }
-        let result = try MessageCoding.decode(VerificationResult.self, from: try #require(publisher.records(of: .result).first).value)
+        let result = try MessageCoding.decode(
+            VerificationResult.self, from: try #require(publisher.records(of: .result).first).value)
         #expect(result.outcome == .failed && result.reason == .appleUnavailable && result.attempts == 6)
-        let dlq = try MessageCoding.decode(DeadLetterRecord.self, from: try #require(publisher.records(of: .deadLetter).first).value)
+        let dlq = try MessageCoding.decode(
+            DeadLetterRecord.self, from: try #require(publisher.records(of: .deadLetter).first).value)
         #expect(dlq.sourceTopic == "retry" && dlq.reason == .appleUnavailable)
     }
 
@@ -141,7 +145,8 @@ struct VerificationEngineTests {
         await settles("breaker open") { engine.snapshot.breakerOpen }
         engine.consume(Samples.message("s-4", offset: 4))
         await settles("everything paused with work waiting") {
-            engine.snapshot.waitingForApple == 1 && control.paused.isSuperset(of: [Samples.receipts, Samples.receipts1])
+            engine.snapshot.waitingForApple == 1
+                && control.paused.isSuperset(of: [Samples.receipts, Samples.receipts1])
         }
         // The round that failed once the breaker was open is not counted: all four wait on the retry topic.
         await settles("four retry records") { publisher.records(of: .retry).count == 4 }

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// The real executable: arguments, settings errors, endpoints and SIGTERM. Quick (a few seconds, mostly the mock
 /// cluster's first group join); the pipeline scenarios live in IntegrationTests.
@@ -18,12 +18,14 @@ struct VerifierProcessTests {
             executable: try TestBinaries.path("receipt-verifier"),
             environment: ["KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1", "ALLOWED_BUNDLE_IDS": ""])
         #expect(await process.waitForExit(timeout: .seconds(10)) == 2)
-        #expect(process.stderrLines.contains { $0.contains("\"level\":\"error\"") && $0.contains("ALLOWED_BUNDLE_IDS") })
+        #expect(
+            process.stderrLines.contains { $0.contains("\"level\":\"error\"") && $0.contains("ALLOWED_BUNDLE_IDS") })
     }
 
     @Test func servesHealthAndMetricsThenDrainsOnSIGTERMAndExitsZero() async throws {
         let kafka = try await EmbeddedKafkaProcess.start(topics: [
-            ("iap.receipts.submitted", 2), ("iap.receipts.retry", 2), ("iap.receipts.results", 2), ("iap.receipts.dlq", 2),
+            ("iap.receipts.submitted", 2), ("iap.receipts.retry", 2), ("iap.receipts.results", 2),
+            ("iap.receipts.dlq", 2),
         ])
         let fake = try await FakeAppStoreProcess.start()
         var environment = kafka.environment.merging(fake.environment) { $1 }
@@ -40,7 +42,8 @@ struct VerifierProcessTests {
         let metrics = try await TestHTTPClient.send("GET", verifier.url("/metrics")).text
         for name in [
             "verifier_results_total", "verifier_dlq_records_total", "verifier_apple_round_duration_seconds_bucket",
-            "verifier_apple_in_flight", "verifier_paused_partitions", "verifier_breaker_open", "verifier_rebalances_total",
+            "verifier_apple_in_flight", "verifier_paused_partitions", "verifier_breaker_open",
+            "verifier_rebalances_total",
             "verifier_retries_total", "kafka_consumer_assigned_partitions",
         ] {
             #expect(metrics.contains(name), "\(name) missing from /metrics")

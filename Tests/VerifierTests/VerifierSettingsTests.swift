@@ -10,7 +10,8 @@ struct VerifierSettingsTests {
     @Test func defaultsFollowTheContract() throws {
         let settings = try VerifierSettings.fromEnvironment(minimal)
         #expect(settings.topics == VerifierTopics())
-        #expect(settings.topics.receipts == "iap.receipts.submitted" && settings.topics.deadLetter == "iap.receipts.dlq")
+        #expect(
+            settings.topics.receipts == "iap.receipts.submitted" && settings.topics.deadLetter == "iap.receipts.dlq")
         #expect(settings.groupId == "iap-verifier")
         #expect(settings.limits.maxInFlight == 512 && settings.limits.partitionWindow == 2048)
         #expect(settings.metricsListen == ListenAddress(host: "0.0.0.0", port: 9090))
@@ -47,11 +48,15 @@ struct VerifierSettingsTests {
         #expect(settings.topics == VerifierTopics(receipts: "r", results: "s", retry: "t", deadLetter: "d"))
         #expect(settings.groupId == "g" && settings.limits.maxInFlight == 64 && settings.limits.partitionWindow == 100)
         #expect(settings.metricsListen.port == 0 && settings.roundDeadline == .milliseconds(1500))
-        #expect(settings.retryPolicy == RetryRoundPolicy(
-            maximumRounds: 2, initialBackoff: .milliseconds(100), maximumBackoff: .milliseconds(400)))
-        #expect(settings.breaker == AppleCircuitBreaker.Configuration(
-            windowSize: 10, minimumObservations: 5, failureRatio: 0.8, initialProbeInterval: .milliseconds(200),
-            maximumProbeInterval: .milliseconds(800)))
+        #expect(
+            settings.retryPolicy
+                == RetryRoundPolicy(
+                    maximumRounds: 2, initialBackoff: .milliseconds(100), maximumBackoff: .milliseconds(400)))
+        #expect(
+            settings.breaker
+                == AppleCircuitBreaker.Configuration(
+                    windowSize: 10, minimumObservations: 5, failureRatio: 0.8, initialProbeInterval: .milliseconds(200),
+                    maximumProbeInterval: .milliseconds(800)))
         #expect(settings.revokeTimeout == .milliseconds(300) && settings.shutdownTimeout == .milliseconds(700))
         #expect(settings.kafka["session.timeout.ms"] == "6000")
     }
@@ -75,7 +80,8 @@ struct VerifierSettingsTests {
 
     @Test func helpDocumentsEveryVariable() {
         for variable in [
-            "KAFKA_BOOTSTRAP_SERVERS", "KAFKA_<PROPERTY>", "RECEIPTS_TOPIC", "RESULTS_TOPIC", "RETRY_TOPIC", "DLQ_TOPIC",
+            "KAFKA_BOOTSTRAP_SERVERS", "KAFKA_<PROPERTY>", "RECEIPTS_TOPIC", "RESULTS_TOPIC", "RETRY_TOPIC",
+            "DLQ_TOPIC",
             "VERIFIER_GROUP_ID", "VERIFIER_MAX_IN_FLIGHT", "VERIFIER_METRICS_LISTEN", "VERIFIER_PARTITION_WINDOW",
             "VERIFIER_ROUND_DEADLINE_MS", "VERIFIER_RETRY_ROUNDS", "VERIFIER_RETRY_BACKOFF_MS",
             "VERIFIER_RETRY_MAX_BACKOFF_MS", "VERIFIER_BREAKER_WINDOW", "VERIFIER_BREAKER_MIN_CALLS",
@@ -83,7 +89,8 @@ struct VerifierSettingsTests {
             "VERIFIER_REVOKE_TIMEOUT_MS", "VERIFIER_SHUTDOWN_TIMEOUT_MS", "APPLE_VERIFY_RECEIPT_URL",
             "APPLE_SANDBOX_VERIFY_RECEIPT_URL", "APPLE_SHARED_SECRET", "APPLE_TIMEOUT_MS", "APPLE_CA_BUNDLE",
             "APPLE_EXCLUDE_OLD_TRANSACTIONS", "APPLE_RETRY_MAX_ATTEMPTS", "APPLE_RETRY_21002_MAX_ATTEMPTS",
-            "APPLE_RETRY_BASE_DELAY_MS", "APPLE_RETRY_MAX_DELAY_MS", "ALLOWED_BUNDLE_IDS", "SANDBOX_POLICY", "LOG_LEVEL",
+            "APPLE_RETRY_BASE_DELAY_MS", "APPLE_RETRY_MAX_DELAY_MS", "ALLOWED_BUNDLE_IDS", "SANDBOX_POLICY",
+            "LOG_LEVEL",
         ] {
             #expect(VerifierSettings.helpText.contains(variable), "\(variable) is not in --help")
         }

@@ -106,7 +106,9 @@ final class Ledger: Sendable {
     var received: Int { state.withLock { $0.received } }
 
     /// Latencies (sorted) of the submissions in `range`, duplicates, outcomes of all results, the last arrival.
-    func summary(_ range: Range<Int>) -> (latencies: [Double], duplicates: Int, outcomes: [String: Int], lastResultAt: UInt64) {
+    func summary(_ range: Range<Int>) -> (
+        latencies: [Double], duplicates: Int, outcomes: [String: Int], lastResultAt: UInt64
+    ) {
         state.withLock {
             ($0.latencyMs[range].compactMap { $0 }.sorted(), $0.duplicates, $0.outcomes, $0.lastResultAt)
         }
@@ -123,10 +125,13 @@ enum VerifierBench {
     static let receipt = Data(#"{"scenario":"valid","transactions":[{"id":"2000000123","product":"gems_100"}]}"#.utf8)
         .base64EncodedString()
 
-    static func submission(id: String) -> [UInt8] {
-        Array(
-            #"{"schema_version":1,"submission_id":"\#(id)","receipt_data":"\#(receipt)","order_id":"order-\#(id)","user_id":"user-\#(id.hashValue & 1023)","submitted_at_ms":\#(Clock.wallMilliseconds())}"#
-                .utf8)
+    static func submission(id: String, index: Int) -> [UInt8] {
+        let fields = [
+            #""schema_version":1"#, #""submission_id":"\#(id)""#, #""receipt_data":"\#(receipt)""#,
+            #""order_id":"order-\#(id)""#, #""user_id":"user-\#(index & 1023)""#,
+            #""submitted_at_ms":\#(Clock.wallMilliseconds())"#,
+        ]
+        return Array(("{" + fields.joined(separator: ",") + "}").utf8)
     }
 
     static func fail(_ message: String) -> Never {
@@ -164,7 +169,7 @@ enum VerifierBench {
                 if due > now { usleep(UInt32((due - now) / 1000)) }
             }
             let id = "\(ledger.idPrefix)\(index)"
-            let value = submission(id: id)
+            let value = submission(id: id, index: index)
             while true {
                 ledger.sent(index, at: Clock.monotonicNanoseconds())
                 do throws(KafkaError) {
@@ -175,7 +180,7 @@ enum VerifierBench {
                         if case .failure = result { failures.value.add(1, ordering: .relaxed) }
                     }
                     break
-                } catch where error.isQueueFull {
+                } catch  where error.isQueueFull {
                     usleep(1000)
                 } catch {
                     fail("cannot produce: \(error.message)")
@@ -248,15 +253,18 @@ enum VerifierBench {
         let failures = FailureCount()
 
         // Warm-up: group join, connections, first allocations.
-        produce(producer, topic: topics.submitted, ledger: ledger, range: 0..<options.warmup, rate: 0, failures: failures)
+        produce(
+            producer, topic: topics.submitted, ledger: ledger, range: 0..<options.warmup, rate: 0, failures: failures)
         guard waitFor(ledger, count: options.warmup, deadline: Date() + 60, child: child) else {
             child.terminate()
-            fail("the warm-up did not complete (\(ledger.received)/\(options.warmup) results); see \(options.verifierLog)")
+            fail("the warm-up did not complete (\(ledger.received)/\(options.warmup) results); see the verifier log")
         }
 
         let cpuBefore = cpuTicks(pid)
         let start = Clock.monotonicNanoseconds()
-        produce(producer, topic: topics.submitted, ledger: ledger, range: options.warmup..<total, rate: options.rate, failures: failures)
+        produce(
+            producer, topic: topics.submitted, ledger: ledger, range: options.warmup..<total, rate: options.rate,
+            failures: failures)
         let produced = Clock.monotonicNanoseconds()
         let complete = waitFor(
             ledger, count: total, deadline: Date() + Double(options.timeoutSeconds), child: child)
@@ -281,16 +289,19 @@ enum VerifierBench {
             guard !all.isEmpty else { return "n/a" }
             return String(format: "%.1f", all[min(all.count - 1, Int(Double(all.count) * p))])
         }
-        let outcomes = summary.outcomes.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ",")
+        let outcomes = summary.outcomes.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(
+            separator: ",")
         print(
             "submissions=\(options.count) rate=\(options.rate == 0 ? "unpaced" : String(options.rate)) "
                 + "results=\(measured) complete=\(complete) seconds=\(String(format: "%.2f", seconds)) "
                 + "results_per_second=\(String(format: "%.0f", Double(max(measured, 0)) / max(seconds, 1e-9))) "
                 + "produce_seconds=\(String(format: "%.2f", Double(produced &- start) / 1e9)) "
-                + "latency_ms_p50=\(percentile(0.50)) latency_ms_p99=\(percentile(0.99)) latency_ms_max=\(percentile(1.0)) "
+                + "latency_ms_p50=\(percentile(0.50)) latency_ms_p99=\(percentile(0.99)) "
+                + "latency_ms_max=\(percentile(1.0)) "
                 + "verifier_cpu_us_per_result=\(String(format: "%.0f", cpuMicroseconds / Double(max(measured, 1)))) "
                 + "verifier_peak_rss_mb=\(String(format: "%.1f", Double(peakKB) / 1024)) "
-                + "outcomes_incl_warmup=\(outcomes) duplicates=\(summary.duplicates) produce_failures=\(failures.value.load(ordering: .relaxed)) "
+                + "outcomes_incl_warmup=\(outcomes) duplicates=\(summary.duplicates) "
+                + "produce_failures=\(failures.value.load(ordering: .relaxed)) "
                 + "verifier_exit=\(exitStatus)")
         exit(complete ? 0 : 1)
     }

@@ -68,7 +68,8 @@ public struct AppleCircuitBreaker: Sendable {
                 Double(failures) >= configuration.failureRatio * Double(filled)
             else { return nil }
             let interval = configuration.initialProbeInterval
-            state = .open(nextProbeAtNs: nowNs &+ Self.nanoseconds(interval), probeInterval: interval, probeInFlight: false)
+            state = .open(
+                nextProbeAtNs: nowNs &+ Self.nanoseconds(interval), probeInterval: interval, probeInFlight: false)
             return .opened
         case .open:
             guard success else { return nil }

@@ -12,7 +12,9 @@ public struct DispatchLimits: Sendable, Equatable {
     /// ... and resumed when at most this many wait.
     public var pendingResumeMark: Int
 
-    public init(maxInFlight: Int, partitionWindow: Int, partitionResumeMark: Int, pendingLimit: Int, pendingResumeMark: Int) {
+    public init(
+        maxInFlight: Int, partitionWindow: Int, partitionResumeMark: Int, pendingLimit: Int, pendingResumeMark: Int
+    ) {
         precondition(maxInFlight > 0 && partitionWindow > 0 && pendingLimit > 0)
         precondition(partitionResumeMark < partitionWindow && pendingResumeMark < pendingLimit)
         self.maxInFlight = maxInFlight

@@ -111,7 +111,9 @@ public struct DispatchState<Work: Sendable>: Sendable {
             guard var state = partitions[partition] else { continue }
             state.revoking = true
             state.live -= state.heldOffsets.count
-            step.dropped += state.heldOffsets.map { MessageTicket(partition: partition, epoch: state.epoch, offset: $0) }
+            step.dropped += state.heldOffsets.map {
+                MessageTicket(partition: partition, epoch: state.epoch, offset: $0)
+            }
             state.heldOffsets.removeAll()
             partitions[partition] = state
         }
@@ -239,7 +241,9 @@ public struct DispatchState<Work: Sendable>: Sendable {
         isStopping = true
         for (partition, var state) in partitions {
             state.live -= state.heldOffsets.count
-            step.dropped += state.heldOffsets.map { MessageTicket(partition: partition, epoch: state.epoch, offset: $0) }
+            step.dropped += state.heldOffsets.map {
+                MessageTicket(partition: partition, epoch: state.epoch, offset: $0)
+            }
             state.heldOffsets.removeAll()
             partitions[partition] = state
         }

@@ -14,7 +14,9 @@ public struct OutgoingRecord: Sendable, Equatable {
     /// Header name and UTF-8 value pairs (`submission-id`, `outcome`, `dlq-reason`).
     public let headers: [(name: String, value: String)]
 
-    public init(kind: OutgoingRecordKind, topic: String, key: [UInt8]?, value: [UInt8], headers: [(name: String, value: String)]) {
+    public init(
+        kind: OutgoingRecordKind, topic: String, key: [UInt8]?, value: [UInt8], headers: [(name: String, value: String)]
+    ) {
         self.kind = kind
         self.topic = topic
         self.key = key

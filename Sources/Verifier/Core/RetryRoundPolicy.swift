@@ -8,7 +8,9 @@ public struct RetryRoundPolicy: Sendable, Equatable {
     public var initialBackoff: Duration
     public var maximumBackoff: Duration
 
-    public init(maximumRounds: Int = 6, initialBackoff: Duration = .seconds(30), maximumBackoff: Duration = .seconds(600)) {
+    public init(
+        maximumRounds: Int = 6, initialBackoff: Duration = .seconds(30), maximumBackoff: Duration = .seconds(600)
+    ) {
         precondition(maximumRounds >= 1)
         self.maximumRounds = maximumRounds
         self.initialBackoff = initialBackoff

@@ -46,8 +46,9 @@ final class ConsumerControlApplier: Sendable {
                     applied.pauseSequence[partition] = batch.sequence
                     if case .pause = action { pause.append(partition) } else { resume.append(partition) }
                 case .storeOffset(let partition, let nextOffset, let epoch):
-                    if let last = applied.stored[partition], last.epoch > epoch
-                        || (last.epoch == epoch && last.offset >= nextOffset)
+                    if let last = applied.stored[partition],
+                        last.epoch > epoch
+                            || (last.epoch == epoch && last.offset >= nextOffset)
                     {
                         continue
                     }
@@ -58,8 +59,11 @@ final class ConsumerControlApplier: Sendable {
                         // Only happens for a partition no longer assigned: the offset is not committed and the
                         // messages after the last committed one are redelivered to the new owner.
                         logger.debug(
-                            "offset not stored", ["partition": .string(partition.description),
-                                                  "offset": .int(Int(nextOffset)), "error": .string("\(error)")])
+                            "offset not stored",
+                            [
+                                "partition": .string(partition.description),
+                                "offset": .int(Int(nextOffset)), "error": .string("\(error)"),
+                            ])
                     }
                 }
             }

@@ -70,7 +70,8 @@ public final class VerificationEngine: Sendable {
         self.router = RoundOutcomeRouter(factory: factory, policy: configuration.retryPolicy)
         self.applier = ConsumerControlApplier(control: control, logger: logger)
         self.state = Mutex(
-            DispatchState(limits: configuration.limits, breaker: AppleCircuitBreaker(configuration: configuration.breaker)))
+            DispatchState(
+                limits: configuration.limits, breaker: AppleCircuitBreaker(configuration: configuration.breaker)))
     }
 
     public var snapshot: Snapshot {
@@ -208,7 +209,8 @@ public final class VerificationEngine: Sendable {
         }
         perform(step)
         let job = dispatch.work
-        let (records, disposition) = router.route(outcome, job: job, breakerOpen: breakerOpen, nowMs: clock.wallMilliseconds())
+        let (records, disposition) = router.route(
+            outcome, job: job, breakerOpen: breakerOpen, nowMs: clock.wallMilliseconds())
         log(outcome, job: job, disposition: disposition)
         publish(
             PublishGroup(
@@ -227,8 +229,10 @@ public final class VerificationEngine: Sendable {
         case (.unavailable(let status, let error, let attempts), .retry(let round, let notBefore)):
             logger.info(
                 "no verdict from Apple this round, retrying later",
-                ["submission_id": .string(id), "round": .int(round), "attempts": .int(attempts),
-                 "apple_status": .int(status ?? -1), "error": .string(error), "not_before_ms": .int(Int(notBefore))])
+                [
+                    "submission_id": .string(id), "round": .int(round), "attempts": .int(attempts),
+                    "apple_status": .int(status ?? -1), "error": .string(error), "not_before_ms": .int(Int(notBefore)),
+                ])
         case (.unavailable(let status, let error, _), _):
             logger.warning(
                 "no verdict from Apple after the last round",
@@ -236,8 +240,11 @@ public final class VerificationEngine: Sendable {
         case (.verdict(let verdict), _):
             if logger.isEnabled(.debug) {
                 logger.debug(
-                    "verdict", ["submission_id": .string(id), "outcome": .string(verdict.outcome.rawValue),
-                                "reason": .string(verdict.reason?.rawValue ?? "none")])
+                    "verdict",
+                    [
+                        "submission_id": .string(id), "outcome": .string(verdict.outcome.rawValue),
+                        "reason": .string(verdict.reason?.rawValue ?? "none"),
+                    ])
             }
         }
     }
@@ -272,8 +279,11 @@ public final class VerificationEngine: Sendable {
             if !failure.isQueueFull || attempt % 100 == 0 {
                 self.logger.warning(
                     "publishing failed, retrying",
-                    ["kind": .string(record.kind.rawValue), "topic": .string(record.topic), "attempt": .int(attempt + 1),
-                     "error": .string(failure.message)])
+                    [
+                        "kind": .string(record.kind.rawValue), "topic": .string(record.topic),
+                        "attempt": .int(attempt + 1),
+                        "error": .string(failure.message),
+                    ])
             }
             self.clock.schedule(after: self.publishBackoff(attempt: attempt)) {
                 self.publish(record, in: group, attempt: attempt + 1)

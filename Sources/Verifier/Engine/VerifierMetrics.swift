@@ -38,7 +38,8 @@ public final class VerifierMetrics: Sendable {
         var deadLetters: [Reason: Counter] = [:]
         for reason in [Reason.malformedSubmission, .appleUnavailable, .configError] {
             deadLetters[reason] = registry.counter(
-                "verifier_dlq_records_total", help: "DLQ records written, by reason", labels: [("reason", reason.rawValue)])
+                "verifier_dlq_records_total", help: "DLQ records written, by reason",
+                labels: [("reason", reason.rawValue)])
         }
         self.deadLetters = deadLetters
         var rounds: [String: Counter] = [:]

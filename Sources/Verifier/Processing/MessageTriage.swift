@@ -27,7 +27,8 @@ public struct MessageTriage: Sendable {
         }
         do {
             let submission = try Submission.decodeValidated(from: message.value)
-            return .verify(VerificationJob(submission: submission, message: message, completedRounds: 0, priorAttempts: 0))
+            return .verify(
+                VerificationJob(submission: submission, message: message, completedRounds: 0, priorAttempts: 0))
         } catch {
             return malformed(
                 message, problem: error.problem, submissionId: error.submissionId, orderId: error.orderId,
@@ -85,14 +86,18 @@ public struct MessageTriage: Sendable {
     }
 
     /// The ids of an unreadable retry record, when its JSON still has them.
-    static func recoverRetryIdentity(_ bytes: [UInt8]) -> (submissionId: String?, orderId: String?, userId: String?, attempts: Int) {
+    static func recoverRetryIdentity(_ bytes: [UInt8]) -> (
+        submissionId: String?, orderId: String?, userId: String?, attempts: Int
+    ) {
         guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any],
             let submission = object["submission"] as? [String: Any]
         else { return (nil, nil, nil, 0) }
         let id = (submission["submission_id"] as? String).flatMap {
             $0.isEmpty || $0.count > Submission.maximumIdLength ? nil : $0
         }
-        return (id, submission["order_id"] as? String, submission["user_id"] as? String, object["attempts"] as? Int ?? 0)
+        return (
+            id, submission["order_id"] as? String, submission["user_id"] as? String, object["attempts"] as? Int ?? 0
+        )
     }
 
     /// A decoding error in one line without the data itself (which may hold a receipt).

@@ -12,7 +12,9 @@ public struct OutputFactory: Sendable {
     public func result(_ result: VerificationResult, key: [UInt8]?) -> OutgoingRecord {
         OutgoingRecord(
             kind: .result, topic: topics.results, key: key, value: Self.encode(result),
-            headers: [(MessageHeaders.submissionId, result.submissionId), (MessageHeaders.outcome, result.outcome.rawValue)])
+            headers: [
+                (MessageHeaders.submissionId, result.submissionId), (MessageHeaders.outcome, result.outcome.rawValue),
+            ])
     }
 
     /// A `failed` result (no verdict could be reached) with the submission's echoed fields.
@@ -36,7 +38,8 @@ public struct OutputFactory: Sendable {
                 submissionId: submission.submissionId, orderId: submission.orderId, userId: submission.userId,
                 outcome: verdict.outcome, reason: verdict.reason, message: verdict.message,
                 appleStatus: verdict.appleStatus, environment: verdict.environment, bundleId: verdict.bundleId,
-                transactions: verdict.transactions, attempts: job.priorAttempts + verdict.attempts, verifiedAtMs: nowMs),
+                transactions: verdict.transactions, attempts: job.priorAttempts + verdict.attempts,
+                verifiedAtMs: nowMs),
             key: job.message.key)
     }
 

@@ -36,7 +36,9 @@ public struct RoundOutcomeRouter: Sendable {
 
         case .configurationError(let status, let message, _):
             return (
-                failure(job, reason: .configError, text: message, appleStatus: status, attempts: totalAttempts, nowMs: nowMs),
+                failure(
+                    job, reason: .configError, text: message, appleStatus: status, attempts: totalAttempts, nowMs: nowMs
+                ),
                 .result(.failed, .configError)
             )
 
@@ -45,7 +47,9 @@ public struct RoundOutcomeRouter: Sendable {
             if countedRounds >= policy.maximumRounds, !breakerOpen {
                 let text = "no verdict from Apple after \(countedRounds) rounds (\(totalAttempts) calls): \(error)"
                 return (
-                    failure(job, reason: .appleUnavailable, text: text, appleStatus: status, attempts: totalAttempts, nowMs: nowMs),
+                    failure(
+                        job, reason: .appleUnavailable, text: text, appleStatus: status, attempts: totalAttempts,
+                        nowMs: nowMs),
                     .result(.failed, .appleUnavailable)
                 )
             }

@@ -11,7 +11,8 @@ struct KafkaRecordPublisher: RecordPublishing {
             try producer.send(topic: record.topic, key: record.key, value: record.value, headers: headers) { result in
                 switch result {
                 case .success: completion(nil)
-                case .failure(let error): completion(PublishFailure(message: error.message, isQueueFull: error.isQueueFull))
+                case .failure(let error):
+                    completion(PublishFailure(message: error.message, isQueueFull: error.isQueueFull))
                 }
             }
         } catch {

@@ -16,7 +16,9 @@ struct VerifierHealthHandler: HTTPHandler {
             return
         }
         guard request.method == "GET" || request.method == "HEAD" else {
-            respond(.json(405, #"{"error":{"code":"method_not_allowed","message":"use GET"}}"#, headers: [("Allow", "GET")]))
+            respond(
+                .json(405, #"{"error":{"code":"method_not_allowed","message":"use GET"}}"#, headers: [("Allow", "GET")])
+            )
             return
         }
         switch request.path {

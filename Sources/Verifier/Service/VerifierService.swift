@@ -30,7 +30,9 @@ public final class VerifierService: Sendable {
     private let ticker: RepeatingTicker
     private let shutDown = Mutex(false)
 
-    public init(settings: VerifierSettings, logger: Logger, metrics: MetricsRegistry = MetricsRegistry()) throws(VerifierStartupError) {
+    public init(settings: VerifierSettings, logger: Logger, metrics: MetricsRegistry = MetricsRegistry())
+        throws(VerifierStartupError)
+    {
         self.settings = settings
         self.logger = logger
         self.metrics = metrics
@@ -85,7 +87,8 @@ public final class VerifierService: Sendable {
                 return nil
             })
         self.server = HTTPServer(
-            configuration: HTTPServerConfiguration(listen: settings.metricsListen, threadCount: 1, connectionLimit: 256),
+            configuration: HTTPServerConfiguration(
+                listen: settings.metricsListen, threadCount: 1, connectionLimit: 256),
             handler: handler, logger: logger.named("verifier-http"))
         registerGauges(engine: engine)
     }
@@ -106,9 +109,11 @@ public final class VerifierService: Sendable {
         consumer.start()
         logger.info(
             "receipt-verifier started",
-            ["group_id": .string(settings.groupId), "receipts_topic": .string(settings.topics.receipts),
-             "retry_topic": .string(settings.topics.retry), "max_in_flight": .int(settings.limits.maxInFlight),
-             "metrics_port": .int(Int(server.port)), "apple": .string(settings.appStore.description)])
+            [
+                "group_id": .string(settings.groupId), "receipts_topic": .string(settings.topics.receipts),
+                "retry_topic": .string(settings.topics.retry), "max_in_flight": .int(settings.limits.maxInFlight),
+                "metrics_port": .int(Int(server.port)), "apple": .string(settings.appStore.description),
+            ])
     }
 
     /// Drains and closes everything (see the type's documentation). Blocks for at most about
@@ -132,11 +137,15 @@ public final class VerifierService: Sendable {
         let gauges: [(String, String, @Sendable (VerificationEngine.Snapshot) -> Int)] = [
             ("verifier_apple_in_flight", "Rounds of Apple calls in flight", { $0.appleInFlight }),
             ("verifier_waiting_for_apple", "Admitted submissions waiting for an Apple slot", { $0.waitingForApple }),
-            ("verifier_messages_in_progress", "Consumed messages whose outputs are not all acknowledged yet",
-             { $0.liveMessages }),
+            (
+                "verifier_messages_in_progress", "Consumed messages whose outputs are not all acknowledged yet",
+                { $0.liveMessages }
+            ),
             ("verifier_assigned_partitions", "Partitions assigned to this verifier", { $0.assignedPartitions }),
-            ("verifier_paused_partitions", "Partitions paused for back-pressure, retry waits or an Apple outage",
-             { $0.pausedPartitions }),
+            (
+                "verifier_paused_partitions", "Partitions paused for back-pressure, retry waits or an Apple outage",
+                { $0.pausedPartitions }
+            ),
         ]
         for (name, help, read) in gauges {
             metrics.collect(name, help: help, kind: .gauge) { [([], Double(read(engine.snapshot)))] }

@@ -80,7 +80,8 @@ public struct VerifierSettings: Sendable {
         let distinct = Set([topics.receipts, topics.results, topics.retry, topics.deadLetter])
         guard distinct.count == 4 else {
             throw ConfigurationError(
-                variable: "RETRY_TOPIC", problem: "RECEIPTS_TOPIC, RESULTS_TOPIC, RETRY_TOPIC and DLQ_TOPIC must differ")
+                variable: "RETRY_TOPIC", problem: "RECEIPTS_TOPIC, RESULTS_TOPIC, RETRY_TOPIC and DLQ_TOPIC must differ"
+            )
         }
         let appStore = try AppStoreSettings.fromEnvironment(settings)
         let maxInFlight = appStore.maxInFlight
@@ -111,7 +112,8 @@ public struct VerifierSettings: Sendable {
             roundDeadline: .milliseconds(
                 try settings.int("VERIFIER_ROUND_DEADLINE_MS", default: 60_000, range: 100...3_600_000)),
             retryPolicy: RetryRoundPolicy(
-                maximumRounds: rounds, initialBackoff: .milliseconds(backoff), maximumBackoff: .milliseconds(maxBackoff)),
+                maximumRounds: rounds, initialBackoff: .milliseconds(backoff), maximumBackoff: .milliseconds(maxBackoff)
+            ),
             breaker: AppleCircuitBreaker.Configuration(
                 windowSize: breakerWindow, minimumObservations: breakerMinimum, failureRatio: ratio,
                 initialProbeInterval: .milliseconds(probeMs), maximumProbeInterval: .milliseconds(maxProbeMs)),
@@ -125,13 +127,15 @@ public struct VerifierSettings: Sendable {
         -> String
     {
         let topic = settings.string(name, default: value)
-        let valid = topic.count <= 249 && topic != "." && topic != ".."
+        let valid =
+            topic.count <= 249 && topic != "." && topic != ".."
             && topic.unicodeScalars.allSatisfy { scalar in
                 ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar)
                     || scalar == "." || scalar == "_" || scalar == "-"
             }
         guard valid else {
-            throw ConfigurationError(variable: name, problem: "'\(topic)' is not a Kafka topic name (letters, digits, . _ -)")
+            throw ConfigurationError(
+                variable: name, problem: "'\(topic)' is not a Kafka topic name (letters, digits, . _ -)")
         }
         return topic
     }
