@@ -59,7 +59,8 @@ let package = Package(
             exclude: ["Fixtures"]),
         .testTarget(
             name: "IngestTests", dependencies: ["Ingest", "HTTPServer", "Kafka", "ReceiptModel", "TestSupport"]),
-        .testTarget(name: "VerifierTests", dependencies: ["Verifier", "ReceiptModel", "TestSupport"]),
+        .testTarget(
+            name: "VerifierTests", dependencies: ["Verifier", "AppStore", "HTTPServer", "ReceiptModel", "TestSupport"]),
         .testTarget(name: "ReplayTests", dependencies: ["Replay", "ReceiptModel"]),
         .testTarget(
             name: "IntegrationTests", dependencies: ["Kafka", "ReceiptModel", "ServiceSupport", "FakeAppStore", "TestSupport"]),
