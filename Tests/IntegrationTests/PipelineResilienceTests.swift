@@ -57,7 +57,9 @@ import TestSupport
     }
 
     @Test func aVerifierKilledMidLoadIsReplacedAndNothingIsLost() async throws {
-        let pipeline = try await Pipeline.start(verifiers: 1, fakeArguments: ["--latency-ms", "100"])
+        // 16 calls in flight at 100 ms: about 160 results/s, so the 400 take seconds and the crash lands mid-load.
+        let pipeline = try await Pipeline.start(
+            verifiers: 1, fakeArguments: ["--latency-ms", "100"], verifierSettings: ["VERIFIER_MAX_IN_FLIGHT": "16"])
         let ids = try await produceValid(pipeline, count: 400, prefix: "crash")
         let someDone = await eventually(timeout: .seconds(30)) { pipeline.results.answeredIds().count >= 50 }
         #expect(someDone)
