@@ -215,7 +215,9 @@ final class ProducerCore: Sendable {
             return
         }
         guard handle.retire() else { return }
-        // Serve any delivery report still queued, on this thread, so each completion runs exactly once.
+        // rd_kafka_destroy drops queued messages without delivery reports (their completions would never run and
+        // their contexts would leak): purge what is left so each gets a report, and serve them on this thread.
+        rd_kafka_purge(handle.pointer, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT | RD_KAFKA_PURGE_F_NON_BLOCKING)
         var rounds = 0
         while rd_kafka_outq_len(handle.pointer) > 0, rounds < 200 {
             rd_kafka_poll(handle.pointer, 10)

@@ -12,6 +12,8 @@ import Synchronization
 public final class KafkaTopicFollower: Sendable {
     public let topic: String
     private let handle: RDKafkaHandle
+    /// The callback context holds its target weakly: the follower keeps it alive, or librdkafka's errors go unlogged.
+    private let events: FollowerEvents
     private let startingAtTimestampMs: Int64?
     private let onMessage: @Sendable (KafkaMessage) -> Void
     private let pollThread = PollThread(name: "kafka-follower-poll")
@@ -60,7 +62,9 @@ public final class KafkaTopicFollower: Sendable {
         self.onMessage = onMessage
         self.logger = logger
         self.refreshInterval = refreshInterval
-        context.attach(FollowerEvents(logger: logger))
+        let events = FollowerEvents(logger: logger)
+        self.events = events
+        context.attach(events)
     }
 
     /// Starts following (the poll thread). Later calls do nothing.
@@ -120,7 +124,13 @@ public final class KafkaTopicFollower: Sendable {
         for partition in partitions {
             var low: Int64 = 0
             var high: Int64 = 0
-            let code = rd_kafka_query_watermark_offsets(handle.pointer, topic, partition, &low, &high, timeoutMs)
+            // Under the handle's read lock: a concurrent close cannot destroy the client mid-call.
+            let answer = handle.withClient { client in
+                rd_kafka_query_watermark_offsets(client, topic, partition, &low, &high, timeoutMs)
+            }
+            guard let code = answer else {
+                throw KafkaError(code: KafkaError.invalidArgument, message: "watermarks of \(topic): the follower is closed")
+            }
             guard code == RD_KAFKA_RESP_ERR_NO_ERROR else {
                 throw KafkaError(code: code.rawValue, message: "watermarks of \(topic)/\(partition): \(KafkaError.describe(code: code.rawValue))")
             }

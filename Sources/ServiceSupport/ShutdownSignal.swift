@@ -10,8 +10,12 @@ public final class ShutdownSignal: @unchecked Sendable {
 
     /// Calls `handler` with the signal's name on the first SIGTERM or SIGINT; a second signal exits at once (status 1),
     /// for operators who really mean it.
+    ///
+    /// The handler runs on a queue of its own, so it may block for as long as draining takes: the signal queue stays
+    /// free to see the second signal.
     public init(handler: @escaping @Sendable (String) -> Void) {
         let queue = DispatchQueue(label: "shutdown-signal")
+        let handlerQueue = DispatchQueue(label: "shutdown-handler")
         let fired = SignalLatch()
         var sources: [any DispatchSourceSignal] = []
         for (number, name) in [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")] {
@@ -19,7 +23,7 @@ public final class ShutdownSignal: @unchecked Sendable {
             let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
             source.setEventHandler {
                 if fired.fire() {
-                    handler(name)
+                    handlerQueue.async { handler(name) }
                 } else {
                     exit(1)
                 }
