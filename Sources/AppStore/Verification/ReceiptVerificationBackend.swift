@@ -1,3 +1,4 @@
+import Dispatch
 import ReceiptModel
 
 /// One way of asking Apple about a receipt. verifyReceipt (`VerifyReceiptBackend`) is one; the App Store Server API
@@ -24,11 +25,19 @@ public struct BackendRequest: Sendable {
     /// The longest any single HTTP call of this attempt may take (the submission's remaining time, capped by the
     /// configured request timeout). Nil: the configured timeout.
     public var timeoutMs: Int?
+    /// When the whole attempt must be over, on the `DispatchTime.now()` clock: a call after a 21007/21008 redirect
+    /// gets only the time left (capped by `timeoutMs`), and is not made with less than the minimum attempt time
+    /// left (the attempt is then retryable). Nil: each call gets `timeoutMs`.
+    public var deadline: DispatchTime?
 
-    public init(receiptData: String, startEnvironment: AppStoreEnvironment = .production, timeoutMs: Int? = nil) {
+    public init(
+        receiptData: String, startEnvironment: AppStoreEnvironment = .production, timeoutMs: Int? = nil,
+        deadline: DispatchTime? = nil
+    ) {
         self.receiptData = receiptData
         self.startEnvironment = startEnvironment
         self.timeoutMs = timeoutMs
+        self.deadline = deadline
     }
 }
 

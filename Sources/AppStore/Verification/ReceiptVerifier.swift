@@ -123,9 +123,12 @@ public final class ReceiptVerifier: Sendable {
                         appleStatus: nil, environment: nil, attempts: state.calls)), completion)
             return
         }
+        // The backend's HTTP calls run on real time: the deadline is `remaining` from now on that clock (the same
+        // instant as `state.deadline` with the real verification clock).
         let request = BackendRequest(
             receiptData: state.receiptData, startEnvironment: state.environment,
-            timeoutMs: min(requestTimeoutMs, remaining))
+            timeoutMs: min(requestTimeoutMs, remaining),
+            deadline: .now() + .milliseconds(remaining))
         callsCounter?.increment()
         backend.verify(request) { [self] answer in
             var state = state

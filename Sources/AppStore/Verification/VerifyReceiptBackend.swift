@@ -1,3 +1,4 @@
+import Dispatch
 import ReceiptModel
 import ServiceSupport
 
@@ -50,13 +51,16 @@ public final class VerifyReceiptBackend: ReceiptVerificationBackend {
             receiptData: request.receiptData, sharedSecret: sharedSecret,
             excludeOldTransactions: excludeOldTransactions)
         call(
-            environment: request.startEnvironment, body: body, timeoutMs: request.timeoutMs, calls: 0,
-            redirected: false, completion: completion)
+            environment: request.startEnvironment, body: body, timeoutMs: request.timeoutMs,
+            deadline: request.deadline, calls: 0, redirected: false, completion: completion)
     }
 
+    /// A redirected call is not made with less time than this left before the attempt's deadline.
+    static let minimumRedirectMs = 50
+
     private func call(
-        environment: AppStoreEnvironment, body: [UInt8], timeoutMs: Int?, calls: Int, redirected: Bool,
-        completion: @escaping @Sendable (BackendAnswer) -> Void
+        environment: AppStoreEnvironment, body: [UInt8], timeoutMs: Int?, deadline: DispatchTime?, calls: Int,
+        redirected: Bool, completion: @escaping @Sendable (BackendAnswer) -> Void
     ) {
         let request = HTTPClientRequest(
             url: endpoints.url(for: environment), body: body,
@@ -77,9 +81,26 @@ public final class VerifyReceiptBackend: ReceiptVerificationBackend {
                                 + "(status \(answer.appleStatus ?? 0))"))
                     return
                 }
+                var redirectTimeoutMs = timeoutMs
+                if let deadline {
+                    let now = DispatchTime.now().uptimeNanoseconds
+                    let leftMs =
+                        deadline.uptimeNanoseconds > now ? Int((deadline.uptimeNanoseconds - now) / 1_000_000) : 0
+                    guard leftMs >= Self.minimumRedirectMs else {
+                        // Where the receipt lives is known now (the verifier starts its retry there).
+                        completion(
+                            BackendAnswer(
+                                result: .retryable(.transient), calls: calls + 1, appleStatus: answer.appleStatus,
+                                environment: target,
+                                message: "\(environment.rawValue) verifyReceipt redirected to \(target.rawValue) "
+                                    + "with \(leftMs) ms left before the deadline"))
+                        return
+                    }
+                    redirectTimeoutMs = min(timeoutMs ?? leftMs, leftMs)
+                }
                 call(
-                    environment: target, body: body, timeoutMs: timeoutMs, calls: calls + 1, redirected: true,
-                    completion: completion)
+                    environment: target, body: body, timeoutMs: redirectTimeoutMs, deadline: deadline,
+                    calls: calls + 1, redirected: true, completion: completion)
                 return
             }
             completion(answer.backendAnswer)

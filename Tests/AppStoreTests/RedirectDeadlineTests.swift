@@ -1,0 +1,59 @@
+import AppStore
+import Dispatch
+import FakeAppStore
+import Foundation
+import ReceiptModel
+import Testing
+
+/// A 21007/21008 redirect gets only what is left of the attempt's deadline, never a fresh full timeout.
+@Suite(.serialized) struct RedirectDeadlineTests {
+    private func answer(
+        _ harness: FakeAppStoreHarness, _ receipt: String, timeoutMs: Int, deadlineMs: Int
+    ) async -> BackendAnswer {
+        await withCheckedContinuation { continuation in
+            harness.backend.verify(
+                BackendRequest(
+                    receiptData: receipt, startEnvironment: .production, timeoutMs: timeoutMs,
+                    deadline: .now() + .milliseconds(deadlineMs))
+            ) { continuation.resume(returning: $0) }
+        }
+    }
+
+    @Test func theRedirectedCallEndsByTheDeadline() async throws {
+        let harness = try FakeAppStoreHarness()
+        // Both endpoints answer after 300 ms: production's 21007 leaves ~200 ms of the 500 for the sandbox call.
+        let receipt = FakeReceipt.valid(id: "slow-sandbox", environment: "Sandbox", delayMs: 300)
+        let started = ContinuousClock.now
+        let answer = await answer(harness, receipt, timeoutMs: 500, deadlineMs: 500)
+        let elapsed = ContinuousClock.now - started
+        #expect(answer.result == .retryable(.transient))
+        #expect(answer.calls == 2)
+        #expect(answer.environment == .sandbox)
+        #expect(elapsed < .milliseconds(590), "the sandbox call outlived the deadline: \(elapsed)")
+        #expect(harness.fake.calls(receipt: "slow-sandbox") == (1, 1))
+    }
+
+    @Test func noRedirectedCallWithTooLittleTimeLeft() async throws {
+        let harness = try FakeAppStoreHarness()
+        let receipt = FakeReceipt.valid(id: "late-sandbox", environment: "Sandbox", delayMs: 300)
+        let answer = await answer(harness, receipt, timeoutMs: 1_000, deadlineMs: 320)
+        // The first call may itself time out near 320 ms; either way the sandbox is not asked with < 50 ms left.
+        guard case .retryable = answer.result else {
+            Issue.record("expected a retryable answer: \(answer)")
+            return
+        }
+        #expect(harness.fake.calls(receipt: "late-sandbox").sandbox == 0)
+    }
+
+    @Test func aRedirectWithTimeLeftStillSucceeds() async throws {
+        let harness = try FakeAppStoreHarness()
+        let receipt = FakeReceipt.valid(id: "quick-sandbox", environment: "Sandbox", delayMs: 50)
+        let answer = await answer(harness, receipt, timeoutMs: 2_000, deadlineMs: 2_000)
+        guard case .receipt(let apple) = answer.result else {
+            Issue.record("no receipt: \(answer)")
+            return
+        }
+        #expect(apple.environment == .sandbox)
+        #expect(answer.calls == 2)
+    }
+}
