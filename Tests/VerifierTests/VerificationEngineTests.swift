@@ -163,7 +163,7 @@ struct VerificationEngineTests {
         #expect(registry.render().contains(#"verifier_breaker_transitions_total{to="open"} 1"#))
     }
 
-    @Test func revokeWaitsBoundedlyAndLateOutputsStoreNothing() async throws {
+    @Test func revokeWaitsBoundedlyAndLateRoundsWriteNothing() async throws {
         let engine = makeEngine()
         engine.consume(Samples.message("s-0", offset: 0))
         engine.consume(Samples.message("s-1", offset: 1))
@@ -174,11 +174,16 @@ struct VerificationEngineTests {
         let started = ContinuousClock.now
         engine.partitionsRevoking([Samples.receipts], timeout: .milliseconds(50))
         #expect(ContinuousClock.now - started < .seconds(2))
-        // s-1 finishes after the partition was given up: its result is still written, its offset is not stored.
-        verifier.answer("s-1", with: Samples.verified())
-        await settles("late result written") { publisher.records(of: .result).count == 2 }
-        try await Task.sleep(for: .milliseconds(20))
+        #expect(registry.render().contains("verifier_abandoned_messages_total 1"))
+        // s-1 finishes after the partition was given up: the new owner reads it again, so nothing is written here
+        // (no second retry chain) and its offset is not stored.
+        verifier.answer("s-1", with: Samples.unavailable)
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(publisher.published.count == 1)
+        #expect(publisher.state.withLock { $0.attempts } == 1)
         #expect(control.stored(Samples.receipts) == [1])
+        #expect(engine.snapshot.appleInFlight == 0)
+        #expect(registry.render().contains("verifier_abandoned_messages_total 1"))
         engine.consume(Samples.message("s-2", offset: 2))  // no longer assigned: ignored
         try await Task.sleep(for: .milliseconds(20))
         #expect(verifier.pendingIds.isEmpty)

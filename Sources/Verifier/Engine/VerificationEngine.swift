@@ -165,6 +165,7 @@ public final class VerificationEngine: Sendable {
                 "partition": .int(Int(message.partition.partition)), "offset": .int(Int(message.offset)),
                 "bytes": .int(message.value.count), "problem": .string(problem),
             ]
+            guard stillOwned(ticket) else { return }
             logger.warning("malformed message sent to the DLQ", fields)
             let disposition: RoundDisposition? = submissionId == nil ? nil : .result(.failed, .malformedSubmission)
             publish(PublishGroup(ticket: ticket, records: records, disposition: disposition, submittedAtMs: nil))
@@ -208,6 +209,12 @@ public final class VerificationEngine: Sendable {
             return (step, state.breaker.isOpen)
         }
         perform(step)
+        guard stillOwned(dispatch.ticket) else {
+            logger.debug(
+                "round ended after its partition was given up: no output, the new owner verifies it again",
+                ["submission_id": .string(dispatch.work.submission.submissionId)])
+            return
+        }
         let job = dispatch.work
         let (records, disposition) = router.route(
             outcome, job: job, breakerOpen: breakerOpen, nowMs: clock.wallMilliseconds())
@@ -247,6 +254,19 @@ public final class VerificationEngine: Sendable {
                     ])
             }
         }
+    }
+
+    /// Whether the ticket's partition is still ours in the ticket's assignment (revoking or draining included).
+    /// When it is not, the work is abandoned without output: its offset was never stored past it, so the partition's
+    /// owner now reads it again, and writing outputs here too would start a second retry chain whose final result
+    /// could disagree with the owner's. The abandonment was counted when the partition was given up (or, for a
+    /// ticket still tracked, is counted by the drop here).
+    private func stillOwned(_ ticket: MessageTicket) -> Bool {
+        let (owned, step) = state.withLock { state -> (Bool, DispatchState<VerificationJob>.Step?) in
+            state.isOwned(ticket) ? (true, nil) : (false, state.abandon(ticket))
+        }
+        if let step { perform(step) }
+        return owned
     }
 
     // MARK: Publishing
@@ -321,6 +341,7 @@ public final class VerificationEngine: Sendable {
 
     private func perform(_ step: DispatchState<VerificationJob>.Step) {
         applier.apply(step.controls)
+        if !step.dropped.isEmpty { metrics.abandoned.increment(by: step.dropped.count) }
         switch step.breakerTransition {
         case .opened:
             metrics.breakerOpen.set(1)
