@@ -17,6 +17,7 @@ static inline CURLMcode ccurl_multi_setopt_long(CURLM *m, CURLMoption o, long v)
 static inline CURLMcode ccurl_multi_setopt_ptr(CURLM *m, CURLMoption o, void *v) { return curl_multi_setopt(m, o, v); }
 static inline CURLMcode ccurl_multi_setopt_socket_cb(CURLM *m, curl_socket_callback cb) { return curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, cb); }
 static inline CURLMcode ccurl_multi_setopt_timer_cb(CURLM *m, curl_multi_timer_callback cb) { return curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, cb); }
+static inline CURLcode ccurl_easy_setopt_closesocket_cb(CURL *h, curl_closesocket_callback cb) { return curl_easy_setopt(h, CURLOPT_CLOSESOCKETFUNCTION, cb); }
 static inline CURLcode ccurl_easy_setopt_xferinfo_cb(CURL *h, curl_xferinfo_callback cb) { return curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, cb); }
 
 /* The AppStore HTTP client drives libcurl's multi interface with epoll on one thread. <sys/epoll.h> is not part of

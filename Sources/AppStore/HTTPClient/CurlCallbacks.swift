@@ -1,4 +1,7 @@
 import CCurl
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The C callbacks libcurl calls. They are static members of a nonisolated type (never actor-isolated closures),
 /// and find their Swift object through the `void *` user pointer. They all run on the multi loop's thread.
@@ -24,5 +27,12 @@ enum CurlCallbacks {
         guard let user else { return -1 }
         Unmanaged<CurlMultiLoop>.fromOpaque(user).takeUnretainedValue().setTimer(milliseconds: timeoutMs)
         return 0
+    }
+
+    /// CURLOPT_CLOSESOCKETFUNCTION: libcurl closes a socket (user pointer: the `CurlMultiLoop`). Returns close(2)'s
+    /// result, as libcurl expects.
+    static let onCloseSocket: curl_closesocket_callback = { user, socket in
+        guard let user else { return close(socket) }
+        return Unmanaged<CurlMultiLoop>.fromOpaque(user).takeUnretainedValue().closeSocket(socket)
     }
 }

@@ -32,7 +32,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     private var multi: UnsafeMutableRawPointer?
     private let epollDescriptor: Int32
     private let wakeDescriptor: Int32
-    private var watchedSockets: [Int32: UInt32] = [:]
+    private var sockets: EpollSocketTable
     private var timerDeadlineNanoseconds: UInt64?
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
     private var idleEasyHandles: [UnsafeMutableRawPointer] = []
@@ -47,6 +47,7 @@ final class CurlMultiLoop: @unchecked Sendable {
         }
         epollDescriptor = ccurl_epoll_create()
         wakeDescriptor = ccurl_eventfd_create()
+        sockets = EpollSocketTable(epollDescriptor: epollDescriptor)
         guard epollDescriptor >= 0, wakeDescriptor >= 0,
             ccurl_epoll_ctl(epollDescriptor, 0, wakeDescriptor, ccurl_epoll_in()) == 0
         else {
@@ -141,8 +142,8 @@ final class CurlMultiLoop: @unchecked Sendable {
                         wakePending.store(false, ordering: .sequentiallyConsistent)
                         continue
                     }
-                    if parkedSockets.contains(descriptor) {
-                        unpark(descriptor)
+                    if sockets.isParked(descriptor) {
+                        sockets.unpark(descriptor)
                         continue
                     }
                     let events = readyEvents[index]
@@ -236,7 +237,13 @@ final class CurlMultiLoop: @unchecked Sendable {
 
     private func newEasyHandle() -> UnsafeMutableRawPointer? {
         guard let easy = curl_easy_init() else { return nil }
-        guard CurlTransfer.configureShared(easy: easy, configuration: configuration) == CURLE_OK else {
+        // Connections remember the close-socket callback of the handle that opened them; all of them run on this
+        // thread (inside curl_multi_* calls, the last at curl_multi_cleanup while this loop is alive).
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        guard CurlTransfer.configureShared(easy: easy, configuration: configuration) == CURLE_OK,
+            ccurl_easy_setopt_closesocket_cb(easy, CurlCallbacks.onCloseSocket) == CURLE_OK,
+            ccurl_easy_setopt_ptr(easy, CURLOPT_CLOSESOCKETDATA, me) == CURLE_OK
+        else {
             curl_easy_cleanup(easy)
             return nil
         }
@@ -342,51 +349,15 @@ final class CurlMultiLoop: @unchecked Sendable {
 
     // MARK: Called by libcurl (from curl_multi_socket_action / add_handle, on the loop thread)
 
-    /// Keeps the epoll set in step with what libcurl wants for each socket.
-    ///
-    /// libcurl says REMOVE whenever a keep-alive connection goes idle and asks for it again with the next request;
-    /// to save two `epoll_ctl` calls per request, an idle socket that waited for input stays registered ("parked").
-    /// An event on a parked socket (the server closed it) unregisters it then. A socket libcurl closes leaves the
-    /// epoll set by itself; if its number is reused, the ADD/MOD fallbacks below repair the bookkeeping.
+    /// CURLMOPT_SOCKETFUNCTION: keeps the epoll set in step with what libcurl wants for each socket.
     func watch(socket: curl_socket_t, what: Int32) {
-        let wanted: UInt32
-        switch what {
-        case 1: wanted = ccurl_epoll_in()
-        case 2: wanted = ccurl_epoll_out()
-        case 3: wanted = ccurl_epoll_in() | ccurl_epoll_out()
-        default:  // CURL_POLL_REMOVE
-            guard let current = watchedSockets[socket] else { return }
-            if current == ccurl_epoll_in() {
-                parkedSockets.insert(socket)
-            } else {
-                watchedSockets.removeValue(forKey: socket)
-                _ = ccurl_epoll_ctl(epollDescriptor, 2, socket, 0)
-            }
-            return
-        }
-        parkedSockets.remove(socket)
-        if let current = watchedSockets[socket] {
-            guard current != wanted else { return }
-            if ccurl_epoll_ctl(epollDescriptor, 1, socket, wanted) != 0 {
-                // Closed and its number reused since we registered it: register anew.
-                _ = ccurl_epoll_ctl(epollDescriptor, 0, socket, wanted)
-            }
-        } else if ccurl_epoll_ctl(epollDescriptor, 0, socket, wanted) != 0 {
-            // Already registered (a descriptor number reused before we saw REMOVE): modify instead.
-            _ = ccurl_epoll_ctl(epollDescriptor, 1, socket, wanted)
-        }
-        watchedSockets[socket] = wanted
+        sockets.watch(socket: socket, what: what)
     }
 
-    /// Idle keep-alive sockets left registered for input (see `watch`).
-    private var parkedSockets: Set<Int32> = []
-
-    /// An event on a socket libcurl is not waiting on: stop watching it (libcurl notices the closed connection
-    /// when it next tries to reuse it).
-    private func unpark(_ socket: Int32) {
-        parkedSockets.remove(socket)
-        watchedSockets.removeValue(forKey: socket)
-        _ = ccurl_epoll_ctl(epollDescriptor, 2, socket, 0)
+    /// CURLOPT_CLOSESOCKETFUNCTION: libcurl is done with `socket`; forget it, then close it.
+    func closeSocket(_ socket: curl_socket_t) -> Int32 {
+        sockets.closing(socket)
+        return close(socket)
     }
 
     func setTimer(milliseconds: Int) {
