@@ -251,8 +251,14 @@ final class CurlMultiLoop: @unchecked Sendable {
     }
 
     /// Keeps up to a window's worth of easy handles for reuse, shared options set (every per-request option is set
-    /// again by the next transfer, so no reset is needed).
+    /// again by the next transfer, so no reset is needed). The options that point into the finished transfer (its
+    /// error buffer, body and write target, freed with it) are cleared first, so an idle handle never holds a
+    /// dangling pointer.
     private func recycle(_ easy: UnsafeMutableRawPointer) {
+        _ = ccurl_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, nil)
+        _ = ccurl_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, nil)
+        _ = ccurl_easy_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, 0)
+        _ = ccurl_easy_setopt_ptr(easy, CURLOPT_POSTFIELDS, nil)
         if idleEasyHandles.count < configuration.maxInFlight {
             idleEasyHandles.append(easy)
         } else {
