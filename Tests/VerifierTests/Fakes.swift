@@ -13,16 +13,23 @@ final class FakePublisher: RecordPublishing {
         var holdAcks = false
         var failuresLeft = 0
         var attempts = 0
+        /// When set, decides per record whether Kafka refuses it (checked before `failuresLeft`).
+        var refuse: (@Sendable (OutgoingRecord) -> PublishFailure?)?
     }
     let state = Mutex(State())
 
     func publish(_ record: OutgoingRecord, completion: @escaping @Sendable (PublishFailure?) -> Void) {
-        enum Action { case ack, fail, hold }
+        enum Action {
+            case ack
+            case fail(PublishFailure)
+            case hold
+        }
         let action: Action = state.withLock { state in
             state.attempts += 1
+            if let failure = state.refuse?(record) { return .fail(failure) }
             if state.failuresLeft > 0 {
                 state.failuresLeft -= 1
-                return .fail
+                return .fail(PublishFailure(message: "injected failure"))
             }
             if state.holdAcks {
                 state.held.append((record, completion))
@@ -33,7 +40,7 @@ final class FakePublisher: RecordPublishing {
         }
         switch action {
         case .ack: completion(nil)
-        case .fail: completion(PublishFailure(message: "injected failure"))
+        case .fail(let failure): completion(failure)
         case .hold: break
         }
     }

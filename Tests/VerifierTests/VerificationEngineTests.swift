@@ -16,7 +16,7 @@ struct VerificationEngineTests {
 
     func makeEngine(
         maxInFlight: Int = 8, window: Int = 64, rounds: Int = 3,
-        breaker: AppleCircuitBreaker.Configuration = .init()
+        breaker: AppleCircuitBreaker.Configuration = .init(), publishFailuresBeforeNotReady: Int = 10
     ) -> VerificationEngine {
         var configuration = VerificationEngine.Configuration(
             topics: Samples.topics, limits: DispatchLimits(maxInFlight: maxInFlight, partitionWindow: window),
@@ -24,6 +24,7 @@ struct VerificationEngineTests {
                 maximumRounds: rounds, initialBackoff: .seconds(10), maximumBackoff: .seconds(60)),
             breaker: breaker)
         configuration.initialPublishBackoff = .milliseconds(10)
+        configuration.publishFailuresBeforeNotReady = publishFailuresBeforeNotReady
         let engine = VerificationEngine(
             configuration: configuration, verifier: verifier, publisher: publisher, control: control, clock: clock,
             logger: Logger(label: "test", threshold: .error), metrics: VerifierMetrics(registry: registry))
@@ -76,7 +77,7 @@ struct VerificationEngineTests {
         clock.advance(by: .milliseconds(10))
         await settles("stored after the retry succeeded") { control.stored(Samples.receipts) == [6] }
         #expect(publisher.records(of: .result).count == 1)
-        #expect(registry.render().contains(#"verifier_publish_failures_total{kind="result"} 2"#))
+        #expect(registry.render().contains(#"verifier_publish_failures_total{kind="result",retriable="true"} 2"#))
     }
 
     @Test func aMalformedMessageNeverBlocksItsPartition() async throws {

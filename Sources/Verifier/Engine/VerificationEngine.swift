@@ -20,6 +20,9 @@ public final class VerificationEngine: Sendable {
         /// The first wait after a failed publish; doubles up to `maximumPublishBackoff`.
         public var initialPublishBackoff: Duration = .milliseconds(50)
         public var maximumPublishBackoff: Duration = .seconds(5)
+        /// Publishes in a row that failed with an error retrying cannot fix (authorization, unknown topic) before
+        /// `/readyz` reports not ready.
+        public var publishFailuresBeforeNotReady = 10
 
         public init(
             topics: VerifierTopics, limits: DispatchLimits, retryPolicy: RetryRoundPolicy,
@@ -52,6 +55,7 @@ public final class VerificationEngine: Sendable {
     private let triage: MessageTriage
     private let router: RoundOutcomeRouter
     private let applier: ConsumerControlApplier
+    private let publishHealth: PublishHealth
     private let state: Mutex<DispatchState<VerificationJob>>
     private let work = DispatchQueue(label: "verifier-work", attributes: .concurrent)
 
@@ -69,6 +73,7 @@ public final class VerificationEngine: Sendable {
         self.triage = MessageTriage(factory: factory)
         self.router = RoundOutcomeRouter(factory: factory, policy: configuration.retryPolicy)
         self.applier = ConsumerControlApplier(control: control, logger: logger)
+        self.publishHealth = PublishHealth(notReadyAfter: configuration.publishFailuresBeforeNotReady)
         self.state = Mutex(
             DispatchState(
                 limits: configuration.limits, breaker: AppleCircuitBreaker(configuration: configuration.breaker)))
@@ -83,6 +88,12 @@ public final class VerificationEngine: Sendable {
                 stopping: state.isStopping)
         }
     }
+
+    /// nil while the process can work, else why not (a fatal producer error: only a restart helps).
+    public var livenessProblem: String? { publishHealth.livenessProblem }
+
+    /// nil while outputs can be written, else why not (fatal, or too many permanent publish failures in a row).
+    public var publishingProblem: String? { publishHealth.readinessProblem }
 
     /// The partitions currently paused (for metrics).
     public var pausedPartitions: [PartitionKey] { state.withLock { $0.pausedPartitions } }
@@ -285,30 +296,87 @@ public final class VerificationEngine: Sendable {
         publisher.publish(record) { failure in
             guard let failure else {
                 self.metrics.publishedRecord(record.kind)
+                self.publishHealth.acknowledged()
                 if group.acknowledge() { self.finished(group) }
                 return
             }
-            self.metrics.publishFailed(record.kind)
-            let owned = self.state.withLock { $0.isOwned(group.ticket) }
-            guard owned else {
-                // The partition went to another consumer: the message is redelivered there and its output
-                // written again (results are idempotent), so dropping this one loses nothing.
-                if group.abandon() { self.perform(self.state.withLock { $0.abandon(group.ticket) }) }
-                return
-            }
-            if !failure.isQueueFull || attempt % 100 == 0 {
-                self.logger.warning(
-                    "publishing failed, retrying",
+            self.publishFailed(record, in: group, attempt: attempt, failure: failure)
+        }
+    }
+
+    /// A record was not written. Transient failures are retried with backoff. A record too large for Kafka is
+    /// rewritten smaller (a DLQ record without the original bytes; a retry record becomes the submission's final
+    /// failure). A fatal producer error makes the process unhealthy: the work is abandoned (its offset is never
+    /// stored, so it is redelivered after the restart). Other failures (authorization, unknown topic) are retried
+    /// too, since an operator can fix them, but counted, logged as errors and make the process not ready.
+    private func publishFailed(_ record: OutgoingRecord, in group: PublishGroup, attempt: Int, failure: PublishFailure)
+    {
+        metrics.publishFailed(record.kind, retriable: failure.isRetriable)
+        let owned = state.withLock { $0.isOwned(group.ticket) }
+        guard owned, !failure.isFatal else {
+            // Not owned: the partition went to another consumer, which reads the message again and writes its
+            // outputs (results are idempotent), so dropping this one loses nothing.
+            if failure.isFatal, publishHealth.fatalFailure(failure.message) {
+                logger.error(
+                    "fatal Kafka producer error: the verifier must be restarted (/healthz fails); unfinished work is "
+                        + "redelivered",
                     [
-                        "kind": .string(record.kind.rawValue), "topic": .string(record.topic),
-                        "attempt": .int(attempt + 1),
+                        "topic": .string(record.topic), "code": .int(Int(failure.code ?? 0)),
                         "error": .string(failure.message),
                     ])
             }
-            self.clock.schedule(after: self.publishBackoff(attempt: attempt)) {
-                self.publish(record, in: group, attempt: attempt + 1)
+            if group.abandon() { perform(state.withLock { $0.abandon(group.ticket) }) }
+            return
+        }
+        if failure.isMessageTooLarge, rewriteOversized(record, in: group, failure: failure) { return }
+        let fields: KeyValuePairs<String, LogValue> = [
+            "kind": .string(record.kind.rawValue), "topic": .string(record.topic), "attempt": .int(attempt + 1),
+            "code": .int(Int(failure.code ?? 0)), "bytes": .int(record.value.count), "error": .string(failure.message),
+        ]
+        if failure.isRetriable {
+            if !failure.isQueueFull || attempt % 100 == 0 { logger.warning("publishing failed, retrying", fields) }
+        } else {
+            let inARow = publishHealth.permanentFailure(topic: record.topic, code: failure.code)
+            if attempt < 3 || attempt % 20 == 0 || inARow == publishHealth.notReadyAfter {
+                logger.error(
+                    "publishing failed and will not succeed until the topic or its ACLs are fixed; retrying", fields)
             }
         }
+        clock.schedule(after: publishBackoff(attempt: attempt)) {
+            self.publish(record, in: group, attempt: attempt + 1)
+        }
+    }
+
+    /// Replaces a record Kafka refused as too large. Returns false when there is nothing smaller to write.
+    private func rewriteOversized(_ record: OutgoingRecord, in group: PublishGroup, failure: PublishFailure) -> Bool {
+        let factory = router.factory
+        if let smaller = factory.deadLetterWithoutOriginal(record) {
+            logger.warning(
+                "DLQ record too large for Kafka: writing it without the original message",
+                [
+                    "topic": .string(record.topic), "bytes": .int(record.value.count),
+                    "code": .int(Int(failure.code ?? 0)),
+                ])
+            publish(smaller, in: group, attempt: 0)
+            return true
+        }
+        if let records = factory.finalFailure(
+            ofOversizedRetry: record, source: group.ticket, nowMs: clock.wallMilliseconds())
+        {
+            logger.error(
+                "retry record too large for Kafka: the submission fails with apple_unavailable",
+                [
+                    "submission_id": .string(record.header(MessageHeaders.submissionId) ?? ""),
+                    "topic": .string(record.topic), "bytes": .int(record.value.count),
+                ])
+            // The retry record was the group's only output: the failure records replace the whole group.
+            publish(
+                PublishGroup(
+                    ticket: group.ticket, records: records, disposition: .result(.failed, .appleUnavailable),
+                    submittedAtMs: group.submittedAtMs))
+            return true
+        }
+        return false
     }
 
     private func publishBackoff(attempt: Int) -> Duration {

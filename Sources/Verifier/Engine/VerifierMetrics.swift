@@ -9,7 +9,11 @@ public final class VerifierMetrics: Sendable {
     private let deadLetters: [Reason: Counter]
     private let rounds: [String: Counter]
     private let published: [OutgoingRecordKind: Counter]
-    private let publishFailures: [OutgoingRecordKind: Counter]
+    private struct PublishFailureKey: Hashable {
+        let kind: OutgoingRecordKind
+        let retriable: Bool
+    }
+    private let publishFailures: [PublishFailureKey: Counter]
     let retries: Counter
     let configErrors: Counter
     let malformed: Counter
@@ -50,14 +54,18 @@ public final class VerifierMetrics: Sendable {
         }
         self.rounds = rounds
         var published: [OutgoingRecordKind: Counter] = [:]
-        var publishFailures: [OutgoingRecordKind: Counter] = [:]
+        var publishFailures: [PublishFailureKey: Counter] = [:]
         for kind in [OutgoingRecordKind.result, .retry, .deadLetter] {
             published[kind] = registry.counter(
                 "verifier_records_published_total", help: "Output records acknowledged by Kafka, by kind",
                 labels: [("kind", kind.rawValue)])
-            publishFailures[kind] = registry.counter(
-                "verifier_publish_failures_total", help: "Output records Kafka refused or failed (each is retried)",
-                labels: [("kind", kind.rawValue)])
+            for retriable in [true, false] {
+                publishFailures[PublishFailureKey(kind: kind, retriable: retriable)] = registry.counter(
+                    "verifier_publish_failures_total",
+                    help:
+                        "Output records Kafka refused or failed, by kind and whether retrying the same record can work",
+                    labels: [("kind", kind.rawValue), ("retriable", String(retriable))])
+            }
         }
         self.published = published
         self.publishFailures = publishFailures
@@ -106,5 +114,7 @@ public final class VerifierMetrics: Sendable {
     }
 
     func publishedRecord(_ kind: OutgoingRecordKind) { published[kind]?.increment() }
-    func publishFailed(_ kind: OutgoingRecordKind) { publishFailures[kind]?.increment() }
+    func publishFailed(_ kind: OutgoingRecordKind, retriable: Bool) {
+        publishFailures[PublishFailureKey(kind: kind, retriable: retriable)]?.increment()
+    }
 }

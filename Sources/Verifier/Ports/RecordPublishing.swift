@@ -1,13 +1,51 @@
-/// Why a record was not acknowledged by Kafka.
+import Kafka
+
+/// Why a record was not acknowledged by Kafka, classified so the engine can decide between retrying, rewriting the
+/// record and giving up on the process.
 public struct PublishFailure: Error, Sendable, Equatable, CustomStringConvertible {
     public let message: String
+    /// librdkafka's `rd_kafka_resp_err_t` code, when the failure came from Kafka.
+    public let code: Int32?
     /// The producer's local queue is full (back-pressure, not an error of the record).
     public let isQueueFull: Bool
+    /// The producer is unusable (for example an idempotent producer that lost its guarantees): nothing it sends
+    /// can succeed until the process is restarted.
+    public let isFatal: Bool
+    /// A later attempt of the same record may succeed without any change (timeouts, leader moves, brokers down).
+    public let isRetriable: Bool
 
-    public init(message: String, isQueueFull: Bool = false) {
+    public init(
+        message: String, code: Int32? = nil, isQueueFull: Bool = false, isFatal: Bool = false,
+        isRetriable: Bool = true
+    ) {
         self.message = message
+        self.code = code
         self.isQueueFull = isQueueFull
+        self.isFatal = isFatal
+        self.isRetriable = !isFatal && (isRetriable || isQueueFull)
     }
+
+    /// The failure a Kafka error stands for. An unknown topic counts as not retriable here although librdkafka
+    /// retries it: the verifier's output topics exist by deployment, so only an operator can fix it.
+    public init(_ error: KafkaError) {
+        self.init(
+            message: error.message, code: error.code, isQueueFull: error.isQueueFull,
+            isFatal: error.isFatal,
+            isRetriable: error.isRetriable && !Self.unknownTopicCodes.contains(error.code))
+    }
+
+    static let unknownTopicCodes: Set<Int32> = [
+        KafkaError.unknownTopic, KafkaError.unknownTopicOrPartition,
+    ]
+
+    /// Codes meaning the record itself is larger than the producer or the broker accepts: retrying the same
+    /// bytes can never succeed.
+    /// (`RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE` = 10, from the producer or the broker, and
+    /// `RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE` = 18, a batch larger than the broker's segment size.)
+    public static let tooLargeCodes: Set<Int32> = [KafkaError.messageSizeTooLarge, 18]
+
+    /// The record is too large to ever be written as it is.
+    public var isMessageTooLarge: Bool { code.map(Self.tooLargeCodes.contains) ?? false }
 
     public var description: String { message }
 }

@@ -58,6 +58,54 @@ public struct OutputFactory: Sendable {
             kind: .deadLetter, topic: topics.deadLetter, key: message.key, value: Self.encode(record), headers: headers)
     }
 
+    /// `record` (a DLQ record Kafka refused as too large) without the original bytes: `original_value` is empty and
+    /// `message` says why; the source topic, partition and offset still identify the original message.
+    /// - Returns: nil when `record` is not a DLQ record or already carries no original bytes (nothing to drop).
+    public func deadLetterWithoutOriginal(_ record: OutgoingRecord) -> OutgoingRecord? {
+        guard record.kind == .deadLetter,
+            var dead = try? MessageCoding.decode(DeadLetterRecord.self, from: record.value),
+            !dead.originalValue.isEmpty
+        else { return nil }
+        dead.message +=
+            " (the original message, \(Self.base64Length(dead.originalValue)) bytes, was too large to keep "
+            + "here: read it at source_topic/source_partition/source_offset)"
+        dead.originalValue = ""
+        return OutgoingRecord(
+            kind: .deadLetter, topic: record.topic, key: record.key, value: Self.encode(dead), headers: record.headers)
+    }
+
+    /// The final failure of a submission whose retry record Kafka refused as too large: a DLQ record without the
+    /// original bytes plus a `failed` / `apple_unavailable` result, as after the last round.
+    /// - Parameter source: the consumed message the retry record was written for (its offset identifies it).
+    /// - Returns: nil when `record` is not a readable retry record.
+    public func finalFailure(ofOversizedRetry record: OutgoingRecord, source: MessageTicket, nowMs: Int64)
+        -> [OutgoingRecord]?
+    {
+        guard record.kind == .retry, let retry = try? MessageCoding.decode(RetryRecord.self, from: record.value) else {
+            return nil
+        }
+        let submission = retry.submission
+        let text =
+            "no verdict from Apple after \(retry.round) rounds (\(retry.attempts) calls): \(retry.lastError); "
+            + "no further round: its retry record (\(record.value.count) bytes) is larger than Kafka accepts"
+        let dead = deadLetter(
+            message: InputMessage(partition: source.partition, offset: source.offset, key: record.key, value: []),
+            submissionId: submission.submissionId, reason: .appleUnavailable,
+            text: text + " (the original message was too large to keep here: read it at source_topic/"
+                + "source_partition/source_offset)",
+            appleStatus: retry.lastAppleStatus, attempts: retry.attempts, nowMs: nowMs)
+        let result = failedResult(
+            submissionId: submission.submissionId, orderId: submission.orderId, userId: submission.userId,
+            reason: .appleUnavailable, message: text, appleStatus: retry.lastAppleStatus, attempts: retry.attempts,
+            key: record.key, nowMs: nowMs)
+        return [dead, result]
+    }
+
+    /// The decoded length of base64 `text`.
+    private static func base64Length(_ text: String) -> Int {
+        text.utf8.count / 4 * 3 - text.utf8.suffix(2).filter { $0 == UInt8(ascii: "=") }.count
+    }
+
     public func retry(_ record: RetryRecord, key: [UInt8]?) -> OutgoingRecord {
         OutgoingRecord(
             kind: .retry, topic: topics.retry, key: key, value: Self.encode(record),

@@ -12,11 +12,11 @@ struct KafkaRecordPublisher: RecordPublishing {
                 switch result {
                 case .success: completion(nil)
                 case .failure(let error):
-                    completion(PublishFailure(message: error.message, isQueueFull: error.isQueueFull))
+                    completion(PublishFailure(error))
                 }
             }
         } catch {
-            completion(PublishFailure(message: error.message, isQueueFull: error.isQueueFull))
+            completion(PublishFailure(error))
         }
     }
 }

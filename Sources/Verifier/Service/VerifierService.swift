@@ -78,10 +78,11 @@ public final class VerifierService: Sendable {
 
         let handler = VerifierHealthHandler(
             registry: metrics,
-            liveness: { bridge.fatalError.withLock { $0 } },
+            liveness: { bridge.fatalError.withLock { $0 } ?? engine.livenessProblem },
             readiness: {
                 if engine.snapshot.stopping { return "draining" }
                 if let fatal = bridge.fatalError.withLock({ $0 }) { return "fatal Kafka error: \(fatal)" }
+                if let publishing = engine.publishingProblem { return publishing }
                 if !consumer.isConnected { return "the consumer is not connected to Kafka" }
                 if !producer.isConnected { return "the producer is not connected to Kafka" }
                 return nil

@@ -197,7 +197,8 @@ public struct VerifierSettings: Sendable {
           LOG_LEVEL                      debug, info, warning or error (default info)
 
         Endpoints on VERIFIER_METRICS_LISTEN: GET /healthz (alive), GET /readyz (Kafka connected, not draining),
-        GET /metrics (Prometheus text).
+        GET /metrics (Prometheus text). /healthz fails after a fatal Kafka error; /readyz also fails after 10
+        publishes in a row that retrying cannot fix (topic ACLs, unknown topic).
         SIGTERM or SIGINT: stop fetching, let in-flight work finish (up to VERIFIER_SHUTDOWN_TIMEOUT_MS), store
         and commit offsets, close, exit 0. Work not finished is redelivered; nothing acknowledged is lost.
         """

@@ -1,0 +1,158 @@
+import Foundation
+import Kafka
+import ReceiptModel
+import ServiceSupport
+import Testing
+
+@testable import Verifier
+
+/// Publish failures that retrying cannot fix: fatal producer errors, records too large, authorization.
+@Suite("VerificationEngine: publish failures by kind")
+struct PublishFailureTests {
+    let verifier = FakeVerifier()
+    let publisher = FakePublisher()
+    let control = FakeControl()
+    let clock = ManualClock()
+    let registry = MetricsRegistry()
+
+    func makeEngine(rounds: Int = 3, publishFailuresBeforeNotReady: Int = 10) -> VerificationEngine {
+        var configuration = VerificationEngine.Configuration(
+            topics: Samples.topics, limits: DispatchLimits(maxInFlight: 8, partitionWindow: 64),
+            retryPolicy: RetryRoundPolicy(
+                maximumRounds: rounds, initialBackoff: .seconds(10), maximumBackoff: .seconds(60)))
+        configuration.initialPublishBackoff = .milliseconds(10)
+        configuration.publishFailuresBeforeNotReady = publishFailuresBeforeNotReady
+        let engine = VerificationEngine(
+            configuration: configuration, verifier: verifier, publisher: publisher, control: control,
+            clock: clock,
+            logger: Logger(label: "test", threshold: .error), metrics: VerifierMetrics(registry: registry)
+        )
+        engine.partitionsAssigned([Samples.receipts, Samples.retry])
+        return engine
+    }
+
+    static func kafkaFailure(_ code: Int32, fatal: Bool = false) -> PublishFailure {
+        PublishFailure(
+            KafkaError(code: code, message: "refused: \(KafkaError.describe(code: code))", isFatal: fatal)
+        )
+    }
+
+    @Test func kafkaErrorsAreClassified() {
+        let tooLarge = Self.kafkaFailure(KafkaError.messageSizeTooLarge)
+        #expect(
+            tooLarge.isMessageTooLarge && !tooLarge.isRetriable && !tooLarge.isFatal
+                && tooLarge.code == 10)
+        let timedOut = Self.kafkaFailure(KafkaError.messageTimedOut)
+        #expect(timedOut.isRetriable && !timedOut.isMessageTooLarge)
+        let fatal = Self.kafkaFailure(KafkaError.fatal)
+        #expect(fatal.isFatal && !fatal.isRetriable)
+        #expect(!Self.kafkaFailure(29).isRetriable)  // topic authorization failed
+        #expect(!Self.kafkaFailure(KafkaError.unknownTopic).isRetriable)  // needs an operator, not time
+        #expect(Self.kafkaFailure(KafkaError.queueFull).isQueueFull)
+    }
+
+    @Test func aFatalProducerErrorMakesTheProcessUnhealthyAndLeavesTheOffset() async throws {
+        let engine = makeEngine()
+        verifier.automatic.withLock { $0 = Samples.verified() }
+        publisher.state.withLock {
+            $0.refuse = { _ in Self.kafkaFailure(KafkaError.fatal, fatal: true) }
+        }
+        #expect(engine.livenessProblem == nil)
+        engine.consume(Samples.message("s-1", offset: 0))
+        await settles("abandoned") {
+            engine.snapshot.liveMessages == 0 && publisher.state.withLock { $0.attempts } == 1
+        }
+        #expect(try #require(engine.livenessProblem).contains("fatal"))
+        #expect(engine.publishingProblem != nil)
+        #expect(clock.timerCount == 0)  // not retried: a restart redelivers it
+        #expect(control.stored(Samples.receipts).isEmpty)
+        #expect(
+            registry.render().contains(
+                #"verifier_publish_failures_total{kind="result",retriable="false"} 1"#))
+    }
+
+    @Test func aDeadLetterTooLargeIsWrittenWithoutTheOriginalBytes() async throws {
+        let engine = makeEngine()
+        publisher.state.withLock {
+            $0.refuse = { record in
+                guard record.kind == .deadLetter,
+                    let dead = try? MessageCoding.decode(DeadLetterRecord.self, from: record.value),
+                    !dead.originalValue.isEmpty
+                else { return nil }
+                return Self.kafkaFailure(KafkaError.messageSizeTooLarge)
+            }
+        }
+        engine.consume(
+            InputMessage(partition: Samples.receipts, offset: 7, key: nil, value: Array("{not json".utf8))
+        )
+        await settles("offset stored") { control.stored(Samples.receipts) == [8] }
+        let record = try #require(publisher.records(of: .deadLetter).first)
+        let dead = try MessageCoding.decode(DeadLetterRecord.self, from: record.value)
+        #expect(dead.originalValue == "")
+        #expect(dead.message.contains("too large"))
+        #expect(dead.sourceTopic == "receipts" && dead.sourcePartition == 0 && dead.sourceOffset == 7)
+        #expect(dead.reason == .malformedSubmission)
+        #expect(record.header(MessageHeaders.dlqReason) == "malformed_submission")
+        #expect(
+            registry.render().contains(#"verifier_dlq_records_total{reason="malformed_submission"} 1"#))
+    }
+
+    @Test func aRetryRecordTooLargeEndsTheSubmissionAsAFinalFailure() async throws {
+        let engine = makeEngine(rounds: 3)
+        publisher.state.withLock {
+            $0.refuse = { $0.kind == .retry ? Self.kafkaFailure(KafkaError.messageSizeTooLarge) : nil }
+        }
+        engine.consume(Samples.message("s-big", offset: 3))
+        await settles("Apple called") { verifier.pendingIds == ["s-big"] }
+        verifier.answer("s-big", with: Samples.unavailable)
+        await settles("offset stored") { control.stored(Samples.receipts) == [4] }
+        #expect(publisher.records(of: .retry).isEmpty)
+        let result = try MessageCoding.decode(
+            VerificationResult.self, from: try #require(publisher.records(of: .result).first).value)
+        #expect(
+            result.submissionId == "s-big" && result.outcome == .failed
+                && result.reason == .appleUnavailable)
+        #expect(result.attempts == 3)
+        let dead = try MessageCoding.decode(
+            DeadLetterRecord.self, from: try #require(publisher.records(of: .deadLetter).first).value)
+        #expect(dead.originalValue == "" && dead.sourceOffset == 3 && dead.reason == .appleUnavailable)
+        #expect(dead.submissionId == "s-big")
+        #expect(clock.timerCount == 0)
+        let text = registry.render()
+        #expect(
+            text.contains(#"verifier_results_total{outcome="failed",reason="apple_unavailable"} 1"#))
+        #expect(text.contains("verifier_retries_total 0"))
+    }
+
+    @Test func anAuthorizationFailureIsRetriedCountedAndMakesTheProcessNotReady() async throws {
+        let engine = makeEngine(publishFailuresBeforeNotReady: 3)
+        verifier.automatic.withLock { $0 = Samples.verified() }
+        publisher.state.withLock { $0.refuse = { _ in Self.kafkaFailure(29) } }  // TOPIC_AUTHORIZATION_FAILED
+        engine.consume(Samples.message("s-1", offset: 0))
+        await settles("first failure") {
+            publisher.state.withLock { $0.attempts } == 1 && clock.timerCount == 1
+        }
+        #expect(engine.publishingProblem == nil)
+        clock.advance(by: .milliseconds(10))
+        await settles("second failure") {
+            publisher.state.withLock { $0.attempts } == 2 && clock.timerCount == 1
+        }
+        clock.advance(by: .milliseconds(20))
+        await settles("third failure") {
+            publisher.state.withLock { $0.attempts } == 3 && clock.timerCount == 1
+        }
+        let problem = try #require(engine.publishingProblem)
+        #expect(problem.contains("results") && problem.contains("29"))
+        #expect(engine.livenessProblem == nil)
+        #expect(control.stored(Samples.receipts).isEmpty)
+        #expect(
+            registry.render().contains(
+                #"verifier_publish_failures_total{kind="result",retriable="false"} 3"#))
+
+        // The operator fixes the ACL: the next attempt succeeds and the process is ready again.
+        publisher.state.withLock { $0.refuse = nil }
+        clock.advance(by: .milliseconds(40))
+        await settles("stored") { control.stored(Samples.receipts) == [1] }
+        #expect(engine.publishingProblem == nil)
+    }
+}
