@@ -36,12 +36,40 @@ struct DispatchStateTests {
         #expect(state.liveCount() == 0)
     }
 
-    @Test func offsetsNotAfterTheLastAdmittedAreIgnored() throws {
+    @Test func theLastAdmittedOffsetDeliveredAgainIsIgnored() throws {
         var state = makeState()
         #expect(state.admit(p0, offset: 5).0 != nil)
         #expect(state.admit(p0, offset: 5).0 == nil)
-        #expect(state.admit(p0, offset: 3).0 == nil)
         #expect(state.admit(PartitionKey(topic: "other", partition: 0), offset: 1).0 == nil)
+    }
+
+    @Test func aBackwardsOffsetRestartsThePartitionAndAbandonsTheOldPosition() throws {
+        var state = makeState(maxInFlight: 1)
+        let t5 = try #require(state.admit(p0, offset: 5).0)
+        #expect(state.enqueue(t5, work: 5, nowNs: 0).dispatches.count == 1)  // at Apple
+        let t6 = try #require(state.admit(p0, offset: 6).0)
+        _ = state.enqueue(t6, work: 6, nowNs: 0)  // waiting for a slot
+        let t7 = try #require(state.admit(p0, offset: 7).0)
+        _ = state.hold(t7)  // a retry record not yet due
+
+        let (reset, step) = state.admit(p0, offset: 2)
+        let t2 = try #require(reset)
+        #expect(
+            step.positionReset
+                == State.PositionReset(partition: p0, previousOffset: 7, newOffset: 2, abandonedInFlight: 1))
+        #expect(Set(step.dropped) == [t6, t7])
+        #expect(t2.epoch != t5.epoch)
+        #expect(!state.isOwned(t5) && state.isOwned(t2))
+        #expect(state.liveCount(in: [p0]) == 1)
+        #expect(state.waitingForApple == 0)
+
+        // The old round ends: its slot is freed, but nothing of the old position is ever stored.
+        let dispatch = State.Dispatch(ticket: t5, work: 5, isProbe: false)
+        _ = state.appleFinished(dispatch, appleAnswered: true, nowNs: 0)
+        #expect(stores(state.complete(t5)).isEmpty)
+        #expect(stores(state.complete(t2)) == [3])
+        // The messages after it are admitted again in order.
+        #expect(state.admit(p0, offset: 3).0 != nil)
     }
 
     @Test func neverMoreThanMaxInFlightAtAppleAndWaitingOnesFollowInOrder() throws {

@@ -190,6 +190,24 @@ struct VerificationEngineTests {
         #expect(verifier.pendingIds.isEmpty)
     }
 
+    @Test func aPositionResetBackwardsProcessesTheMessageAgainAndDropsTheOldRound() async throws {
+        let engine = makeEngine()
+        engine.consume(Samples.message("s-5", offset: 5))
+        await settles("at Apple") { verifier.pendingIds == ["s-5"] }
+        // librdkafka reset the position to an earlier offset (OFFSET_OUT_OF_RANGE after a truncation).
+        engine.consume(Samples.message("s-3", offset: 3))
+        await settles("the earlier offset is processed") { verifier.pendingIds.count == 2 }
+        verifier.answer("s-5", with: Samples.unavailable)
+        verifier.answer("s-3", with: Samples.verified())
+        await settles("stored") { control.stored(Samples.receipts) == [4] }
+        try await Task.sleep(for: .milliseconds(30))
+        #expect(publisher.published.count == 1)  // the old position's round wrote nothing
+        #expect(publisher.records(of: .result).first?.header(MessageHeaders.submissionId) == "s-3")
+        #expect(control.stored(Samples.receipts) == [4])
+        #expect(registry.render().contains("verifier_abandoned_messages_total 1"))
+        #expect(engine.snapshot.liveMessages == 0 && engine.snapshot.appleInFlight == 0)
+    }
+
     @Test func drainFinishesInFlightWorkAndStoresItsOffsets() async throws {
         let engine = makeEngine(maxInFlight: 1)
         engine.consume(Samples.message("s-0", offset: 0))

@@ -26,6 +26,21 @@ public struct DispatchState<Work: Sendable>: Sendable {
         public var breakerTransition: AppleCircuitBreaker.Transition?
         /// Tickets this transition ended without completing them (their work must be abandoned).
         public var dropped: [MessageTicket] = []
+        /// A partition whose consumer position went backwards (see `admit`).
+        public var positionReset: PositionReset?
+    }
+
+    /// The consumer delivered an offset below one already admitted in the same assignment: librdkafka reset the
+    /// partition's position (`auto.offset.reset` after `OFFSET_OUT_OF_RANGE`, for example a truncated log).
+    public struct PositionReset: Sendable, Equatable {
+        public let partition: PartitionKey
+        /// The greatest offset admitted before the reset.
+        public let previousOffset: Int64
+        /// The offset the partition restarted at.
+        public let newOffset: Int64
+        /// Messages of the old position still in flight (decoding, at Apple, being written): abandoned, their
+        /// outputs are not written (their tickets are no longer owned) and their offsets never stored.
+        public let abandonedInFlight: Int
     }
 
     private struct Waiting: Sendable {
@@ -130,13 +145,23 @@ public struct DispatchState<Work: Sendable>: Sendable {
     // MARK: Messages
 
     /// A message was consumed. Returns its ticket, or nil when it must be ignored (partition not assigned or being
-    /// revoked, stopping, or an offset not after the last one admitted).
+    /// revoked, stopping, or the offset admitted last, delivered again).
+    ///
+    /// An offset below the last one admitted means the consumer's position was reset backwards: the partition's
+    /// tracking starts afresh in a new epoch at that offset (`Step.positionReset`), and everything admitted at the
+    /// old position is dropped, so no offset is ever stored past the messages the consumer now delivers again.
     public mutating func admit(_ partition: PartitionKey, offset: Int64) -> (MessageTicket?, Step) {
         var step = Step()
+        guard !isStopping, var index = partitions.index(forKey: partition), !partitions.values[index].revoking else {
+            return (nil, step)
+        }
+        if let last = partitions.values[index].tracker.lastTracked, offset < last {
+            resetPosition(partition, previousOffset: last, newOffset: offset, into: &step)
+            guard let fresh = partitions.index(forKey: partition) else { return (nil, step) }
+            index = fresh
+        }
         // Mutated in place through the index: a copy of the entry would make the tracker copy its storage.
-        guard !isStopping, let index = partitions.index(forKey: partition), !partitions.values[index].revoking,
-            partitions.values[index].tracker.track(offset)
-        else {
+        guard partitions.values[index].tracker.track(offset) else {
             return (nil, step)
         }
         partitions.values[index].live += 1
@@ -253,6 +278,26 @@ public struct DispatchState<Work: Sendable>: Sendable {
     }
 
     // MARK: Internals
+
+    /// Replaces the partition's state by a fresh one in a new epoch (keeping what the consumer was told about
+    /// pausing), dropping its held and waiting messages; those in flight become stale tickets.
+    private mutating func resetPosition(
+        _ partition: PartitionKey, previousOffset: Int64, newOffset: Int64, into step: inout Step
+    ) {
+        guard var old = partitions[partition] else { return }
+        step.dropped += old.heldOffsets.map { MessageTicket(partition: partition, epoch: old.epoch, offset: $0) }
+        old.live -= old.heldOffsets.count
+        old.heldOffsets.removeAll()
+        partitions[partition] = old
+        step.dropped += removeWaiting { $0.partition == partition }
+        let inFlight = partitions[partition]?.live ?? 0
+        var fresh = PartitionDispatchState(epoch: nextEpoch)
+        nextEpoch += 1
+        fresh.toldPaused = old.toldPaused
+        partitions[partition] = fresh
+        step.positionReset = PositionReset(
+            partition: partition, previousOffset: previousOffset, newOffset: newOffset, abandonedInFlight: inFlight)
+    }
 
     private mutating func drop(_ ticket: MessageTicket, into step: inout Step) {
         guard let index = partitions.index(forKey: ticket.partition), partitions.values[index].epoch == ticket.epoch,

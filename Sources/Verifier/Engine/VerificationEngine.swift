@@ -410,6 +410,18 @@ public final class VerificationEngine: Sendable {
     private func perform(_ step: DispatchState<VerificationJob>.Step) {
         applier.apply(step.controls)
         if !step.dropped.isEmpty { metrics.abandoned.increment(by: step.dropped.count) }
+        if let reset = step.positionReset {
+            metrics.abandoned.increment(by: reset.abandonedInFlight)
+            logger.error(
+                "the consumer's position went backwards (offset reset, e.g. a truncated log): starting the partition "
+                    + "afresh; work of the old position is abandoned and read again",
+                [
+                    "partition": .string(reset.partition.description),
+                    "previous_offset": .int(Int(reset.previousOffset)),
+                    "offset": .int(Int(reset.newOffset)),
+                    "abandoned": .int(reset.abandonedInFlight + step.dropped.count),
+                ])
+        }
         switch step.breakerTransition {
         case .opened:
             metrics.breakerOpen.set(1)
