@@ -149,10 +149,85 @@ import Testing
         #expect(throws: VerifyReceiptDecodingError.missingStatus) { try Self.decode(#"{"status":"abc"}"#) }
     }
 
-    @Test func aValidStatusWithTransactionsMissingTheirIdsIsUnusable() {
+    @Test func unusableTransactionsAreSkippedAndCountedNotFatal() throws {
+        let response = try Self.decode(
+            #"""
+            {"status":0,"receipt":{"bundle_id":"b","in_app":[
+                {"product_id":"p"},
+                {"transaction_id":"","product_id":"p","purchase_date_ms":"1"},
+                {"transaction_id":"11","purchase_date_ms":"1"},
+                {"transaction_id":"12","product_id":"p"},
+                "not an object",
+                {"transaction_id":"13","product_id":"p","purchase_date_ms":"1"}]},
+             "latest_receipt_info":[{"transaction_id":"14","product_id":"s"},
+                {"transaction_id":"15","product_id":"s","purchase_date_ms":"2"}]}
+            """#)
+        #expect(response.inApp.map(\.transactionId) == ["13"])
+        #expect(response.latestReceiptInfo.map(\.transactionId) == ["15"])
+        #expect(response.unusableTransactionCount == 6)
+        #expect(response.unusableTransactionIds == ["11", "12", "14"])
+    }
+
+    @Test func aSingleUnusableLatestReceiptInfoObjectIsSkipped() throws {
+        let response = try Self.decode(
+            #"{"status":0,"receipt":{"bundle_id":"b","in_app":[]},"latest_receipt_info":{"transaction_id":"9"}}"#)
+        #expect(response.latestReceiptInfo.isEmpty)
+        #expect(response.unusableTransactionIds == ["9"])
+    }
+
+    @Test func aValidStatusWithTransactionListsOfTheWrongShapeIsUnusable() {
         #expect(throws: VerifyReceiptDecodingError.self) {
-            try Self.decode(#"{"status":0,"receipt":{"bundle_id":"b","in_app":[{"product_id":"p"}]}}"#)
+            try Self.decode(#"{"status":0,"receipt":{"bundle_id":"b","in_app":"none"}}"#)
         }
+    }
+
+    @Test func anUnusableExpectedTransactionIsAnInvalidReceiptOthersAreJudgedWithoutIt() throws {
+        let response = try Self.decode(
+            #"""
+            {"status":0,"receipt":{"bundle_id":"com.example.game","in_app":[
+                {"transaction_id":"21","product_id":"gems_100"},
+                {"transaction_id":"22","product_id":"gems_100","purchase_date_ms":"1000"}]}}
+            """#)
+        let receipt = AppleReceipt(
+            environment: .production, bundleId: response.bundleId, inApp: response.inApp,
+            latestReceiptInfo: response.latestReceiptInfo,
+            unusableTransactionCount: response.unusableTransactionCount,
+            unusableTransactionIds: response.unusableTransactionIds)
+        let policy = VerdictPolicy(allowedBundleIds: ["com.example.game"], sandboxPolicy: .accept)
+        func evaluate(_ id: String?) -> Verdict {
+            VerdictRules.evaluate(
+                receipt, expectations: VerificationExpectations(transactionId: id, productId: nil), policy: policy)
+        }
+        #expect(evaluate("21").reason == .invalidReceipt)
+        #expect(evaluate("21").outcome == .rejected)
+        #expect(evaluate("22").outcome == .verified)
+        #expect(evaluate("23").reason == .transactionNotFound)
+        #expect(evaluate(nil).transactions.map(\.transactionId) == ["22"])
+    }
+
+    @Test func aReceiptOfOnlyUnusableTransactionsIsAnInvalidReceipt() throws {
+        let response = try Self.decode(
+            #"{"status":0,"receipt":{"bundle_id":"com.example.game","in_app":[{"transaction_id":"31"}]}}"#)
+        let receipt = AppleReceipt(
+            environment: .production, bundleId: response.bundleId, inApp: response.inApp,
+            unusableTransactionCount: response.unusableTransactionCount,
+            unusableTransactionIds: response.unusableTransactionIds)
+        let verdict = VerdictRules.evaluate(
+            receipt, expectations: VerificationExpectations(transactionId: nil, productId: nil),
+            policy: VerdictPolicy(allowedBundleIds: ["com.example.game"], sandboxPolicy: .accept))
+        #expect(verdict.reason == .invalidReceipt)
+    }
+
+    @Test func theBackendPassesSkippedTransactionsOnAsAReceipt() {
+        let body = #"{"status":0,"receipt":{"bundle_id":"b","in_app":[{"transaction_id":"41","product_id":"p"}]}}"#
+        let interpretation = VerifyReceiptBackend.interpret(
+            .success(HTTPClientResponse(status: 200, body: Array(body.utf8))), environment: .production, calls: 1)
+        guard case .receipt(let receipt) = interpretation.backendAnswer.result else {
+            Issue.record("not a receipt: \(interpretation.backendAnswer)")
+            return
+        }
+        #expect(receipt.unusableTransactionIds == ["41"])
+        #expect(receipt.inApp.isEmpty)
     }
 
     @Test func anErrorStatusWithAGarbledReceiptStillDecodes() throws {

@@ -25,9 +25,11 @@ public struct Verdict: Sendable, Equatable {
 /// Rules, in order (the first that applies decides):
 /// 1. `bundle_id` absent or not in `ALLOWED_BUNDLE_IDS` -> `bundle_mismatch` (a valid receipt of another app).
 /// 2. Sandbox receipt with `SANDBOX_POLICY=reject` -> `sandbox_not_allowed`.
-/// 3. No transaction in `in_app` nor in `latest_receipt_info` -> `no_purchases`.
+/// 3. No transaction in `in_app` nor in `latest_receipt_info` -> `no_purchases`, or `invalid_receipt` when Apple
+///    listed transactions but none was usable (entries without `transaction_id`, `product_id` or
+///    `purchase_date_ms` are skipped everywhere).
 /// 4. With an expected transaction id: it must be in `in_app` or `latest_receipt_info` (`in_app` wins when in
-///    both), else `transaction_not_found`; its product must equal the expected product when one is named, else
+///    both), else `invalid_receipt` when an unusable entry carries that id, else `transaction_not_found`; its product must equal the expected product when one is named, else
 ///    `product_mismatch`; it must not carry a cancellation date, else `refunded`. The result carries that one
 ///    transaction (also when rejected for product or refund, so the caller sees what Apple holds).
 /// 5. Without one: the result carries every `in_app` transaction (or `latest_receipt_info` when `in_app` is empty,
@@ -48,6 +50,12 @@ public enum VerdictRules {
             return .rejected(.sandboxNotAllowed, "a sandbox receipt, and SANDBOX_POLICY is reject")
         }
         if receipt.inApp.isEmpty, receipt.latestReceiptInfo.isEmpty {
+            if receipt.unusableTransactionCount > 0 {
+                return .rejected(
+                    .invalidReceipt,
+                    "none of the receipt's \(receipt.unusableTransactionCount) transaction(s) is usable "
+                        + "(transaction_id, product_id or purchase_date_ms missing)")
+            }
             return .rejected(.noPurchases, "the receipt holds no purchases")
         }
 
@@ -56,6 +64,11 @@ public enum VerdictRules {
                 let found = receipt.inApp.first(where: { $0.transactionId == expectedId })
                     ?? receipt.latestReceiptInfo.first(where: { $0.transactionId == expectedId })
             else {
+                if receipt.unusableTransactionIds.contains(expectedId) {
+                    return .rejected(
+                        .invalidReceipt,
+                        "transaction \(expectedId) is in the receipt without a usable product_id or purchase_date_ms")
+                }
                 return .rejected(.transactionNotFound, "transaction \(expectedId) is not in the receipt")
             }
             let normalized = [normalize(found, environment)]

@@ -148,6 +148,15 @@ public final class ReceiptVerifier: Sendable {
         switch answer.result {
         case .receipt(let receipt):
             let verdict = VerdictRules.evaluate(receipt, expectations: state.expectations, policy: policy)
+            if receipt.unusableTransactionCount > 0 {
+                logger.warning(
+                    "Apple's answer held transactions without a usable id, product or purchase date; skipped them",
+                    [
+                        "unusable_transactions": .int(receipt.unusableTransactionCount),
+                        "usable_transactions": .int(receipt.inApp.count + receipt.latestReceiptInfo.count),
+                        "outcome": .string(verdict.outcome.rawValue),
+                    ])
+            }
             finish(
                 .verdict(
                     ReceiptVerdict(

@@ -69,6 +69,9 @@ public final class VerifyReceiptBackend: ReceiptVerificationBackend {
         client.post(request) { [self] result in
             let answer = Self.interpret(result, environment: environment, calls: calls + 1)
             metrics?.record(answer.classification, environment: environment, startedAt: startedAt)
+            if case .receipt(let receipt) = answer.backendAnswer.result, receipt.unusableTransactionCount > 0 {
+                metrics?.recordUnusableTransactions(receipt.unusableTransactionCount)
+            }
             if case .redirect(let target) = answer.classification {
                 // Followed once; an endpoint sending us back, or to itself, is Apple being confused: retry later.
                 guard !redirected, target != environment else {
@@ -170,7 +173,9 @@ public final class VerifyReceiptBackend: ReceiptVerificationBackend {
         case .success:
             let receipt = AppleReceipt(
                 environment: environment, status: decoded.status, bundleId: decoded.bundleId, inApp: decoded.inApp,
-                latestReceiptInfo: decoded.latestReceiptInfo)
+                latestReceiptInfo: decoded.latestReceiptInfo,
+                unusableTransactionCount: decoded.unusableTransactionCount,
+                unusableTransactionIds: decoded.unusableTransactionIds)
             return answer(.success, status: decoded.status, message: nil, receipt: receipt)
         default:
             return answer(

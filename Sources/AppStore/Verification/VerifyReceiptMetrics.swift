@@ -6,6 +6,7 @@ import ServiceSupport
 struct VerifyReceiptMetrics: Sendable {
     private let calls: [String: Counter]
     private let durations: [AppStoreEnvironment: Histogram]
+    private let unusableTransactions: Counter
 
     static let outcomes = ["valid", "redirect", "retry", "rejected", "config_error"]
 
@@ -25,6 +26,9 @@ struct VerifyReceiptMetrics: Sendable {
         }
         self.calls = calls
         self.durations = durations
+        unusableTransactions = registry.counter(
+            "appstore_verifyreceipt_unusable_transactions_total",
+            help: "Transactions in valid verifyReceipt answers skipped for a missing id, product or purchase date")
     }
 
     private static func key(_ environment: AppStoreEnvironment, _ outcome: String) -> String {
@@ -42,5 +46,9 @@ struct VerifyReceiptMetrics: Sendable {
         }
         calls[Self.key(environment, outcome)]?.increment()
         durations[environment]?.observeSeconds(since: startedAt)
+    }
+
+    func recordUnusableTransactions(_ count: Int) {
+        unusableTransactions.increment(by: count)
     }
 }

@@ -16,10 +16,16 @@ public struct VerifyReceiptResponse: Sendable, Equatable {
     public var latestReceiptInfo: [AppleTransaction]
     /// True when `receipt` was the flat iOS 6 transaction-receipt shape.
     public var isLegacyReceipt: Bool
+    /// Transaction entries skipped because they cannot be used (no `transaction_id`, `product_id` or
+    /// `purchase_date_ms`, an empty id, not an object), in `in_app` and `latest_receipt_info` together.
+    public var unusableTransactionCount: Int
+    /// The `transaction_id`s of the skipped entries that had one.
+    public var unusableTransactionIds: [String]
 
     public init(
         status: Int, environment: String? = nil, isRetryable: Bool? = nil, bundleId: String? = nil,
-        inApp: [AppleTransaction] = [], latestReceiptInfo: [AppleTransaction] = [], isLegacyReceipt: Bool = false
+        inApp: [AppleTransaction] = [], latestReceiptInfo: [AppleTransaction] = [], isLegacyReceipt: Bool = false,
+        unusableTransactionCount: Int = 0, unusableTransactionIds: [String] = []
     ) {
         self.status = status
         self.environment = environment
@@ -28,10 +34,13 @@ public struct VerifyReceiptResponse: Sendable, Equatable {
         self.inApp = inApp
         self.latestReceiptInfo = latestReceiptInfo
         self.isLegacyReceipt = isLegacyReceipt
+        self.unusableTransactionCount = unusableTransactionCount
+        self.unusableTransactionIds = unusableTransactionIds
     }
 
     /// Decodes a response body. Throws `VerifyReceiptDecodingError` for an empty body, non-JSON, a body without a
-    /// usable `status`, or a valid-status body whose transactions lack their ids.
+    /// usable `status`, or a valid-status body whose receipt or transaction lists are not of a usable shape. Single
+    /// transactions that cannot be used are skipped and counted (`unusableTransactionCount`).
     public static func decode(_ body: [UInt8]) throws(VerifyReceiptDecodingError) -> VerifyReceiptResponse {
         guard body.contains(where: { !($0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09) }) else {
             throw .empty
@@ -108,7 +117,7 @@ extension VerifyReceiptResponse: Decodable {
         // Error bodies carry at most status, environment and is_retryable; only valid ones need a usable receipt.
         let mustDecodeReceipt = status == 0 || status == 21006
         var bundleId: String?
-        var inApp: [AppleTransaction] = []
+        var inApp = TransactionEntries()
         var isLegacy = false
         let receiptKey = AnyCodingKey("receipt")
         if c.contains(receiptKey), (try? c.decodeNil(forKey: receiptKey)) == false {
@@ -117,38 +126,43 @@ extension VerifyReceiptResponse: Decodable {
                 bundleId =
                     receipt.lenientString(AnyCodingKey("bundle_id")) ?? receipt.lenientString(AnyCodingKey("bid"))
                 if receipt.contains(AnyCodingKey("in_app")) {
-                    inApp = try receipt.decodeIfPresent([AppleTransaction].self, forKey: AnyCodingKey("in_app")) ?? []
+                    inApp = TransactionEntries(
+                        try receipt.decodeIfPresent([TransactionEntry].self, forKey: AnyCodingKey("in_app")) ?? [])
                 } else if receipt.contains(AnyCodingKey("transaction_id")) {
                     // iOS 6 transaction receipt: the receipt object is itself the one transaction.
-                    inApp = [try c.decode(AppleTransaction.self, forKey: receiptKey)]
+                    inApp = TransactionEntries([try c.decode(TransactionEntry.self, forKey: receiptKey)])
                     isLegacy = true
                 }
             } catch  where !mustDecodeReceipt {
                 bundleId = nil
-                inApp = []
+                inApp = TransactionEntries()
             }
         }
-        var latest: [AppleTransaction] = []
+        var latest = TransactionEntries()
         do {
-            latest = try Self.decodeOneOrMany(c, "latest_receipt_info")
-            if latest.isEmpty { latest = try Self.decodeOneOrMany(c, "latest_expired_receipt_info") }
+            latest = TransactionEntries(try Self.decodeOneOrMany(c, "latest_receipt_info"))
+            if latest.usable.isEmpty, latest.unusableCount == 0 {
+                latest = TransactionEntries(try Self.decodeOneOrMany(c, "latest_expired_receipt_info"))
+            }
         } catch  where !mustDecodeReceipt {
-            latest = []
+            latest = TransactionEntries()
         }
         self.bundleId = bundleId
-        self.inApp = inApp
-        self.latestReceiptInfo = latest
+        self.inApp = inApp.usable
+        self.latestReceiptInfo = latest.usable
         self.isLegacyReceipt = isLegacy
+        unusableTransactionCount = inApp.unusableCount + latest.unusableCount
+        unusableTransactionIds = inApp.unusableIds + latest.unusableIds
     }
 
     private static func decodeOneOrMany(
         _ c: KeyedDecodingContainer<AnyCodingKey>, _ name: String
-    ) throws -> [AppleTransaction] {
+    ) throws -> [TransactionEntry] {
         let key = AnyCodingKey(name)
         guard c.contains(key), (try? c.decodeNil(forKey: key)) == false else { return [] }
         if (try? c.nestedUnkeyedContainer(forKey: key)) != nil {
-            return try c.decode([AppleTransaction].self, forKey: key)
+            return try c.decode([TransactionEntry].self, forKey: key)
         }
-        return [try c.decode(AppleTransaction.self, forKey: key)]
+        return [try c.decode(TransactionEntry.self, forKey: key)]
     }
 }
