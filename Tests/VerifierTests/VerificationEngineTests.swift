@@ -229,6 +229,22 @@ struct VerificationEngineTests {
         #expect(verifier.calls.load(ordering: .relaxed) == 1)  // the waiting one was left for redelivery
     }
 
+    @Test func roundsEndingAfterTheDrainGaveUpWriteNothing() async throws {
+        let engine = makeEngine()
+        engine.consume(Samples.message("s-0", offset: 0))
+        await settles("at Apple") { verifier.pendingIds == ["s-0"] }
+        let drained = await Task.detached { engine.drain(timeout: .milliseconds(30)) }.value
+        #expect(!drained)
+        // The App Store client is shut down after the drain: its running rounds end without a verdict.
+        verifier.answerAll(with: Samples.unavailable)
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(publisher.published.isEmpty)  // no retry record: the message is read again after the restart
+        #expect(publisher.state.withLock { $0.attempts } == 0)
+        #expect(control.stored(Samples.receipts).isEmpty)
+        #expect(registry.render().contains("verifier_abandoned_messages_total 1"))
+        #expect(engine.snapshot.appleInFlight == 0 && engine.snapshot.liveMessages == 0)
+    }
+
     @Test func aConfigurationErrorIsCountedForAlerting() async throws {
         let engine = makeEngine()
         verifier.automatic.withLock {

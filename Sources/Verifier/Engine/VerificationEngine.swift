@@ -153,11 +153,17 @@ public final class VerificationEngine: Sendable {
     }
 
     /// Shutdown: pauses every partition, drops what has not started, and waits up to `timeout` for in-flight work
-    /// to be written and its offsets stored. Returns true when nothing was left unfinished.
+    /// to be written and its offsets stored. Then gives every partition up: work still running is abandoned (rounds
+    /// ending later, for example when the App Store client is shut down, write nothing; the messages are read again
+    /// after the restart). Returns true when nothing was left unfinished.
     public func drain(timeout: Duration) -> Bool {
         perform(state.withLock { $0.stop() })
         let finished = waitUntilNoLiveWork(in: nil, timeout: timeout)
-        let left = state.withLock { $0.liveCount() }
+        let left = state.withLock { state in
+            let left = state.liveCount()
+            state.finishRevoke(state.assignedPartitions)
+            return left
+        }
         if left > 0 { metrics.abandoned.increment(by: left) }
         logger.info("drained", ["complete": .bool(finished), "abandoned": .int(left)])
         return finished

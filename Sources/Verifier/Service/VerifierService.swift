@@ -16,8 +16,8 @@ public struct VerifierStartupError: Error, CustomStringConvertible, Sendable {
 ///
 /// Lifecycle: `init` creates the clients (nothing runs yet), `start` binds the endpoint and starts consuming,
 /// `shutdown` drains (pause, finish or abandon in-flight work within `shutdownTimeout`, offsets stored as outputs
-/// are acknowledged), closes the consumer (commits stored offsets, leaves the group), flushes and closes the
-/// producer, and stops the endpoint. `shutdown` is idempotent.
+/// are acknowledged), closes the consumer (commits stored offsets, leaves the group), stops the App Store client,
+/// flushes and closes the producer, and stops the endpoint. `shutdown` is idempotent.
 public final class VerifierService: Sendable {
     private let settings: VerifierSettings
     private let logger: Logger
@@ -25,6 +25,7 @@ public final class VerifierService: Sendable {
     private let engine: VerificationEngine
     private let consumer: KafkaConsumer
     private let producer: KafkaProducer
+    private let appleVerifier: ReceiptVerifier
     private let bridge: KafkaConsumerBridge
     private let server: HTTPServer
     private let ticker: RepeatingTicker
@@ -71,6 +72,7 @@ public final class VerifierService: Sendable {
         }
         bridge.attach(consumer: consumer)
         self.producer = producer
+        self.appleVerifier = appleVerifier
         self.consumer = consumer
         self.bridge = bridge
         self.engine = engine
@@ -128,6 +130,9 @@ public final class VerifierService: Sendable {
         let drained = engine.drain(timeout: settings.shutdownTimeout)
         ticker.stop()
         consumer.close(timeout: .seconds(10))
+        // Rounds still at Apple end now, without a verdict; the drain gave their partitions up, so they write
+        // nothing (their messages are read again after the restart).
+        appleVerifier.shutdown()
         let flushed = producer.flush(timeout: .seconds(5))
         producer.close(timeout: .seconds(2))
         server.stop()
