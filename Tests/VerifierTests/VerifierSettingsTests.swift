@@ -65,7 +65,7 @@ struct VerifierSettingsTests {
         ("KAFKA_BOOTSTRAP_SERVERS", ""), ("ALLOWED_BUNDLE_IDS", ""), ("VERIFIER_MAX_IN_FLIGHT", "0"),
         ("VERIFIER_METRICS_LISTEN", "nowhere"), ("RETRY_TOPIC", "bad topic"), ("RETRY_TOPIC", "iap.receipts.results"),
         ("VERIFIER_RETRY_ROUNDS", "zero"), ("VERIFIER_BREAKER_FAILURE_RATIO", "1.5"), ("SANDBOX_POLICY", "maybe"),
-        ("VERIFIER_RETRY_MAX_BACKOFF_MS", "5"),
+        ("VERIFIER_RETRY_MAX_BACKOFF_MS", "5"), ("VERIFIER_REVOKE_TIMEOUT_MS", "150001"),
     ])
     func invalidSettingsNameTheirVariable(variable: String, value: String) {
         var environment = minimal
@@ -76,6 +76,31 @@ struct VerifierSettingsTests {
         } catch {
             #expect(error.variable == variable)
         }
+    }
+
+    @Test func autoCommitCannotBeTurnedOffForTheConsumer() throws {
+        var environment = minimal
+        environment["KAFKA_ENABLE_AUTO_COMMIT"] = "false"
+        let settings = try VerifierSettings.fromEnvironment(environment)
+        #expect(settings.consumerKafka["enable.auto.commit"] == "true")
+        #expect(settings.overriddenConsumerProperties == ["enable.auto.commit=false"])
+        #expect(try VerifierSettings.fromEnvironment(minimal).overriddenConsumerProperties.isEmpty)
+        #expect(try VerifierSettings.fromEnvironment(minimal).consumerKafka["enable.auto.commit"] == "true")
+    }
+
+    @Test func theRevokeTimeoutStaysBelowTheMaxPollInterval() throws {
+        var environment = minimal
+        environment["KAFKA_MAX_POLL_INTERVAL_MS"] = "8000"
+        #expect(try VerifierSettings.fromEnvironment(environment).revokeTimeout == .milliseconds(4000))
+        environment["VERIFIER_REVOKE_TIMEOUT_MS"] = "4001"
+        #expect {
+            try VerifierSettings.fromEnvironment(environment)
+        } throws: { error in
+            (error as? ConfigurationError)?.variable == "VERIFIER_REVOKE_TIMEOUT_MS"
+        }
+        environment["VERIFIER_REVOKE_TIMEOUT_MS"] = "4000"
+        #expect(try VerifierSettings.fromEnvironment(environment).revokeTimeout == .milliseconds(4000))
+        #expect(try VerifierSettings.fromEnvironment(minimal).revokeTimeout == .milliseconds(5000))
     }
 
     @Test func helpDocumentsEveryVariable() {

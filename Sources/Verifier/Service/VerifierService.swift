@@ -37,6 +37,11 @@ public final class VerifierService: Sendable {
         self.settings = settings
         self.logger = logger
         self.metrics = metrics
+        for property in settings.overriddenConsumerProperties {
+            logger.warning(
+                "KAFKA_* setting ignored for the consumer: the verifier commits the offsets it stores by auto-commit",
+                ["setting": .string(property)])
+        }
         let producer: KafkaProducer
         do {
             producer = try KafkaProducer(configuration: settings.kafka, logger: logger, metrics: metrics)

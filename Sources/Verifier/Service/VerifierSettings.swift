@@ -54,14 +54,35 @@ public struct VerifierSettings: Sendable {
         "fetch.wait.max.ms": "10",
     ]
 
-    /// The consumer's properties: `kafka` plus `consumerDefaults` where not set.
+    /// Consumer properties the verifier sets whatever `KAFKA_*` says: it stores offsets as outputs are acknowledged
+    /// and relies on auto-commit to commit them (it never commits explicitly), so with auto-commit off it would
+    /// commit nothing and every restart would redo the whole backlog.
+    public static let consumerOverrides: [String: String] = ["enable.auto.commit": "true"]
+
+    /// The consumer's properties: `kafka` plus `consumerDefaults` where not set, and `consumerOverrides`.
     public var consumerKafka: KafkaConfiguration {
         var configuration = kafka
         for (property, value) in Self.consumerDefaults where configuration[property] == nil {
             configuration[property] = value
         }
+        for (property, value) in Self.consumerOverrides {
+            configuration[property] = value
+        }
         return configuration
     }
+
+    /// The `KAFKA_*` settings `consumerOverrides` replaced, as `property=value` (the service logs a warning).
+    public var overriddenConsumerProperties: [String] {
+        Self.consumerOverrides.keys.sorted().compactMap { property in
+            guard let value = kafka[property], value.lowercased() != Self.consumerOverrides[property] else {
+                return nil
+            }
+            return "\(property)=\(value)"
+        }
+    }
+
+    /// librdkafka's `max.poll.interval.ms` default: a consumer that does not poll for this long leaves its group.
+    static let defaultMaxPollIntervalMs = 300_000
 
     /// Reads and validates the settings.
     /// - Throws: `ConfigurationError` naming the first variable that is missing or invalid.
@@ -101,6 +122,19 @@ public struct VerifierSettings: Sendable {
         guard ratio > 0, ratio <= 1 else {
             throw ConfigurationError(variable: "VERIFIER_BREAKER_FAILURE_RATIO", problem: "\(ratio) is not in (0, 1]")
         }
+        // The rebalance callback waits for in-flight work on the poll thread: past max.poll.interval.ms the consumer
+        // would be thrown out of the group in the middle of the rebalance. Half of it leaves room for the rest.
+        let maxPollMs = kafka["max.poll.interval.ms"].flatMap { Int($0) } ?? defaultMaxPollIntervalMs
+        let revokeLimitMs = max(maxPollMs / 2, 0)
+        let revokeMs = try settings.int(
+            "VERIFIER_REVOKE_TIMEOUT_MS", default: min(5_000, revokeLimitMs), range: 0...3_600_000)
+        guard revokeMs <= revokeLimitMs else {
+            throw ConfigurationError(
+                variable: "VERIFIER_REVOKE_TIMEOUT_MS",
+                problem:
+                    "\(revokeMs) is above half of max.poll.interval.ms (\(maxPollMs)): a rebalance waits that long "
+                    + "on the poll thread")
+        }
         let probeMs = try settings.int("VERIFIER_BREAKER_PROBE_MS", default: 1_000, range: 1...3_600_000)
         let maxProbeMs = try settings.int("VERIFIER_BREAKER_MAX_PROBE_MS", default: 15_000, range: probeMs...3_600_000)
         return VerifierSettings(
@@ -117,8 +151,7 @@ public struct VerifierSettings: Sendable {
             breaker: AppleCircuitBreaker.Configuration(
                 windowSize: breakerWindow, minimumObservations: breakerMinimum, failureRatio: ratio,
                 initialProbeInterval: .milliseconds(probeMs), maximumProbeInterval: .milliseconds(maxProbeMs)),
-            revokeTimeout: .milliseconds(
-                try settings.int("VERIFIER_REVOKE_TIMEOUT_MS", default: 5_000, range: 0...300_000)),
+            revokeTimeout: .milliseconds(revokeMs),
             shutdownTimeout: .milliseconds(
                 try settings.int("VERIFIER_SHUTDOWN_TIMEOUT_MS", default: 20_000, range: 0...600_000)))
     }
@@ -155,7 +188,8 @@ public struct VerifierSettings: Sendable {
                                          KAFKA_QUEUED_MAX_MESSAGES_KBYTES=16384, KAFKA_QUEUED_MIN_MESSAGES=20000
                                          and KAFKA_FETCH_WAIT_MAX_MS=10 for its consumer (low latency on the
                                          mock cluster; 100-500 is fine on a real Kafka); its producer is
-                                         idempotent (acks=all)
+                                         idempotent (acks=all); its consumer always auto-commits the offsets
+                                         it stores (KAFKA_ENABLE_AUTO_COMMIT=false is ignored, with a warning)
           RECEIPTS_TOPIC                 submissions to verify (default iap.receipts.submitted)
           RESULTS_TOPIC                  one result per submission (default iap.receipts.results)
           RETRY_TOPIC                    delayed re-verification, also consumed (default iap.receipts.retry)
@@ -178,7 +212,8 @@ public struct VerifierSettings: Sendable {
                                          while open, new work waits (lag, not failures) and rounds do not count
           VERIFIER_BREAKER_PROBE_MS      first wait before a probe while open, doubling (default 1000)
           VERIFIER_BREAKER_MAX_PROBE_MS  longest wait between probes (default 15000)
-          VERIFIER_REVOKE_TIMEOUT_MS     rebalance: time in-flight work of revoked partitions gets (default 5000)
+          VERIFIER_REVOKE_TIMEOUT_MS     rebalance: time in-flight work of revoked partitions gets, at most half
+                                         of max.poll.interval.ms (default 5000)
           VERIFIER_SHUTDOWN_TIMEOUT_MS   SIGTERM: time in-flight work gets before it is left for redelivery
                                          (default 20000)
           APPLE_VERIFY_RECEIPT_URL       production endpoint (default https://buy.itunes.apple.com/verifyReceipt)
