@@ -44,14 +44,15 @@ final class DeadlineSweeper: @unchecked Sendable {
         queue.withLock { $0.entries.append(Entry(deadline: deadline, context: context)) }
     }
 
-    /// Every registered request still waiting, regardless of deadline (used when stopping).
+    /// Every registered request not yet swept and not yet released, answered or not, regardless of deadline (used
+    /// when stopping: the waiting ones are answered, then all are detached from their connections).
     func drainAll() -> [RequestContext] {
         let entries = queue.withLock { queue -> ArraySlice<Entry> in
             let pending = queue.entries[queue.head...]
             queue = Queue()
             return pending
         }
-        return entries.compactMap { $0.context }.filter { $0.isAwaitingResponse }
+        return entries.compactMap { $0.context }
     }
 
     func cancel() {
@@ -71,6 +72,8 @@ final class DeadlineSweeper: @unchecked Sendable {
             }
             return expired
         }
+        // `respond` (in `onExpired`) checks and resumes under the context's lock, so a request answered or
+        // completed meanwhile is left alone.
         for context in expired where context.isAwaitingResponse {
             onExpired(context)
         }

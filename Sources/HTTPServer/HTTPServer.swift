@@ -115,10 +115,8 @@ public final class HTTPServer: Sendable {
         while core.awaitingResponse.load(ordering: .relaxed) > 0, Clock.monotonicNanoseconds() < graceDeadline {
             usleep(5_000)
         }
-        let unanswered = core.sweeper.drainAll()
-        for context in unanswered {
-            context.respond(ServerResponses.shuttingDown, origin: .shuttingDown)
-        }
+        let registered = core.sweeper.drainAll()
+        let unanswered = registered.filter { $0.respond(ServerResponses.shuttingDown, origin: .shuttingDown) }
         if !unanswered.isEmpty {
             core.logger.warning("answered 503 to requests still waiting at stop", ["count": .int(unanswered.count)])
         }
@@ -127,6 +125,9 @@ public final class HTTPServer: Sendable {
         while core.activeRequests.load(ordering: .relaxed) > 0, Clock.monotonicNanoseconds() < flushDeadline {
             usleep(2_000)
         }
+        // A handler's late response may be resuming its connection right now: `detach` waits for that (resumes
+        // happen under the same lock) and stops any later one, so none touches a connection the daemon frees.
+        for context in registered { context.detach() }
         MHD_stop_daemon(daemon)
         if listenSocket >= 0 { close(listenSocket) }
         core.sweeper.cancel()

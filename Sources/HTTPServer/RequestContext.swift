@@ -16,13 +16,18 @@ import Synchronization
 ///   returned and before the connection was resumed, when libmicrohttpd guarantees it is alive: suspended
 ///   connections are never timed out or closed, and `HTTPServer.stop` resumes every one of them before it stops
 ///   the daemon.
+/// - `MHD_resume_connection` is called while `shared`'s lock is held (it only sets a flag and wakes the daemon),
+///   and the request's end (`markCompleted`, called before libmicrohttpd frees the connection) and `detach` (called
+///   by `HTTPServer.stop` before `MHD_stop_daemon`) take the same lock: a resume and the connection's teardown never
+///   overlap, and no resume happens after either.
 final class RequestContext: @unchecked Sendable {
     private struct Shared {
         /// The first response given; later ones are dropped.
         var response: (HTTPResponse, HTTPResponseOrigin)?
         /// `MHD_suspend_connection` was called and nobody has resumed the connection yet.
         var suspended = false
-        /// libmicrohttpd reported the request finished; the connection must not be touched any more.
+        /// libmicrohttpd reported the request finished, or the server is stopping the daemon: the connection must
+        /// not be touched any more.
         var completed = false
     }
 
@@ -53,15 +58,15 @@ final class RequestContext: @unchecked Sendable {
     /// Returns false for a late (ignored) response.
     @discardableResult
     func respond(_ response: HTTPResponse, origin: HTTPResponseOrigin) -> Bool {
-        let outcome: (accepted: Bool, resume: Bool) = shared.withLock { shared in
-            guard shared.response == nil, !shared.completed else { return (false, false) }
+        shared.withLock { shared in
+            guard shared.response == nil, !shared.completed else { return false }
             shared.response = (response, origin)
-            guard shared.suspended else { return (true, false) }
-            shared.suspended = false
-            return (true, true)
+            if shared.suspended {
+                shared.suspended = false
+                MHD_resume_connection(connection)
+            }
+            return true
         }
-        if outcome.resume { MHD_resume_connection(connection) }
-        return outcome.accepted
     }
 
     /// Connection thread: the response, if one was given (the caller then queues it).
@@ -73,16 +78,24 @@ final class RequestContext: @unchecked Sendable {
     /// arrived meanwhile, resumes at once (libmicrohttpd then calls the access handler again to queue it).
     func suspendUntilResponse() {
         MHD_suspend_connection(connection)
-        let answeredMeanwhile = shared.withLock { shared -> Bool in
-            if shared.response != nil { return true }
-            shared.suspended = true
-            return false
+        shared.withLock { shared in
+            if shared.response != nil {
+                MHD_resume_connection(connection)
+            } else {
+                shared.suspended = true
+            }
         }
-        if answeredMeanwhile { MHD_resume_connection(connection) }
     }
 
-    /// Connection thread (completion callback): from now on nothing touches the connection.
+    /// Connection thread (completion callback): from now on nothing touches the connection. Waits for a resume
+    /// in progress on another thread.
     func markCompleted() {
+        shared.withLock { $0.completed = true }
+    }
+
+    /// `HTTPServer.stop`, before it stops the daemon (which frees the connections): waits for a resume in progress
+    /// and lets no later response touch the connection.
+    func detach() {
         shared.withLock { $0.completed = true }
     }
 

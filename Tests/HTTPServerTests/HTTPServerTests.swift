@@ -294,6 +294,34 @@ struct HTTPServerTests {
         #expect(response.text == "drained")
     }
 
+    @Test("responses racing stop: every waiting client gets its answer or a 503, late ones are dropped")
+    func responsesRacingStop() throws {
+        let handler = HeldHandler()
+        let server = try startServer(handler) {
+            $0.stopGracePeriod = .milliseconds(20)
+            $0.threadCount = 2
+        }
+        let connections = try (0..<12).map { _ in try HTTPTestConnection(port: server.port) }
+        for connection in connections { try connection.sendRequest("GET", "/waiting") }
+        #expect(waitUntil { handler.heldCount == connections.count })
+        let responders = handler.takeAll()
+        // Answered one by one from another thread while stop runs: some before the grace ends, some while stop
+        // answers 503 and tears the connections down, some after.
+        let answering = DispatchGroup()
+        DispatchQueue.global().async(group: answering) {
+            for respond in responders {
+                respond(.text(200, "late"))
+                usleep(3_000)
+            }
+        }
+        server.stop()
+        answering.wait()
+        for connection in connections {
+            let response = try connection.readResponse()
+            #expect(response.status == 200 || response.status == 503)
+        }
+    }
+
     @Test("per-IP connection limit refuses the connection over the limit")
     func perIPLimit() throws {
         let handler = HeldHandler()
