@@ -127,7 +127,9 @@ struct PublishFailureTests {
     @Test func anAuthorizationFailureIsRetriedCountedAndMakesTheProcessNotReady() async throws {
         let engine = makeEngine(publishFailuresBeforeNotReady: 3)
         verifier.automatic.withLock { $0 = Samples.verified() }
-        publisher.state.withLock { $0.refuse = { _ in Self.kafkaFailure(29) } }  // TOPIC_AUTHORIZATION_FAILED
+        publisher.state.withLock {  // TOPIC_AUTHORIZATION_FAILED on the results topic only
+            $0.refuse = { $0.topic == "results" ? Self.kafkaFailure(29) : nil }
+        }
         engine.consume(Samples.message("s-1", offset: 0))
         await settles("first failure") {
             publisher.state.withLock { $0.attempts } == 1 && clock.timerCount == 1
@@ -149,10 +151,15 @@ struct PublishFailureTests {
             registry.render().contains(
                 #"verifier_publish_failures_total{kind="result",retriable="false"} 3"#))
 
+        // Writes to other topics succeeding do not hide the broken one.
+        engine.consume(InputMessage(partition: Samples.receipts, offset: 1, key: nil, value: Array("x".utf8)))
+        await settles("DLQ record written") { publisher.records(of: .deadLetter).count == 1 }
+        #expect(engine.publishingProblem != nil)
+
         // The operator fixes the ACL: the next attempt succeeds and the process is ready again.
         publisher.state.withLock { $0.refuse = nil }
         clock.advance(by: .milliseconds(40))
-        await settles("stored") { control.stored(Samples.receipts) == [1] }
+        await settles("stored") { control.stored(Samples.receipts) == [2] }
         #expect(engine.publishingProblem == nil)
     }
 }

@@ -5,13 +5,14 @@ import Synchronization
 /// - A fatal producer error makes the process unhealthy for good: only a restart recreates the producer (the
 ///   message is then redelivered, since its offset was never stored).
 /// - Failures that cannot succeed without an operator (topic authorization, unknown topic, invalid record) make the
-///   process not ready once `notReadyAfter` of them happened in a row, and ready again at the next acknowledgement.
-///   Transient failures (timeouts, brokers down, a full queue) are not counted: they fix themselves.
+///   process not ready once `notReadyAfter` of them happened in a row on one topic, and ready again at that topic's
+///   next acknowledgement (counted per topic, so writes to a healthy topic do not hide a broken one). Transient
+///   failures (timeouts, brokers down, a full queue) are not counted: they fix themselves.
 final class PublishHealth: Sendable {
     private struct State {
         var fatal: String?
-        var consecutivePermanent = 0
-        var lastPermanent: (topic: String, code: Int32?)?
+        /// Per topic: permanent failures since its last acknowledgement, and the last code.
+        var permanent: [String: (count: Int, code: Int32?)] = [:]
     }
 
     let notReadyAfter: Int
@@ -21,20 +22,19 @@ final class PublishHealth: Sendable {
         self.notReadyAfter = max(notReadyAfter, 1)
     }
 
-    func acknowledged() {
+    func acknowledged(topic: String) {
         state.withLock { state in
-            state.consecutivePermanent = 0
-            state.lastPermanent = nil
+            if !state.permanent.isEmpty { state.permanent[topic] = nil }
         }
     }
 
-    /// Records a failure that can never succeed by retrying; returns the number of such failures in a row.
+    /// Records a failure on `topic` that retrying cannot fix; returns the number of such failures in a row there.
     @discardableResult
     func permanentFailure(topic: String, code: Int32?) -> Int {
         state.withLock { state in
-            state.consecutivePermanent += 1
-            state.lastPermanent = (topic, code)
-            return state.consecutivePermanent
+            let count = (state.permanent[topic]?.count ?? 0) + 1
+            state.permanent[topic] = (count, code)
+            return count
         }
     }
 
@@ -57,12 +57,10 @@ final class PublishHealth: Sendable {
     var readinessProblem: String? {
         state.withLock { state in
             if let fatal = state.fatal { return "fatal Kafka producer error: \(fatal)" }
-            guard state.consecutivePermanent >= notReadyAfter, let last = state.lastPermanent else {
-                return nil
-            }
-            return
-                "\(state.consecutivePermanent) publishes in a row failed without hope of a retry succeeding "
-                + "(last: topic \(last.topic), code \(last.code.map(String.init) ?? "none"))"
+            let broken = state.permanent.filter { $0.value.count >= notReadyAfter }.sorted { $0.key < $1.key }
+            guard let (topic, last) = broken.first else { return nil }
+            return "\(last.count) publishes in a row to topic \(topic) failed with an error retrying cannot fix "
+                + "(code \(last.code.map(String.init) ?? "none"); check the topic and its ACLs)"
         }
     }
 }

@@ -302,7 +302,7 @@ public final class VerificationEngine: Sendable {
         publisher.publish(record) { failure in
             guard let failure else {
                 self.metrics.publishedRecord(record.kind)
-                self.publishHealth.acknowledged()
+                self.publishHealth.acknowledged(topic: record.topic)
                 if group.acknowledge() { self.finished(group) }
                 return
             }
