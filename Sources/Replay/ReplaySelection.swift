@@ -64,6 +64,12 @@ public struct ReplayPlanner: Sendable {
             return .skip("not a DLQ record of schema version \(DeadLetterRecord.currentSchemaVersion)")
         }
         guard filter.matches(record) else { return .skip("does not match the filter") }
+        guard !record.originalValue.isEmpty else {
+            // The verifier keeps no bytes when the record would have been too large for Kafka.
+            return .skip(
+                "the original was too large to keep in the DLQ; it is at \(record.sourceTopic) partition "
+                    + "\(record.sourcePartition) offset \(record.sourceOffset) while the topic retains it")
+        }
         guard let original = Base64.decode(record.originalValue) else {
             return .skip("original_value is not base64")
         }

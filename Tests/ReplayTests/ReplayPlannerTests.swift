@@ -93,6 +93,16 @@ import Testing
                 == .replay(submissionId: nil, key: nil, value: garbage))
     }
 
+    @Test func aRecordWithoutTheOriginalBytesIsSkippedWithWhereToFindThem() throws {
+        var planner = ReplayPlanner(filter: ReplayFilter(), destination: .submissions)
+        let decision = planner.decide(dlqValue: try dlqBytes(reason: .appleUnavailable, original: []), nowMs: 0)
+        guard case .skip(let why) = decision else {
+            Issue.record("expected a skip, got \(decision)")
+            return
+        }
+        #expect(why.contains("iap.receipts.submitted partition 2 offset 40"))
+    }
+
     @Test func notADeadLetterRecordIsSkipped() {
         var planner = ReplayPlanner(filter: ReplayFilter(), destination: .submissions)
         guard case .skip = planner.decide(dlqValue: Array("[]".utf8), nowMs: 0) else {
