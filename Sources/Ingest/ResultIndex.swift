@@ -12,10 +12,12 @@ import Synchronization
 ///   after its timestamp (the Kafka message time). Over a limit, the oldest inserted go first. Lookups are O(1) and
 ///   never return an expired result.
 /// - The first result for an id wins: a duplicate (at-least-once delivery) carries the same verdict and is ignored.
+///   A result whose predecessor for the id has expired (but was not evicted yet) replaces it.
 /// - Pending ids are bounded by `limits.maxPending` and `limits.maxAgeMs` the same way; a result removes its id.
 /// - Every waiter is completed exactly once: with the result when it arrives, or `.timedOut` when its time passes
-///   or `stopWaiting()` is called (after which new waits end at once). Waiters hold no thread: a timer (the injected
-///   `schedule`) ends them.
+///   or `stopWaiting()` is called (after which new waits end at once). Waiters hold no thread: one timer (the
+///   injected `schedule`), set for the earliest waiter's deadline, ends them; a waiter answered by its verdict leaves
+///   no closure behind.
 /// - Completions run outside the index's lock, on the thread that recorded the result (the follower's thread), the
 ///   timer's thread, or the caller's thread when the result was already there.
 public final class ResultIndex: Sendable {
@@ -90,6 +92,8 @@ public final class ResultIndex: Sendable {
     private struct Entry {
         let value: [UInt8]
         let timestampMs: Int64
+        /// Matches this entry's place in `resultOrder` (an expired entry replaced by a new result leaves a stale one).
+        let sequence: UInt64
     }
 
     private struct PendingMark {
@@ -104,12 +108,17 @@ public final class ResultIndex: Sendable {
 
     private struct State {
         var results: [String: Entry] = [:]
-        /// Insertion order of `results` (exactly its keys: results are only removed from the front).
-        var resultOrder = FIFOQueue<String>()
+        /// Insertion order of `results`; entries whose sequence no longer matches `results` are stale and skipped.
+        var resultOrder = FIFOQueue<(id: String, sequence: UInt64)>()
         var pending: [String: PendingMark] = [:]
         /// Marking order; entries whose sequence no longer matches `pending` are stale and skipped.
         var pendingOrder = FIFOQueue<(id: String, sequence: UInt64)>()
         var waiters: [String: [Waiter]] = [:]
+        var waiterDeadlines = WaiterDeadlines()
+        /// When the current wait timer fires (nil: none set), and its number: a timer superseded by an earlier one
+        /// still fires, but only the current one sets the next.
+        var timerDueMs: Int64?
+        var timerGeneration: UInt64 = 0
         var nextSequence: UInt64 = 0
         /// Set by `stopWaiting()`: new waits end at once.
         var waitingStopped = false
@@ -153,12 +162,20 @@ public final class ResultIndex: Sendable {
                 state.statistics.expired += 1
                 return (.expired(submissionId: id), [])
             }
-            if state.results[id] != nil {
-                state.statistics.duplicates += 1
-                return (.duplicate(submissionId: id), [])
+            if let existing = state.results[id] {
+                if existing.timestampMs >= now - limits.maxAgeMs {
+                    state.statistics.duplicates += 1
+                    return (.duplicate(submissionId: id), [])
+                }
+                // Expired but not evicted yet (behind a newer entry): the new result replaces it.
+                state.results[id] = nil
+                state.statistics.bytes -= existing.value.count
+                state.statistics.evictedForAge += 1
             }
-            state.results[id] = Entry(value: value, timestampMs: time)
-            state.resultOrder.append(id)
+            let sequence = state.nextSequence
+            state.nextSequence += 1
+            state.results[id] = Entry(value: value, timestampMs: time, sequence: sequence)
+            state.resultOrder.append((id, sequence))
             state.statistics.bytes += value.count
             state.statistics.indexed += 1
             state.pending[id] = nil
@@ -212,16 +229,23 @@ public final class ResultIndex: Sendable {
     /// `.timedOut` after `timeoutMs`. Exactly one completion, outside the index's lock.
     public func wait(for id: String, timeoutMs: Int, completion: @escaping @Sendable (WaitOutcome) -> Void) {
         let now = self.now()
-        let registered: UInt64? = state.withLock { state in
-            if let entry = state.results[id], entry.timestampMs >= now - limits.maxAgeMs { return nil }
-            if state.waitingStopped { return nil }
+        let timeoutMs = max(0, timeoutMs)
+        let registration: (registered: Bool, timer: (ms: Int, generation: UInt64)?) = state.withLock { state in
+            if let entry = state.results[id], entry.timestampMs >= now - limits.maxAgeMs { return (false, nil) }
+            if state.waitingStopped { return (false, nil) }
             let token = state.nextSequence
             state.nextSequence += 1
             state.waiters[id, default: []].append(Waiter(token: token, completion: completion))
             state.statistics.waiters += 1
-            return token
+            let dueMs = now + Int64(timeoutMs)
+            state.waiterDeadlines.insert(.init(dueMs: dueMs, id: id, token: token))
+            // One timer, for the earliest deadline: set a new one only when this waiter is due before it.
+            if let timerDueMs = state.timerDueMs, timerDueMs <= dueMs { return (true, nil) }
+            state.timerDueMs = dueMs
+            state.timerGeneration += 1
+            return (true, (timeoutMs, state.timerGeneration))
         }
-        guard let token = registered else {
+        guard registration.registered else {
             if case .result(let value) = lookup(id) {
                 completion(.verdict(value))
             } else {
@@ -230,9 +254,7 @@ public final class ResultIndex: Sendable {
             }
             return
         }
-        schedule(max(0, timeoutMs)) { [self] in
-            expireWaiter(id: id, token: token)
-        }
+        if let timer = registration.timer { setTimer(timer) }
     }
 
     /// Ends every waiting request with `.timedOut`, and every later `wait` at once (draining: answer them now rather
@@ -242,6 +264,7 @@ public final class ResultIndex: Sendable {
             defer {
                 state.waitingStopped = true
                 state.waiters = [:]
+                state.waiterDeadlines.removeAll()
                 state.statistics.waiters = 0
             }
             return state.waiters.values.flatMap { $0 }
@@ -251,17 +274,36 @@ public final class ResultIndex: Sendable {
         }
     }
 
-    private func expireWaiter(id: String, token: UInt64) {
-        let waiter: Waiter? = state.withLock { state in
-            guard var list = state.waiters[id], let position = list.firstIndex(where: { $0.token == token }) else {
-                return nil
+    private func setTimer(_ timer: (ms: Int, generation: UInt64)) {
+        schedule(timer.ms) { [self] in expireDueWaiters(generation: timer.generation) }
+    }
+
+    /// The wait timer: ends the waiters whose time has come; the current timer then sets the next one, for the
+    /// earliest deadline left.
+    private func expireDueWaiters(generation: UInt64) {
+        let now = self.now()
+        let (expired, nextTimer): ([Waiter], (ms: Int, generation: UInt64)?) = state.withLock { state in
+            var expired: [Waiter] = []
+            for deadline in state.waiterDeadlines.popDue(nowMs: now) {
+                guard var list = state.waiters[deadline.id],
+                    let position = list.firstIndex(where: { $0.token == deadline.token })
+                else { continue }  // answered by its verdict, or by stopWaiting
+                expired.append(list.remove(at: position))
+                state.waiters[deadline.id] = list.isEmpty ? nil : list
+                state.statistics.waiters -= 1
             }
-            let waiter = list.remove(at: position)
-            state.waiters[id] = list.isEmpty ? nil : list
-            state.statistics.waiters -= 1
-            return waiter
+            guard generation == state.timerGeneration else { return (expired, nil) }  // superseded
+            state.timerDueMs = nil
+            guard let earliest = state.waiterDeadlines.earliestMs else { return (expired, nil) }
+            state.timerDueMs = earliest
+            state.timerGeneration += 1
+            // At least 1 ms: a timer that fired a little before the index's clock reached the deadline tries again.
+            return (expired, (Int(max(1, earliest - now)), state.timerGeneration))
         }
-        waiter?.completion(.timedOut)
+        if let nextTimer { setTimer(nextTimer) }
+        for waiter in expired {
+            waiter.completion(.timedOut)
+        }
     }
 
     // MARK: - Bounds
@@ -280,9 +322,14 @@ public final class ResultIndex: Sendable {
     /// entry behind a newer one stays until it reaches the front; `lookup` already treats it as gone.
     private func evictExpired(_ state: inout State, now: Int64) {
         let oldestAllowed = now - limits.maxAgeMs
-        while let id = state.resultOrder.first, let entry = state.results[id], entry.timestampMs < oldestAllowed {
-            removeFirstResult(&state)
-            state.statistics.evictedForAge += 1
+        while let (id, sequence) = state.resultOrder.first {
+            if let entry = state.results[id], entry.sequence == sequence {
+                guard entry.timestampMs < oldestAllowed else { break }
+                state.results[id] = nil
+                state.statistics.bytes -= entry.value.count
+                state.statistics.evictedForAge += 1
+            }
+            state.resultOrder.removeFirst()
         }
         while let (id, sequence) = state.pendingOrder.first {
             if let mark = state.pending[id], mark.sequence == sequence {
@@ -311,10 +358,12 @@ public final class ResultIndex: Sendable {
         }
     }
 
+    /// Removes the oldest inserted result (a stale place in the order removes nothing).
     private func removeFirstResult(_ state: inout State) {
-        guard let id = state.resultOrder.removeFirst(), let entry = state.results.removeValue(forKey: id) else {
-            return
-        }
+        guard let (id, sequence) = state.resultOrder.removeFirst(), let entry = state.results[id],
+            entry.sequence == sequence
+        else { return }
+        state.results[id] = nil
         state.statistics.bytes -= entry.value.count
     }
 

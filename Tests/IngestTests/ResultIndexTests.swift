@@ -232,6 +232,71 @@ struct ResultIndexTests {
         #expect(outcomes.all.count == 3)
     }
 
+    @Test("waiters share one timer: many waits set it once, verdicts leave nothing to run, each times out on time")
+    func oneTimerForManyWaiters() throws {
+        let time = ManualTime()
+        let index = makeIndex(time)
+        let outcomes = Outcomes()
+        for n in 0..<100 {
+            index.wait(for: "m-\(n)", timeoutMs: 1_000) { outcomes.append($0) }
+        }
+        #expect(time.scheduledCount == 1)
+        for n in 0..<99 {
+            index.record(value: try ResultFixtures.bytes("m-\(n)"), timestampMs: time.now)
+        }
+        #expect(outcomes.all.count == 99)
+        // A shorter wait gets its own, earlier timer; the longer ones keep theirs.
+        index.wait(for: "short", timeoutMs: 100) { outcomes.append($0) }
+        #expect(time.scheduledCount == 2)
+        time.advance(by: 100)
+        #expect(outcomes.all.count == 100)
+        #expect(outcomes.all.last == .timedOut)
+        time.advance(by: 899)
+        #expect(outcomes.all.count == 100)
+        time.advance(by: 1)
+        #expect(outcomes.all.count == 101)
+        #expect(index.statistics.waiters == 0)
+        time.advance(by: 10_000)
+        #expect(time.scheduledCount == 0)
+    }
+
+    @Test("waiters of different lengths each time out at their own deadline")
+    func waitersInAnyOrder() {
+        let time = ManualTime()
+        let index = makeIndex(time)
+        let outcomes = Outcomes()
+        index.wait(for: "late", timeoutMs: 300) { _ in outcomes.append(.verdict(Array("late".utf8))) }
+        index.wait(for: "early", timeoutMs: 100) { _ in outcomes.append(.verdict(Array("early".utf8))) }
+        index.wait(for: "middle", timeoutMs: 200) { _ in outcomes.append(.verdict(Array("middle".utf8))) }
+        time.advance(by: 100)
+        #expect(outcomes.all == [.verdict(Array("early".utf8))])
+        time.advance(by: 100)
+        #expect(outcomes.all.count == 2)
+        time.advance(by: 100)
+        #expect(outcomes.all.count == 3)
+    }
+
+    @Test("a result whose predecessor expired but was not evicted yet is indexed, not dropped as a duplicate")
+    func expiredPredecessorIsReplaced() throws {
+        let time = ManualTime()
+        let index = makeIndex(time, maxAgeMs: 10_000)
+        // A fresh result first, then an old one (read back out of order): the old one sits behind the fresh one.
+        index.record(value: try ResultFixtures.bytes("fresh"), timestampMs: time.now)
+        index.record(value: try ResultFixtures.bytes("old"), timestampMs: time.now - 9_000)
+        time.advance(by: 2_000)
+        #expect(index.lookup("old") == .unknown)
+        let again = try ResultFixtures.bytes("old", outcome: .rejected)
+        #expect(index.record(value: again, timestampMs: time.now) == .indexed(submissionId: "old", waitersCompleted: 0))
+        #expect(index.lookup("old") == .result(again))
+        #expect(index.statistics.entries == 2)
+        #expect(index.statistics.bytes == (try ResultFixtures.bytes("fresh")).count + again.count)
+        // The stale place of the replaced entry in the eviction order removes nothing when it reaches the front.
+        time.advance(by: 9_000)
+        index.record(value: try ResultFixtures.bytes("newest"), timestampMs: time.now)
+        #expect(index.lookup("old") == .result(again))
+        #expect(index.lookup("fresh") == .unknown)
+    }
+
     @Test("with the real Dispatch timer, a short wait times out on its own")
     func dispatchTimer() async {
         let index = ResultIndex()
