@@ -160,7 +160,8 @@ final class IngestHandler: HTTPHandler {
                     metrics.kafkaFailed.increment()
                     let retryAfter = settings.retryAfterSeconds
                     let answer = error.code == KafkaError.messageTimedOut
-                        ? APIError.kafkaTimeout(retryAfter: retryAfter, timeoutMs: settings.deliveryTimeoutMs)
+                        ? APIError.kafkaTimeout(
+                            retryAfter: retryAfter, timeoutMs: settings.effectiveDeliveryTimeoutMs)
                         : APIError.kafkaUnavailable(retryAfter: retryAfter, "delivery failed")
                     metrics.recordRejection(code: answer.code)
                     logger.warning(

@@ -40,13 +40,14 @@ public final class IngestService: Sendable {
         configuration.connectionLimit = settings.maxConnections
         configuration.perIPConnectionLimit = settings.maxConnectionsPerIP
         configuration.idleTimeoutSeconds = settings.idleTimeoutSeconds
-        // librdkafka normally reports a timeout itself at message.timeout.ms (= the delivery timeout by default), and
+        // librdkafka normally reports a timeout itself at message.timeout.ms (the effective delivery timeout), and
         // a wait ends at its wait_ms; the server's deadline guarantees the answer even if neither happens.
-        configuration.responseDeadline = .milliseconds(settings.deliveryTimeoutMs + settings.maxWaitMs + 1000)
+        let deliveryTimeoutMs = settings.effectiveDeliveryTimeoutMs
+        configuration.responseDeadline = .milliseconds(deliveryTimeoutMs + settings.maxWaitMs + 1000)
         configuration.deadlineResponse = APIError.kafkaTimeout(
-            retryAfter: settings.retryAfterSeconds, timeoutMs: settings.deliveryTimeoutMs
+            retryAfter: settings.retryAfterSeconds, timeoutMs: deliveryTimeoutMs
         ).response
-        configuration.stopGracePeriod = .milliseconds(settings.deliveryTimeoutMs + 1000)
+        configuration.stopGracePeriod = .milliseconds(deliveryTimeoutMs + 1000)
         self.settings = settings
         self.results = results
         self.resultFeed = resultFeed
@@ -85,7 +86,8 @@ public final class IngestService: Sendable {
             "receipt-ingest started",
             ["listen": .string(settings.listen.host), "port": .int(Int(server.port)),
              "topic": .string(settings.receiptsTopic), "api_keys": .int(settings.apiKeys.count),
-             "max_body_bytes": .int(settings.maxBodyBytes), "delivery_timeout_ms": .int(settings.deliveryTimeoutMs),
+             "max_body_bytes": .int(settings.maxBodyBytes),
+             "delivery_timeout_ms": .int(settings.effectiveDeliveryTimeoutMs),
              "results_topic": .string(settings.resultsTopic), "max_wait_ms": .int(settings.maxWaitMs)])
     }
 

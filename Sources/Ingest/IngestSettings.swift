@@ -11,7 +11,15 @@ public struct IngestSettings: Sendable {
     public var apiKeys: [String]
     public var maxBodyBytes: Int
     /// A submission not acknowledged by Kafka within this time is answered 503 (and may still be written later).
+    /// From the environment it equals librdkafka's `message.timeout.ms` (`KAFKA_MESSAGE_TIMEOUT_MS`, when set,
+    /// decides; the two set to different values are refused). See `effectiveDeliveryTimeoutMs`.
     public var deliveryTimeoutMs: Int
+    /// The delivery timeout librdkafka applies: `message.timeout.ms` from `kafka` when it is a positive number (a
+    /// settings value built in code may set it apart from `deliveryTimeoutMs`), else `deliveryTimeoutMs`.
+    public var effectiveDeliveryTimeoutMs: Int {
+        guard let text = kafka["message.timeout.ms"], let value = Int(text), value > 0 else { return deliveryTimeoutMs }
+        return value
+    }
     /// `Retry-After` seconds on 503 answers.
     public var retryAfterSeconds: Int
     public var httpThreads: Int
@@ -77,6 +85,33 @@ public struct IngestSettings: Sendable {
         self.maxWaitMs = maxWaitMs
     }
 
+    /// The producer's delivery timeout: INGEST_KAFKA_DELIVERY_TIMEOUT_MS, written to `message.timeout.ms`, or
+    /// KAFKA_MESSAGE_TIMEOUT_MS when that is set (the server's deadline and stop grace must follow what librdkafka
+    /// really does). Both set to different values is refused, naming both.
+    private static func deliveryTimeoutMs(
+        _ settings: Settings, kafka: inout KafkaConfiguration
+    ) throws(ConfigurationError) -> Int {
+        let range = 100...300_000
+        let ingestValue = try settings.int("INGEST_KAFKA_DELIVERY_TIMEOUT_MS", default: 10_000, range: range)
+        guard let text = kafka["message.timeout.ms"] else {
+            kafka["message.timeout.ms"] = String(ingestValue)
+            return ingestValue
+        }
+        guard let value = Int(text), range.contains(value) else {
+            throw ConfigurationError(
+                variable: "KAFKA_MESSAGE_TIMEOUT_MS",
+                problem: "'\(text)' is not a whole number of milliseconds in \(range.lowerBound)...\(range.upperBound) "
+                    + "(the ingest answers 503 when it passes)")
+        }
+        if settings.string("INGEST_KAFKA_DELIVERY_TIMEOUT_MS") != nil, value != ingestValue {
+            throw ConfigurationError(
+                variable: "KAFKA_MESSAGE_TIMEOUT_MS",
+                problem: "is \(value) but INGEST_KAFKA_DELIVERY_TIMEOUT_MS is \(ingestValue): set only one of them, "
+                    + "or both to the same value")
+        }
+        return value
+    }
+
     /// Reads and validates the settings.
     /// - Throws: `ConfigurationError` naming the first variable that is missing or invalid.
     public static func fromEnvironment(_ environment: [String: String]) throws(ConfigurationError) -> IngestSettings {
@@ -87,11 +122,7 @@ public struct IngestSettings: Sendable {
         if resultsKafka["fetch.wait.max.ms"] == nil {
             resultsKafka["fetch.wait.max.ms"] = defaultResultsFetchWaitMs
         }
-        let deliveryTimeoutMs = try settings.int(
-            "INGEST_KAFKA_DELIVERY_TIMEOUT_MS", default: 10_000, range: 100...300_000)
-        if kafka["message.timeout.ms"] == nil {
-            kafka["message.timeout.ms"] = String(deliveryTimeoutMs)
-        }
+        let deliveryTimeoutMs = try Self.deliveryTimeoutMs(settings, kafka: &kafka)
         // Every request waits for its batch: a short linger keeps latency low (bench/ingest.sh: 2 ms gave ~14k
         // requests/s with p99 ~12 ms on 2 cores, the producer's 5 ms default ~8k/s at the same concurrency).
         if kafka["linger.ms"] == nil {
@@ -168,7 +199,8 @@ public struct IngestSettings: Sendable {
           INGEST_MAX_BODY_BYTES            largest request body, 1024..67108864 (default 1048576); larger = 413
           INGEST_KAFKA_DELIVERY_TIMEOUT_MS time Kafka has to acknowledge a submission before the request is
                                            answered 503, 100..300000 (default 10000); also librdkafka's
-                                           message.timeout.ms unless KAFKA_MESSAGE_TIMEOUT_MS is set
+                                           message.timeout.ms. KAFKA_MESSAGE_TIMEOUT_MS may be set instead
+                                           (same range); both with different values are refused
           INGEST_RETRY_AFTER_SECONDS       Retry-After on 503 answers, 1..3600 (default 1)
           INGEST_HTTP_THREADS              HTTP server threads, 1..64 (default 2)
           INGEST_MAX_CONNECTIONS           concurrent HTTP connections (default 10000)

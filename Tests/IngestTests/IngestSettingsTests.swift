@@ -1,4 +1,5 @@
 import Ingest
+import Kafka
 import ServiceSupport
 import Testing
 
@@ -76,6 +77,44 @@ struct IngestSettingsTests {
         ])
         #expect(settings.kafka["message.timeout.ms"] == "1234")
         #expect(settings.kafka["linger.ms"] == "7")
+        // The server's deadline and stop grace follow what librdkafka really does.
+        #expect(settings.deliveryTimeoutMs == 1234)
+        #expect(settings.effectiveDeliveryTimeoutMs == 1234)
+    }
+
+    @Test("KAFKA_MESSAGE_TIMEOUT_MS and INGEST_KAFKA_DELIVERY_TIMEOUT_MS: equal is fine, different or unusable refused")
+    func conflictingDeliveryTimeouts() throws {
+        let same = try IngestSettings.fromEnvironment([
+            "KAFKA_BOOTSTRAP_SERVERS": "k:1", "KAFKA_MESSAGE_TIMEOUT_MS": "3000",
+            "INGEST_KAFKA_DELIVERY_TIMEOUT_MS": "3000",
+        ])
+        #expect(same.deliveryTimeoutMs == 3000)
+        do {
+            _ = try IngestSettings.fromEnvironment([
+                "KAFKA_BOOTSTRAP_SERVERS": "k:1", "KAFKA_MESSAGE_TIMEOUT_MS": "60000",
+                "INGEST_KAFKA_DELIVERY_TIMEOUT_MS": "3000",
+            ])
+            Issue.record("different delivery timeouts were accepted")
+        } catch {
+            #expect(error.variable == "KAFKA_MESSAGE_TIMEOUT_MS")
+            #expect(error.problem.contains("INGEST_KAFKA_DELIVERY_TIMEOUT_MS"))
+        }
+        for unusable in ["0", "soon", "900000"] {
+            #expect(throws: ConfigurationError.self) {
+                try IngestSettings.fromEnvironment([
+                    "KAFKA_BOOTSTRAP_SERVERS": "k:1", "KAFKA_MESSAGE_TIMEOUT_MS": unusable,
+                ])
+            }
+        }
+    }
+
+    @Test("settings built in code: message.timeout.ms in the Kafka properties is the delivery timeout that counts")
+    func effectiveDeliveryTimeout() {
+        var kafka = KafkaConfiguration()
+        kafka["message.timeout.ms"] = "4500"
+        let settings = IngestSettings(kafka: kafka, deliveryTimeoutMs: 10_000)
+        #expect(settings.effectiveDeliveryTimeoutMs == 4500)
+        #expect(IngestSettings(kafka: KafkaConfiguration(), deliveryTimeoutMs: 700).effectiveDeliveryTimeoutMs == 700)
     }
 
     @Test("RESULT_INDEX_REPLAY_SECONDS: 'all' reads everything back, 0 nothing; the start time follows")
