@@ -1,13 +1,5 @@
-/// A topic partition as the verifier's core sees it (independent of the Kafka module, so the core is testable
-/// without librdkafka; the Kafka adapter converts).
-public struct PartitionKey: Hashable, Sendable, CustomStringConvertible {
-    public let topic: String
-    public let partition: Int32
+import Kafka
 
-    public init(topic: String, partition: Int32) {
-        self.topic = topic
-        self.partition = partition
-    }
-
-    public var description: String { "\(topic)[\(partition)]" }
-}
+/// A topic partition as the verifier's core sees it: the Kafka module's own value type (pure, no librdkafka state),
+/// so the core speaks the same type as the consumer it drives.
+public typealias PartitionKey = TopicPartition

@@ -1,33 +1,9 @@
+import AppStore
 import ReceiptModel
 
-/// Apple's final word on a submission, checks applied (bundle ids, sandbox policy, expected transaction).
-public struct AppleVerdict: Sendable, Equatable {
-    /// `verified` or `rejected`.
-    public var outcome: Outcome
-    /// Nil when verified.
-    public var reason: Reason?
-    public var message: String?
-    public var appleStatus: Int?
-    public var environment: AppStoreEnvironment?
-    public var bundleId: String?
-    public var transactions: [VerifiedTransaction]
-    /// Apple calls made in this round.
-    public var attempts: Int
-
-    public init(
-        outcome: Outcome, reason: Reason?, message: String?, appleStatus: Int?, environment: AppStoreEnvironment?,
-        bundleId: String?, transactions: [VerifiedTransaction], attempts: Int
-    ) {
-        self.outcome = outcome
-        self.reason = reason
-        self.message = message
-        self.appleStatus = appleStatus
-        self.environment = environment
-        self.bundleId = bundleId
-        self.transactions = transactions
-        self.attempts = attempts
-    }
-}
+/// Apple's final word on a submission, checks applied (bundle ids, sandbox policy, expected transaction): the App
+/// Store client's verdict, whatever backend produced it. `attempts` counts the Apple calls of this round.
+public typealias AppleVerdict = ReceiptVerdict
 
 /// How one round of Apple attempts for a submission ended.
 public enum VerificationRoundOutcome: Sendable, Equatable {

@@ -23,11 +23,7 @@ struct AppStoreSubmissionVerifier: SubmissionVerifying {
     static func roundOutcome(_ outcome: VerificationOutcome) -> VerificationRoundOutcome {
         switch outcome {
         case .verdict(let verdict):
-            .verdict(
-                AppleVerdict(
-                    outcome: verdict.outcome, reason: verdict.reason, message: verdict.message,
-                    appleStatus: verdict.appleStatus, environment: verdict.environment, bundleId: verdict.bundleId,
-                    transactions: verdict.transactions, attempts: verdict.attempts))
+            .verdict(verdict)
         case .unavailable(let failure):
             .unavailable(lastAppleStatus: failure.appleStatus, lastError: failure.message, attempts: failure.attempts)
         case .configurationError(let failure):

@@ -31,16 +31,16 @@ final class KafkaConsumerBridge: KafkaConsumerDelegate, PartitionControl {
     func consumer(_ consumer: KafkaConsumer, didReceive message: KafkaMessage) {
         currentEngine?.consume(
             InputMessage(
-                partition: PartitionKey(topic: message.topic, partition: message.partition), offset: message.offset,
+                partition: message.topicPartition, offset: message.offset,
                 key: message.key, value: message.value))
     }
 
     func consumer(_ consumer: KafkaConsumer, didAssign partitions: [TopicPartition]) {
-        currentEngine?.partitionsAssigned(partitions.map(Self.key))
+        currentEngine?.partitionsAssigned(partitions)
     }
 
     func consumer(_ consumer: KafkaConsumer, willRevoke partitions: [TopicPartition]) {
-        currentEngine?.partitionsRevoking(partitions.map(Self.key), timeout: revokeTimeout)
+        currentEngine?.partitionsRevoking(partitions, timeout: revokeTimeout)
     }
 
     func consumer(_ consumer: KafkaConsumer, didFail error: KafkaError) {
@@ -55,23 +55,15 @@ final class KafkaConsumerBridge: KafkaConsumerDelegate, PartitionControl {
     // MARK: PartitionControl (any thread)
 
     func pause(_ partitions: [PartitionKey]) {
-        currentConsumer?.pause(partitions.map(Self.topicPartition))
+        currentConsumer?.pause(partitions)
     }
 
     func resume(_ partitions: [PartitionKey]) {
-        currentConsumer?.resume(partitions.map(Self.topicPartition))
+        currentConsumer?.resume(partitions)
     }
 
     func storeOffset(_ partition: PartitionKey, nextOffset: Int64) throws {
         guard let consumer = currentConsumer else { return }
-        try consumer.storeOffset(Self.topicPartition(partition), nextOffset: nextOffset)
-    }
-
-    private static func key(_ partition: TopicPartition) -> PartitionKey {
-        PartitionKey(topic: partition.topic, partition: partition.partition)
-    }
-
-    private static func topicPartition(_ key: PartitionKey) -> TopicPartition {
-        TopicPartition(topic: key.topic, partition: key.partition)
+        try consumer.storeOffset(partition, nextOffset: nextOffset)
     }
 }
