@@ -1,7 +1,9 @@
 import HTTPServer
 import ServiceSupport
 
-/// An error answer of the ingest API: `{"error": {"code": "...", "message": "..."}}` with an HTTP status.
+/// An error answer of the ingest API: `{"error": {"code": "...", "message": "..."}}` with an HTTP status, plus
+/// `"submission_id"` beside `"error"` when the submission's id is known (the 503s that ask the client to retry with
+/// the same id: a generated id is otherwise never shown).
 ///
 /// Codes are stable (clients branch on them); messages explain what to change and never echo receipt contents.
 public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -10,17 +12,27 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
     public let message: String
     /// Extra response headers (`Retry-After`, `WWW-Authenticate`, `Allow`).
     public let headers: [Header]
+    /// The submission the error is about, when known; answered as `"submission_id"` beside `"error"`.
+    public var submissionId: String?
 
     public struct Header: Sendable, Equatable {
         public let name: String
         public let value: String
     }
 
-    public init(status: Int, code: String, message: String, headers: [Header] = []) {
+    public init(status: Int, code: String, message: String, headers: [Header] = [], submissionId: String? = nil) {
         self.status = status
         self.code = code
         self.message = message
         self.headers = headers
+        self.submissionId = submissionId
+    }
+
+    /// This error, about submission `id`.
+    public func about(_ id: String) -> APIError {
+        var error = self
+        error.submissionId = id
+        return error
     }
 
     public var description: String { "\(status) \(code): \(message)" }
@@ -29,7 +41,8 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
     public var response: HTTPResponse {
         .json(
             status,
-            "{\"error\":{\"code\":\(JSONText.quoted(code)),\"message\":\(JSONText.quoted(message))}}",
+            "{\"error\":{\"code\":\(JSONText.quoted(code)),\"message\":\(JSONText.quoted(message))}"
+                + (submissionId.map { ",\"submission_id\":\(JSONText.quoted($0))" } ?? "") + "}",
             headers: headers.map { ($0.name, $0.value) })
     }
 

@@ -18,6 +18,16 @@ final class IngestHandler: HTTPHandler {
     let logger: Logger
     /// Set when draining starts: `/readyz` turns false so load balancers stop sending traffic.
     let isDraining = Atomic<Bool>(false)
+    /// Answers `kafka_timeout` with the submission id when a delivery report is late (see `kafkaAnswerTimeoutMs`).
+    let kafkaDeadlines: KafkaAnswerDeadlines
+
+    /// How long a submission waits for Kafka's report before the handler answers `kafka_timeout` itself: librdkafka's
+    /// `message.timeout.ms` plus 1 s (librdkafka checks message timeouts about once a second, and its own report is
+    /// the better answer). `IngestService` keeps the HTTP server's deadline and stop grace beyond this, so the answer
+    /// carries the submission id.
+    static func kafkaAnswerTimeoutMs(_ settings: IngestSettings) -> Int {
+        settings.effectiveDeliveryTimeoutMs + 1000
+    }
 
     init(
         settings: IngestSettings, publisher: any SubmissionPublisher, results: ResultIndex,
@@ -30,6 +40,16 @@ final class IngestHandler: HTTPHandler {
         self.authenticator = APIKeyAuthenticator(keys: settings.apiKeys)
         self.metrics = metrics
         self.logger = logger
+        let retryAfter = settings.retryAfterSeconds
+        let deliveryTimeoutMs = settings.effectiveDeliveryTimeoutMs
+        kafkaDeadlines = KafkaAnswerDeadlines(timeoutMs: Self.kafkaAnswerTimeoutMs(settings)) { pending in
+            let answer = APIError.kafkaTimeout(retryAfter: retryAfter, timeoutMs: deliveryTimeoutMs)
+            metrics.recordRejection(code: answer.code)
+            logger.warning(
+                "no delivery report from Kafka in time; answered kafka_timeout",
+                ["submission_id": .string(pending.submissionId)])
+            pending.respond(answer.about(pending.submissionId).response)
+        }
     }
 
     func handle(_ request: HTTPRequest, respond: @escaping HTTPResponder) {
@@ -98,7 +118,8 @@ final class IngestHandler: HTTPHandler {
         }
         guard publisher.isConnected else {
             reject(
-                .kafkaUnavailable(retryAfter: settings.retryAfterSeconds, "no Kafka broker is reachable"),
+                APIError.kafkaUnavailable(retryAfter: settings.retryAfterSeconds, "no Kafka broker is reachable")
+                    .about(submission.submissionId),
                 bodyBytes: request.body.count, respond: respond)
             return
         }
@@ -129,6 +150,8 @@ final class IngestHandler: HTTPHandler {
         let settings = self.settings
         let results = self.results
         metrics.waitingForKafka.increment()
+        let pending = PendingKafkaAnswer(submissionId: id, respond: respond)
+        kafkaDeadlines.register(pending)
         do throws(KafkaError) {
             try publisher.publish(
                 topic: settings.receiptsTopic, key: Array(submission.partitionKey.utf8), value: value,
@@ -137,6 +160,9 @@ final class IngestHandler: HTTPHandler {
                 // On the Kafka poll thread: record and hand the answer to the HTTP server, nothing more.
                 metrics.waitingForKafka.decrement()
                 metrics.kafkaDeliverySeconds.observeSeconds(since: started)
+                // Answered already when the report came after the handler's own kafka_timeout (a success is still
+                // recorded: the submission is in Kafka, and a retry with the same id finds it pending).
+                let mayAnswer = pending.claim()
                 switch result {
                 case .success(let report):
                     metrics.kafkaDelivered.increment()
@@ -145,6 +171,7 @@ final class IngestHandler: HTTPHandler {
                         ["submission_id": .string(id), "bytes": .int(value.count),
                          "partition": .int(Int(report.partition)), "offset": .int(Int(report.offset))])
                     results.markPending(id)
+                    guard mayAnswer else { return }
                     guard waitMs > 0 else { return respond(Self.acceptedResponse(id)) }
                     results.wait(for: id, timeoutMs: waitMs) { outcome in
                         switch outcome {
@@ -158,6 +185,7 @@ final class IngestHandler: HTTPHandler {
                     }
                 case .failure(let error):
                     metrics.kafkaFailed.increment()
+                    guard mayAnswer else { return }
                     let retryAfter = settings.retryAfterSeconds
                     let answer = error.code == KafkaError.messageTimedOut
                         ? APIError.kafkaTimeout(
@@ -168,10 +196,11 @@ final class IngestHandler: HTTPHandler {
                         "submission not acknowledged by Kafka",
                         ["submission_id": .string(id), "kafka_code": .int(Int(error.code)),
                          "kafka_error": .string(error.message)])
-                    respond(answer.response)
+                    respond(answer.about(id).response)
                 }
             }
         } catch {
+            _ = pending.claim()  // refused at once: nothing for the deadline to answer
             metrics.waitingForKafka.decrement()
             metrics.kafkaRefused.increment()
             let answer: APIError
@@ -187,7 +216,7 @@ final class IngestHandler: HTTPHandler {
                 "submission refused by the Kafka producer",
                 ["submission_id": .string(id), "kafka_code": .int(Int(error.code)),
                  "kafka_error": .string(error.message)])
-            respond(answer.response)
+            respond(answer.about(id).response)
         }
     }
 

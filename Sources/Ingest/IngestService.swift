@@ -40,14 +40,17 @@ public final class IngestService: Sendable {
         configuration.connectionLimit = settings.maxConnections
         configuration.perIPConnectionLimit = settings.maxConnectionsPerIP
         configuration.idleTimeoutSeconds = settings.idleTimeoutSeconds
-        // librdkafka normally reports a timeout itself at message.timeout.ms (the effective delivery timeout), and
-        // a wait ends at its wait_ms; the server's deadline guarantees the answer even if neither happens.
+        // librdkafka normally reports a timeout itself at message.timeout.ms (the effective delivery timeout); the
+        // handler answers kafka_timeout with the submission id itself shortly after (`kafkaAnswerTimeoutMs`), and a
+        // wait ends at its wait_ms. The server's deadline (whose 503 cannot name the submission) and the stop grace
+        // lie beyond both, and only guarantee an answer if neither happens.
         let deliveryTimeoutMs = settings.effectiveDeliveryTimeoutMs
-        configuration.responseDeadline = .milliseconds(deliveryTimeoutMs + settings.maxWaitMs + 1000)
+        let handlerTimeoutMs = IngestHandler.kafkaAnswerTimeoutMs(settings)
+        configuration.responseDeadline = .milliseconds(handlerTimeoutMs + settings.maxWaitMs + 1000)
         configuration.deadlineResponse = APIError.kafkaTimeout(
             retryAfter: settings.retryAfterSeconds, timeoutMs: deliveryTimeoutMs
         ).response
-        configuration.stopGracePeriod = .milliseconds(deliveryTimeoutMs + 1000)
+        configuration.stopGracePeriod = .milliseconds(handlerTimeoutMs + 500)
         self.settings = settings
         self.results = results
         self.resultFeed = resultFeed
@@ -102,6 +105,7 @@ public final class IngestService: Sendable {
         logger.info("draining: no new submissions", ["awaiting_response": .int(waiting)])
         results.stopWaiting()
         server.stop()
+        handler.kafkaDeadlines.cancel()
         resultFeed?.close(timeout: .seconds(5))
     }
 }

@@ -94,9 +94,10 @@ struct IngestServiceTests {
         #expect(response.jsonObject?["submission_id"] as? String == "wait-1")
     }
 
-    @Test("a delivery that is never reported is answered 503 kafka_timeout at the deadline")
+    @Test("a delivery that is never reported is answered 503 kafka_timeout, naming the generated submission id")
     func deliveryDeadline() throws {
-        // The server's deadline is the delivery timeout + the longest wait + 1 s; no waiting here.
+        // The handler answers 1 s after the delivery timeout, before the server's own deadline (whose 503 cannot
+        // name the submission).
         let running = try start(FakePublisher(.hold)) {
             $0.deliveryTimeoutMs = 300
             $0.maxWaitMs = 0
@@ -107,6 +108,8 @@ struct IngestServiceTests {
         #expect(response.status == 503)
         #expect(errorCode(response) == "kafka_timeout")
         #expect(response.headers["retry-after"] == "1")
+        let id = try #require(response.jsonObject?["submission_id"] as? String)
+        #expect(running.publisher.published.first?.headers.first?.value == Array(id.utf8))
         #expect(Clock.secondsSince(started) < 2.5)
         // The late report is ignored.
         running.publisher.completeHeld()
@@ -125,6 +128,7 @@ struct IngestServiceTests {
         #expect(response.status == 503)
         #expect(errorCode(response) == code)
         #expect(response.headers["retry-after"] == "3")
+        #expect((response.jsonObject?["submission_id"] as? String)?.isEmpty == false)
     }
 
     @Test("no reachable broker: 503 at once and /readyz false")
@@ -136,6 +140,7 @@ struct IngestServiceTests {
         let response = try post(running.port, #"{"receipt_data":"aGVsbG8="}"#)
         #expect(response.status == 503)
         #expect(errorCode(response) == "kafka_unavailable")
+        #expect((response.jsonObject?["submission_id"] as? String)?.isEmpty == false)
         #expect(publisher.published.isEmpty)
         #expect(try HTTPTestConnection(port: running.port).request("GET", "/readyz").status == 503)
         publisher.setConnected(true)
