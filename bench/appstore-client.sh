@@ -21,11 +21,8 @@ while [ $# -gt 0 ]; do
     esac
 done
 
-SCRATCH_ARGS=()
-if [ -n "${BENCH_SCRATCH_PATH:-}" ]; then SCRATCH_ARGS=(--scratch-path "$BENCH_SCRATCH_PATH"); fi
-swift build -c release "${SCRATCH_ARGS[@]}" -Xswiftc -warnings-as-errors --product fake-appstore >&2
-swift build -c release "${SCRATCH_ARGS[@]}" -Xswiftc -warnings-as-errors --product appstore-client-bench >&2
-BIN="$(swift build -c release "${SCRATCH_ARGS[@]}" --show-bin-path)"
+source bench/lib.sh
+bench_build fake-appstore appstore-client-bench
 
 FAKE_OUT="$(mktemp)"
 FAKE_LOG="$(mktemp)"

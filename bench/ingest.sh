@@ -23,22 +23,11 @@ for tool in wrk kcat curl; do
     command -v "$tool" >/dev/null || { echo "$tool is not installed (make deps)" >&2; exit 1; }
 done
 
-SCRATCH_ARGS=()
-if [ -n "${BENCH_SCRATCH_PATH:-}" ]; then SCRATCH_ARGS=(--scratch-path "$BENCH_SCRATCH_PATH"); fi
-for product in embedded-kafka receipt-ingest; do
-    swift build -c release "${SCRATCH_ARGS[@]}" -Xswiftc -warnings-as-errors --product "$product" >&2
-done
-BIN="$(swift build -c release "${SCRATCH_ARGS[@]}" --show-bin-path)"
+source bench/lib.sh
+bench_build embedded-kafka receipt-ingest
 TOPIC=iap.receipts.submitted
 
-WORK="$(mktemp -d)"
-PIDS=()
-cleanup() {
-    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
+bench_workspace
 
 wait_for() {  # wait_for FILE PATTERN WHAT
     for _ in $(seq 1 200); do

@@ -24,11 +24,8 @@ while [ $# -gt 0 ]; do
 done
 command -v kcat >/dev/null || { echo "kcat is required (apt-get install kcat)" >&2; exit 1; }
 
-SCRATCH_ARGS=()
-if [ -n "${BENCH_SCRATCH_PATH:-}" ]; then SCRATCH_ARGS=(--scratch-path "$BENCH_SCRATCH_PATH"); fi
-swift build -c release "${SCRATCH_ARGS[@]}" -Xswiftc -warnings-as-errors --product embedded-kafka >&2
-swift build -c release "${SCRATCH_ARGS[@]}" -Xswiftc -warnings-as-errors --product kafka-producer-bench >&2
-BIN="$(swift build -c release "${SCRATCH_ARGS[@]}" --show-bin-path)"
+source bench/lib.sh
+bench_build embedded-kafka kafka-producer-bench
 
 WORK="$(mktemp -d)"
 CLUSTER_PID=""

@@ -28,41 +28,10 @@ for tool in curl python3; do
     command -v "$tool" >/dev/null || { echo "$tool is not installed (make deps)" >&2; exit 1; }
 done
 
-SCRATCH_ARGS=()
-if [ -n "${BENCH_SCRATCH_PATH:-}" ]; then SCRATCH_ARGS=(--scratch-path "$BENCH_SCRATCH_PATH"); fi
-CONFIG="${BENCH_CONFIGURATION:-release}"
-for product in embedded-kafka fake-appstore receipt-verifier receipt-ingest; do
-    swift build -c "$CONFIG" "${SCRATCH_ARGS[@]}" -Xswiftc -warnings-as-errors --product "$product" >&2
-done
-BIN="$(swift build -c "$CONFIG" "${SCRATCH_ARGS[@]}" --show-bin-path)"
+source bench/lib.sh
+bench_build embedded-kafka fake-appstore receipt-verifier receipt-ingest
 
-WORK="$(mktemp -d)"
-PIDS=()
-cleanup() {
-    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-wait_for_line() {  # file prefix: prints the value of the first "prefix=value" line
-    for _ in $(seq 1 200); do
-        if grep -q "^$2=" "$1"; then grep "^$2=" "$1" | head -1 | cut -d= -f2-; return 0; fi
-        sleep 0.05
-    done
-    return 1
-}
-
-listening_port() {  # log file: the port of the "HTTP server listening" log line
-    for _ in $(seq 1 200); do
-        if grep -q '"msg":"HTTP server listening"' "$1"; then
-            grep -m1 '"msg":"HTTP server listening"' "$1" | sed 's/.*"port":\([0-9]*\).*/\1/'
-            return 0
-        fi
-        sleep 0.05
-    done
-    return 1
-}
+bench_workspace
 
 wait_ready() {  # url what log
     for _ in $(seq 1 300); do

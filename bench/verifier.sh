@@ -35,30 +35,11 @@ while [ $# -gt 0 ]; do
     esac
 done
 
-SCRATCH_ARGS=()
-if [ -n "${BENCH_SCRATCH_PATH:-}" ]; then SCRATCH_ARGS=(--scratch-path "$BENCH_SCRATCH_PATH"); fi
-CONFIG="${BENCH_CONFIGURATION:-release}"
-for product in embedded-kafka fake-appstore receipt-verifier verifier-bench; do
-    swift build -c "$CONFIG" "${SCRATCH_ARGS[@]}" -Xswiftc -warnings-as-errors --product "$product" >&2
-done
-BIN="$(swift build -c "$CONFIG" "${SCRATCH_ARGS[@]}" --show-bin-path)"
+source bench/lib.sh
+bench_build embedded-kafka fake-appstore receipt-verifier verifier-bench
 
-WORK="$(mktemp -d)"
-PIDS=()
-cleanup() {
-    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
+bench_workspace
 
-wait_for_line() {  # file prefix
-    for _ in $(seq 1 200); do
-        if grep -q "^$2=" "$1"; then grep "^$2=" "$1" | head -1 | cut -d= -f2-; return 0; fi
-        sleep 0.05
-    done
-    return 1
-}
 
 TOPICS=""
 for run in paced backlog; do
