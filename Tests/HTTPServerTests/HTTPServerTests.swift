@@ -262,6 +262,18 @@ struct HTTPServerTests {
         #expect(response.status == 431 || response.status == 413)
     }
 
+    @Test("a malformed request is answered 400 by libmicrohttpd itself, not JSON (as openapi.yaml says)")
+    func malformedRequest() throws {
+        let server = try startServer(EchoHandler())
+        defer { server.stop() }
+        let connection = try HTTPTestConnection(port: server.port)
+        try connection.send("GET / HTTP/1.1\r\nHost: x\r\nnot a header line\r\n\r\n")
+        let response = try connection.readResponse()
+        #expect(response.status == 400)
+        #expect(response.jsonObject == nil)
+        #expect(response.headers["connection"]?.lowercased() == "close")
+    }
+
     @Test("stop answers waiting requests that miss the grace period with 503, then refuses connections")
     func stopWithWaitingRequests() throws {
         let handler = HeldHandler()
