@@ -157,6 +157,7 @@ import Testing
                 {"transaction_id":"","product_id":"p","purchase_date_ms":"1"},
                 {"transaction_id":"11","purchase_date_ms":"1"},
                 {"transaction_id":"12","product_id":"p"},
+                {"transaction_id":"16","product_id":"","purchase_date_ms":"1"},
                 "not an object",
                 {"transaction_id":"13","product_id":"p","purchase_date_ms":"1"}]},
              "latest_receipt_info":[{"transaction_id":"14","product_id":"s"},
@@ -164,8 +165,8 @@ import Testing
             """#)
         #expect(response.inApp.map(\.transactionId) == ["13"])
         #expect(response.latestReceiptInfo.map(\.transactionId) == ["15"])
-        #expect(response.unusableTransactionCount == 6)
-        #expect(response.unusableTransactionIds == ["11", "12", "14"])
+        #expect(response.unusableTransactionCount == 7)
+        #expect(response.unusableTransactionIds == ["11", "12", "16", "14"])
     }
 
     @Test func aSingleUnusableLatestReceiptInfoObjectIsSkipped() throws {

@@ -49,7 +49,7 @@ extension AppleTransaction: Decodable {
             throw DecodingError.dataCorrupted(
                 .init(codingPath: decoder.codingPath, debugDescription: "transaction without transaction_id"))
         }
-        guard let productId = string("product_id") else {
+        guard let productId = string("product_id"), !productId.isEmpty else {
             throw DecodingError.dataCorrupted(
                 .init(
                     codingPath: decoder.codingPath, debugDescription: "transaction \(transactionId) without product_id")
