@@ -23,14 +23,12 @@ import Testing
         let harness = try FakeAppStoreHarness()
         // Both endpoints answer after 300 ms: production's 21007 leaves ~200 ms of the 500 for the sandbox call.
         let receipt = FakeReceipt.valid(id: "slow-sandbox", environment: "Sandbox", delayMs: 300)
-        // A whole configured timeout for the sandbox call would let its answer (at ~600 ms) arrive as a receipt.
-        let started = ContinuousClock.now
+        // A whole configured timeout for the sandbox call would let its answer (at ~600 ms) arrive as a receipt;
+        // limited to what is left of the 500 ms, it times out first (or, on a busy machine, is not even made). The
+        // outcome, not the elapsed time, is what the test judges: the suites share two busy cores.
         let answer = await answer(harness, receipt, timeoutMs: 3_000, deadlineMs: 500)
-        let elapsed = ContinuousClock.now - started
         #expect(answer.result == .retryable(.transient))
         #expect(answer.environment == .sandbox)
-        // Generous: the machine may be busy; without the fix the call would run to the fake's answer or 3 s.
-        #expect(elapsed < .milliseconds(2_500), "the sandbox call outlived the deadline: \(elapsed)")
         #expect(harness.fake.calls(receipt: "slow-sandbox").production == 1)
     }
 

@@ -1,6 +1,6 @@
 import CCurl
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The C callbacks libcurl calls. They are static members of a nonisolated type (never actor-isolated closures),

@@ -29,8 +29,9 @@ public struct Verdict: Sendable, Equatable {
 ///    listed transactions but none was usable (entries without `transaction_id`, `product_id` or
 ///    `purchase_date_ms` are skipped everywhere).
 /// 4. With an expected transaction id: it must be in `in_app` or `latest_receipt_info` (`in_app` wins when in
-///    both), else `invalid_receipt` when an unusable entry carries that id, else `transaction_not_found`; its product must equal the expected product when one is named, else
-///    `product_mismatch`; it must not carry a cancellation date, else `refunded`. The result carries that one
+///    both), else `invalid_receipt` when an unusable entry carries that id, else `transaction_not_found`; its
+///    product must equal the expected product when one is named, else `product_mismatch`; it must not carry a
+///    cancellation date, else `refunded`. The result carries that one
 ///    transaction (also when rejected for product or refund, so the caller sees what Apple holds).
 /// 5. Without one: the result carries every `in_app` transaction (or `latest_receipt_info` when `in_app` is empty,
 ///    as with `exclude-old-transactions` subscription receipts). With an expected product, some transaction must be
