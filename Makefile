@@ -16,11 +16,12 @@ build: deps
 build-release: deps
 	$(SWIFT) build -c release $(SWIFT_FLAGS)
 
-# Builds every product (the integration tests start the real executables), runs all tests, then checks the
+# Builds every product (the integration tests start the real executables), runs all tests one suite at a time
+# (process tests have timing bounds that other suites on the same 2 cores would disturb), then checks the
 # deployment files against the built binaries, the code and the docs.
 test: deps
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
-	RECEIPTS_BIN_DIR="$$($(SWIFT) build --show-bin-path)" $(SWIFT) test --skip-build 2>&1 | tee .build/test-output.log
+	RECEIPTS_BIN_DIR="$$($(SWIFT) build --show-bin-path)" $(SWIFT) test --skip-build --no-parallel 2>&1 | tee .build/test-output.log
 	@scripts/test-summary.sh .build/test-output.log
 	python3 scripts/check-deployment.py "$$($(SWIFT) build --show-bin-path)"
 
