@@ -110,7 +110,11 @@ import TestSupport
         // has a failed result.
         let malformed = try #require(try pipeline.results.results(for: "malformed-1").first)
         #expect(malformed.outcome == .failed && malformed.reason == .malformedSubmission)
+        // The DLQ records were acknowledged with the results but reach this collector on their own schedule.
+        let expectedDeadLetters = 3
+        #expect(await eventually(timeout: .seconds(20)) { pipeline.deadLetters.messages.count >= expectedDeadLetters })
         let deadLetters = try pipeline.deadLetters.messages.map { try MessageCoding.decode(DeadLetterRecord.self, from: $0.value) }
+        #expect(deadLetters.count == expectedDeadLetters, "\(deadLetters)")
         #expect(deadLetters.contains { $0.submissionId == "malformed-1" && $0.reason == .malformedSubmission })
         #expect(
             deadLetters.contains {

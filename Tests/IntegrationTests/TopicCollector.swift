@@ -15,7 +15,9 @@ final class TopicCollector: Sendable {
     init(bootstrapServers: String, topic: String) throws {
         let received = self.received
         follower = try KafkaTopicFollower(
-            configuration: KafkaConfiguration(["bootstrap.servers": bootstrapServers]), topic: topic,
+            // The mock cluster holds every fetch for fetch.wait.max.ms: keep it short so messages arrive promptly.
+            configuration: KafkaConfiguration(["bootstrap.servers": bootstrapServers, "fetch.wait.max.ms": "10"]),
+            topic: topic,
             startingAtTimestampMs: 0, logger: Logger(label: "test-collector", threshold: .error),
             refreshInterval: .seconds(1)
         ) { message in
