@@ -13,7 +13,9 @@ mkdir -p "$log_dir"
 pids=()
 
 stop_all() {
-    trap - INT TERM EXIT
+    # Cleanup is bounded (15 s per process at most): a second Ctrl-C must not cut it short and leave orphans.
+    trap '' INT TERM
+    trap - EXIT
     echo
     echo "stopping..."
     # Reverse start order: services drain into Kafka before Kafka goes away.
@@ -25,21 +27,25 @@ stop_all() {
     wait 2>/dev/null || true
     echo "stopped."
 }
-trap stop_all INT TERM EXIT
+# Ctrl-C or SIGTERM: a clean stop (exit 0); any other exit (a service died, start-up failed) keeps its status.
+trap 'stop_all; exit 0' INT TERM
+trap stop_all EXIT
 
-# Starts "$@" in the background with stdout to $1's .out and stderr to $1's .log; waits for a stdout line starting
-# with $prefix and prints its value.
-start_and_read() {
+# start_service PREFIX COMMAND...: starts COMMAND in the background (stdout to .dev/logs/<name>.out, stderr to
+# <name>.log), records its pid, waits for a stdout line "PREFIX=value" and leaves the value in REPLY.
+# (Not called in a command substitution: that would run it in a subshell and lose the pid.)
+start_service() {
     local prefix="$1"; shift
     local name; name="$(basename "$1")"
     "$@" >"$log_dir/$name.out" 2>"$log_dir/$name.log" &
-    pids+=($!)
+    local pid=$!
+    pids+=("$pid")
     for _ in $(seq 1 200); do
         if grep -q "^$prefix=" "$log_dir/$name.out" 2>/dev/null; then
-            grep -m1 "^$prefix=" "$log_dir/$name.out" | cut -d= -f2-
+            REPLY="$(grep -m1 "^$prefix=" "$log_dir/$name.out" | cut -d= -f2-)"
             return 0
         fi
-        kill -0 "${pids[-1]}" 2>/dev/null || { echo "$name exited; see $log_dir/$name.log" >&2; return 1; }
+        kill -0 "$pid" 2>/dev/null || { echo "$name exited; see $log_dir/$name.log" >&2; return 1; }
         sleep 0.1
     done
     echo "$name did not start in 20 s; see $log_dir/$name.log" >&2
@@ -62,8 +68,9 @@ export RETRY_TOPIC="${RETRY_TOPIC:-iap.receipts.retry}"
 export DLQ_TOPIC="${DLQ_TOPIC:-iap.receipts.dlq}"
 
 if [ -z "${KAFKA_BOOTSTRAP_SERVERS:-}" ]; then
-    KAFKA_BOOTSTRAP_SERVERS="$(start_and_read KAFKA_BOOTSTRAP_SERVERS "$bin_dir/embedded-kafka" --brokers 1 \
-        --topics "$RECEIPTS_TOPIC:4,$RESULTS_TOPIC:4,$RETRY_TOPIC:4,$DLQ_TOPIC:1")"
+    start_service KAFKA_BOOTSTRAP_SERVERS "$bin_dir/embedded-kafka" --brokers 1 \
+        --topics "$RECEIPTS_TOPIC:4,$RESULTS_TOPIC:4,$RETRY_TOPIC:4,$DLQ_TOPIC:1"
+    KAFKA_BOOTSTRAP_SERVERS="$REPLY"
     echo "embedded Kafka:  $KAFKA_BOOTSTRAP_SERVERS"
 else
     echo "Kafka:           $KAFKA_BOOTSTRAP_SERVERS (from the environment)"
@@ -71,7 +78,8 @@ fi
 export KAFKA_BOOTSTRAP_SERVERS
 
 if [ -z "${APPLE_VERIFY_RECEIPT_URL:-}" ]; then
-    fake_url="$(start_and_read FAKE_APPSTORE_URL "$bin_dir/fake-appstore" --port 0 --latency-ms 100)"
+    start_service FAKE_APPSTORE_URL "$bin_dir/fake-appstore" --port 0 --latency-ms 100
+    fake_url="$REPLY"
     export APPLE_VERIFY_RECEIPT_URL="$fake_url/verifyReceipt"
     export APPLE_SANDBOX_VERIFY_RECEIPT_URL="$fake_url/sandbox/verifyReceipt"
     echo "fake App Store:  $fake_url"
@@ -110,5 +118,6 @@ Ctrl-C stops everything.
 EOT
 
 # Exit (and clean up) as soon as any process dies, or on Ctrl-C.
-wait -n "${pids[@]}"
-echo "a process exited; see $log_dir/" >&2
+wait -n "${pids[@]}" || true
+echo "a process exited unexpectedly; see $log_dir/" >&2
+exit 1
