@@ -126,3 +126,33 @@ import TestSupport
         await pipeline.shutdown()
     }
 }
+
+/// Every metric family the running services expose is described for operators in docs/OPERATIONS.md.
+@Suite(.serialized) struct MetricsDocumentationTests {
+    private static let operationsGuide = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("docs/OPERATIONS.md")
+
+    private func families(at url: String) async throws -> Set<String> {
+        let response = try await TestHTTPClient.send("GET", url)
+        try #require(response.status == 200)
+        return Set(
+            response.text.split(separator: "\n").compactMap { line -> String? in
+                let parts = line.split(separator: " ")
+                return parts.count >= 3 && parts[0] == "#" && parts[1] == "TYPE" ? String(parts[2]) : nil
+            })
+    }
+
+    @Test func everyExportedMetricIsInTheOperatorsGuide() async throws {
+        let pipeline = try await Pipeline.start(withIngest: true)
+        let guide = try String(contentsOf: Self.operationsGuide, encoding: .utf8)
+        let ingest = try #require(pipeline.ingest)
+        let verifier = try #require(pipeline.runningVerifiers.first)
+        let exported = try await families(at: ingest.url("/metrics"))
+            .union(try await families(at: verifier.url("/metrics")))
+        #expect(exported.count > 20, "too few metric families: \(exported.sorted())")
+        let undocumented = exported.filter { !guide.contains("`\($0)") }.sorted()
+        #expect(undocumented.isEmpty, "metrics missing from docs/OPERATIONS.md: \(undocumented)")
+        await pipeline.shutdown()
+    }
+}
