@@ -23,6 +23,7 @@ final class Pipeline: Sendable {
     let deadLetters: TopicCollector
     let verifierEnvironment: [String: String]
     private let verifiers = Mutex<[VerifierProcess]>([])
+    private let crashed = Mutex<Set<ObjectIdentifier>>([])
 
     private init(
         kafka: EmbeddedKafkaProcess, fake: FakeAppStoreProcess, ingest: IngestProcess?, producer: KafkaProducer,
@@ -79,6 +80,13 @@ final class Pipeline: Sendable {
 
     var runningVerifiers: [VerifierProcess] { verifiers.withLock { $0 }.filter { $0.process.isRunning } }
 
+    /// SIGKILLs `verifier` on purpose (a crash the test causes); every other verifier must still be running at
+    /// shutdown.
+    func crash(_ verifier: VerifierProcess) async {
+        _ = crashed.withLock { $0.insert(ObjectIdentifier(verifier)) }
+        await verifier.kill()
+    }
+
     /// POSTs a submission to the ingest; returns the submission id of its 202.
     func submitThroughIngest(_ body: [String: Any]) async throws -> String {
         let ingest = try #require(ingest, "the pipeline was started without the ingest")
@@ -110,6 +118,11 @@ final class Pipeline: Sendable {
 
     /// Stops everything; verifiers and the ingest must exit 0 on SIGTERM.
     func shutdown() async {
+        // A verifier that died by itself (not crashed by the test) is a failure even if the others covered for it.
+        let crashedOnPurpose = crashed.withLock { $0 }
+        for verifier in verifiers.withLock({ $0 }) where !crashedOnPurpose.contains(ObjectIdentifier(verifier)) {
+            #expect(verifier.process.isRunning, "\(verifier.process.name) died during the test: \(verifier.process.stderrTail())")
+        }
         for verifier in runningVerifiers {
             let status = await verifier.stop()
             #expect(status == 0, "verifier exited \(String(describing: status)): \(verifier.process.stderrTail())")

@@ -48,6 +48,7 @@ import TestSupport
         let ids = try await produceValid(pipeline, count: 200, prefix: "shared")
         #expect(await pipeline.waitForResults(ids))
         try expectResultsAgree(pipeline, ids: ids)
+        #expect(pipeline.runningVerifiers.count == 2, "a verifier died during the load")
         for verifier in pipeline.runningVerifiers {
             let verified = await verifier.metricSum("verifier_results_total", labels: ["outcome=\"verified\""]) ?? 0
             #expect(verified > 0, "a verifier produced no result")
@@ -64,7 +65,7 @@ import TestSupport
         let someDone = await eventually(timeout: .seconds(30)) { pipeline.results.answeredIds().count >= 50 }
         #expect(someDone)
         let victim = try #require(pipeline.runningVerifiers.first)
-        await victim.kill()
+        await pipeline.crash(victim)
         #expect(pipeline.results.answeredIds().count < ids.count, "the load finished before the crash")
 
         try await pipeline.startVerifier(name: "receipt-verifier-restarted")
