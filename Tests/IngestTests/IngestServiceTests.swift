@@ -234,7 +234,11 @@ struct IngestServiceTests {
             body: Array(#"{"receipt_data":"aGVsbG8="}"#.utf8))
         #expect(waitUntil { publisher.heldCount == 1 })
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(200)) { publisher.completeHeld() }
+        let drainStarted = Clock.monotonicNanoseconds()
         running.service.drain()
+        // drain returned only after the held delivery was reported (released 200 ms after the drain began).
+        #expect(publisher.heldCount == 0)
+        #expect(Clock.secondsSince(drainStarted) >= 0.15)
         #expect(try connection.readResponse().status == 202)
     }
 }
