@@ -38,6 +38,13 @@ struct ResultIndexTests {
         func append(_ outcome: ResultIndex.WaitOutcome) { list.withLock { $0.append(outcome) } }
     }
 
+    /// "id: outcome" of each waiter whose completion ran, in order.
+    final class EndedWaiters: Sendable {
+        private let list = Mutex<[String]>([])
+        var all: [String] { list.withLock { $0 } }
+        func append(_ entry: String) { list.withLock { $0.append(entry) } }
+    }
+
     private func makeIndex(
         _ time: ManualTime, maxEntries: Int = 1000, maxBytes: Int = 1 << 20, maxPending: Int = 1000,
         maxAgeMs: Int64 = 60_000
@@ -264,16 +271,29 @@ struct ResultIndexTests {
     func waitersInAnyOrder() {
         let time = ManualTime()
         let index = makeIndex(time)
-        let outcomes = Outcomes()
-        index.wait(for: "late", timeoutMs: 300) { _ in outcomes.append(.verdict(Array("late".utf8))) }
-        index.wait(for: "early", timeoutMs: 100) { _ in outcomes.append(.verdict(Array("early".utf8))) }
-        index.wait(for: "middle", timeoutMs: 200) { _ in outcomes.append(.verdict(Array("middle".utf8))) }
-        time.advance(by: 100)
+        let outcomes = Outcomes()  // which waiter ended, in order
+        let ended = EndedWaiters()
+        for (id, timeoutMs) in [("late", 300), ("early", 100), ("middle", 200)] {
+            index.wait(for: id, timeoutMs: timeoutMs) { outcome in
+                outcomes.append(.verdict(Array(id.utf8)))
+                ended.append("\(id): \(outcome)")
+            }
+        }
+        time.advance(by: 99)
+        #expect(ended.all.isEmpty)
+        time.advance(by: 1)
         #expect(outcomes.all == [.verdict(Array("early".utf8))])
-        time.advance(by: 100)
+        #expect(ended.all == ["early: timedOut"])
+        time.advance(by: 99)
+        #expect(ended.all == ["early: timedOut"])
+        time.advance(by: 1)
         #expect(outcomes.all.count == 2)
-        time.advance(by: 100)
+        #expect(ended.all == ["early: timedOut", "middle: timedOut"])
+        time.advance(by: 99)
+        #expect(ended.all == ["early: timedOut", "middle: timedOut"])
+        time.advance(by: 1)
         #expect(outcomes.all.count == 3)
+        #expect(ended.all == ["early: timedOut", "middle: timedOut", "late: timedOut"])
     }
 
     @Test("a result whose predecessor expired but was not evicted yet is indexed, not dropped as a duplicate")
