@@ -288,6 +288,8 @@ import Testing
     @Test func idleConnectionsClosedByTheServerAreNotReused() async throws {
         let harness = try FakeAppStoreHarness()
         #expect(await harness.verify(FakeReceipt.valid()).verdict?.outcome == .verified)
+        let oldPort = harness.fake.port
+        let oldURL = harness.fake.productionURL
         // The keep-alive connection is idle in the client's pool; the server goes away and closes it.
         harness.fake.stop()
         try await Task.sleep(for: .milliseconds(100))
@@ -298,16 +300,35 @@ import Testing
         }
         #expect(error.kind == .connectionFailed)
 
-        let replacement = FakeAppStoreServer(
-            configuration: .init(threadCount: 1), logger: .quiet)
+        // The replacement listens on the old port (the HTTP server binds with SO_REUSEADDR), so the same URL
+        // reaches it: a connection the client still held for that host and port would be tried first.
+        let listen = ListenAddress(host: "127.0.0.1", port: oldPort)
+        let replacement = FakeAppStoreServer(configuration: .init(listen: listen, threadCount: 1), logger: .quiet)
         try replacement.start()
         defer { replacement.stop() }
+        #expect(replacement.productionURL == oldURL)
         let body = Array(#"{"receipt-data":"\#(FakeReceipt.valid())"}"#.utf8)
+        var opened: [Int] = []
         for _ in 0..<3 {
-            let response = try await harness.client.post(HTTPClientRequest(url: replacement.productionURL, body: body))
-                .get()
+            let response = try await harness.client.post(HTTPClientRequest(url: oldURL, body: body)).get()
             #expect(response.status == 200)
+            opened.append(response.connectionsOpened)
         }
+        #expect(opened == [1, 0, 0])
+        // Now a keep-alive connection to the replacement is certainly pooled: replace the server again on the same
+        // port without any failing request in between. Reusing the dead connection would fail the next request.
+        replacement.stop()
+        try await Task.sleep(for: .milliseconds(100))
+        let second = FakeAppStoreServer(configuration: .init(listen: listen, threadCount: 1), logger: .quiet)
+        try second.start()
+        defer { second.stop() }
+        opened = []
+        for _ in 0..<3 {
+            let response = try await harness.client.post(HTTPClientRequest(url: oldURL, body: body)).get()
+            #expect(response.status == 200)
+            opened.append(response.connectionsOpened)
+        }
+        #expect(opened == [1, 0, 0])  // a fresh connection to the new server, then kept alive
     }
 
     @Test func releasingTheClientFailsWhatIsInFlight() async throws {
