@@ -178,7 +178,10 @@ struct VerificationEngineTests {
         #expect(registry.render().contains("verifier_abandoned_messages_total 1"))
         // s-1 finishes after the partition was given up: the new owner reads it again, so nothing is written here
         // (no second retry chain) and its offset is not stored.
+        #expect(engine.snapshot.appleInFlight == 1)  // still at Apple: the wait below is for its late end
         verifier.answer("s-1", with: Samples.unavailable)
+        // The late round has reached its end (the engine counts it off Apple) before "nothing written" is judged.
+        await settles("late round ended") { engine.snapshot.appleInFlight == 0 }
         try await Task.sleep(for: .milliseconds(50))
         #expect(publisher.published.count == 1)
         #expect(publisher.state.withLock { $0.attempts } == 1)
@@ -197,9 +200,11 @@ struct VerificationEngineTests {
         // librdkafka reset the position to an earlier offset (OFFSET_OUT_OF_RANGE after a truncation).
         engine.consume(Samples.message("s-3", offset: 3))
         await settles("the earlier offset is processed") { verifier.pendingIds.count == 2 }
+        #expect(engine.snapshot.appleInFlight == 2)
         verifier.answer("s-5", with: Samples.unavailable)
         verifier.answer("s-3", with: Samples.verified())
         await settles("stored") { control.stored(Samples.receipts) == [4] }
+        await settles("both rounds ended") { engine.snapshot.appleInFlight == 0 }
         try await Task.sleep(for: .milliseconds(30))
         #expect(publisher.published.count == 1)  // the old position's round wrote nothing
         #expect(publisher.records(of: .result).first?.header(MessageHeaders.submissionId) == "s-3")
@@ -236,7 +241,9 @@ struct VerificationEngineTests {
         let drained = await Task.detached { engine.drain(timeout: .milliseconds(30)) }.value
         #expect(!drained)
         // The App Store client is shut down after the drain: its running rounds end without a verdict.
+        #expect(engine.snapshot.appleInFlight == 1)  // still at Apple: the wait below is for its late end
         verifier.answerAll(with: Samples.unavailable)
+        await settles("late round ended") { engine.snapshot.appleInFlight == 0 }
         try await Task.sleep(for: .milliseconds(50))
         #expect(publisher.published.isEmpty)  // no retry record: the message is read again after the restart
         #expect(publisher.state.withLock { $0.attempts } == 0)
