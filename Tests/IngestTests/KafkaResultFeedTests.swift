@@ -19,7 +19,15 @@ struct KafkaResultFeedTests {
         feed.start { _ in }
         #expect(await eventually(timeout: .seconds(5), interval: .milliseconds(20)) { feed.isCaughtUp })
         #expect(ContinuousClock.now - started >= .milliseconds(300))
-        // Once caught up, it stays so.
+        // Once caught up, it stays so (watched for about a second).
+        #expect(feed.isCaughtUp)
+        let watchUntil = ContinuousClock.now + .seconds(1)
+        var fellBehind = false
+        while ContinuousClock.now < watchUntil, !fellBehind {
+            fellBehind = !feed.isCaughtUp
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(!fellBehind)
         #expect(feed.isCaughtUp)
     }
 
