@@ -111,8 +111,16 @@ struct IngestServiceTests {
         let id = try #require(response.jsonObject?["submission_id"] as? String)
         #expect(running.publisher.published.first?.headers.first?.value == Array(id.utf8))
         #expect(Clock.secondsSince(started) < 2.5)
-        // The late report is ignored.
+        // The late report is ignored: no second answer (the kafka_timeout rejection stays the only one). Its
+        // success is still counted as delivered (the submission is in Kafka), and nothing waits for Kafka any more.
+        let rejection = #"ingest_submissions_rejected_total{code="kafka_timeout"} 1"#
+        #expect(running.metrics.render().contains(rejection))
+        #expect(running.metrics.render().contains(#"ingest_kafka_deliveries_total{result="delivered"} 0"#))
         running.publisher.completeHeld()
+        let after = running.metrics.render()
+        #expect(after.contains(rejection))
+        #expect(after.contains(#"ingest_kafka_deliveries_total{result="delivered"} 1"#))
+        #expect(after.contains("ingest_requests_waiting_for_kafka 0"))
     }
 
     @Test("Kafka trouble is 503 with Retry-After", arguments: [
