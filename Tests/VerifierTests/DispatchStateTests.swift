@@ -159,10 +159,46 @@ struct DispatchStateTests {
         #expect(stores(state.complete(again)) == [2])
     }
 
-    @Test func assignmentExplicitlyResumesOrPausesEachNewPartition() {
+    @Test func assignmentExplicitlyResumesOrPausesEachNewPartition() throws {
         var state = State(limits: DispatchLimits(maxInFlight: 4, partitionWindow: 8))
         let step = state.assign([p0], nowNs: 0)
         #expect(step.controls?.actions == [.resume(p0)])
+
+        // The pause half: a partition assigned while the breaker is open with work waiting starts paused.
+        var held = State(
+            limits: DispatchLimits(maxInFlight: 8, partitionWindow: 100),
+            breaker: AppleCircuitBreaker(
+                configuration: .init(
+                    windowSize: 2, minimumObservations: 2, failureRatio: 0.5, initialProbeInterval: .seconds(1),
+                    maximumProbeInterval: .seconds(4))))
+        #expect(held.assign([p0], nowNs: 0).controls?.actions == [.resume(p0)])
+        var dispatches: [State.Dispatch] = []
+        for offset in 0..<2 {
+            let ticket = try #require(held.admit(p0, offset: Int64(offset)).0)
+            dispatches += held.enqueue(ticket, work: offset, nowNs: 0).dispatches
+        }
+        #expect(dispatches.count == 2)
+        let transitions = dispatches.compactMap {
+            held.appleFinished($0, appleAnswered: false, nowNs: 0).breakerTransition
+        }
+        #expect(transitions == [.opened])
+        let waiting = try #require(held.admit(p0, offset: 2).0)
+        #expect(held.enqueue(waiting, work: 2, nowNs: 0).dispatches.isEmpty)
+        #expect(held.pausedPartitions == [p0])
+        #expect(held.assign([p1], nowNs: 0).controls?.actions == [.pause(p1)])
+        #expect(Set(held.pausedPartitions) == [p0, p1])
+
+        // And while too many admitted messages wait for Apple (the pending gate), also without the breaker.
+        var crowded = State(
+            limits: DispatchLimits(
+                maxInFlight: 1, partitionWindow: 100, partitionResumeMark: 50, pendingLimit: 2, pendingResumeMark: 1))
+        #expect(crowded.assign([p0], nowNs: 0).controls?.actions == [.resume(p0)])
+        for offset in 0..<3 {
+            let ticket = try #require(crowded.admit(p0, offset: Int64(offset)).0)
+            _ = crowded.enqueue(ticket, work: offset, nowNs: 0)
+        }
+        #expect(crowded.pausedPartitions == [p0])
+        #expect(crowded.assign([p1], nowNs: 0).controls?.actions == [.pause(p1)])
     }
 
     @Test func stopPausesEverythingAndDropsWhatHasNotStarted() throws {
