@@ -270,7 +270,8 @@ struct KafkaClusterTests {
         ) { message in received.append(message.text) }
         follower.start()
         defer { follower.close(timeout: .seconds(5)) }
-        try await Task.sleep(for: .milliseconds(300))
+        // Positioned at the end of every partition before anything is produced (the mock makes 4).
+        #expect(await eventually(timeout: .seconds(10)) { follower.partitions.count == 4 })
         let producer = try KafkaProducer(
             configuration: producerConfiguration(cluster.bootstrapServers), logger: quietLogger)
         defer { producer.close(timeout: .seconds(5)) }
