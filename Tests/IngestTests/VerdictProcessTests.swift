@@ -212,8 +212,10 @@ struct VerdictProcessTests {
         let ingest = try await IngestProcess.start(
             environment: cluster.environment.merging(["RESULT_INDEX_REPLAY_SECONDS": "all"]) { $1 },
             waitUntilReady: false)
-        // (The producer may need a moment to reach the broker: that is the other reason for 503.)
-        #expect(await eventually(timeout: .seconds(2)) {
+        // (The producer may need a moment to reach the broker: that is the other reason for 503.) The read-back
+        // answer lasts at least the feed's quiet period (500 ms) after the last result read: polled often, with
+        // room for a slow process start on a busy machine.
+        #expect(await eventually(timeout: .seconds(10), interval: .milliseconds(20)) {
             let early = try? await TestHTTPClient.send("GET", ingest.url("/readyz"))
             return early?.status == 503 && early?.jsonObject?["reason"] as? String == "reading back recent results"
         })
