@@ -188,9 +188,7 @@ public struct DispatchState<Work: Sendable>: Sendable {
         guard isCurrent(ticket), partitions[ticket.partition]?.heldOffsets.remove(ticket.offset) != nil else {
             return step
         }
-        waiting.append(Waiting(ticket: ticket, work: work))
-        dispatchWaiting(nowNs: nowNs, into: &step)
-        reconcile(into: &step)
+        queueForApple(ticket, work: work, nowNs: nowNs, into: &step)
         return step
     }
 
@@ -201,10 +199,15 @@ public struct DispatchState<Work: Sendable>: Sendable {
             drop(ticket, into: &step)
             return step
         }
+        queueForApple(ticket, work: work, nowNs: nowNs, into: &step)
+        return step
+    }
+
+    /// Queues `work` behind what already waits, dispatches what the limits allow, and re-evaluates pauses.
+    private mutating func queueForApple(_ ticket: MessageTicket, work: Work, nowNs: UInt64, into step: inout Step) {
         waiting.append(Waiting(ticket: ticket, work: work))
         dispatchWaiting(nowNs: nowNs, into: &step)
         reconcile(into: &step)
-        return step
     }
 
     /// A round at Apple ended. `appleAnswered` is false when it ended without a verdict (Apple unavailable); it
