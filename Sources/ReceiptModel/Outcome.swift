@@ -11,9 +11,15 @@ public enum Outcome: String, Codable, Sendable, CaseIterable {
 /// Why a result is not `verified` (`reason`). The raw values are part of the contract: never rename them.
 public enum Reason: String, Codable, Sendable, CaseIterable {
     case invalidReceipt = "invalid_receipt"
+    /// A signed transaction, notification or receipt whose signature or certificate chain does not verify.
+    case invalidSignature = "invalid_signature"
     case bundleMismatch = "bundle_mismatch"
     case transactionNotFound = "transaction_not_found"
     case productMismatch = "product_mismatch"
+    /// `PRODUCT_CATALOG_FILE` is set and no transaction of the submission is of a product it lists.
+    case unknownProduct = "unknown_product"
+    /// The transaction carries another `appAccountToken` than the submission's `expected_app_account_token`.
+    case accountMismatch = "account_mismatch"
     case refunded
     case noPurchases = "no_purchases"
     case sandboxNotAllowed = "sandbox_not_allowed"
@@ -24,8 +30,8 @@ public enum Reason: String, Codable, Sendable, CaseIterable {
     /// The outcome a result with this reason carries: a permanent no, or no verdict at all.
     public var outcome: Outcome {
         switch self {
-        case .invalidReceipt, .bundleMismatch, .transactionNotFound, .productMismatch, .refunded, .noPurchases,
-            .sandboxNotAllowed:
+        case .invalidReceipt, .invalidSignature, .bundleMismatch, .transactionNotFound, .productMismatch,
+            .unknownProduct, .accountMismatch, .refunded, .noPurchases, .sandboxNotAllowed:
             .rejected
         case .malformedSubmission, .appleUnavailable, .configError:
             .failed
@@ -37,4 +43,34 @@ public enum Reason: String, Codable, Sendable, CaseIterable {
 public enum AppStoreEnvironment: String, Codable, Sendable, CaseIterable {
     case production = "Production"
     case sandbox = "Sandbox"
+}
+
+/// What a verdict rests on (`source`).
+public enum VerificationSource: String, Codable, Sendable, CaseIterable {
+    /// Apple's legacy verifyReceipt answer.
+    case verifyReceipt = "verify_receipt"
+    /// An App Store Server API answer (Get Transaction Info, Get Transaction History), its signed data verified.
+    case serverAPI = "server_api"
+    /// A StoreKit 2 signed transaction checked locally only (no App Store Server API key configured, or
+    /// `SIGNED_TRANSACTION_CONFIRM=never`).
+    case signedTransaction = "signed_transaction"
+}
+
+/// What kind of in-app product a transaction is for (`product_type`).
+public enum ProductType: String, Codable, Sendable, CaseIterable {
+    case consumable
+    case nonConsumable = "non_consumable"
+    case autoRenewable = "auto_renewable"
+    case nonRenewing = "non_renewing"
+
+    /// Apple's spelling in signed transactions (`type`) and the App Store Server API (`productType` query values).
+    public init?(appleType: String) {
+        switch appleType {
+        case "Consumable", "CONSUMABLE": self = .consumable
+        case "Non-Consumable", "NON_CONSUMABLE": self = .nonConsumable
+        case "Auto-Renewable Subscription", "AUTO_RENEWABLE": self = .autoRenewable
+        case "Non-Renewing Subscription", "NON_RENEWABLE": self = .nonRenewing
+        default: return nil
+        }
+    }
 }

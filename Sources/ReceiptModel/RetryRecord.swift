@@ -15,10 +15,14 @@ public struct RetryRecord: Codable, Sendable, Equatable {
     public var notBeforeMs: Int64
     public var lastAppleStatus: Int?
     public var lastError: String
+    /// The backend asked in the last round (null in records written before it was recorded).
+    public var source: VerificationSource?
 
     public init(
-        submission: Submission, round: Int, attempts: Int, notBeforeMs: Int64, lastAppleStatus: Int?, lastError: String
+        submission: Submission, round: Int, attempts: Int, notBeforeMs: Int64, lastAppleStatus: Int?, lastError: String,
+        source: VerificationSource? = nil
     ) {
+        self.source = source
         self.schemaVersion = Self.currentSchemaVersion
         self.submission = submission
         self.round = round
@@ -34,5 +38,6 @@ public struct RetryRecord: Codable, Sendable, Equatable {
         case notBeforeMs = "not_before_ms"
         case lastAppleStatus = "last_apple_status"
         case lastError = "last_error"
+        case source
     }
 }

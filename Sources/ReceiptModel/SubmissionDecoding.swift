@@ -7,7 +7,18 @@ public struct MalformedSubmission: Error, Sendable, Equatable, CustomStringConve
     public let submissionId: String?
     public let orderId: String?
     public let userId: String?
+    public let clientId: String?
     public let problem: String
+
+    public init(
+        submissionId: String?, orderId: String?, userId: String?, clientId: String? = nil, problem: String
+    ) {
+        self.submissionId = submissionId
+        self.orderId = orderId
+        self.userId = userId
+        self.clientId = clientId
+        self.problem = problem
+    }
 
     public var description: String { problem }
 }
@@ -15,11 +26,15 @@ public struct MalformedSubmission: Error, Sendable, Equatable, CustomStringConve
 extension Submission {
     /// Upper bound on `submission_id` length; longer ids are refused (they end up in keys, headers and indexes).
     public static let maximumIdLength = 256
+    /// Upper bound on the other id fields (`order_id`, `user_id`, `client_id`, the expected ids).
+    public static let maximumFieldLength = 512
 
     /// Decodes and validates a submission as produced by the ingest or directly by a backend.
     ///
-    /// Tolerates what independent producers send: unknown fields, line breaks in the base64, ids as JSON numbers.
-    /// The returned submission's `receiptData` is normalized (one line).
+    /// Tolerates what independent producers send: unknown fields, line breaks in the base64, ids as JSON integers
+    /// (read as their digits), null for an absent optional field. Refuses everything else: a contract field of the
+    /// wrong JSON type is never read as "absent" (an expectation silently dropped would verify a purchase the
+    /// submitter did not name). The returned submission's proof is normalized.
     public static func decodeValidated(from bytes: [UInt8]) throws(MalformedSubmission) -> Submission {
         let object: [String: Any]
         do {
@@ -33,65 +48,172 @@ extension Submission {
             throw MalformedSubmission(submissionId: nil, orderId: nil, userId: nil, problem: "not valid JSON")
         }
 
-        let submissionId = stringField(object["submission_id"])
-        let orderId = stringField(object["order_id"])
-        let userId = stringField(object["user_id"])
+        // Echoed fields are read leniently first, so that a malformed message still yields a result that names them.
+        let submissionId = try? idField(object, "submission_id")
+        let orderId = try? idField(object, "order_id")
+        let userId = try? idField(object, "user_id")
+        let clientId = (try? stringField(object, "client_id")) ?? nil
         func malformed(_ problem: String) -> MalformedSubmission {
-            let usableId = submissionId.flatMap { $0.isEmpty || $0.count > maximumIdLength ? nil : $0 }
-            return MalformedSubmission(submissionId: usableId, orderId: orderId, userId: userId, problem: problem)
+            let usableId = submissionId.flatMap { $0 }.flatMap { $0.isEmpty || $0.count > maximumIdLength ? nil : $0 }
+            return MalformedSubmission(
+                submissionId: usableId, orderId: orderId ?? nil, userId: userId ?? nil, clientId: clientId,
+                problem: problem)
         }
 
-        guard let version = intField(object["schema_version"]) else {
-            throw malformed("schema_version is missing or not an integer")
-        }
-        guard version == currentSchemaVersion else {
-            throw malformed("schema_version \(version) is not supported (this verifier reads \(currentSchemaVersion))")
-        }
-        guard let submissionId, !submissionId.isEmpty else { throw malformed("submission_id is missing or empty") }
-        guard submissionId.count <= maximumIdLength else {
-            throw malformed("submission_id is longer than \(maximumIdLength) characters")
-        }
-        guard let rawReceipt = object["receipt_data"] as? String else {
-            throw malformed("receipt_data is missing or not a string")
-        }
-        let receipt: String
-        do {
-            receipt = try ReceiptData.normalize(rawReceipt)
+        do throws(FieldProblem) {
+            guard let version = try integerField(object, "schema_version") else {
+                throw FieldProblem("schema_version is missing")
+            }
+            guard version == Int64(currentSchemaVersion) else {
+                throw FieldProblem(
+                    "schema_version \(version) is not supported (this verifier reads \(currentSchemaVersion))")
+            }
+            guard let id = try idField(object, "submission_id"), !id.isEmpty else {
+                throw FieldProblem("submission_id is missing or empty")
+            }
+            guard id.count <= maximumIdLength else {
+                throw FieldProblem("submission_id is longer than \(maximumIdLength) characters")
+            }
+            let proof = try proofField(object)
+            let submittedAt = try integerField(object, "submitted_at_ms") ?? 0
+            var token: String?
+            if let rawToken = try stringField(object, "expected_app_account_token") {
+                guard let normalized = AppAccountToken.normalize(rawToken) else {
+                    throw FieldProblem("expected_app_account_token is not a UUID")
+                }
+                token = normalized
+            }
+            return Submission(
+                submissionId: id, proof: proof, clientId: try stringField(object, "client_id"),
+                orderId: try idField(object, "order_id"), userId: try idField(object, "user_id"),
+                expectedTransactionId: try idField(object, "expected_transaction_id"),
+                expectedProductId: try stringField(object, "expected_product_id"),
+                expectedAppAccountToken: token, submittedAtMs: submittedAt)
         } catch {
-            throw malformed(error.description)
-        }
-        let submittedAt = intField(object["submitted_at_ms"]).map(Int64.init) ?? 0
-
-        return Submission(
-            submissionId: submissionId, receiptData: receipt, orderId: orderId, userId: userId,
-            expectedTransactionId: stringField(object["expected_transaction_id"]),
-            expectedProductId: stringField(object["expected_product_id"]), submittedAtMs: submittedAt)
-    }
-
-    /// A string, or a JSON integer written as its decimal digits (ids sometimes arrive as numbers); null is nil.
-    static func stringField(_ value: Any?) -> String? {
-        switch value {
-        case let string as String: return string
-        case let number as NSNumber where !isBoolean(number):
-            let double = number.doubleValue
-            if double == double.rounded(), abs(double) < 9.0e15 { return String(number.int64Value) }
-            return number.stringValue
-        default: return nil
+            throw malformed(error.problem)
         }
     }
 
-    static func intField(_ value: Any?) -> Int? {
-        switch value {
-        case let number as NSNumber where !isBoolean(number):
-            let double = number.doubleValue
-            return double == double.rounded() && abs(double) < 9.0e15 ? number.intValue : nil
-        case let string as String: return Int(string)
-        default: return nil
+    struct FieldProblem: Error {
+        let problem: String
+        init(_ problem: String) { self.problem = problem }
+    }
+
+    /// Exactly one of the three proof fields, normalized.
+    private static func proofField(_ object: [String: Any]) throws(FieldProblem) -> PurchaseProof {
+        let receipt = try stringField(object, "receipt_data", maximumLength: nil)
+        let signed = try stringField(object, "signed_transaction", maximumLength: nil)
+        let transactionId = try idField(object, "transaction_id")
+        let present = [receipt, signed, transactionId].compactMap { $0 }.count
+        guard present == 1 else {
+            throw FieldProblem(
+                present == 0
+                    ? "none of receipt_data, signed_transaction, transaction_id is present"
+                    : "more than one of receipt_data, signed_transaction, transaction_id is present")
+        }
+        if let receipt {
+            do {
+                return .receipt(try ReceiptData.normalize(receipt))
+            } catch {
+                throw FieldProblem(error.description)
+            }
+        }
+        if let signed {
+            do {
+                return .signedTransaction(try SignedTransactionText.normalize(signed))
+            } catch {
+                throw FieldProblem(error.description)
+            }
+        }
+        guard let transactionId, TransactionIdText.isValid(transactionId) else {
+            throw FieldProblem("transaction_id must be Apple's decimal transaction id")
+        }
+        return .transactionId(transactionId)
+    }
+
+    /// A string, or a JSON integer written as its decimal digits (ids sometimes arrive as numbers). Absent or null:
+    /// nil. Any other type: a problem.
+    static func idField(_ object: [String: Any], _ name: String) throws(FieldProblem) -> String? {
+        switch object[name] {
+        case nil, is NSNull:
+            return nil
+        case let string as String:
+            guard string.utf8.count <= maximumFieldLength else {
+                throw FieldProblem("\(name) is longer than \(maximumFieldLength) bytes")
+            }
+            return string.isEmpty ? nil : string
+        case let number as NSNumber where !JSONNumbers.isBoolean(number):
+            guard let digits = JSONNumbers.integerText(number) else {
+                throw FieldProblem("\(name) must be a string or an integer")
+            }
+            return digits
+        default:
+            throw FieldProblem("\(name) must be a string or an integer")
         }
     }
 
-    private static func isBoolean(_ number: NSNumber) -> Bool {
-        // JSONSerialization decodes booleans as NSNumber too; only they carry the `char` type encoding.
+    static func stringField(
+        _ object: [String: Any], _ name: String, maximumLength: Int? = maximumFieldLength
+    ) throws(FieldProblem) -> String? {
+        switch object[name] {
+        case nil, is NSNull:
+            return nil
+        case let string as String:
+            if let maximumLength, string.utf8.count > maximumLength {
+                throw FieldProblem("\(name) is longer than \(maximumLength) bytes")
+            }
+            return string.isEmpty ? nil : string
+        default:
+            throw FieldProblem("\(name) must be a string")
+        }
+    }
+
+    static func integerField(_ object: [String: Any], _ name: String) throws(FieldProblem) -> Int64? {
+        switch object[name] {
+        case nil, is NSNull:
+            return nil
+        case let number as NSNumber where !JSONNumbers.isBoolean(number):
+            guard let value = JSONNumbers.integer(number) else { throw FieldProblem("\(name) must be an integer") }
+            return value
+        default:
+            throw FieldProblem("\(name) must be an integer")
+        }
+    }
+}
+
+/// Helpers for numbers decoded by `JSONSerialization`.
+public enum JSONNumbers {
+    /// JSONSerialization decodes `true`/`false` as NSNumber too; only they carry the `char` type encoding.
+    public static func isBoolean(_ number: NSNumber) -> Bool {
         String(cString: number.objCType) == "c"
+    }
+
+    /// The number as an integer when it is one exactly (within ±9e15, where doubles are exact).
+    public static func integer(_ number: NSNumber) -> Int64? {
+        let double = number.doubleValue
+        guard double == double.rounded(), abs(double) < 9.0e15 else { return nil }
+        return number.int64Value
+    }
+
+    public static func integerText(_ number: NSNumber) -> String? {
+        integer(number).map { String($0) }
+    }
+}
+
+/// Apple transaction ids as submitted in `transaction_id`: decimal digits.
+public enum TransactionIdText {
+    public static let maximumLength = 64
+
+    public static func isValid(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.count <= maximumLength
+            && text.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
+    }
+}
+
+/// `appAccountToken` values: UUIDs, compared lower-cased.
+public enum AppAccountToken {
+    /// The lower-cased UUID, or nil when `text` is not one.
+    public static func normalize(_ text: String) -> String? {
+        UUID(uuidString: text).map { $0.uuidString.lowercased() }
     }
 }

@@ -1,4 +1,7 @@
-/// One normalized Apple transaction in a result message. Ids are strings, `*_ms` integers, absent values null.
+/// One normalized Apple transaction, as results and purchase events carry it. Ids are strings, `*_ms` integers,
+/// absent values null. The same purchase has the same `credit_key` whichever source verified it.
+///
+/// A crediting service credits exactly the transactions with `creditable: true` and dedupes on `credit_key`.
 public struct VerifiedTransaction: Codable, Sendable, Equatable {
     public var transactionId: String
     public var originalTransactionId: String?
@@ -6,18 +9,33 @@ public struct VerifiedTransaction: Codable, Sendable, Equatable {
     public var quantity: Int
     public var purchaseDateMs: Int64
     public var expiresDateMs: Int64?
+    /// When Apple refunded or revoked the purchase (verifyReceipt's `cancellation_date_ms`, a signed transaction's
+    /// `revocationDate`).
     public var cancellationDateMs: Int64?
     public var cancellationReason: String?
     public var webOrderLineItemId: String?
     public var inAppOwnershipType: String?
     public var isTrialPeriod: Bool
+    /// The UUID the app set at purchase (`appAccountToken`), lower-cased; null when Apple's data has none.
+    public var appAccountToken: String?
+    public var productType: ProductType?
+    /// A signed transaction's `revocationType` (`REFUND_FULL`, `REFUND_PRORATED`, `FAMILY_REVOKE`).
+    public var revocationType: String?
+    /// A signed transaction's `revocationPercentage`: thousandths of a percent refunded (50000 = 50%).
+    public var revocationPercentage: Int?
     /// `apple:<environment lower-cased>:<transaction_id>`: the key a crediting service dedupes on.
     public var creditKey: String
+    /// False when refunded, revoked, or not in a configured product catalog: credit exactly the creditable ones.
+    public var creditable: Bool
+    /// The product catalog entry's `credit` object, or null (no catalog, or the product is not in it).
+    public var credit: JSONValue?
 
     public init(
         transactionId: String, originalTransactionId: String?, productId: String, quantity: Int, purchaseDateMs: Int64,
         expiresDateMs: Int64? = nil, cancellationDateMs: Int64? = nil, cancellationReason: String? = nil,
         webOrderLineItemId: String? = nil, inAppOwnershipType: String? = nil, isTrialPeriod: Bool = false,
+        appAccountToken: String? = nil, productType: ProductType? = nil, revocationType: String? = nil,
+        revocationPercentage: Int? = nil, creditable: Bool = true, credit: JSONValue? = nil,
         environment: AppStoreEnvironment
     ) {
         self.transactionId = transactionId
@@ -31,7 +49,13 @@ public struct VerifiedTransaction: Codable, Sendable, Equatable {
         self.webOrderLineItemId = webOrderLineItemId
         self.inAppOwnershipType = inAppOwnershipType
         self.isTrialPeriod = isTrialPeriod
+        self.appAccountToken = appAccountToken
+        self.productType = productType
+        self.revocationType = revocationType
+        self.revocationPercentage = revocationPercentage
         self.creditKey = Self.creditKey(environment: environment, transactionId: transactionId)
+        self.creditable = creditable
+        self.credit = credit
     }
 
     public static func creditKey(environment: AppStoreEnvironment, transactionId: String) -> String {
@@ -50,7 +74,13 @@ public struct VerifiedTransaction: Codable, Sendable, Equatable {
         case webOrderLineItemId = "web_order_line_item_id"
         case inAppOwnershipType = "in_app_ownership_type"
         case isTrialPeriod = "is_trial_period"
+        case appAccountToken = "app_account_token"
+        case productType = "product_type"
+        case revocationType = "revocation_type"
+        case revocationPercentage = "revocation_percentage"
         case creditKey = "credit_key"
+        case creditable
+        case credit
     }
 
     // Absent values are written as null (the contract), not omitted.
@@ -67,6 +97,35 @@ public struct VerifiedTransaction: Codable, Sendable, Equatable {
         try c.encode(webOrderLineItemId, forKey: .webOrderLineItemId)
         try c.encode(inAppOwnershipType, forKey: .inAppOwnershipType)
         try c.encode(isTrialPeriod, forKey: .isTrialPeriod)
+        try c.encode(appAccountToken, forKey: .appAccountToken)
+        try c.encode(productType, forKey: .productType)
+        try c.encode(revocationType, forKey: .revocationType)
+        try c.encode(revocationPercentage, forKey: .revocationPercentage)
         try c.encode(creditKey, forKey: .creditKey)
+        try c.encode(creditable, forKey: .creditable)
+        try c.encode(credit ?? .null, forKey: .credit)
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        transactionId = try c.decode(String.self, forKey: .transactionId)
+        originalTransactionId = try c.decodeIfPresent(String.self, forKey: .originalTransactionId)
+        productId = try c.decode(String.self, forKey: .productId)
+        quantity = try c.decode(Int.self, forKey: .quantity)
+        purchaseDateMs = try c.decode(Int64.self, forKey: .purchaseDateMs)
+        expiresDateMs = try c.decodeIfPresent(Int64.self, forKey: .expiresDateMs)
+        cancellationDateMs = try c.decodeIfPresent(Int64.self, forKey: .cancellationDateMs)
+        cancellationReason = try c.decodeIfPresent(String.self, forKey: .cancellationReason)
+        webOrderLineItemId = try c.decodeIfPresent(String.self, forKey: .webOrderLineItemId)
+        inAppOwnershipType = try c.decodeIfPresent(String.self, forKey: .inAppOwnershipType)
+        isTrialPeriod = try c.decodeIfPresent(Bool.self, forKey: .isTrialPeriod) ?? false
+        appAccountToken = try c.decodeIfPresent(String.self, forKey: .appAccountToken)
+        productType = try c.decodeIfPresent(ProductType.self, forKey: .productType)
+        revocationType = try c.decodeIfPresent(String.self, forKey: .revocationType)
+        revocationPercentage = try c.decodeIfPresent(Int.self, forKey: .revocationPercentage)
+        creditKey = try c.decode(String.self, forKey: .creditKey)
+        creditable = try c.decode(Bool.self, forKey: .creditable)
+        let credit = try c.decodeIfPresent(JSONValue.self, forKey: .credit)
+        self.credit = credit == .null ? nil : credit
     }
 }

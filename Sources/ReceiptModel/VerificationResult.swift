@@ -9,35 +9,48 @@ public struct VerificationResult: Codable, Sendable, Equatable {
     public var submissionId: String
     public var orderId: String?
     public var userId: String?
+    /// The name of the API key that submitted it through the ingest (named keys), echoed.
+    public var clientId: String?
     public var outcome: Outcome
     /// Null when verified.
     public var reason: Reason?
+    /// What the verdict rests on; null only on a `failed` result for a message whose proof could not be read.
+    public var source: VerificationSource?
     public var message: String?
-    /// The last `status` Apple returned.
+    /// The last `status` Apple returned (verifyReceipt status, or an App Store Server API `errorCode`).
     public var appleStatus: Int?
+    /// What Apple's own data says (verifyReceipt's `environment`, a signed payload's `environment`).
     public var environment: AppStoreEnvironment?
     public var bundleId: String?
     public var transactions: [VerifiedTransaction]
+    /// Hex SHA-256 of the submission's proof and expectations (see `SubmissionFingerprint`); null only on a `failed`
+    /// result for a message whose proof could not be read.
+    public var submissionFingerprint: String?
     /// Apple calls made for this submission, all rounds included.
     public var attempts: Int
     public var verifiedAtMs: Int64
 
     public init(
-        submissionId: String, orderId: String?, userId: String?, outcome: Outcome, reason: Reason?, message: String?,
-        appleStatus: Int?, environment: AppStoreEnvironment?, bundleId: String?, transactions: [VerifiedTransaction],
-        attempts: Int, verifiedAtMs: Int64, schemaVersion: Int = VerificationResult.currentSchemaVersion
+        submissionId: String, orderId: String?, userId: String?, clientId: String? = nil, outcome: Outcome,
+        reason: Reason?, source: VerificationSource? = nil, message: String?, appleStatus: Int?,
+        environment: AppStoreEnvironment?, bundleId: String?, transactions: [VerifiedTransaction],
+        submissionFingerprint: String? = nil, attempts: Int, verifiedAtMs: Int64,
+        schemaVersion: Int = VerificationResult.currentSchemaVersion
     ) {
         self.schemaVersion = schemaVersion
         self.submissionId = submissionId
         self.orderId = orderId
         self.userId = userId
+        self.clientId = clientId
         self.outcome = outcome
         self.reason = reason
+        self.source = source
         self.message = message
         self.appleStatus = appleStatus
         self.environment = environment
         self.bundleId = bundleId
         self.transactions = transactions
+        self.submissionFingerprint = submissionFingerprint
         self.attempts = attempts
         self.verifiedAtMs = verifiedAtMs
     }
@@ -47,11 +60,14 @@ public struct VerificationResult: Codable, Sendable, Equatable {
         case submissionId = "submission_id"
         case orderId = "order_id"
         case userId = "user_id"
-        case outcome, reason, message
+        case clientId = "client_id"
+        case outcome, reason, source, message
         case appleStatus = "apple_status"
         case environment
         case bundleId = "bundle_id"
-        case transactions, attempts
+        case transactions
+        case submissionFingerprint = "submission_fingerprint"
+        case attempts
         case verifiedAtMs = "verified_at_ms"
     }
 
@@ -62,13 +78,16 @@ public struct VerificationResult: Codable, Sendable, Equatable {
         try c.encode(submissionId, forKey: .submissionId)
         try c.encode(orderId, forKey: .orderId)
         try c.encode(userId, forKey: .userId)
+        try c.encode(clientId, forKey: .clientId)
         try c.encode(outcome, forKey: .outcome)
         try c.encode(reason, forKey: .reason)
+        try c.encode(source, forKey: .source)
         try c.encode(message, forKey: .message)
         try c.encode(appleStatus, forKey: .appleStatus)
         try c.encode(environment, forKey: .environment)
         try c.encode(bundleId, forKey: .bundleId)
         try c.encode(transactions, forKey: .transactions)
+        try c.encode(submissionFingerprint, forKey: .submissionFingerprint)
         try c.encode(attempts, forKey: .attempts)
         try c.encode(verifiedAtMs, forKey: .verifiedAtMs)
     }

@@ -47,6 +47,47 @@ struct SchemaTests {
                         originalKey: nil, originalValue: Array("{oops".utf8), appleStatus: nil, attempts: 0,
                         failedAtMs: 1_764_489_601_000))),
         ]
+        let signed = Submission(
+            submissionId: "s-3",
+            proof: .signedTransaction("eyJhbGciOiJFUzI1NiJ9.eyJ0cmFuc2FjdGlvbklkIjoiMSJ9.c2lnbmF0dXJl"),
+            clientId: "billing", expectedAppAccountToken: "7e3fb20b-4cdb-47cc-936d-99d65f608138", submittedAtMs: 1)
+        let byId = Submission(submissionId: "s-4", proof: .transactionId("2000000123456789"), submittedAtMs: 1)
+        var refunded = Self.transaction
+        refunded.creditable = false
+        refunded.cancellationDateMs = 1_764_489_550_000
+        refunded.revocationType = "REFUND_PRORATED"
+        refunded.revocationPercentage = 50_000
+        refunded.productType = .consumable
+        refunded.credit = .object(["item": .string("gems"), "amount": .integer(100)])
+        let event = PurchaseEvent(
+            eventId: "e-1", type: .debit, notificationType: "REFUND", subtype: nil, environment: .production,
+            bundleId: "com.example", appAppleId: 1_234_567_890, transaction: refunded,
+            renewal: RenewalSummary(
+                autoRenewStatus: 1, autoRenewProductId: "p", expirationIntent: nil, gracePeriodExpiresDateMs: nil,
+                isInBillingRetryPeriod: false),
+            subscriptionStatus: 1, familyShared: false, signedDateMs: 1, receivedAtMs: 2)
+        let info = PurchaseEvent(
+            eventId: "e-2", type: .info, notificationType: "SOMETHING_NEW", subtype: nil, environment: nil,
+            bundleId: nil, appAppleId: nil, transaction: nil, renewal: nil, subscriptionStatus: nil,
+            familyShared: false, signedDateMs: 1, receivedAtMs: 2)
+        let withEverything = VerificationResult(
+            submissionId: "s-3", orderId: nil, userId: nil, clientId: "billing", outcome: .verified, reason: nil,
+            source: .serverAPI, message: nil, appleStatus: nil, environment: .production, bundleId: "com.example",
+            transactions: [refunded], submissionFingerprint: String(repeating: "ab", count: 32), attempts: 1,
+            verifiedAtMs: 1)
+        cases += [
+            .init(schema: "submission.schema.json", instance: try Self.text(signed)),
+            .init(schema: "submission.schema.json", instance: try Self.text(byId)),
+            .init(schema: "result.schema.json", instance: try Self.text(withEverything)),
+            .init(schema: "event.schema.json", instance: try Self.text(event)),
+            .init(schema: "event.schema.json", instance: try Self.text(info)),
+            .init(
+                schema: "notification.schema.json",
+                instance: try Self.text(
+                    NotificationRecord(
+                        signedPayload: "eyJhbGciOiJFUzI1NiJ9.eyJub3RpZmljYXRpb25UeXBlIjoiVEVTVCJ9.c2ln",
+                        receivedAtMs: 1))),
+        ]
         for reason in Reason.allCases {
             let result = VerificationResult(
                 submissionId: "s-1", orderId: nil, userId: nil, outcome: reason.outcome, reason: reason,

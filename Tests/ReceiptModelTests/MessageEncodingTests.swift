@@ -36,11 +36,15 @@ import Testing
     @Test func everyReasonHasTheContractName() {
         #expect(
             Set(Reason.allCases.map(\.rawValue)) == [
-                "invalid_receipt", "bundle_mismatch", "transaction_not_found", "product_mismatch", "refunded",
-                "no_purchases", "sandbox_not_allowed", "malformed_submission", "apple_unavailable", "config_error",
+                "invalid_receipt", "invalid_signature", "bundle_mismatch", "transaction_not_found",
+                "product_mismatch", "unknown_product", "account_mismatch", "refunded", "no_purchases",
+                "sandbox_not_allowed", "malformed_submission", "apple_unavailable", "config_error",
             ])
-        #expect(Reason.refunded.outcome == .rejected)
-        #expect(Reason.appleUnavailable.outcome == .failed)
+        let failing: Set<Reason> = [.malformedSubmission, .appleUnavailable, .configError]
+        for reason in Reason.allCases {
+            #expect(reason.outcome == (failing.contains(reason) ? .failed : .rejected), "\(reason)")
+        }
+        #expect(Set(VerificationSource.allCases.map(\.rawValue)) == ["verify_receipt", "server_api", "signed_transaction"])
     }
 
     @Test func deadLetterRecordKeepsTheOriginalBytes() throws {

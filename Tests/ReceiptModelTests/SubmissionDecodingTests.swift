@@ -85,3 +85,102 @@ import Testing
         #expect(submission.partitionKey == "s")
     }
 }
+
+/// Issue 10 item 5 and issue 11: every contract field is read with its type; exactly one proof.
+@Suite struct StrictSubmissionDecodingTests {
+    private func decode(_ json: String) throws(MalformedSubmission) -> Submission {
+        try Submission.decodeValidated(from: Array(json.utf8))
+    }
+
+    private func problem(_ json: String) -> MalformedSubmission? {
+        do {
+            _ = try decode(json)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    static let jws =
+        "eyJhbGciOiJFUzI1NiIsIng1YyI6WyJBQUFBIl19.eyJ0cmFuc2FjdGlvbklkIjoiMSJ9.c2lnbmF0dXJl"
+
+    @Test(arguments: [
+        ("expected_transaction_id", "true"), ("expected_transaction_id", "{}"), ("expected_transaction_id", "1.5"),
+        ("expected_product_id", "42"), ("expected_product_id", "[\"gems\"]"), ("order_id", "false"),
+        ("user_id", "{\"id\":1}"), ("client_id", "7"), ("expected_app_account_token", "12"),
+        ("submitted_at_ms", "\"yesterday\""), ("submitted_at_ms", "1.5"), ("schema_version", "\"1\""),
+    ])
+    func aFieldOfTheWrongTypeIsMalformedNeverIgnored(field: String, value: String) {
+        let error = problem(#"{"schema_version":1,"submission_id":"s-1","receipt_data":"YQ==","\#(field)":\#(value)}"#)
+        #expect(error != nil, "\(field): \(value)")
+        #expect(error?.problem.contains(field) == true, "\(error?.problem ?? "")")
+        if field != "schema_version" { #expect(error?.submissionId == "s-1") }
+    }
+
+    @Test func nullCountsAsAbsent() throws {
+        let submission = try decode(
+            #"{"schema_version":1,"submission_id":"s","receipt_data":"YQ==","expected_transaction_id":null,"order_id":null}"#)
+        #expect(submission.expectedTransactionId == nil)
+        #expect(submission.orderId == nil)
+    }
+
+    @Test func exactlyOneProofIsRequired() {
+        #expect(problem(#"{"schema_version":1,"submission_id":"s"}"#)?.problem.contains("none of") == true)
+        #expect(
+            problem(#"{"schema_version":1,"submission_id":"s","receipt_data":"YQ==","transaction_id":"2000000123"}"#)?
+                .problem.contains("more than one") == true)
+    }
+
+    @Test func eachProofKindDecodes() throws {
+        #expect(
+            try decode(#"{"schema_version":1,"submission_id":"s","transaction_id":"2000000123456789"}"#).proof
+                == .transactionId("2000000123456789"))
+        #expect(
+            try decode(#"{"schema_version":1,"submission_id":"s","transaction_id":2000000123456789}"#).proof
+                == .transactionId("2000000123456789"))
+        #expect(
+            try decode(#"{"schema_version":1,"submission_id":"s","signed_transaction":"\#(Self.jws)"}"#).proof
+                == .signedTransaction(Self.jws))
+    }
+
+    @Test func aTransactionIdMustBeDigits() {
+        #expect(problem(#"{"schema_version":1,"submission_id":"s","transaction_id":"abc"}"#) != nil)
+    }
+
+    @Test func aSignedTransactionMustBeAnES256CompactJWS() {
+        let none = "eyJhbGciOiJub25lIn0.eyJ0cmFuc2FjdGlvbklkIjoiMSJ9.c2ln"  // {"alg":"none"}
+        #expect(
+            problem(#"{"schema_version":1,"submission_id":"s","signed_transaction":"\#(none)"}"#)?.problem
+                .contains("ES256") == true)
+        #expect(problem(#"{"schema_version":1,"submission_id":"s","signed_transaction":"a.b"}"#) != nil)
+        #expect(problem(#"{"schema_version":1,"submission_id":"s","signed_transaction":"YQ==.YQ==.YQ=="}"#) != nil)
+    }
+
+    @Test func theAppAccountTokenIsAUUIDKeptLowerCased() throws {
+        let submission = try decode(
+            #"{"schema_version":1,"submission_id":"s","receipt_data":"YQ==","expected_app_account_token":"7E3FB20B-4CDB-47CC-936D-99D65F608138"}"#
+        )
+        #expect(submission.expectedAppAccountToken == "7e3fb20b-4cdb-47cc-936d-99d65f608138")
+        #expect(
+            problem(#"{"schema_version":1,"submission_id":"s","receipt_data":"YQ==","expected_app_account_token":"nope"}"#)
+                != nil)
+    }
+
+    @Test func theClientIdIsEchoedEvenWhenTheMessageIsMalformed() {
+        #expect(
+            problem(#"{"schema_version":1,"submission_id":"s","client_id":"billing","receipt_data":"%%"}"#)?.clientId
+                == "billing")
+    }
+
+    @Test func encodingWritesOnlyTheProofInUseAndRoundTrips() throws {
+        let submission = Submission(
+            submissionId: "s", proof: .transactionId("2000000123456789"), clientId: "billing",
+            expectedAppAccountToken: "7e3fb20b-4cdb-47cc-936d-99d65f608138", submittedAtMs: 5)
+        let bytes = try MessageCoding.encode(submission)
+        let text = String(decoding: bytes, as: UTF8.self)
+        #expect(!text.contains("receipt_data"))
+        #expect(!text.contains("signed_transaction"))
+        #expect(try Submission.decodeValidated(from: bytes) == submission)
+        #expect(try MessageCoding.decode(Submission.self, from: bytes) == submission)
+    }
+}

@@ -1,4 +1,5 @@
 import Foundation
+import AppStore
 import ReceiptModel
 import Synchronization
 import Testing
@@ -67,12 +68,12 @@ final class FakePublisher: RecordPublishing {
 
 /// Holds verification requests until the test answers them.
 final class FakeVerifier: SubmissionVerifying {
-    let requests = Mutex<[(Submission, @Sendable (VerificationRoundOutcome) -> Void)]>([])
+    let requests = Mutex<[(Submission, @Sendable (VerificationOutcome) -> Void)]>([])
     /// When set, answers every request at once with this.
-    let automatic = Mutex<VerificationRoundOutcome?>(nil)
+    let automatic = Mutex<VerificationOutcome?>(nil)
     let calls = Atomic<Int>(0)
 
-    func verify(_ submission: Submission, completion: @escaping @Sendable (VerificationRoundOutcome) -> Void) {
+    func verify(_ submission: Submission, completion: @escaping @Sendable (VerificationOutcome) -> Void) {
         calls.add(1, ordering: .relaxed)
         if let outcome = automatic.withLock({ $0 }) {
             completion(outcome)
@@ -84,15 +85,15 @@ final class FakeVerifier: SubmissionVerifying {
     var pendingIds: [String] { requests.withLock { $0.map(\.0.submissionId) } }
 
     /// Answers the pending request for `submissionId`.
-    func answer(_ submissionId: String, with outcome: VerificationRoundOutcome) {
-        let completion = requests.withLock { requests -> (@Sendable (VerificationRoundOutcome) -> Void)? in
+    func answer(_ submissionId: String, with outcome: VerificationOutcome) {
+        let completion = requests.withLock { requests -> (@Sendable (VerificationOutcome) -> Void)? in
             guard let index = requests.firstIndex(where: { $0.0.submissionId == submissionId }) else { return nil }
             return requests.remove(at: index).1
         }
         completion?(outcome)
     }
 
-    func answerAll(with outcome: VerificationRoundOutcome) {
+    func answerAll(with outcome: VerificationOutcome) {
         for id in pendingIds { answer(id, with: outcome) }
     }
 }
@@ -191,9 +192,9 @@ enum Samples {
         return InputMessage(partition: partition, offset: offset, key: key.map { Array($0.utf8) }, value: bytes)
     }
 
-    static func verified(attempts: Int = 1) -> VerificationRoundOutcome {
+    static func verified(attempts: Int = 1) -> VerificationOutcome {
         .verdict(
-            AppleVerdict(
+            ReceiptVerdict(
                 outcome: .verified, reason: nil, message: nil, appleStatus: 0, environment: .production,
                 bundleId: "com.example.game",
                 transactions: [
@@ -205,6 +206,14 @@ enum Samples {
                 attempts: attempts))
     }
 
-    static let unavailable = VerificationRoundOutcome.unavailable(
-        lastAppleStatus: nil, lastError: "HTTP 503", attempts: 3)
+    static let unavailable = VerificationOutcome.unavailable(
+        VerificationFailure(
+            reason: .appleUnavailable, message: "HTTP 503", appleStatus: nil, environment: nil, attempts: 3))
+
+    static func configurationError(_ status: Int, _ message: String, attempts: Int = 1) -> VerificationOutcome {
+        .configurationError(
+            VerificationFailure(
+                reason: .configError, message: message, appleStatus: status, environment: .production,
+                attempts: attempts))
+    }
 }

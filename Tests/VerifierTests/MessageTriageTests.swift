@@ -115,7 +115,7 @@ struct MessageTriageTests {
 
     @Test func aConfigurationErrorFailsAtOnceWithADLQRecord() throws {
         let (records, disposition) = router().route(
-            .configurationError(appleStatus: 21004, message: "shared secret mismatch", attempts: 1), job: job(),
+            Samples.configurationError(21004, "shared secret mismatch"), job: job(),
             breakerOpen: false, nowMs: nowMs)
         #expect(disposition == .result(.failed, .configError))
         #expect(records.map(\.kind) == [.deadLetter, .result])

@@ -40,26 +40,16 @@ struct ServiceAdapterTests {
         #expect(answer(handler, "GET", "/healthz").status == 503)
     }
 
-    @Test func appStoreOutcomesMapToRoundOutcomes() {
+    @Test func onlyAnOutcomeWithoutVerdictCountsAsAppleNotAnswering() {
         let verdict = ReceiptVerdict(
             outcome: .rejected, reason: .refunded, message: "refunded", appleStatus: 0, environment: .sandbox,
             bundleId: "com.example.game", transactions: [], attempts: 2)
-        #expect(
-            AppStoreSubmissionVerifier.roundOutcome(.verdict(verdict))
-                == .verdict(
-                    AppleVerdict(
-                        outcome: .rejected, reason: .refunded, message: "refunded", appleStatus: 0,
-                        environment: .sandbox, bundleId: "com.example.game", transactions: [], attempts: 2)))
         let unavailable = VerificationFailure(
             reason: .appleUnavailable, message: "HTTP 503", appleStatus: nil, environment: nil, attempts: 4)
-        #expect(
-            AppStoreSubmissionVerifier.roundOutcome(.unavailable(unavailable))
-                == .unavailable(lastAppleStatus: nil, lastError: "HTTP 503", attempts: 4))
         let config = VerificationFailure(
             reason: .configError, message: "21004", appleStatus: 21004, environment: .production, attempts: 1)
-        let mapped = AppStoreSubmissionVerifier.roundOutcome(.configurationError(config))
-        #expect(mapped == .configurationError(appleStatus: 21004, message: "21004", attempts: 1))
-        #expect(!AppStoreSubmissionVerifier.roundOutcome(.unavailable(unavailable)).appleAnswered)
-        #expect(mapped.appleAnswered)
+        #expect(VerificationOutcome.verdict(verdict).appleAnswered)
+        #expect(VerificationOutcome.configurationError(config).appleAnswered)
+        #expect(!VerificationOutcome.unavailable(unavailable).appleAnswered)
     }
 }

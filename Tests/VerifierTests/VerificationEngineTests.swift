@@ -255,7 +255,7 @@ struct VerificationEngineTests {
     @Test func aConfigurationErrorIsCountedForAlerting() async throws {
         let engine = makeEngine()
         verifier.automatic.withLock {
-            $0 = .configurationError(appleStatus: 21004, message: "shared secret mismatch", attempts: 1)
+            $0 = Samples.configurationError(21004, "shared secret mismatch")
         }
         engine.consume(Samples.message("s-1", offset: 0))
         await settles("stored") { control.stored(Samples.receipts) == [1] }

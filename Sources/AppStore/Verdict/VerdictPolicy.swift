@@ -1,3 +1,5 @@
+import ReceiptModel
+
 /// What a sandbox receipt leads to.
 public enum SandboxPolicy: String, Sendable, CaseIterable {
     /// Verified normally; results say `environment: Sandbox` and credit keys start `apple:sandbox:`.
@@ -18,13 +20,24 @@ public struct VerdictPolicy: Sendable, Equatable {
     }
 }
 
-/// What the submitter says it bought (`expected_transaction_id`, `expected_product_id`); both optional.
+/// What the submitter says it bought (`expected_transaction_id`, `expected_product_id`,
+/// `expected_app_account_token`); all optional.
 public struct VerificationExpectations: Sendable, Equatable {
     public var transactionId: String?
     public var productId: String?
+    /// Lower-cased UUID.
+    public var appAccountToken: String?
 
-    public init(transactionId: String? = nil, productId: String? = nil) {
+    public init(transactionId: String? = nil, productId: String? = nil, appAccountToken: String? = nil) {
         self.transactionId = transactionId.flatMap { $0.isEmpty ? nil : $0 }
         self.productId = productId.flatMap { $0.isEmpty ? nil : $0 }
+        self.appAccountToken = appAccountToken.flatMap { $0.isEmpty ? nil : $0.lowercased() }
+    }
+
+    /// The expectations a submission states.
+    public init(_ submission: Submission) {
+        self.init(
+            transactionId: submission.expectedTransactionId, productId: submission.expectedProductId,
+            appAccountToken: submission.expectedAppAccountToken)
     }
 }

@@ -10,16 +10,21 @@ public protocol ReceiptVerificationBackend: Sendable {
 
     /// Releases network resources; requests still in flight complete as retryable failures. Idempotent.
     func shutdown()
+
+    /// What a verdict on `proof` from this backend rests on (results name it as `source`).
+    func source(for proof: PurchaseProof) -> VerificationSource
 }
 
 extension ReceiptVerificationBackend {
     public func shutdown() {}
+
+    public func source(for proof: PurchaseProof) -> VerificationSource { .verifyReceipt }
 }
 
 /// The input of one backend attempt.
 public struct BackendRequest: Sendable {
-    /// Base64 app receipt, one line (see `ReceiptData.normalize`).
-    public var receiptData: String
+    /// What to ask Apple about, normalized (see `Submission.decodeValidated`).
+    public var proof: PurchaseProof
     /// Where to ask first: production, unless an earlier attempt learned the receipt is from the sandbox.
     public var startEnvironment: AppStoreEnvironment
     /// The longest any single HTTP call of this attempt may take (the submission's remaining time, capped by the
@@ -31,13 +36,22 @@ public struct BackendRequest: Sendable {
     public var deadline: DispatchTime?
 
     public init(
-        receiptData: String, startEnvironment: AppStoreEnvironment = .production, timeoutMs: Int? = nil,
+        proof: PurchaseProof, startEnvironment: AppStoreEnvironment = .production, timeoutMs: Int? = nil,
         deadline: DispatchTime? = nil
     ) {
-        self.receiptData = receiptData
+        self.proof = proof
         self.startEnvironment = startEnvironment
         self.timeoutMs = timeoutMs
         self.deadline = deadline
+    }
+
+    /// A request about a base64 app receipt.
+    public init(
+        receiptData: String, startEnvironment: AppStoreEnvironment = .production, timeoutMs: Int? = nil,
+        deadline: DispatchTime? = nil
+    ) {
+        self.init(
+            proof: .receipt(receiptData), startEnvironment: startEnvironment, timeoutMs: timeoutMs, deadline: deadline)
     }
 }
 
@@ -55,6 +69,8 @@ public struct BackendAnswer: Sendable, Equatable {
     }
 
     public var result: Result
+    /// What the answer rests on (the backend that gave it).
+    public var source: VerificationSource
     /// HTTP calls made in this attempt (2 after a redirect).
     public var calls: Int
     /// The last `status` Apple returned, when a body with one was received.
@@ -65,10 +81,11 @@ public struct BackendAnswer: Sendable, Equatable {
     public var message: String?
 
     public init(
-        result: Result, calls: Int, appleStatus: Int? = nil, environment: AppStoreEnvironment? = nil,
-        message: String? = nil
+        result: Result, source: VerificationSource = .verifyReceipt, calls: Int, appleStatus: Int? = nil,
+        environment: AppStoreEnvironment? = nil, message: String? = nil
     ) {
         self.result = result
+        self.source = source
         self.calls = calls
         self.appleStatus = appleStatus
         self.environment = environment

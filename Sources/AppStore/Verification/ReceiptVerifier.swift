@@ -71,26 +71,41 @@ public final class ReceiptVerifier: Sendable {
     /// An attempt is not started with less time than this left before the deadline.
     static let minimumAttemptMs = 50
 
-    /// Verifies one receipt. `completion` is called exactly once, on any thread, no later than shortly after
-    /// `deadline` (an HTTP call never outlives it by more than libcurl's timer granularity).
+    /// Verifies one proof of purchase. `completion` is called exactly once, on any thread, no later than shortly
+    /// after `deadline` (an HTTP call never outlives it by more than libcurl's timer granularity).
     ///
     /// - Parameters:
-    ///   - receiptData: base64, one line (normalize with `ReceiptData.normalize` first).
+    ///   - proof: normalized (see `Submission.decodeValidated`).
     ///   - deadline: when a verdict is no longer useful; retries stop before it and the outcome is `.unavailable`.
+    public func verify(
+        proof: PurchaseProof, expectations: VerificationExpectations, deadline: DispatchTime,
+        completion: @escaping @Sendable (VerificationOutcome) -> Void
+    ) {
+        let state = AttemptState(proof: proof, expectations: expectations, deadline: deadline)
+        attempt(state, completion: completion)
+    }
+
+    /// `verify(proof:)` for a base64 app receipt (one line, see `ReceiptData.normalize`).
     public func verify(
         receiptData: String, expectations: VerificationExpectations, deadline: DispatchTime,
         completion: @escaping @Sendable (VerificationOutcome) -> Void
     ) {
-        let state = AttemptState(receiptData: receiptData, expectations: expectations, deadline: deadline)
-        attempt(state, completion: completion)
+        verify(proof: .receipt(receiptData), expectations: expectations, deadline: deadline, completion: completion)
     }
 
     /// `verify` for async callers.
     public func verify(
         receiptData: String, expectations: VerificationExpectations, deadline: DispatchTime
     ) async -> VerificationOutcome {
+        await verify(proof: .receipt(receiptData), expectations: expectations, deadline: deadline)
+    }
+
+    /// `verify` for async callers.
+    public func verify(
+        proof: PurchaseProof, expectations: VerificationExpectations, deadline: DispatchTime
+    ) async -> VerificationOutcome {
         await withCheckedContinuation { continuation in
-            verify(receiptData: receiptData, expectations: expectations, deadline: deadline) {
+            verify(proof: proof, expectations: expectations, deadline: deadline) {
                 continuation.resume(returning: $0)
             }
         }
@@ -98,13 +113,17 @@ public final class ReceiptVerifier: Sendable {
 
     /// Per-verification progress; owned by one verification's chain of callbacks, which never overlap.
     private struct AttemptState: Sendable {
-        let receiptData: String
+        let proof: PurchaseProof
         let expectations: VerificationExpectations
         let deadline: DispatchTime
         var attempts = 0
         var calls = 0
         var malformedAttempts = 0
         var environment: AppStoreEnvironment = .production
+    }
+
+    private func source(_ state: AttemptState) -> VerificationSource {
+        backend.source(for: state.proof)
     }
 
     private func remainingMs(until deadline: DispatchTime) -> Int {
@@ -120,13 +139,13 @@ public final class ReceiptVerifier: Sendable {
                 .unavailable(
                     VerificationFailure(
                         reason: .appleUnavailable, message: "the deadline passed before Apple could be asked",
-                        appleStatus: nil, environment: nil, attempts: state.calls)), completion)
+                        appleStatus: nil, environment: nil, attempts: state.calls, source: source(state))), completion)
             return
         }
         // The backend's HTTP calls run on real time: the deadline is `remaining` from now on that clock (the same
         // instant as `state.deadline` with the real verification clock).
         let request = BackendRequest(
-            receiptData: state.receiptData, startEnvironment: state.environment,
+            proof: state.proof, startEnvironment: state.environment,
             timeoutMs: min(requestTimeoutMs, remaining),
             deadline: .now() + .milliseconds(remaining))
         callsCounter?.increment()
@@ -162,14 +181,16 @@ public final class ReceiptVerifier: Sendable {
                     ReceiptVerdict(
                         outcome: verdict.outcome, reason: verdict.reason, message: verdict.message,
                         appleStatus: receipt.status, environment: receipt.environment, bundleId: receipt.bundleId,
-                        transactions: verdict.transactions, attempts: state.calls)), completion)
+                        transactions: verdict.transactions, attempts: state.calls, source: answer.source)),
+                completion)
         case .rejected(let reason):
             finish(
                 .verdict(
                     ReceiptVerdict(
                         outcome: reason.outcome, reason: reason, message: answer.message,
                         appleStatus: answer.appleStatus,
-                        environment: answer.environment, bundleId: nil, transactions: [], attempts: state.calls)),
+                        environment: answer.environment, bundleId: nil, transactions: [], attempts: state.calls,
+                        source: answer.source)),
                 completion)
         case .configurationError:
             logger.error(
@@ -181,7 +202,8 @@ public final class ReceiptVerifier: Sendable {
                         reason: .configError,
                         message: (answer.message ?? "configuration error")
                             + ": check APPLE_SHARED_SECRET and the verifyReceipt URLs",
-                        appleStatus: answer.appleStatus, environment: answer.environment, attempts: state.calls)),
+                        appleStatus: answer.appleStatus, environment: answer.environment, attempts: state.calls,
+                        source: answer.source)),
                 completion)
         case .retryable where isShutDown.load(ordering: .acquiring):
             finish(
@@ -189,7 +211,8 @@ public final class ReceiptVerifier: Sendable {
                     VerificationFailure(
                         reason: .appleUnavailable,
                         message: "the verifier shut down; last: \(answer.message ?? "no answer")",
-                        appleStatus: answer.appleStatus, environment: answer.environment, attempts: state.calls)),
+                        appleStatus: answer.appleStatus, environment: answer.environment, attempts: state.calls,
+                        source: answer.source)),
                 completion)
         case .retryable(let kind):
             var state = state
@@ -219,7 +242,7 @@ public final class ReceiptVerifier: Sendable {
                             message: "Apple answered 21002 (malformed receipt data) \(state.malformedAttempts) times",
                             appleStatus: answer.appleStatus, environment: answer.environment, bundleId: nil,
                             transactions: [],
-                            attempts: state.calls)), completion)
+                            attempts: state.calls, source: source(state))), completion)
             case .giveUp, .deadlineTooClose:
                 let why = decision == .giveUp ? "retry budget spent" : "deadline reached"
                 finish(
@@ -228,7 +251,8 @@ public final class ReceiptVerifier: Sendable {
                             reason: .appleUnavailable,
                             message:
                                 "\(why) after \(state.attempts) attempt(s); last: \(answer.message ?? "no answer")",
-                            appleStatus: answer.appleStatus, environment: answer.environment, attempts: state.calls)),
+                            appleStatus: answer.appleStatus, environment: answer.environment, attempts: state.calls,
+                        source: answer.source)),
                     completion)
             }
         }

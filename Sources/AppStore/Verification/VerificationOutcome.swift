@@ -23,15 +23,16 @@ public enum VerificationOutcome: Sendable, Equatable {
         case .verdict(let verdict):
             VerificationResult(
                 submissionId: submission.submissionId, orderId: submission.orderId, userId: submission.userId,
-                outcome: verdict.outcome, reason: verdict.reason, message: verdict.message,
-                appleStatus: verdict.appleStatus, environment: verdict.environment, bundleId: verdict.bundleId,
-                transactions: verdict.transactions, attempts: verdict.attempts, verifiedAtMs: verifiedAtMs)
+                clientId: submission.clientId, outcome: verdict.outcome, reason: verdict.reason,
+                source: verdict.source, message: verdict.message, appleStatus: verdict.appleStatus,
+                environment: verdict.environment, bundleId: verdict.bundleId, transactions: verdict.transactions,
+                attempts: verdict.attempts, verifiedAtMs: verifiedAtMs)
         case .unavailable(let failure), .configurationError(let failure):
             VerificationResult(
                 submissionId: submission.submissionId, orderId: submission.orderId, userId: submission.userId,
-                outcome: .failed, reason: failure.reason, message: failure.message, appleStatus: failure.appleStatus,
-                environment: failure.environment, bundleId: nil, transactions: [], attempts: failure.attempts,
-                verifiedAtMs: verifiedAtMs)
+                clientId: submission.clientId, outcome: .failed, reason: failure.reason, source: failure.source,
+                message: failure.message, appleStatus: failure.appleStatus, environment: failure.environment,
+                bundleId: nil, transactions: [], attempts: failure.attempts, verifiedAtMs: verifiedAtMs)
         }
     }
 }
@@ -51,11 +52,15 @@ public struct ReceiptVerdict: Sendable, Equatable {
     /// The expected transaction when one was named, else every `in_app` transaction (see `VerdictRules`).
     public var transactions: [VerifiedTransaction]
     public var attempts: Int
+    /// What the verdict rests on.
+    public var source: VerificationSource
 
     public init(
         outcome: Outcome, reason: Reason?, message: String?, appleStatus: Int?, environment: AppStoreEnvironment?,
-        bundleId: String?, transactions: [VerifiedTransaction], attempts: Int
+        bundleId: String?, transactions: [VerifiedTransaction], attempts: Int,
+        source: VerificationSource = .verifyReceipt
     ) {
+        self.source = source
         self.outcome = outcome
         self.reason = reason
         self.message = message
@@ -77,8 +82,14 @@ public struct VerificationFailure: Sendable, Equatable {
     public var appleStatus: Int?
     public var environment: AppStoreEnvironment?
     public var attempts: Int
+    /// The backend that was asked.
+    public var source: VerificationSource
 
-    public init(reason: Reason, message: String, appleStatus: Int?, environment: AppStoreEnvironment?, attempts: Int) {
+    public init(
+        reason: Reason, message: String, appleStatus: Int?, environment: AppStoreEnvironment?, attempts: Int,
+        source: VerificationSource = .verifyReceipt
+    ) {
+        self.source = source
         self.reason = reason
         self.message = message
         self.appleStatus = appleStatus

@@ -47,8 +47,16 @@ public final class VerifyReceiptBackend: ReceiptVerificationBackend {
     }
 
     public func verify(_ request: BackendRequest, completion: @escaping @Sendable (BackendAnswer) -> Void) {
+        guard case .receipt(let receiptData) = request.proof else {
+            completion(
+                BackendAnswer(
+                    result: .configurationError, source: .verifyReceipt, calls: 0,
+                    message: "verifyReceipt only reads app receipts; a \(request.proof.fieldName) needs the App Store "
+                        + "Server API (set APPLE_ISSUER_ID, APPLE_KEY_ID and APPLE_PRIVATE_KEY_FILE)"))
+            return
+        }
         let body = VerifyReceiptRequestBody.make(
-            receiptData: request.receiptData, sharedSecret: sharedSecret,
+            receiptData: receiptData, sharedSecret: sharedSecret,
             excludeOldTransactions: excludeOldTransactions)
         call(
             environment: request.startEnvironment, body: body, timeoutMs: request.timeoutMs,

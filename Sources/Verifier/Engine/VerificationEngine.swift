@@ -1,3 +1,4 @@
+import AppStore
 import Dispatch
 import Foundation
 import ReceiptModel
@@ -216,7 +217,7 @@ public final class VerificationEngine: Sendable {
     }
 
     private func roundEnded(
-        _ dispatch: DispatchState<VerificationJob>.Dispatch, outcome: VerificationRoundOutcome, started: UInt64
+        _ dispatch: DispatchState<VerificationJob>.Dispatch, outcome: VerificationOutcome, started: UInt64
     ) {
         let now = clock.monotonicNanoseconds()
         metrics.roundDuration.observe(Double(now &- started) / 1e9)
@@ -242,25 +243,32 @@ public final class VerificationEngine: Sendable {
                 submittedAtMs: job.submission.submittedAtMs))
     }
 
-    private func log(_ outcome: VerificationRoundOutcome, job: VerificationJob, disposition: RoundDisposition) {
+    private func log(_ outcome: VerificationOutcome, job: VerificationJob, disposition: RoundDisposition) {
         let id = job.submission.submissionId
         switch (outcome, disposition) {
-        case (.configurationError(let status, let message, _), _):
+        case (.configurationError(let failure), _):
             metrics.configErrors.increment()
             logger.error(
                 "Apple rejected our configuration: fix the settings (APPLE_SHARED_SECRET for 21004)",
-                ["submission_id": .string(id), "apple_status": .int(status ?? -1), "problem": .string(message)])
-        case (.unavailable(let status, let error, let attempts), .retry(let round, let notBefore)):
+                [
+                    "submission_id": .string(id), "apple_status": .int(failure.appleStatus ?? -1),
+                    "problem": .string(failure.message),
+                ])
+        case (.unavailable(let failure), .retry(let round, let notBefore)):
             logger.info(
                 "no verdict from Apple this round, retrying later",
                 [
-                    "submission_id": .string(id), "round": .int(round), "attempts": .int(attempts),
-                    "apple_status": .int(status ?? -1), "error": .string(error), "not_before_ms": .int(Int(notBefore)),
+                    "submission_id": .string(id), "round": .int(round), "attempts": .int(failure.attempts),
+                    "apple_status": .int(failure.appleStatus ?? -1), "error": .string(failure.message),
+                    "not_before_ms": .int(Int(notBefore)),
                 ])
-        case (.unavailable(let status, let error, _), _):
+        case (.unavailable(let failure), _):
             logger.warning(
                 "no verdict from Apple after the last round",
-                ["submission_id": .string(id), "apple_status": .int(status ?? -1), "error": .string(error)])
+                [
+                    "submission_id": .string(id), "apple_status": .int(failure.appleStatus ?? -1),
+                    "error": .string(failure.message),
+                ])
         case (.verdict(let verdict), _):
             if logger.isEnabled(.debug) {
                 logger.debug(

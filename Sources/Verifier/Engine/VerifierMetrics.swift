@@ -1,3 +1,4 @@
+import AppStore
 import ReceiptModel
 import ServiceSupport
 
@@ -105,7 +106,7 @@ public final class VerifierMetrics: Sendable {
         deadLetters[reason]?.increment()
     }
 
-    func roundEnded(_ outcome: VerificationRoundOutcome) {
+    func roundEnded(_ outcome: VerificationOutcome) {
         switch outcome {
         case .verdict: rounds["verdict"]?.increment()
         case .unavailable: rounds["unavailable"]?.increment()

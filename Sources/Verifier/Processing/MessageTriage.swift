@@ -32,7 +32,7 @@ public struct MessageTriage: Sendable {
         } catch {
             return malformed(
                 message, problem: error.problem, submissionId: error.submissionId, orderId: error.orderId,
-                userId: error.userId, attempts: 0, nowMs: nowMs)
+                userId: error.userId, clientId: error.clientId, attempts: 0, nowMs: nowMs)
         }
     }
 
@@ -55,7 +55,7 @@ public struct MessageTriage: Sendable {
             return malformed(
                 message, problem: "retry record holds an invalid submission: \(error.problem)",
                 submissionId: error.submissionId, orderId: error.orderId, userId: error.userId,
-                attempts: record.attempts, nowMs: nowMs)
+                clientId: error.clientId, attempts: record.attempts, nowMs: nowMs)
         } catch {
             return malformed(
                 message, problem: "retry record is not encodable: \(error)", submissionId: nil, orderId: nil,
@@ -69,7 +69,7 @@ public struct MessageTriage: Sendable {
 
     private func malformed(
         _ message: InputMessage, problem: String, submissionId: String?, orderId: String?, userId: String?,
-        attempts: Int, nowMs: Int64
+        clientId: String? = nil, attempts: Int, nowMs: Int64
     ) -> Triage {
         var records = [
             factory.deadLetter(
@@ -79,8 +79,9 @@ public struct MessageTriage: Sendable {
         if let submissionId {
             records.append(
                 factory.failedResult(
-                    submissionId: submissionId, orderId: orderId, userId: userId, reason: .malformedSubmission,
-                    message: problem, appleStatus: nil, attempts: attempts, key: message.key, nowMs: nowMs))
+                    submissionId: submissionId, orderId: orderId, userId: userId, clientId: clientId,
+                    reason: .malformedSubmission, message: problem, appleStatus: nil, attempts: attempts,
+                    key: message.key, nowMs: nowMs))
         }
         return .malformed(records: records, problem: problem, submissionId: submissionId)
     }

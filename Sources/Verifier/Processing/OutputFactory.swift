@@ -1,3 +1,4 @@
+import AppStore
 import ReceiptModel
 
 /// Builds the verifier's output records exactly per the contract: keyed like the consumed message, with the
@@ -17,29 +18,43 @@ public struct OutputFactory: Sendable {
             ])
     }
 
-    /// A `failed` result (no verdict could be reached) with the submission's echoed fields.
+    /// A `failed` result for a message that is not a readable submission, with what could be recovered of it.
     public func failedResult(
-        submissionId: String, orderId: String?, userId: String?, reason: Reason, message: String, appleStatus: Int?,
+        submissionId: String, orderId: String?, userId: String?, clientId: String? = nil, reason: Reason,
+        message: String, appleStatus: Int?, attempts: Int, key: [UInt8]?, nowMs: Int64
+    ) -> OutgoingRecord {
+        result(
+            VerificationResult(
+                submissionId: submissionId, orderId: orderId, userId: userId, clientId: clientId, outcome: .failed,
+                reason: reason, message: message, appleStatus: appleStatus, environment: nil, bundleId: nil,
+                transactions: [], attempts: attempts, verifiedAtMs: nowMs),
+            key: key)
+    }
+
+    /// A `failed` result (no verdict could be reached) for a readable submission.
+    public func failedResult(
+        for submission: Submission, reason: Reason, source: VerificationSource, message: String, appleStatus: Int?,
         attempts: Int, key: [UInt8]?, nowMs: Int64
     ) -> OutgoingRecord {
         result(
             VerificationResult(
-                submissionId: submissionId, orderId: orderId, userId: userId, outcome: .failed, reason: reason,
-                message: message, appleStatus: appleStatus, environment: nil, bundleId: nil, transactions: [],
+                submissionId: submission.submissionId, orderId: submission.orderId, userId: submission.userId,
+                clientId: submission.clientId, outcome: .failed, reason: reason, source: source, message: message,
+                appleStatus: appleStatus, environment: nil, bundleId: nil, transactions: [],
                 attempts: attempts, verifiedAtMs: nowMs),
             key: key)
     }
 
     /// The result of a verdict Apple gave.
-    public func verdictResult(_ verdict: AppleVerdict, job: VerificationJob, nowMs: Int64) -> OutgoingRecord {
+    public func verdictResult(_ verdict: ReceiptVerdict, job: VerificationJob, nowMs: Int64) -> OutgoingRecord {
         let submission = job.submission
         return result(
             VerificationResult(
                 submissionId: submission.submissionId, orderId: submission.orderId, userId: submission.userId,
-                outcome: verdict.outcome, reason: verdict.reason, message: verdict.message,
-                appleStatus: verdict.appleStatus, environment: verdict.environment, bundleId: verdict.bundleId,
-                transactions: verdict.transactions, attempts: job.priorAttempts + verdict.attempts,
-                verifiedAtMs: nowMs),
+                clientId: submission.clientId, outcome: verdict.outcome, reason: verdict.reason,
+                source: verdict.source, message: verdict.message, appleStatus: verdict.appleStatus,
+                environment: verdict.environment, bundleId: verdict.bundleId, transactions: verdict.transactions,
+                attempts: job.priorAttempts + verdict.attempts, verifiedAtMs: nowMs),
             key: job.message.key)
     }
 
@@ -95,9 +110,8 @@ public struct OutputFactory: Sendable {
                 + "source_partition/source_offset)",
             appleStatus: retry.lastAppleStatus, attempts: retry.attempts, nowMs: nowMs)
         let result = failedResult(
-            submissionId: submission.submissionId, orderId: submission.orderId, userId: submission.userId,
-            reason: .appleUnavailable, message: text, appleStatus: retry.lastAppleStatus, attempts: retry.attempts,
-            key: record.key, nowMs: nowMs)
+            for: submission, reason: .appleUnavailable, source: retry.source ?? .verifyReceipt, message: text,
+            appleStatus: retry.lastAppleStatus, attempts: retry.attempts, key: record.key, nowMs: nowMs)
         return [dead, result]
     }
 

@@ -1,3 +1,4 @@
+import AppStore
 import ReceiptModel
 
 /// What became of a submission after a round, for metrics and logs.
@@ -26,7 +27,7 @@ public struct RoundOutcomeRouter: Sendable {
     }
 
     public func route(
-        _ outcome: VerificationRoundOutcome, job: VerificationJob, breakerOpen: Bool, nowMs: Int64
+        _ outcome: VerificationOutcome, job: VerificationJob, breakerOpen: Bool, nowMs: Int64
     ) -> (records: [OutgoingRecord], disposition: RoundDisposition) {
         let submission = job.submission
         let totalAttempts = job.priorAttempts + outcome.attempts
@@ -34,35 +35,38 @@ public struct RoundOutcomeRouter: Sendable {
         case .verdict(let verdict):
             return ([factory.verdictResult(verdict, job: job, nowMs: nowMs)], .result(verdict.outcome, verdict.reason))
 
-        case .configurationError(let status, let message, _):
+        case .configurationError(let failure):
             return (
-                failure(
-                    job, reason: .configError, text: message, appleStatus: status, attempts: totalAttempts, nowMs: nowMs
-                ),
+                self.failure(
+                    job, reason: .configError, text: failure.message, appleStatus: failure.appleStatus,
+                    source: failure.source, attempts: totalAttempts, nowMs: nowMs),
                 .result(.failed, .configError)
             )
 
-        case .unavailable(let status, let error, _):
+        case .unavailable(let failure):
+            let status = failure.appleStatus
+            let error = failure.message
             let countedRounds = breakerOpen ? max(job.completedRounds, 1) : job.completedRounds + 1
             if countedRounds >= policy.maximumRounds, !breakerOpen {
                 let text = "no verdict from Apple after \(countedRounds) rounds (\(totalAttempts) calls): \(error)"
                 return (
-                    failure(
-                        job, reason: .appleUnavailable, text: text, appleStatus: status, attempts: totalAttempts,
-                        nowMs: nowMs),
+                    self.failure(
+                        job, reason: .appleUnavailable, text: text, appleStatus: status, source: failure.source,
+                        attempts: totalAttempts, nowMs: nowMs),
                     .result(.failed, .appleUnavailable)
                 )
             }
             let notBefore = nowMs + RetryRoundPolicy.milliseconds(policy.backoff(afterRound: countedRounds))
             let record = RetryRecord(
                 submission: submission, round: countedRounds, attempts: totalAttempts, notBeforeMs: notBefore,
-                lastAppleStatus: status, lastError: error)
+                lastAppleStatus: status, lastError: error, source: failure.source)
             return ([factory.retry(record, key: job.message.key)], .retry(round: countedRounds, notBeforeMs: notBefore))
         }
     }
 
     private func failure(
-        _ job: VerificationJob, reason: Reason, text: String, appleStatus: Int?, attempts: Int, nowMs: Int64
+        _ job: VerificationJob, reason: Reason, text: String, appleStatus: Int?, source: VerificationSource,
+        attempts: Int, nowMs: Int64
     ) -> [OutgoingRecord] {
         let submission = job.submission
         return [
@@ -70,9 +74,8 @@ public struct RoundOutcomeRouter: Sendable {
                 message: job.message, submissionId: submission.submissionId, reason: reason, text: text,
                 appleStatus: appleStatus, attempts: attempts, nowMs: nowMs),
             factory.failedResult(
-                submissionId: submission.submissionId, orderId: submission.orderId, userId: submission.userId,
-                reason: reason, message: text, appleStatus: appleStatus, attempts: attempts, key: job.message.key,
-                nowMs: nowMs),
+                for: submission, reason: reason, source: source, message: text, appleStatus: appleStatus,
+                attempts: attempts, key: job.message.key, nowMs: nowMs),
         ]
     }
 }

@@ -8,26 +8,10 @@ struct AppStoreSubmissionVerifier: SubmissionVerifying {
     let verifier: ReceiptVerifier
     let roundDeadline: Duration
 
-    func verify(_ submission: Submission, completion: @escaping @Sendable (VerificationRoundOutcome) -> Void) {
+    func verify(_ submission: Submission, completion: @escaping @Sendable (VerificationOutcome) -> Void) {
         let deadline = DispatchTime.now() + .nanoseconds(Int(clamping: AppleCircuitBreaker.nanoseconds(roundDeadline)))
         verifier.verify(
-            receiptData: submission.receiptData,
-            expectations: VerificationExpectations(
-                transactionId: submission.expectedTransactionId, productId: submission.expectedProductId),
-            deadline: deadline
-        ) { outcome in
-            completion(Self.roundOutcome(outcome))
-        }
-    }
-
-    static func roundOutcome(_ outcome: VerificationOutcome) -> VerificationRoundOutcome {
-        switch outcome {
-        case .verdict(let verdict):
-            .verdict(verdict)
-        case .unavailable(let failure):
-            .unavailable(lastAppleStatus: failure.appleStatus, lastError: failure.message, attempts: failure.attempts)
-        case .configurationError(let failure):
-            .configurationError(appleStatus: failure.appleStatus, message: failure.message, attempts: failure.attempts)
-        }
+            proof: submission.proof, expectations: VerificationExpectations(submission), deadline: deadline,
+            completion: completion)
     }
 }

@@ -1,0 +1,141 @@
+/// What a crediting service should do after an App Store Server Notification (`type`).
+public enum PurchaseEventType: String, Codable, Sendable, CaseIterable {
+    /// A purchase or renewal to credit (`ONE_TIME_CHARGE`, `SUBSCRIBED`, `DID_RENEW`, `OFFER_REDEEMED`).
+    case credit
+    /// A refund to take back (`REFUND`); `transaction.revocation_percentage` is set for prorated refunds.
+    case debit
+    /// A reversed refund to give back (`REFUND_REVERSED`).
+    case recredit
+    /// A family-shared entitlement withdrawn (`REVOKE`): no money moves for this user.
+    case revoke
+    /// A subscription's state changed (expired, failed to renew, renewal preference or status changed, ...).
+    case subscriptionStatus = "subscription_status"
+    /// Apple asks for consumption data about a refund request (`CONSUMPTION_REQUEST`).
+    case consumptionRequest = "consumption_request"
+    /// A test notification (`TEST`).
+    case test
+    /// Nothing to do for crediting (every other type, including types Apple adds later).
+    case info
+}
+
+/// The essentials of a verified `signedRenewalInfo`.
+public struct RenewalSummary: Codable, Sendable, Equatable {
+    public var autoRenewStatus: Int?
+    public var autoRenewProductId: String?
+    public var expirationIntent: Int?
+    public var gracePeriodExpiresDateMs: Int64?
+    public var isInBillingRetryPeriod: Bool?
+
+    public init(
+        autoRenewStatus: Int?, autoRenewProductId: String?, expirationIntent: Int?, gracePeriodExpiresDateMs: Int64?,
+        isInBillingRetryPeriod: Bool?
+    ) {
+        self.autoRenewStatus = autoRenewStatus
+        self.autoRenewProductId = autoRenewProductId
+        self.expirationIntent = expirationIntent
+        self.gracePeriodExpiresDateMs = gracePeriodExpiresDateMs
+        self.isInBillingRetryPeriod = isInBillingRetryPeriod
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case autoRenewStatus = "auto_renew_status"
+        case autoRenewProductId = "auto_renew_product_id"
+        case expirationIntent = "expiration_intent"
+        case gracePeriodExpiresDateMs = "grace_period_expires_date_ms"
+        case isInBillingRetryPeriod = "is_in_billing_retry_period"
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(autoRenewStatus, forKey: .autoRenewStatus)
+        try c.encode(autoRenewProductId, forKey: .autoRenewProductId)
+        try c.encode(expirationIntent, forKey: .expirationIntent)
+        try c.encode(gracePeriodExpiresDateMs, forKey: .gracePeriodExpiresDateMs)
+        try c.encode(isInBillingRetryPeriod, forKey: .isInBillingRetryPeriod)
+    }
+}
+
+/// A money event from a verified App Store Server Notification V2: the message on `EVENTS_TOPIC` (schema version 1),
+/// keyed by `original_transaction_id`. At-least-once: `event_id` (Apple's `notificationUUID`) identifies duplicates.
+/// See `schemas/event.schema.json`.
+public struct PurchaseEvent: Codable, Sendable, Equatable {
+    public static let currentSchemaVersion = 1
+
+    public var schemaVersion: Int
+    /// Apple's `notificationUUID`; Apple's retries of one notification carry the same one.
+    public var eventId: String
+    public var type: PurchaseEventType
+    /// Apple's `notificationType`, unchanged.
+    public var notificationType: String
+    /// Apple's `subtype`, unchanged.
+    public var subtype: String?
+    public var environment: AppStoreEnvironment?
+    public var bundleId: String?
+    public var appAppleId: Int64?
+    /// The verified `signedTransactionInfo`, as results carry transactions (same `credit_key`, `creditable`, `credit`).
+    public var transaction: VerifiedTransaction?
+    public var renewal: RenewalSummary?
+    /// Apple's `data.status`: 1 active, 2 expired, 3 billing retry, 4 billing grace period, 5 revoked.
+    public var subscriptionStatus: Int?
+    /// True when the transaction is family-shared (`in_app_ownership_type: FAMILY_SHARED`): an entitlement for this
+    /// user, not a payment by them.
+    public var familyShared: Bool
+    public var signedDateMs: Int64
+    public var receivedAtMs: Int64
+
+    public init(
+        eventId: String, type: PurchaseEventType, notificationType: String, subtype: String?,
+        environment: AppStoreEnvironment?, bundleId: String?, appAppleId: Int64?, transaction: VerifiedTransaction?,
+        renewal: RenewalSummary?, subscriptionStatus: Int?, familyShared: Bool, signedDateMs: Int64,
+        receivedAtMs: Int64
+    ) {
+        self.schemaVersion = Self.currentSchemaVersion
+        self.eventId = eventId
+        self.type = type
+        self.notificationType = notificationType
+        self.subtype = subtype
+        self.environment = environment
+        self.bundleId = bundleId
+        self.appAppleId = appAppleId
+        self.transaction = transaction
+        self.renewal = renewal
+        self.subscriptionStatus = subscriptionStatus
+        self.familyShared = familyShared
+        self.signedDateMs = signedDateMs
+        self.receivedAtMs = receivedAtMs
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case schemaVersion = "schema_version"
+        case eventId = "event_id"
+        case type
+        case notificationType = "notification_type"
+        case subtype, environment
+        case bundleId = "bundle_id"
+        case appAppleId = "app_apple_id"
+        case transaction, renewal
+        case subscriptionStatus = "subscription_status"
+        case familyShared = "family_shared"
+        case signedDateMs = "signed_date_ms"
+        case receivedAtMs = "received_at_ms"
+    }
+
+    // Absent values are written as null (the contract), not omitted.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(schemaVersion, forKey: .schemaVersion)
+        try c.encode(eventId, forKey: .eventId)
+        try c.encode(type, forKey: .type)
+        try c.encode(notificationType, forKey: .notificationType)
+        try c.encode(subtype, forKey: .subtype)
+        try c.encode(environment, forKey: .environment)
+        try c.encode(bundleId, forKey: .bundleId)
+        try c.encode(appAppleId, forKey: .appAppleId)
+        try c.encode(transaction, forKey: .transaction)
+        try c.encode(renewal, forKey: .renewal)
+        try c.encode(subscriptionStatus, forKey: .subscriptionStatus)
+        try c.encode(familyShared, forKey: .familyShared)
+        try c.encode(signedDateMs, forKey: .signedDateMs)
+        try c.encode(receivedAtMs, forKey: .receivedAtMs)
+    }
+}
