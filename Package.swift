@@ -18,12 +18,14 @@ let package = Package(
         .systemLibrary(name: "CRdKafka", pkgConfig: "rdkafka", providers: [.apt(["librdkafka-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
 
         // MARK: Libraries
         .target(name: "ServiceSupport"),
         .target(name: "Kafka", dependencies: ["CRdKafka", "ServiceSupport"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "ServiceSupport"]),
-        .target(name: "ReceiptModel"),
+        .target(name: "Crypto", dependencies: ["COpenSSL"]),
+        .target(name: "ReceiptModel", dependencies: ["Crypto"]),
         .target(name: "AppStore", dependencies: ["CCurl", "ReceiptModel", "ServiceSupport"]),
         .target(name: "FakeAppStore", dependencies: ["HTTPServer", "ServiceSupport"], exclude: ["README.md"]),
         .target(name: "Ingest", dependencies: ["Kafka", "HTTPServer", "ReceiptModel", "ServiceSupport"]),

@@ -41,7 +41,7 @@ public struct OutputFactory: Sendable {
                 submissionId: submission.submissionId, orderId: submission.orderId, userId: submission.userId,
                 clientId: submission.clientId, outcome: .failed, reason: reason, source: source, message: message,
                 appleStatus: appleStatus, environment: nil, bundleId: nil, transactions: [],
-                attempts: attempts, verifiedAtMs: nowMs),
+                submissionFingerprint: submission.fingerprint, attempts: attempts, verifiedAtMs: nowMs),
             key: key)
     }
 
@@ -54,7 +54,8 @@ public struct OutputFactory: Sendable {
                 clientId: submission.clientId, outcome: verdict.outcome, reason: verdict.reason,
                 source: verdict.source, message: verdict.message, appleStatus: verdict.appleStatus,
                 environment: verdict.environment, bundleId: verdict.bundleId, transactions: verdict.transactions,
-                attempts: job.priorAttempts + verdict.attempts, verifiedAtMs: nowMs),
+                submissionFingerprint: submission.fingerprint, attempts: job.priorAttempts + verdict.attempts,
+                verifiedAtMs: nowMs),
             key: job.message.key)
     }
 
