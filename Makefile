@@ -5,7 +5,7 @@ SHELL := /bin/bash
 # Warnings are errors everywhere, so a developer sees what CI sees.
 SWIFT_FLAGS ?= -Xswiftc -warnings-as-errors
 
-.PHONY: deps build build-release test unit-test dev bench clean
+.PHONY: deps build build-release test unit-test dev bench fuzz clean
 
 deps:
 	@scripts/install-deps.sh
@@ -27,6 +27,10 @@ test: deps
 
 dev: build-release
 	@scripts/dev.sh
+
+# libFuzzer + AddressSanitizer on every parser of outside bytes, FUZZ_SECONDS (default 60) per target.
+fuzz: deps
+	@scripts/fuzz.sh
 
 bench: build-release
 	@bench/run-all.sh

@@ -12,6 +12,10 @@ let package = Package(
         .executable(name: "receipt-verifier", targets: ["receipt-verifier"]),
         .executable(name: "fake-appstore", targets: ["fake-appstore"]),
         .executable(name: "embedded-kafka", targets: ["embedded-kafka"]),
+        // Libraries the fuzz targets (fuzz/Package.swift) link against.
+        .library(name: "ReceiptModel", targets: ["ReceiptModel"]),
+        .library(name: "AppStore", targets: ["AppStore"]),
+        .library(name: "Ingest", targets: ["Ingest"]),
     ],
     targets: [
         // MARK: C system libraries (Debian 12 packages)

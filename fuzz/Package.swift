@@ -1,0 +1,28 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// libFuzzer targets for every parser that sees outside bytes. Built and run by scripts/fuzz.sh (`make fuzz`) with
+// `-sanitize=fuzzer,address`; kept out of the main package because a fuzz target's `main` needs libFuzzer's runtime.
+// Seed corpora live in corpus/<target>/.
+
+let package = Package(
+    name: "receipt-verification-fuzz",
+    platforms: [.macOS(.v15)],
+    dependencies: [.package(name: "receipt-verification", path: "..")],
+    targets: [
+        .target(name: "FuzzSupport"),
+        .executableTarget(
+            name: "fuzz-submission-message",
+            dependencies: ["FuzzSupport", .product(name: "ReceiptModel", package: "receipt-verification")]),
+        .executableTarget(
+            name: "fuzz-verifyreceipt-response",
+            dependencies: ["FuzzSupport", .product(name: "AppStore", package: "receipt-verification")]),
+        .executableTarget(
+            name: "fuzz-http-submission",
+            dependencies: [
+                "FuzzSupport", .product(name: "Ingest", package: "receipt-verification"),
+                .product(name: "ReceiptModel", package: "receipt-verification"),
+            ]),
+    ],
+    swiftLanguageModes: [.v6]
+)

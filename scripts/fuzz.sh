@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets in fuzz/ with AddressSanitizer and runs each for FUZZ_SECONDS (default 60).
+# Fails on any crash, leak, timeout or violated property; the input that broke it is kept in .build/fuzz-artifacts/
+# (add it to fuzz/corpus/<target>/ with the fix, as a regression seed).
+#   FUZZ_SECONDS=N        time per target
+#   FUZZ_TARGETS="a b"    only these targets (default: every fuzz-* target in fuzz/Package.swift)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds="${FUZZ_SECONDS:-60}"
+build_path=.build/fuzz
+swift build --package-path fuzz --build-path "$build_path" -Xswiftc -sanitize=fuzzer,address \
+    -Xswiftc -warnings-as-errors 2>&1 | grep -vE "Cannot export local symbol '__asan" || true
+bin="$(swift build --package-path fuzz --build-path "$build_path" --show-bin-path)"
+
+targets="${FUZZ_TARGETS:-$(grep -oE 'name: "fuzz-[a-z0-9-]+"' fuzz/Package.swift | sed -E 's/name: "(.*)"/\1/')}"
+mkdir -p .build/fuzz-artifacts
+failed=()
+for target in $targets; do
+    [ -x "$bin/$target" ] || { echo "fuzz: $target was not built"; failed+=("$target"); continue; }
+    # A scratch corpus (grown by this run) seeded from the kept one, so the repository's seeds stay small.
+    work=".build/fuzz-corpus/$target"
+    mkdir -p "$work"
+    echo "fuzz: $target for ${seconds}s"
+    if ! "$bin/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+        -dict=fuzz/json.dict -print_final_stats=1 -artifact_prefix=".build/fuzz-artifacts/$target-" \
+        "$work" "fuzz/corpus/$target" >".build/fuzz-artifacts/$target.log" 2>&1; then
+        echo "fuzz: $target FAILED (log: .build/fuzz-artifacts/$target.log)"
+        grep -E "ERROR|SUMMARY|property violated|Test unit written" ".build/fuzz-artifacts/$target.log" | head -20
+        failed+=("$target")
+    else
+        grep -E "^stat::number_of_executed_units|^stat::peak_rss_mb" ".build/fuzz-artifacts/$target.log" \
+            | tr '\n' ' ' | sed "s/^/fuzz: $target ok: /"
+        echo
+    fi
+done
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "fuzz: failed: ${failed[*]}"
+    exit 1
+fi
+echo "fuzz: every target ran ${seconds}s without a finding"
