@@ -18,12 +18,15 @@ let package = Package(
         .systemLibrary(name: "CRdKafka", pkgConfig: "rdkafka", providers: [.apt(["librdkafka-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
 
         // MARK: Libraries
         .target(name: "ServiceSupport"),
         .target(name: "Kafka", dependencies: ["CRdKafka", "ServiceSupport"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "ServiceSupport"]),
         .target(name: "ReceiptModel"),
+        // The only Swift code over OpenSSL: digests, certificates, chain validation, EC keys, PKCS#7, test PKI.
+        .target(name: "Crypto", dependencies: ["COpenSSL"]),
         .target(name: "AppStore", dependencies: ["CCurl", "ReceiptModel", "ServiceSupport"]),
         .target(name: "FakeAppStore", dependencies: ["HTTPServer", "ServiceSupport"], exclude: ["README.md"]),
         .target(name: "Ingest", dependencies: ["Kafka", "HTTPServer", "ReceiptModel", "ServiceSupport"]),
@@ -62,6 +65,7 @@ let package = Package(
         .testTarget(
             name: "VerifierTests", dependencies: ["Verifier", "AppStore", "HTTPServer", "ReceiptModel", "TestSupport"]),
         .testTarget(name: "ReplayTests", dependencies: ["Replay", "ReceiptModel"]),
+        .testTarget(name: "CryptoTests", dependencies: ["Crypto"], exclude: ["Fixtures"]),
         .testTarget(
             name: "IntegrationTests", dependencies: ["Kafka", "ReceiptModel", "ServiceSupport", "FakeAppStore", "TestSupport"]),
     ],
