@@ -27,6 +27,8 @@ let package = Package(
         .target(name: "ReceiptModel"),
         // The only Swift code over OpenSSL: digests, certificates, chain validation, EC keys, PKCS#7, test PKI.
         .target(name: "Crypto", dependencies: ["COpenSSL"]),
+        // JWS (StoreKit 2 / Server API / notifications), the API token and legacy receipts, above Crypto.
+        .target(name: "SignedData", dependencies: ["Crypto"]),
         .target(name: "AppStore", dependencies: ["CCurl", "ReceiptModel", "ServiceSupport"]),
         .target(name: "FakeAppStore", dependencies: ["HTTPServer", "ServiceSupport"], exclude: ["README.md"]),
         .target(name: "Ingest", dependencies: ["Kafka", "HTTPServer", "ReceiptModel", "ServiceSupport"]),
@@ -66,6 +68,7 @@ let package = Package(
             name: "VerifierTests", dependencies: ["Verifier", "AppStore", "HTTPServer", "ReceiptModel", "TestSupport"]),
         .testTarget(name: "ReplayTests", dependencies: ["Replay", "ReceiptModel"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], exclude: ["Fixtures"]),
+        .testTarget(name: "SignedDataTests", dependencies: ["SignedData", "Crypto"], exclude: ["Fixtures"]),
         .testTarget(
             name: "IntegrationTests", dependencies: ["Kafka", "ReceiptModel", "ServiceSupport", "FakeAppStore", "TestSupport"]),
     ],
