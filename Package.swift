@@ -52,6 +52,7 @@ let package = Package(
         .executableTarget(
             name: "verifier-bench", dependencies: ["Kafka", "ReceiptModel", "ServiceSupport"],
             path: "bench/verifier-bench"),
+        .executableTarget(name: "jws-bench", dependencies: ["SignedData", "Crypto"], path: "bench/jws-bench"),
 
         // MARK: Tests (unit tests need no network; IntegrationTests start the real executables)
         .target(name: "TestSupport", dependencies: ["ServiceSupport"], path: "Tests/TestSupport"),

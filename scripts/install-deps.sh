@@ -8,7 +8,7 @@ packages=(
     librdkafka-dev          # Kafka client and its mock cluster
     libcurl4-openssl-dev    # HTTP client for Apple's verifyReceipt (HTTP/2 via nghttp2)
     libmicrohttpd-dev       # HTTP server for the ingest, the metrics endpoints and the fake App Store
-    libssl-dev
+    libssl-dev              # OpenSSL: the Crypto module (JWS, X.509 chains, PKCS#7 receipts)
     openssl                 # test certificates for the TLS tests
     kcat                    # reference producer in the producer benchmark
     wrk                     # HTTP load generator in the ingest benchmark
