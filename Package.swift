@@ -28,8 +28,11 @@ let package = Package(
         .target(name: "ServiceSupport"),
         .target(name: "Kafka", dependencies: ["CRdKafka", "ServiceSupport"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "ServiceSupport"]),
-        .target(name: "Crypto", dependencies: ["COpenSSL"]),
         .target(name: "ReceiptModel", dependencies: ["Crypto"]),
+        // The only Swift code over OpenSSL: digests, certificates, chain validation, EC keys, PKCS#7, test PKI.
+        .target(name: "Crypto", dependencies: ["COpenSSL"]),
+        // JWS (StoreKit 2 / Server API / notifications), the API token and legacy receipts, above Crypto.
+        .target(name: "SignedData", dependencies: ["Crypto"]),
         .target(name: "AppStore", dependencies: ["CCurl", "ReceiptModel", "ServiceSupport"]),
         .target(name: "FakeAppStore", dependencies: ["HTTPServer", "ServiceSupport"], exclude: ["README.md"]),
         .target(name: "Ingest", dependencies: ["Kafka", "HTTPServer", "ReceiptModel", "ServiceSupport"]),
@@ -53,6 +56,7 @@ let package = Package(
         .executableTarget(
             name: "verifier-bench", dependencies: ["Kafka", "ReceiptModel", "ServiceSupport"],
             path: "bench/verifier-bench"),
+        .executableTarget(name: "jws-bench", dependencies: ["SignedData", "Crypto"], path: "bench/jws-bench"),
 
         // MARK: Tests (unit tests need no network; IntegrationTests start the real executables)
         .target(name: "TestSupport", dependencies: ["ServiceSupport"], path: "Tests/TestSupport"),
@@ -68,6 +72,8 @@ let package = Package(
         .testTarget(
             name: "VerifierTests", dependencies: ["Verifier", "AppStore", "HTTPServer", "ReceiptModel", "TestSupport"]),
         .testTarget(name: "ReplayTests", dependencies: ["Replay", "ReceiptModel"]),
+        .testTarget(name: "CryptoTests", dependencies: ["Crypto"], exclude: ["Fixtures"]),
+        .testTarget(name: "SignedDataTests", dependencies: ["SignedData", "Crypto"], exclude: ["Fixtures"]),
         .testTarget(
             name: "IntegrationTests", dependencies: ["Kafka", "ReceiptModel", "ServiceSupport", "FakeAppStore", "TestSupport"]),
     ],

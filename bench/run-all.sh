@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # `make bench`: every benchmark, one after the other (they share this machine's cores, so never in parallel),
 # each printing its own figures. Record them, with the machine, in docs/BENCHMARKS.md.
-#   bench/run-all.sh [producer|appstore|ingest|verifier|verdicts]...   (default: all)
+#   bench/run-all.sh [producer|appstore|ingest|verifier|verdicts|jws]...   (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 selected=("$@")
-[ ${#selected[@]} -gt 0 ] || selected=(producer appstore ingest verifier verdicts)
+[ ${#selected[@]} -gt 0 ] || selected=(producer appstore ingest verifier verdicts jws)
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
 for name in "${selected[@]}"; do
@@ -16,7 +16,8 @@ for name in "${selected[@]}"; do
         ingest) script=bench/ingest.sh ;;
         verifier) script=bench/verifier.sh ;;
         verdicts) script=bench/verdicts.sh ;;
-        *) echo "unknown benchmark '$name' (producer, appstore, ingest, verifier, verdicts)" >&2; exit 2 ;;
+        jws) script=bench/jws.sh ;;
+        *) echo "unknown benchmark '$name' (producer, appstore, ingest, verifier, verdicts, jws)" >&2; exit 2 ;;
     esac
     echo
     echo "=== $name ($script) ==="

@@ -8,7 +8,7 @@ packages=(
     librdkafka-dev          # Kafka client and its mock cluster
     libcurl4-openssl-dev    # HTTP client for Apple's verifyReceipt (HTTP/2 via nghttp2)
     libmicrohttpd-dev       # HTTP server for the ingest, the metrics endpoints and the fake App Store
-    libssl-dev
+    libssl-dev              # OpenSSL: the Crypto module (JWS, X.509 chains, PKCS#7 receipts)
     openssl                 # test certificates for the TLS tests
     kcat                    # reference producer in the producer benchmark
     wrk                     # HTTP load generator in the ingest benchmark
@@ -29,10 +29,12 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# The schema tests validate messages with an independent validator; the deployment checks parse YAML.
+# The schema tests validate messages with an independent validator; the deployment checks parse YAML; the signed
+# data tests check our JWS, chains and API tokens against Apple's own Python library (which brings PyJWT).
 python_missing=()
 python3 -c 'import jsonschema' 2>/dev/null || python_missing+=(jsonschema)
 python3 -c 'import yaml' 2>/dev/null || python_missing+=(pyyaml)
+python3 -c 'import appstoreserverlibrary, jwt' 2>/dev/null || python_missing+=(app-store-server-library)
 if [ ${#python_missing[@]} -gt 0 ]; then
     echo "installing python packages: ${python_missing[*]}"
     python3 -m pip install --quiet --disable-pip-version-check "${python_missing[@]}"

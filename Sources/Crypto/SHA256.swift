@@ -1,32 +1,31 @@
 import COpenSSL
 
-/// SHA-256 (OpenSSL's one-shot EVP digest).
+/// SHA-256 in one call (OpenSSL's one-shot `EVP_Digest` with a digest fetched once per process).
 public enum SHA256 {
-    /// The 32-byte digest of `bytes`.
-    public static func hash(_ bytes: [UInt8]) -> [UInt8] {
-        var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
-        var length: UInt32 = 0
-        let ok = bytes.withUnsafeBytes { input in
-            digest.withUnsafeMutableBytes { output in
-                EVP_Digest(
-                    input.baseAddress, input.count, output.bindMemory(to: UInt8.self).baseAddress, &length,
-                    EVP_sha256(), nil)
-            }
+    /// The 32-byte SHA-256 digest of `bytes`.
+    ///
+    /// Arrays, array slices and `String.UTF8View`s are hashed in place; other sequences are copied first.
+    public static func hash(_ bytes: some Sequence<UInt8>) -> [UInt8] {
+        if let digest = bytes.withContiguousStorageIfAvailable({ hash(buffer: UnsafeRawBufferPointer($0)) }) {
+            return digest
         }
-        // EVP_Digest fails only when OpenSSL cannot allocate its context: nothing sensible can continue.
-        precondition(ok == 1 && length == SHA256_DIGEST_LENGTH, "OpenSSL SHA-256 failed")
-        return digest
+        return Array(bytes).withUnsafeBytes { hash(buffer: $0) }
     }
 
-    /// The digest of `bytes` as 64 lower-case hex digits.
-    public static func hexDigest(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text = [UInt8]()
-        text.reserveCapacity(64)
-        for byte in hash(bytes) {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0f)])
+    /// The digest as 64 lowercase hexadecimal characters.
+    public static func hex(_ bytes: some Sequence<UInt8>) -> String {
+        Hex.encode(hash(bytes))
+    }
+
+    /// The digest of the bytes in `buffer`.
+    public static func hash(buffer: UnsafeRawBufferPointer) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: 32) { output, count in
+            var length: UInt32 = 0
+            // EVP_Digest only fails on allocation failure inside OpenSSL; a digest cannot be "wrong" here.
+            let ok = EVP_Digest(buffer.baseAddress, buffer.count, output.baseAddress, &length,
+                                Digests.shared.sha256, nil)
+            precondition(ok == 1 && length == 32, OpenSSLErrorQueue.describe("EVP_Digest(SHA-256) failed"))
+            count = 32
         }
-        return String(decoding: text, as: UTF8.self)
     }
 }

@@ -29,6 +29,6 @@ extension Submission {
     /// `submission_fingerprint`: hex SHA-256 of `SubmissionFingerprintInput.bytes(of:)`. A reused `submission_id`
     /// with another fingerprint is a conflict.
     public var fingerprint: String {
-        SHA256.hexDigest(SubmissionFingerprintInput.bytes(of: self))
+        SHA256.hex(SubmissionFingerprintInput.bytes(of: self))
     }
 }

@@ -1,0 +1,190 @@
+import Crypto
+import Foundation
+import Synchronization
+
+/// Verifies App Store signed data (StoreKit 2 transactions, renewal info, Server API responses, Server Notifications
+/// V2) the way Apple's own libraries do offline (§2.7), anchored to the roots given at initialization only.
+///
+/// For each JWS: strict compact parsing, `alg` `ES256`, `x5c` of exactly 3 certificates; the payload must be a JSON
+/// object with a readable `signedDate`; leaf (`x5c[0]`) → intermediate (`x5c[1]`) → one of our roots must validate
+/// (RFC 5280, no CRL/OCSP) at that `signedDate` (`x5c[2]` is ignored); the intermediate must carry
+/// 1.2.840.113635.100.6.2.1 and the leaf 1.2.840.113635.100.6.11.1; the leaf key must be P-256 and the signature
+/// must verify over `header.payload`. Semantic checks (bundle id, environment) belong to the caller.
+///
+/// Verified (leaf, intermediate) pairs are cached (32 by default, least recently used out) with the chain's
+/// validity window, so the steady state costs parsing plus one ECDSA verification; a cached pair is used only when
+/// the new `signedDate` is inside that window. Safe to share between threads.
+public final class AppleSignedDataVerifier: Sendable {
+    /// Apple's libraries cache 32 chains; leaves rotate about every two years, so a handful are live at once.
+    public static let defaultCacheCapacity = 32
+
+    /// The trust anchors.
+    public let trustedRoots: [Certificate]
+    private let cache: Mutex<VerifiedChainCache>
+
+    /// - Parameters:
+    ///   - trustedRoots: the only roots chains may end at (Apple Root CA - G3 in production).
+    ///   - cacheCapacity: verified chains kept; 0 disables the cache (every verification validates the chain).
+    public init(trustedRoots: [Certificate], cacheCapacity: Int = AppleSignedDataVerifier.defaultCacheCapacity) {
+        self.trustedRoots = trustedRoots
+        cache = Mutex(VerifiedChainCache(capacity: cacheCapacity))
+    }
+
+    /// A verifier trusting the certificates in the files at `rootCertificatePaths` (DER or PEM, as listed by an
+    /// `APPLE_ROOT_CERTIFICATES`-style setting; see `AppleRootCertificates`).
+    ///
+    /// - Throws: `CryptoError` naming the file that could not be read, or `.invalidArgument` for an empty list.
+    public convenience init(
+        rootCertificatePaths: [String], cacheCapacity: Int = AppleSignedDataVerifier.defaultCacheCapacity
+    ) throws(CryptoError) {
+        self.init(trustedRoots: try AppleRootCertificates.load(paths: rootCertificatePaths),
+                  cacheCapacity: cacheCapacity)
+    }
+
+    /// Number of chains currently cached.
+    public var cachedChainCount: Int {
+        cache.withLock { $0.count }
+    }
+
+    /// Verifies `jws` and returns its payload.
+    ///
+    /// - Throws: `SignedDataError` whose kind says which check failed; all map to `invalid_signature`.
+    public func verify(_ jws: String) throws(SignedDataError) -> VerifiedJWS {
+        let parsed = try CompactJWS.parse(jws)
+        guard let x5c = parsed.header.x5c, x5c.count == 3 else {
+            throw SignedDataError(
+                .invalidChainLength,
+                "the JWS header's x5c has \(parsed.header.x5c.map { "\($0.count)" } ?? "no") certificates; "
+                    + "App Store data carries exactly 3 (leaf, intermediate, root)")
+        }
+        let key = VerifiedChainCache.Key(leaf: try certificateBytes(x5c[0], index: 0),
+                                         intermediate: try certificateBytes(x5c[1], index: 1))
+        let signedDateMs = try Self.signedDate(of: parsed.payload)
+        guard parsed.signature.count == 64 else {
+            throw SignedDataError(.invalidSignature,
+                                  "the signature is \(parsed.signature.count) bytes; an ES256 signature is 64 (r || s)")
+        }
+        let epochSeconds = Self.epochSeconds(milliseconds: signedDateMs)
+
+        let entry: VerifiedChainCache.Entry
+        if let cached = cache.withLock({ $0.lookup(key, atEpochSeconds: epochSeconds) }) {
+            entry = cached
+        } else {
+            let leaf = try certificate(key.leaf, index: 0)
+            let intermediate = try certificate(key.intermediate, index: 1)
+            let (publicKey, chain) = try validate(leaf: leaf, intermediate: intermediate, atEpochSeconds: epochSeconds)
+            entry = VerifiedChainCache.Entry(publicKey: publicKey, chain: chain, leafFingerprint: leaf.sha256Fingerprint)
+            cache.withLock { $0.insert(entry, for: key) }
+        }
+        guard entry.publicKey.verifyES256(signature: parsed.signature, message: parsed.signingInput) else {
+            throw SignedDataError(.invalidSignature,
+                                  "the ES256 signature does not verify with the leaf certificate's key over header.payload")
+        }
+        return VerifiedJWS(payload: parsed.payload, signedDateMs: signedDateMs, header: parsed.header,
+                           leafFingerprint: entry.leafFingerprint)
+    }
+
+    /// Apple's chain policy, uncached: `leaf` → `intermediate` → one of our roots at `atEpochSeconds`, exactly that
+    /// path, both marker OIDs, a P-256 leaf key. Returns the leaf's key.
+    ///
+    /// - Throws: `SignedDataError` (`.untrustedChain`, `.certificateNotValidAtSignedDate`, `.leafMarkerMissing`,
+    ///   `.intermediateMarkerMissing`, `.unreadableCertificate`).
+    public func verifyChain(
+        leaf: Certificate, intermediate: Certificate, atEpochSeconds: Int64
+    ) throws(SignedDataError) -> ECPublicKey {
+        try validate(leaf: leaf, intermediate: intermediate, atEpochSeconds: atEpochSeconds).0
+    }
+
+    private func validate(
+        leaf: Certificate, intermediate: Certificate, atEpochSeconds: Int64
+    ) throws(SignedDataError) -> (ECPublicKey, CertificateChain) {
+        let chain: CertificateChain
+        do {
+            chain = try CertificateChain.verify(leaf: leaf, intermediates: [intermediate], trustedRoots: trustedRoots,
+                                                atEpochSeconds: atEpochSeconds)
+        } catch {
+            switch error.kind {
+            case .expired, .notYetValid:
+                throw SignedDataError(.certificateNotValidAtSignedDate, "at the payload's signedDate: \(error.message)")
+            default:
+                throw SignedDataError(.untrustedChain, error.message)
+            }
+        }
+        // Exactly leaf → intermediate → root: a leaf issued directly by a root, or a longer path, is not Apple's shape.
+        guard chain.certificates.count == 3, chain.certificates[1] == intermediate else {
+            throw SignedDataError(
+                .untrustedChain,
+                "the certificate path has \(chain.certificates.count) certificates instead of leaf, x5c[1], root")
+        }
+        guard intermediate.hasExtension(oid: CertificateAuthority.intermediateMarkerOID) else {
+            throw SignedDataError(
+                .intermediateMarkerMissing,
+                "the intermediate '\(intermediate.subject)' lacks Apple's WWDR marker extension "
+                    + CertificateAuthority.intermediateMarkerOID)
+        }
+        guard leaf.hasExtension(oid: CertificateAuthority.leafMarkerOID) else {
+            throw SignedDataError(
+                .leafMarkerMissing,
+                "the leaf '\(leaf.subject)' lacks Apple's App Store receipt-signing marker extension "
+                    + CertificateAuthority.leafMarkerOID)
+        }
+        let publicKey: ECPublicKey
+        do {
+            publicKey = try leaf.publicKey()
+        } catch {
+            throw SignedDataError(.unreadableCertificate, "the leaf key is unusable: \(error.message)")
+        }
+        guard publicKey.curve == .p256 else {
+            throw SignedDataError(.unreadableCertificate,
+                                  "the leaf key is on \(publicKey.curve.rawValue); ES256 needs P-256")
+        }
+        return (publicKey, chain)
+    }
+
+    private func certificateBytes(_ text: String, index: Int) throws(SignedDataError) -> [UInt8] {
+        guard let der = Base64.decodeStandard(text.utf8), !der.isEmpty else {
+            throw SignedDataError(.unreadableCertificate, "x5c[\(index)] is not standard base64")
+        }
+        return der
+    }
+
+    private func certificate(_ der: [UInt8], index: Int) throws(SignedDataError) -> Certificate {
+        do {
+            return try Certificate(der: der)
+        } catch {
+            throw SignedDataError(.unreadableCertificate, "x5c[\(index)] is not a DER certificate: \(error.message)")
+        }
+    }
+
+    /// The payload's `signedDate` in epoch milliseconds.
+    static func signedDate(of payload: [UInt8]) throws(SignedDataError) -> Int64 {
+        let probe: SignedDateProbe
+        do {
+            probe = try JSONDecoder().decode(SignedDateProbe.self, from: Data(payload))
+        } catch {
+            throw SignedDataError(.payloadNotJSON, "the JWS payload is not a JSON object")
+        }
+        switch probe.signedDate {
+        case .value(let milliseconds): return milliseconds
+        case .absent:
+            throw SignedDataError(.missingSignedDate,
+                                  "the payload has no signedDate, so there is no time to validate the chain at")
+        case .unreadable:
+            throw SignedDataError(.missingSignedDate,
+                                  "the payload's signedDate is not epoch milliseconds, so there is no time to validate at")
+        }
+    }
+
+    static func epochSeconds(milliseconds: Int64) -> Int64 {
+        milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000
+    }
+}
+
+/// Reads only `signedDate` of a payload (and proves the payload is a JSON object).
+private struct SignedDateProbe: Decodable {
+    let signedDate: ReadableField<Int64>
+
+    init(from decoder: any Decoder) throws {
+        signedDate = try decoder.container(keyedBy: AnyCodingKey.self).readableInt("signedDate")
+    }
+}

@@ -1,0 +1,82 @@
+/// A decoded `JWSTransactionDecodedPayload` (App Store Server API §2.8): one purchase, renewal or restore.
+///
+/// Decoding is tolerant: ids may be JSON strings or numbers, dates are epoch milliseconds (Xcode writes fractions,
+/// dropped here), unknown fields are ignored and unknown enum values kept. Only a payload that is not a JSON object
+/// fails to decode. `revocationDate` and `revocationPercentage` are `ReadableField`s so that a present but unreadable
+/// value is seen (and refused by the money rules) instead of passing as "not revoked".
+public struct JWSTransactionPayload: Sendable, Equatable, Decodable {
+    public var transactionId: String?
+    public var originalTransactionId: String?
+    public var webOrderLineItemId: String?
+    public var bundleId: String?
+    public var productId: String?
+    public var subscriptionGroupIdentifier: String?
+    /// Epoch ms of the charge.
+    public var purchaseDate: Int64?
+    public var originalPurchaseDate: Int64?
+    public var expiresDate: Int64?
+    public var quantity: Int64?
+    public var type: ProductType?
+    /// The app's customer id (a UUID string) bound at purchase time.
+    public var appAccountToken: String?
+    public var inAppOwnershipType: OwnershipType?
+    /// Epoch ms at which the App Store signed the JWS.
+    public var signedDate: Int64?
+    /// 0: other, 1: an issue in the app.
+    public var revocationReason: Int64?
+    /// Epoch ms of the refund or revocation; present means revoked.
+    public var revocationDate: ReadableField<Int64>
+    public var revocationType: RevocationType?
+    /// Milliunits of the transaction refunded (50000 = 50 %).
+    public var revocationPercentage: ReadableField<Int64>
+    public var isUpgraded: Bool?
+    /// 1 introductory, 2 promotional, 3 offer code, 4 win-back.
+    public var offerType: Int64?
+    public var offerIdentifier: String?
+    public var offerDiscountType: String?
+    public var offerPeriod: String?
+    public var environment: SignedEnvironment?
+    /// ISO 3166-1 alpha-3 (`USA`).
+    public var storefront: String?
+    public var storefrontId: String?
+    public var transactionReason: TransactionReason?
+    /// ISO 4217.
+    public var currency: String?
+    /// Milliunits of `currency` (10990 = 10.99).
+    public var price: Int64?
+    public var appTransactionId: String?
+
+    public init(from decoder: any Decoder) throws {
+        let fields = try decoder.container(keyedBy: AnyCodingKey.self)
+        transactionId = fields.lenientString("transactionId")
+        originalTransactionId = fields.lenientString("originalTransactionId")
+        webOrderLineItemId = fields.lenientString("webOrderLineItemId")
+        bundleId = fields.lenientString("bundleId")
+        productId = fields.lenientString("productId")
+        subscriptionGroupIdentifier = fields.lenientString("subscriptionGroupIdentifier")
+        purchaseDate = fields.lenientMillis("purchaseDate")
+        originalPurchaseDate = fields.lenientMillis("originalPurchaseDate")
+        expiresDate = fields.lenientMillis("expiresDate")
+        quantity = fields.lenientInt("quantity")
+        type = fields.lenientString("type").map(ProductType.init(rawValue:))
+        appAccountToken = fields.lenientString("appAccountToken")
+        inAppOwnershipType = fields.lenientString("inAppOwnershipType").map(OwnershipType.init(rawValue:))
+        signedDate = fields.lenientMillis("signedDate")
+        revocationReason = fields.lenientInt("revocationReason")
+        revocationDate = fields.readableInt("revocationDate")
+        revocationType = fields.lenientString("revocationType").map(RevocationType.init(rawValue:))
+        revocationPercentage = fields.readableInt("revocationPercentage")
+        isUpgraded = fields.lenientBool("isUpgraded")
+        offerType = fields.lenientInt("offerType")
+        offerIdentifier = fields.lenientString("offerIdentifier")
+        offerDiscountType = fields.lenientString("offerDiscountType")
+        offerPeriod = fields.lenientString("offerPeriod")
+        environment = fields.lenientString("environment").map(SignedEnvironment.init(rawValue:))
+        storefront = fields.lenientString("storefront")
+        storefrontId = fields.lenientString("storefrontId")
+        transactionReason = fields.lenientString("transactionReason").map(TransactionReason.init(rawValue:))
+        currency = fields.lenientString("currency")
+        price = fields.lenientInt("price")
+        appTransactionId = fields.lenientString("appTransactionId")
+    }
+}
