@@ -34,9 +34,15 @@ let package = Package(
         // JWS (StoreKit 2 / Server API / notifications), the API token and legacy receipts, above Crypto.
         .target(name: "SignedData", dependencies: ["Crypto"]),
         .target(name: "AppStore", dependencies: ["CCurl", "ReceiptModel", "ServiceSupport"]),
-        .target(name: "FakeAppStore", dependencies: ["HTTPServer", "ServiceSupport"], exclude: ["README.md"]),
+        .target(
+            name: "FakeAppStore", dependencies: ["AppStore", "HTTPServer", "ServiceSupport", "SignedData", "Crypto"],
+            exclude: ["README.md"]),
         .target(name: "Ingest", dependencies: ["Kafka", "HTTPServer", "ReceiptModel", "ServiceSupport"]),
-        .target(name: "Verifier", dependencies: ["Kafka", "AppStore", "HTTPServer", "ReceiptModel", "ServiceSupport"]),
+        .target(
+            name: "Verifier",
+            dependencies: [
+                "Kafka", "AppStore", "HTTPServer", "ReceiptModel", "ServiceSupport", "SignedData", "Crypto",
+            ]),
 
         // MARK: Executables (thin: parse settings, run, handle signals)
         .executableTarget(name: "receipt-ingest", dependencies: ["Ingest", "ServiceSupport"]),
@@ -54,7 +60,8 @@ let package = Package(
             name: "appstore-client-bench", dependencies: ["AppStore", "FakeAppStore", "ServiceSupport"],
             path: "bench/appstore-client-bench"),
         .executableTarget(
-            name: "verifier-bench", dependencies: ["Kafka", "ReceiptModel", "ServiceSupport"],
+            name: "verifier-bench",
+            dependencies: ["Kafka", "ReceiptModel", "ServiceSupport", "FakeAppStore", "SignedData"],
             path: "bench/verifier-bench"),
         .executableTarget(name: "jws-bench", dependencies: ["SignedData", "Crypto"], path: "bench/jws-bench"),
 
@@ -70,12 +77,19 @@ let package = Package(
         .testTarget(
             name: "IngestTests", dependencies: ["Ingest", "HTTPServer", "Kafka", "ReceiptModel", "TestSupport"]),
         .testTarget(
-            name: "VerifierTests", dependencies: ["Verifier", "AppStore", "HTTPServer", "ReceiptModel", "TestSupport"]),
+            name: "VerifierTests",
+            dependencies: [
+                "Verifier", "AppStore", "HTTPServer", "ReceiptModel", "TestSupport", "SignedData", "Crypto",
+                "FakeAppStore",
+            ]),
         .testTarget(name: "ReplayTests", dependencies: ["Replay", "ReceiptModel"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], exclude: ["Fixtures"]),
         .testTarget(name: "SignedDataTests", dependencies: ["SignedData", "Crypto"], exclude: ["Fixtures"]),
         .testTarget(
-            name: "IntegrationTests", dependencies: ["Kafka", "ReceiptModel", "ServiceSupport", "FakeAppStore", "TestSupport"]),
+            name: "IntegrationTests",
+            dependencies: [
+                "Kafka", "ReceiptModel", "ServiceSupport", "FakeAppStore", "TestSupport", "SignedData", "Crypto",
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,6 +1,8 @@
 import AppStore
+import Foundation
 import Kafka
 import ServiceSupport
+import SignedData
 
 /// Everything `receipt-verifier` reads from its environment, validated. Every variable is described in `helpText`.
 public struct VerifierSettings: Sendable {
@@ -20,11 +22,17 @@ public struct VerifierSettings: Sendable {
     public var revokeTimeout: Duration
     /// How long SIGTERM waits for in-flight work before abandoning it (it is redelivered after restart).
     public var shutdownTimeout: Duration
+    /// `APPLE_APP_APPLE_ID`: when set, Production notifications for another app are refused.
+    public var appAppleId: Int64?
+    /// `APPLE_ROOT_CERTIFICATES`: the files of the only roots a notification (and its signed transaction and renewal
+    /// info) may chain to; default the shipped Apple Root CA - G3.
+    public var rootCertificatePaths: [String]
 
     public init(
         kafka: KafkaConfiguration, topics: VerifierTopics, groupId: String, metricsListen: ListenAddress,
         appStore: AppStoreSettings, limits: DispatchLimits, roundDeadline: Duration, retryPolicy: RetryRoundPolicy,
-        breaker: AppleCircuitBreaker.Configuration, revokeTimeout: Duration, shutdownTimeout: Duration
+        breaker: AppleCircuitBreaker.Configuration, revokeTimeout: Duration, shutdownTimeout: Duration,
+        appAppleId: Int64? = nil, rootCertificatePaths: [String] = []
     ) {
         self.kafka = kafka
         self.topics = topics
@@ -37,6 +45,15 @@ public struct VerifierSettings: Sendable {
         self.breaker = breaker
         self.revokeTimeout = revokeTimeout
         self.shutdownTimeout = shutdownTimeout
+        self.appAppleId = appAppleId
+        self.rootCertificatePaths = rootCertificatePaths
+    }
+
+    /// What notifications must satisfy besides their signatures.
+    public var notificationPolicy: NotificationPolicy {
+        NotificationPolicy(
+            allowedBundleIds: appStore.verdictPolicy.allowedBundleIds,
+            sandboxPolicy: appStore.verdictPolicy.sandboxPolicy, appAppleId: appAppleId)
     }
 
     /// Defaults the verifier applies to librdkafka properties `KAFKA_*` does not set: statistics every second
@@ -97,13 +114,27 @@ public struct VerifierSettings: Sendable {
             receipts: try topic(settings, "RECEIPTS_TOPIC", default: "iap.receipts.submitted"),
             results: try topic(settings, "RESULTS_TOPIC", default: "iap.receipts.results"),
             retry: try topic(settings, "RETRY_TOPIC", default: "iap.receipts.retry"),
-            deadLetter: try topic(settings, "DLQ_TOPIC", default: "iap.receipts.dlq"))
-        let distinct = Set([topics.receipts, topics.results, topics.retry, topics.deadLetter])
-        guard distinct.count == 4 else {
+            deadLetter: try topic(settings, "DLQ_TOPIC", default: "iap.receipts.dlq"),
+            notifications: try topic(settings, "NOTIFICATIONS_TOPIC", default: "iap.notifications.submitted"),
+            events: try topic(settings, "EVENTS_TOPIC", default: "iap.purchase.events"))
+        let distinct = Set([
+            topics.receipts, topics.results, topics.retry, topics.deadLetter, topics.notifications, topics.events,
+        ])
+        guard distinct.count == 6 else {
             throw ConfigurationError(
-                variable: "RETRY_TOPIC", problem: "RECEIPTS_TOPIC, RESULTS_TOPIC, RETRY_TOPIC and DLQ_TOPIC must differ"
-            )
+                variable: "RETRY_TOPIC",
+                problem: "RECEIPTS_TOPIC, RESULTS_TOPIC, RETRY_TOPIC, DLQ_TOPIC, NOTIFICATIONS_TOPIC and EVENTS_TOPIC "
+                    + "must differ")
         }
+        var appAppleId: Int64?
+        if let text = settings.string("APPLE_APP_APPLE_ID") {
+            guard let id = Int64(text), id > 0 else {
+                throw ConfigurationError(
+                    variable: "APPLE_APP_APPLE_ID", problem: "'\(text)' is not the app's numeric Apple id")
+            }
+            appAppleId = id
+        }
+        let rootPaths = try rootCertificatePaths(settings)
         let appStore = try AppStoreSettings.fromEnvironment(settings)
         let maxInFlight = appStore.maxInFlight
         let window = try settings.int(
@@ -153,7 +184,30 @@ public struct VerifierSettings: Sendable {
                 initialProbeInterval: .milliseconds(probeMs), maximumProbeInterval: .milliseconds(maxProbeMs)),
             revokeTimeout: .milliseconds(revokeMs),
             shutdownTimeout: .milliseconds(
-                try settings.int("VERIFIER_SHUTDOWN_TIMEOUT_MS", default: 20_000, range: 0...600_000)))
+                try settings.int("VERIFIER_SHUTDOWN_TIMEOUT_MS", default: 20_000, range: 0...600_000)),
+            appAppleId: appAppleId, rootCertificatePaths: rootPaths)
+    }
+
+    /// `APPLE_ROOT_CERTIFICATES` (comma-separated readable files), else the shipped Apple Root CA - G3.
+    private static func rootCertificatePaths(_ settings: Settings) throws(ConfigurationError) -> [String] {
+        guard let value = settings.string("APPLE_ROOT_CERTIFICATES") else {
+            guard let shipped = AppleRootCertificates.defaultSignedDataRootsPath else {
+                throw ConfigurationError(
+                    variable: "APPLE_ROOT_CERTIFICATES",
+                    problem: "is not set and the shipped \(AppleRootCertificates.signedDataRootFileName) was not found "
+                        + "(looked in \(AppleRootCertificates.searchDirectories().joined(separator: ", "))): set it "
+                        + "to Apple Root CA - G3 from https://www.apple.com/certificateauthority/")
+            }
+            return [shipped]
+        }
+        let paths = AppleRootCertificates.paths(fromSetting: value)
+        guard !paths.isEmpty else {
+            throw ConfigurationError(variable: "APPLE_ROOT_CERTIFICATES", problem: "lists no file")
+        }
+        for path in paths where access(path, R_OK) != 0 {
+            throw ConfigurationError(variable: "APPLE_ROOT_CERTIFICATES", problem: "'\(path)' is not a readable file")
+        }
+        return paths
     }
 
     private static func topic(_ settings: Settings, _ name: String, default value: String) throws(ConfigurationError)
@@ -194,6 +248,9 @@ public struct VerifierSettings: Sendable {
           RESULTS_TOPIC                  one result per submission (default iap.receipts.results)
           RETRY_TOPIC                    delayed re-verification, also consumed (default iap.receipts.retry)
           DLQ_TOPIC                      what could not be processed, for replay (default iap.receipts.dlq)
+          NOTIFICATIONS_TOPIC            App Store Server Notifications V2 to verify, also consumed
+                                         (default iap.notifications.submitted)
+          EVENTS_TOPIC                   purchase events from verified notifications (default iap.purchase.events)
           VERIFIER_GROUP_ID              consumer group (default iap-verifier)
           VERIFIER_MAX_IN_FLIGHT         Apple verifications in flight per process, 1..100000 (default 512)
           VERIFIER_METRICS_LISTEN        /healthz, /readyz, /metrics address host:port (default 0.0.0.0:9090)
@@ -228,7 +285,11 @@ public struct VerifierSettings: Sendable {
           APPLE_RETRY_MAX_DELAY_MS       longest in-round retry delay (default 5000)
           ALLOWED_BUNDLE_IDS             required; comma-separated bundle ids whose receipts may be verified
           SANDBOX_POLICY                 accept (result says environment Sandbox) or reject (sandbox_not_allowed)
-                                         (default accept)
+                                         (default accept); Xcode and LocalTesting data are never accepted
+          APPLE_APP_APPLE_ID             the app's Apple id; when set, Production notifications for another app
+                                         are refused (bundle_mismatch)
+          APPLE_ROOT_CERTIFICATES        comma-separated DER or PEM files: the only roots notifications and their
+                                         signed transactions may chain to (default the shipped Apple Root CA - G3)
           LOG_LEVEL                      debug, info, warning or error (default info)
 
         Endpoints on VERIFIER_METRICS_LISTEN: GET /healthz (alive), GET /readyz (Kafka connected, not draining),
