@@ -26,12 +26,15 @@ final class FakeAppStoreHandler: HTTPHandler {
     }
 
     let counters = FakeAppStoreCounters()
+    /// Signing and sending notifications (nil when the signing keys could not be set up).
+    let notifications: FakeNotificationAdmin?
     private let state: Mutex<State>
     private let sharedSecret: String?
     private let logger: Logger
     private let timerQueue = DispatchQueue(label: "fake-appstore-delays", attributes: .concurrent)
 
-    init(latency: Latency, sharedSecret: String?, logger: Logger) {
+    init(latency: Latency, sharedSecret: String?, logger: Logger, notifications: FakeNotificationAdmin? = nil) {
+        self.notifications = notifications
         state = Mutex(State(latency: latency, outage: nil))
         self.sharedSecret = sharedSecret
         self.logger = logger
@@ -48,6 +51,7 @@ final class FakeAppStoreHandler: HTTPHandler {
     }
 
     func handle(_ request: HTTPRequest, respond: @escaping HTTPResponder) {
+        if let notifications, notifications.handle(request, respond: respond) { return }
         switch (request.method, request.path) {
         case ("POST", "/verifyReceipt"):
             verifyReceipt(request, sandbox: false, respond: respond)

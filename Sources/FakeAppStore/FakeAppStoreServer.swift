@@ -14,6 +14,10 @@ public final class FakeAppStoreServer: Sendable {
         public var threadCount: Int
         /// How long a hung request is held before the server answers it 503 itself.
         public var hangSeconds: Int
+        /// Where the notification signing keys live (`FakeSigningKeys`); nil mints a set in memory.
+        public var signingDirectory: String?
+        /// Waits between notification delivery attempts after failures (Apple's 1, 12, 24, 48, 72 h by default).
+        public var notificationRetrySchedule: [Duration] = FakeNotificationSender.appleRetrySchedule
 
         public init(
             listen: ListenAddress = ListenAddress(host: "127.0.0.1", port: 0), latencyMs: Int = 0, jitterMs: Int = 0,
@@ -30,11 +34,16 @@ public final class FakeAppStoreServer: Sendable {
 
     private let server: HTTPServer
     private let handler: FakeAppStoreHandler
+    /// The keys notifications are signed with; nil when they could not be read or minted (logged; the notification
+    /// endpoints then answer 404).
+    public let signingKeys: FakeSigningKeys?
 
     public init(configuration: Configuration, logger: Logger) {
+        let notifications = Self.notificationAdmin(configuration, logger: logger)
+        signingKeys = notifications?.keys
         handler = FakeAppStoreHandler(
             latency: .init(fixedMs: max(0, configuration.latencyMs), jitterMs: max(0, configuration.jitterMs)),
-            sharedSecret: configuration.sharedSecret, logger: logger)
+            sharedSecret: configuration.sharedSecret, logger: logger, notifications: notifications)
         server = HTTPServer(
             configuration: HTTPServerConfiguration(
                 listen: configuration.listen, maxBodyBytes: 32 << 20, threadCount: configuration.threadCount,
@@ -43,11 +52,35 @@ public final class FakeAppStoreServer: Sendable {
             handler: handler, logger: logger.named("fake-appstore-http"))
     }
 
+    private static func notificationAdmin(_ configuration: Configuration, logger: Logger) -> FakeNotificationAdmin? {
+        do {
+            let keys =
+                if let directory = configuration.signingDirectory {
+                    try FakeSigningKeys.loadOrMint(directory: directory)
+                } else {
+                    try FakeSigningKeys.mint()
+                }
+            let sender = try FakeNotificationSender(
+                history: FakeNotificationHistory(), logger: logger.named("fake-appstore-notifications"))
+            return FakeNotificationAdmin(
+                keys: keys, sender: sender, retrySchedule: configuration.notificationRetrySchedule, logger: logger)
+        } catch {
+            logger.error("notifications disabled: cannot set up the signing keys", ["error": .string("\(error)")])
+            return nil
+        }
+    }
+
+    /// Every notification signed so far, with its delivery attempts.
+    public var notificationHistory: FakeNotificationHistory? { handler.notifications?.history }
+
     /// Binds and serves. - Throws: `HTTPServerError` when the address cannot be bound.
     public func start() throws { try server.start() }
 
-    /// Stops serving; idempotent.
-    public func stop() { server.stop() }
+    /// Stops serving (and retrying notification deliveries); idempotent.
+    public func stop() {
+        server.stop()
+        handler.notifications?.sender.shutdown()
+    }
 
     public var port: UInt16 { server.port }
     /// `http://127.0.0.1:<port>`.
