@@ -32,26 +32,57 @@ enum Base64 {
     }
 
     private static func decode(_ text: some Collection<UInt8>, table: [UInt8]) -> [UInt8]? {
-        let count = text.count
-        guard count % 4 != 1 else { return nil }
-        var output: [UInt8] = []
-        output.reserveCapacity(count * 3 / 4)
-        var accumulator: UInt32 = 0
-        var bits = 0
-        for character in text {
-            let value = table[Int(character)]
-            guard value != invalid else { return nil }
-            accumulator = accumulator << 6 | UInt32(value)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                output.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
-                accumulator &= (1 << UInt32(bits)) - 1
+        if let decoded = text.withContiguousStorageIfAvailable({ decode(contiguous: $0, table: table) }) {
+            return decoded
+        }
+        return Array(text).withUnsafeBufferPointer { decode(contiguous: $0, table: table) }
+    }
+
+    /// Four characters to three bytes at a time into a buffer of the exact size (notification payloads are ~10 KB).
+    private static func decode(contiguous input: UnsafeBufferPointer<UInt8>, table: [UInt8]) -> [UInt8]? {
+        let count = input.count
+        let remainder = count % 4
+        guard remainder != 1 else { return nil }
+        let outputCount = count / 4 * 3 + (remainder == 0 ? 0 : remainder - 1)
+        var output = [UInt8](repeating: 0, count: outputCount)
+        let valid = table.withUnsafeBufferPointer { table in
+            output.withUnsafeMutableBufferPointer { output -> Bool in
+                // `invalid` (0xff) has the top bits set; every valid value fits 6 bits.
+                var inputIndex = 0
+                var outputIndex = 0
+                while inputIndex + 4 <= count {
+                    let a = table[Int(input[inputIndex])]
+                    let b = table[Int(input[inputIndex + 1])]
+                    let c = table[Int(input[inputIndex + 2])]
+                    let d = table[Int(input[inputIndex + 3])]
+                    guard (a | b | c | d) & 0xc0 == 0 else { return false }
+                    output[outputIndex] = a << 2 | b >> 4
+                    output[outputIndex + 1] = b << 4 | c >> 2
+                    output[outputIndex + 2] = c << 6 | d
+                    inputIndex += 4
+                    outputIndex += 3
+                }
+                switch remainder {
+                case 2:
+                    let a = table[Int(input[inputIndex])]
+                    let b = table[Int(input[inputIndex + 1])]
+                    // Unused low bits of the last character must be zero (canonical encoding).
+                    guard (a | b) & 0xc0 == 0, b & 0x0f == 0 else { return false }
+                    output[outputIndex] = a << 2 | b >> 4
+                case 3:
+                    let a = table[Int(input[inputIndex])]
+                    let b = table[Int(input[inputIndex + 1])]
+                    let c = table[Int(input[inputIndex + 2])]
+                    guard (a | b | c) & 0xc0 == 0, c & 0x03 == 0 else { return false }
+                    output[outputIndex] = a << 2 | b >> 4
+                    output[outputIndex + 1] = b << 4 | c >> 2
+                default:
+                    break
+                }
+                return true
             }
         }
-        // Unused low bits of the last character must be zero (canonical encoding).
-        guard accumulator == 0 else { return nil }
-        return output
+        return valid ? output : nil
     }
 
     /// Unpadded base64url.

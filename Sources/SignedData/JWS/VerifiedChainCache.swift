@@ -10,6 +10,12 @@ struct VerifiedChainCache {
     struct Key: Hashable {
         let leaf: [UInt8]
         let intermediate: [UInt8]
+
+        /// Both certificates as blocks (see `ByteKey`), not byte by byte.
+        func hash(into hasher: inout Hasher) {
+            leaf.withUnsafeBytes { hasher.combine(bytes: $0) }
+            intermediate.withUnsafeBytes { hasher.combine(bytes: $0) }
+        }
     }
 
     struct Entry {
