@@ -45,17 +45,15 @@ public struct NotificationProcessor: Sendable {
 
     private func event(from value: [UInt8]) throws(NotificationRejection) -> NotificationEvent {
         let record = try Self.record(value)
+        // Each JWS payload is parsed once: the signedDate the chain is validated at is read from the decoded value.
+        let payload: NotificationPayload
         let verified: VerifiedJWS
         do {
-            verified = try verifier.verify(record.signedPayload)
+            (payload, verified) = try verifier.verify(record.signedPayload, as: NotificationPayload.self) {
+                $0.signedDate
+            }
         } catch {
             throw NotificationRejection(.invalidSignature, "signedPayload does not verify: \(error.message)")
-        }
-        let payload: NotificationPayload
-        do {
-            payload = try verified.decode(NotificationPayload.self)
-        } catch {
-            throw NotificationRejection(.malformedSubmission, "the verified signedPayload: \(error.message)")
         }
         guard let uuid = payload.notificationUUID, !uuid.isEmpty else {
             throw NotificationRejection(
@@ -162,11 +160,11 @@ public struct NotificationProcessor: Sendable {
         guard let jws else { return nil }
         let transaction: JWSTransactionPayload
         do {
-            transaction = try verifier.verify(jws).decode(JWSTransactionPayload.self)
+            transaction = try verifier.verify(jws, as: JWSTransactionPayload.self) { $0.signedDate }.payload
         } catch {
             throw NotificationRejection(
-                error.kind == .payloadNotJSON ? .malformedSubmission : .invalidSignature,
-                "data.signedTransactionInfo does not verify: \(error.message)", notificationUUID: uuid)
+                .invalidSignature, "data.signedTransactionInfo does not verify: \(error.message)",
+                notificationUUID: uuid)
         }
         guard transaction.bundleId == bundleId else {
             throw NotificationRejection(
@@ -185,11 +183,10 @@ public struct NotificationProcessor: Sendable {
         guard let jws else { return nil }
         let renewal: JWSRenewalInfoPayload
         do {
-            renewal = try verifier.verify(jws).decode(JWSRenewalInfoPayload.self)
+            renewal = try verifier.verify(jws, as: JWSRenewalInfoPayload.self) { $0.signedDate }.payload
         } catch {
             throw NotificationRejection(
-                error.kind == .payloadNotJSON ? .malformedSubmission : .invalidSignature,
-                "data.signedRenewalInfo does not verify: \(error.message)", notificationUUID: uuid)
+                .invalidSignature, "data.signedRenewalInfo does not verify: \(error.message)", notificationUUID: uuid)
         }
         try Self.sameEnvironment(renewal.environment, environment, of: "data.signedRenewalInfo", uuid: uuid)
         return renewal

@@ -126,7 +126,8 @@ public struct OutputFactory: Sendable {
     /// `event-id` and `event-type` headers.
     public func event(_ notification: NotificationEvent) -> OutgoingRecord {
         OutgoingRecord(
-            kind: .event, topic: topics.events, key: notification.key, value: Self.encode(notification.event),
+            kind: .event, topic: topics.events, key: notification.key,
+            value: PurchaseEventJSON.encode(notification.event),
             headers: [
                 (MessageHeaders.eventId, notification.event.eventId),
                 (MessageHeaders.eventType, notification.event.type.rawValue),
