@@ -61,7 +61,7 @@ let package = Package(
             path: "bench/appstore-client-bench"),
         .executableTarget(
             name: "verifier-bench",
-            dependencies: ["Kafka", "ReceiptModel", "ServiceSupport", "FakeAppStore", "SignedData"],
+            dependencies: ["Kafka", "ReceiptModel", "ServiceSupport", "FakeAppStore", "SignedData", "Verifier"],
             path: "bench/verifier-bench"),
         .executableTarget(name: "jws-bench", dependencies: ["SignedData", "Crypto"], path: "bench/jws-bench"),
 
