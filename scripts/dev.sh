@@ -66,10 +66,12 @@ export RECEIPTS_TOPIC="${RECEIPTS_TOPIC:-iap.receipts.submitted}"
 export RESULTS_TOPIC="${RESULTS_TOPIC:-iap.receipts.results}"
 export RETRY_TOPIC="${RETRY_TOPIC:-iap.receipts.retry}"
 export DLQ_TOPIC="${DLQ_TOPIC:-iap.receipts.dlq}"
+export NOTIFICATIONS_TOPIC="${NOTIFICATIONS_TOPIC:-iap.notifications.submitted}"
+export EVENTS_TOPIC="${EVENTS_TOPIC:-iap.purchase.events}"
 
 if [ -z "${KAFKA_BOOTSTRAP_SERVERS:-}" ]; then
     start_service KAFKA_BOOTSTRAP_SERVERS "$bin_dir/embedded-kafka" --brokers 1 \
-        --topics "$RECEIPTS_TOPIC:4,$RESULTS_TOPIC:4,$RETRY_TOPIC:4,$DLQ_TOPIC:1"
+        --topics "$RECEIPTS_TOPIC:4,$RESULTS_TOPIC:4,$RETRY_TOPIC:4,$DLQ_TOPIC:1,$NOTIFICATIONS_TOPIC:4,$EVENTS_TOPIC:4"
     KAFKA_BOOTSTRAP_SERVERS="$REPLY"
     echo "embedded Kafka:  $KAFKA_BOOTSTRAP_SERVERS"
 else
@@ -77,9 +79,13 @@ else
 fi
 export KAFKA_BOOTSTRAP_SERVERS
 
+# The fake App Store signs notifications with a test PKI kept here; the verifier trusts its root besides Apple's.
+signing_dir=".dev/signing"
 if [ -z "${APPLE_VERIFY_RECEIPT_URL:-}" ]; then
-    start_service FAKE_APPSTORE_URL "$bin_dir/fake-appstore" --port 0 --latency-ms 100
+    start_service FAKE_APPSTORE_URL "$bin_dir/fake-appstore" --port 0 --latency-ms 100 --signing-dir "$signing_dir" \
+        --notification-retry-seconds 10,60
     fake_url="$REPLY"
+    export APPLE_ROOT_CERTIFICATES="${APPLE_ROOT_CERTIFICATES:-certificates/AppleRootCA-G3.cer,$signing_dir/apple-root.pem}"
     export APPLE_VERIFY_RECEIPT_URL="$fake_url/verifyReceipt"
     export APPLE_SANDBOX_VERIFY_RECEIPT_URL="$fake_url/sandbox/verifyReceipt"
     echo "fake App Store:  $fake_url"
@@ -111,6 +117,14 @@ Ready. Submit a receipt the fake App Store accepts (bundle com.example.game, tra
 Watch results as the verifier publishes them (another terminal):
 
   KAFKA_BOOTSTRAP_SERVERS=$KAFKA_BOOTSTRAP_SERVERS $bin_dir/receipt-tail --from-beginning
+
+Send an App Store Server Notification signed by the fake App Store (retried after 10 and 60 s until the ingest
+answers 200; types: fake-appstore send-notification --help), and watch its purchase event:
+
+  $bin_dir/fake-appstore send-notification --signing-dir $signing_dir --type REFUND --retry-schedule-seconds none \
+    --url http://127.0.0.1:$ingest_port/v1/apple/notifications
+  curl -s -X POST "${fake_url:-<fake-appstore URL>}/admin/notifications/send?type=DID_RENEW&url=http://127.0.0.1:$ingest_port/v1/apple/notifications"
+  kcat -C -b $KAFKA_BOOTSTRAP_SERVERS -t $EVENTS_TOPIC -o beginning
 
 Metrics: http://127.0.0.1:$ingest_port/metrics (ingest), http://127.0.0.1:$metrics_port/metrics (verifier)
 Logs:    $log_dir/
