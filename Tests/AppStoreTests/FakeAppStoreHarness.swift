@@ -4,6 +4,7 @@ import FakeAppStore
 import Foundation
 import ReceiptModel
 import ServiceSupport
+import Synchronization
 
 /// An in-process fake App Store plus the real libcurl client, backend and verifier pointed at it.
 final class FakeAppStoreHarness: Sendable {
@@ -65,6 +66,13 @@ final class FakeAppStoreHarness: Sendable {
 /// Log lines tests do not want on the console (expected errors such as 21004).
 struct DiscardingSink: LogSink {
     func write(line: String) {}
+}
+
+/// Log lines, kept for assertions.
+final class CapturedLines: LogSink {
+    private let captured = Mutex<[String]>([])
+    func write(line: String) { captured.withLock { $0.append(line) } }
+    var lines: [String] { captured.withLock { $0 } }
 }
 
 extension Logger {
