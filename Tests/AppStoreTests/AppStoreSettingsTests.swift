@@ -113,7 +113,8 @@ import Testing
             ("APPLE_21002_BURST_MIN_RECEIPTS", "0"),
         ] {
             #expect {
-                try AppStoreSettings.fromEnvironment(Settings(environment: Self.minimal.merging([variable: value]) { $1 }))
+                try AppStoreSettings.fromEnvironment(
+                    Settings(environment: Self.minimal.merging([variable: value]) { $1 }))
             } throws: { error in
                 (error as? ConfigurationError)?.variable == variable
             }
