@@ -335,6 +335,21 @@ import Testing
         #expect(Set(Self.rows.map(\.name)).count == Self.rows.count, "row names are unique")
     }
 
+    @Test func aFailClosedRefundSaysWhatCouldNotBeRead() throws {
+        let expectations = VerificationExpectations(transactionId: "1")
+        let policy = VerdictPolicy(allowedBundleIds: Self.bundles)
+        let field = try AppleData.verifyReceipt(
+            Self.body(inApp: [Self.entry("1", #","cancellation_date_ms":"soon""#)])
+        ).receipt()
+        let fieldMessage = VerdictRules.evaluate(field, expectations: expectations, policy: policy).message ?? ""
+        #expect(fieldMessage.contains("cancellation_date_ms") && fieldMessage.contains("could not be read"))
+        let entry = try AppleData.verifyReceipt(
+            Self.body(inApp: [Self.entry("1")], latest: [#"{"transaction_id":"1","product_id":"gems_100"}"#])
+        ).receipt()
+        let entryMessage = VerdictRules.evaluate(entry, expectations: expectations, policy: policy).message ?? ""
+        #expect(entryMessage.contains("an entry in Apple's answer that could not be read"))
+    }
+
     @Test func normalizeJudgesOneTransactionOnItsOwnData() {
         let refunded = VerdictRules.normalize(Self.apple("1", cancelledAtMs: 7), .production, catalog: Self.catalog)
         #expect(!refunded.creditable)

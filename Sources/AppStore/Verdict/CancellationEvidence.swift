@@ -9,6 +9,8 @@ struct CancellationEvidence {
     private(set) var unreadableIds: [String] = []
     /// Ids of entries that could not be read at all: whatever they said about a refund is unknown.
     private let unusableIds: Set<String>
+    /// The marker `merged(into:)` adds to `unreadableCancellationFields` for such an entry.
+    static let unusableEntry = "entry"
 
     init(_ receipt: AppleReceipt) {
         unusableIds = receipt.unusableTransactionIds.isEmpty ? [] : Set(receipt.unusableTransactionIds)
@@ -33,8 +35,10 @@ struct CancellationEvidence {
     func merged(into transaction: AppleTransaction) -> AppleTransaction {
         var result = transaction
         if let other = byId[transaction.transactionId] { Self.merge(other, into: &result) }
-        if unusableIds.contains(transaction.transactionId), !result.unreadableCancellationFields.contains("entry") {
-            result.unreadableCancellationFields.append("entry")
+        if unusableIds.contains(transaction.transactionId),
+            !result.unreadableCancellationFields.contains(Self.unusableEntry)
+        {
+            result.unreadableCancellationFields.append(Self.unusableEntry)
         }
         return result
     }

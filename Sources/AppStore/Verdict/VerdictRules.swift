@@ -154,12 +154,13 @@ public enum VerdictRules {
         var refunded: Bool
         /// In the catalog, or no catalog configured.
         var listed: Bool
-        var unreadable: Bool
+        /// Apple's data about it that could not be read (cancellation fields, or `entry` for a whole entry).
+        var unreadable: [String]
 
         init(_ apple: AppleTransaction, environment: AppStoreEnvironment, catalog: ProductCatalog?) {
             let entry = catalog?[apple.productId]
             refunded = apple.showsCancellation
-            unreadable = !apple.unreadableCancellationFields.isEmpty
+            unreadable = apple.unreadableCancellationFields
             listed = catalog == nil || entry != nil
             let subscription = apple.expiresDateMs != nil || apple.webOrderLineItemId != nil
             transaction = VerifiedTransaction(
@@ -175,9 +176,13 @@ public enum VerdictRules {
         }
 
         var refundDescription: String {
-            unreadable
-                ? "shows a cancellation field that could not be read (not creditable until Apple's data is readable)"
-                : "was refunded or revoked"
+            if unreadable.isEmpty { return "was refunded or revoked" }
+            if unreadable == [CancellationEvidence.unusableEntry] {
+                return "has an entry in Apple's answer that could not be read (not creditable: it may show a refund)"
+            }
+            return "carries cancellation fields that could not be read ("
+                + unreadable.filter { $0 != CancellationEvidence.unusableEntry }.joined(separator: ", ")
+                + "): not creditable until Apple's data is readable"
         }
 
         /// Apple's `appAccountToken`, lower-cased (UUIDs compare case-insensitively); nil when absent or empty.
