@@ -9,9 +9,9 @@ public enum FollowerStart: Sendable, Equatable {
     /// cluster (`embedded-kafka`) answers such lookups with the end offset, so against it this reads nothing.
     case timestamp(Int64)
     /// The most recent messages by offset, which works on every Kafka (no time lookup): each partition starts at
-    /// `max(low watermark, high watermark − ⌈messages / partitions⌉)` (its share of `messages`, the partitions being
-    /// those that exist at the start), and of the messages before the start's high watermark those whose timestamp
-    /// is before `notBeforeMs` are skipped (never handed to `onMessage`). `notBeforeMs` nil keeps them all.
+    /// `max(low watermark, high watermark − ⌈messages / partitions⌉)` (its share of `messages`, the partitions
+    /// being those that exist at the start), and of the messages before the start's high watermark those whose
+    /// timestamp is before `notBeforeMs` are skipped (never handed to `onMessage`). `notBeforeMs` nil keeps them.
     case recent(messages: Int, notBeforeMs: Int64?)
 
     /// The start the old `startingAtTimestampMs:` parameter meant: nil the end, 0 the beginning, else a time.

@@ -83,7 +83,8 @@ struct HTTPServerAdmissionTests {
         let chunked = try HTTPTestConnection(port: server.port)
         try chunked.send(
             "POST /small HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-                + "258\r\n\(String(repeating: "c", count: 600))\r\n258\r\n\(String(repeating: "c", count: 600))\r\n0\r\n\r\n")
+                + "258\r\n\(String(repeating: "c", count: 600))\r\n"
+                + "258\r\n\(String(repeating: "c", count: 600))\r\n0\r\n\r\n")
         #expect(try chunked.readResponse().status == 413)
         let within = try HTTPTestConnection(port: server.port).request(
             "POST", "/small", body: [UInt8](repeating: 65, count: 1024))

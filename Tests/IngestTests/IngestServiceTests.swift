@@ -157,7 +157,7 @@ struct IngestServiceTests {
 
     @Test("API keys: 401 without or with a wrong key, 202 with a right one")
     func apiKeys() throws {
-        let running = try start { $0.apiKeys = ["k-1", "k-2"] }
+        let running = try start { $0.apiKeys = [APIKey(key: "k-1"), APIKey(key: "k-2")] }
         defer { running.service.drain() }
         let body = #"{"receipt_data":"aGVsbG8="}"#
         let missing = try post(running.port, body)
@@ -178,9 +178,10 @@ struct IngestServiceTests {
         let notJSON = try post(running.port, "receipt=abc")
         #expect(notJSON.status == 400)
         #expect(errorCode(notJSON) == "invalid_json")
-        let jws = try post(running.port, #"{"receipt":"eyJhbGciOiJFUzI1NiJ9.eyJ0eCI6MX0.c2ln"}"#)
+        // A JWS sent as the receipt is taken as a signed transaction, and refused when it is not ES256.
+        let jws = try post(running.port, #"{"receipt":"eyJhbGciOiJIUzI1NiJ9.eyJ0eCI6MX0.c2ln"}"#)
         #expect(jws.status == 400)
-        #expect(errorCode(jws) == "storekit2_transaction")
+        #expect(errorCode(jws) == "invalid_signed_transaction")
 
         let tooLarge = try post(running.port, #"{"receipt_data":""# + String(repeating: "A", count: 4096) + #""}"#)
         #expect(tooLarge.status == 413)
