@@ -112,9 +112,12 @@ public struct SubmissionRequest: Sendable, Equatable {
             throw given == 0 ? .missingProof() : .multipleProofs()
         }
         if let receipt {
-            let compact = String(decoding: receipt.utf8.filter { !isWhitespace($0) }, as: UTF8.self)
-            if SignedTransactionText.looksLikeJWS(compact) {
-                return .signedTransaction(try signedTransaction(compact, sentAs: "receipt_data"))
+            // A JWS starts with its JSON header (`eyJ`); only then is the whitespace-free copy worth making.
+            if receipt.utf8.lazy.filter({ !isWhitespace($0) }).starts(with: "eyJ".utf8) {
+                let compact = String(decoding: receipt.utf8.filter { !isWhitespace($0) }, as: UTF8.self)
+                if SignedTransactionText.looksLikeJWS(compact) {
+                    return .signedTransaction(try signedTransaction(compact, sentAs: "receipt_data"))
+                }
             }
             do {
                 return .receipt(try ReceiptData.normalize(receipt))
