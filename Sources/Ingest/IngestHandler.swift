@@ -142,9 +142,7 @@ final class IngestHandler: HTTPHandler {
         let submission: Submission
         let waitMs: Int
         do throws(APIError) {
-            if let contentType = request.headers["content-type"], !Self.isJSON(contentType) {
-                throw .unsupportedMediaType(contentType)
-            }
+            // The media type was checked from the head (`admit`).
             let parsed = try SubmissionRequest.parse(request.body)
             let id = try SubmissionId.resolve(
                 body: parsed.submissionId, idempotencyKey: request.headers["idempotency-key"])
@@ -295,11 +293,18 @@ final class IngestHandler: HTTPHandler {
         respond(error.response)
     }
 
-    /// `application/json`, or any `+json` type, with any parameters.
+    /// `application/json`, or any `application/...+json` type, with any parameters (ASCII, any case). Runs on every
+    /// submission: bytes only, no Foundation string work.
     static func isJSON(_ contentType: String) -> Bool {
-        let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map {
-            $0.trimmingCharacters(in: .whitespaces).lowercased()
-        } ?? ""
-        return mediaType == "application/json" || (mediaType.hasPrefix("application/") && mediaType.hasSuffix("+json"))
+        var mediaType = contentType.utf8.prefix { $0 != UInt8(ascii: ";") }[...]
+        while let first = mediaType.first, first == 0x20 || first == 0x09 { mediaType.removeFirst() }
+        while let last = mediaType.last, last == 0x20 || last == 0x09 { mediaType.removeLast() }
+        let lowered = mediaType.lazy.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }
+        let prefix = "application/".utf8
+        guard lowered.starts(with: prefix) else { return false }
+        let subtype = lowered.dropFirst(prefix.count)
+        let count = subtype.count
+        return subtype.elementsEqual("json".utf8)
+            || (count > 5 && subtype.dropFirst(count - 5).elementsEqual("+json".utf8))
     }
 }

@@ -31,11 +31,14 @@ enum IngestRoute: Sendable, Equatable {
         }
     }
 
+    private static let post = ["POST"]
+    private static let get = ["GET", "HEAD"]
+
     /// Methods the endpoint answers.
     var allowedMethods: [String] {
         switch self {
-        case .submitReceipt, .appleNotification: ["POST"]
-        case .lookupReceipt, .health, .readiness, .metrics: ["GET", "HEAD"]
+        case .submitReceipt, .appleNotification: Self.post
+        case .lookupReceipt, .health, .readiness, .metrics: Self.get
         case .notFound: []
         }
     }

@@ -202,15 +202,25 @@ struct IngestServiceTests {
         #expect(running.publisher.published.isEmpty)
     }
 
-    @Test("a JSON media type with parameters or +json is accepted; a missing Content-Type is tried as JSON")
+    @Test("a JSON media type (any case, with parameters, or +json) is accepted, a missing one tried as JSON; others 415")
     func mediaTypes() throws {
         let running = try start()
         defer { running.service.drain() }
-        for contentType in ["application/json; charset=utf-8", "application/vnd.receipts+json", nil] {
+        let accepted = [
+            "application/json; charset=utf-8", "application/vnd.receipts+json", " APPLICATION/JSON ", nil,
+            "application/json;charset=UTF-8",
+        ]
+        for contentType in accepted {
             let headers = contentType.map { [("Content-Type", $0)] } ?? []
             let response = try HTTPTestConnection(port: running.port).request(
                 "POST", "/v1/receipts", headers: headers, body: Array(#"{"receipt_data":"aGVsbG8="}"#.utf8))
             #expect(response.status == 202, "Content-Type \(contentType ?? "none")")
+        }
+        for contentType in ["text/json", "application/jsonp", "application/+json", "json", "application/x+jso"] {
+            let response = try HTTPTestConnection(port: running.port).request(
+                "POST", "/v1/receipts", headers: [("Content-Type", contentType)],
+                body: Array(#"{"receipt_data":"aGVsbG8="}"#.utf8))
+            #expect(response.status == 415, "Content-Type \(contentType)")
         }
     }
 
