@@ -177,15 +177,24 @@ public struct IngestSettings: Sendable {
                     "RESULT_INDEX_REPLAY_SECONDS", default: defaultReplaySeconds, range: 0...31_536_000))
         }
         let apiKeys = try APIKey.parseList(settings.list("INGEST_API_KEYS"))
+        let maxBodyBytes = try settings.int("INGEST_MAX_BODY_BYTES", default: 1 << 20, range: 1024...(64 << 20))
+        let notificationMaxBodyBytes = try settings.int(
+            "INGEST_NOTIFICATION_MAX_BODY_BYTES", default: defaultNotificationMaxBodyBytes, range: 1024...(64 << 20))
+        let maxBufferedBytes = try settings.int(
+            "INGEST_MAX_BUFFERED_BYTES", default: defaultMaxBufferedBytes, range: (64 << 10)...(64 << 30))
+        // A body larger than the bound could never be held: it would get 503 server_busy forever.
+        guard maxBufferedBytes >= max(maxBodyBytes, notificationMaxBodyBytes) else {
+            throw ConfigurationError(
+                variable: "INGEST_MAX_BUFFERED_BYTES",
+                problem: "is \(maxBufferedBytes), below the largest body accepted (INGEST_MAX_BODY_BYTES "
+                    + "\(maxBodyBytes), INGEST_NOTIFICATION_MAX_BODY_BYTES \(notificationMaxBodyBytes)): raise it or "
+                    + "lower those")
+        }
         return IngestSettings(
             kafka: kafka, receiptsTopic: topic,
             listen: try settings.listenAddress("INGEST_LISTEN", default: defaultListen), apiKeys: apiKeys,
-            maxBodyBytes: try settings.int("INGEST_MAX_BODY_BYTES", default: 1 << 20, range: 1024...(64 << 20)),
-            notificationMaxBodyBytes: try settings.int(
-                "INGEST_NOTIFICATION_MAX_BODY_BYTES", default: defaultNotificationMaxBodyBytes,
-                range: 1024...(64 << 20)),
-            maxBufferedBytes: try settings.int(
-                "INGEST_MAX_BUFFERED_BYTES", default: defaultMaxBufferedBytes, range: (64 << 10)...(64 << 30)),
+            maxBodyBytes: maxBodyBytes, notificationMaxBodyBytes: notificationMaxBodyBytes,
+            maxBufferedBytes: maxBufferedBytes,
             notificationsTopic: notificationsTopic,
             deliveryTimeoutMs: deliveryTimeoutMs,
             retryAfterSeconds: try settings.int("INGEST_RETRY_AFTER_SECONDS", default: 1, range: 1...3600),
@@ -232,8 +241,8 @@ public struct IngestSettings: Sendable {
           INGEST_MAX_BODY_BYTES            largest POST /v1/receipts body, 1024..67108864 (default 1048576);
                                            larger = 413
           INGEST_MAX_BUFFERED_BYTES        request body bytes held across all connections while they arrive,
-                                           65536..68719476736 (default 67108864); past it new bodies get 503
-                                           server_busy with Retry-After
+                                           65536..68719476736 and at least the body limits (default 67108864);
+                                           past it new bodies get 503 server_busy with Retry-After
           NOTIFICATIONS_TOPIC              topic for Apple's notifications (default iap.notifications.submitted)
           INGEST_NOTIFICATION_MAX_BODY_BYTES
                                            largest POST /v1/apple/notifications body, 1024..67108864

@@ -66,6 +66,7 @@ public final class KafkaResultFeed: ResultFeed {
         let follower = self.follower
         let logger = self.logger
         let bound = readinessBound
+        guard readinessBoundNs > 0 else { return }  // told not to wait: nothing to warn about
         DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(readinessBoundNs))) {
             if !follower.isCaughtUp {
                 logger.warning(

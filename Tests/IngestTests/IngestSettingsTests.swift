@@ -138,6 +138,21 @@ struct IngestSettingsTests {
                 == .recent(messages: 100_000, notBeforeMs: 700_000))
     }
 
+    @Test("INGEST_MAX_BUFFERED_BYTES below a body limit is refused (such bodies could never be held)")
+    func bufferedBelowBodyLimit() {
+        for variable in ["INGEST_MAX_BODY_BYTES", "INGEST_NOTIFICATION_MAX_BODY_BYTES"] {
+            do {
+                _ = try IngestSettings.fromEnvironment([
+                    "KAFKA_BOOTSTRAP_SERVERS": "k:1", "INGEST_MAX_BUFFERED_BYTES": "1048576", variable: "2097152",
+                ])
+                Issue.record("a buffered bound below \(variable) was accepted")
+            } catch {
+                #expect(error.variable == "INGEST_MAX_BUFFERED_BYTES")
+                #expect(error.problem.contains(variable))
+            }
+        }
+    }
+
     @Test("INGEST_API_KEYS: named and unnamed entries; the name is the text before the first ':'")
     func namedKeys() throws {
         let settings = try IngestSettings.fromEnvironment([
