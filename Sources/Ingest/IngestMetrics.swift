@@ -66,7 +66,8 @@ struct IngestMetrics: Sendable {
             [([], Double(index.statistics.bytes))]
         }
         registry.collect(
-            "ingest_result_index_pending", help: "Submissions accepted here without a result yet", kind: .gauge
+            "ingest_result_index_pending", help: "Submissions accepted (or being written) here without a result yet",
+            kind: .gauge
         ) { [([], Double(index.statistics.pending))] }
         registry.collect(
             "ingest_result_waiting_requests", help: "Requests waiting for a verdict (wait_ms)", kind: .gauge
