@@ -2,6 +2,7 @@
 # `make dev`: the whole system on this machine, in one process tree, stopped cleanly with Ctrl-C.
 #   embedded Kafka (librdkafka mock cluster, in memory) -> unless KAFKA_BOOTSTRAP_SERVERS is set
 #   fake App Store                                       -> unless APPLE_VERIFY_RECEIPT_URL is set (e.g. Apple's sandbox)
+#   product catalog scripts/dev-product-catalog.json     -> with the fake, unless PRODUCT_CATALOG_FILE is set
 #   receipt-ingest on :8080 (INGEST_LISTEN), receipt-verifier with metrics on :9090 (VERIFIER_METRICS_LISTEN)
 # Logs of every process go to .dev/logs/.
 set -euo pipefail
@@ -89,8 +90,15 @@ if [ -z "${APPLE_VERIFY_RECEIPT_URL:-}" ]; then
     export APPLE_VERIFY_RECEIPT_URL="$fake_url/verifyReceipt"
     export APPLE_SANDBOX_VERIFY_RECEIPT_URL="$fake_url/sandbox/verifyReceipt"
     echo "fake App Store:  $fake_url"
+    # The fake's products (gems_100, one_month_subscription): results carry their credit objects.
+    export PRODUCT_CATALOG_FILE="${PRODUCT_CATALOG_FILE:-$PWD/scripts/dev-product-catalog.json}"
 else
     echo "App Store:       $APPLE_VERIFY_RECEIPT_URL (from the environment)"
+fi
+if [ -n "${PRODUCT_CATALOG_FILE:-}" ]; then
+    echo "product catalog: $PRODUCT_CATALOG_FILE (edit it while running: re-read within a second)"
+else
+    echo "product catalog: none (PRODUCT_CATALOG_FILE unset: transactions carry no credit)"
 fi
 export ALLOWED_BUNDLE_IDS="${ALLOWED_BUNDLE_IDS:-com.example.game}"
 export INGEST_LISTEN="${INGEST_LISTEN:-0.0.0.0:8080}"
@@ -113,6 +121,9 @@ Ready. Submit a receipt the fake App Store accepts (bundle com.example.game, tra
 
   curl -s -X POST 'http://127.0.0.1:$ingest_port/v1/receipts?wait_ms=5000' -H 'Content-Type: application/json' \\
     -d '{"receipt_data":"$sample_receipt","order_id":"order-1","user_id":"user-1","expected_transaction_id":"1000000000000001"}'
+
+Its result lists the transaction with "creditable": true and the catalog's "credit" object. A product the catalog
+does not list (put "gems_999" in the receipt) is rejected with unknown_product.
 
 Watch results as the verifier publishes them (another terminal):
 

@@ -12,7 +12,7 @@ let usage = """
     Serves verifyReceipt at /verifyReceipt (production) and /sandbox/verifyReceipt, with behaviour chosen per
     receipt (base64 of a scenario JSON; see Sources/FakeAppStore/README.md), and admin endpoints:
       GET  /admin/counters[?receipt=<id or receipt data>]   calls per environment
-      POST /admin/outage?on=1[&mode=http503|status21005|hang] / ?on=0
+      POST /admin/outage?on=1[&mode=http503|status21005|status21002|hang] / ?on=0
       POST /admin/latency?fixed_ms=N&jitter_ms=N
       POST /admin/reset
       POST /admin/notifications/send?url=URL&type=TYPE[&subtype=S&transaction_id=ID&...]   sign and POST a

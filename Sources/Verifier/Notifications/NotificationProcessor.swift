@@ -1,3 +1,4 @@
+import AppStore
 import ReceiptModel
 import SignedData
 
@@ -24,14 +25,20 @@ public struct NotificationEvent: Sendable, Equatable {
 /// 5. `data.signedTransactionInfo` and `data.signedRenewalInfo`, when present, verify the same way
 ///    (`invalid_signature`), are of the same bundle (`bundle_mismatch`) and environment (`malformed_submission`);
 /// 6. the event type comes from `NotificationEventMapping`; a money event (credit, debit, recredit, revoke) without
-///    a usable transaction is `malformed_submission` (it could not be applied).
+///    a usable transaction is `malformed_submission` (it could not be applied). The transaction is judged by the
+///    money rules (`VerdictRules.normalize` with the product catalog), exactly as results judge transactions.
 public struct NotificationProcessor: Sendable {
     public let verifier: AppleSignedDataVerifier
     public let policy: NotificationPolicy
+    /// `PRODUCT_CATALOG_FILE` (nil: no catalog; transactions carry no `credit`).
+    public let catalog: (any ProductCatalogSource)?
 
-    public init(verifier: AppleSignedDataVerifier, policy: NotificationPolicy) {
+    public init(
+        verifier: AppleSignedDataVerifier, policy: NotificationPolicy, catalog: (any ProductCatalogSource)? = nil
+    ) {
         self.verifier = verifier
         self.policy = policy
+        self.catalog = catalog
     }
 
     /// The event for the consumed record `value`, or why there is none.
@@ -71,7 +78,10 @@ public struct NotificationProcessor: Sendable {
         let renewal = try signedRenewal(payload.data?.signedRenewalInfo, environment: environment, uuid: uuid)
         let subtype = payload.subtype?.rawValue
         let type = NotificationEventMapping.eventType(notificationType: notificationType, subtype: subtype)
-        let normalized = transaction.flatMap { SignedTransactionNormalizer.normalize($0, environment: environment) }
+        let catalog = self.catalog?.currentCatalog
+        let normalized = transaction.flatMap {
+            SignedTransactionNormalizer.normalize($0, environment: environment, catalog: catalog)
+        }
         if NotificationEventMapping.requiresTransaction(type), normalized == nil {
             let what =
                 transaction == nil

@@ -27,6 +27,8 @@ public final class VerifierService: Sendable {
     private let consumer: KafkaConsumer
     private let producer: KafkaProducer
     private let appleVerifier: ReceiptVerifier
+    /// `PRODUCT_CATALOG_FILE`, followed (re-read within a second of a change) until shutdown.
+    private let catalog: ProductCatalogFile?
     private let bridge: KafkaConsumerBridge
     private let server: HTTPServer
     private let ticker: RepeatingTicker
@@ -49,10 +51,19 @@ public final class VerifierService: Sendable {
         } catch {
             throw VerifierStartupError(description: "cannot create the Kafka producer: \(error.message)")
         }
+        var catalog: ProductCatalogFile?
+        if let path = settings.appStore.productCatalogFile {
+            do {
+                catalog = try ProductCatalogFile(path: path, logger: logger.named("product-catalog"), metrics: metrics)
+            } catch {
+                producer.close(timeout: .seconds(1))
+                throw VerifierStartupError(description: "invalid configuration: \(error.description)")
+            }
+        }
         let appleVerifier: ReceiptVerifier
         do {
             appleVerifier = try ReceiptVerifier.verifyReceipt(
-                settings: settings.appStore, logger: logger.named("appstore"), metrics: metrics)
+                settings: settings.appStore, catalog: catalog, logger: logger.named("appstore"), metrics: metrics)
         } catch {
             producer.close(timeout: .seconds(1))
             throw VerifierStartupError(description: "cannot create the App Store client: \(error)")
@@ -74,7 +85,8 @@ public final class VerifierService: Sendable {
             verifier: AppStoreSubmissionVerifier(verifier: appleVerifier, roundDeadline: settings.roundDeadline),
             publisher: KafkaRecordPublisher(producer: producer), control: bridge, clock: SystemVerifierClock(),
             logger: logger, metrics: VerifierMetrics(registry: metrics),
-            notifications: NotificationProcessor(verifier: signedData, policy: settings.notificationPolicy))
+            notifications: NotificationProcessor(
+                verifier: signedData, policy: settings.notificationPolicy, catalog: catalog))
         bridge.attach(engine: engine)
         let consumer: KafkaConsumer
         do {
@@ -90,6 +102,7 @@ public final class VerifierService: Sendable {
         bridge.attach(consumer: consumer)
         self.producer = producer
         self.appleVerifier = appleVerifier
+        self.catalog = catalog
         self.consumer = consumer
         self.bridge = bridge
         self.engine = engine
@@ -126,6 +139,7 @@ public final class VerifierService: Sendable {
                 description: "cannot listen on VERIFIER_METRICS_LISTEN \(settings.metricsListen): \(error)")
         }
         ticker.start()
+        catalog?.startWatching()
         consumer.start()
         logger.info(
             "receipt-verifier started",
@@ -152,6 +166,7 @@ public final class VerifierService: Sendable {
         // Rounds still at Apple end now, without a verdict; the drain gave their partitions up, so they write
         // nothing (their messages are read again after the restart).
         appleVerifier.shutdown()
+        catalog?.stopWatching()
         let flushed = producer.flush(timeout: .seconds(5))
         producer.close(timeout: .seconds(2))
         server.stop()
