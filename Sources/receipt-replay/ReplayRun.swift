@@ -58,7 +58,8 @@ struct ReplayRun {
             case .replay(let submissionId, let key, let value):
                 guard let producer else {
                     counts["would_replay", default: 0] += 1
-                    printLine(action: "would_replay", submissionId: submissionId, message: message, detail: destinationTopic)
+                    printLine(
+                        action: "would_replay", submissionId: submissionId, message: message, detail: destinationTopic)
                     continue
                 }
                 var headers = [KafkaHeader(name: "replayed-from", string: origin)]

@@ -49,7 +49,8 @@ import TestSupport
         for record in records.prefix(5) { try await harness.produce(record, pipeline: pipeline) }
         // And one that does not verify: a DLQ record, never an event.
         let forged = harness.notification("ONE_TIME_CHARGE")
-        try await harness.produce(try harness.record(forged, signer: try TestSigningPKI.mint().signer), pipeline: pipeline)
+        let impostor = try TestSigningPKI.mint().signer
+        try await harness.produce(try harness.record(forged, signer: impostor), pipeline: pipeline)
 
         #expect(await harness.waitForEvents(expected.keys))
         let dead = await eventually(timeout: .seconds(30)) { !pipeline.deadLetters.messages.isEmpty }
@@ -76,7 +77,9 @@ import TestSupport
         let verifier = try #require(pipeline.runningVerifiers.first)
         let written = await verifier.metricSum("verifier_notification_events_total") ?? 0
         #expect(Int(written) == events.count)
-        #expect(await verifier.metricSum("verifier_notification_rejections_total", labels: [#"reason="invalid_signature""#]) == 1)
+        let rejected = await verifier.metricSum(
+            "verifier_notification_rejections_total", labels: [#"reason="invalid_signature""#])
+        #expect(rejected == 1)
         await finish(pipeline, harness)
     }
 
@@ -137,6 +140,55 @@ import TestSupport
         let event = try #require(try harness.writtenEvents().first)
         #expect(event.type == .debit && event.transaction?.revocationPercentage == 25_000)
         #expect(await verifier.stop() == 0)
+        await finish(pipeline, harness)
+    }
+
+    @Test func aNotificationPostedWhileBrokersAreDownIsRetriedByAppleAndYieldsOneLogicalEvent() async throws {
+        let harness = try NotificationHarness()
+        let keys = harness.directory + "/fake-keys"
+        let pipeline = try await Pipeline.start(
+            verifiers: 1,
+            fakeArguments: [
+                "--latency-ms", "5", "--signing-dir", keys, "--notification-retry-seconds", "2,2,2,2,2,2,2,2,2,2",
+            ],
+            verifierSettings: ["APPLE_ROOT_CERTIFICATES": keys + "/apple-root.pem"])
+        try harness.collectEvents(pipeline)
+        // The ingest answers 503 two seconds after Kafka stops acknowledging (instead of ten).
+        let ingest = try await IngestProcess.start(
+            environment: pipeline.kafka.environment.merging(Pipeline.topics) { $1 }
+                .merging(["INGEST_KAFKA_DELIVERY_TIMEOUT_MS": "2000"]) { $1 })
+
+        pipeline.kafka.process.send(signal: SIGSTOP)
+        let target = ingest.url("/v1/apple/notifications")
+        let sent = try await TestHTTPClient.send(
+            "POST",
+            pipeline.fake.url + "/admin/notifications/send?type=REFUND&transaction_id=2000000000000123"
+                + "&revocation_percentage=50000&url="
+                + (target.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? target),
+            timeout: 30)
+        let answer = try #require(sent.jsonObject, "\(sent.status): \(sent.text)")
+        let uuid = try #require(answer["notification_uuid"] as? String)
+        let first = try #require(answer["first_attempt"] as? [String: Any])
+        #expect(answer["delivered"] as? Bool == false)
+        #expect(first["http_status"] as? Int == 503, "the ingest must refuse while Kafka cannot acknowledge: \(first)")
+
+        try await Task.sleep(for: .seconds(3))
+        pipeline.kafka.process.send(signal: SIGCONT)
+        // The fake retries like Apple until the ingest answers 200, then the verifier writes the event.
+        #expect(await harness.waitForEvents([uuid], timeout: .seconds(90)))
+        let history = try await TestHTTPClient.send("GET", pipeline.fake.url + "/admin/notifications?uuid=" + uuid)
+        let entry = try #require((history.jsonObject?["notifications"] as? [[String: Any]])?.first)
+        let attempts = try #require(entry["attempts"] as? [[String: Any]])
+        #expect(entry["delivered"] as? Bool == true)
+        #expect(attempts.first?["http_status"] as? Int == 503 && attempts.last?["http_status"] as? Int == 200)
+
+        try await Task.sleep(for: .seconds(2))  // a copy the frozen broker kept would show now
+        let events = try harness.writtenEvents()
+        #expect(Set(events.map(\.eventId)) == [uuid], "one logical event")
+        #expect(events.allSatisfy { $0 == events[0] })
+        #expect(events.first?.type == .debit && events.first?.transaction?.revocationPercentage == 50_000)
+        #expect(events.first?.transaction?.creditKey == "apple:production:2000000000000123")
+        #expect(await ingest.stop() == 0)
         await finish(pipeline, harness)
     }
 }

@@ -81,7 +81,8 @@ struct NotificationEngineTests {
         }
         #expect(engine.snapshot.liveMessages == 0)
         let metrics = registry.render()
-        #expect(metrics.contains(#"verifier_notification_events_total{type="credit",notification_type="ONE_TIME_CHARGE"} 20"#))
+        #expect(
+            metrics.contains(#"verifier_notification_events_total{type="credit",notification_type="ONE_TIME_CHARGE"} 20"#))
         #expect(metrics.contains(#"verifier_records_published_total{kind="event"} 20"#))
         #expect(metrics.contains("verifier_notification_to_event_seconds_count 20"))
     }
@@ -185,7 +186,8 @@ struct PurchaseEventJSONTests {
     @Test(arguments: [full, minimal])
     func theDirectEncodingIsMessageCodingsOutput(_ event: PurchaseEvent) throws {
         let direct = PurchaseEventJSON.encode(event)
-        #expect(String(decoding: direct, as: UTF8.self) == String(decoding: try MessageCoding.encode(event), as: UTF8.self))
+        let coded = try MessageCoding.encode(event)
+        #expect(String(decoding: direct, as: UTF8.self) == String(decoding: coded, as: UTF8.self))
         #expect(try MessageCoding.decode(PurchaseEvent.self, from: direct) == event)
     }
 }

@@ -1,3 +1,4 @@
+import AppStore
 import FakeAppStore
 import Foundation
 import ReceiptModel
@@ -23,7 +24,10 @@ struct MappingCase: Sendable, CustomTestStringConvertible {
             ("REFUND", [nil], .debit),
             ("REFUND_REVERSED", [nil], .recredit),
             ("REVOKE", [nil], .revoke),
-            ("EXPIRED", ["VOLUNTARY", "BILLING_RETRY", "PRICE_INCREASE", "PRODUCT_NOT_FOR_SALE", nil], .subscriptionStatus),
+            (
+                "EXPIRED", ["VOLUNTARY", "BILLING_RETRY", "PRICE_INCREASE", "PRODUCT_NOT_FOR_SALE", nil],
+                .subscriptionStatus
+            ),
             ("DID_FAIL_TO_RENEW", ["GRACE_PERIOD", nil], .subscriptionStatus),
             ("GRACE_PERIOD_EXPIRED", [nil], .subscriptionStatus),
             ("DID_CHANGE_RENEWAL_STATUS", ["AUTO_RENEW_ENABLED", "AUTO_RENEW_DISABLED"], .subscriptionStatus),
@@ -40,7 +44,9 @@ struct MappingCase: Sendable, CustomTestStringConvertible {
             ("MIGRATION", [nil], .info),
             ("PRICE_CHANGE", [nil], .info),
         ]
-        return rows.flatMap { type, subtypes, event in subtypes.map { MappingCase(type: type, subtype: $0, event: event) } }
+        return rows.flatMap { type, subtypes, event in
+            subtypes.map { MappingCase(type: type, subtype: $0, event: event) }
+        }
     }()
 }
 
@@ -195,9 +201,43 @@ struct NotificationProcessorTests {
         #expect(rejected.rejection()?.reason == .sandboxNotAllowed)
     }
 
+    @Test func theProductCatalogJudgesEventTransactionsAsItJudgesResults() throws {
+        let gems = JSONValue.object(["item": .string("gems"), "amount": .integer(100)])
+        let catalog = ProductCatalog(products: ["com.example.gems100": .init(type: .consumable, credit: gems)])
+        let processor = NotificationProcessor(
+            verifier: samples.pki.verifier(),
+            policy: NotificationPolicy(allowedBundleIds: [NotificationSamples.bundleId]), catalog: catalog)
+        let listed = samples.notification("ONE_TIME_CHARGE") { $0.productId = "com.example.gems100" }
+        let credit = try processor.process(try samples.record(listed)).event()
+        #expect(credit.transaction?.creditable == true && credit.transaction?.productType == .consumable)
+        #expect(credit.transaction?.credit == gems)
+        let unlisted = samples.notification("ONE_TIME_CHARGE") { $0.productId = "com.example.unknown" }
+        let notCreditable = try processor.process(try samples.record(unlisted)).event()
+        #expect(notCreditable.type == .credit)
+        #expect(notCreditable.transaction?.creditable == false && notCreditable.transaction?.credit == nil)
+        // A refund keeps the catalog's credit: what to take back.
+        let refund = samples.notification("REFUND") { $0.productId = "com.example.gems100" }
+        let debit = try processor.process(try samples.record(refund)).event()
+        #expect(debit.transaction?.creditable == false && debit.transaction?.credit == credit.transaction?.credit)
+    }
+
+    @Test func aRevocationDateThatCannotBeReadIsNeverCreditable() throws {
+        let notification = samples.notification("ONE_TIME_CHARGE")
+        var json = String(decoding: try #require(notification.transaction).json, as: UTF8.self)
+        json.removeLast()
+        json += #","revocationDate":"soon"}"#
+        let transaction = try samples.pki.signer.sign(payload: Array(json.utf8))
+        let payload = notification.payloadJSON(signedTransactionInfo: transaction, signedRenewalInfo: nil)
+        let record = try NotificationSamples.record(signedPayload: try samples.pki.signer.sign(payload: payload))
+        let event = try samples.processor().process(record).event()
+        #expect(event.transaction?.creditable == false)
+    }
+
     // MARK: What becomes a DLQ record
 
-    @Test("a signedPayload with a broken signature or chain is invalid_signature", arguments: TestSigningPKI.Defect.allCases)
+    @Test(
+        "a signedPayload with a broken signature or chain is invalid_signature",
+        arguments: TestSigningPKI.Defect.allCases)
     func brokenOuterSignatures(_ defect: TestSigningPKI.Defect) throws {
         let record = try samples.record(samples.notification("ONE_TIME_CHARGE"), defect: defect)
         let rejection = samples.processor().process(record).rejection()
@@ -294,7 +334,10 @@ struct NotificationProcessorTests {
     }
 
     @Test func bytesThatAreNotANotificationRecordAreMalformed() throws {
-        for value in ["not json", #"{"schema_version":1}"#, #"{"schema_version":2,"signed_payload":"a.b.c","received_at_ms":1}"#] {
+        let values = [
+            "not json", #"{"schema_version":1}"#, #"{"schema_version":2,"signed_payload":"a.b.c","received_at_ms":1}"#,
+        ]
+        for value in values {
             let rejection = samples.processor().process(Array(value.utf8)).rejection()
             #expect(rejection?.reason == .malformedSubmission, "\(value)")
         }

@@ -80,7 +80,8 @@ extension Result where Success == NotificationEvent, Failure == NotificationReje
     func rejection(sourceLocation: SourceLocation = #_sourceLocation) -> NotificationRejection? {
         switch self {
         case .success(let notification):
-            Issue.record("expected a DLQ record, got a \(notification.event.type) event", sourceLocation: sourceLocation)
+            Issue.record(
+                "expected a DLQ record, got a \(notification.event.type) event", sourceLocation: sourceLocation)
             return nil
         case .failure(let rejection): return rejection
         }

@@ -142,6 +142,8 @@ enum NotificationDrain {
         let drainSeconds = Double(summary.last &- summary.first) / 1e9
         let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
         let cpuMicroseconds = Double(cpuAfter - cpuBefore) / ticksPerSecond * 1e6
+        let rate = Double(max(summary.count - 1, 0)) / max(drainSeconds, 1e-9)
+        let cpuPerEvent = cpuMicroseconds / Double(max(summary.count, 1))
         let types = summary.types.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }.joined(separator: ",")
         print(
             "notifications=\(records.count) jws_per_notification=3 "
@@ -149,8 +151,8 @@ enum NotificationDrain {
                 + "sign_seconds=\(String(format: "%.2f", signSeconds)) "
                 + "preload_seconds=\(String(format: "%.2f", preloadSeconds)) events=\(summary.count) "
                 + "complete=\(complete) drain_seconds=\(String(format: "%.2f", drainSeconds)) "
-                + "events_per_second=\(String(format: "%.0f", Double(max(summary.count - 1, 0)) / max(drainSeconds, 1e-9))) "
-                + "verifier_cpu_us_per_event=\(String(format: "%.0f", cpuMicroseconds / Double(max(summary.count, 1)))) "
+                + "events_per_second=\(String(format: "%.0f", rate)) "
+                + "verifier_cpu_us_per_event=\(String(format: "%.0f", cpuPerEvent)) "
                 + "verifier_peak_rss_mb=\(String(format: "%.1f", Double(peakKB) / 1024)) types=\(types) "
                 + "duplicates=\(summary.duplicates) produce_failures=\(failures.value.load(ordering: .relaxed)) "
                 + "verifier_exit=\(exitStatus)")

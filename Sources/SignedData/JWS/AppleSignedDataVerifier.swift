@@ -70,7 +70,8 @@ public final class AppleSignedDataVerifier: Sendable {
         let decoded = try SignedPayloadDecoder.decode(type, from: parsed.payload)
         guard let signedDateMs = signedDate(decoded) else {
             throw SignedDataError(
-                .missingSignedDate, "the payload has no readable signedDate, so there is no time to validate the chain at")
+                .missingSignedDate,
+                "the payload has no readable signedDate, so there is no time to validate the chain at")
         }
         return (decoded, try verify(parsed, signedDateMs: signedDateMs))
     }
