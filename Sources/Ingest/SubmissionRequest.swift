@@ -85,7 +85,7 @@ public struct SubmissionRequest: Sendable, Equatable {
             proof: proof,
             orderId: try field(object, "order_id", alias: "orderNo"),
             userId: try field(object, "user_id", alias: nil),
-            expectedTransactionId: try field(object, "expected_transaction_id", alias: "transactionId"),
+            expectedTransactionId: try expectedTransactionId(object),
             expectedProductId: try field(object, "expected_product_id", alias: nil),
             expectedAppAccountToken: token,
             environmentHint: try environmentHint(object["sandbox"]))
@@ -171,6 +171,24 @@ public struct SubmissionRequest: Sendable, Equatable {
             throw .invalidField("sandbox", problem)
         }
     }
+
+    /// `expected_transaction_id`, or the iOS clients' `transactionId`. Those clients send the placeholder `"--"` when
+    /// StoreKit gave them no transaction id (`transaction.transactionIdentifier ?? "--"`, kept in their lost-order
+    /// store and resent later): that means "no expectation", not a transaction to look for, which Apple would never
+    /// find (`transaction_not_found` would refuse a paying customer).
+    private static func expectedTransactionId(_ object: [String: Any]) throws(APIError) -> String? {
+        let contract = try stringValue(
+            object["expected_transaction_id"], name: "expected_transaction_id", allowNumbers: true, limited: true)
+        var alias = try stringValue(object["transactionId"], name: "transactionId", allowNumbers: true, limited: true)
+        if alias == iOSClientNoTransactionPlaceholder { alias = nil }
+        if let contract, let alias, contract != alias {
+            throw .conflictingFields("expected_transaction_id", "transactionId")
+        }
+        return contract ?? alias
+    }
+
+    /// What the iOS clients send as `transactionId` when they have none.
+    static let iOSClientNoTransactionPlaceholder = "--"
 
     /// The value of `name` or its alias (equal values may be given under both), as a string.
     private static func field(

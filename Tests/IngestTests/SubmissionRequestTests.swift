@@ -80,6 +80,20 @@ struct SubmissionRequestTests {
             sandbox.submission(id: "i", submittedAtMs: 1) == production.submission(id: "i", submittedAtMs: 1))
     }
 
+    @Test("the seed client's \"--\" (no transaction id from StoreKit) is no expectation, not a transaction to find")
+    func seedClientWithoutTransactionId() throws {
+        let body = seedClientBody(sandbox: "1").replacingOccurrences(of: "1000000912345678", with: "--")
+        #expect(body.contains(#""transactionId":"--""#))
+        let request = try parse(body)
+        #expect(request.expectedTransactionId == nil)
+        #expect(request.proof == .receipt(seedClientReceipt))
+        // Only the iOS alias carries the placeholder: in the contract field it is a transaction id like any other.
+        #expect(try parse(#"{"receipt":"aGVsbG8=","expected_transaction_id":"--"}"#).expectedTransactionId == "--")
+        #expect(
+            try parse(#"{"receipt":"aGVsbG8=","expected_transaction_id":"1000","transactionId":"--"}"#)
+                .expectedTransactionId == "1000")
+    }
+
     @Test("sandbox: strings, numbers and booleans are a hint; anything else is 400 naming it", arguments: [
         (#""0""#, AppStoreEnvironment?.some(.sandbox)), (#""1""#, .production), ("0", .sandbox), ("1", .production),
         ("true", .sandbox), ("false", .production), (#""true""#, .sandbox), (#""FALSE""#, .production),
