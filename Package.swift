@@ -53,6 +53,9 @@ let package = Package(
         .executableTarget(name: "embedded-kafka", dependencies: ["Kafka", "ServiceSupport"]),
         .executableTarget(name: "receipt-tail", dependencies: ["Kafka", "ReceiptModel", "ServiceSupport"]),
         .target(name: "Replay", dependencies: ["ReceiptModel"]),
+        // Get Notification History pages -> NOTIFICATIONS_TOPIC (the paging and writing seams; the executable wires
+        // the App Store Server API client and Kafka).
+        .target(name: "NotificationBackfill", dependencies: ["Ingest", "ReceiptModel", "ServiceSupport"]),
         .executableTarget(name: "receipt-replay", dependencies: ["Kafka", "Replay", "ReceiptModel", "ServiceSupport"]),
 
         // MARK: Benchmarks (bench/, release builds, run by bench/*.sh)
@@ -85,6 +88,7 @@ let package = Package(
                 "FakeAppStore",
             ]),
         .testTarget(name: "ReplayTests", dependencies: ["Replay", "ReceiptModel"]),
+        .testTarget(name: "NotificationBackfillTests", dependencies: ["NotificationBackfill", "ReceiptModel", "Ingest"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], exclude: ["Fixtures"]),
         .testTarget(name: "SignedDataTests", dependencies: ["SignedData", "Crypto"], exclude: ["Fixtures"]),
         .testTarget(
