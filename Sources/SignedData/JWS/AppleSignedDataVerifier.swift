@@ -115,8 +115,11 @@ public final class AppleSignedDataVerifier: Sendable {
                 "the JWS header's x5c has \(header.x5c.map { "\($0.count)" } ?? "no") certificates; "
                     + "App Store data carries exactly 3 (leaf, intermediate, root)")
         }
-        let key = VerifiedChainCache.Key(leaf: try certificateBytes(x5c[0], index: 0),
-                                         intermediate: try certificateBytes(x5c[1], index: 1))
+        // Both certificates must be standard base64 (checked once per header); the chain cache is keyed by their
+        // text, which the strict decoder maps one-to-one to their DER.
+        _ = try certificateBytes(x5c[0], index: 0)
+        _ = try certificateBytes(x5c[1], index: 1)
+        let key = VerifiedChainCache.Key(leaf: Array(x5c[0].utf8), intermediate: Array(x5c[1].utf8))
         headers.withLock { $0.insert(VerifiedHeaderCache.Entry(header: header, chainKey: key), for: headerSegment) }
         return ParsedJWS(
             header: header, chainKey: key, signingInput: signingInput, payload: payload, signature: signature)
@@ -134,8 +137,10 @@ public final class AppleSignedDataVerifier: Sendable {
         if let cached = cache.withLock({ $0.lookup(key, atEpochSeconds: epochSeconds) }) {
             entry = cached
         } else {
-            let leaf = try certificate(key.leaf, index: 0)
-            let intermediate = try certificate(key.intermediate, index: 1)
+            // Every header here passed the base64 checks in `parse`: decoding its certificates cannot fail.
+            let x5c = parsed.header.x5c ?? []
+            let leaf = try certificate(try certificateBytes(x5c.first ?? "", index: 0), index: 0)
+            let intermediate = try certificate(try certificateBytes(x5c.dropFirst().first ?? "", index: 1), index: 1)
             let (publicKey, chain) = try validate(leaf: leaf, intermediate: intermediate, atEpochSeconds: epochSeconds)
             entry = VerifiedChainCache.Entry(publicKey: publicKey, chain: chain, leafFingerprint: leaf.sha256Fingerprint)
             cache.withLock { $0.insert(entry, for: key) }
