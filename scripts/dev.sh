@@ -132,7 +132,7 @@ Watch results as the verifier publishes them (another terminal):
 Send an App Store Server Notification signed by the fake App Store (retried after 10 and 60 s until the ingest
 answers 200; types: fake-appstore send-notification --help), and watch its purchase event:
 
-  $bin_dir/fake-appstore send-notification --signing-dir $signing_dir --type REFUND --retry-schedule-seconds none \
+  $bin_dir/fake-appstore send-notification --signing-dir $signing_dir --type REFUND --retry-schedule-seconds none \\
     --url http://127.0.0.1:$ingest_port/v1/apple/notifications
   curl -s -X POST "${fake_url:-<fake-appstore URL>}/admin/notifications/send?type=DID_RENEW&url=http://127.0.0.1:$ingest_port/v1/apple/notifications"
   kcat -C -b $KAFKA_BOOTSTRAP_SERVERS -t $EVENTS_TOPIC -o beginning
