@@ -191,3 +191,30 @@ struct PurchaseEventJSONTests {
         #expect(try MessageCoding.decode(PurchaseEvent.self, from: direct) == event)
     }
 }
+
+extension NotificationEngineTests {
+    @Test func notificationsInProgressAreBoundedAcrossTheirPartitions() async throws {
+        var configuration = VerificationEngine.Configuration(
+            topics: NotificationSamples.topics,
+            limits: DispatchLimits(
+                maxInFlight: 2, partitionWindow: 1_000, partitionResumeMark: 500, pendingLimit: 8,
+                pendingResumeMark: 4, directLimit: 4),
+            retryPolicy: RetryRoundPolicy(maximumRounds: 3, initialBackoff: .seconds(10), maximumBackoff: .seconds(60)))
+        configuration.initialPublishBackoff = .milliseconds(10)
+        let engine = VerificationEngine(
+            configuration: configuration, verifier: verifier, publisher: publisher, control: control, clock: clock,
+            logger: Logger(label: "test", threshold: .error), metrics: VerifierMetrics(registry: registry),
+            notifications: samples.processor())
+        let other = PartitionKey(topic: "notifications", partition: 1)
+        engine.partitionsAssigned([partition, other])
+        publisher.state.withLock { $0.holdAcks = true }
+        for (offset, record) in try charges(4).enumerated() {
+            engine.consume(NotificationSamples.message(record.value, offset: Int64(offset)))
+        }
+        await settles("four events held") { publisher.heldCount == 4 }
+        // The window (1,000) is far away; the direct limit (4) pauses both notification partitions.
+        #expect(control.paused == [partition, other])
+        publisher.acknowledgeAllHeld()
+        await settles("resumed") { control.paused.isEmpty }
+    }
+}

@@ -11,7 +11,9 @@ import Synchronization
 ///
 /// Notifications (`NOTIFICATIONS_TOPIC`) take the same path as malformed submissions: no Apple call, so they never
 /// queue for an Apple slot; they are verified on the work queue and their event (or DLQ record) is published at
-/// once. They are admitted, windowed, paused and resumed, and their offsets stored, exactly like submissions.
+/// once. They are admitted, windowed, paused and resumed, and their offsets stored, exactly like submissions; since
+/// no Apple slot bounds them, their partitions are also paused while `DispatchLimits.directLimit` of them are in
+/// progress (memory: a backlog of ~12 KB notifications would otherwise be admitted whole).
 ///
 /// Threads: `consume`, `partitionsAssigned` and `partitionsRevoking` are called on the consumer's poll thread;
 /// Apple completions and delivery reports arrive on library threads. CPU work (decoding, encoding) runs on a
@@ -86,7 +88,8 @@ public final class VerificationEngine: Sendable {
         self.publishHealth = PublishHealth(notReadyAfter: configuration.publishFailuresBeforeNotReady)
         self.state = Mutex(
             DispatchState(
-                limits: configuration.limits, breaker: AppleCircuitBreaker(configuration: configuration.breaker)))
+                limits: configuration.limits, breaker: AppleCircuitBreaker(configuration: configuration.breaker),
+                directTopics: notifications == nil ? [] : [configuration.topics.notifications]))
     }
 
     public var snapshot: Snapshot {
