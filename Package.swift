@@ -33,7 +33,7 @@ let package = Package(
         .target(name: "Crypto", dependencies: ["COpenSSL"]),
         // JWS (StoreKit 2 / Server API / notifications), the API token and legacy receipts, above Crypto.
         .target(name: "SignedData", dependencies: ["Crypto"]),
-        .target(name: "AppStore", dependencies: ["CCurl", "ReceiptModel", "ServiceSupport"]),
+        .target(name: "AppStore", dependencies: ["CCurl", "ReceiptModel", "ServiceSupport", "SignedData", "Crypto"]),
         .target(name: "FakeAppStore", dependencies: ["HTTPServer", "ServiceSupport"], exclude: ["README.md"]),
         .target(name: "Ingest", dependencies: ["Kafka", "HTTPServer", "ReceiptModel", "ServiceSupport"]),
         .target(name: "Verifier", dependencies: ["Kafka", "AppStore", "HTTPServer", "ReceiptModel", "ServiceSupport"]),
