@@ -34,14 +34,16 @@ let package = Package(
         // JWS (StoreKit 2 / Server API / notifications), the API token and legacy receipts, above Crypto.
         .target(name: "SignedData", dependencies: ["Crypto"]),
         .target(name: "AppStore", dependencies: ["CCurl", "ReceiptModel", "ServiceSupport", "SignedData", "Crypto"]),
-        .target(name: "FakeAppStore", dependencies: ["HTTPServer", "ServiceSupport"], exclude: ["README.md"]),
+        .target(
+            name: "FakeAppStore", dependencies: ["HTTPServer", "ServiceSupport", "SignedData", "Crypto"],
+            exclude: ["README.md"]),
         .target(name: "Ingest", dependencies: ["Kafka", "HTTPServer", "ReceiptModel", "ServiceSupport"]),
         .target(name: "Verifier", dependencies: ["Kafka", "AppStore", "HTTPServer", "ReceiptModel", "ServiceSupport"]),
 
         // MARK: Executables (thin: parse settings, run, handle signals)
         .executableTarget(name: "receipt-ingest", dependencies: ["Ingest", "ServiceSupport"]),
         .executableTarget(name: "receipt-verifier", dependencies: ["Verifier", "ServiceSupport"]),
-        .executableTarget(name: "fake-appstore", dependencies: ["FakeAppStore", "ServiceSupport"]),
+        .executableTarget(name: "fake-appstore", dependencies: ["FakeAppStore", "ServiceSupport", "Crypto"]),
         .executableTarget(name: "embedded-kafka", dependencies: ["Kafka", "ServiceSupport"]),
         .executableTarget(name: "receipt-tail", dependencies: ["Kafka", "ReceiptModel", "ServiceSupport"]),
         .target(name: "Replay", dependencies: ["ReceiptModel"]),
