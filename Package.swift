@@ -67,7 +67,8 @@ let package = Package(
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(
-            name: "AppStoreTests", dependencies: ["AppStore", "FakeAppStore", "ReceiptModel", "TestSupport"],
+            name: "AppStoreTests",
+            dependencies: ["AppStore", "FakeAppStore", "ReceiptModel", "TestSupport", "SignedData", "Crypto"],
             exclude: ["Fixtures"]),
         .testTarget(
             name: "IngestTests", dependencies: ["Ingest", "HTTPServer", "Kafka", "ReceiptModel", "TestSupport"]),
@@ -77,7 +78,8 @@ let package = Package(
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], exclude: ["Fixtures"]),
         .testTarget(name: "SignedDataTests", dependencies: ["SignedData", "Crypto"], exclude: ["Fixtures"]),
         .testTarget(
-            name: "IntegrationTests", dependencies: ["Kafka", "ReceiptModel", "ServiceSupport", "FakeAppStore", "TestSupport"]),
+            name: "IntegrationTests",
+            dependencies: ["Kafka", "ReceiptModel", "ServiceSupport", "FakeAppStore", "TestSupport", "Crypto"]),
     ],
     swiftLanguageModes: [.v6]
 )
