@@ -181,7 +181,9 @@ public struct ServerAPISettings: Sendable, CustomStringConvertible {
             } else {
                 host = authority.prefix { $0 != ":" }
             }
-            if host == "localhost" || host == "::1" || host.hasPrefix("127.") { return url }
+            let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+            let loopbackIPv4 = octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil }
+            if host == "localhost" || host == "::1" || loopbackIPv4 { return url }
             throw ConfigurationError(
                 variable: name,
                 problem: "'\(url)' is plain http to a non-loopback host; the API's bearer token needs https")
