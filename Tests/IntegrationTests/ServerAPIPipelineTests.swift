@@ -138,6 +138,19 @@ import TestSupport
         let verifier = try #require(pipeline.runningVerifiers.first)
         #expect(await verifier.metricSum("appstore_server_api_calls_total", labels: ["outcome=\"unauthorized\""]) == 0)
         #expect((await verifier.metricSum("appstore_server_api_calls_total", labels: ["outcome=\"ok\""]) ?? 0) >= 4)
+        // The Server API's metric families (registered only with an API key) are in the operator's guide.
+        let scrape = try await TestHTTPClient.send("GET", verifier.url("/metrics"))
+        let families = Set(
+            scrape.text.split(separator: "\n").compactMap { line -> String? in
+                let parts = line.split(separator: " ")
+                return parts.count >= 3 && parts[0] == "#" && parts[1] == "TYPE" ? String(parts[2]) : nil
+            }
+        ).filter { $0.hasPrefix("appstore_server_api_") }
+        #expect(families.count == 5, "\(families.sorted())")
+        let guide = try String(
+            contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent("docs/OPERATIONS.md"), encoding: .utf8)
+        #expect(families.filter { !guide.contains("`\($0)`") && !guide.contains("`\($0){") }.isEmpty)
         await pipeline.shutdown()
     }
 
