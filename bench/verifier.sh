@@ -77,6 +77,7 @@ if [ "$PROOF" = signed-transaction ]; then
     for ((i = 0; i < DISTINCT; i++)); do
         curl -fsS "$FAKE_URL/admin/signed-transaction?id=$((3000000000000000 + i))" \
             | sed -n 's/.*"signed_transaction":"\([^"]*\)".*/\1/p'
+        echo  # the answer has no final newline: one JWS per line
     done >"$WORK/signed-transactions.txt"
     BENCH_PROOF_ARGS=(--signed-transactions "$WORK/signed-transactions.txt")
 fi
