@@ -16,6 +16,8 @@ let package = Package(
         .library(name: "ReceiptModel", targets: ["ReceiptModel"]),
         .library(name: "AppStore", targets: ["AppStore"]),
         .library(name: "Ingest", targets: ["Ingest"]),
+        .library(name: "SignedData", targets: ["SignedData"]),
+        .library(name: "Crypto", targets: ["Crypto"]),
     ],
     targets: [
         // MARK: C system libraries (Debian 12 packages)

@@ -23,6 +23,18 @@ let package = Package(
                 "FuzzSupport", .product(name: "Ingest", package: "receipt-verification"),
                 .product(name: "ReceiptModel", package: "receipt-verification"),
             ]),
+        .executableTarget(
+            name: "fuzz-jws",
+            dependencies: [
+                "FuzzSupport", .product(name: "SignedData", package: "receipt-verification"),
+                .product(name: "Crypto", package: "receipt-verification"),
+            ]),
+        .executableTarget(
+            name: "fuzz-app-receipt",
+            dependencies: ["FuzzSupport", .product(name: "SignedData", package: "receipt-verification")]),
+        .executableTarget(
+            name: "fuzz-signed-payloads",
+            dependencies: ["FuzzSupport", .product(name: "SignedData", package: "receipt-verification")]),
     ],
     swiftLanguageModes: [.v6]
 )

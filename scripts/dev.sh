@@ -3,6 +3,7 @@
 #   embedded Kafka (librdkafka mock cluster, in memory) -> unless KAFKA_BOOTSTRAP_SERVERS is set
 #   fake App Store (verifyReceipt and the App Store Server API, with a PKI and API key minted into .dev/pki)
 #                                                        -> unless APPLE_VERIFY_RECEIPT_URL is set (e.g. Apple's sandbox)
+#   product catalog scripts/dev-product-catalog.json     -> with the fake, unless PRODUCT_CATALOG_FILE is set
 #   receipt-ingest on :8080 (INGEST_LISTEN), receipt-verifier with metrics on :9090 (VERIFIER_METRICS_LISTEN)
 # Logs of every process go to .dev/logs/.
 set -euo pipefail
@@ -94,8 +95,15 @@ if [ -z "${APPLE_VERIFY_RECEIPT_URL:-}" ]; then
     export APPLE_SERVER_API_URL="$fake_url"
     export APPLE_SERVER_API_SANDBOX_URL="$fake_url/sandbox"
     echo "fake App Store:  $fake_url (verifyReceipt and the App Store Server API; PKI and API key in $pki_dir)"
+    # The fake's products (gems_100, one_month_subscription): results carry their credit objects.
+    export PRODUCT_CATALOG_FILE="${PRODUCT_CATALOG_FILE:-$PWD/scripts/dev-product-catalog.json}"
 else
     echo "App Store:       $APPLE_VERIFY_RECEIPT_URL (from the environment)"
+fi
+if [ -n "${PRODUCT_CATALOG_FILE:-}" ]; then
+    echo "product catalog: $PRODUCT_CATALOG_FILE (edit it while running: re-read within a second)"
+else
+    echo "product catalog: none (PRODUCT_CATALOG_FILE unset: transactions carry no credit)"
 fi
 export ALLOWED_BUNDLE_IDS="${ALLOWED_BUNDLE_IDS:-com.example.game}"
 export INGEST_LISTEN="${INGEST_LISTEN:-0.0.0.0:8080}"
@@ -135,6 +143,9 @@ More transactions: curl '$fake_url/admin/signed-transaction?id=<any number>' (or
 EOT
 fi
 cat <<EOT
+
+Its result lists the transaction with "creditable": true and the catalog's "credit" object. A product the catalog
+does not list (put "gems_999" in the receipt) is rejected with unknown_product.
 
 Watch results as the verifier publishes them (another terminal):
 

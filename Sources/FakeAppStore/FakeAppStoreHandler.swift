@@ -13,16 +13,9 @@ final class FakeAppStoreHandler: HTTPHandler {
         var jitterMs: Int
     }
 
-    /// What `POST /admin/outage?on=1` makes every verifyReceipt call answer.
-    enum OutageMode: String, Sendable {
-        case http503
-        case status21005
-        case hang
-    }
-
     private struct State {
         var latency: Latency
-        var outage: OutageMode?
+        var outage: FakeOutageMode?
     }
 
     let counters = FakeAppStoreCounters()
@@ -44,7 +37,7 @@ final class FakeAppStoreHandler: HTTPHandler {
         set { state.withLock { $0.latency = newValue } }
     }
 
-    var outage: OutageMode? {
+    var outage: FakeOutageMode? {
         get { state.withLock { $0.outage } }
         set { state.withLock { $0.outage = newValue } }
     }
@@ -102,7 +95,8 @@ final class FakeAppStoreHandler: HTTPHandler {
         if let outage {
             switch outage {
             case .http503: response = FakeAppStoreResponses.html(503)
-            case .status21005: response = FakeServerAPI.error(500, 5_000_001, "An unknown retryable error occurred.")
+            case .status21005, .status21002:
+                response = FakeServerAPI.error(500, 5_000_001, "An unknown retryable error occurred.")
             case .hang: response = nil
             }
         } else if let (answer, extraMs) = serverAPI.handle(request, path: path, sandbox: sandbox) {
@@ -234,6 +228,7 @@ final class FakeAppStoreHandler: HTTPHandler {
             switch outage {
             case .http503: response = FakeAppStoreResponses.html(503)
             case .status21005: response = FakeAppStoreResponses.status(21005, environment: environment)
+            case .status21002: response = FakeAppStoreResponses.status(21002, environment: environment)
             case .hang: response = nil
             }
         } else if let sharedSecret, parsed.password != sharedSecret {
@@ -279,7 +274,8 @@ final class FakeAppStoreHandler: HTTPHandler {
             if scenario.isSandbox != sandbox {
                 return FakeAppStoreResponses.status(sandbox ? 21008 : 21007, environment: environment)
             }
-            return FakeAppStoreResponses.valid(scenario, environment: environment)
+            let reported = scenario.reportedEnvironment(endpoint: environment)
+            return FakeAppStoreResponses.valid(scenario, environment: reported)
         case .status:
             return FakeAppStoreResponses.status(
                 scenario.status ?? 21002, environment: scenario.env ?? environment, isRetryable: scenario.isRetryable,
@@ -322,9 +318,9 @@ final class FakeAppStoreHandler: HTTPHandler {
             logger.info("outage off")
             return .json(200, "{\"outage\":false}")
         }
-        guard let mode = OutageMode(rawValue: request.query["mode"] ?? "http503") else {
-            return .json(
-                400, "{\"error\":{\"code\":\"bad_mode\",\"message\":\"mode is http503, status21005 or hang\"}}")
+        guard let mode = FakeOutageMode(rawValue: request.query["mode"] ?? "http503") else {
+            let modes = FakeOutageMode.allCases.map(\.rawValue).joined(separator: ", ")
+            return .json(400, "{\"error\":{\"code\":\"bad_mode\",\"message\":\"mode is one of \(modes)\"}}")
         }
         outage = mode
         logger.info("outage on", ["mode": .string(mode.rawValue)])

@@ -27,8 +27,8 @@ enum FakeAppStoreResponses {
         }
     }
 
-    /// A status-0 body for a valid scenario answered by `environment`'s endpoint.
-    static func valid(_ scenario: FakeReceiptScenario, environment: String) -> HTTPResponse {
+    /// A status-0 body for a valid scenario, naming `environment` (nil: no `environment` field).
+    static func valid(_ scenario: FakeReceiptScenario, environment: String?) -> HTTPResponse {
         let bundleId = scenario.bundleId ?? "com.example.game"
         var transactions = scenario.transactions ?? []
         if let generate = scenario.generate, generate > 0 {
@@ -43,7 +43,9 @@ enum FakeAppStoreResponses {
         }
         var body: [UInt8] = []
         body.reserveCapacity(400 + transactions.count * 700 * (scenario.subscription == true ? 2 : 1))
-        body.append(contentsOf: "{\"status\":0,\"environment\":\(JSONText.quoted(environment)),\"receipt\":{".utf8)
+        body.append(contentsOf: "{\"status\":0,".utf8)
+        if let environment { body.append(contentsOf: "\"environment\":\(JSONText.quoted(environment)),".utf8) }
+        body.append(contentsOf: "\"receipt\":{".utf8)
         body.append(
             contentsOf: "\"receipt_type\":\"\(environment == "Sandbox" ? "ProductionSandbox" : "Production")\",".utf8)
         body.append(contentsOf: "\"adam_id\":0,\"app_item_id\":0,\"bundle_id\":\(JSONText.quoted(bundleId)),".utf8)

@@ -104,6 +104,9 @@ public final class FakeAppStoreServer: Sendable {
     /// Switches the global outage on (every verifyReceipt call answers 503 HTML) or off.
     public func setOutage(_ on: Bool) { handler.outage = on ? .http503 : nil }
 
+    /// Switches the global outage on in `mode`, or off with nil.
+    public func setOutage(mode: FakeOutageMode?) { handler.outage = mode }
+
     public func setLatency(fixedMs: Int, jitterMs: Int) {
         handler.latency = .init(fixedMs: max(0, fixedMs), jitterMs: max(0, jitterMs))
     }

@@ -18,15 +18,17 @@ public enum FakeReceipt {
     }
 
     /// A valid receipt of `environment` ("Production" or "Sandbox") holding `transactions`.
+    /// - Parameter reportedEnvironment: the `environment` the answer's body names instead of the endpoint's
+    ///   (`"omit"`: none).
     public static func valid(
         id: String? = nil, environment: String = "Production", bundleId: String = "com.example.game",
         transactions: [FakeTransaction] = [FakeTransaction(id: "1000000000000001", product: "gems_100")],
-        subscription: Bool = false, delayMs: Int? = nil
+        subscription: Bool = false, delayMs: Int? = nil, reportedEnvironment: String? = nil
     ) -> String {
         encode(
             FakeReceiptScenario(
                 scenario: .valid, id: id, env: environment, bundleId: bundleId, transactions: transactions,
-                subscription: subscription ? true : nil, delayMs: delayMs))
+                subscription: subscription ? true : nil, delayMs: delayMs, reportedEnv: reportedEnvironment))
     }
 
     /// A valid receipt with `count` generated transactions (ids `2000000000000000 + n`), megabytes for large counts.

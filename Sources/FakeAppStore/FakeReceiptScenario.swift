@@ -18,6 +18,9 @@ public struct FakeReceiptScenario: Codable, Sendable, Equatable {
     public var id: String?
     /// `Production` (default) or `Sandbox`: the environment a valid receipt belongs to.
     public var env: String?
+    /// The `environment` a valid answer's body names, instead of the answering endpoint's (as Apple writes it):
+    /// any text (a body that lies, or an unrecognized value), or `omit` for a body without the field.
+    public var reportedEnv: String?
     public var bundleId: String?
     public var transactions: [FakeTransaction]?
     /// Adds this many generated transactions (huge receipts).
@@ -43,11 +46,13 @@ public struct FakeReceiptScenario: Codable, Sendable, Equatable {
         scenario: Kind, id: String? = nil, env: String? = nil, bundleId: String? = nil,
         transactions: [FakeTransaction]? = nil, generate: Int? = nil, subscription: Bool? = nil, status: Int? = nil,
         isRetryable: Bool? = nil, hyphenatedRetryFlag: Bool? = nil, httpStatus: Int? = nil, body: String? = nil,
-        delayMs: Int? = nil, failFirst: Int? = nil, failStatus: Int? = nil, failHttpStatus: Int? = nil
+        delayMs: Int? = nil, failFirst: Int? = nil, failStatus: Int? = nil, failHttpStatus: Int? = nil,
+        reportedEnv: String? = nil
     ) {
         self.scenario = scenario
         self.id = id
         self.env = env
+        self.reportedEnv = reportedEnv
         self.bundleId = bundleId
         self.transactions = transactions
         self.generate = generate
@@ -73,10 +78,17 @@ public struct FakeReceiptScenario: Codable, Sendable, Equatable {
         case failFirst = "fail_first"
         case failStatus = "fail_status"
         case failHttpStatus = "fail_http_status"
+        case reportedEnv = "reported_env"
     }
 
     /// True when the receipt belongs to the sandbox.
     var isSandbox: Bool { env?.lowercased() == "sandbox" }
+
+    /// The `environment` a valid answer from `endpoint`'s URL writes: nil to leave the field out.
+    func reportedEnvironment(endpoint: String) -> String? {
+        guard let reportedEnv else { return endpoint }
+        return reportedEnv == "omit" ? nil : reportedEnv
+    }
 }
 
 /// One purchase in a fake receipt.

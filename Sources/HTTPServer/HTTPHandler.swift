@@ -9,6 +9,17 @@ public protocol HTTPHandler: Sendable {
     /// - Important: this is called on one of the server's few I/O threads: do only quick work here (parse, enqueue)
     ///   and answer later from wherever the slow work completes.
     func handle(_ request: HTTPRequest, respond: @escaping HTTPResponder)
+
+    /// Decides about a request from its head alone, before a byte of its body is read: refuse it (authentication,
+    /// unknown route, wrong media type) without buffering its body, or set a smaller body limit for it. Called once
+    /// per request, on the connection's I/O thread, before `handle`; keep it quick and non-blocking.
+    ///
+    /// The default accepts every request with the server's body limit.
+    func admit(_ head: HTTPRequestHead) -> HTTPAdmission
+}
+
+extension HTTPHandler {
+    public func admit(_ head: HTTPRequestHead) -> HTTPAdmission { .accept }
 }
 
 /// Who produced a response: the handler, or the server on its behalf.
@@ -17,6 +28,8 @@ public enum HTTPResponseOrigin: String, Sendable {
     case handler
     /// The server: the body was over `maxBodyBytes` (413).
     case bodyTooLarge = "body_too_large"
+    /// The server: bodies being received already hold `maxBufferedBodyBytes` (503 `server_busy`).
+    case serverBusy = "server_busy"
     /// The server: the handler did not respond within `responseDeadline` (503).
     case deadline
     /// The server: the request arrived or was still waiting while the server was stopping (503).

@@ -25,6 +25,13 @@ public struct HTTPRequest: Sendable {
         self.remoteAddress = remoteAddress
     }
 
+    /// The request made of its head and the body received after it.
+    public init(head: HTTPRequestHead, body: [UInt8]) {
+        self.init(
+            method: head.method, path: head.path, query: head.query, headers: head.headers, body: body,
+            remoteAddress: head.remoteAddress)
+    }
+
     /// The value of header `name` (any case).
     public func header(_ name: String) -> String? {
         headers[name.lowercased()]

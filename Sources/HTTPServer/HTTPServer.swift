@@ -95,6 +95,17 @@ public final class HTTPServer: Sendable {
         core.awaitingResponse.load(ordering: .relaxed)
     }
 
+    /// Body bytes held for requests still being received (reserved when a length is announced), across all
+    /// connections; at most `maxBufferedBodyBytes`.
+    public var bufferedBodyBytes: Int {
+        core.bufferedBodyBytes.load(ordering: .relaxed)
+    }
+
+    /// Requests answered `busyResponse` because their body did not fit under `maxBufferedBodyBytes`, since start.
+    public var busyRefusals: Int {
+        core.busyRefusals.load(ordering: .relaxed)
+    }
+
     /// Stops accepting connections, gives requests waiting on their handler up to `stopGracePeriod` to be answered,
     /// answers the rest 503, then closes every connection. New requests on open keep-alive connections are answered
     /// 503 with `Connection: close` meanwhile. Blocks the caller; idempotent.

@@ -33,6 +33,9 @@ enum MHDCallbacks {
         let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
         let context = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
         context.markCompleted()
+        // A body cut off mid-upload (client gone, connection timed out) gives its reservation back here.
+        core.releaseBodyBytes(of: context)
+        context.body = []
         if context.countedAsAwaiting {
             context.countedAsAwaiting = false
             core.awaitingResponse.subtract(1, ordering: .relaxed)
@@ -84,35 +87,67 @@ enum MHDCallbacks {
         if core.isStopping.load(ordering: .relaxed) {
             return queue(core, connection, context, ServerResponses.shuttingDown, origin: .shuttingDown)
         }
-        if let declared = MHD_lookup_connection_value(connection, MHD_ValueKind.HEADER_KIND, "Content-Length"),
-            let length = Int(String(cString: declared)), length > core.configuration.maxBodyBytes
-        {
+        let head = makeHead(connection, context)
+        context.head = head
+        context.maxBodyBytes = core.configuration.maxBodyBytes
+        let declared = head.headers["content-length"].flatMap { Int($0) }
+        let announcesBody = (declared ?? 0) > 0 || head.headers["transfer-encoding"] != nil
+        switch core.handler.admit(head) {
+        case .accept:
+            break
+        case .acceptBody(let limit):
+            context.maxBodyBytes = max(0, min(limit, context.maxBodyBytes))
+        case .respond(var response):
+            // Queued before the body is read: libmicrohttpd never delivers it, and the connection cannot be reused.
+            if announcesBody { response.headers.append(("Connection", "close")) }
+            return queue(core, connection, context, response, origin: .handler)
+        }
+        guard let declared, declared > 0 else { return .YES }
+        if declared > context.maxBodyBytes {
             // Queued before the body is read: libmicrohttpd skips the body (no 100 Continue) and closes afterwards.
             return queue(
-                core, connection, context, ServerResponses.bodyTooLarge(limit: core.configuration.maxBodyBytes),
+                core, connection, context, ServerResponses.bodyTooLarge(limit: context.maxBodyBytes),
                 origin: .bodyTooLarge)
         }
+        // The announced length is reserved at once, so that many slow senders cannot together exceed the bound.
+        guard core.reserveBodyBytes(declared) else {
+            core.busyRefusals.add(1, ordering: .relaxed)
+            var response = core.configuration.busyResponse
+            response.headers.append(("Connection", "close"))
+            return queue(core, connection, context, response, origin: .serverBusy)
+        }
+        context.reservedBodyBytes = declared
         return .YES
     }
 
-    /// Buffers body bytes up to the limit. libmicrohttpd cannot queue a response while body data is being
-    /// delivered, so past the limit the rest is read and discarded and the 413 goes out when the body ends; a client
-    /// that keeps sending more than another `maxBodyBytes` has its connection closed instead.
+    /// Buffers body bytes up to the request's limit and under the server's buffered-bytes bound. libmicrohttpd
+    /// cannot queue a response while body data is being delivered, so past either the rest is read and discarded
+    /// and the 413 (or 503) goes out when the body ends; a client that keeps sending more than another limit's
+    /// worth has its connection closed instead.
     private static func bodyReceived(
         _ core: ServerCore, _ context: RequestContext, _ data: UnsafePointer<CChar>?, _ size: UnsafeMutablePointer<Int>
     ) -> MHD_Result {
         let count = size.pointee
         size.pointee = 0
-        let limit = core.configuration.maxBodyBytes
-        if context.bodyTooLarge {
+        let limit = context.maxBodyBytes
+        if context.bodyTooLarge || context.bodyRefusedBusy {
             context.discardedBodyBytes += count
             return context.discardedBodyBytes > limit ? .NO : .YES
         }
         guard context.body.count + count <= limit else {
             context.bodyTooLarge = true
-            context.discardedBodyBytes = 0
-            context.body = []
+            discardBody(core, context)
             return .YES
+        }
+        let unreserved = context.body.count + count - context.reservedBodyBytes
+        if unreserved > 0 {
+            guard core.reserveBodyBytes(unreserved) else {
+                core.busyRefusals.add(1, ordering: .relaxed)
+                context.bodyRefusedBusy = true
+                discardBody(core, context)
+                return .YES
+            }
+            context.reservedBodyBytes += unreserved
         }
         guard let data else { return .NO }
         data.withMemoryRebound(to: UInt8.self, capacity: count) { bytes in
@@ -121,21 +156,33 @@ enum MHDCallbacks {
         return .YES
     }
 
+    /// Drops what was buffered of a refused body and its reservation; later bytes are only counted.
+    private static func discardBody(_ core: ServerCore, _ context: RequestContext) {
+        context.discardedBodyBytes = 0
+        context.body = []
+        core.releaseBodyBytes(of: context)
+    }
+
     private static func requestComplete(
         _ core: ServerCore, _ connection: OpaquePointer, _ context: RequestContext
     ) -> MHD_Result {
         if context.responseQueued { return .YES }
         if context.bodyTooLarge {
             return queue(
-                core, connection, context, ServerResponses.bodyTooLarge(limit: core.configuration.maxBodyBytes),
+                core, connection, context, ServerResponses.bodyTooLarge(limit: context.maxBodyBytes),
                 origin: .bodyTooLarge)
+        }
+        if context.bodyRefusedBusy {
+            return queue(core, connection, context, core.configuration.busyResponse, origin: .serverBusy)
         }
         if !context.handlerInvoked {
             context.handlerInvoked = true
             context.countedAsAwaiting = true
             core.awaitingResponse.add(1, ordering: .relaxed)
-            let request = makeRequest(connection, context)
+            let request = HTTPRequest(head: context.head ?? makeHead(connection, context), body: context.body)
+            // The body now belongs to the request handed to the handler: no longer "being received".
             context.body = []
+            core.releaseBodyBytes(of: context)
             core.sweeper.register(context)
             if core.isStopping.load(ordering: .relaxed) {
                 context.respond(ServerResponses.shuttingDown, origin: .shuttingDown)
@@ -154,7 +201,7 @@ enum MHDCallbacks {
         return .YES
     }
 
-    private static func makeRequest(_ connection: OpaquePointer, _ context: RequestContext) -> HTTPRequest {
+    private static func makeHead(_ connection: OpaquePointer, _ context: RequestContext) -> HTTPRequestHead {
         var headers: [String: String] = [:]
         var query: [String: String] = [:]
         withUnsafeMutablePointer(to: &headers) { pointer in
@@ -166,9 +213,8 @@ enum MHDCallbacks {
         var address = [CChar](repeating: 0, count: 64)
         let remote = cmhd_client_address(connection, &address, socklen_t(address.count)) == 0
             ? cString(address) : nil
-        return HTTPRequest(
-            method: context.method, path: context.path, query: query, headers: headers, body: context.body,
-            remoteAddress: remote)
+        return HTTPRequestHead(
+            method: context.method, path: context.path, query: query, headers: headers, remoteAddress: remote)
     }
 
     /// Queues `response` on `connection` (connection thread only, inside the access handler).

@@ -19,6 +19,10 @@ final class ServerCore: Sendable {
     let activeRequests = Atomic<Int>(0)
     /// Requests handed to the handler whose response has not been queued yet.
     let awaitingResponse = Atomic<Int>(0)
+    /// Body bytes reserved by requests still being received (bounded by `maxBufferedBodyBytes`).
+    let bufferedBodyBytes = Atomic<Int>(0)
+    /// Bodies answered `busyResponse` because they did not fit under `maxBufferedBodyBytes`.
+    let busyRefusals = Atomic<Int>(0)
 
     init(
         configuration: HTTPServerConfiguration, handler: any HTTPHandler, logger: Logger,
@@ -38,6 +42,27 @@ final class ServerCore: Sendable {
                      "deadline_seconds": .double(deadlineSeconds)])
             }
         }
+    }
+
+    /// Reserves `count` body bytes under `maxBufferedBodyBytes`; false (nothing reserved) when they do not fit.
+    func reserveBodyBytes(_ count: Int) -> Bool {
+        guard count > 0 else { return true }
+        let limit = configuration.maxBufferedBodyBytes
+        var current = bufferedBodyBytes.load(ordering: .relaxed)
+        while true {
+            guard count <= limit - current else { return false }
+            let (exchanged, original) = bufferedBodyBytes.compareExchange(
+                expected: current, desired: current + count, ordering: .relaxed)
+            if exchanged { return true }
+            current = original
+        }
+    }
+
+    /// Gives back what `context` reserved (connection thread of `context`).
+    func releaseBodyBytes(of context: RequestContext) {
+        guard context.reservedBodyBytes > 0 else { return }
+        bufferedBodyBytes.subtract(context.reservedBodyBytes, ordering: .relaxed)
+        context.reservedBodyBytes = 0
     }
 
     func record(_ context: RequestContext, status: Int, origin: HTTPResponseOrigin) {
@@ -63,6 +88,11 @@ enum ServerResponses {
             413, code: "body_too_large", message: "the request body is over the limit of \(limit) bytes",
             headers: [("Connection", "close")])
     }
+
+    static let serverBusy = error(
+        503, code: "server_busy",
+        message: "the server holds as many request bodies as it may; retry after the Retry-After seconds",
+        headers: [("Retry-After", "1")])
 
     static let deadlineExceeded = error(
         503, code: "deadline_exceeded", message: "the request was not answered in time",

@@ -1,4 +1,5 @@
 import HTTPServer
+import ReceiptModel
 import ServiceSupport
 
 /// An error answer of the ingest API: `{"error": {"code": "...", "message": "..."}}` with an HTTP status, plus
@@ -56,18 +57,37 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
         APIError(status: 400, code: "invalid_json", message: "the body must be a JSON object")
     }
 
-    static func missingReceipt() -> APIError {
+    /// None of the three proofs. The code keeps its first name (clients branch on codes).
+    static func missingProof() -> APIError {
         APIError(
             status: 400, code: "missing_receipt",
-            message: "receipt_data (or receipt) is required: the base64 app receipt")
+            message: "one of receipt_data (or receipt: the base64 app receipt), signed_transaction (StoreKit 2 "
+                + "Transaction.jwsRepresentation) or transaction_id is required")
+    }
+
+    static func multipleProofs() -> APIError {
+        APIError(
+            status: 400, code: "multiple_proofs",
+            message: "send exactly one of receipt_data (or receipt), signed_transaction, transaction_id")
     }
 
     static func invalidReceipt(_ problem: String) -> APIError {
         APIError(status: 400, code: "invalid_receipt", message: problem)
     }
 
-    static func storeKit2Transaction(_ problem: String) -> APIError {
-        APIError(status: 400, code: "storekit2_transaction", message: problem)
+    static func invalidSignedTransaction(_ problem: String) -> APIError {
+        APIError(status: 400, code: "invalid_signed_transaction", message: problem)
+    }
+
+    static func invalidTransactionId() -> APIError {
+        APIError(
+            status: 400, code: "invalid_transaction_id",
+            message: "transaction_id must be Apple's transaction id: 1 to \(TransactionIdText.maximumLength) decimal "
+                + "digits, as a string or an integer")
+    }
+
+    static func invalidNotification(_ problem: String) -> APIError {
+        APIError(status: 400, code: "invalid_notification", message: problem)
     }
 
     static func invalidField(_ field: String, _ problem: String) -> APIError {
@@ -99,6 +119,23 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
         headers: [Header(name: "WWW-Authenticate", value: "Bearer")])
 
     static let notFound = APIError(status: 404, code: "not_found", message: "no such endpoint")
+
+    /// A named key reusing a `submission_id` another client submitted (nothing is written).
+    static func submissionIdTaken() -> APIError {
+        APIError(
+            status: 404, code: "unknown_submission",
+            message: "this submission_id is not known for this API key and cannot be used with it: submit with a "
+                + "new submission_id")
+    }
+
+    /// 409: the id is known here with another receipt, transaction or expectations.
+    static func submissionConflict() -> APIError {
+        APIError(
+            status: 409, code: "submission_conflict",
+            message: "this submission_id was already submitted with a different receipt, transaction or "
+                + "expectations (its submission_fingerprint differs): resubmit the original unchanged, or use a new "
+                + "submission_id")
+    }
 
     static func unknownSubmission(maxAgeSeconds: Int64) -> APIError {
         APIError(
@@ -140,11 +177,28 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
             headers: [Header(name: "Retry-After", value: String(retryAfter))])
     }
 
+    /// A notification Kafka did not acknowledge (`code`: kafka_unavailable, kafka_queue_full, kafka_timeout): Apple
+    /// retries on any non-2xx answer.
+    static func notificationNotWritten(code: String, retryAfter: Int, _ detail: String) -> APIError {
+        APIError(
+            status: 503, code: code,
+            message: "the notification was not acknowledged by Kafka (\(detail)); send it again (Apple retries)",
+            headers: [Header(name: "Retry-After", value: String(retryAfter))])
+    }
+
     static func kafkaTimeout(retryAfter: Int, timeoutMs: Int) -> APIError {
         APIError(
             status: 503, code: "kafka_timeout",
             message: "Kafka did not acknowledge the submission within \(timeoutMs) ms; it may still be written: "
                 + "retry with the same submission_id",
+            headers: [Header(name: "Retry-After", value: String(retryAfter))])
+    }
+
+    /// Bodies being received already hold `INGEST_MAX_BUFFERED_BYTES` (answered by the HTTP server).
+    static func serverBusy(retryAfter: Int) -> APIError {
+        APIError(
+            status: 503, code: "server_busy",
+            message: "the server is receiving as many request bodies as it may hold; retry after Retry-After seconds",
             headers: [Header(name: "Retry-After", value: String(retryAfter))])
     }
 

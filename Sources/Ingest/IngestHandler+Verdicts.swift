@@ -4,19 +4,16 @@ import ServiceSupport
 /// `GET /v1/receipts/{submission_id}` and the pieces of `POST /v1/receipts?wait_ms=N` that are about verdicts.
 extension IngestHandler {
     /// 200 with the result message as it is on the topic; 202 `{"status":"pending","submission_id":...}` when this
-    /// instance accepted the submission and has no result yet; 404 when neither is known.
-    func lookup(_ id: String, request: HTTPRequest) -> HTTPResponse {
-        guard authenticator.authorizes(authorizationHeader: request.headers["authorization"]) else {
-            metrics.recordRejection(code: APIError.unauthorized.code)
-            return APIError.unauthorized.response
-        }
+    /// instance accepted the submission and has no result yet; 404 when neither is known, or when it belongs to
+    /// another client (named keys).
+    func lookup(_ id: String, caller: Caller) -> HTTPResponse {
         do throws(APIError) {
             try SubmissionId.validate(id, source: "the submission_id in the path")
         } catch {
             metrics.recordRejection(code: error.code)
             return error.response
         }
-        switch results.lookup(id) {
+        switch results.lookup(id, for: caller) {
         case .result(let result):
             metrics.lookupHits.increment()
             return Self.resultResponse(result)

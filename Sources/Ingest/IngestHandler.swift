@@ -5,12 +5,13 @@ import ReceiptModel
 import ServiceSupport
 import Synchronization
 
-/// The ingest's HTTP endpoints. Runs on the HTTP server's threads: validation and the Kafka enqueue happen inline
-/// (both are quick); the answer to a submission comes later, from Kafka's delivery report (and, with `wait_ms`, from
-/// the result index when the verdict arrives or a timer when it does not: a waiting request holds no thread).
+/// The ingest's HTTP endpoints. Runs on the HTTP server's threads: the route, API key and media type are decided
+/// from the request head before any body is read (`admit`); validation and the Kafka enqueue happen inline (both
+/// are quick); the answer to a submission comes later, from Kafka's delivery report (and, with `wait_ms`, from the
+/// result index when the verdict arrives or a timer when it does not: a waiting request holds no thread).
 final class IngestHandler: HTTPHandler {
     let settings: IngestSettings
-    private let publisher: any SubmissionPublisher
+    let publisher: any SubmissionPublisher
     let results: ResultIndex
     private let resultFeed: (any ResultFeed)?
     let authenticator: APIKeyAuthenticator
@@ -18,10 +19,10 @@ final class IngestHandler: HTTPHandler {
     let logger: Logger
     /// Set when draining starts: `/readyz` turns false so load balancers stop sending traffic.
     let isDraining = Atomic<Bool>(false)
-    /// Answers `kafka_timeout` with the submission id when a delivery report is late (see `kafkaAnswerTimeoutMs`).
+    /// Answers `kafka_timeout` (with the submission id) when a delivery report is late (see `kafkaAnswerTimeoutMs`).
     let kafkaDeadlines: KafkaAnswerDeadlines
 
-    /// How long a submission waits for Kafka's report before the handler answers `kafka_timeout` itself: librdkafka's
+    /// How long a request waits for Kafka's report before the handler answers `kafka_timeout` itself: librdkafka's
     /// `message.timeout.ms` plus 1 s (librdkafka checks message timeouts about once a second, and its own report is
     /// the better answer). `IngestService` keeps the HTTP server's deadline and stop grace beyond this, so the answer
     /// carries the submission id.
@@ -43,12 +44,48 @@ final class IngestHandler: HTTPHandler {
         let retryAfter = settings.retryAfterSeconds
         let deliveryTimeoutMs = settings.effectiveDeliveryTimeoutMs
         kafkaDeadlines = KafkaAnswerDeadlines(timeoutMs: Self.kafkaAnswerTimeoutMs(settings)) { pending in
-            let answer = APIError.kafkaTimeout(retryAfter: retryAfter, timeoutMs: deliveryTimeoutMs)
-            metrics.recordRejection(code: answer.code)
+            let answer: APIError
+            switch pending.kind {
+            case .submission:
+                answer = APIError.kafkaTimeout(retryAfter: retryAfter, timeoutMs: deliveryTimeoutMs)
+                    .about(pending.id)
+                metrics.recordRejection(code: answer.code)
+            case .notification:
+                answer = APIError.notificationNotWritten(
+                    code: "kafka_timeout", retryAfter: retryAfter, "no acknowledgement within \(deliveryTimeoutMs) ms")
+                metrics.notificationsUnavailable.increment()
+            }
             logger.warning(
                 "no delivery report from Kafka in time; answered kafka_timeout",
-                ["submission_id": .string(pending.submissionId)])
-            pending.respond(answer.about(pending.submissionId).response)
+                ["kind": .string(pending.kind.rawValue), "id": .string(pending.id)])
+            pending.respond(answer.response)
+        }
+    }
+
+    /// Decides from the head: unknown route (404), wrong method (405), missing or wrong API key (401), a body that
+    /// is not JSON (415), and each route's body limit. Refusals here never read the body.
+    func admit(_ head: HTTPRequestHead) -> HTTPAdmission {
+        let route = IngestRoute(path: head.path)
+        guard route != .notFound else { return .respond(APIError.notFound.response) }
+        guard route.allowedMethods.contains(head.method) else {
+            return .respond(APIError.methodNotAllowed(allowed: route.allowedMethods).response)
+        }
+        if route.needsAPIKey, authenticator.authenticate(authorizationHeader: head.headers["authorization"]) == nil {
+            metrics.recordRejection(code: APIError.unauthorized.code)
+            return .respond(APIError.unauthorized.response)
+        }
+        switch route {
+        case .submitReceipt:
+            if let contentType = head.headers["content-type"], !Self.isJSON(contentType) {
+                let error = APIError.unsupportedMediaType(contentType)
+                metrics.recordRejection(code: error.code)
+                return .respond(error.response)
+            }
+            return .acceptBody(maxBodyBytes: settings.maxBodyBytes)
+        case .appleNotification:
+            return .acceptBody(maxBodyBytes: settings.notificationMaxBodyBytes)
+        case .lookupReceipt, .health, .readiness, .metrics, .notFound:
+            return .acceptBody(maxBodyBytes: 0)
         }
     }
 
@@ -58,11 +95,23 @@ final class IngestHandler: HTTPHandler {
         guard route.allowedMethods.contains(request.method) else {
             return respond(APIError.methodNotAllowed(allowed: route.allowedMethods).response)
         }
+        // Admitted already; authenticating again only says who the caller is (constant time, a few keys).
+        var caller = Caller.unrestricted
+        if route.needsAPIKey {
+            guard let authenticated = authenticator.authenticate(authorizationHeader: request.headers["authorization"])
+            else {
+                metrics.recordRejection(code: APIError.unauthorized.code)
+                return respond(APIError.unauthorized.response)
+            }
+            caller = authenticated
+        }
         switch route {
         case .submitReceipt:
-            submit(request, respond: respond)
+            submit(request, caller: caller, respond: respond)
         case .lookupReceipt(let id):
-            respond(lookup(id, request: request))
+            respond(lookup(id, caller: caller))
+        case .appleNotification:
+            receiveNotification(request, respond: respond)
         case .health:
             respond(.json(200, "{\"status\":\"ok\"}"))
         case .readiness:
@@ -89,56 +138,64 @@ final class IngestHandler: HTTPHandler {
 
     // MARK: - POST /v1/receipts
 
-    private func submit(_ request: HTTPRequest, respond: @escaping HTTPResponder) {
+    private func submit(_ request: HTTPRequest, caller: Caller, respond: @escaping HTTPResponder) {
         let submission: Submission
         let waitMs: Int
         do throws(APIError) {
-            submission = try validatedSubmission(request)
+            // The media type was checked from the head (`admit`).
+            let parsed = try SubmissionRequest.parse(request.body)
+            let id = try SubmissionId.resolve(
+                body: parsed.submissionId, idempotencyKey: request.headers["idempotency-key"])
+            submission = parsed.submission(id: id, clientId: caller.clientId, submittedAtMs: Clock.wallMilliseconds())
             waitMs = try Self.waitMilliseconds(request.query["wait_ms"], maximum: settings.maxWaitMs)
         } catch {
             reject(error, bodyBytes: request.body.count, respond: respond)
             return
         }
-        // A resubmission whose verdict is known: answer it, and write nothing to Kafka again.
-        if case .result(let result) = results.lookup(submission.submissionId) {
+        let id = submission.submissionId
+        let reservation: ResultIndex.Reservation
+        switch results.admit(id, fingerprint: submission.fingerprint, caller: caller) {
+        case .foreign:
+            reject(.submissionIdTaken(), bodyBytes: request.body.count, respond: respond)
+            return
+        case .conflict:
+            logger.info("submission_id reused with another fingerprint", ["submission_id": .string(id)])
+            reject(.submissionConflict().about(id), bodyBytes: request.body.count, respond: respond)
+            return
+        case .answer(let result):
+            // A resubmission whose final verdict is known: answer it, and write nothing to Kafka again.
             metrics.answeredFromIndex.increment()
-            logger.debug(
-                "resubmission answered from the result index", ["submission_id": .string(submission.submissionId)])
+            logger.debug("resubmission answered from the result index", ["submission_id": .string(id)])
             respond(Self.resultResponse(result))
             return
+        case .write(let reserved):
+            reservation = reserved
         }
         let value: [UInt8]
         do {
             value = try MessageCoding.encode(submission)
         } catch {
+            results.abandoned(reservation)
             reject(
                 .internalError("the submission could not be encoded"), bodyBytes: request.body.count,
                 respond: respond)
             return
         }
         guard publisher.isConnected else {
+            results.abandoned(reservation)
             reject(
                 APIError.kafkaUnavailable(retryAfter: settings.retryAfterSeconds, "no Kafka broker is reachable")
-                    .about(submission.submissionId),
+                    .about(id),
                 bodyBytes: request.body.count, respond: respond)
             return
         }
-        publish(submission, value: value, waitMs: waitMs, respond: respond)
+        publish(submission, value: value, reservation: reservation, caller: caller, waitMs: waitMs, respond: respond)
     }
 
-    private func validatedSubmission(_ request: HTTPRequest) throws(APIError) -> Submission {
-        guard authenticator.authorizes(authorizationHeader: request.headers["authorization"]) else {
-            throw .unauthorized
-        }
-        if let contentType = request.headers["content-type"], !Self.isJSON(contentType) {
-            throw .unsupportedMediaType(contentType)
-        }
-        let parsed = try SubmissionRequest.parse(request.body)
-        let id = try SubmissionId.resolve(body: parsed.submissionId, idempotencyKey: request.headers["idempotency-key"])
-        return parsed.submission(id: id, submittedAtMs: Clock.wallMilliseconds())
-    }
-
-    private func publish(_ submission: Submission, value: [UInt8], waitMs: Int, respond: @escaping HTTPResponder) {
+    private func publish(
+        _ submission: Submission, value: [UInt8], reservation: ResultIndex.Reservation, caller: Caller, waitMs: Int,
+        respond: @escaping HTTPResponder
+    ) {
         let id = submission.submissionId
         let headers = [
             KafkaHeader(name: MessageHeaders.submissionId, string: id),
@@ -150,7 +207,7 @@ final class IngestHandler: HTTPHandler {
         let settings = self.settings
         let results = self.results
         metrics.waitingForKafka.increment()
-        let pending = PendingKafkaAnswer(submissionId: id, respond: respond)
+        let pending = PendingKafkaAnswer(id: id, respond: respond)
         kafkaDeadlines.register(pending)
         do throws(KafkaError) {
             try publisher.publish(
@@ -170,10 +227,10 @@ final class IngestHandler: HTTPHandler {
                         "submission accepted",
                         ["submission_id": .string(id), "bytes": .int(value.count),
                          "partition": .int(Int(report.partition)), "offset": .int(Int(report.offset))])
-                    results.markPending(id)
+                    results.accepted(reservation)
                     guard mayAnswer else { return }
                     guard waitMs > 0 else { return respond(Self.acceptedResponse(id)) }
-                    results.wait(for: id, timeoutMs: waitMs) { outcome in
+                    results.wait(for: id, caller: caller, timeoutMs: waitMs) { outcome in
                         switch outcome {
                         case .verdict(let result):
                             metrics.waitsVerdict.increment()
@@ -185,6 +242,8 @@ final class IngestHandler: HTTPHandler {
                     }
                 case .failure(let error):
                     metrics.kafkaFailed.increment()
+                    // A timed-out message may still be written (idempotent producer): its id stays reserved.
+                    if error.code != KafkaError.messageTimedOut { results.abandoned(reservation) }
                     guard mayAnswer else { return }
                     let retryAfter = settings.retryAfterSeconds
                     let answer = error.code == KafkaError.messageTimedOut
@@ -201,6 +260,7 @@ final class IngestHandler: HTTPHandler {
             }
         } catch {
             _ = pending.claim()  // refused at once: nothing for the deadline to answer
+            results.abandoned(reservation)
             metrics.waitingForKafka.decrement()
             metrics.kafkaRefused.increment()
             let answer: APIError
@@ -220,7 +280,7 @@ final class IngestHandler: HTTPHandler {
         }
     }
 
-    private func reject(_ error: APIError, bodyBytes: Int, respond: HTTPResponder) {
+    func reject(_ error: APIError, bodyBytes: Int, respond: HTTPResponder) {
         metrics.recordRejection(code: error.code)
         let fields: KeyValuePairs<String, LogValue> = [
             "status": .int(error.status), "code": .string(error.code), "body_bytes": .int(bodyBytes),
@@ -233,11 +293,18 @@ final class IngestHandler: HTTPHandler {
         respond(error.response)
     }
 
-    /// `application/json`, or any `+json` type, with any parameters.
+    /// `application/json`, or any `application/...+json` type, with any parameters (ASCII, any case). Runs on every
+    /// submission: bytes only, no Foundation string work.
     static func isJSON(_ contentType: String) -> Bool {
-        let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map {
-            $0.trimmingCharacters(in: .whitespaces).lowercased()
-        } ?? ""
-        return mediaType == "application/json" || (mediaType.hasPrefix("application/") && mediaType.hasSuffix("+json"))
+        var mediaType = contentType.utf8.prefix { $0 != UInt8(ascii: ";") }[...]
+        while let first = mediaType.first, first == 0x20 || first == 0x09 { mediaType.removeFirst() }
+        while let last = mediaType.last, last == 0x20 || last == 0x09 { mediaType.removeLast() }
+        let lowered = mediaType.lazy.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }
+        let prefix = "application/".utf8
+        guard lowered.starts(with: prefix) else { return false }
+        let subtype = lowered.dropFirst(prefix.count)
+        let count = subtype.count
+        return subtype.elementsEqual("json".utf8)
+            || (count > 5 && subtype.dropFirst(count - 5).elementsEqual("+json".utf8))
     }
 }

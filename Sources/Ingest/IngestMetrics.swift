@@ -15,6 +15,9 @@ struct IngestMetrics: Sendable {
     let waitsVerdict: Counter
     let waitsTimedOut: Counter
     let answeredFromIndex: Counter
+    let notificationsAccepted: Counter
+    let notificationsInvalid: Counter
+    let notificationsUnavailable: Counter
 
     init(registry: MetricsRegistry) {
         self.registry = registry
@@ -31,6 +34,16 @@ struct IngestMetrics: Sendable {
         answeredFromIndex = registry.counter(
             "ingest_resubmissions_answered_from_index_total",
             help: "Submissions whose submission_id already had a result: answered 200 without writing to Kafka")
+        let notifications = "ingest_notifications_total"
+        let notificationsHelp =
+            "POST /v1/apple/notifications by outcome (accepted: 200 after Kafka acknowledged it; invalid: 400; "
+            + "unavailable: 503, Apple retries)"
+        notificationsAccepted = registry.counter(
+            notifications, help: notificationsHelp, labels: [("outcome", "accepted")])
+        notificationsInvalid = registry.counter(
+            notifications, help: notificationsHelp, labels: [("outcome", "invalid")])
+        notificationsUnavailable = registry.counter(
+            notifications, help: notificationsHelp, labels: [("outcome", "unavailable")])
         let deliveries = "ingest_kafka_deliveries_total"
         let deliveriesHelp =
             "Submissions given to Kafka, by result (delivered, failed after enqueue, refused at enqueue)"
@@ -53,7 +66,8 @@ struct IngestMetrics: Sendable {
             [([], Double(index.statistics.bytes))]
         }
         registry.collect(
-            "ingest_result_index_pending", help: "Submissions accepted here without a result yet", kind: .gauge
+            "ingest_result_index_pending", help: "Submissions accepted (or being written) here without a result yet",
+            kind: .gauge
         ) { [([], Double(index.statistics.pending))] }
         registry.collect(
             "ingest_result_waiting_requests", help: "Requests waiting for a verdict (wait_ms)", kind: .gauge
@@ -65,6 +79,7 @@ struct IngestMetrics: Sendable {
             let statistics = index.statistics
             return [
                 ([("result", "indexed")], Double(statistics.indexed)),
+                ([("result", "replaced")], Double(statistics.replaced)),
                 ([("result", "duplicate")], Double(statistics.duplicates)),
                 ([("result", "expired")], Double(statistics.expired)),
                 ([("result", "undecodable")], Double(statistics.undecodable)),
@@ -82,6 +97,20 @@ struct IngestMetrics: Sendable {
                 ([("reason", "pending")], Double(statistics.pendingEvicted)),
             ]
         }
+    }
+
+    /// Exposes the HTTP server's body memory: bytes held for bodies being received, and bodies refused for it.
+    func observe(_ server: HTTPServer) {
+        registry.collect(
+            "ingest_http_buffered_body_bytes",
+            help: "Request body bytes held for requests still being received (bounded by INGEST_MAX_BUFFERED_BYTES)",
+            kind: .gauge
+        ) { [weak server] in [([], Double(server?.bufferedBodyBytes ?? 0))] }
+        registry.collect(
+            "ingest_http_busy_refusals_total",
+            help: "Requests answered 503 server_busy because their body did not fit under INGEST_MAX_BUFFERED_BYTES",
+            kind: .counter
+        ) { [weak server] in [([], Double(server?.busyRefusals ?? 0))] }
     }
 
     /// Counts a response by route and status code and observes its duration.

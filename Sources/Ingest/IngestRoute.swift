@@ -4,16 +4,20 @@ enum IngestRoute: Sendable, Equatable {
     case submitReceipt
     /// `GET /v1/receipts/{submission_id}`: the id as it appears in the path (validated by the handler).
     case lookupReceipt(String)
+    /// `POST /v1/apple/notifications`: App Store Server Notifications V2 (no API key).
+    case appleNotification
     case health
     case readiness
     case metrics
     case notFound
 
     static let receiptsPrefix = "/v1/receipts/"
+    static let notificationsPath = "/v1/apple/notifications"
 
     init(path: String) {
         switch path {
         case "/v1/receipts", Self.receiptsPrefix: self = .submitReceipt
+        case Self.notificationsPath, Self.notificationsPath + "/": self = .appleNotification
         case "/healthz": self = .health
         case "/readyz": self = .readiness
         case "/metrics": self = .metrics
@@ -27,12 +31,23 @@ enum IngestRoute: Sendable, Equatable {
         }
     }
 
+    private static let post = ["POST"]
+    private static let get = ["GET", "HEAD"]
+
     /// Methods the endpoint answers.
     var allowedMethods: [String] {
         switch self {
-        case .submitReceipt: ["POST"]
-        case .lookupReceipt, .health, .readiness, .metrics: ["GET", "HEAD"]
+        case .submitReceipt, .appleNotification: Self.post
+        case .lookupReceipt, .health, .readiness, .metrics: Self.get
         case .notFound: []
+        }
+    }
+
+    /// Whether the route needs the API key (`INGEST_API_KEYS`).
+    var needsAPIKey: Bool {
+        switch self {
+        case .submitReceipt, .lookupReceipt: true
+        case .appleNotification, .health, .readiness, .metrics, .notFound: false
         }
     }
 
@@ -41,6 +56,7 @@ enum IngestRoute: Sendable, Equatable {
         switch self {
         case .submitReceipt: "/v1/receipts"
         case .lookupReceipt: "/v1/receipts/{submission_id}"
+        case .appleNotification: Self.notificationsPath
         case .health: "/healthz"
         case .readiness: "/readyz"
         case .metrics: "/metrics"

@@ -35,7 +35,10 @@ public final class IngestService: Sendable {
             settings: settings, publisher: publisher, results: results, resultFeed: resultFeed,
             metrics: ingestMetrics, logger: logger)
         var configuration = HTTPServerConfiguration(listen: settings.listen)
-        configuration.maxBodyBytes = settings.maxBodyBytes
+        // Each route's own limit is applied from the request head (`IngestHandler.admit`); this is the largest.
+        configuration.maxBodyBytes = max(settings.maxBodyBytes, settings.notificationMaxBodyBytes)
+        configuration.maxBufferedBodyBytes = settings.maxBufferedBytes
+        configuration.busyResponse = APIError.serverBusy(retryAfter: settings.retryAfterSeconds).response
         configuration.threadCount = settings.httpThreads
         configuration.connectionLimit = settings.maxConnections
         configuration.perIPConnectionLimit = settings.maxConnectionsPerIP
@@ -59,6 +62,7 @@ public final class IngestService: Sendable {
         self.server = HTTPServer(
             configuration: configuration, handler: handler, logger: logger.named(logger.label + ".http"),
             onResponse: { ingestMetrics.record($0) })
+        ingestMetrics.observe(server)
     }
 
     /// Binds the listen address and starts serving.
@@ -84,11 +88,19 @@ public final class IngestService: Sendable {
         try server.start()
         if settings.apiKeys.isEmpty {
             logger.warning("INGEST_API_KEYS is empty: POST /v1/receipts accepts requests without authentication")
+        } else if settings.apiKeys.contains(where: { $0.name != nil }),
+            settings.apiKeys.contains(where: { $0.name == nil })
+        {
+            logger.warning(
+                "INGEST_API_KEYS mixes named and unnamed keys: the unnamed keys see every client's results")
         }
         logger.info(
             "receipt-ingest started",
             ["listen": .string(settings.listen.host), "port": .int(Int(server.port)),
              "topic": .string(settings.receiptsTopic), "api_keys": .int(settings.apiKeys.count),
+             "named_api_keys": .int(settings.apiKeys.filter { $0.name != nil }.count),
+             "notifications_topic": .string(settings.notificationsTopic),
+             "max_buffered_bytes": .int(settings.maxBufferedBytes),
              "max_body_bytes": .int(settings.maxBodyBytes),
              "delivery_timeout_ms": .int(settings.effectiveDeliveryTimeoutMs),
              "results_topic": .string(settings.resultsTopic), "max_wait_ms": .int(settings.maxWaitMs)])

@@ -7,9 +7,17 @@ public struct IngestSettings: Sendable {
     public var kafka: KafkaConfiguration
     public var receiptsTopic: String
     public var listen: ListenAddress
-    /// Accepted `Authorization: Bearer` keys; empty = no authentication.
-    public var apiKeys: [String]
+    /// Accepted `Authorization: Bearer` keys, optionally named (`INGEST_API_KEYS`); empty = no authentication.
+    public var apiKeys: [APIKey]
+    /// Largest `POST /v1/receipts` body (`INGEST_MAX_BODY_BYTES`).
     public var maxBodyBytes: Int
+    /// Largest `POST /v1/apple/notifications` body (`INGEST_NOTIFICATION_MAX_BODY_BYTES`).
+    public var notificationMaxBodyBytes: Int
+    /// Bound on request body bytes held across all connections while they are received
+    /// (`INGEST_MAX_BUFFERED_BYTES`); past it new bodies are answered 503 `server_busy`.
+    public var maxBufferedBytes: Int
+    /// The topic Apple's notifications are written to (`NOTIFICATIONS_TOPIC`).
+    public var notificationsTopic: String
     /// A submission not acknowledged by Kafka within this time is answered 503 (and may still be written later).
     /// From the environment it equals librdkafka's `message.timeout.ms` (`KAFKA_MESSAGE_TIMEOUT_MS`, when set,
     /// decides; the two set to different values are refused). See `effectiveDeliveryTimeoutMs`.
@@ -44,6 +52,9 @@ public struct IngestSettings: Sendable {
     public var maxWaitMs: Int
 
     public static let defaultReceiptsTopic = "iap.receipts.submitted"
+    public static let defaultNotificationsTopic = "iap.notifications.submitted"
+    public static let defaultNotificationMaxBodyBytes = 256 << 10
+    public static let defaultMaxBufferedBytes = 64 << 20
     public static let defaultListen = "0.0.0.0:8080"
     public static let defaultResultsTopic = "iap.receipts.results"
     public static let defaultReplaySeconds = 300
@@ -58,8 +69,11 @@ public struct IngestSettings: Sendable {
 
     public init(
         kafka: KafkaConfiguration, receiptsTopic: String = IngestSettings.defaultReceiptsTopic,
-        listen: ListenAddress = ListenAddress(host: "0.0.0.0", port: 8080), apiKeys: [String] = [],
-        maxBodyBytes: Int = 1 << 20, deliveryTimeoutMs: Int = 10_000, retryAfterSeconds: Int = 1,
+        listen: ListenAddress = ListenAddress(host: "0.0.0.0", port: 8080), apiKeys: [APIKey] = [],
+        maxBodyBytes: Int = 1 << 20, notificationMaxBodyBytes: Int = IngestSettings.defaultNotificationMaxBodyBytes,
+        maxBufferedBytes: Int = IngestSettings.defaultMaxBufferedBytes,
+        notificationsTopic: String = IngestSettings.defaultNotificationsTopic,
+        deliveryTimeoutMs: Int = 10_000, retryAfterSeconds: Int = 1,
         httpThreads: Int = 2, maxConnections: Int = 10_000, maxConnectionsPerIP: Int = 0, idleTimeoutSeconds: Int = 30,
         resultsTopic: String = IngestSettings.defaultResultsTopic, resultsKafka: KafkaConfiguration? = nil,
         resultIndexLimits: ResultIndex.Limits = ResultIndex.Limits(),
@@ -71,6 +85,9 @@ public struct IngestSettings: Sendable {
         self.listen = listen
         self.apiKeys = apiKeys
         self.maxBodyBytes = maxBodyBytes
+        self.notificationMaxBodyBytes = notificationMaxBodyBytes
+        self.maxBufferedBytes = maxBufferedBytes
+        self.notificationsTopic = notificationsTopic
         self.deliveryTimeoutMs = deliveryTimeoutMs
         self.retryAfterSeconds = retryAfterSeconds
         self.httpThreads = httpThreads
@@ -133,6 +150,12 @@ public struct IngestSettings: Sendable {
             throw ConfigurationError(
                 variable: "RECEIPTS_TOPIC", problem: "'\(topic)' is not a Kafka topic name (letters, digits, . _ -)")
         }
+        let notificationsTopic = settings.string("NOTIFICATIONS_TOPIC", default: defaultNotificationsTopic)
+        guard isValidTopicName(notificationsTopic) else {
+            throw ConfigurationError(
+                variable: "NOTIFICATIONS_TOPIC",
+                problem: "'\(notificationsTopic)' is not a Kafka topic name (letters, digits, . _ -)")
+        }
         let resultsTopic = settings.string("RESULTS_TOPIC", default: defaultResultsTopic)
         guard isValidTopicName(resultsTopic) else {
             throw ConfigurationError(
@@ -153,11 +176,26 @@ public struct IngestSettings: Sendable {
                 try settings.int(
                     "RESULT_INDEX_REPLAY_SECONDS", default: defaultReplaySeconds, range: 0...31_536_000))
         }
-        let apiKeys = settings.list("INGEST_API_KEYS")
+        let apiKeys = try APIKey.parseList(settings.list("INGEST_API_KEYS"))
+        let maxBodyBytes = try settings.int("INGEST_MAX_BODY_BYTES", default: 1 << 20, range: 1024...(64 << 20))
+        let notificationMaxBodyBytes = try settings.int(
+            "INGEST_NOTIFICATION_MAX_BODY_BYTES", default: defaultNotificationMaxBodyBytes, range: 1024...(64 << 20))
+        let maxBufferedBytes = try settings.int(
+            "INGEST_MAX_BUFFERED_BYTES", default: defaultMaxBufferedBytes, range: (64 << 10)...(64 << 30))
+        // A body larger than the bound could never be held: it would get 503 server_busy forever.
+        guard maxBufferedBytes >= max(maxBodyBytes, notificationMaxBodyBytes) else {
+            throw ConfigurationError(
+                variable: "INGEST_MAX_BUFFERED_BYTES",
+                problem: "is \(maxBufferedBytes), below the largest body accepted (INGEST_MAX_BODY_BYTES "
+                    + "\(maxBodyBytes), INGEST_NOTIFICATION_MAX_BODY_BYTES \(notificationMaxBodyBytes)): raise it or "
+                    + "lower those")
+        }
         return IngestSettings(
             kafka: kafka, receiptsTopic: topic,
             listen: try settings.listenAddress("INGEST_LISTEN", default: defaultListen), apiKeys: apiKeys,
-            maxBodyBytes: try settings.int("INGEST_MAX_BODY_BYTES", default: 1 << 20, range: 1024...(64 << 20)),
+            maxBodyBytes: maxBodyBytes, notificationMaxBodyBytes: notificationMaxBodyBytes,
+            maxBufferedBytes: maxBufferedBytes,
+            notificationsTopic: notificationsTopic,
             deliveryTimeoutMs: deliveryTimeoutMs,
             retryAfterSeconds: try settings.int("INGEST_RETRY_AFTER_SECONDS", default: 1, range: 1...3600),
             httpThreads: try settings.int("INGEST_HTTP_THREADS", default: 2, range: 1...64),
@@ -194,9 +232,21 @@ public struct IngestSettings: Sendable {
                                            KAFKA_FETCH_WAIT_MAX_MS=10 (verdicts without a fetch-wait delay)
           RECEIPTS_TOPIC                   topic for submissions (default iap.receipts.submitted)
           INGEST_LISTEN                    HTTP address host:port (default 0.0.0.0:8080)
-          INGEST_API_KEYS                  comma-separated keys accepted as 'Authorization: Bearer <key>';
-                                           empty = no authentication (logged as a warning)
-          INGEST_MAX_BODY_BYTES            largest request body, 1024..67108864 (default 1048576); larger = 413
+          INGEST_API_KEYS                  comma-separated keys accepted as 'Authorization: Bearer <key>',
+                                           each 'key' or 'name:key' (the text before the first ':' is the name,
+                                           [A-Za-z0-9._-]{1,64}; a key containing ':' needs a name). A named
+                                           key writes its name as client_id and sees only its own submissions'
+                                           results; unnamed keys see every result. Empty = no authentication
+                                           (logged as a warning)
+          INGEST_MAX_BODY_BYTES            largest POST /v1/receipts body, 1024..67108864 (default 1048576);
+                                           larger = 413
+          INGEST_MAX_BUFFERED_BYTES        request body bytes held across all connections while they arrive,
+                                           65536..68719476736 and at least the body limits (default 67108864);
+                                           past it new bodies get 503 server_busy with Retry-After
+          NOTIFICATIONS_TOPIC              topic for Apple's notifications (default iap.notifications.submitted)
+          INGEST_NOTIFICATION_MAX_BODY_BYTES
+                                           largest POST /v1/apple/notifications body, 1024..67108864
+                                           (default 262144); larger = 413
           INGEST_KAFKA_DELIVERY_TIMEOUT_MS time Kafka has to acknowledge a submission before the request is
                                            answered 503, 100..300000 (default 10000); also librdkafka's
                                            message.timeout.ms. KAFKA_MESSAGE_TIMEOUT_MS may be set instead
@@ -220,15 +270,16 @@ public struct IngestSettings: Sendable {
                                            time, 1..31536000 (default 3600)
           RESULT_INDEX_REPLAY_SECONDS      results of the last N seconds read back at start, so a restarted or
                                            new instance answers at once; 0 = none, 'all' = everything the topic
-                                           retains (default 300); embedded-kafka (make dev) answers
-                                           time lookups with the end offset, so only 0 and 'all' work there
+                                           retains (default 300). Read by offsets (on every Kafka, embedded-kafka
+                                           included): each partition's share of RESULT_INDEX_MAX_ENTRIES most
+                                           recent results, of which those younger than N seconds are kept
           RESULT_INDEX_READY_TIMEOUT_SECONDS
                                            /readyz waits for the read-back at most this long, 0..3600 (default 10)
           INGEST_MAX_WAIT_MS               largest wait_ms accepted (larger = 400), 0..300000 (default 30000);
                                            0 disables waiting
 
-        Endpoints: POST /v1/receipts[?wait_ms=N], GET /v1/receipts/{submission_id}, GET /healthz, GET /readyz,
-        GET /metrics (see schemas/openapi.yaml).
+        Endpoints: POST /v1/receipts[?wait_ms=N], GET /v1/receipts/{submission_id}, POST /v1/apple/notifications
+        (no API key), GET /healthz, GET /readyz, GET /metrics (see schemas/openapi.yaml).
         SIGTERM or SIGINT: stop accepting, answer waiting requests 202, wait for the submissions Kafka has not
         acknowledged yet, flush, exit 0.
         """

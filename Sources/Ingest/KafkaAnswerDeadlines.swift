@@ -3,15 +3,24 @@ import HTTPServer
 import ServiceSupport
 import Synchronization
 
-/// A submission waiting for Kafka's delivery report, answered exactly once: by the report, or by
-/// `KafkaAnswerDeadlines` when the report is late. Whoever `claim`s it first answers.
+/// A request (a submission or a notification) waiting for Kafka's delivery report, answered exactly once: by the
+/// report, or by `KafkaAnswerDeadlines` when the report is late. Whoever `claim`s it first answers.
 final class PendingKafkaAnswer: Sendable {
-    let submissionId: String
+    /// What is being written.
+    enum Kind: String, Sendable {
+        case submission
+        case notification
+    }
+
+    let kind: Kind
+    /// The submission id, or the notification's UUID (for logs; may be empty).
+    let id: String
     let respond: HTTPResponder
     private let claimed = Atomic<Bool>(false)
 
-    init(submissionId: String, respond: @escaping HTTPResponder) {
-        self.submissionId = submissionId
+    init(kind: Kind = .submission, id: String, respond: @escaping HTTPResponder) {
+        self.kind = kind
+        self.id = id
         self.respond = respond
     }
 
@@ -21,7 +30,7 @@ final class PendingKafkaAnswer: Sendable {
     }
 }
 
-/// Answers `kafka_timeout` (with the submission id) for submissions Kafka has not reported on within
+/// Answers `kafka_timeout` (with the submission id) for requests Kafka has not reported on within
 /// `timeoutMs`. The handler sets `timeoutMs` a little after librdkafka's `message.timeout.ms` (its own timeout
 /// report comes first when it is on time) and before the HTTP server's deadline, whose generic 503 cannot name the
 /// submission.

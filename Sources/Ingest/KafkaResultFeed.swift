@@ -1,20 +1,21 @@
+import Dispatch
 import Kafka
 import ServiceSupport
 import Synchronization
 
-/// The results topic followed without a consumer group (every ingest instance sees every result), starting at the
-/// first message of the read-back window.
+/// The results topic followed without a consumer group (every ingest instance sees every result), starting with a
+/// read-back of recent results so that a new or restarted instance answers at once.
 ///
-/// Catching up: `KafkaTopicFollower` reports neither the end offsets it started from nor reaching them, so the feed
-/// counts the read-back as consumed once partitions are followed and no message older than the start arrived for
-/// `quietPeriod`, or at the latest `readinessBound` after the start. Without a read-back window it is caught up as
-/// soon as partitions are followed (or the bound passed: a topic that does not exist yet has nothing to read back).
+/// Read-back by offsets (`FollowerStart.recent`), which works on every Kafka: each partition starts at
+/// `max(low, high − ⌈maxEntries / partitions⌉)` (the partition's share of what the index can hold), and of those
+/// results the ones older than the window (by message timestamp) are skipped. Caught up is the follower's: every
+/// partition read up to its high watermark recorded at the start, or, at the latest, `readinessBound` after the
+/// start (`/readyz` does not wait forever for a slow or unreachable cluster).
 public final class KafkaResultFeed: ResultFeed {
     private let follower: KafkaTopicFollower
     private let shared: Shared
-    private let readsBack: Bool
-    private let quietPeriodNs: UInt64
     private let readinessBoundNs: UInt64
+    private let readinessBound: Duration
     private let logger: Logger
 
     /// What the follower's thread and the feed share.
@@ -22,90 +23,69 @@ public final class KafkaResultFeed: ResultFeed {
         /// The closure inside a struct: a `Mutex` of a bare (optional) function type would reabstract the closure on
         /// every `withLock` and write back a wrapped copy, growing a chain of thunks with each message.
         let deliver = Mutex<MessageSink?>(nil)
-        let progress = Mutex(Progress())
-    }
-
-    private struct Progress {
-        var startedNs: UInt64?
-        /// When partitions were first seen followed.
-        var followingSinceNs: UInt64?
-        var lastReadBackNs: UInt64?
-        var caughtUp = false
+        /// `Clock.monotonicNanoseconds()` at `start`, 0 before.
+        let startedNs = Atomic<UInt64>(0)
     }
 
     /// - Parameters:
     ///   - configuration: librdkafka properties (consumer side; producer-only properties are dropped by the caller).
     ///   - replay: how much of the topic is read back at start.
+    ///   - readBackLimit: at most this many results are read back, spread over the partitions (the index's
+    ///     `maxEntries`: more could not be kept).
     ///   - readinessBound: the longest `/readyz` waits for the read-back.
     /// - Throws: `KafkaError` when the configuration is invalid.
     public init(
-        configuration: KafkaConfiguration, topic: String, replay: ResultReplayWindow,
-        readinessBound: Duration = .seconds(10), quietPeriod: Duration = .milliseconds(500), logger: Logger
+        configuration: KafkaConfiguration, topic: String, replay: ResultReplayWindow, readBackLimit: Int,
+        readinessBound: Duration = .seconds(10), logger: Logger
     ) throws(KafkaError) {
         let shared = Shared()
-        let startedWallMs = Clock.wallMilliseconds()
+        let start = replay.followerStart(nowMs: Clock.wallMilliseconds(), readBackLimit: readBackLimit)
         self.follower = try KafkaTopicFollower(
-            configuration: configuration, topic: topic,
-            startingAtTimestampMs: replay.startTimestampMs(nowMs: startedWallMs), logger: logger
-        ) { message in
-            if let time = message.timestampMs, time < startedWallMs {
-                let now = Clock.monotonicNanoseconds()
-                shared.progress.withLock { $0.lastReadBackNs = now }
+            configuration: configuration, topic: topic, start: start, logger: logger,
+            onCaughtUp: {
+                logger.info(
+                    "results feed caught up",
+                    ["read_back": .bool(start != .end),
+                     "seconds": .double(Clock.secondsSince(shared.startedNs.load(ordering: .relaxed)))])
             }
+        ) { message in
             shared.deliver.withLock { $0 }?.deliver(message)
         }
         self.shared = shared
-        self.readsBack = replay.startTimestampMs(nowMs: startedWallMs) != nil
-        self.quietPeriodNs = Self.nanoseconds(quietPeriod)
-        self.readinessBoundNs = Self.nanoseconds(readinessBound)
+        self.readinessBound = readinessBound
+        self.readinessBoundNs = UInt64(max(0, readinessBound.components.seconds)) * 1_000_000_000
+            + UInt64(max(0, readinessBound.components.attoseconds) / 1_000_000_000)
         self.logger = logger
     }
 
     public func start(deliver: @escaping @Sendable (KafkaMessage) -> Void) {
         shared.deliver.withLock { $0 = MessageSink(deliver: deliver) }
         let now = Clock.monotonicNanoseconds()
-        shared.progress.withLock { progress in
-            if progress.startedNs == nil { progress.startedNs = now }
-        }
+        _ = shared.startedNs.compareExchange(expected: 0, desired: now, ordering: .relaxed)
         follower.start()
+        let follower = self.follower
+        let logger = self.logger
+        let bound = readinessBound
+        guard readinessBoundNs > 0 else { return }  // told not to wait: nothing to warn about
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(readinessBoundNs))) {
+            if !follower.isCaughtUp {
+                logger.warning(
+                    "results feed not caught up within the readiness bound; /readyz no longer waits for it",
+                    ["bound_seconds": .double(Double(bound.components.seconds))])
+            }
+        }
     }
 
+    /// The follower caught up (every partition read up to its high watermark at the start), or the readiness bound
+    /// passed since `start`. Reads state only.
     public var isCaughtUp: Bool {
-        let following = !follower.partitions.isEmpty
-        let now = Clock.monotonicNanoseconds()
-        let (caughtUp, becameCaughtUp, boundPassed) = shared.progress.withLock { progress -> (Bool, Bool, Bool) in
-            if progress.caughtUp { return (true, false, false) }
-            guard let started = progress.startedNs else { return (false, false, false) }
-            if following, progress.followingSinceNs == nil { progress.followingSinceNs = now }
-            var done = false
-            var boundPassed = false
-            if let since = progress.followingSinceNs {
-                let lastActivity = max(since, progress.lastReadBackNs ?? 0)
-                done = !readsBack || now - lastActivity >= quietPeriodNs
-            }
-            if !done, now - started >= readinessBoundNs {
-                done = true
-                boundPassed = true
-            }
-            progress.caughtUp = done
-            return (done, done, boundPassed)
-        }
-        if becameCaughtUp {
-            logger.info(
-                "results feed caught up",
-                ["partitions": .int(follower.partitions.count), "read_back": .bool(readsBack),
-                 "gave_up_waiting": .bool(boundPassed)])
-        }
-        return caughtUp
+        if follower.isCaughtUp { return true }
+        let started = shared.startedNs.load(ordering: .relaxed)
+        return started > 0 && Clock.monotonicNanoseconds() &- started >= readinessBoundNs
     }
 
     public func close(timeout: Duration) {
         follower.close(timeout: timeout)
-    }
-
-    private static func nanoseconds(_ duration: Duration) -> UInt64 {
-        let (seconds, attoseconds) = duration.components
-        return UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
     }
 }
 
@@ -116,11 +96,13 @@ public enum ResultReplayWindow: Sendable, Equatable {
     /// Everything the topic retains (what is older than the index's age limit is skipped while indexing).
     case everything
 
-    /// The follower's start: a time, 0 for the beginning, nil for the end.
-    public func startTimestampMs(nowMs: Int64) -> Int64? {
+    /// Where the results follower starts: the end (no window), the beginning (everything), or the most recent
+    /// `readBackLimit` results by offset, keeping those of the last N seconds.
+    public func followerStart(nowMs: Int64, readBackLimit: Int) -> FollowerStart {
         switch self {
-        case .seconds(let seconds): seconds <= 0 ? nil : max(1, nowMs - Int64(seconds) * 1000)
-        case .everything: 0
+        case .seconds(let seconds) where seconds <= 0: .end
+        case .seconds(let seconds): .recent(messages: readBackLimit, notBeforeMs: nowMs - Int64(seconds) * 1000)
+        case .everything: .beginning
         }
     }
 }

@@ -4,16 +4,25 @@ import ServiceSupport
 import Synchronization
 
 /// The ingest's bounded in-memory view of `RESULTS_TOPIC`, by `submission_id`, plus the submissions this instance
-/// accepted that have no result yet ("pending") and the requests waiting for a result (`POST ?wait_ms=`).
+/// is writing or accepted that have no result yet ("pending") and the requests waiting for a result
+/// (`POST ?wait_ms=`).
 ///
 /// Invariants:
-/// - Results are stored as the exact message bytes (answered verbatim by `GET /v1/receipts/{id}`), at most
-///   `limits.maxEntries` of them and at most `limits.maxBytes` of message bytes, each for at most `limits.maxAgeMs`
-///   after its timestamp (the Kafka message time). Over a limit, the oldest inserted go first. Lookups are O(1) and
-///   never return an expired result.
-/// - The first result for an id wins: a duplicate (at-least-once delivery) carries the same verdict and is ignored.
-///   A result whose predecessor for the id has expired (but was not evicted yet) replaces it.
-/// - Pending ids are bounded by `limits.maxPending` and `limits.maxAgeMs` the same way; a result removes its id.
+/// - Results are stored as the exact message bytes (answered verbatim by `GET /v1/receipts/{id}`), with their
+///   outcome, `client_id` and `submission_fingerprint`, at most `limits.maxEntries` of them and at most
+///   `limits.maxBytes` of message bytes, each for at most `limits.maxAgeMs` after its timestamp (the Kafka message
+///   time). Over a limit, the oldest inserted go first. Lookups are O(1) and never return an expired result.
+/// - `verified` and `rejected` are final: a later result for the id never replaces them (a duplicate of
+///   at-least-once delivery carries the same verdict). A later result replaces a `failed` one (a DLQ replay or a
+///   fresh attempt after a failure must be visible). A result whose predecessor for the id has expired (but was not
+///   evicted yet) replaces it.
+/// - A submission id is marked when this instance starts writing it (`admit`), with its fingerprint and client:
+///   conflicting or foreign resubmissions are refused from then on, also while the first is still on its way to
+///   Kafka. The mark counts as "pending" for lookups only once Kafka acknowledged a write (`accepted`); a write that
+///   did not happen (`abandoned`) removes a mark nobody acknowledged. Marks are bounded by `limits.maxPending` and
+///   `limits.maxAgeMs` like results; a result removes its id's mark.
+/// - A caller sees a result, a pending mark or a waiter's verdict only when `Caller.maySee` allows its `client_id`;
+///   for anything else the index answers as if it did not know the id.
 /// - Every waiter is completed exactly once: with the result when it arrives, or `.timedOut` when its time passes
 ///   or `stopWaiting()` is called (after which new waits end at once). Waiters hold no thread: one timer (the
 ///   injected `schedule`), set for the earliest waiter's deadline, ends them; a waiter answered by its verdict leaves
@@ -53,11 +62,35 @@ public final class ResultIndex: Sendable {
         case timedOut
     }
 
+    /// What the index says about a submission being posted (`admit`).
+    public enum Admission: Sendable, Equatable {
+        /// Write it: the id is reserved for this fingerprint and caller. Report the write with `accepted` (Kafka
+        /// acknowledged it) or `abandoned` (it was not written).
+        case write(Reservation)
+        /// A final (`verified` / `rejected`) result with the same fingerprint exists: answer it and write nothing.
+        case answer([UInt8])
+        /// The id is known here (pending or with a result) with another fingerprint: 409.
+        case conflict
+        /// The id is known here for another client: this caller may not use it.
+        case foreign
+    }
+
+    /// A write in progress, as `admit` reserved it.
+    public struct Reservation: Sendable, Equatable {
+        public let submissionId: String
+        let fingerprint: String
+        let clientId: String?
+        /// The index's sequence when the reservation was made: results recorded after it are newer than the write.
+        let sequence: UInt64
+    }
+
     /// What `record` did with a message.
     public enum RecordOutcome: Sendable, Equatable {
         /// Indexed; `waitersCompleted` waiting requests got it.
         case indexed(submissionId: String, waitersCompleted: Int)
-        /// A result for the id was already indexed: kept the first.
+        /// Replaced an earlier `failed` result for the id; `waitersCompleted` waiting requests got it.
+        case replaced(submissionId: String, waitersCompleted: Int)
+        /// A final result for the id was already indexed: kept it.
         case duplicate(submissionId: String)
         /// Older than `maxAgeMs` already (read back from long ago): not indexed.
         case expired(submissionId: String)
@@ -72,6 +105,7 @@ public final class ResultIndex: Sendable {
         public var pending = 0
         public var waiters = 0
         public var indexed = 0
+        public var replaced = 0
         public var duplicates = 0
         public var expired = 0
         public var undecodable = 0
@@ -92,17 +126,31 @@ public final class ResultIndex: Sendable {
     private struct Entry {
         let value: [UInt8]
         let timestampMs: Int64
-        /// Matches this entry's place in `resultOrder` (an expired entry replaced by a new result leaves a stale one).
+        /// Matches this entry's place in `resultOrder` (a replaced entry leaves a stale one).
         let sequence: UInt64
+        let outcome: Outcome
+        let clientId: String?
+        let fingerprint: String?
+
+        /// `verified` and `rejected` are final; `failed` is not (a replay or a fresh attempt may follow).
+        var isFinal: Bool { outcome != .failed }
     }
 
     private struct PendingMark {
-        let sinceMs: Int64
+        var sinceMs: Int64
+        /// Matches this mark's place in `pendingOrder`; also when it was reserved.
         let sequence: UInt64
+        let fingerprint: String?
+        let clientId: String?
+        /// Kafka acknowledged a write of it (only then is it "pending" to lookups).
+        var acknowledged: Bool
+        /// Writes reserved and not reported yet.
+        var writing: Int
     }
 
     private struct Waiter {
         let token: UInt64
+        let caller: Caller
         let completion: @Sendable (WaitOutcome) -> Void
     }
 
@@ -143,7 +191,7 @@ public final class ResultIndex: Sendable {
     // MARK: - Results
 
     /// Indexes one message of the results topic. `timestampMs` is the Kafka message time (the result's
-    /// `verified_at_ms` when the message has none). Completes the waiters of its id with the message.
+    /// `verified_at_ms` when the message has none). Completes the waiters of its id that may see it.
     @discardableResult
     public func record(value: [UInt8], timestampMs: Int64?) -> RecordOutcome {
         let result: VerificationResult
@@ -162,28 +210,46 @@ public final class ResultIndex: Sendable {
                 state.statistics.expired += 1
                 return (.expired(submissionId: id), [])
             }
+            var replacing = false
             if let existing = state.results[id] {
-                if existing.timestampMs >= now - limits.maxAgeMs {
+                let isLive = existing.timestampMs >= now - limits.maxAgeMs
+                if isLive, existing.isFinal {
                     state.statistics.duplicates += 1
                     return (.duplicate(submissionId: id), [])
                 }
-                // Expired but not evicted yet (behind a newer entry): the new result replaces it.
+                // Expired but not evicted yet (behind a newer entry), or a failed result: the new one replaces it.
                 state.results[id] = nil
                 state.statistics.bytes -= existing.value.count
-                state.statistics.evictedForAge += 1
+                if isLive {
+                    replacing = true
+                    state.statistics.replaced += 1
+                } else {
+                    state.statistics.evictedForAge += 1
+                }
             }
             let sequence = state.nextSequence
             state.nextSequence += 1
-            state.results[id] = Entry(value: value, timestampMs: time, sequence: sequence)
+            state.results[id] = Entry(
+                value: value, timestampMs: time, sequence: sequence, outcome: result.outcome,
+                clientId: result.clientId, fingerprint: result.submissionFingerprint)
             state.resultOrder.append((id, sequence))
             state.statistics.bytes += value.count
-            state.statistics.indexed += 1
+            if !replacing { state.statistics.indexed += 1 }
             state.pending[id] = nil
-            let waiters = state.waiters.removeValue(forKey: id) ?? []
-            state.statistics.waiters -= waiters.count
+            // Waiters that may not see this result keep waiting (their own submission's result may follow).
+            var completed: [Waiter] = []
+            if let waiting = state.waiters[id] {
+                let (visible, hidden) = waiting.partitioned { $0.caller.maySee(clientId: result.clientId) }
+                completed = visible
+                state.waiters[id] = hidden.isEmpty ? nil : hidden
+                state.statistics.waiters -= visible.count
+            }
             evictOverLimits(&state)
             compactPendingOrder(&state)
-            return (.indexed(submissionId: id, waitersCompleted: waiters.count), waiters)
+            let outcome: RecordOutcome = replacing
+                ? .replaced(submissionId: id, waitersCompleted: completed.count)
+                : .indexed(submissionId: id, waitersCompleted: completed.count)
+            return (outcome, completed)
         }
         for waiter in waiters {
             waiter.completion(.verdict(value))
@@ -191,31 +257,89 @@ public final class ResultIndex: Sendable {
         return outcome
     }
 
-    /// What is known about `id` now.
-    public func lookup(_ id: String) -> Lookup {
+    /// What `caller` may know about `id` now: a final result; a `failed` result unless a newer write of the id is
+    /// pending; pending once Kafka acknowledged a write; otherwise unknown (also for another client's id).
+    public func lookup(_ id: String, for caller: Caller = .unrestricted) -> Lookup {
+        let now = self.now()
+        return state.withLock { lookup(in: $0, id, caller: caller, now: now) }
+    }
+
+    private func lookup(in state: borrowing State, _ id: String, caller: Caller, now: Int64) -> Lookup {
+        let oldestAllowed = now - limits.maxAgeMs
+        let entry = state.results[id].flatMap { $0.timestampMs >= oldestAllowed ? $0 : nil }
+        let mark = state.pending[id].flatMap { $0.sinceMs >= oldestAllowed && $0.acknowledged ? $0 : nil }
+        if let entry, entry.isFinal || mark == nil {
+            return caller.maySee(clientId: entry.clientId) ? .result(entry.value) : .unknown
+        }
+        if let mark {
+            return caller.maySee(clientId: mark.clientId) ? .pending : .unknown
+        }
+        return .unknown
+    }
+
+    // MARK: - Writing submissions
+
+    /// Decides about a posted submission with `fingerprint` from `caller`, and reserves the id when it is to be
+    /// written. Precedence: another client's id (`foreign`), then a different fingerprint (`conflict`), then a final
+    /// result (`answer`); otherwise (unknown, pending with the same fingerprint, or a `failed` result: not final)
+    /// `write`. A result without a fingerprint counts as different, except a `failed` one (its proof was
+    /// unreadable; a fresh attempt may follow).
+    public func admit(_ id: String, fingerprint: String, caller: Caller) -> Admission {
         let now = self.now()
         return state.withLock { state in
-            if let entry = state.results[id], entry.timestampMs >= now - limits.maxAgeMs {
-                return .result(entry.value)
+            evictExpired(&state, now: now)
+            let oldestAllowed = now - limits.maxAgeMs
+            if let entry = state.results[id], entry.timestampMs >= oldestAllowed {
+                guard caller.maySee(clientId: entry.clientId) else { return .foreign }
+                if entry.isFinal {
+                    return entry.fingerprint == fingerprint ? .answer(entry.value) : .conflict
+                }
+                if let previous = entry.fingerprint, previous != fingerprint { return .conflict }
             }
-            if let mark = state.pending[id], mark.sinceMs >= now - limits.maxAgeMs {
-                return .pending
+            if var mark = state.pending[id], mark.sinceMs >= oldestAllowed {
+                guard caller.maySee(clientId: mark.clientId) else { return .foreign }
+                guard mark.fingerprint == fingerprint else { return .conflict }
+                mark.writing += 1
+                state.pending[id] = mark
+                return .write(
+                    Reservation(
+                        submissionId: id, fingerprint: fingerprint, clientId: caller.clientId,
+                        sequence: mark.sequence))
             }
-            return .unknown
+            let sequence = state.nextSequence
+            state.nextSequence += 1
+            state.pending[id] = PendingMark(
+                sinceMs: now, sequence: sequence, fingerprint: fingerprint, clientId: caller.clientId,
+                acknowledged: false, writing: 1)
+            state.pendingOrder.append((id, sequence))
+            evictOverLimits(&state)
+            compactPendingOrder(&state)
+            return .write(
+                Reservation(
+                    submissionId: id, fingerprint: fingerprint, clientId: caller.clientId, sequence: sequence))
         }
     }
 
-    // MARK: - Pending
-
-    /// Remembers that this instance accepted `id` (Kafka acknowledged it) and has no result for it yet. Does nothing
-    /// when its result is already indexed.
-    public func markPending(_ id: String) {
+    /// Kafka acknowledged the reserved write: the id is pending (until its result arrives), unless a result was
+    /// recorded for it since the reservation was made.
+    public func accepted(_ reservation: Reservation) {
         let now = self.now()
+        let id = reservation.submissionId
         state.withLock { state in
-            guard state.results[id] == nil else { return }
+            if var mark = state.pending[id] {
+                mark.writing = max(0, mark.writing - 1)
+                mark.acknowledged = true
+                mark.sinceMs = now
+                state.pending[id] = mark
+                return
+            }
+            // The mark went (a result arrived, or it was evicted): mark again only if no result came since.
+            if let entry = state.results[id], entry.sequence > reservation.sequence || entry.isFinal { return }
             let sequence = state.nextSequence
             state.nextSequence += 1
-            state.pending[id] = PendingMark(sinceMs: now, sequence: sequence)
+            state.pending[id] = PendingMark(
+                sinceMs: now, sequence: sequence, fingerprint: reservation.fingerprint,
+                clientId: reservation.clientId, acknowledged: true, writing: 0)
             state.pendingOrder.append((id, sequence))
             evictExpired(&state, now: now)
             evictOverLimits(&state)
@@ -223,19 +347,37 @@ public final class ResultIndex: Sendable {
         }
     }
 
+    /// The reserved write did not happen (refused or failed): a mark that no write acknowledged and none is still
+    /// writing goes away.
+    public func abandoned(_ reservation: Reservation) {
+        state.withLock { state in
+            let id = reservation.submissionId
+            guard var mark = state.pending[id], mark.sequence <= reservation.sequence else { return }
+            mark.writing = max(0, mark.writing - 1)
+            if mark.writing == 0, !mark.acknowledged {
+                state.pending[id] = nil
+            } else {
+                state.pending[id] = mark
+            }
+        }
+    }
+
     // MARK: - Waiting
 
-    /// Completes `completion` with the result of `id` as soon as it is indexed (at once when it already is), or with
-    /// `.timedOut` after `timeoutMs`. Exactly one completion, outside the index's lock.
-    public func wait(for id: String, timeoutMs: Int, completion: @escaping @Sendable (WaitOutcome) -> Void) {
+    /// Completes `completion` with the result of `id` as soon as `caller` may see one (at once when `lookup` already
+    /// answers one), or with `.timedOut` after `timeoutMs`. Exactly one completion, outside the index's lock.
+    public func wait(
+        for id: String, caller: Caller = .unrestricted, timeoutMs: Int,
+        completion: @escaping @Sendable (WaitOutcome) -> Void
+    ) {
         let now = self.now()
         let timeoutMs = max(0, timeoutMs)
         let registration: (registered: Bool, timer: (ms: Int, generation: UInt64)?) = state.withLock { state in
-            if let entry = state.results[id], entry.timestampMs >= now - limits.maxAgeMs { return (false, nil) }
+            if case .result = lookup(in: state, id, caller: caller, now: now) { return (false, nil) }
             if state.waitingStopped { return (false, nil) }
             let token = state.nextSequence
             state.nextSequence += 1
-            state.waiters[id, default: []].append(Waiter(token: token, completion: completion))
+            state.waiters[id, default: []].append(Waiter(token: token, caller: caller, completion: completion))
             state.statistics.waiters += 1
             let dueMs = now + Int64(timeoutMs)
             state.waiterDeadlines.insert(.init(dueMs: dueMs, id: id, token: token))
@@ -246,7 +388,7 @@ public final class ResultIndex: Sendable {
             return (true, (timeoutMs, state.timerGeneration))
         }
         guard registration.registered else {
-            if case .result(let value) = lookup(id) {
+            if case .result(let value) = lookup(id, for: caller) {
                 completion(.verdict(value))
             } else {
                 // Waiting stopped (draining), or the result expired between the two looks.
@@ -367,10 +509,23 @@ public final class ResultIndex: Sendable {
         state.statistics.bytes -= entry.value.count
     }
 
-    /// Pending marks removed by results leave stale entries in `pendingOrder`; drop them once they dominate.
+    /// Pending marks removed by results or abandoned writes leave stale entries in `pendingOrder`; drop them once
+    /// they dominate.
     private func compactPendingOrder(_ state: inout State) {
         guard state.pendingOrder.count > 2 * state.pending.count + 1024 else { return }
         let pending = state.pending
         state.pendingOrder.filter { pending[$0.id]?.sequence == $0.sequence }
+    }
+}
+
+extension Array {
+    /// The elements for which `belongs` is true, and the others, each in their order.
+    fileprivate func partitioned(by belongs: (Element) -> Bool) -> (matching: [Element], others: [Element]) {
+        var matching: [Element] = []
+        var others: [Element] = []
+        for element in self {
+            if belongs(element) { matching.append(element) } else { others.append(element) }
+        }
+        return (matching, others)
     }
 }

@@ -4,34 +4,60 @@ import ReceiptModel
 /// The body of `POST /v1/receipts`, validated and normalized: contract fields, or the aliases existing iOS clients
 /// send (`receipt`, `orderNo`, `transactionId`, `sandbox`).
 ///
-/// Normalization: base64 without whitespace or line breaks; ids given as JSON integers become their decimal text;
-/// empty optional strings count as absent. Unknown fields are ignored.
+/// Exactly one proof: `receipt_data` (alias `receipt`), `signed_transaction` or `transaction_id`. A StoreKit 2
+/// signed transaction (a compact JWS) sent as `receipt_data` is taken as `signed_transaction`. Normalization: base64
+/// without whitespace or line breaks; ids given as JSON integers become their decimal text; empty optional strings
+/// count as absent; `expected_app_account_token` lower-cased. Unknown fields are ignored. What `submission(...)`
+/// makes of a parsed request is exactly what `Submission.decodeValidated(from:)` accepts.
 public struct SubmissionRequest: Sendable, Equatable {
     public var submissionId: String?
-    /// Normalized base64 app receipt.
-    public var receiptData: String
+    /// The normalized proof.
+    public var proof: PurchaseProof
     public var orderId: String?
     public var userId: String?
     public var expectedTransactionId: String?
     public var expectedProductId: String?
-    /// The iOS clients' `sandbox` flag. Accepted for compatibility and not forwarded: the verifier asks production
-    /// first and follows Apple's 21007 to the sandbox; `SANDBOX_POLICY` decides whether sandbox receipts pass.
-    public var sandbox: Bool?
+    /// The lower-cased UUID the app set as `appAccountToken`.
+    public var expectedAppAccountToken: String?
+    /// The iOS clients' `sandbox` flag, read as the environment the client believes in: `"0"`/`0` mean sandbox and
+    /// `"1"`/`1` production (the seed client's convention), `true`/`"true"` sandbox and `false`/`"false"`
+    /// production. A hint only, never forwarded: the verifier asks production first and follows Apple's answer
+    /// (21007 to the sandbox), the result's environment is what Apple's data says, and `SANDBOX_POLICY` decides
+    /// whether sandbox purchases pass.
+    public var environmentHint: AppStoreEnvironment?
 
     /// Longest accepted value of the optional id fields (`order_id`, `user_id`, expected ids).
-    public static let maximumFieldLength = 512
+    public static let maximumFieldLength = Submission.maximumFieldLength
 
     public init(
-        submissionId: String? = nil, receiptData: String, orderId: String? = nil, userId: String? = nil,
-        expectedTransactionId: String? = nil, expectedProductId: String? = nil, sandbox: Bool? = nil
+        submissionId: String? = nil, proof: PurchaseProof, orderId: String? = nil, userId: String? = nil,
+        expectedTransactionId: String? = nil, expectedProductId: String? = nil,
+        expectedAppAccountToken: String? = nil, environmentHint: AppStoreEnvironment? = nil
     ) {
         self.submissionId = submissionId
-        self.receiptData = receiptData
+        self.proof = proof
         self.orderId = orderId
         self.userId = userId
         self.expectedTransactionId = expectedTransactionId
         self.expectedProductId = expectedProductId
-        self.sandbox = sandbox
+        self.expectedAppAccountToken = expectedAppAccountToken
+        self.environmentHint = environmentHint
+    }
+
+    /// A request with a base64 app receipt (already normalized).
+    public init(
+        submissionId: String? = nil, receiptData: String, orderId: String? = nil, userId: String? = nil,
+        expectedTransactionId: String? = nil, expectedProductId: String? = nil
+    ) {
+        self.init(
+            submissionId: submissionId, proof: .receipt(receiptData), orderId: orderId, userId: userId,
+            expectedTransactionId: expectedTransactionId, expectedProductId: expectedProductId)
+    }
+
+    /// The app receipt, when the proof is one.
+    public var receiptData: String? {
+        if case .receipt(let receipt) = proof { return receipt }
+        return nil
     }
 
     /// Parses and validates a request body.
@@ -45,64 +71,147 @@ public struct SubmissionRequest: Sendable, Equatable {
         }
         guard let object = parsed as? [String: Any] else { throw .notAnObject() }
 
-        let rawReceipt = try field(object, "receipt_data", alias: "receipt", allowNumbers: false)
-        guard let rawReceipt else { throw .missingReceipt() }
-        let receipt: String
-        do {
-            receipt = try ReceiptData.normalize(rawReceipt)
-        } catch {
-            switch error {
-            case .empty: throw .missingReceipt()
-            case .storeKit2Transaction: throw .storeKit2Transaction(error.description)
-            case .notBase64, .tooLarge: throw .invalidReceipt(error.description)
+        let proof = try proof(object)
+        var token: String?
+        if let raw = try field(object, "expected_app_account_token", alias: nil, allowNumbers: false) {
+            guard let normalized = AppAccountToken.normalize(raw) else {
+                throw .invalidField(
+                    "expected_app_account_token", "must be a UUID (the appAccountToken the app set at purchase)")
             }
+            token = normalized
         }
-
-        var sandbox: Bool?
-        switch object["sandbox"] {
-        case nil, is NSNull: sandbox = nil
-        case let number as NSNumber where isBoolean(number): sandbox = number.boolValue
-        default: throw .invalidField("sandbox", "must be true or false")
-        }
-
         return SubmissionRequest(
             submissionId: try field(object, "submission_id", alias: nil),
-            receiptData: receipt,
+            proof: proof,
             orderId: try field(object, "order_id", alias: "orderNo"),
             userId: try field(object, "user_id", alias: nil),
-            expectedTransactionId: try field(object, "expected_transaction_id", alias: "transactionId"),
+            expectedTransactionId: try expectedTransactionId(object),
             expectedProductId: try field(object, "expected_product_id", alias: nil),
-            sandbox: sandbox)
+            expectedAppAccountToken: token,
+            environmentHint: try environmentHint(object["sandbox"]))
     }
 
     /// The submission message for this request.
-    public func submission(id: String, submittedAtMs: Int64) -> Submission {
+    /// - Parameter clientId: the caller's key name (named keys), echoed in the result.
+    public func submission(id: String, clientId: String? = nil, submittedAtMs: Int64) -> Submission {
         Submission(
-            submissionId: id, receiptData: receiptData, orderId: orderId, userId: userId,
+            submissionId: id, proof: proof, clientId: clientId, orderId: orderId, userId: userId,
             expectedTransactionId: expectedTransactionId, expectedProductId: expectedProductId,
-            submittedAtMs: submittedAtMs)
+            expectedAppAccountToken: expectedAppAccountToken, submittedAtMs: submittedAtMs)
     }
+
+    // MARK: - Fields
+
+    /// Exactly one of the three proofs, normalized.
+    private static func proof(_ object: [String: Any]) throws(APIError) -> PurchaseProof {
+        let receipt = try field(object, "receipt_data", alias: "receipt", allowNumbers: false, limited: false)
+        let signed = try field(object, "signed_transaction", alias: nil, allowNumbers: false, limited: false)
+        let transactionId = try field(object, "transaction_id", alias: nil)
+        let given = [receipt, signed, transactionId].compactMap { $0 }.count
+        guard given == 1 else {
+            throw given == 0 ? .missingProof() : .multipleProofs()
+        }
+        if let receipt {
+            // A JWS starts with its JSON header (`eyJ`); only then is the whitespace-free copy worth making.
+            if receipt.utf8.lazy.filter({ !isWhitespace($0) }).starts(with: "eyJ".utf8) {
+                let compact = String(decoding: receipt.utf8.filter { !isWhitespace($0) }, as: UTF8.self)
+                if SignedTransactionText.looksLikeJWS(compact) {
+                    return .signedTransaction(try signedTransaction(compact, sentAs: "receipt_data"))
+                }
+            }
+            do {
+                return .receipt(try ReceiptData.normalize(receipt))
+            } catch {
+                switch error {
+                case .empty: throw .missingProof()
+                case .storeKit2Transaction, .notBase64, .tooLarge: throw .invalidReceipt(error.description)
+                }
+            }
+        }
+        if let signed {
+            return .signedTransaction(try signedTransaction(signed, sentAs: nil))
+        }
+        guard let transactionId, TransactionIdText.isValid(transactionId) else {
+            throw .invalidTransactionId()
+        }
+        return .transactionId(transactionId)
+    }
+
+    private static func signedTransaction(_ text: String, sentAs field: String?) throws(APIError) -> String {
+        do {
+            return try SignedTransactionText.normalize(text)
+        } catch {
+            let prefix = field.map { "\($0) looks like a StoreKit 2 signed transaction (JWS), but " } ?? ""
+            throw .invalidSignedTransaction(prefix + error.description)
+        }
+    }
+
+    /// The `sandbox` hint: strings "0"/"1"/"true"/"false", numbers 0/1, booleans; absent or null: nil.
+    private static func environmentHint(_ value: Any?) throws(APIError) -> AppStoreEnvironment? {
+        let problem = "must be \"0\" (sandbox), \"1\" (production), 0, 1, true or false"
+        switch value {
+        case nil, is NSNull:
+            return nil
+        case let number as NSNumber where JSONNumbers.isBoolean(number):
+            return number.boolValue ? .sandbox : .production
+        case let number as NSNumber:
+            switch JSONNumbers.integer(number) {
+            case 0?: return .sandbox
+            case 1?: return .production
+            default: throw .invalidField("sandbox", problem)
+            }
+        case let string as String:
+            switch string.trimmingCharacters(in: .whitespaces).lowercased() {
+            case "0", "true": return .sandbox
+            case "1", "false": return .production
+            case "": return nil
+            default: throw .invalidField("sandbox", problem)
+            }
+        default:
+            throw .invalidField("sandbox", problem)
+        }
+    }
+
+    /// `expected_transaction_id`, or the iOS clients' `transactionId`. Those clients send the placeholder `"--"` when
+    /// StoreKit gave them no transaction id (`transaction.transactionIdentifier ?? "--"`, kept in their lost-order
+    /// store and resent later): that means "no expectation", not a transaction to look for, which Apple would never
+    /// find (`transaction_not_found` would refuse a paying customer).
+    private static func expectedTransactionId(_ object: [String: Any]) throws(APIError) -> String? {
+        let contract = try stringValue(
+            object["expected_transaction_id"], name: "expected_transaction_id", allowNumbers: true, limited: true)
+        var alias = try stringValue(object["transactionId"], name: "transactionId", allowNumbers: true, limited: true)
+        if alias == iOSClientNoTransactionPlaceholder { alias = nil }
+        if let contract, let alias, contract != alias {
+            throw .conflictingFields("expected_transaction_id", "transactionId")
+        }
+        return contract ?? alias
+    }
+
+    /// What the iOS clients send as `transactionId` when they have none.
+    static let iOSClientNoTransactionPlaceholder = "--"
 
     /// The value of `name` or its alias (equal values may be given under both), as a string.
     private static func field(
-        _ object: [String: Any], _ name: String, alias: String?, allowNumbers: Bool = true
+        _ object: [String: Any], _ name: String, alias: String?, allowNumbers: Bool = true, limited: Bool = true
     ) throws(APIError) -> String? {
-        let primary = try stringValue(object[name], name: name, allowNumbers: allowNumbers)
+        let primary = try stringValue(object[name], name: name, allowNumbers: allowNumbers, limited: limited)
         guard let alias else { return primary }
-        let secondary = try stringValue(object[alias], name: alias, allowNumbers: allowNumbers)
+        let secondary = try stringValue(object[alias], name: alias, allowNumbers: allowNumbers, limited: limited)
         if let primary, let secondary, primary != secondary { throw .conflictingFields(name, alias) }
         return primary ?? secondary
     }
 
-    private static func stringValue(_ value: Any?, name: String, allowNumbers: Bool) throws(APIError) -> String? {
+    private static func stringValue(
+        _ value: Any?, name: String, allowNumbers: Bool, limited: Bool
+    ) throws(APIError) -> String? {
         let text: String
         switch value {
         case nil, is NSNull:
             return nil
         case let string as String:
             text = string
-        case let number as NSNumber where allowNumbers && !isBoolean(number):
-            guard let integer = integerText(number) else {
+        case let number as NSNumber where allowNumbers && !JSONNumbers.isBoolean(number):
+            guard let integer = JSONNumbers.integerText(number) else {
                 throw .invalidField(name, "must be a string or an integer")
             }
             text = integer
@@ -110,20 +219,13 @@ public struct SubmissionRequest: Sendable, Equatable {
             throw .invalidField(name, allowNumbers ? "must be a string or an integer" : "must be a string")
         }
         if text.isEmpty { return nil }
-        if name != "receipt_data", name != "receipt", text.utf8.count > maximumFieldLength {
+        if limited, text.utf8.count > maximumFieldLength {
             throw .invalidField(name, "is longer than \(maximumFieldLength) bytes")
         }
         return text
     }
 
-    private static func integerText(_ number: NSNumber) -> String? {
-        let double = number.doubleValue
-        guard double == double.rounded(), abs(double) < 9.0e15 else { return nil }
-        return String(number.int64Value)
-    }
-
-    private static func isBoolean(_ number: NSNumber) -> Bool {
-        // JSONSerialization decodes true/false as NSNumber too; only they carry the `char` type encoding.
-        String(cString: number.objCType) == "c"
+    private static func isWhitespace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
     }
 }

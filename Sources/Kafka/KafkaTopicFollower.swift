@@ -3,19 +3,29 @@ import Foundation
 import ServiceSupport
 import Synchronization
 
-/// A group-less reader of every partition of one topic from a point in time (for example the ingest's index of
+/// A group-less reader of every partition of one topic from a chosen start (for example the ingest's index of
 /// results, or `receipt-tail`). No consumer group: nothing is committed and every follower sees every message.
 ///
 /// Partitions are looked up in the topic's metadata when the follower starts and re-checked periodically, so
 /// partitions added later (or a topic created after the follower started) are followed too. Messages are handed to
 /// `onMessage` on the follower's own poll thread, in offset order per partition.
+///
+/// Catching up: the follower records each initial partition's high watermark when it assigns it and is caught up
+/// (`isCaughtUp`, `onCaughtUp`) once its position in every one of them reached that watermark: everything written
+/// before the start has then been read (see `FollowerCatchUp`).
 public final class KafkaTopicFollower: Sendable {
     public let topic: String
     private let handle: RDKafkaHandle
     /// The callback context holds its target weakly: the follower keeps it alive, or librdkafka's errors go unlogged.
     private let events: FollowerEvents
-    private let startingAtTimestampMs: Int64?
+    private let startPosition: FollowerStart
     private let onMessage: @Sendable (KafkaMessage) -> Void
+    private let onCaughtUp: (@Sendable () -> Void)?
+    /// Fed by the poll thread only (the lock is uncontended); read through `caughtUp` by everyone else.
+    private let catchUp = Mutex(FollowerCatchUp())
+    private let caughtUp = Atomic<Bool>(false)
+    /// When the poll thread last asked librdkafka for its positions while catching up (poll thread only).
+    private let lastPositionCheck = Mutex<ContinuousClock.Instant>(.now)
     private let pollThread = PollThread(name: "kafka-follower-poll")
     private let lifecycle = Mutex<Bool>(false)
     private let followed = Mutex(Followed())
@@ -34,12 +44,28 @@ public final class KafkaTopicFollower: Sendable {
     ///   - startingAtTimestampMs: where to start in every partition: the first message at or after this time
     ///     (`0` = from the beginning), or the end (only new messages) when nil. Times are looked up with
     ///     `rd_kafka_offsets_for_times`; note that librdkafka 2.0.2's mock cluster (`embedded-kafka`) answers such
-    ///     lookups with the end offset, so against it only `0` and nil behave as on a real broker.
+    ///     lookups with the end offset, so against it only `0` and nil behave as on a real broker (use
+    ///     `FollowerStart.recent` to read recent messages on every Kafka).
+    ///   - onMessage: called on the follower's poll thread; keep it short.
+    /// - Throws: `KafkaError` (`invalidArgument`) naming an unknown property or invalid value.
+    public convenience init(
+        configuration: KafkaConfiguration, topic: String, startingAtTimestampMs: Int64?, logger: Logger,
+        refreshInterval: Duration = .seconds(10), onMessage: @escaping @Sendable (KafkaMessage) -> Void
+    ) throws(KafkaError) {
+        try self.init(
+            configuration: configuration, topic: topic, start: FollowerStart(timestampMs: startingAtTimestampMs),
+            logger: logger, refreshInterval: refreshInterval, onMessage: onMessage)
+    }
+
+    /// - Parameters:
+    ///   - start: where to begin in each partition that exists at the start.
+    ///   - onCaughtUp: called once, on the poll thread, when everything written before the start was read.
     ///   - onMessage: called on the follower's poll thread; keep it short.
     /// - Throws: `KafkaError` (`invalidArgument`) naming an unknown property or invalid value.
     public init(
-        configuration: KafkaConfiguration, topic: String, startingAtTimestampMs: Int64?, logger: Logger,
-        refreshInterval: Duration = .seconds(10), onMessage: @escaping @Sendable (KafkaMessage) -> Void
+        configuration: KafkaConfiguration, topic: String, start: FollowerStart, logger: Logger,
+        refreshInterval: Duration = .seconds(10), onCaughtUp: (@Sendable () -> Void)? = nil,
+        onMessage: @escaping @Sendable (KafkaMessage) -> Void
     ) throws(KafkaError) {
         guard !topic.isEmpty else {
             throw KafkaError(code: KafkaError.invalidArgument, message: "a topic follower needs a topic name")
@@ -48,6 +74,9 @@ public final class KafkaTopicFollower: Sendable {
             "enable.partition.eof": "false", "socket.nagle.disable": "true", "statistics.interval.ms": "0",
             // Following must not create the topic (librdkafka otherwise lets metadata lookups auto-create it).
             "allow.auto.create.topics": "false",
+            // A start offset that retention removed meanwhile continues at the oldest message kept (more messages,
+            // never a silent jump to the end).
+            "auto.offset.reset": "earliest",
         ])
         // A group id is needed for rd_kafka_consumer_poll; the follower never joins the group or commits.
         effective["group.id"] = "follower-\(topic)-\(UInt64.random(in: 0...UInt64.max))"
@@ -58,8 +87,9 @@ public final class KafkaTopicFollower: Sendable {
         self.handle = try RDKafkaClient.make(.consumer, configuration: effective, context: context)
         rd_kafka_poll_set_consumer(handle.pointer)
         self.topic = topic
-        self.startingAtTimestampMs = startingAtTimestampMs
+        self.startPosition = start
         self.onMessage = onMessage
+        self.onCaughtUp = onCaughtUp
         self.logger = logger
         self.refreshInterval = refreshInterval
         let events = FollowerEvents(logger: logger)
@@ -113,6 +143,11 @@ public final class KafkaTopicFollower: Sendable {
     /// The partitions being followed.
     public var partitions: [Int32] { followed.withLock { $0.partitions.sorted() } }
 
+    /// True once every message written to the topic before the start has been read (handed to `onMessage`, or
+    /// skipped as older than a `recent` start's time): every partition that existed at the start was read up to its
+    /// high watermark of that moment. Also true when the topic did not exist at the start. Never turns false again.
+    public var isCaughtUp: Bool { caughtUp.load(ordering: .acquiring) }
+
     /// The low and high watermarks (first offset still stored, next offset to be written) of every followed
     /// partition, asked of the brokers now. A reader that has seen offset `high - 1` of every partition (or whose
     /// partition has `low == high`) has read everything written before this call. Blocks up to `timeout` per
@@ -140,14 +175,74 @@ public final class KafkaTopicFollower: Sendable {
     }
 
     private func pollOnce() {
-        guard let message = rd_kafka_consumer_poll(handle.pointer, 100) else { return }
+        guard let message = rd_kafka_consumer_poll(handle.pointer, 100) else {
+            if !caughtUp.load(ordering: .relaxed) { checkPositions() }
+            return
+        }
         defer { rd_kafka_message_destroy(message) }
         let code = message.pointee.err
-        if code == RD_KAFKA_RESP_ERR_NO_ERROR {
-            onMessage(RDKafkaMessageReader.read(message))
-        } else if code != RD_KAFKA_RESP_ERR__PARTITION_EOF {
-            logger.warning("follower error", ["error": .string(KafkaError.describe(code: code.rawValue))])
+        guard code == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            if code != RD_KAFKA_RESP_ERR__PARTITION_EOF {
+                logger.warning("follower error", ["error": .string(KafkaError.describe(code: code.rawValue))])
+            }
+            return
         }
+        if caughtUp.load(ordering: .relaxed) {
+            onMessage(RDKafkaMessageReader.read(message))
+            return
+        }
+        // Catching up: skip read-back messages older than a `recent` start's time, and record the position.
+        let partition = message.pointee.partition
+        let offset = message.pointee.offset
+        var skip = false
+        if case .recent(_, let notBeforeMs?) = startPosition {
+            var timestampType = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE
+            let timestamp = rd_kafka_message_timestamp(message, &timestampType)
+            let isOld = timestampType != RD_KAFKA_TIMESTAMP_NOT_AVAILABLE && timestamp < notBeforeMs
+            skip = isOld && catchUp.withLock { $0.isReadBack(partition: partition, offset: offset) }
+        }
+        if !skip { onMessage(RDKafkaMessageReader.read(message)) }
+        if catchUp.withLock({ $0.reached(partition: partition, nextOffset: offset + 1) }) { becameCaughtUp() }
+    }
+
+    /// While catching up and idle: asks librdkafka for the positions of the partitions not reached yet (a position
+    /// may pass a watermark without a message: control records, compaction, retention), and looks up targets that
+    /// were unknown. At most every 250 ms.
+    private func checkPositions() {
+        let now = ContinuousClock.now
+        let due = lastPositionCheck.withLock { last in
+            guard now - last >= .milliseconds(250) else { return false }
+            last = now
+            return true
+        }
+        guard due else { return }
+        let remaining = catchUp.withLock { $0.remaining }
+        guard !remaining.isEmpty else { return }
+        let client = handle.pointer
+        for (partition, target) in remaining where target == nil {
+            if let high = watermarks(of: partition, client: client)?.high {
+                catchUp.withLock { $0.learnedTarget(partition: partition, target: high) }
+            }
+        }
+        let list = remaining.keys.sorted().map { TopicPartition(topic: topic, partition: $0) }
+        let positions: [(Int32, Int64)] = RDKafkaTopicPartitionList.withList(list) { cList in
+            guard rd_kafka_position(client, cList) == RD_KAFKA_RESP_ERR_NO_ERROR else { return [] }
+            return RDKafkaTopicPartitionList.entries(cList).compactMap { entry in
+                entry.error == RD_KAFKA_RESP_ERR_NO_ERROR && entry.offset >= 0
+                    ? (entry.partition.partition, entry.offset) : nil
+            }
+        }
+        var became = false
+        for (partition, position) in positions {
+            became = catchUp.withLock { $0.reached(partition: partition, nextOffset: position) } || became
+        }
+        if became { becameCaughtUp() }
+    }
+
+    private func becameCaughtUp() {
+        caughtUp.store(true, ordering: .releasing)
+        logger.info("caught up with the messages written before the start", ["partitions": .int(partitions.count)])
+        onCaughtUp?()
     }
 
     private func destroy() {
@@ -158,9 +253,10 @@ public final class KafkaTopicFollower: Sendable {
 
     /// Adds partitions not followed yet. Returns whether any partition is followed.
     ///
-    /// The partitions that exist when the follower starts begin where the caller asked. Partitions that appear later
-    /// (added to the topic, or the whole topic created after the follower started) begin at their beginning: all of
-    /// their messages were written after the follower started looking.
+    /// The partitions that exist when the follower starts begin where the caller asked, and their high watermarks
+    /// become the catch-up targets. Partitions that appear later (added to the topic, or the whole topic created
+    /// after the follower started) begin at their beginning: all of their messages were written after the follower
+    /// started looking.
     private func refreshPartitions() -> Bool {
         let client = handle.pointer
         let (known, topicExistedAtStart) = followed.withLock { ($0.partitions, $0.topicExistedAtStart) }
@@ -173,6 +269,7 @@ public final class KafkaTopicFollower: Sendable {
                 error.code == KafkaError.unknownTopicOrPartition || error.code == KafkaError.unknownTopic
             {
                 followed.withLock { $0.topicExistedAtStart = false }
+                if catchUp.withLock({ $0.topicAbsentAtStart() }) { becameCaughtUp() }
             }
             logger.debug("topic metadata not available yet", ["error": .string(error.message)])
             return !known.isEmpty
@@ -180,16 +277,14 @@ public final class KafkaTopicFollower: Sendable {
         let added = current.filter { !known.contains($0) }.sorted()
         guard !added.isEmpty else { return !known.isEmpty }
         let isInitial = known.isEmpty && topicExistedAtStart != false
-        let offsets: [Int64]
-        if !isInitial {
-            offsets = added.map { _ in Int64(RD_KAFKA_OFFSET_BEGINNING) }
-        } else if let startingAtTimestampMs {
-            offsets = startOffsets(added, atTimestampMs: startingAtTimestampMs, client: client)
+        let placement: [(start: Int64, target: Int64?)]
+        if isInitial {
+            placement = initialPlacement(added, client: client)
         } else {
-            offsets = added.map { endOffset(of: $0, client: client) }
+            placement = added.map { _ in (Int64(RD_KAFKA_OFFSET_BEGINNING), nil) }
         }
         let partitions = added.map { TopicPartition(topic: topic, partition: $0) }
-        let failure = RDKafkaTopicPartitionList.withList(partitions, offsets: offsets) { list in
+        let failure = RDKafkaTopicPartitionList.withList(partitions, offsets: placement.map(\.start)) { list in
             rd_kafka_incremental_assign(client, list)
         }
         if let failure {
@@ -202,26 +297,61 @@ public final class KafkaTopicFollower: Sendable {
             $0.partitions.formUnion(added)
             if $0.topicExistedAtStart == nil { $0.topicExistedAtStart = true }
         }
+        if isInitial {
+            let entries = zip(added, placement).map { (partition: $0, start: $1.start, target: $1.target) }
+            if catchUp.withLock({ $0.initialAssignment(entries) }) { becameCaughtUp() }
+        }
         logger.info(
             "following partitions",
             ["partitions": .string(added.map(String.init).joined(separator: ",")), "initial": .bool(isInitial)])
         return true
     }
 
-    /// The partition's high watermark now, so "from the end" means messages written after this moment (a symbolic
-    /// `OFFSET_END` would be resolved later, skipping what arrives in between). Falls back to `OFFSET_END`.
-    private func endOffset(of partition: Int32, client: OpaquePointer) -> Int64 {
+    /// Where each initial partition starts, and its high watermark now (the catch-up target; nil when the
+    /// watermarks could not be had). Symbolic starts (beginning, end) are resolved from the watermarks when known,
+    /// so "from the end" means messages written after this moment, not after librdkafka resolves it later.
+    private func initialPlacement(_ partitions: [Int32], client: OpaquePointer) -> [(start: Int64, target: Int64?)] {
+        let marks = partitions.map { watermarks(of: $0, client: client) }
+        switch startPosition {
+        case .end:
+            return marks.map { mark in (mark?.high ?? Int64(RD_KAFKA_OFFSET_END), mark?.high) }
+        case .beginning:
+            return marks.map { mark in (Int64(RD_KAFKA_OFFSET_BEGINNING), mark?.high) }
+        case .timestamp(let time):
+            let starts = startOffsets(partitions, atTimestampMs: time, client: client)
+            return zip(starts, marks).map { start, mark in
+                (start == Int64(RD_KAFKA_OFFSET_END) ? (mark?.high ?? start) : start, mark?.high)
+            }
+        case .recent(let messages, _):
+            let share = FollowerStart.share(of: messages, partitions: partitions.count)
+            return marks.map { mark in
+                guard let mark else {
+                    // Unknown watermarks: the beginning reads more than asked, never less.
+                    logger.warning("watermarks unknown; reading the partition from its beginning")
+                    return (Int64(RD_KAFKA_OFFSET_BEGINNING), nil)
+                }
+                return (max(mark.low, mark.high - share), mark.high)
+            }
+        }
+    }
+
+    /// A partition's low and high watermarks now, or nil when the brokers did not answer.
+    private func watermarks(of partition: Int32, client: OpaquePointer) -> (low: Int64, high: Int64)? {
         var low: Int64 = 0
         var high: Int64 = 0
         let code = rd_kafka_query_watermark_offsets(client, topic, partition, &low, &high, 5000)
-        guard code == RD_KAFKA_RESP_ERR_NO_ERROR, high >= 0 else { return Int64(RD_KAFKA_OFFSET_END) }
-        return high
+        guard code == RD_KAFKA_RESP_ERR_NO_ERROR, low >= 0, high >= 0 else {
+            logger.warning(
+                "watermark lookup failed",
+                ["partition": .int(Int(partition)), "error": .string(KafkaError.describe(code: code.rawValue))])
+            return nil
+        }
+        return (low, high)
     }
 
-    /// The first offset at or after `timestamp` per partition (`OFFSET_END` where there is none). Timestamp 0 is
-    /// the beginning. When the lookup fails the partition starts at the beginning (more messages, never fewer).
+    /// The first offset at or after `timestamp` per partition (`OFFSET_END` where there is none). When the lookup
+    /// fails the partition starts at the beginning (more messages, never fewer).
     private func startOffsets(_ partitions: [Int32], atTimestampMs timestamp: Int64, client: OpaquePointer) -> [Int64] {
-        guard timestamp > 0 else { return partitions.map { _ in Int64(RD_KAFKA_OFFSET_BEGINNING) } }
         let list = partitions.map { TopicPartition(topic: topic, partition: $0) }
         return RDKafkaTopicPartitionList.withList(list, offsets: list.map { _ in timestamp }) { cList in
             let code = rd_kafka_offsets_for_times(client, cList, 5000)

@@ -5,23 +5,27 @@ import Crypto
 /// share an input. `order_id`, `user_id` and `client_id` are echoed, not judged, and are not part of it.
 public enum SubmissionFingerprintInput {
     public static func bytes(of submission: Submission) -> [UInt8] {
-        var text = "v1\n"
-        text.reserveCapacity(submission.proof.text.utf8.count + 200)
+        // Built as bytes directly (it runs on every submission the ingest takes): no intermediate String.
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(submission.proof.text.utf8.count + 200)
+        bytes.append(contentsOf: "v1\n".utf8)
         func line(_ name: String, _ value: String?) {
-            text += name
+            bytes.append(contentsOf: name.utf8)
             if let value {
-                text += "=\(value.utf8.count):"
-                text += value
+                bytes.append(UInt8(ascii: "="))
+                bytes.append(contentsOf: String(value.utf8.count).utf8)
+                bytes.append(UInt8(ascii: ":"))
+                bytes.append(contentsOf: value.utf8)
             } else {
-                text += "=-"
+                bytes.append(contentsOf: "=-".utf8)
             }
-            text += "\n"
+            bytes.append(UInt8(ascii: "\n"))
         }
         line(submission.proof.fieldName, submission.proof.text)
         line("expected_transaction_id", submission.expectedTransactionId)
         line("expected_product_id", submission.expectedProductId)
         line("expected_app_account_token", submission.expectedAppAccountToken)
-        return Array(text.utf8)
+        return bytes
     }
 }
 

@@ -22,7 +22,7 @@ let usage = """
       GET  /admin/signed-transaction?id=<id>                the signed transaction a device would hold
       POST /admin/notification-history                     add a Get Notification History entry
       GET  /admin/signing-root                              the root certificate (PEM) transactions chain to
-      POST /admin/outage?on=1[&mode=http503|status21005|hang] / ?on=0
+      POST /admin/outage?on=1[&mode=http503|status21005|status21002|hang] / ?on=0
       POST /admin/latency?fixed_ms=N&jitter_ms=N
       POST /admin/reset
     Prints FAKE_APPSTORE_URL=http://127.0.0.1:<port> as the first stdout line. Logs JSON on stderr.

@@ -40,6 +40,7 @@ enum ReceiptIngestMain {
         do {
             resultFeed = try KafkaResultFeed(
                 configuration: settings.resultsKafka, topic: settings.resultsTopic, replay: settings.resultReplay,
+                readBackLimit: settings.resultIndexLimits.maxEntries,
                 readinessBound: .seconds(settings.resultReadinessTimeoutSeconds), logger: logger)
         } catch {
             logger.error(

@@ -1,3 +1,4 @@
+import Foundation
 import ServiceSupport
 import Testing
 
@@ -58,6 +59,105 @@ import Testing
         } catch {
             #expect(error.variable == variable)
         }
+    }
+
+    static let minimal = ["ALLOWED_BUNDLE_IDS": "com.example.game"]
+
+    @Test(arguments: [
+        "https://buy.itunes.apple.com/verifyReceipt", "https://10.0.0.1/verifyReceipt",
+        "http://127.0.0.1:8090/verifyReceipt", "http://127.9.8.7/verifyReceipt", "http://localhost:8090/x",
+        "http://LOCALHOST/x", "http://[::1]:8090/verifyReceipt", "http://[0:0:0:0:0:0:0:1]/x",
+        "http://user:pw@127.0.0.1:1/x", "http://127.0.0.1?x=1",
+    ])
+    func appleEndpointsAreHTTPSOrLoopback(url: String) throws {
+        var environment = Self.minimal
+        environment["APPLE_VERIFY_RECEIPT_URL"] = url
+        environment["APPLE_SANDBOX_VERIFY_RECEIPT_URL"] = url
+        let settings = try AppStoreSettings.fromEnvironment(Settings(environment: environment))
+        #expect(settings.endpoints == .init(production: url, sandbox: url))
+    }
+
+    @Test(arguments: [
+        "http://buy.itunes.apple.com/verifyReceipt", "http://fake-appstore:8090/verifyReceipt", "http://10.0.0.1/x",
+        "http://127.0.0.1.evil.example/x", "http://127.0.0.1@evil.example/x", "http://[::2]/x",
+        "http://[::ffff:8.8.8.8]/x", "http://128.0.0.1/x", "http://127.0.0/x", "http://localhost.evil.example/x",
+    ])
+    func plainHTTPElsewhereIsAConfigurationErrorNamingTheVariable(url: String) {
+        for variable in ["APPLE_VERIFY_RECEIPT_URL", "APPLE_SANDBOX_VERIFY_RECEIPT_URL"] {
+            var environment = Self.minimal
+            environment[variable] = url
+            #expect {
+                try AppStoreSettings.fromEnvironment(Settings(environment: environment))
+            } throws: { error in
+                let error = error as? ConfigurationError
+                return error?.variable == variable && error?.problem.contains("https://") == true
+            }
+        }
+    }
+
+    @Test func readsThe21002BurstSettings() throws {
+        let defaults = try AppStoreSettings.fromEnvironment(Settings(environment: Self.minimal))
+        #expect(defaults.malformedBurst == MalformedReceiptBurstDetector.Configuration())
+        let settings = try AppStoreSettings.fromEnvironment(
+            Settings(
+                environment: Self.minimal.merging([
+                    "APPLE_21002_BURST_WINDOW": "30", "APPLE_21002_BURST_MIN_ANSWERS": "6",
+                    "APPLE_21002_BURST_SHARE": "0.8", "APPLE_21002_BURST_MIN_RECEIPTS": "2",
+                ]) { $1 }))
+        #expect(settings.malformedBurst.windowSize == 30)
+        #expect(settings.malformedBurst.minimumAnswers == 6)
+        #expect(settings.malformedBurst.burstShare == 0.8)
+        #expect(settings.malformedBurst.minimumReceipts == 2)
+        for (variable, value) in [
+            ("APPLE_21002_BURST_SHARE", "0"), ("APPLE_21002_BURST_SHARE", "1.5"), ("APPLE_21002_BURST_WINDOW", "0"),
+            ("APPLE_21002_BURST_MIN_RECEIPTS", "0"),
+        ] {
+            #expect {
+                try AppStoreSettings.fromEnvironment(
+                    Settings(environment: Self.minimal.merging([variable: value]) { $1 }))
+            } throws: { error in
+                (error as? ConfigurationError)?.variable == variable
+            }
+        }
+        // The minimum sample cannot exceed the window.
+        #expect {
+            try AppStoreSettings.fromEnvironment(
+                Settings(
+                    environment: Self.minimal.merging([
+                        "APPLE_21002_BURST_WINDOW": "10", "APPLE_21002_BURST_MIN_ANSWERS": "11",
+                    ]) { $1 }))
+        } throws: { error in
+            (error as? ConfigurationError)?.variable == "APPLE_21002_BURST_MIN_ANSWERS"
+        }
+    }
+
+    @Test func aProductCatalogThatCannotBeUsedStopsTheStartNamingTheProblem() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("settings-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("catalog.json").path
+        func settings() throws -> AppStoreSettings {
+            try AppStoreSettings.fromEnvironment(
+                Settings(environment: Self.minimal.merging(["PRODUCT_CATALOG_FILE": path]) { $1 }))
+        }
+        for (content, problem) in [
+            (nil, "cannot be read"), ("{not json", "not valid JSON"), (#"{"items":{}}"#, "no \"products\""),
+            (#"{"products":{"p":{"type":"coins","credit":{}}}}"#, "type 'coins'"),
+            (#"{"products":{"p":{"type":"consumable"}}}"#, "no \"credit\""),
+        ] as [(String?, String)] {
+            if let content { try Data(content.utf8).write(to: URL(fileURLWithPath: path)) }
+            #expect {
+                try settings()
+            } throws: { error in
+                let error = error as? ConfigurationError
+                return error?.variable == "PRODUCT_CATALOG_FILE" && error?.problem.contains(path) == true
+                    && error?.problem.contains(problem) == true
+            }
+        }
+        try Data(#"{"products":{"p":{"type":"consumable","credit":{"n":1}}}}"#.utf8)
+            .write(to: URL(fileURLWithPath: path))
+        #expect(try settings().productCatalogFile == path)
+        #expect(try AppStoreSettings.fromEnvironment(Settings(environment: Self.minimal)).productCatalogFile == nil)
     }
 
     @Test func theRequestBodySendsThePasswordOnlyWhenSet() {

@@ -112,6 +112,105 @@ import Testing
         #expect(other.outcome == .verified)
     }
 
+    @Test func aRefundOnlyInLatestReceiptInfoIsNotCreditable() async throws {
+        let harness = try FakeAppStoreHarness()
+        // Apple lists the subscription in latest_receipt_info too; there the refund shows.
+        let receipt = FakeReceipt.encode(
+            FakeReceiptScenario(
+                scenario: .valid, id: "refund-latest",
+                transactions: [
+                    FakeTransaction(
+                        id: "3101", product: "pro", expiresMs: 1_700_000_000_000, refundedMs: 1_650_000_000_000),
+                    FakeTransaction(id: "3102", product: "pro", expiresMs: 1_800_000_000_000),
+                ],
+                subscription: true))
+        let verdict = try #require(await harness.verify(receipt).verdict)
+        #expect(verdict.outcome == .verified)
+        #expect(verdict.transactions.map(\.creditable) == [false, true])
+        #expect(verdict.transactions.map(\.productType) == [.autoRenewable, .autoRenewable])
+        #expect(verdict.transactions.allSatisfy { $0.appAccountToken == nil && $0.credit == nil })
+        let refunded = try #require(await harness.verify(receipt, transactionId: "3101").verdict)
+        #expect(refunded.reason == .refunded)
+        #expect(refunded.transactions.map(\.creditable) == [false])
+    }
+
+    @Test func theEnvironmentIsWhatApplesBodySaysNotTheEndpoint() async throws {
+        let registry = MetricsRegistry()
+        let lines = CapturedLines()
+        let harness = try FakeAppStoreHarness(metrics: registry, logger: Logger(label: "t", sink: lines))
+        // The production endpoint answers 0, but the body says Sandbox: Apple's word wins.
+        let lying = FakeReceipt.valid(
+            id: "env-lie", transactions: [FakeTransaction(id: "5001", product: "gems_100")],
+            reportedEnvironment: "Sandbox")
+        let sandbox = try #require(await harness.verify(lying).verdict)
+        #expect(sandbox.environment == .sandbox)
+        #expect(sandbox.transactions.map(\.creditKey) == ["apple:sandbox:5001"])
+        #expect(harness.fake.calls(receipt: "env-lie") == (1, 0))
+        #expect(
+            registry.render().contains(
+                #"appstore_verifyreceipt_environment_disagreements_total{endpoint="Production",apple="Sandbox"} 1"#))
+        #expect(lines.lines.contains { $0.contains("another environment than the endpoint") })
+
+        // Without an environment in the body, the endpoint that answered decides.
+        let silentSandbox = FakeReceipt.valid(
+            id: "env-omit", environment: "Sandbox", transactions: [FakeTransaction(id: "5002", product: "gems_100")],
+            reportedEnvironment: "omit")
+        let fallback = try #require(await harness.verify(silentSandbox).verdict)
+        #expect(fallback.environment == .sandbox)
+        #expect(fallback.transactions.map(\.creditKey) == ["apple:sandbox:5002"])
+        let silentProduction = FakeReceipt.valid(
+            id: "env-omit-prod", transactions: [FakeTransaction(id: "5003", product: "gems_100")],
+            reportedEnvironment: "omit")
+        #expect(try #require(await harness.verify(silentProduction).verdict).environment == .production)
+        #expect(
+            registry.render().contains(
+                #"appstore_verifyreceipt_environment_disagreements_total{endpoint="Sandbox",apple="Production"} 0"#))
+    }
+
+    @Test func aProductionURLPointedAtTheSandboxStillYieldsSandboxResults() async throws {
+        let accepting = try FakeAppStoreHarness(productionURLIsTheSandboxOne: true)
+        let receipt = FakeReceipt.valid(
+            id: "misconfigured", environment: "Sandbox",
+            transactions: [FakeTransaction(id: "6001", product: "gems_100")])
+        let verdict = try #require(await accepting.verify(receipt).verdict)
+        #expect(verdict.outcome == .verified)
+        #expect(verdict.environment == .sandbox)
+        #expect(verdict.transactions.map(\.creditKey) == ["apple:sandbox:6001"])
+        #expect(accepting.fake.calls(receipt: "misconfigured") == (0, 1), "only the sandbox endpoint was asked")
+
+        let rejecting = try FakeAppStoreHarness(sandboxPolicy: .reject, productionURLIsTheSandboxOne: true)
+        let refused = try #require(await rejecting.verify(receipt).verdict)
+        #expect(refused.reason == .sandboxNotAllowed)
+        #expect(refused.environment == .sandbox)
+        // A production receipt cannot be verified there at all (the sandbox sends it back with 21008): no verdict.
+        #expect(await rejecting.verify(FakeReceipt.valid(id: "prod-misconfigured")).isUnavailable)
+    }
+
+    @Test func aBurstOf21002ForEveryReceiptEndsWithoutVerdictsThenTheyVerify() async throws {
+        let registry = MetricsRegistry()
+        let harness = try FakeAppStoreHarness(
+            retryPolicy: RetryPolicy(maxAttempts: 4, malformedReceiptMaxAttempts: 2, baseDelayMs: 20, maxDelayMs: 50),
+            malformedBurst: .init(windowSize: 20, minimumAnswers: 4, burstShare: 0.5, minimumReceipts: 3),
+            metrics: registry)
+        harness.fake.setOutage(mode: .status21002)
+        let receipts = (0..<8).map {
+            FakeReceipt.valid(id: "burst-\($0)", transactions: [FakeTransaction(id: "700\($0)", product: "gems_100")])
+        }
+        let during = await withTaskGroup(of: VerificationOutcome.self) { group in
+            for receipt in receipts { group.addTask { await harness.verify(receipt) } }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        let verdicts = during.compactMap(\.verdict)
+        #expect(verdicts.isEmpty, "a 21002 during a burst reached a verdict: \(verdicts)")
+        #expect(during.allSatisfy { $0.failure?.appleStatus == 21002 })
+        #expect(registry.render().contains("appstore_21002_burst 1"))
+
+        harness.fake.setOutage(mode: nil)
+        for receipt in receipts {
+            #expect(try #require(await harness.verify(receipt).verdict).outcome == .verified)
+        }
+    }
+
     @Test func severalTransactionsAreAllReturnedWithoutAnExpectation() async throws {
         let harness = try FakeAppStoreHarness()
         let receipt = FakeReceipt.valid(

@@ -4,6 +4,7 @@ import FakeAppStore
 import Foundation
 import ReceiptModel
 import ServiceSupport
+import Synchronization
 
 /// An in-process fake App Store plus the real libcurl client, backend and verifier pointed at it.
 final class FakeAppStoreHarness: Sendable {
@@ -19,24 +20,27 @@ final class FakeAppStoreHarness: Sendable {
         retryPolicy: RetryPolicy = RetryPolicy(
             maxAttempts: 3, malformedReceiptMaxAttempts: 2, baseDelayMs: 5, maxDelayMs: 20),
         sandboxPolicy: SandboxPolicy = .accept, sharedSecret: String? = nil, fakeSharedSecret: String? = nil,
-        maxInFlight: Int = 64, productionURL: String? = nil
+        maxInFlight: Int = 64, productionURL: String? = nil, productionURLIsTheSandboxOne: Bool = false,
+        malformedBurst: MalformedReceiptBurstDetector.Configuration = .init(), metrics: MetricsRegistry? = nil,
+        logger: Logger = .quiet
     ) throws {
-        let logger = Logger.quiet
         fake = FakeAppStoreServer(
-            configuration: .init(sharedSecret: fakeSharedSecret, threadCount: 1, hangSeconds: 10), logger: logger)
+            configuration: .init(sharedSecret: fakeSharedSecret, threadCount: 1, hangSeconds: 10), logger: .quiet)
         try fake.start()
         client = try CurlHTTPClient(
             configuration: HTTPClientConfiguration(
                 maxInFlight: maxInFlight, requestTimeoutMs: timeoutMs, completionConcurrency: 2))
+        // A misconfiguration on purpose: APPLE_VERIFY_RECEIPT_URL set to Apple's sandbox host.
+        let production = productionURLIsTheSandboxOne ? fake.sandboxURL : productionURL ?? fake.productionURL
         backend = VerifyReceiptBackend(
-            client: client,
-            endpoints: .init(production: productionURL ?? fake.productionURL, sandbox: fake.sandboxURL),
-            sharedSecret: sharedSecret)
+            client: client, endpoints: .init(production: production, sandbox: fake.sandboxURL),
+            sharedSecret: sharedSecret, metrics: metrics, logger: logger)
         self.retryPolicy = retryPolicy
         verifier = ReceiptVerifier(
             backend: backend,
             policy: VerdictPolicy(allowedBundleIds: [Self.bundleId], sandboxPolicy: sandboxPolicy),
-            retryPolicy: retryPolicy, requestTimeoutMs: timeoutMs, logger: logger)
+            retryPolicy: retryPolicy, requestTimeoutMs: timeoutMs, malformedBurst: malformedBurst, logger: logger,
+            metrics: metrics)
     }
 
     deinit {
@@ -65,6 +69,13 @@ final class FakeAppStoreHarness: Sendable {
 /// Log lines tests do not want on the console (expected errors such as 21004).
 struct DiscardingSink: LogSink {
     func write(line: String) {}
+}
+
+/// Log lines, kept for assertions.
+final class CapturedLines: LogSink {
+    private let captured = Mutex<[String]>([])
+    func write(line: String) { captured.withLock { $0.append(line) } }
+    var lines: [String] { captured.withLock { $0 } }
 }
 
 extension Logger {

@@ -49,6 +49,35 @@ import Testing
         #expect(!fake.process.stderrLines.joined().contains(receipt), "receipt contents are never logged")
     }
 
+    @Test func writesTheEnvironmentLikeAppleAndAnswers21002ForEveryReceiptOnRequest() async throws {
+        let fake = try await FakeAppStoreProcess.start()
+        func post(_ path: String, _ receipt: String) async throws -> [String: Any] {
+            let response = try await TestHTTPClient.postJSON(fake.url + path, ["receipt-data": receipt])
+            return try #require(response.jsonObject)
+        }
+        let production = FakeReceipt.valid(id: "env-prod")
+        #expect(try await post("/verifyReceipt", production)["environment"] as? String == "Production")
+        let sandbox = FakeReceipt.valid(id: "env-sandbox", environment: "Sandbox")
+        #expect(try await post("/sandbox/verifyReceipt", sandbox)["environment"] as? String == "Sandbox")
+        let redirected = try await post("/verifyReceipt", sandbox)
+        #expect(redirected["status"] as? Int == 21007)
+        #expect(try await post("/verifyReceipt", FakeReceipt.valid(reportedEnvironment: "omit"))["environment"] == nil)
+        let lying = FakeReceipt.valid(environment: "Sandbox", reportedEnvironment: "Production")
+        #expect(try await post("/sandbox/verifyReceipt", lying)["environment"] as? String == "Production")
+
+        try await fake.setOutage(true, mode: "status21002")
+        let during = try await post("/verifyReceipt", production)
+        #expect(during["status"] as? Int == 21002)
+        #expect(during["environment"] as? String == "Production")
+        try await fake.setOutage(false)
+        #expect(try await post("/verifyReceipt", production)["status"] as? Int == 0)
+
+        let badMode = try await TestHTTPClient.send("POST", fake.url + "/admin/outage?on=1&mode=status21003")
+        #expect(badMode.status == 400)
+        #expect(badMode.text.contains("status21002"))
+        #expect(await fake.stop() == 0)
+    }
+
     @Test func rejectsUnknownFlags() async throws {
         let process = try ManagedProcess(executable: try TestBinaries.path("fake-appstore"), arguments: ["--bogus"])
         #expect(await process.waitForExit(timeout: .seconds(10)) == 2)

@@ -101,28 +101,49 @@ final class OutcomeBox: Sendable {
         let verifier: ReceiptVerifier
         let box = OutcomeBox()
 
+        let metrics = MetricsRegistry()
+        let lines = CapturedLines()
+
         init(
             _ answers: [BackendAnswer], retryPolicy: RetryPolicy = RetryPolicy(), callDurationMs: Int = 0,
-            random: Double = 0.5, timeoutMs: Int = 30_000
+            random: Double = 0.5, timeoutMs: Int = 30_000, catalog: ProductCatalog? = nil,
+            malformedBurst: MalformedReceiptBurstDetector.Configuration = .init()
         ) {
             backend = ScriptedBackend(answers, clock: clock, callDurationMs: callDurationMs)
             verifier = ReceiptVerifier(
-                backend: backend, policy: ReceiptVerifierTests.policy, retryPolicy: retryPolicy,
-                requestTimeoutMs: timeoutMs, clock: clock, random: { random },
-                logger: .quiet)
+                backend: backend, policy: ReceiptVerifierTests.policy, catalog: catalog, retryPolicy: retryPolicy,
+                requestTimeoutMs: timeoutMs, malformedBurst: malformedBurst, clock: clock, random: { random },
+                logger: Logger(label: "test", sink: lines), metrics: metrics)
         }
 
-        func verify(deadlineMs: Int = 60_000, expectations: VerificationExpectations = .init()) -> VerificationOutcome?
-        {
-            let box = box
+        func verify(
+            deadlineMs: Int = 60_000, expectations: VerificationExpectations = .init(), receipt: String = "AAAA"
+        ) -> VerificationOutcome? {
+            let box = OutcomeBox()
             verifier.verify(
-                receiptData: "AAAA", expectations: expectations, deadline: clock.deadline(afterMs: deadlineMs)
+                receiptData: receipt, expectations: expectations, deadline: clock.deadline(afterMs: deadlineMs)
             ) {
                 box.set($0)
             }
             clock.runUntilIdle()
             #expect(box.outcomes.count == 1, "completion must be called exactly once")
             return box.outcomes.first
+        }
+
+        /// Starts one verification per receipt before any retry runs (as concurrent submissions do), then runs
+        /// every retry; returns the outcomes in receipt order.
+        func verifyTogether(_ receipts: [String], deadlineMs: Int = 60_000) -> [VerificationOutcome?] {
+            let boxes = receipts.map { _ in OutcomeBox() }
+            for (receipt, box) in zip(receipts, boxes) {
+                verifier.verify(
+                    receiptData: receipt, expectations: .init(), deadline: clock.deadline(afterMs: deadlineMs)
+                ) {
+                    box.set($0)
+                }
+            }
+            clock.runUntilIdle()
+            for box in boxes { #expect(box.outcomes.count == 1, "completion must be called exactly once") }
+            return boxes.map(\.outcomes.first)
         }
     }
 
@@ -295,6 +316,81 @@ final class OutcomeBox: Sendable {
             return
         }
         #expect(verdict.reason == .transactionNotFound)
+    }
+
+    static let malformed = unavailable(21002, kind: .malformedReceipt)
+    static let smallBurst = MalformedReceiptBurstDetector.Configuration(
+        windowSize: 10, minimumAnswers: 4, burstShare: 0.5, minimumReceipts: 3)
+
+    @Test func twentyOhTwoForMostReceiptsAtOnceIsAnOutageNotAVerdict() throws {
+        let run = Run(
+            Array(repeating: Self.malformed, count: 100),
+            retryPolicy: RetryPolicy(maxAttempts: 4, malformedReceiptMaxAttempts: 2), malformedBurst: Self.smallBurst)
+        let outcomes = run.verifyTogether((0..<6).map { "receipt-\($0)" })
+        for outcome in outcomes {
+            guard case .unavailable(let failure)? = outcome else {
+                Issue.record("a 21002 during a burst reached a verdict: \(String(describing: outcome))")
+                continue
+            }
+            #expect(failure.reason == .appleUnavailable)
+            #expect(failure.appleStatus == 21002)
+            #expect(failure.message.contains("burst"))
+            #expect(failure.attempts == 4, "a burst spends the ordinary retry budget, not the 21002 one")
+        }
+        let metrics = run.metrics.render()
+        #expect(metrics.contains("appstore_21002_burst 1"))
+        #expect(metrics.contains(#"appstore_verifications_total{outcome="unavailable"} 6"#))
+        #expect(run.lines.lines.contains { $0.contains("treating 21002 as an outage") })
+    }
+
+    @Test func afterABurstARepeated21002IsAnInvalidReceiptAgain() throws {
+        let run = Run(
+            Array(repeating: Self.malformed, count: 12) + Array(repeating: Self.valid(), count: 6)
+                + Array(repeating: Self.malformed, count: 3),
+            retryPolicy: RetryPolicy(maxAttempts: 3, malformedReceiptMaxAttempts: 3), malformedBurst: Self.smallBurst)
+        // Four receipts answered 21002 at once, three times each: a burst, so no verdict for any of them.
+        #expect(run.verifyTogether((0..<4).map { "burst-\($0)" }).allSatisfy { $0?.isUnavailable == true })
+        // Apple reads receipts again: the burst is over once 21002 is below half of the window.
+        for index in 0..<6 { #expect(run.verify(receipt: "valid-\(index)")?.verdict?.outcome == .verified) }
+        #expect(run.lines.lines.contains { $0.contains("21002 burst over") })
+        #expect(run.metrics.render().contains("appstore_21002_burst 0"))
+        // One receipt answered 21002 again and again is malformed.
+        let verdict = try #require(run.verify(receipt: "broken")?.verdict)
+        #expect(verdict.reason == .invalidReceipt)
+        #expect(verdict.attempts == 3)
+        #expect(run.backend.requests.count == 12 + 6 + 3)
+    }
+
+    @Test func theCatalogDecidesWhatIsCreditable() throws {
+        let catalog = ProductCatalog(products: ["gems": .init(type: .consumable, credit: .object(["n": .integer(5)]))])
+        let listed = try #require(Run([Self.valid()], catalog: catalog).verify()?.verdict)
+        #expect(listed.outcome == .verified)
+        #expect(listed.transactions.first?.credit == .object(["n": .integer(5)]))
+        #expect(listed.transactions.first?.productType == .consumable)
+        let unlisted = try #require(
+            Run([Self.valid()], catalog: ProductCatalog(products: [:])).verify()?.verdict)
+        #expect(unlisted.reason == .unknownProduct)
+        #expect(unlisted.transactions.map(\.creditable) == [false])
+    }
+
+    @Test func unreadableRefundFieldsAreCountedAndLoggedByIdOnly() throws {
+        var receipt = Self.receipt
+        receipt.inApp[0].unreadableCancellationFields = ["cancellation_date_ms"]
+        let run = Run([BackendAnswer(result: .receipt(receipt), calls: 1, appleStatus: 0, environment: .production)])
+        let verdict = try #require(run.verify()?.verdict)
+        #expect(verdict.reason == .refunded)
+        #expect(run.metrics.render().contains("appstore_unreadable_cancellations_total 1"))
+        let line = try #require(run.lines.lines.first { $0.contains("refund fields that cannot be read") })
+        #expect(line.contains(#""transaction_ids":"42""#))
+    }
+
+    @Test func aRejectionNamesTheEnvironmentApplesAnswerNamed() throws {
+        let run = Run([
+            BackendAnswer(
+                result: .rejected(.invalidReceipt), calls: 1, appleStatus: 21003, environment: .production,
+                appleEnvironment: .sandbox)
+        ])
+        #expect(try #require(run.verify()?.verdict).environment == .sandbox)
     }
 
     @Test func outcomesBecomeResultMessages() {

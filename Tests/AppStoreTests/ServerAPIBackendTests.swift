@@ -78,6 +78,8 @@ import Testing
         #expect(before.source == .serverAPI)
         #expect(before.attempts == 1)
         #expect(before.transactions.map(\.creditKey) == ["apple:production:\(id)"])
+        #expect(before.transactions.allSatisfy { $0.creditable })
+        #expect(before.transactions.first?.productType == .consumable)
         // Refunded after the device signed it: the device's JWS still says nothing, Apple's answer does.
         harness.fake.register(
             FakeServerTransaction(id: id, revocationDateMs: 1_700_000_100_000, revocationReason: 1, revocationType: "REFUND_FULL"))
@@ -89,6 +91,8 @@ import Testing
         #expect(after.reason == .refunded)
         #expect(after.source == .serverAPI)
         #expect(after.transactions.first?.cancellationDateMs == 1_700_000_100_000)
+        #expect(after.transactions.first?.revocationType == "REFUND_FULL")
+        #expect(after.transactions.allSatisfy { !$0.creditable })
         // Unconfirmed, the same JWS is still a valid purchase: that is what SIGNED_TRANSACTION_CONFIRM=never trades.
         let local = try #require(await harness.verify(.signedTransaction(jws), with: harness.backend(confirm: false)).verdict)
         #expect(local.outcome == .verified && local.source == .signedTransaction)
@@ -108,6 +112,35 @@ import Testing
                 #expect(!verdict.transactions.contains { $0.transactionId == id && $0.creditable })
             }
         }
+    }
+
+    @Test func theAppAccountTokenApplesDataCarriesMustBeTheExpectedOne() async throws {
+        let harness = try ServerAPIHarness()
+        let id = "1000000000000108"
+        let token = "7E3FB20B-4CDB-47CC-936D-99D65F608138"
+        harness.fake.register(FakeServerTransaction(id: id, appAccountToken: token))
+        let jws = try harness.signedTransaction(id)
+        for backend in [harness.backend(confirm: true), harness.backend(confirm: false)] {
+            let matching = try #require(
+                await harness.verify(
+                    .signedTransaction(jws), with: backend,
+                    expectations: VerificationExpectations(appAccountToken: token.lowercased())
+                ).verdict)
+            #expect(matching.outcome == .verified)
+            #expect(matching.transactions.first?.appAccountToken == token.lowercased())
+            let other = try #require(
+                await harness.verify(
+                    .signedTransaction(jws), with: backend,
+                    expectations: VerificationExpectations(appAccountToken: "00000000-0000-4000-8000-000000000000")
+                ).verdict)
+            #expect(other.outcome == .rejected && other.reason == .accountMismatch)
+        }
+        let byId = try #require(
+            await harness.verify(
+                .transactionId(id), with: harness.backend(),
+                expectations: VerificationExpectations(transactionId: id, appAccountToken: UUID().uuidString)
+            ).verdict)
+        #expect(byId.reason == .accountMismatch)
     }
 
     @Test func aConfirmationIsNotSpentOnWhatTheRulesRejectLocally() async throws {
@@ -293,9 +326,17 @@ import Testing
         #expect(all.source == .serverAPI)
         #expect(all.attempts == 1)
         // Apple's history holds the purchase made after the receipt was issued too.
-        #expect(Set(all.transactions.map(\.transactionId)) == ["1000000000000401", "1000000000000402", "1000000000000403"])
-        #expect(all.transactions.allSatisfy { $0.creditKey == "apple:production:\($0.transactionId)" })
+        // The receipt's own purchases, as verifyReceipt's in_app ...
+        #expect(Set(all.transactions.map(\.transactionId)) == ["1000000000000401", "1000000000000402"])
+        #expect(all.transactions.allSatisfy { $0.creditKey == "apple:production:\($0.transactionId)" && $0.creditable })
         #expect(harness.fake.serverAPICalls(transaction: "1000000000000401") == (1, 0))
+        // ... and Apple's history holds the purchase made after the receipt was issued (latest_receipt_info).
+        let later = try #require(
+            await harness.verify(
+                .receipt(receipt), with: backend,
+                expectations: VerificationExpectations(transactionId: "1000000000000403")
+            ).verdict)
+        #expect(later.outcome == .verified && later.transactions.map(\.transactionId) == ["1000000000000403"])
         let expected = try #require(
             await harness.verify(
                 .receipt(receipt), with: backend,
@@ -317,7 +358,7 @@ import Testing
             pki: receiptPKI, bundleId: ServerAPIHarness.bundleId, transactionIds: ["1000000000000500"])
         let backend = harness.backend(receiptRoots: [receiptPKI.rootCertificate])
         let all = try #require(await harness.verify(.receipt(receipt), with: backend).verdict)
-        #expect(all.transactions.count == 45)
+        #expect(all.transactions.map(\.transactionId) == ["1000000000000500"])
         #expect(all.attempts == 3)
         // Newest first: the most recent purchase is on the first page, no more pages are read.
         let recent = try #require(
@@ -326,7 +367,8 @@ import Testing
                 expectations: VerificationExpectations(transactionId: "1000000000000544")
             ).verdict)
         #expect(recent.outcome == .verified && recent.attempts == 1)
-        // With a page limit, the verdict rests on the pages read.
+        // With a page limit, the verdict rests on the pages read (here without the receipt's own purchase: Apple's
+        // current view, the 20 newest, is what is listed).
         let limited = try #require(
             await harness.verify(.receipt(receipt), with: harness.backend(receiptRoots: [receiptPKI.rootCertificate],
                                                                            maxHistoryPages: 1)).verdict)

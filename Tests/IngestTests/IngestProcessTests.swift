@@ -14,7 +14,7 @@ import TestSupport
 struct IngestProcessTests {
     static let topic = "iap.receipts.submitted"
 
-    /// Collects every message of the submissions topic from the beginning.
+    /// Collects every message of a topic (the submissions topic unless told) from the beginning.
     final class TopicRecorder: Sendable {
         private final class Log: Sendable {
             let messages = Mutex<[KafkaMessage]>([])
@@ -23,11 +23,11 @@ struct IngestProcessTests {
         private let follower: KafkaTopicFollower
         private let log = Log()
 
-        init(bootstrapServers: String) throws {
+        init(bootstrapServers: String, topic: String = IngestProcessTests.topic) throws {
             let log = self.log
             follower = try KafkaTopicFollower(
                 configuration: KafkaConfiguration(["bootstrap.servers": bootstrapServers]),
-                topic: IngestProcessTests.topic, startingAtTimestampMs: 0,
+                topic: topic, startingAtTimestampMs: 0,
                 logger: Logger(label: "test-follower", threshold: .error, sink: DiscardingSink()),
                 refreshInterval: .seconds(1)
             ) { message in log.messages.withLock { $0.append(message) } }
@@ -60,7 +60,9 @@ struct IngestProcessTests {
 
     private static func startCluster() async throws -> EmbeddedKafkaProcess {
         // The results topic exists too: the ingest's /readyz waits for its results follower.
-        try await EmbeddedKafkaProcess.start(topics: [(topic, 4), (IngestSettings.defaultResultsTopic, 4)])
+        try await EmbeddedKafkaProcess.start(topics: [
+            (topic, 4), (IngestSettings.defaultResultsTopic, 4), (IngestSettings.defaultNotificationsTopic, 4),
+        ])
     }
 
     private static func errorCode(_ response: TestHTTPResponse) -> String? {
@@ -144,8 +146,11 @@ struct IngestProcessTests {
         #expect(notBase64.status == 400)
         #expect(Self.errorCode(notBase64) == "invalid_receipt")
         let jws = try await TestHTTPClient.postJSON(
-            url, ["receipt": "eyJhbGciOiJFUzI1NiJ9.eyJ0eCI6MX0.c2ln"], headers: auth)
-        #expect(Self.errorCode(jws) == "storekit2_transaction")
+            url, ["receipt": "eyJhbGciOiJIUzI1NiJ9.eyJ0eCI6MX0.c2ln"], headers: auth)
+        #expect(Self.errorCode(jws) == "invalid_signed_transaction")
+        let conflicting = try await TestHTTPClient.postJSON(
+            url, ["receipt_data": "aGVsbG8=", "transaction_id": "1"], headers: auth)
+        #expect(Self.errorCode(conflicting) == "multiple_proofs")
         let broken = try await TestHTTPClient.send(
             "POST", url, headers: auth.merging(["Content-Type": "application/json"]) { $1 }, body: Data("{".utf8))
         #expect(broken.status == 400)
@@ -171,6 +176,86 @@ struct IngestProcessTests {
         let metrics = try await TestHTTPClient.send("GET", ingest.url("/metrics"))
         #expect(metrics.text.contains(#"ingest_http_requests_total{route="/v1/receipts",code="401"} 2"#))
         #expect(metrics.text.contains(#"ingest_kafka_deliveries_total{result="delivered"} 1"#))
+        #expect(await ingest.stop() == 0)
+        await cluster.stop()
+    }
+
+    @Test("the seed iOS client's exact request: 202, and the message on the topic is what the verifier reads")
+    func seedClient() async throws {
+        let cluster = try await Self.startCluster()
+        let ingest = try await IngestProcess.start(environment: cluster.environment)
+        let recorder = try TopicRecorder(bootstrapServers: cluster.bootstrapServers)
+        var ids: [String] = []
+        for sandbox in ["0", "1"] {
+            // Byte for byte what ApplePayUtils.beginCheckFor posts (no Authorization: its own login header).
+            let response = try await TestHTTPClient.send(
+                "POST", ingest.url("/v1/receipts"),
+                headers: [
+                    "Accept": "application/json", "Content-Type": "application/json;charset=UTF-8",
+                    "token": "user-login-token",
+                ],
+                body: Data(seedClientBody(sandbox: sandbox).utf8))
+            #expect(response.status == 202, "sandbox \(sandbox): \(response.text)")
+            ids.append(try #require(response.jsonObject?["submission_id"] as? String))
+        }
+        #expect(await recorder.waitForAll(Set(ids)).isEmpty)
+        for id in ids {
+            let message = try #require(recorder.messages(for: id).first)
+            let submission = try Submission.decodeValidated(from: message.value)
+            #expect(submission.receiptData == seedClientReceipt)
+            #expect(submission.orderId == "20240501123456789")
+            #expect(submission.expectedTransactionId == "1000000912345678")
+            #expect(message.key == Array("20240501123456789".utf8))
+        }
+        #expect(await ingest.stop() == 0)
+        await cluster.stop()
+    }
+
+    @Test("a notification posted while the broker is down gets 503; posted again later it is on the topic once more")
+    func notificationDuringOutage() async throws {
+        let cluster = try await Self.startCluster()
+        let ingest = try await IngestProcess.start(
+            environment: cluster.environment.merging(["INGEST_KAFKA_DELIVERY_TIMEOUT_MS": "1500"]) { $1 })
+        let recorder = try TopicRecorder(
+            bootstrapServers: cluster.bootstrapServers, topic: IngestSettings.defaultNotificationsTopic)
+        let url = ingest.url("/v1/apple/notifications")
+        let payload = NotificationFixtures.signedPayload(uuid: "outage-uuid-1", originalTransactionId: "2000000777")
+        let body = Data(NotificationFixtures.body(payload).utf8)
+        let headers = ["Content-Type": "application/json"]
+        func copies() -> Int {
+            recorder.all.filter {
+                (try? MessageCoding.decode(NotificationRecord.self, from: $0.value))?.signedPayload == payload
+            }.count
+        }
+
+        cluster.process.send(signal: SIGSTOP)
+        let during = try await TestHTTPClient.send("POST", url, headers: headers, body: body, timeout: 15)
+        cluster.process.send(signal: SIGCONT)
+        #expect(during.status == 503)
+        #expect(during.header("Retry-After") != nil)
+        #expect(["kafka_timeout", "kafka_unavailable"].contains(Self.errorCode(during) ?? ""))
+
+        // Whatever became of the refused attempt (Kafka may still have written it: Apple's retries are deduped by
+        // the verifier), let it settle, then count.
+        try await Task.sleep(for: .seconds(3))
+        let before = copies()
+        #expect(before <= 1)
+        // Apple's retry, once Kafka is back.
+        let retried = await eventually(timeout: .seconds(15)) {
+            (try? await TestHTTPClient.send("POST", url, headers: headers, body: body, timeout: 5))?.status == 200
+        }
+        #expect(retried)
+        #expect(await eventually(timeout: .seconds(10)) { copies() == before + 1 })
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(copies() == before + 1)
+        let message = try #require(
+            recorder.all.last {
+                (try? MessageCoding.decode(NotificationRecord.self, from: $0.value))?.signedPayload == payload
+            })
+        #expect(message.key == Array("2000000777".utf8))
+        let metrics = try await TestHTTPClient.send("GET", ingest.url("/metrics")).text
+        #expect(metrics.contains(#"ingest_notifications_total{outcome="unavailable"} 1"#))
+        #expect(metrics.contains(#"ingest_notifications_total{outcome="accepted"} 1"#))
         #expect(await ingest.stop() == 0)
         await cluster.stop()
     }

@@ -157,7 +157,7 @@ struct IngestServiceTests {
 
     @Test("API keys: 401 without or with a wrong key, 202 with a right one")
     func apiKeys() throws {
-        let running = try start { $0.apiKeys = ["k-1", "k-2"] }
+        let running = try start { $0.apiKeys = [APIKey(key: "k-1"), APIKey(key: "k-2")] }
         defer { running.service.drain() }
         let body = #"{"receipt_data":"aGVsbG8="}"#
         let missing = try post(running.port, body)
@@ -178,9 +178,10 @@ struct IngestServiceTests {
         let notJSON = try post(running.port, "receipt=abc")
         #expect(notJSON.status == 400)
         #expect(errorCode(notJSON) == "invalid_json")
-        let jws = try post(running.port, #"{"receipt":"eyJhbGciOiJFUzI1NiJ9.eyJ0eCI6MX0.c2ln"}"#)
+        // A JWS sent as the receipt is taken as a signed transaction, and refused when it is not ES256.
+        let jws = try post(running.port, #"{"receipt":"eyJhbGciOiJIUzI1NiJ9.eyJ0eCI6MX0.c2ln"}"#)
         #expect(jws.status == 400)
-        #expect(errorCode(jws) == "storekit2_transaction")
+        #expect(errorCode(jws) == "invalid_signed_transaction")
 
         let tooLarge = try post(running.port, #"{"receipt_data":""# + String(repeating: "A", count: 4096) + #""}"#)
         #expect(tooLarge.status == 413)
@@ -201,15 +202,25 @@ struct IngestServiceTests {
         #expect(running.publisher.published.isEmpty)
     }
 
-    @Test("a JSON media type with parameters or +json is accepted; a missing Content-Type is tried as JSON")
+    @Test("a JSON media type (any case, parameters, +json) is accepted, a missing one tried as JSON; others 415")
     func mediaTypes() throws {
         let running = try start()
         defer { running.service.drain() }
-        for contentType in ["application/json; charset=utf-8", "application/vnd.receipts+json", nil] {
+        let accepted = [
+            "application/json; charset=utf-8", "application/vnd.receipts+json", " APPLICATION/JSON ", nil,
+            "application/json;charset=UTF-8",
+        ]
+        for contentType in accepted {
             let headers = contentType.map { [("Content-Type", $0)] } ?? []
             let response = try HTTPTestConnection(port: running.port).request(
                 "POST", "/v1/receipts", headers: headers, body: Array(#"{"receipt_data":"aGVsbG8="}"#.utf8))
             #expect(response.status == 202, "Content-Type \(contentType ?? "none")")
+        }
+        for contentType in ["text/json", "application/jsonp", "application/+json", "json", "application/x+jso"] {
+            let response = try HTTPTestConnection(port: running.port).request(
+                "POST", "/v1/receipts", headers: [("Content-Type", contentType)],
+                body: Array(#"{"receipt_data":"aGVsbG8="}"#.utf8))
+            #expect(response.status == 415, "Content-Type \(contentType)")
         }
     }
 

@@ -29,6 +29,9 @@ struct IngestSettingsTests {
         #expect(settings.resultReplay == .seconds(300))
         #expect(settings.resultReadinessTimeoutSeconds == 10)
         #expect(settings.maxWaitMs == 30_000)
+        #expect(settings.notificationsTopic == "iap.notifications.submitted")
+        #expect(settings.notificationMaxBodyBytes == 262_144)
+        #expect(settings.maxBufferedBytes == 67_108_864)
         // The results follower gets the KAFKA_* properties without the producer's defaults.
         #expect(settings.resultsKafka["bootstrap.servers"] == "k1:9092")
         #expect(settings.resultsKafka["linger.ms"] == nil)
@@ -48,7 +51,12 @@ struct IngestSettingsTests {
             "RESULTS_TOPIC": "custom.results", "RESULT_INDEX_MAX_ENTRIES": "50", "RESULT_INDEX_MAX_BYTES": "65536",
             "RESULT_INDEX_MAX_PENDING": "20", "RESULT_INDEX_MAX_AGE_SECONDS": "60", "RESULT_INDEX_REPLAY_SECONDS": "30",
             "RESULT_INDEX_READY_TIMEOUT_SECONDS": "3", "INGEST_MAX_WAIT_MS": "1500",
+            "NOTIFICATIONS_TOPIC": "custom.notifications", "INGEST_NOTIFICATION_MAX_BODY_BYTES": "2048",
+            "INGEST_MAX_BUFFERED_BYTES": "1048576",
         ])
+        #expect(settings.notificationsTopic == "custom.notifications")
+        #expect(settings.notificationMaxBodyBytes == 2048)
+        #expect(settings.maxBufferedBytes == 1_048_576)
         #expect(settings.resultsTopic == "custom.results")
         #expect(settings.resultIndexLimits == ResultIndex.Limits(
             maxEntries: 50, maxBytes: 65536, maxPending: 20, maxAgeMs: 60_000))
@@ -60,7 +68,7 @@ struct IngestSettingsTests {
         #expect(settings.kafka["message.timeout.ms"] == "2500")
         #expect(settings.receiptsTopic == "custom.topic")
         #expect(settings.listen == ListenAddress(host: "127.0.0.1", port: 9999))
-        #expect(settings.apiKeys == ["a", "b"])
+        #expect(settings.apiKeys == [APIKey(key: "a"), APIKey(key: "b")])
         #expect(settings.maxBodyBytes == 4096)
         #expect(settings.deliveryTimeoutMs == 2500)
         #expect(settings.retryAfterSeconds == 5)
@@ -117,16 +125,59 @@ struct IngestSettingsTests {
         #expect(IngestSettings(kafka: KafkaConfiguration(), deliveryTimeoutMs: 700).effectiveDeliveryTimeoutMs == 700)
     }
 
-    @Test("RESULT_INDEX_REPLAY_SECONDS: 'all' reads everything back, 0 nothing; the start time follows")
+    @Test("RESULT_INDEX_REPLAY_SECONDS: 'all' reads everything back, 0 nothing, N the index's worth by offsets")
     func replayWindow() throws {
         let all = try IngestSettings.fromEnvironment([
             "KAFKA_BOOTSTRAP_SERVERS": "k:1", "RESULT_INDEX_REPLAY_SECONDS": "ALL",
         ])
         #expect(all.resultReplay == .everything)
-        #expect(ResultReplayWindow.everything.startTimestampMs(nowMs: 1_000_000) == 0)
-        #expect(ResultReplayWindow.seconds(0).startTimestampMs(nowMs: 1_000_000) == nil)
-        #expect(ResultReplayWindow.seconds(300).startTimestampMs(nowMs: 1_000_000) == 700_000)
-        #expect(ResultReplayWindow.seconds(3000).startTimestampMs(nowMs: 1_000_000) == 1)
+        #expect(ResultReplayWindow.everything.followerStart(nowMs: 1_000_000, readBackLimit: 10) == .beginning)
+        #expect(ResultReplayWindow.seconds(0).followerStart(nowMs: 1_000_000, readBackLimit: 10) == .end)
+        #expect(
+            ResultReplayWindow.seconds(300).followerStart(nowMs: 1_000_000, readBackLimit: 100_000)
+                == .recent(messages: 100_000, notBeforeMs: 700_000))
+    }
+
+    @Test("INGEST_MAX_BUFFERED_BYTES below a body limit is refused (such bodies could never be held)")
+    func bufferedBelowBodyLimit() {
+        for variable in ["INGEST_MAX_BODY_BYTES", "INGEST_NOTIFICATION_MAX_BODY_BYTES"] {
+            do {
+                _ = try IngestSettings.fromEnvironment([
+                    "KAFKA_BOOTSTRAP_SERVERS": "k:1", "INGEST_MAX_BUFFERED_BYTES": "1048576", variable: "2097152",
+                ])
+                Issue.record("a buffered bound below \(variable) was accepted")
+            } catch {
+                #expect(error.variable == "INGEST_MAX_BUFFERED_BYTES")
+                #expect(error.problem.contains(variable))
+            }
+        }
+    }
+
+    @Test("INGEST_API_KEYS: named and unnamed entries; the name is the text before the first ':'")
+    func namedKeys() throws {
+        let settings = try IngestSettings.fromEnvironment([
+            "KAFKA_BOOTSTRAP_SERVERS": "k:1",
+            "INGEST_API_KEYS": "billing:k1, support:k2 ,k3,ops.team-2:a:b:c,billing:k4",
+        ])
+        #expect(
+            settings.apiKeys == [
+                APIKey(name: "billing", key: "k1"), APIKey(name: "support", key: "k2"), APIKey(key: "k3"),
+                APIKey(name: "ops.team-2", key: "a:b:c"), APIKey(name: "billing", key: "k4"),
+            ])
+    }
+
+    @Test("INGEST_API_KEYS problems are refused without echoing the key", arguments: [
+        "bad name:secret-1", ":secret-1", "n:", "\(String(repeating: "n", count: 65)):secret-1",
+        "a:secret-1,b:secret-1", "secret-1,b:secret-1",
+    ])
+    func invalidKeys(value: String) {
+        do {
+            _ = try IngestSettings.fromEnvironment(["KAFKA_BOOTSTRAP_SERVERS": "k:1", "INGEST_API_KEYS": value])
+            Issue.record("INGEST_API_KEYS=\(value) was accepted")
+        } catch {
+            #expect(error.variable == "INGEST_API_KEYS")
+            #expect(!error.problem.contains("secret-1"))
+        }
     }
 
     @Test("invalid values name their variable", arguments: [
@@ -134,6 +185,8 @@ struct IngestSettingsTests {
         ("RECEIPTS_TOPIC", "bad topic"), ("INGEST_HTTP_THREADS", "0"), ("RESULTS_TOPIC", "bad/topic"),
         ("RESULT_INDEX_MAX_ENTRIES", "0"), ("RESULT_INDEX_MAX_AGE_SECONDS", "x"), ("RESULT_INDEX_REPLAY_SECONDS", "-1"),
         ("RESULT_INDEX_REPLAY_SECONDS", "some"), ("INGEST_MAX_WAIT_MS", "300001"), ("RESULT_INDEX_MAX_BYTES", "1"),
+        ("NOTIFICATIONS_TOPIC", "bad topic"), ("INGEST_NOTIFICATION_MAX_BODY_BYTES", "100"),
+        ("INGEST_MAX_BUFFERED_BYTES", "1000"),
     ])
     func invalid(variable: String, value: String) {
         do {
@@ -153,6 +206,7 @@ struct IngestSettingsTests {
             "INGEST_IDLE_TIMEOUT_SECONDS", "LOG_LEVEL", "RESULTS_TOPIC", "RESULT_INDEX_MAX_ENTRIES",
             "RESULT_INDEX_MAX_BYTES", "RESULT_INDEX_MAX_PENDING", "RESULT_INDEX_MAX_AGE_SECONDS",
             "RESULT_INDEX_REPLAY_SECONDS", "RESULT_INDEX_READY_TIMEOUT_SECONDS", "INGEST_MAX_WAIT_MS",
+            "NOTIFICATIONS_TOPIC", "INGEST_NOTIFICATION_MAX_BODY_BYTES", "INGEST_MAX_BUFFERED_BYTES",
         ] {
             #expect(IngestSettings.helpText.contains(variable), "\(variable) missing from --help")
         }

@@ -6,22 +6,39 @@ import Synchronization
 
 /// Result messages as the verifier writes them, for feeding the index in tests.
 enum ResultFixtures {
+    /// The receipt the tests post (`{"receipt_data":"aGVsbG8=", ...}`).
+    static let receipt = "aGVsbG8="
+
+    /// The fingerprint of a submission of `receipt` without expectations: what results carry by default, so that a
+    /// test posting that receipt again resubmits "the same" submission.
+    static let fingerprint = Submission(submissionId: "any", receiptData: receipt, submittedAtMs: 0).fingerprint
+
     static func result(
-        _ id: String, outcome: Outcome = .verified, transactionId: String = "1000", verifiedAtMs: Int64? = nil
+        _ id: String, outcome: Outcome = .verified, transactionId: String = "1000", verifiedAtMs: Int64? = nil,
+        clientId: String? = nil, fingerprint: String? = ResultFixtures.fingerprint
     ) -> VerificationResult {
         let transaction = VerifiedTransaction(
             transactionId: transactionId, originalTransactionId: transactionId, productId: "com.example.coins",
             quantity: 1, purchaseDateMs: 1_690_000_000_000, environment: .production)
+        let reason: Reason? =
+            switch outcome {
+            case .verified: nil
+            case .rejected: .invalidReceipt
+            case .failed: .appleUnavailable
+            }
         return VerificationResult(
-            submissionId: id, orderId: "order-\(id)", userId: nil, outcome: outcome,
-            reason: outcome == .verified ? nil : .invalidReceipt, message: nil, appleStatus: 0,
+            submissionId: id, orderId: "order-\(id)", userId: nil, clientId: clientId, outcome: outcome,
+            reason: reason, source: .verifyReceipt, message: nil, appleStatus: 0,
             environment: .production, bundleId: "com.example.app",
-            transactions: outcome == .verified ? [transaction] : [], attempts: 1,
+            transactions: outcome == .verified ? [transaction] : [], submissionFingerprint: fingerprint, attempts: 1,
             verifiedAtMs: verifiedAtMs ?? Int64(Date().timeIntervalSince1970 * 1000))
     }
 
-    static func bytes(_ id: String, outcome: Outcome = .verified) throws -> [UInt8] {
-        try MessageCoding.encode(result(id, outcome: outcome))
+    static func bytes(
+        _ id: String, outcome: Outcome = .verified, clientId: String? = nil,
+        fingerprint: String? = ResultFixtures.fingerprint
+    ) throws -> [UInt8] {
+        try MessageCoding.encode(result(id, outcome: outcome, clientId: clientId, fingerprint: fingerprint))
     }
 
     static func message(_ value: [UInt8], offset: Int64 = 0, timestampMs: Int64? = nil) -> KafkaMessage {

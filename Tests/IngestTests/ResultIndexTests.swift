@@ -54,6 +54,18 @@ struct ResultIndexTests {
             now: { time.now }, schedule: { time.schedule($0, $1) })
     }
 
+    /// Reserves `id` as a POST would and reports Kafka's acknowledgement; records an issue when the index refuses.
+    private func markPending(
+        _ index: ResultIndex, _ id: String, fingerprint: String = ResultFixtures.fingerprint,
+        caller: Caller = .unrestricted, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        guard case .write(let reservation) = index.admit(id, fingerprint: fingerprint, caller: caller) else {
+            Issue.record("\(id) was not admitted for writing", sourceLocation: sourceLocation)
+            return
+        }
+        index.accepted(reservation)
+    }
+
     @Test("a recorded result is found by its id, as the exact message bytes; the first of duplicates wins")
     func recordAndLookup() throws {
         let time = ManualTime()
@@ -138,25 +150,25 @@ struct ResultIndexTests {
     func pending() throws {
         let time = ManualTime()
         let index = makeIndex(time, maxPending: 2, maxAgeMs: 10_000)
-        index.markPending("p-1")
+        markPending(index, "p-1")
         #expect(index.lookup("p-1") == .pending)
         let result = try ResultFixtures.bytes("p-1")
         index.record(value: result, timestampMs: time.now)
         #expect(index.lookup("p-1") == .result(result))
         #expect(index.statistics.pending == 0)
-        // A result already known is not marked pending again.
-        index.markPending("p-1")
+        // A final result already known is answered, not marked pending again.
+        #expect(index.admit("p-1", fingerprint: ResultFixtures.fingerprint, caller: .unrestricted) == .answer(result))
         #expect(index.lookup("p-1") == .result(result))
 
-        index.markPending("p-2")
-        index.markPending("p-3")
-        index.markPending("p-4")
+        markPending(index, "p-2")
+        markPending(index, "p-3")
+        markPending(index, "p-4")
         #expect(index.statistics.pending == 2)
         #expect(index.lookup("p-2") == .unknown)
         #expect(index.lookup("p-3") == .pending)
         time.advance(by: 10_001)
         #expect(index.lookup("p-4") == .unknown)
-        index.markPending("p-5")
+        markPending(index, "p-5")
         #expect(index.statistics.pending == 1)
     }
 
@@ -167,7 +179,7 @@ struct ResultIndexTests {
         let value = try ResultFixtures.bytes("churn")
         for number in 0..<5_000 {
             let id = "c-\(number)"
-            index.markPending(id)
+            markPending(index, id)
             // Same bytes under another id are not a result for it; decode-and-reencode per id.
             var result = try MessageCoding.decode(VerificationResult.self, from: value)
             result.submissionId = id

@@ -2,6 +2,7 @@ import Foundation
 import Ingest
 import ReceiptModel
 import Testing
+import TestSupport
 
 /// The schemas in `schemas/` against what the code writes, checked by an independent validator, with negative cases
 /// proving the schemas actually constrain.
@@ -88,6 +89,14 @@ struct SchemaTests {
                         signedPayload: "eyJhbGciOiJFUzI1NiJ9.eyJub3RpZmljYXRpb25UeXBlIjoiVEVTVCJ9.c2ln",
                         receivedAtMs: 1))),
         ]
+        // Every body the ingest accepts, as the ingest writes it (with and without a named key's client_id).
+        for body in SubmissionRequestTests.acceptedBodies {
+            let request = try SubmissionRequest.parse(Array(body.utf8))
+            for clientId in [nil, "billing"] {
+                let written = request.submission(id: "s-5", clientId: clientId, submittedAtMs: 1_764_489_600_000)
+                cases.append(.init(schema: "submission.schema.json", instance: try Self.text(written)))
+            }
+        }
         for reason in Reason.allCases {
             let result = VerificationResult(
                 submissionId: "s-1", orderId: nil, userId: nil, outcome: reason.outcome, reason: reason,
@@ -178,18 +187,84 @@ struct SchemaTests {
         }
     }
 
-    @Test("the OpenAPI request schema accepts what the ingest accepts and refuses a body without a receipt")
+    @Test("the OpenAPI request schemas accept what the ingest accepts and refuse what it refuses for shape")
     func openAPIRequest() throws {
-        let accepted = [
-            #"{"receipt_data":"aGVsbG8="}"#, #"{"receipt":"aGVsbG8=","orderNo":7,"transactionId":"1","sandbox":true}"#,
+        let accepted = SubmissionRequestTests.acceptedBodies + [
+            #"{"receipt":"aGVsbG8=","orderNo":7,"transactionId":"1","sandbox":true}"#,
+            #"{"receipt_data":"aGVsbG8=","receipt":"aGVsbG8=","sandbox":1}"#,
         ]
         for body in accepted { _ = try SubmissionRequest.parse(Array(body.utf8)) }
+        let refused = [
+            #"{"order_id":"o"}"#, #"{"receipt_data":"aGVsbG8=","signed_transaction":"\#(sampleJWS)"}"#,
+            #"{"receipt":"aGVsbG8=","transaction_id":"1"}"#, #"{"transaction_id":"12ab"}"#,
+            #"{"receipt":"aGVsbG8=","sandbox":"yes"}"#, #"{"transaction_id":"1","expected_app_account_token":"x"}"#,
+        ]
+        for body in refused {
+            #expect(throws: APIError.self) { try SubmissionRequest.parse(Array(body.utf8)) }
+        }
         let schema = "openapi.yaml#/components/schemas/SubmissionRequest"
         let results = try SchemaValidator.errors(
-            accepted.map { .init(schema: schema, instance: $0) }
-                + [.init(schema: schema, instance: #"{"order_id":"o"}"#)])
-        #expect(results[0].isEmpty && results[1].isEmpty, "\(results)")
-        #expect(!results[2].isEmpty)
+            accepted.map { .init(schema: schema, instance: $0) } + refused.map { .init(schema: schema, instance: $0) })
+        for (index, errors) in results.enumerated() {
+            if index < accepted.count {
+                #expect(errors.isEmpty, "\(accepted[index]): \(errors)")
+            } else {
+                #expect(!errors.isEmpty, "accepted by the schema: \(refused[index - accepted.count])")
+            }
+        }
+        let notification = "openapi.yaml#/components/schemas/NotificationRequest"
+        let notifications = try SchemaValidator.errors([
+            .init(schema: notification, instance: NotificationFixtures.body(NotificationFixtures.signedPayload())),
+            .init(schema: notification, instance: #"{"signedPayload":"a.b"}"#),
+        ])
+        #expect(notifications[0].isEmpty)
+        #expect(!notifications[1].isEmpty)
+    }
+
+    @Test("what the ingest answers for conflicts, other clients, notifications and a full buffer matches openapi.yaml")
+    func openAPIResponses() throws {
+        let ingest = try InProcessIngest.start {
+            $0.apiKeys = [APIKey(name: "billing", key: "k1"), APIKey(name: "support", key: "k2")]
+            $0.maxBufferedBytes = 64 * 1024
+        }
+        defer { ingest.service.drain() }
+        let billing = [("Authorization", "Bearer k1")]
+        let support = [("Authorization", "Bearer k2")]
+        let accepted = try ingest.post(#"{"receipt_data":"aGVsbG8=","submission_id":"o-1"}"#, headers: billing)
+        let conflict = try ingest.post(
+            #"{"receipt_data":"aGVsbG8=","submission_id":"o-1","expected_product_id":"p"}"#, headers: billing)
+        let foreign = try ingest.post(#"{"receipt_data":"aGVsbG8=","submission_id":"o-1"}"#, headers: support)
+        let badJWS = try ingest.post(
+            #"{"signed_transaction":"eyJhbGciOiJIUzI1NiJ9.eyJ0eCI6MX0.c2ln"}"#, headers: billing)
+        let notification = try ingest.post(
+            NotificationFixtures.body(NotificationFixtures.signedPayload()), "/v1/apple/notifications")
+        let notANotification = try ingest.post(#"{"signedPayload":"a.b"}"#, "/v1/apple/notifications")
+        let slow = try HTTPTestConnection(port: ingest.port)
+        try slow.send(
+            "POST /v1/apple/notifications HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                + "Content-Length: 60000\r\n\r\n{")
+        #expect(waitUntil { ingest.scrape().contains("ingest_http_buffered_body_bytes 60000") })
+        let busy = try ingest.post(#"{"receipt_data":"\#(String(repeating: "A", count: 8000))"}"#, headers: billing)
+        let statuses: [Int] = [
+            accepted.status, conflict.status, foreign.status, badJWS.status, notification.status,
+            notANotification.status, busy.status,
+        ]
+        #expect(statuses == [202, 409, 404, 400, 200, 400, 503])
+        let results = try SchemaValidator.errors([
+            .init(schema: "openapi.yaml#/components/schemas/Accepted", instance: accepted.text),
+            .init(schema: "openapi.yaml#/components/schemas/Error", instance: conflict.text),
+            .init(schema: "openapi.yaml#/components/schemas/Error", instance: foreign.text),
+            .init(schema: "openapi.yaml#/components/schemas/Error", instance: badJWS.text),
+            .init(schema: "openapi.yaml#/components/schemas/NotificationReceived", instance: notification.text),
+            .init(schema: "openapi.yaml#/components/schemas/Error", instance: notANotification.text),
+            .init(schema: "openapi.yaml#/components/schemas/Error", instance: busy.text),
+        ])
+        #expect(results.allSatisfy { $0.isEmpty }, "\(results)")
+        // The codes are the ones openapi.yaml documents for these statuses.
+        let documented = try String(contentsOfFile: SchemaValidator.schemasDirectory + "/openapi.yaml", encoding: .utf8)
+        for code in [conflict, foreign, badJWS, notANotification, busy].compactMap(\.errorCode) {
+            #expect(documented.contains("code: \(code)"), "\(code) has no example in openapi.yaml")
+        }
     }
 
     /// `(component, example JSON)` for every request and response example of openapi.yaml whose media type has a
@@ -225,7 +300,7 @@ struct SchemaTests {
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
         let pairs = try JSONDecoder().decode([[String]].self, from: data)
-        #expect(pairs.count >= 8)
+        #expect(pairs.count >= 20)
         return pairs.map { ($0[0], $0[1]) }
     }
 }

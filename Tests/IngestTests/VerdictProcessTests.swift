@@ -30,8 +30,8 @@ struct VerdictProcessTests {
 
         /// Produces the result for `id` and returns its bytes once Kafka acknowledged it.
         @discardableResult
-        func produce(_ id: String, outcome: Outcome = .verified) async throws -> [UInt8] {
-            let value = try ResultFixtures.bytes(id, outcome: outcome)
+        func produce(_ id: String, outcome: Outcome = .verified, clientId: String? = nil) async throws -> [UInt8] {
+            let value = try ResultFixtures.bytes(id, outcome: outcome, clientId: clientId)
             _ = try await producer.send(
                 topic: VerdictProcessTests.resultsTopic, key: Array(id.utf8), value: value,
                 headers: [
@@ -148,14 +148,13 @@ struct VerdictProcessTests {
         await cluster.stop()
     }
 
-    @Test("a restarted ingest answers for results produced before it started (read-back window)")
+    @Test("a restarted ingest answers for results produced before it started, right after /readyz turns 200")
     func restartReadsBack() async throws {
         let cluster = try await Self.startCluster()
         let results = try ResultProducer(bootstrapServers: cluster.bootstrapServers)
-        // embedded-kafka (librdkafka's mock cluster) answers time lookups with the end offset, so the window is
-        // "everything" here; entries older than RESULT_INDEX_MAX_AGE_SECONDS would still be skipped.
-        let readBack = ["RESULT_INDEX_REPLAY_SECONDS": "all"]
-        let before = try await Self.startIngest(cluster, readBack)
+        // The default window (RESULT_INDEX_REPLAY_SECONDS=300), read back by offsets: embedded-kafka answers time
+        // lookups with the end offset, so a time-based read-back would find nothing here.
+        let before = try await Self.startIngest(cluster)
         #expect(try await Self.submit(before, "rs-1").status == 202)
         let first = try await results.produce("rs-1")
         #expect(await Self.eventuallyStatus(before, "rs-1", 200))
@@ -164,7 +163,7 @@ struct VerdictProcessTests {
         // Produced while no ingest runs.
         let second = try await results.produce("rs-2", outcome: .rejected)
 
-        let restarted = try await Self.startIngest(cluster, readBack)
+        let restarted = try await Self.startIngest(cluster)
         // Ready (IngestProcess waited for /readyz) means the read-back was consumed: answered at once.
         let one = try await Self.lookup(restarted, "rs-1")
         let two = try await Self.lookup(restarted, "rs-2")
@@ -178,6 +177,21 @@ struct VerdictProcessTests {
         #expect(try await Self.lookup(fresh, "rs-1").status == 404)
         #expect(await restarted.stop() == 0)
         #expect(await fresh.stop() == 0)
+        await cluster.stop()
+    }
+
+    @Test("the read-back keeps only results younger than RESULT_INDEX_REPLAY_SECONDS (by message time)")
+    func readBackWindow() async throws {
+        let cluster = try await Self.startCluster()
+        let results = try ResultProducer(bootstrapServers: cluster.bootstrapServers)
+        try await results.produce("old-1")
+        // Generous margins: the window is 4 s, the old result is 8 s older than the start.
+        try await Task.sleep(for: .seconds(8))
+        let recent = try await results.produce("recent-1")
+        let ingest = try await Self.startIngest(cluster, ["RESULT_INDEX_REPLAY_SECONDS": "4"])
+        #expect(Array(try await Self.lookup(ingest, "recent-1").body) == recent)
+        #expect(try await Self.lookup(ingest, "old-1").status == 404)
+        #expect(await ingest.stop() == 0)
         await cluster.stop()
     }
 
@@ -202,30 +216,70 @@ struct VerdictProcessTests {
         await cluster.stop()
     }
 
-    @Test("/readyz says 'reading back recent results' until the results follower caught up, then 200")
+    @Test("/readyz turns 200 only once every result written before the start was read back")
     func readinessWaitsForFollower() async throws {
         let cluster = try await Self.startCluster()
         let results = try ResultProducer(bootstrapServers: cluster.bootstrapServers)
-        for number in 0..<50 {
-            try await results.produce("ready-\(number)")
+        // Enough results that reading them back takes a while, spread over the partitions by their keys (the mock
+        // cluster keeps about 5 MB per partition: 12,000 results of ~700 bytes over 4 partitions stay within it).
+        let count = 12_000
+        let failures = Atomic<Int>(0)
+        for number in 0..<count {
+            let id = "ready-\(number)"
+            try results.producer.send(
+                topic: Self.resultsTopic, key: Array(id.utf8), value: try ResultFixtures.bytes(id), headers: []
+            ) { result in
+                if case .failure = result { failures.add(1, ordering: .relaxed) }
+            }
         }
+        #expect(results.producer.flush(timeout: .seconds(30)))
+        #expect(failures.load(ordering: .relaxed) == 0)
+        // The readiness bound is far away: only catching up can make it ready.
         let ingest = try await IngestProcess.start(
-            environment: cluster.environment.merging(["RESULT_INDEX_REPLAY_SECONDS": "all"]) { $1 },
+            environment: cluster.environment.merging(["RESULT_INDEX_READY_TIMEOUT_SECONDS": "120"]) { $1 },
             waitUntilReady: false)
-        // (The producer may need a moment to reach the broker: that is the other reason for 503.) The read-back
-        // answer lasts at least the feed's quiet period (500 ms) after the last result read: polled often, with
-        // room for a slow process start on a busy machine.
-        #expect(await eventually(timeout: .seconds(10), interval: .milliseconds(20)) {
-            let early = try? await TestHTTPClient.send("GET", ingest.url("/readyz"))
-            return early?.status == 503 && early?.jsonObject?["reason"] as? String == "reading back recent results"
-        })
-        #expect(await eventually(timeout: .seconds(10)) {
-            (try? await TestHTTPClient.send("GET", ingest.url("/readyz")))?.status == 200
-        })
-        // Ready means the read-back is in: every result produced before the start is answered.
-        for number in 0..<50 {
+        var reasons: Set<String> = []
+        let ready = await eventually(timeout: .seconds(60), interval: .milliseconds(20)) {
+            guard let response = try? await TestHTTPClient.send("GET", ingest.url("/readyz")) else { return false }
+            if let reason = response.jsonObject?["reason"] as? String { reasons.insert(reason) }
+            return response.status == 200
+        }
+        #expect(ready)
+        // At the moment it said ready, every result was in the index.
+        let metrics = try await TestHTTPClient.send("GET", ingest.url("/metrics")).text
+        #expect(metrics.contains("ingest_result_messages_total{result=\"indexed\"} \(count)\n"), "\(reasons)")
+        for number in stride(from: 0, to: count, by: 997) + [count - 1] {
             #expect(try await Self.lookup(ingest, "ready-\(number)").status == 200)
         }
+        #expect(ingest.process.stderrLines.contains { $0.contains("results feed caught up") })
+        #expect(await ingest.stop() == 0)
+        await cluster.stop()
+    }
+
+    @Test("named keys through the real process: each client sees its own results only")
+    func tenants() async throws {
+        let cluster = try await Self.startCluster()
+        let ingest = try await Self.startIngest(cluster, ["INGEST_API_KEYS": "billing:k1,support:k2,k3"])
+        let results = try ResultProducer(bootstrapServers: cluster.bootstrapServers)
+        let billing = ["Authorization": "Bearer k1"]
+        let support = ["Authorization": "Bearer k2"]
+        let submitted = try await TestHTTPClient.postJSON(
+            ingest.url("/v1/receipts"), ["receipt_data": "aGVsbG8=", "submission_id": "tn-1"], headers: billing)
+        #expect(submitted.status == 202)
+        let produced = try await results.produce("tn-1", clientId: "billing")
+        #expect(await eventually(timeout: .seconds(10)) {
+            (try? await TestHTTPClient.send("GET", ingest.url("/v1/receipts/tn-1"), headers: billing))?.status == 200
+        })
+        let own = try await TestHTTPClient.send("GET", ingest.url("/v1/receipts/tn-1"), headers: billing)
+        #expect(Array(own.body) == produced)
+        #expect(try await TestHTTPClient.send("GET", ingest.url("/v1/receipts/tn-1"), headers: support).status == 404)
+        let reused = try await TestHTTPClient.postJSON(
+            ingest.url("/v1/receipts"), ["receipt_data": "aGVsbG8=", "submission_id": "tn-1"], headers: support)
+        #expect(reused.status == 404)
+        let unnamed = try await TestHTTPClient.send(
+            "GET", ingest.url("/v1/receipts/tn-1"), headers: ["Authorization": "Bearer k3"])
+        #expect(Array(unnamed.body) == produced)
+        #expect(ingest.process.stderrLines.contains { $0.contains("mixes named and unnamed keys") })
         #expect(await ingest.stop() == 0)
         await cluster.stop()
     }

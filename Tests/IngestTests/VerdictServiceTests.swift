@@ -90,7 +90,7 @@ struct VerdictServiceTests {
 
     @Test("GET needs the API key when keys are configured")
     func lookupAuthorization() throws {
-        let running = try start { $0.apiKeys = ["k1"] }
+        let running = try start { $0.apiKeys = [APIKey(key: "k1")] }
         defer { running.service.drain() }
         running.feed.emit(try ResultFixtures.bytes("a-1"))
         #expect(try get(running.port, "a-1").status == 401)

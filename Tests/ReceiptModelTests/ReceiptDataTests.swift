@@ -13,7 +13,7 @@ import Testing
         #expect(try ReceiptData.normalize("a+b/") == "a+b/")
     }
 
-    @Test(arguments: ["YQ=", "Y===", "YQ==YQ==", "a-b_", "abc", "ab$d", "=abc"])
+    @Test(arguments: ["YQ=", "Y===", "YQ==YQ==", "a-b_", "abc", "ab$d", "=abc", "A=B=", "AB=A", "YQ==\n=="])
     func invalidBase64IsRefused(_ text: String) {
         #expect(throws: ReceiptDataProblem.notBase64) { try ReceiptData.normalize(text) }
     }

@@ -8,12 +8,13 @@ extension ReceiptVerifier {
     ///
     /// - Throws: `HTTPClientError` when the HTTP client cannot be set up.
     public static func make(
-        settings: AppStoreSettings, serverAPI: ServerAPISettings, logger: Logger, metrics: MetricsRegistry? = nil
+        settings: AppStoreSettings, serverAPI: ServerAPISettings, catalog: (any ProductCatalogSource)? = nil,
+        logger: Logger, metrics: MetricsRegistry? = nil
     ) throws(HTTPClientError) -> ReceiptVerifier {
         let http = try CurlHTTPClient(configuration: settings.httpClientConfiguration, metrics: metrics)
         let verifyReceipt = VerifyReceiptBackend(
             client: http, endpoints: settings.endpoints, sharedSecret: settings.sharedSecret,
-            excludeOldTransactions: settings.excludeOldTransactions, metrics: metrics)
+            excludeOldTransactions: settings.excludeOldTransactions, metrics: metrics, logger: logger)
         var client: AppStoreServerAPIClient?
         if let credentials = serverAPI.credentials {
             let pacer = ServerAPIPacer(
@@ -36,7 +37,8 @@ extension ReceiptVerifier {
         return ReceiptVerifier(
             backend: BackendRouter(
                 verifyReceipt: verifyReceipt, serverAPI: serverAPIBackend, receiptBackend: serverAPI.receiptBackend),
-            policy: settings.verdictPolicy, retryPolicy: settings.retryPolicy, requestTimeoutMs: settings.timeoutMs,
-            logger: logger, metrics: metrics)
+            policy: settings.verdictPolicy, catalog: catalog, retryPolicy: settings.retryPolicy,
+            requestTimeoutMs: settings.timeoutMs, malformedBurst: settings.malformedBurst, logger: logger,
+            metrics: metrics)
     }
 }

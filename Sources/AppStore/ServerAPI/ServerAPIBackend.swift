@@ -91,16 +91,18 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
     private func verifySignedTransaction(
         _ jws: String, request: BackendRequest, completion: @escaping @Sendable (BackendAnswer) -> Void
     ) {
-        let local: JWSTransactionPayload
+        let verified: VerifiedJWS
+        let identity: SignedTransactionIdentity
         do {
-            local = try verifiedTransaction(jws)
+            verified = try signedData.verify(jws)
+            identity = try verified.decode(SignedTransactionIdentity.self)
         } catch {
             completion(Self.rejected(.invalidSignature, "the signed transaction was refused: \(error.message)",
                                      source: .signedTransaction, calls: 0))
             return
         }
         let environment: AppStoreEnvironment
-        switch SignedTransactionMapping.environment(local.environment) {
+        switch SignedTransactionMapping.environment(identity.environment) {
         case .known(let known): environment = known
         case .testing(let name):
             completion(Self.rejected(
@@ -113,20 +115,25 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
                 source: .signedTransaction, calls: 0))
             return
         }
-        let localReceipt = SignedTransactionMapping.receipt(
-            environment: environment, bundleId: local.bundleId, payloads: [local])
-        guard configuration.confirmSignedTransactions, let client else {
-            completion(BackendAnswer(result: .receipt(localReceipt), source: .signedTransaction, calls: 0,
-                                     environment: environment))
-            return
-        }
-        // Nothing Apple could say would change a verdict the rules already give locally: do not spend a call.
-        guard let bundleId = local.bundleId, configuration.policy.allowedBundleIds.contains(bundleId),
+        // Judged on the device's copy alone: unconfirmed, or a verdict the rules give locally whatever Apple would
+        // say (a bundle not allowed, a sandbox transaction under SANDBOX_POLICY=reject), which spends no call.
+        guard configuration.confirmSignedTransactions, let client, let bundleId = identity.bundleId,
+            configuration.policy.allowedBundleIds.contains(bundleId),
             !(environment == .sandbox && configuration.policy.sandboxPolicy == .reject),
-            let transactionId = local.transactionId
+            let transactionId = identity.transactionId
         else {
-            completion(BackendAnswer(result: .receipt(localReceipt), source: .signedTransaction, calls: 0,
-                                     environment: environment))
+            let local: JWSTransactionPayload
+            do {
+                local = try verified.decode(JWSTransactionPayload.self)
+            } catch {
+                completion(Self.rejected(.invalidSignature, "the signed transaction was refused: \(error.message)",
+                                         source: .signedTransaction, calls: 0))
+                return
+            }
+            completion(BackendAnswer(
+                result: .receipt(SignedTransactionMapping.receipt(
+                    environment: environment, bundleId: local.bundleId, named: [local])),
+                source: .signedTransaction, calls: 0, environment: environment))
             return
         }
         client.transactionInfo(
@@ -188,8 +195,9 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
                     + "\(payload.environment?.rawValue ?? "(none)")", source: .serverAPI, calls: calls)
         }
         return BackendAnswer(
+            // Apple's current state of the transaction: the device's copy (when there is one) says nothing it does not.
             result: .receipt(SignedTransactionMapping.receipt(
-                environment: signedEnvironment, bundleId: payload.bundleId, payloads: [payload])),
+                environment: signedEnvironment, bundleId: payload.bundleId, named: [payload])),
             source: .serverAPI, calls: calls, environment: signedEnvironment)
     }
 
@@ -347,7 +355,7 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
             environments = request.startEnvironment == .sandbox ? [.sandbox, .production] : [.production, .sandbox]
         }
         let history = HistoryWalk(
-            anchor: anchor, bundleId: bundleId, expectedTransactionId: request.expectations?.transactionId,
+            anchor: anchor, receiptIds: Set(receipt.transactionIds), bundleId: bundleId, expectedTransactionId: request.expectations?.transactionId,
             deadline: Self.deadline(request))
         readHistory(history, environments: environments[...], client: client, completion: completion)
     }
@@ -355,6 +363,8 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
     /// One receipt's Get Transaction History v2 walk: pages read and verified so far.
     private struct HistoryWalk: Sendable {
         let anchor: String
+        /// The transaction ids the receipt itself lists.
+        let receiptIds: Set<String>
         let bundleId: String
         let expectedTransactionId: String?
         let deadline: DispatchTime
@@ -445,8 +455,12 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
             }
         }
         return BackendAnswer(
+            // The receipt's own purchases as `in_app`, the whole history as Apple's current view (a purchase or a
+            // refund after the receipt was issued shows there), as verifyReceipt answers.
             result: .receipt(SignedTransactionMapping.receipt(
-                environment: environment, bundleId: walk.bundleId, payloads: walk.payloads)),
+                environment: environment, bundleId: walk.bundleId,
+                named: walk.payloads.filter { payload in payload.transactionId.map(walk.receiptIds.contains) ?? false },
+                current: walk.payloads)),
             source: .serverAPI, calls: walk.calls, environment: environment)
     }
 

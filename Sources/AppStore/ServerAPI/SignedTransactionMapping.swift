@@ -33,8 +33,9 @@ enum SignedTransactionMapping {
 
     /// The transaction the verdict rules see.
     ///
-    /// - Throws: `Unusable` when an id, the product or the purchase date is missing, or when `revocationDate` is
-    ///   present but unreadable (fail closed: a refund that cannot be read must not pass as "not refunded").
+    /// - Throws: `Unusable` when an id, the product or the purchase date is missing. A `revocationDate` or
+    ///   `revocationPercentage` that is present but unreadable is named in `unreadableCancellationFields`, which
+    ///   makes the transaction not creditable (fail closed: a refund that cannot be read never passes as none).
     static func transaction(_ payload: JWSTransactionPayload) throws(Unusable) -> AppleTransaction {
         guard let transactionId = payload.transactionId, !transactionId.isEmpty else {
             throw Unusable(transactionId: nil, problem: "a signed transaction without transactionId")
@@ -45,41 +46,47 @@ enum SignedTransactionMapping {
         guard let purchaseDate = payload.purchaseDate else {
             throw Unusable(transactionId: transactionId, problem: "transaction \(transactionId) has no purchaseDate")
         }
-        let revocationDate: Int64?
-        switch payload.revocationDate {
-        case .absent: revocationDate = nil
-        case .value(let value): revocationDate = value
-        case .unreadable:
-            throw Unusable(
-                transactionId: transactionId,
-                problem: "transaction \(transactionId) carries a revocationDate that cannot be read")
-        }
+        var unreadable: [String] = []
+        if case .unreadable = payload.revocationDate { unreadable.append("revocationDate") }
+        if case .unreadable = payload.revocationPercentage { unreadable.append("revocationPercentage") }
         return AppleTransaction(
             transactionId: transactionId, originalTransactionId: payload.originalTransactionId, productId: productId,
             quantity: payload.quantity.map { Int(clamping: $0) } ?? 1, purchaseDateMs: purchaseDate,
-            expiresDateMs: payload.expiresDate, cancellationDateMs: revocationDate,
-            cancellationReason: revocationDate == nil ? nil : payload.revocationReason.map { String($0) },
+            expiresDateMs: payload.expiresDate, cancellationDateMs: payload.revocationDate.value,
+            cancellationReason: payload.revocationReason.map { String($0) },
             webOrderLineItemId: payload.webOrderLineItemId, inAppOwnershipType: payload.inAppOwnershipType?.rawValue,
-            isTrialPeriod: payload.offerType == 1 && payload.offerDiscountType == "FREE_TRIAL")
+            isTrialPeriod: payload.offerType == 1 && payload.offerDiscountType == "FREE_TRIAL",
+            appAccountToken: payload.appAccountToken,
+            productType: payload.type.flatMap { ReceiptModel.ProductType(appleType: $0.rawValue) },
+            revocationType: payload.revocationType?.rawValue,
+            revocationPercentage: payload.revocationPercentage.value.map { Int(clamping: $0) },
+            unreadableCancellationFields: unreadable)
     }
 
-    /// The verdict rules' input for verified payloads of one app and environment.
+    /// The verdict rules' input for verified payloads of one app and environment: `named` are the transactions the
+    /// proof itself holds (the `in_app` of verifyReceipt), `current` Apple's current view of them (its
+    /// `latest_receipt_info`: a refund made after the proof was signed shows there and counts).
     static func receipt(
-        environment: AppStoreEnvironment, bundleId: String?, payloads: [JWSTransactionPayload]
+        environment: AppStoreEnvironment, bundleId: String?, named: [JWSTransactionPayload],
+        current: [JWSTransactionPayload] = []
     ) -> AppleReceipt {
-        var transactions: [AppleTransaction] = []
-        var unusableIds: [String] = []
         var unusable = 0
-        for payload in payloads {
-            do {
-                transactions.append(try transaction(payload))
-            } catch {
-                unusable += 1
-                if let id = error.transactionId { unusableIds.append(id) }
+        var unusableIds: [String] = []
+        func usable(_ payloads: [JWSTransactionPayload]) -> [AppleTransaction] {
+            var transactions: [AppleTransaction] = []
+            for payload in payloads {
+                do throws(Unusable) {
+                    transactions.append(try transaction(payload))
+                } catch {
+                    unusable += 1
+                    if let id = error.transactionId { unusableIds.append(id) }
+                }
             }
+            return transactions
         }
         return AppleReceipt(
-            environment: environment, status: 0, bundleId: bundleId, inApp: transactions,
-            unusableTransactionCount: unusable, unusableTransactionIds: unusableIds)
+            environment: environment, status: 0, bundleId: bundleId, inApp: usable(named),
+            latestReceiptInfo: usable(current), unusableTransactionCount: unusable,
+            unusableTransactionIds: unusableIds)
     }
 }

@@ -1,18 +1,27 @@
 import ReceiptModel
 
-/// What a backend learned about a receipt Apple accepted, independent of the API that answered: the input of the
-/// verdict rules.
+/// Apple's evidence about a proof of purchase Apple accepted, whatever source answered: the input of the verdict
+/// rules (`VerdictRules`).
+///
+/// verifyReceipt fills it from its answer (`receipt.in_app`, `latest_receipt_info`); an App Store Server API or
+/// StoreKit 2 source fills `inApp` with the transaction(s) the proof names and `latestReceiptInfo` with Apple's
+/// current view of them (transaction history), so that a refund Apple knows of counts even when the proof predates it.
 public struct AppleReceipt: Sendable, Equatable {
-    /// The environment whose endpoint accepted the receipt (recorded in results and credit keys).
+    /// What Apple's own data says (verifyReceipt's `environment`, a signed payload's `environment`); the endpoint
+    /// that answered only when Apple named none. Results, credit keys and `SANDBOX_POLICY` use it.
     public var environment: AppStoreEnvironment
     /// Apple's status (0, or 21006 for an expired iOS 6 subscription receipt, which is still evaluated).
     public var status: Int
     public var bundleId: String?
+    /// The purchases the proof itself holds.
     public var inApp: [AppleTransaction]
+    /// Apple's current state of the proof's purchases (the latest renewal of each subscription, refunds made after
+    /// the proof was issued).
     public var latestReceiptInfo: [AppleTransaction]
     /// Transactions in Apple's answer that could not be used (missing ids or dates) and are left out above.
     public var unusableTransactionCount: Int
-    /// The ids of those that had one: an expected transaction among them makes the receipt `invalid_receipt`.
+    /// The ids of those that had one: an expected transaction among them makes the receipt `invalid_receipt`, and a
+    /// usable transaction with the same id is not creditable (Apple's data about it could not all be read).
     public var unusableTransactionIds: [String]
 
     public init(

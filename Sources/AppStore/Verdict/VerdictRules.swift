@@ -1,46 +1,43 @@
 import ReceiptModel
 
-/// The verdict on a receipt Apple accepted: `verified`, or `rejected` with a reason; plus the transactions a result
-/// carries.
-public struct Verdict: Sendable, Equatable {
-    public var outcome: Outcome
-    public var reason: Reason?
-    public var message: String?
-    public var transactions: [VerifiedTransaction]
-
-    public static func verified(_ transactions: [VerifiedTransaction]) -> Verdict {
-        Verdict(outcome: .verified, reason: nil, message: nil, transactions: transactions)
-    }
-
-    public static func rejected(_ reason: Reason, _ message: String, _ transactions: [VerifiedTransaction] = [])
-        -> Verdict
-    {
-        Verdict(outcome: .rejected, reason: reason, message: message, transactions: transactions)
-    }
-}
-
-/// The checks between "Apple says the receipt is valid" and "credit it". Pure functions of Apple's answer, the
-/// submission's expectations and the operator's policy; they do not depend on which backend answered.
+/// The money rules: everything between "Apple accepted the proof" and "credit this". Pure functions of Apple's
+/// evidence (`AppleReceipt`, from any source), the submission's expectations, the operator's policy and the product
+/// catalog; `Tests/AppStoreTests/MoneyRulesTests.swift` is their specification, one table row per case.
 ///
 /// Rules, in order (the first that applies decides):
 /// 1. `bundle_id` absent or not in `ALLOWED_BUNDLE_IDS` -> `bundle_mismatch` (a valid receipt of another app).
-/// 2. Sandbox receipt with `SANDBOX_POLICY=reject` -> `sandbox_not_allowed`.
+/// 2. Apple says Sandbox and `SANDBOX_POLICY=reject` -> `sandbox_not_allowed`.
 /// 3. No transaction in `in_app` nor in `latest_receipt_info` -> `no_purchases`, or `invalid_receipt` when Apple
 ///    listed transactions but none was usable (entries without `transaction_id`, `product_id` or
 ///    `purchase_date_ms` are skipped everywhere).
 /// 4. With an expected transaction id: it must be in `in_app` or `latest_receipt_info` (`in_app` wins when in
-///    both), else `invalid_receipt` when an unusable entry carries that id, else `transaction_not_found`; its
-///    product must equal the expected product when one is named, else `product_mismatch`; it must not carry a
-///    cancellation date, else `refunded`. The result carries that one
-///    transaction (also when rejected for product or refund, so the caller sees what Apple holds).
-/// 5. Without one: the result carries every `in_app` transaction (or `latest_receipt_info` when `in_app` is empty,
-///    as with `exclude-old-transactions` subscription receipts). With an expected product, some transaction must be
-///    of that product (`product_mismatch`) and the transactions are narrowed to it. If every candidate carries a
-///    cancellation date -> `refunded`; otherwise verified (cancelled ones keep their `cancellation_date_ms`, so a
-///    crediting service can revoke them).
+///    both), else `invalid_receipt` when an unusable entry carries that id, else `transaction_not_found`. Then, for
+///    that transaction: its product must be the expected product (`product_mismatch`); its `app_account_token` must
+///    equal the expected one when one is named (`account_mismatch`, also when it has none); it must not be refunded
+///    or revoked (`refunded`); with a catalog, its product must be listed (`unknown_product`). The result carries
+///    that one transaction, also when rejected.
+/// 5. Without one: the candidates are every `in_app` transaction (or `latest_receipt_info` when `in_app` is empty,
+///    as with `exclude-old-transactions` subscription receipts), narrowed to the expected product
+///    (`product_mismatch` when none is left) and to the expected `app_account_token` (`account_mismatch` when none is
+///    left). Every candidate refunded or revoked -> `refunded`; no candidate creditable otherwise (products missing
+///    from the catalog) -> `unknown_product`; else verified, listing every candidate, the refunded ones with
+///    `creditable: false`.
+///
+/// Per transaction:
+/// - Refunded or revoked when any of Apple's data for its id shows it: its `in_app` entry or its
+///   `latest_receipt_info` entry (Apple's current state, where a refund shows even when the submitted receipt
+///   predates it) carries a cancellation date, a cancellation reason, a revocation type or percentage, or a
+///   cancellation field that could not be read (fail closed); or an entry for that id could not be read at all.
+/// - `creditable`: not refunded or revoked, and, with a catalog, listed in it. Never true in a rejected verdict.
+/// - `credit`: the catalog entry's `credit` object, unchanged; null without a catalog or for an unlisted product.
+/// - `product_type`: Apple's (signed transactions), else the catalog entry's `type`, else `auto_renewable` when
+///   Apple's data shows a subscription (an expires date or a web order line item id), else null.
+/// - `app_account_token`: Apple's, lower-cased; null when Apple's data has none (verifyReceipt never has one).
+/// - `credit_key`: `apple:<environment>:<transaction_id>` with Apple's environment.
 public enum VerdictRules {
     public static func evaluate(
-        _ receipt: AppleReceipt, expectations: VerificationExpectations, policy: VerdictPolicy
+        _ receipt: AppleReceipt, expectations: VerificationExpectations, policy: VerdictPolicy,
+        catalog: ProductCatalog? = nil
     ) -> Verdict {
         let environment = receipt.environment
         guard let bundleId = receipt.bundleId, policy.allowedBundleIds.contains(bundleId) else {
@@ -48,7 +45,7 @@ public enum VerdictRules {
             return .rejected(.bundleMismatch, "the receipt's bundle_id (\(shown)) is not in ALLOWED_BUNDLE_IDS")
         }
         if environment == .sandbox, policy.sandboxPolicy == .reject {
-            return .rejected(.sandboxNotAllowed, "a sandbox receipt, and SANDBOX_POLICY is reject")
+            return .rejected(.sandboxNotAllowed, "Apple says Sandbox, and SANDBOX_POLICY is reject")
         }
         if receipt.inApp.isEmpty, receipt.latestReceiptInfo.isEmpty {
             if receipt.unusableTransactionCount > 0 {
@@ -59,6 +56,11 @@ public enum VerdictRules {
             }
             return .rejected(.noPurchases, "the receipt holds no purchases")
         }
+        let evidence = CancellationEvidence(receipt)
+        let unreadable = evidence.unreadableIds
+        func judge(_ transaction: AppleTransaction) -> Judged {
+            Judged(evidence.merged(into: transaction), environment: environment, catalog: catalog)
+        }
 
         if let expectedId = expectations.transactionId {
             guard
@@ -68,48 +70,125 @@ public enum VerdictRules {
                 if receipt.unusableTransactionIds.contains(expectedId) {
                     return .rejected(
                         .invalidReceipt,
-                        "transaction \(expectedId) is in the receipt without a usable product_id or purchase_date_ms")
+                        "transaction \(expectedId) is in the receipt without a usable product_id or purchase_date_ms",
+                        unreadableCancellationIds: unreadable)
                 }
-                return .rejected(.transactionNotFound, "transaction \(expectedId) is not in the receipt")
+                return .rejected(
+                    .transactionNotFound, "transaction \(expectedId) is not in the receipt",
+                    unreadableCancellationIds: unreadable)
             }
-            let normalized = [normalize(found, environment)]
+            let judged = judge(found)
+            let shown = [judged.transaction]
             if let expectedProduct = expectations.productId, found.productId != expectedProduct {
                 return .rejected(
                     .productMismatch,
-                    "transaction \(expectedId) is for product '\(found.productId)', not '\(expectedProduct)'",
-                    normalized)
+                    "transaction \(expectedId) is for product '\(found.productId)', not '\(expectedProduct)'", shown,
+                    unreadableCancellationIds: unreadable)
             }
-            if found.isCancelled {
-                return .rejected(.refunded, "transaction \(expectedId) was refunded or revoked", normalized)
+            if let expectedToken = expectations.appAccountToken, judged.transaction.appAccountToken != expectedToken {
+                let carried =
+                    judged.transaction.appAccountToken == nil
+                    ? "carries no app_account_token" : "carries another app_account_token than expected"
+                return .rejected(
+                    .accountMismatch, "transaction \(expectedId) \(carried)", shown,
+                    unreadableCancellationIds: unreadable)
             }
-            return .verified(normalized)
+            if judged.refunded {
+                return .rejected(
+                    .refunded, "transaction \(expectedId) \(judged.refundDescription)", shown,
+                    unreadableCancellationIds: unreadable)
+            }
+            if !judged.listed {
+                return .rejected(
+                    .unknownProduct, "product '\(found.productId)' is not in PRODUCT_CATALOG_FILE", shown,
+                    unreadableCancellationIds: unreadable)
+            }
+            return .verified(shown, unreadableCancellationIds: unreadable)
         }
 
         var candidates = receipt.inApp.isEmpty ? receipt.latestReceiptInfo : receipt.inApp
         if let expectedProduct = expectations.productId {
             candidates = candidates.filter { $0.productId == expectedProduct }
             if candidates.isEmpty {
-                return .rejected(.productMismatch, "the receipt holds no purchase of product '\(expectedProduct)'")
+                return .rejected(
+                    .productMismatch, "the receipt holds no purchase of product '\(expectedProduct)'",
+                    unreadableCancellationIds: unreadable)
             }
         }
-        let normalized = candidates.map { normalize($0, environment) }
-        if candidates.allSatisfy(\.isCancelled) {
-            return .rejected(.refunded, "every purchase in the receipt was refunded or revoked", normalized)
+        if let expectedToken = expectations.appAccountToken {
+            candidates = candidates.filter { Judged.token($0) == expectedToken }
+            if candidates.isEmpty {
+                return .rejected(
+                    .accountMismatch, "no purchase in the receipt carries the expected app_account_token",
+                    unreadableCancellationIds: unreadable)
+            }
         }
-        return .verified(normalized)
+        let judged = candidates.map(judge)
+        let transactions = judged.map(\.transaction)
+        if judged.allSatisfy(\.refunded) {
+            return .rejected(
+                .refunded, "every purchase in the receipt was refunded or revoked", transactions,
+                unreadableCancellationIds: unreadable)
+        }
+        if !transactions.contains(where: \.creditable) {
+            let missing = Set(judged.filter { !$0.listed }.map(\.transaction.productId)).sorted()
+            return .rejected(
+                .unknownProduct,
+                "no purchase is creditable: product(s) \(missing.map { "'\($0)'" }.joined(separator: ", ")) "
+                    + "not in PRODUCT_CATALOG_FILE",
+                transactions, unreadableCancellationIds: unreadable)
+        }
+        return .verified(transactions, unreadableCancellationIds: unreadable)
     }
 
-    /// A transaction as the result message carries it, with its credit key.
-    public static func normalize(_ transaction: AppleTransaction, _ environment: AppStoreEnvironment)
-        -> VerifiedTransaction
-    {
-        VerifiedTransaction(
-            transactionId: transaction.transactionId, originalTransactionId: transaction.originalTransactionId,
-            productId: transaction.productId, quantity: transaction.quantity,
-            purchaseDateMs: transaction.purchaseDateMs,
-            expiresDateMs: transaction.expiresDateMs, cancellationDateMs: transaction.cancellationDateMs,
-            cancellationReason: transaction.cancellationReason, webOrderLineItemId: transaction.webOrderLineItemId,
-            inAppOwnershipType: transaction.inAppOwnershipType, isTrialPeriod: transaction.isTrialPeriod,
-            environment: environment)
+    /// One transaction as a result carries it, judged on its own data (refunds it shows, the catalog).
+    public static func normalize(
+        _ transaction: AppleTransaction, _ environment: AppStoreEnvironment, catalog: ProductCatalog? = nil
+    ) -> VerifiedTransaction {
+        Judged(transaction, environment: environment, catalog: catalog).transaction
+    }
+
+    /// A transaction judged: the result's form, plus why it is or is not creditable.
+    private struct Judged {
+        var transaction: VerifiedTransaction
+        var refunded: Bool
+        /// In the catalog, or no catalog configured.
+        var listed: Bool
+        /// Apple's data about it that could not be read (cancellation fields, or `entry` for a whole entry).
+        var unreadable: [String]
+
+        init(_ apple: AppleTransaction, environment: AppStoreEnvironment, catalog: ProductCatalog?) {
+            let entry = catalog?[apple.productId]
+            refunded = apple.showsCancellation
+            unreadable = apple.unreadableCancellationFields
+            listed = catalog == nil || entry != nil
+            let subscription = apple.expiresDateMs != nil || apple.webOrderLineItemId != nil
+            transaction = VerifiedTransaction(
+                transactionId: apple.transactionId, originalTransactionId: apple.originalTransactionId,
+                productId: apple.productId, quantity: apple.quantity, purchaseDateMs: apple.purchaseDateMs,
+                expiresDateMs: apple.expiresDateMs, cancellationDateMs: apple.cancellationDateMs,
+                cancellationReason: apple.cancellationReason, webOrderLineItemId: apple.webOrderLineItemId,
+                inAppOwnershipType: apple.inAppOwnershipType, isTrialPeriod: apple.isTrialPeriod,
+                appAccountToken: Self.token(apple),
+                productType: apple.productType ?? entry?.type ?? (subscription ? .autoRenewable : nil),
+                revocationType: apple.revocationType, revocationPercentage: apple.revocationPercentage,
+                creditable: !refunded && listed, credit: entry?.credit, environment: environment)
+        }
+
+        var refundDescription: String {
+            if unreadable.isEmpty { return "was refunded or revoked" }
+            if unreadable == [CancellationEvidence.unusableEntry] {
+                return "has an entry in Apple's answer that could not be read (not creditable: it may show a refund)"
+            }
+            return "carries cancellation fields that could not be read ("
+                + unreadable.filter { $0 != CancellationEvidence.unusableEntry }.joined(separator: ", ")
+                + "): not creditable until Apple's data is readable"
+        }
+
+        /// Apple's `appAccountToken`, lower-cased (UUIDs compare case-insensitively); nil when absent or empty.
+        static func token(_ transaction: AppleTransaction) -> String? {
+            guard let token = transaction.appAccountToken, !token.isEmpty else { return nil }
+            return token.lowercased()
+        }
     }
 }

@@ -79,8 +79,11 @@ public struct BackendAnswer: Sendable, Equatable {
     public var calls: Int
     /// The last `status` Apple returned, when a body with one was received.
     public var appleStatus: Int?
-    /// The environment whose endpoint gave the last answer.
+    /// The environment whose endpoint gave the last answer: where the proof lives, so where retries start.
     public var environment: AppStoreEnvironment?
+    /// The environment Apple's answer names (verifyReceipt's `environment`), else the endpoint's; nil without an
+    /// answer from Apple. What results say (a `.receipt` carries it as `AppleReceipt.environment`).
+    public var appleEnvironment: AppStoreEnvironment?
     /// What happened, for results and logs (never receipt contents or secrets).
     public var message: String?
     /// With `.retryable(.rateLimited)`: milliseconds until Apple may be asked again (nil: unknown).
@@ -88,14 +91,19 @@ public struct BackendAnswer: Sendable, Equatable {
 
     public init(
         result: Result, source: VerificationSource = .verifyReceipt, calls: Int, appleStatus: Int? = nil,
-        environment: AppStoreEnvironment? = nil, message: String? = nil, retryAfterMs: Int? = nil
+        environment: AppStoreEnvironment? = nil, appleEnvironment: AppStoreEnvironment? = nil, message: String? = nil,
+        retryAfterMs: Int? = nil
     ) {
         self.result = result
         self.source = source
         self.calls = calls
         self.appleStatus = appleStatus
         self.environment = environment
+        self.appleEnvironment = appleEnvironment
         self.message = message
         self.retryAfterMs = retryAfterMs
     }
+
+    /// The environment a result of this answer names: Apple's word when Apple gave one, else the endpoint's.
+    public var resultEnvironment: AppStoreEnvironment? { appleEnvironment ?? environment }
 }

@@ -4,12 +4,18 @@ import ServiceSupport
 import Synchronization
 
 /// Verifies receipts: asks a backend (verifyReceipt by default), retries what may succeed later within the
-/// submission's deadline, and turns Apple's acceptance into a verdict with `VerdictRules`.
+/// submission's deadline, and turns Apple's acceptance into a verdict with `VerdictRules` and the product catalog.
+///
+/// 21002 ("malformed receipt data, or a temporary issue") is judged with a process-wide
+/// `MalformedReceiptBurstDetector`: while most recent answers are 21002 across several receipts, a 21002 is an
+/// outage (retried like a 5xx, no verdict); otherwise a receipt answered 21002 `APPLE_RETRY_21002_MAX_ATTEMPTS`
+/// times is `invalid_receipt`.
 ///
 /// Non-blocking: `verify` returns at once; backoff waits are timers, not sleeping threads. Safe from any thread.
 public final class ReceiptVerifier: Sendable {
     private let backend: any ReceiptVerificationBackend
     private let policy: VerdictPolicy
+    private let catalog: (any ProductCatalogSource)?
     private let retryPolicy: RetryPolicy
     private let requestTimeoutMs: Int
     private let clock: any VerificationClock
@@ -17,23 +23,41 @@ public final class ReceiptVerifier: Sendable {
     private let logger: Logger
     private let callsCounter: Counter?
     private let outcomeCounters: [String: Counter]
+    private let unreadableCancellations: Counter?
+    private let burstDetector: Mutex<MalformedReceiptBurstDetector>
+    private let burstGauge: Gauge?
+    private let burstAnswers: Counter?
 
     /// - Parameters:
+    ///   - catalog: `PRODUCT_CATALOG_FILE` (nil: no catalog; transactions carry no `credit`).
     ///   - requestTimeoutMs: the longest one HTTP call may take (`APPLE_TIMEOUT_MS`); shortened to the time left.
+    ///   - malformedBurst: when 21002 answers are an outage (`APPLE_21002_BURST_*`).
     ///   - clock, random: injected for tests; `random` returns values in [0, 1).
     public init(
-        backend: any ReceiptVerificationBackend, policy: VerdictPolicy, retryPolicy: RetryPolicy = RetryPolicy(),
-        requestTimeoutMs: Int = 30_000, clock: any VerificationClock = DispatchVerificationClock(),
+        backend: any ReceiptVerificationBackend, policy: VerdictPolicy, catalog: (any ProductCatalogSource)? = nil,
+        retryPolicy: RetryPolicy = RetryPolicy(), requestTimeoutMs: Int = 30_000,
+        malformedBurst: MalformedReceiptBurstDetector.Configuration = .init(),
+        clock: any VerificationClock = DispatchVerificationClock(),
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
         logger: Logger, metrics: MetricsRegistry? = nil
     ) {
         self.backend = backend
         self.policy = policy
+        self.catalog = catalog
         self.retryPolicy = retryPolicy
         self.requestTimeoutMs = requestTimeoutMs
         self.clock = clock
         self.random = random
         self.logger = logger
+        burstDetector = Mutex(MalformedReceiptBurstDetector(configuration: malformedBurst))
+        unreadableCancellations = metrics?.counter(
+            "appstore_unreadable_cancellations_total",
+            help: "Transactions whose refund fields Apple sent but could not be read: not creditable (fail closed)")
+        burstGauge = metrics?.gauge(
+            "appstore_21002_burst", help: "1 while verifyReceipt answers 21002 in a burst: 21002 is an outage")
+        burstAnswers = metrics?.counter(
+            "appstore_21002_outage_answers_total",
+            help: "21002 answers treated as an Apple outage (a burst) instead of a malformed receipt")
         callsCounter = metrics?.counter("appstore_verify_attempts_total", help: "Backend attempts made to Apple")
         var counters: [String: Counter] = [:]
         if let metrics {
@@ -47,16 +71,19 @@ public final class ReceiptVerifier: Sendable {
     }
 
     /// The verifyReceipt verifier the settings describe: a libcurl client, the two endpoints and the policies.
+    /// - Parameter catalog: the product catalog to judge with (`ProductCatalogFile` for `PRODUCT_CATALOG_FILE`).
     public static func verifyReceipt(
-        settings: AppStoreSettings, logger: Logger, metrics: MetricsRegistry? = nil
+        settings: AppStoreSettings, catalog: (any ProductCatalogSource)? = nil, logger: Logger,
+        metrics: MetricsRegistry? = nil
     ) throws(HTTPClientError) -> ReceiptVerifier {
         let client = try CurlHTTPClient(configuration: settings.httpClientConfiguration, metrics: metrics)
         let backend = VerifyReceiptBackend(
             client: client, endpoints: settings.endpoints, sharedSecret: settings.sharedSecret,
-            excludeOldTransactions: settings.excludeOldTransactions, metrics: metrics)
+            excludeOldTransactions: settings.excludeOldTransactions, metrics: metrics, logger: logger)
         return ReceiptVerifier(
-            backend: backend, policy: settings.verdictPolicy, retryPolicy: settings.retryPolicy,
-            requestTimeoutMs: settings.timeoutMs, logger: logger, metrics: metrics)
+            backend: backend, policy: settings.verdictPolicy, catalog: catalog, retryPolicy: settings.retryPolicy,
+            requestTimeoutMs: settings.timeoutMs, malformedBurst: settings.malformedBurst, logger: logger,
+            metrics: metrics)
     }
 
     /// Stops the backend (for verifyReceipt: the libcurl client). Verifications still running end `.unavailable`.
@@ -120,6 +147,8 @@ public final class ReceiptVerifier: Sendable {
         var calls = 0
         var malformedAttempts = 0
         var environment: AppStoreEnvironment = .production
+        /// The receipt's identity for the burst detector, computed at its first 21002.
+        var burstKey: Int?
     }
 
     private func source(_ state: AttemptState) -> VerificationSource {
@@ -157,16 +186,70 @@ public final class ReceiptVerifier: Sendable {
             if let environment = answer.environment, answer.appleStatus != nil || answer.calls > 1 {
                 state.environment = environment
             }
-            handle(answer, state: state, completion: completion)
+            let inBurst = observeStatus(of: answer, state: &state)
+            handle(answer, state: state, malformedIsOutage: inBurst, completion: completion)
         }
     }
 
+    /// Feeds an answer that carried a status to the burst detector; true when it is a 21002 during a burst.
+    private func observeStatus(of answer: BackendAnswer, state: inout AttemptState) -> Bool {
+        // Only verifyReceipt has 21002 bursts; App Store Server API errorCodes say nothing about them.
+        guard answer.appleStatus != nil, answer.source == .verifyReceipt else { return false }
+        let observed: MalformedReceiptBurstDetector.Answer
+        if case .retryable(.malformedReceipt) = answer.result {
+            // Distinct receipts within this process only: Swift's seeded hash of the receipt data.
+            let key = state.burstKey ?? state.proof.hashValue
+            state.burstKey = key
+            observed = .malformed(receipt: key)
+        } else {
+            observed = .other
+        }
+        let now = clock.now().uptimeNanoseconds
+        let (transition, isBurst, answers, malformed, receipts) = burstDetector.withLock { detector in
+            let transition = detector.record(observed, nowNs: now)
+            return (
+                transition, detector.isBurst, detector.answersInWindow, detector.malformedInWindow,
+                detector.malformedReceiptsInWindow
+            )
+        }
+        switch transition {
+        case .started:
+            burstGauge?.set(1)
+            logger.error(
+                "Apple answers 21002 for most receipts: treating 21002 as an outage (retried, never rejected) "
+                    + "until Apple reads receipts again",
+                ["answers": .int(answers), "status_21002": .int(malformed), "receipts": .int(receipts)])
+        case .ended:
+            burstGauge?.set(0)
+            logger.info(
+                "21002 burst over: a receipt answered 21002 repeatedly is invalid_receipt again",
+                ["answers": .int(answers), "status_21002": .int(malformed)])
+        case nil:
+            break
+        }
+        guard case .malformed = observed, isBurst else { return false }
+        burstAnswers?.increment()
+        return true
+    }
+
     private func handle(
-        _ answer: BackendAnswer, state: AttemptState, completion: @escaping @Sendable (VerificationOutcome) -> Void
+        _ answer: BackendAnswer, state: AttemptState, malformedIsOutage: Bool,
+        completion: @escaping @Sendable (VerificationOutcome) -> Void
     ) {
         switch answer.result {
         case .receipt(let receipt):
-            let verdict = VerdictRules.evaluate(receipt, expectations: state.expectations, policy: policy)
+            let verdict = VerdictRules.evaluate(
+                receipt, expectations: state.expectations, policy: policy, catalog: catalog?.currentCatalog)
+            if !verdict.unreadableCancellationIds.isEmpty {
+                unreadableCancellations?.increment(by: verdict.unreadableCancellationIds.count)
+                logger.warning(
+                    "Apple's answer carries refund fields that cannot be read: those transactions are not creditable",
+                    [
+                        "transaction_ids": .string(verdict.unreadableCancellationIds.prefix(20).joined(separator: ",")),
+                        "count": .int(verdict.unreadableCancellationIds.count),
+                        "outcome": .string(verdict.outcome.rawValue),
+                    ])
+            }
             if receipt.unusableTransactionCount > 0 {
                 logger.warning(
                     "Apple's answer held transactions without a usable id, product or purchase date; skipped them",
@@ -191,7 +274,7 @@ public final class ReceiptVerifier: Sendable {
                     ReceiptVerdict(
                         outcome: reason.outcome, reason: reason, message: answer.message,
                         appleStatus: answer.appleStatus,
-                        environment: answer.environment, bundleId: nil, transactions: [], attempts: state.calls,
+                        environment: answer.resultEnvironment, bundleId: nil, transactions: [], attempts: state.calls,
                         source: answer.source)),
                 completion)
         case .configurationError:
@@ -208,7 +291,7 @@ public final class ReceiptVerifier: Sendable {
                     VerificationFailure(
                         reason: .configError,
                         message: (answer.message ?? "configuration error") + hint,
-                        appleStatus: answer.appleStatus, environment: answer.environment, attempts: state.calls,
+                        appleStatus: answer.appleStatus, environment: answer.resultEnvironment, attempts: state.calls,
                         source: answer.source)),
                 completion)
         case .retryable where isShutDown.load(ordering: .acquiring):
@@ -217,7 +300,7 @@ public final class ReceiptVerifier: Sendable {
                     VerificationFailure(
                         reason: .appleUnavailable,
                         message: "the verifier shut down; last: \(answer.message ?? "no answer")",
-                        appleStatus: answer.appleStatus, environment: answer.environment, attempts: state.calls,
+                        appleStatus: answer.appleStatus, environment: answer.resultEnvironment, attempts: state.calls,
                         source: answer.source)),
                 completion)
         case .retryable(.rateLimited):
@@ -236,11 +319,13 @@ public final class ReceiptVerifier: Sendable {
                         reason: .appleUnavailable,
                         message: "rate limited by the App Store Server API after \(state.attempts) attempt(s); last: "
                             + (answer.message ?? "429"),
-                        appleStatus: answer.appleStatus, environment: answer.environment, attempts: state.calls,
+                        appleStatus: answer.appleStatus, environment: answer.resultEnvironment, attempts: state.calls,
                         source: answer.source, rateLimited: true)),
                 completion)
-        case .retryable(let kind):
+        case .retryable(let answeredKind):
             var state = state
+            // During a burst a 21002 says nothing about this receipt: it spends the ordinary budget, like a 5xx.
+            let kind: StatusClassification.RetryKind = malformedIsOutage ? .transient : answeredKind
             if kind == .malformedReceipt { state.malformedAttempts += 1 }
             let decision = retryPolicy.decide(
                 attemptsMade: state.attempts, malformedAttempts: state.malformedAttempts, kind: kind,
@@ -265,19 +350,21 @@ public final class ReceiptVerifier: Sendable {
                         ReceiptVerdict(
                             outcome: .rejected, reason: .invalidReceipt,
                             message: "Apple answered 21002 (malformed receipt data) \(state.malformedAttempts) times",
-                            appleStatus: answer.appleStatus, environment: answer.environment, bundleId: nil,
+                            appleStatus: answer.appleStatus, environment: answer.resultEnvironment, bundleId: nil,
                             transactions: [],
                             attempts: state.calls, source: source(state))), completion)
             case .giveUp, .deadlineTooClose:
                 let why = decision == .giveUp ? "retry budget spent" : "deadline reached"
+                let last =
+                    malformedIsOutage
+                    ? "21002 during a burst of 21002 across receipts (an Apple outage)" : answer.message ?? "no answer"
                 finish(
                     .unavailable(
                         VerificationFailure(
                             reason: .appleUnavailable,
-                            message:
-                                "\(why) after \(state.attempts) attempt(s); last: \(answer.message ?? "no answer")",
-                            appleStatus: answer.appleStatus, environment: answer.environment, attempts: state.calls,
-                        source: answer.source)),
+                            message: "\(why) after \(state.attempts) attempt(s); last: \(last)",
+                            appleStatus: answer.appleStatus, environment: answer.resultEnvironment,
+                            attempts: state.calls, source: answer.source)),
                     completion)
             }
         }

@@ -1,9 +1,15 @@
 import Dispatch
 import ReceiptModel
 import ServiceSupport
+import Synchronization
 
 /// The legacy verifyReceipt endpoint as a `ReceiptVerificationBackend`: POSTs the receipt to production (or to the
 /// sandbox once known), follows 21007 (-> sandbox) and 21008 (-> production) once, decodes and classifies the answer.
+///
+/// The environment of a result is the one Apple's body names (`environment`), not the endpoint's: a production URL
+/// pointed at Apple's sandbox host still yields `Sandbox` results. The endpoint counts only when Apple named none; a
+/// body naming another environment than its endpoint is counted
+/// (`appstore_verifyreceipt_environment_disagreements_total`) and logged.
 public final class VerifyReceiptBackend: ReceiptVerificationBackend {
     public struct Endpoints: Sendable, Equatable {
         public var production: String
@@ -24,21 +30,28 @@ public final class VerifyReceiptBackend: ReceiptVerificationBackend {
     private let sharedSecret: String?
     private let excludeOldTransactions: Bool
     private let metrics: VerifyReceiptMetrics?
+    private let logger: Logger?
+    /// Monotonic time of the last disagreement log line (at most one per `disagreementLogIntervalNs`).
+    private let lastDisagreementLogNs = Mutex<UInt64?>(nil)
+    static let disagreementLogIntervalNs: UInt64 = 10_000_000_000
 
     /// - Parameters:
     ///   - sharedSecret: sent as `password` only when non-nil and non-empty; never logged.
     ///   - excludeOldTransactions: asks Apple to send only the latest renewal of each subscription.
-    ///   - metrics: `appstore_verifyreceipt_calls_total{environment,outcome}` and
-    ///     `appstore_verifyreceipt_call_duration_seconds{environment}`.
+    ///   - metrics: `appstore_verifyreceipt_calls_total{environment,outcome}`,
+    ///     `appstore_verifyreceipt_call_duration_seconds{environment}`,
+    ///     `appstore_verifyreceipt_environment_disagreements_total{endpoint,apple}`.
+    ///   - logger: environment disagreements (at most one line per 10 s).
     public init(
         client: CurlHTTPClient, endpoints: Endpoints, sharedSecret: String?, excludeOldTransactions: Bool = false,
-        metrics: MetricsRegistry? = nil
+        metrics: MetricsRegistry? = nil, logger: Logger? = nil
     ) {
         self.client = client
         self.endpoints = endpoints
         self.sharedSecret = sharedSecret.flatMap { $0.isEmpty ? nil : $0 }
         self.excludeOldTransactions = excludeOldTransactions
         self.metrics = VerifyReceiptMetrics(metrics)
+        self.logger = logger
     }
 
     /// Fails what is queued or in flight and stops the HTTP client (see `CurlHTTPClient.shutdown`).
@@ -80,6 +93,9 @@ public final class VerifyReceiptBackend: ReceiptVerificationBackend {
             if case .receipt(let receipt) = answer.backendAnswer.result, receipt.unusableTransactionCount > 0 {
                 metrics?.recordUnusableTransactions(receipt.unusableTransactionCount)
             }
+            if let disagreement = answer.environmentDisagreement {
+                reportDisagreement(disagreement, endpoint: environment, status: answer.appleStatus)
+            }
             if case .redirect(let target) = answer.classification {
                 // Followed once; an endpoint sending us back, or to itself, is Apple being confused: retry later.
                 guard !redirected, target != environment else {
@@ -118,18 +134,51 @@ public final class VerifyReceiptBackend: ReceiptVerificationBackend {
         }
     }
 
+    private func reportDisagreement(_ apple: String, endpoint: AppStoreEnvironment, status: Int?) {
+        metrics?.recordEnvironmentDisagreement(endpoint: endpoint, apple: apple)
+        guard let logger else { return }
+        let now = Clock.monotonicNanoseconds()
+        let due = lastDisagreementLogNs.withLock { last in
+            guard last.map({ now &- $0 >= Self.disagreementLogIntervalNs }) ?? true else { return false }
+            last = now
+            return true
+        }
+        guard due else { return }
+        logger.warning(
+            "Apple's answer names another environment than the endpoint that gave it: results use Apple's "
+                + "(check APPLE_VERIFY_RECEIPT_URL and APPLE_SANDBOX_VERIFY_RECEIPT_URL; logged at most every 10 s, "
+                + "counted in appstore_verifyreceipt_environment_disagreements_total)",
+            [
+                "endpoint": .string(endpoint.rawValue), "apple_environment": .string(apple),
+                "apple_status": .int(status ?? -1),
+            ])
+    }
+
     /// One HTTP exchange, decoded and classified. Internal for tests.
     struct Interpretation {
         var classification: StatusClassification
         var backendAnswer: BackendAnswer
+        /// For a valid answer whose body names another environment than the endpoint's: what it named
+        /// (`Production`, `Sandbox`, or `unrecognized`).
+        var environmentDisagreement: String?
         var appleStatus: Int? { backendAnswer.appleStatus }
+    }
+
+    /// The environment a verifyReceipt body names: `Production` or `Sandbox` (any case); nil when absent or not one
+    /// of them.
+    static func environment(named name: String?) -> AppStoreEnvironment? {
+        guard let name else { return nil }
+        if name.caseInsensitiveCompare("Production") == .orderedSame { return .production }
+        if name.caseInsensitiveCompare("Sandbox") == .orderedSame { return .sandbox }
+        return nil
     }
 
     static func interpret(
         _ result: Result<HTTPClientResponse, HTTPClientError>, environment: AppStoreEnvironment, calls: Int
     ) -> Interpretation {
         func answer(
-            _ classification: StatusClassification, status: Int?, message: String?, receipt: AppleReceipt? = nil
+            _ classification: StatusClassification, status: Int?, message: String?, receipt: AppleReceipt? = nil,
+            appleEnvironment: AppStoreEnvironment? = nil, disagreement: String? = nil
         )
             -> Interpretation
         {
@@ -150,7 +199,8 @@ public final class VerifyReceiptBackend: ReceiptVerificationBackend {
                 classification: classification,
                 backendAnswer: BackendAnswer(
                     result: backendResult, calls: calls, appleStatus: status, environment: environment,
-                    message: message))
+                    appleEnvironment: appleEnvironment, message: message),
+                environmentDisagreement: disagreement)
         }
 
         let response: HTTPClientResponse
@@ -177,19 +227,27 @@ public final class VerifyReceiptBackend: ReceiptVerificationBackend {
                 message: "\(environment.rawValue) verifyReceipt: HTTP \(response.status) with status \(decoded.status)")
         }
         let classification = StatusClassification.of(status: decoded.status, isRetryable: decoded.isRetryable)
+        // Apple's word on the environment; the endpoint's only when Apple named none (or nothing recognizable).
+        let named = Self.environment(named: decoded.environment)
+        let appleEnvironment = named ?? environment
         switch classification {
         case .success:
             let receipt = AppleReceipt(
-                environment: environment, status: decoded.status, bundleId: decoded.bundleId, inApp: decoded.inApp,
-                latestReceiptInfo: decoded.latestReceiptInfo,
+                environment: appleEnvironment, status: decoded.status, bundleId: decoded.bundleId,
+                inApp: decoded.inApp, latestReceiptInfo: decoded.latestReceiptInfo,
                 unusableTransactionCount: decoded.unusableTransactionCount,
                 unusableTransactionIds: decoded.unusableTransactionIds)
-            return answer(.success, status: decoded.status, message: nil, receipt: receipt)
+            let disagreement =
+                decoded.environment == nil || named == environment ? nil : named?.rawValue ?? "unrecognized"
+            return answer(
+                .success, status: decoded.status, message: nil, receipt: receipt, appleEnvironment: appleEnvironment,
+                disagreement: disagreement)
         default:
             return answer(
                 classification, status: decoded.status,
                 message: "\(environment.rawValue) verifyReceipt answered status \(decoded.status)"
-                    + (decoded.isRetryable.map { " (is_retryable: \($0))" } ?? ""))
+                    + (decoded.isRetryable.map { " (is_retryable: \($0))" } ?? ""),
+                appleEnvironment: appleEnvironment)
         }
     }
 }

@@ -7,6 +7,7 @@ struct VerifyReceiptMetrics: Sendable {
     private let calls: [String: Counter]
     private let durations: [AppStoreEnvironment: Histogram]
     private let unusableTransactions: Counter
+    private let disagreements: [String: Counter]
 
     static let outcomes = ["valid", "redirect", "retry", "rejected", "config_error"]
 
@@ -29,6 +30,21 @@ struct VerifyReceiptMetrics: Sendable {
         unusableTransactions = registry.counter(
             "appstore_verifyreceipt_unusable_transactions_total",
             help: "Transactions in valid verifyReceipt answers skipped for a missing id, product or purchase date")
+        var disagreements: [String: Counter] = [:]
+        let named = AppStoreEnvironment.allCases.map(\.rawValue) + ["unrecognized"]
+        for endpoint in AppStoreEnvironment.allCases {
+            for apple in named where apple != endpoint.rawValue {
+                disagreements[Self.key(endpoint, apple)] = registry.counter(
+                    "appstore_verifyreceipt_environment_disagreements_total",
+                    help: "Valid verifyReceipt answers naming another environment than the endpoint that gave them",
+                    labels: [("endpoint", endpoint.rawValue), ("apple", apple)])
+            }
+        }
+        self.disagreements = disagreements
+    }
+
+    func recordEnvironmentDisagreement(endpoint: AppStoreEnvironment, apple: String) {
+        disagreements[Self.key(endpoint, apple)]?.increment()
     }
 
     private static func key(_ environment: AppStoreEnvironment, _ outcome: String) -> String {

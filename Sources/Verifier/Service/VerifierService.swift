@@ -26,6 +26,8 @@ public final class VerifierService: Sendable {
     private let consumer: KafkaConsumer
     private let producer: KafkaProducer
     private let appleVerifier: ReceiptVerifier
+    /// `PRODUCT_CATALOG_FILE`, followed (re-read within a second of a change) until shutdown.
+    private let catalog: ProductCatalogFile?
     private let bridge: KafkaConsumerBridge
     private let server: HTTPServer
     private let ticker: RepeatingTicker
@@ -48,11 +50,20 @@ public final class VerifierService: Sendable {
         } catch {
             throw VerifierStartupError(description: "cannot create the Kafka producer: \(error.message)")
         }
+        var catalog: ProductCatalogFile?
+        if let path = settings.appStore.productCatalogFile {
+            do {
+                catalog = try ProductCatalogFile(path: path, logger: logger.named("product-catalog"), metrics: metrics)
+            } catch {
+                producer.close(timeout: .seconds(1))
+                throw VerifierStartupError(description: "invalid configuration: \(error.description)")
+            }
+        }
         let appleVerifier: ReceiptVerifier
         do {
             appleVerifier = try ReceiptVerifier.make(
-                settings: settings.appStore, serverAPI: settings.serverAPI, logger: logger.named("appstore"),
-                metrics: metrics)
+                settings: settings.appStore, serverAPI: settings.serverAPI, catalog: catalog,
+                logger: logger.named("appstore"), metrics: metrics)
         } catch {
             producer.close(timeout: .seconds(1))
             throw VerifierStartupError(description: "cannot create the App Store client: \(error)")
@@ -79,6 +90,7 @@ public final class VerifierService: Sendable {
         bridge.attach(consumer: consumer)
         self.producer = producer
         self.appleVerifier = appleVerifier
+        self.catalog = catalog
         self.consumer = consumer
         self.bridge = bridge
         self.engine = engine
@@ -115,6 +127,7 @@ public final class VerifierService: Sendable {
                 description: "cannot listen on VERIFIER_METRICS_LISTEN \(settings.metricsListen): \(error)")
         }
         ticker.start()
+        catalog?.startWatching()
         consumer.start()
         logger.info(
             "receipt-verifier started",
@@ -140,6 +153,7 @@ public final class VerifierService: Sendable {
         // Rounds still at Apple end now, without a verdict; the drain gave their partitions up, so they write
         // nothing (their messages are read again after the restart).
         appleVerifier.shutdown()
+        catalog?.stopWatching()
         let flushed = producer.flush(timeout: .seconds(5))
         producer.close(timeout: .seconds(2))
         server.stop()

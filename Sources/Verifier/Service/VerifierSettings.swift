@@ -224,7 +224,8 @@ public struct VerifierSettings: Sendable {
                                          of max.poll.interval.ms (default 5000)
           VERIFIER_SHUTDOWN_TIMEOUT_MS   SIGTERM: time in-flight work gets before it is left for redelivery
                                          (default 20000)
-          APPLE_VERIFY_RECEIPT_URL       production endpoint (default https://buy.itunes.apple.com/verifyReceipt)
+          APPLE_VERIFY_RECEIPT_URL       production endpoint (default https://buy.itunes.apple.com/verifyReceipt);
+                                         https:// (http:// only on loopback: 127.0.0.0/8, ::1, localhost)
           APPLE_SANDBOX_VERIFY_RECEIPT_URL sandbox endpoint (default https://sandbox.itunes.apple.com/verifyReceipt)
           APPLE_SHARED_SECRET            app-specific shared secret (password), sent when set; never logged
           APPLE_TIMEOUT_MS               per-request timeout, 1..600000 (default 30000)
@@ -234,9 +235,20 @@ public struct VerifierSettings: Sendable {
           APPLE_RETRY_21002_MAX_ATTEMPTS 21002 answers before invalid_receipt, 1..100 (default 3)
           APPLE_RETRY_BASE_DELAY_MS      first in-round retry delay (default 250)
           APPLE_RETRY_MAX_DELAY_MS       longest in-round retry delay (default 5000)
+          APPLE_21002_BURST_WINDOW       recent Apple answers with a status the 21002-burst detector looks at,
+                                         process-wide (default 100)
+          APPLE_21002_BURST_MIN_ANSWERS  answers needed before a burst can be seen (default 20)
+          APPLE_21002_BURST_SHARE        share of them that are 21002 for a burst, (0, 1] (default 0.5); during
+                                         a burst 21002 is an outage: retried like a 5xx, never invalid_receipt
+          APPLE_21002_BURST_MIN_RECEIPTS distinct receipts among those 21002 answers (default 5)
           ALLOWED_BUNDLE_IDS             required; comma-separated bundle ids whose receipts may be verified
           SANDBOX_POLICY                 accept (result says environment Sandbox) or reject (sandbox_not_allowed)
-                                         (default accept); Xcode and LocalTesting data are never accepted
+                                         (default accept); the environment is what Apple's answer says; Xcode and
+                                         LocalTesting signed data are never accepted
+          PRODUCT_CATALOG_FILE           JSON catalog of product ids: type and the credit object copied into each
+                                         transaction; unlisted products are not creditable (unknown_product).
+                                         Re-read within a second of a change; an invalid file keeps the previous
+                                         catalog (and stops the start when there is none). Default: no catalog
           APPLE_ISSUER_ID, APPLE_KEY_ID, APPLE_PRIVATE_KEY_FILE
                                          App Store Server API key (issuer id, key id, the .p8 file read at
                                          start): all three or none; needed for transaction_id submissions,

@@ -1,0 +1,73 @@
+import ReceiptModel
+
+/// One purchase as Apple's data shows it, normalized: ids as strings, dates as epoch milliseconds. Part of
+/// `AppleReceipt`, the verdict rules' input.
+///
+/// Source-independent: verifyReceipt's `in_app` / `latest_receipt_info` entries decode into it
+/// (`AppleTransaction+VerifyReceipt.swift`), and an App Store Server API or StoreKit 2 source fills the same fields
+/// from a signed transaction (`revocationDate` -> `cancellationDateMs`, `revocationReason` -> `cancellationReason`,
+/// `type` -> `productType`, `appAccountToken`, `revocationType`, `revocationPercentage`), so the rules never see a
+/// wire format.
+///
+/// A source must never drop evidence of a refund: a cancellation or revocation field that is present but cannot be
+/// read is named in `unreadableCancellationFields`, which makes the transaction not creditable (fail closed).
+public struct AppleTransaction: Sendable, Equatable {
+    public var transactionId: String
+    public var originalTransactionId: String?
+    public var productId: String
+    public var quantity: Int
+    public var purchaseDateMs: Int64
+    public var expiresDateMs: Int64?
+    /// When Apple refunded or revoked the purchase (verifyReceipt's `cancellation_date_ms` or `cancellation_date`, a
+    /// signed transaction's `revocationDate`); nil when Apple's data shows none or could not be read.
+    public var cancellationDateMs: Int64?
+    /// verifyReceipt's `cancellation_reason` (`0`, `1`), a signed transaction's `revocationReason`; present only on
+    /// refunded or revoked purchases.
+    public var cancellationReason: String?
+    public var webOrderLineItemId: String?
+    public var inAppOwnershipType: String?
+    public var isTrialPeriod: Bool
+    /// The UUID the app set at purchase (`appAccountToken`), as Apple wrote it; verifyReceipt never carries it.
+    public var appAccountToken: String?
+    /// What Apple says the product is (a signed transaction's `type`); verifyReceipt never says.
+    public var productType: ProductType?
+    /// A signed transaction's `revocationType` (`REFUND_FULL`, `REFUND_PRORATED`, `FAMILY_REVOKE`).
+    public var revocationType: String?
+    /// A signed transaction's `revocationPercentage` (thousandths of a percent).
+    public var revocationPercentage: Int?
+    /// Cancellation or revocation fields Apple's data carries but the source could not read (for verifyReceipt:
+    /// `cancellation_date_ms`, `cancellation_date`, `cancellation_date_pst`, `cancellation_reason`). Not empty means
+    /// "Apple may have refunded this": the transaction is never creditable.
+    public var unreadableCancellationFields: [String]
+
+    public init(
+        transactionId: String, originalTransactionId: String? = nil, productId: String, quantity: Int = 1,
+        purchaseDateMs: Int64, expiresDateMs: Int64? = nil, cancellationDateMs: Int64? = nil,
+        cancellationReason: String? = nil, webOrderLineItemId: String? = nil, inAppOwnershipType: String? = nil,
+        isTrialPeriod: Bool = false, appAccountToken: String? = nil, productType: ProductType? = nil,
+        revocationType: String? = nil, revocationPercentage: Int? = nil, unreadableCancellationFields: [String] = []
+    ) {
+        self.transactionId = transactionId
+        self.originalTransactionId = originalTransactionId
+        self.productId = productId
+        self.quantity = quantity
+        self.purchaseDateMs = purchaseDateMs
+        self.expiresDateMs = expiresDateMs
+        self.cancellationDateMs = cancellationDateMs
+        self.cancellationReason = cancellationReason
+        self.webOrderLineItemId = webOrderLineItemId
+        self.inAppOwnershipType = inAppOwnershipType
+        self.isTrialPeriod = isTrialPeriod
+        self.appAccountToken = appAccountToken
+        self.productType = productType
+        self.revocationType = revocationType
+        self.revocationPercentage = revocationPercentage
+        self.unreadableCancellationFields = unreadableCancellationFields
+    }
+
+    /// Apple's data shows a refund or revocation, or a cancellation field that could not be read (fail closed).
+    public var showsCancellation: Bool {
+        cancellationDateMs != nil || cancellationReason != nil || revocationType != nil || revocationPercentage != nil
+            || !unreadableCancellationFields.isEmpty
+    }
+}

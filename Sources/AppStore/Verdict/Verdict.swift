@@ -1,0 +1,36 @@
+import ReceiptModel
+
+/// The verdict on a proof of purchase Apple accepted: `verified`, or `rejected` with a reason; plus the transactions
+/// a result carries, each marked `creditable` or not.
+///
+/// Invariant: a rejected verdict carries no creditable transaction (`rejected(_:_:_:)` clears the flag), so a
+/// crediting service that credits exactly the creditable transactions can never credit a rejection.
+public struct Verdict: Sendable, Equatable {
+    public private(set) var outcome: Outcome
+    public private(set) var reason: Reason?
+    public private(set) var message: String?
+    public private(set) var transactions: [VerifiedTransaction]
+    /// Transactions whose Apple data holds a cancellation field that could not be read (fail closed: not
+    /// creditable), for the caller to log and count. Ids only.
+    public private(set) var unreadableCancellationIds: [String]
+
+    public static func verified(_ transactions: [VerifiedTransaction], unreadableCancellationIds: [String] = [])
+        -> Verdict
+    {
+        Verdict(
+            outcome: .verified, reason: nil, message: nil, transactions: transactions,
+            unreadableCancellationIds: unreadableCancellationIds)
+    }
+
+    /// A permanent no; every transaction it shows is marked not creditable.
+    public static func rejected(
+        _ reason: Reason, _ message: String, _ transactions: [VerifiedTransaction] = [],
+        unreadableCancellationIds: [String] = []
+    ) -> Verdict {
+        var shown = transactions
+        for index in shown.indices { shown[index].creditable = false }
+        return Verdict(
+            outcome: .rejected, reason: reason, message: message, transactions: shown,
+            unreadableCancellationIds: unreadableCancellationIds)
+    }
+}

@@ -1,0 +1,91 @@
+import HTTPServer
+import Kafka
+import ReceiptModel
+import ServiceSupport
+
+/// `POST /v1/apple/notifications`: Apple's App Store Server Notifications V2, written to `NOTIFICATIONS_TOPIC`.
+///
+/// Nothing Apple sent may be lost between the answer and Kafka: the 200 comes from the delivery report only; any
+/// other answer (503 with Retry-After) makes Apple send the notification again (duplicates are harmless: the
+/// verifier dedupes on the notification's UUID).
+extension IngestHandler {
+    /// Kafka header carrying the (unverified) `notificationUUID`, when readable.
+    static let notificationUUIDHeader = "notification-uuid"
+
+    func receiveNotification(_ request: HTTPRequest, respond: @escaping HTTPResponder) {
+        let notification: NotificationRequest
+        do throws(APIError) {
+            notification = try NotificationRequest.parse(request.body)
+        } catch {
+            metrics.notificationsInvalid.increment()
+            logger.info(
+                "notification rejected",
+                ["code": .string(error.code), "body_bytes": .int(request.body.count)])
+            return respond(error.response)
+        }
+        let record = NotificationRecord(
+            signedPayload: notification.signedPayload, receivedAtMs: Clock.wallMilliseconds(), origin: .appleDelivery)
+        let value: [UInt8]
+        do {
+            value = try MessageCoding.encode(record)
+        } catch {
+            metrics.notificationsUnavailable.increment()
+            return respond(APIError.internalError("the notification could not be encoded").response)
+        }
+        let retryAfter = settings.retryAfterSeconds
+        guard publisher.isConnected else {
+            metrics.notificationsUnavailable.increment()
+            logger.warning(
+                "notification not written: no Kafka broker is reachable",
+                ["notification_uuid": .string(notification.notificationUUID ?? "")])
+            return respond(
+                APIError.notificationNotWritten(
+                    code: "kafka_unavailable", retryAfter: retryAfter, "no Kafka broker is reachable"
+                ).response)
+        }
+        var headers: [KafkaHeader] = []
+        if let uuid = notification.notificationUUID {
+            headers.append(KafkaHeader(name: Self.notificationUUIDHeader, string: uuid))
+        }
+        let metrics = self.metrics
+        let logger = self.logger
+        let uuid = notification.notificationUUID ?? ""
+        let payloadBytes = notification.signedPayload.utf8.count
+        let pending = PendingKafkaAnswer(kind: .notification, id: uuid, respond: respond)
+        kafkaDeadlines.register(pending)
+        do throws(KafkaError) {
+            try publisher.publish(
+                topic: settings.notificationsTopic, key: notification.partitionKey.map { Array($0.utf8) },
+                value: value, headers: headers
+            ) { result in
+                // On the Kafka poll thread. Late (after the deadline's 503): nothing to answer; Apple sends it again.
+                guard pending.claim() else { return }
+                switch result {
+                case .success:
+                    metrics.notificationsAccepted.increment()
+                    logger.debug(
+                        "notification accepted",
+                        ["notification_uuid": .string(uuid), "payload_bytes": .int(payloadBytes)])
+                    respond(.json(200, "{\"status\":\"received\"}"))
+                case .failure(let error):
+                    metrics.notificationsUnavailable.increment()
+                    logger.warning(
+                        "notification not acknowledged by Kafka",
+                        ["notification_uuid": .string(uuid), "kafka_code": .int(Int(error.code))])
+                    let code = error.code == KafkaError.messageTimedOut ? "kafka_timeout" : "kafka_unavailable"
+                    respond(
+                        APIError.notificationNotWritten(code: code, retryAfter: retryAfter, "delivery failed").response)
+                }
+            }
+        } catch {
+            _ = pending.claim()
+            metrics.notificationsUnavailable.increment()
+            logger.warning(
+                "notification refused by the Kafka producer",
+                ["notification_uuid": .string(uuid), "kafka_code": .int(Int(error.code))])
+            let code = error.isQueueFull ? "kafka_queue_full" : "kafka_unavailable"
+            respond(
+                APIError.notificationNotWritten(code: code, retryAfter: retryAfter, "refused by the producer").response)
+        }
+    }
+}
