@@ -79,7 +79,7 @@ import TestSupport
     @Test func withAnAPIKeyEachProofIsVerifiedWithTheServerAPIAndCreditedUnderOneKey() async throws {
         let keys = try Keys()
         let pipeline = try await Pipeline.start(
-            fakeArguments: ["--latency-ms", "5"] + keys.minted.fakeArguments,
+            fakeArguments: ["--latency-ms", "5"] + keys.minted.fakeArguments, withIngest: true,
             verifierSettings: keys.minted.verifierSettings.merging([
                 "RECEIPT_BACKEND": "server-api", "APPLE_RECEIPT_ROOT_CERTIFICATES": keys.receiptRootPath,
             ]) { $1 })
@@ -102,8 +102,18 @@ import TestSupport
             Self.submission("st-forged", .signedTransaction(String(signed.dropLast(4)) + "AAAA")),
         ]
         for submission in submissions { try await pipeline.produce(submission) }
-        let ids = submissions.map(\.submissionId)
+        // The same proofs through the ingest's HTTP API.
+        let viaIngest = [
+            try await pipeline.submitThroughIngest(["signed_transaction": signed, "submission_id": "http-st"]),
+            try await pipeline.submitThroughIngest(["transaction_id": "1000000000009001", "submission_id": "http-ti"]),
+        ]
+        let ids = submissions.map(\.submissionId) + viaIngest
         #expect(await pipeline.waitForResults(ids), "results: \(pipeline.results.answeredIds())")
+        for id in viaIngest {
+            let result = try #require(try pipeline.results.results(for: id).first)
+            #expect(result.outcome == .verified && result.source == .serverAPI, "\(id)")
+            #expect(result.transactions.map(\.creditKey) == ["apple:production:1000000000009001"])
+        }
 
         let signedResult = try #require(try pipeline.results.results(for: "st-1").first)
         #expect(signedResult.outcome == .verified)
