@@ -126,6 +126,9 @@ Ready. Submit a receipt the fake App Store accepts (bundle com.example.game, tra
 
   curl -s -X POST 'http://127.0.0.1:$ingest_port/v1/receipts?wait_ms=5000' -H 'Content-Type: application/json' \\
     -d '{"receipt_data":"$sample_receipt","order_id":"order-1","user_id":"user-1","expected_transaction_id":"1000000000000001"}'
+
+Its result lists the transaction with "creditable": true and the catalog's "credit" object. A product the catalog
+does not list (put "gems_999" in the receipt) is rejected with unknown_product.
 EOT
 if [ -n "$fake_url" ]; then
     # What a StoreKit 2 device holds for transaction 2000000000000002 (Transaction.jwsRepresentation), signed by the
@@ -143,9 +146,6 @@ More transactions: curl '$fake_url/admin/signed-transaction?id=<any number>' (or
 EOT
 fi
 cat <<EOT
-
-Its result lists the transaction with "creditable": true and the catalog's "credit" object. A product the catalog
-does not list (put "gems_999" in the receipt) is rejected with unknown_product.
 
 Watch results as the verifier publishes them (another terminal):
 
