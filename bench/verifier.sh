@@ -8,12 +8,16 @@
 #
 #   bench/verifier.sh [--count N] [--rate N] [--in-flight N] [--latency-ms N] [--partitions N] [--brokers N]
 #                     [--linger-ms N] [--only paced|backlog] [--proof receipt|signed-transaction] [--distinct N]
+#                     [--backlog-count N]
 #
 # --brokers: mock brokers (default 1); --linger-ms: the submission producer's linger.ms (default 5, the Kafka module's).
 # --proof signed-transaction: StoreKit 2 submissions instead of receipts. The script mints a PKI and an API key
 # (fake-appstore mint-pki), the fake signs --distinct (default 1024) transactions with it, and the verifier checks each
 # submission's signature locally and confirms it with the fake's Get Transaction Info (SIGNED_TRANSACTION_CONFIRM
 # =always, APPLE_SERVER_API_MAX_RPS high enough never to pace: the bench measures the verifier, not Apple's limit).
+# Its backlog run produces at most 8,000 submissions (--backlog-count): a signed transaction is ~5 KB and the mock
+# cluster keeps only ~6 MB per partition, so a larger backlog loses its oldest submissions before the verifier reads
+# them (a real broker keeps them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,6 +31,7 @@ LINGER_MS=5
 ONLY=""
 PROOF=receipt
 DISTINCT=1024
+BACKLOG_COUNT=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --count) COUNT="$2"; shift 2 ;;
@@ -39,6 +44,7 @@ while [ $# -gt 0 ]; do
         --only) ONLY="$2"; shift 2 ;;
         --proof) PROOF="$2"; shift 2 ;;
         --distinct) DISTINCT="$2"; shift 2 ;;
+        --backlog-count) BACKLOG_COUNT="$2"; shift 2 ;;
         *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -93,10 +99,15 @@ status=0
 for run in paced backlog; do
     if [ -n "$ONLY" ] && [ "$ONLY" != "$run" ]; then continue; fi
     rate=0
+    count="$COUNT"
     if [ "$run" = paced ]; then rate="$RATE"; fi
+    if [ "$run" = backlog ]; then
+        if [ -n "$BACKLOG_COUNT" ]; then count="$BACKLOG_COUNT"
+        elif [ "$PROOF" = signed-transaction ] && [ "$COUNT" -gt 8000 ]; then count=8000; fi
+    fi
     echo "== $run"
     "$BIN/verifier-bench" --bootstrap "$BOOTSTRAP" --fake-url "$FAKE_URL" --verifier "$BIN/receipt-verifier" \
-        --topic-prefix "bench-$run" --count "$COUNT" --rate "$rate" --in-flight "$IN_FLIGHT" --linger-ms "$LINGER_MS" \
+        --topic-prefix "bench-$run" --count "$count" --rate "$rate" --in-flight "$IN_FLIGHT" --linger-ms "$LINGER_MS" \
         --verifier-log "$WORK/verifier-$run.log" "${BENCH_PROOF_ARGS[@]}" | tr ' ' '\n' | sed 's/^/  /' || status=1
     if grep -q '"level":"error"' "$WORK/verifier-$run.log"; then
         echo "  verifier errors:"; grep '"level":"error"' "$WORK/verifier-$run.log" | head -5 | sed 's/^/    /'
