@@ -35,15 +35,17 @@ let package = Package(
         .target(name: "Crypto", dependencies: ["COpenSSL"]),
         // JWS (StoreKit 2 / Server API / notifications), the API token and legacy receipts, above Crypto.
         .target(name: "SignedData", dependencies: ["Crypto"]),
-        .target(name: "AppStore", dependencies: ["CCurl", "ReceiptModel", "ServiceSupport"]),
-        .target(name: "FakeAppStore", dependencies: ["HTTPServer", "ServiceSupport"], exclude: ["README.md"]),
+        .target(name: "AppStore", dependencies: ["CCurl", "ReceiptModel", "ServiceSupport", "SignedData", "Crypto"]),
+        .target(
+            name: "FakeAppStore", dependencies: ["HTTPServer", "ServiceSupport", "SignedData", "Crypto"],
+            exclude: ["README.md"]),
         .target(name: "Ingest", dependencies: ["Kafka", "HTTPServer", "ReceiptModel", "ServiceSupport"]),
         .target(name: "Verifier", dependencies: ["Kafka", "AppStore", "HTTPServer", "ReceiptModel", "ServiceSupport"]),
 
         // MARK: Executables (thin: parse settings, run, handle signals)
         .executableTarget(name: "receipt-ingest", dependencies: ["Ingest", "ServiceSupport"]),
         .executableTarget(name: "receipt-verifier", dependencies: ["Verifier", "ServiceSupport"]),
-        .executableTarget(name: "fake-appstore", dependencies: ["FakeAppStore", "ServiceSupport"]),
+        .executableTarget(name: "fake-appstore", dependencies: ["FakeAppStore", "ServiceSupport", "Crypto"]),
         .executableTarget(name: "embedded-kafka", dependencies: ["Kafka", "ServiceSupport"]),
         .executableTarget(name: "receipt-tail", dependencies: ["Kafka", "ReceiptModel", "ServiceSupport"]),
         .target(name: "Replay", dependencies: ["ReceiptModel"]),
@@ -67,7 +69,8 @@ let package = Package(
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(
-            name: "AppStoreTests", dependencies: ["AppStore", "FakeAppStore", "ReceiptModel", "TestSupport"],
+            name: "AppStoreTests",
+            dependencies: ["AppStore", "FakeAppStore", "ReceiptModel", "TestSupport", "SignedData", "Crypto"],
             exclude: ["Fixtures"]),
         .testTarget(
             name: "IngestTests", dependencies: ["Ingest", "HTTPServer", "Kafka", "ReceiptModel", "TestSupport"]),
@@ -77,7 +80,8 @@ let package = Package(
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], exclude: ["Fixtures"]),
         .testTarget(name: "SignedDataTests", dependencies: ["SignedData", "Crypto"], exclude: ["Fixtures"]),
         .testTarget(
-            name: "IntegrationTests", dependencies: ["Kafka", "ReceiptModel", "ServiceSupport", "FakeAppStore", "TestSupport"]),
+            name: "IntegrationTests",
+            dependencies: ["Kafka", "ReceiptModel", "ServiceSupport", "FakeAppStore", "TestSupport", "Crypto"]),
     ],
     swiftLanguageModes: [.v6]
 )

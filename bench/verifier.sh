@@ -7,9 +7,17 @@
 # Prints results/s, p50/p99 submission-to-result latency, verifier CPU µs per result and peak RSS. Release build.
 #
 #   bench/verifier.sh [--count N] [--rate N] [--in-flight N] [--latency-ms N] [--partitions N] [--brokers N]
-#                     [--linger-ms N] [--only paced|backlog]
+#                     [--linger-ms N] [--only paced|backlog] [--proof receipt|signed-transaction] [--distinct N]
+#                     [--backlog-count N]
 #
 # --brokers: mock brokers (default 1); --linger-ms: the submission producer's linger.ms (default 5, the Kafka module's).
+# --proof signed-transaction: StoreKit 2 submissions instead of receipts. The script mints a PKI and an API key
+# (fake-appstore mint-pki), the fake signs --distinct (default 1024) transactions with it, and the verifier checks each
+# submission's signature locally and confirms it with the fake's Get Transaction Info (SIGNED_TRANSACTION_CONFIRM
+# =always, APPLE_SERVER_API_MAX_RPS high enough never to pace: the bench measures the verifier, not Apple's limit).
+# Its backlog run produces at most 8,000 submissions (--backlog-count): a signed transaction is ~5 KB and the mock
+# cluster keeps only ~6 MB per partition, so a larger backlog loses its oldest submissions before the verifier reads
+# them (a real broker keeps them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +29,9 @@ PARTITIONS=8
 BROKERS=1
 LINGER_MS=5
 ONLY=""
+PROOF=receipt
+DISTINCT=1024
+BACKLOG_COUNT=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --count) COUNT="$2"; shift 2 ;;
@@ -31,6 +42,9 @@ while [ $# -gt 0 ]; do
         --brokers) BROKERS="$2"; shift 2 ;;
         --linger-ms) LINGER_MS="$2"; shift 2 ;;
         --only) ONLY="$2"; shift 2 ;;
+        --proof) PROOF="$2"; shift 2 ;;
+        --distinct) DISTINCT="$2"; shift 2 ;;
+        --backlog-count) BACKLOG_COUNT="$2"; shift 2 ;;
         *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -47,23 +61,54 @@ for run in paced backlog; do
 done
 "$BIN/embedded-kafka" --brokers "$BROKERS" --topics "$TOPICS" >"$WORK/kafka.out" 2>"$WORK/kafka.log" &
 PIDS+=($!)
-"$BIN/fake-appstore" --port 0 --latency-ms "$LATENCY_MS" --threads 2 >"$WORK/fake.out" 2>"$WORK/fake.log" &
+FAKE_PKI_ARGS=()
+BENCH_PROOF_ARGS=()
+case "$PROOF" in
+    receipt) ;;
+    signed-transaction)
+        "$BIN/fake-appstore" mint-pki --out "$WORK/pki" >"$WORK/mint-pki.out"
+        read -r -a FAKE_PKI_ARGS <<<"$(grep '^FAKE_APPSTORE_ARGS=' "$WORK/mint-pki.out" | cut -d= -f2-)"
+        while IFS='=' read -r name value; do export "$name=$value"; done <"$WORK/pki/settings.env"
+        export SIGNED_TRANSACTION_CONFIRM=always APPLE_SERVER_API_MAX_RPS=1000000
+        ;;
+    *) echo "--proof is receipt or signed-transaction" >&2; exit 2 ;;
+esac
+"$BIN/fake-appstore" --port 0 --latency-ms "$LATENCY_MS" --threads 2 "${FAKE_PKI_ARGS[@]}" \
+    >"$WORK/fake.out" 2>"$WORK/fake.log" &
 PIDS+=($!)
 BOOTSTRAP="$(wait_for_line "$WORK/kafka.out" KAFKA_BOOTSTRAP_SERVERS)" || { cat "$WORK/kafka.log" >&2; exit 1; }
 FAKE_URL="$(wait_for_line "$WORK/fake.out" FAKE_APPSTORE_URL)" || { cat "$WORK/fake.log" >&2; exit 1; }
+if [ "$PROOF" = signed-transaction ]; then
+    # What devices hold: signed transactions of DISTINCT purchases (the fake knows every numeric id).
+    for ((i = 0; i < DISTINCT; i++)); do
+        curl -fsS "$FAKE_URL/admin/signed-transaction?id=$((3000000000000000 + i))" \
+            | sed -n 's/.*"signed_transaction":"\([^"]*\)".*/\1/p'
+        echo  # the answer has no final newline: one JWS per line
+    done >"$WORK/signed-transactions.txt"
+    BENCH_PROOF_ARGS=(--signed-transactions "$WORK/signed-transactions.txt")
+fi
 
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -sr)"
 echo "embedded-kafka $BOOTSTRAP ($BROKERS brokers, $PARTITIONS partitions per topic), fake App Store $FAKE_URL at ${LATENCY_MS} ms," \
-    "VERIFIER_MAX_IN_FLIGHT=$IN_FLIGHT, $COUNT submissions per run, producer linger.ms=$LINGER_MS"
+    "VERIFIER_MAX_IN_FLIGHT=$IN_FLIGHT, $COUNT submissions per run, producer linger.ms=$LINGER_MS, proof $PROOF"
+if [ "$PROOF" = signed-transaction ]; then
+    echo "signed transactions: $DISTINCT distinct purchases, verified locally and confirmed with Get Transaction Info" \
+        "(SIGNED_TRANSACTION_CONFIRM=always, APPLE_SERVER_API_MAX_RPS=$APPLE_SERVER_API_MAX_RPS)"
+fi
 status=0
 for run in paced backlog; do
     if [ -n "$ONLY" ] && [ "$ONLY" != "$run" ]; then continue; fi
     rate=0
+    count="$COUNT"
     if [ "$run" = paced ]; then rate="$RATE"; fi
+    if [ "$run" = backlog ]; then
+        if [ -n "$BACKLOG_COUNT" ]; then count="$BACKLOG_COUNT"
+        elif [ "$PROOF" = signed-transaction ] && [ "$COUNT" -gt 8000 ]; then count=8000; fi
+    fi
     echo "== $run"
     "$BIN/verifier-bench" --bootstrap "$BOOTSTRAP" --fake-url "$FAKE_URL" --verifier "$BIN/receipt-verifier" \
-        --topic-prefix "bench-$run" --count "$COUNT" --rate "$rate" --in-flight "$IN_FLIGHT" --linger-ms "$LINGER_MS" \
-        --verifier-log "$WORK/verifier-$run.log" | tr ' ' '\n' | sed 's/^/  /' || status=1
+        --topic-prefix "bench-$run" --count "$count" --rate "$rate" --in-flight "$IN_FLIGHT" --linger-ms "$LINGER_MS" \
+        --verifier-log "$WORK/verifier-$run.log" "${BENCH_PROOF_ARGS[@]}" | tr ' ' '\n' | sed 's/^/  /' || status=1
     if grep -q '"level":"error"' "$WORK/verifier-$run.log"; then
         echo "  verifier errors:"; grep '"level":"error"' "$WORK/verifier-$run.log" | head -5 | sed 's/^/    /'
     fi

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make dev`: the whole system on this machine, in one process tree, stopped cleanly with Ctrl-C.
 #   embedded Kafka (librdkafka mock cluster, in memory) -> unless KAFKA_BOOTSTRAP_SERVERS is set
-#   fake App Store                                       -> unless APPLE_VERIFY_RECEIPT_URL is set (e.g. Apple's sandbox)
+#   fake App Store (verifyReceipt and the App Store Server API, with a PKI and API key minted into .dev/pki)
+#                                                        -> unless APPLE_VERIFY_RECEIPT_URL is set (e.g. Apple's sandbox)
 #   product catalog scripts/dev-product-catalog.json     -> with the fake, unless PRODUCT_CATALOG_FILE is set
 #   receipt-ingest on :8080 (INGEST_LISTEN), receipt-verifier with metrics on :9090 (VERIFIER_METRICS_LISTEN)
 # Logs of every process go to .dev/logs/.
@@ -78,12 +79,22 @@ else
 fi
 export KAFKA_BOOTSTRAP_SERVERS
 
+fake_url=""
 if [ -z "${APPLE_VERIFY_RECEIPT_URL:-}" ]; then
-    start_service FAKE_APPSTORE_URL "$bin_dir/fake-appstore" --port 0 --latency-ms 100
+    # A signing PKI and an App Store Server API key of our own: the fake signs transactions with them and checks
+    # the verifier's bearer tokens against the key; the verifier trusts only this root.
+    pki_dir=".dev/pki"
+    rm -rf "$pki_dir"
+    "$bin_dir/fake-appstore" mint-pki --out "$pki_dir" >"$log_dir/mint-pki.out"
+    read -r -a fake_pki_args <<<"$(grep '^FAKE_APPSTORE_ARGS=' "$log_dir/mint-pki.out" | cut -d= -f2-)"
+    while IFS='=' read -r name value; do export "$name=$value"; done <"$pki_dir/settings.env"
+    start_service FAKE_APPSTORE_URL "$bin_dir/fake-appstore" --port 0 --latency-ms 100 "${fake_pki_args[@]}"
     fake_url="$REPLY"
     export APPLE_VERIFY_RECEIPT_URL="$fake_url/verifyReceipt"
     export APPLE_SANDBOX_VERIFY_RECEIPT_URL="$fake_url/sandbox/verifyReceipt"
-    echo "fake App Store:  $fake_url"
+    export APPLE_SERVER_API_URL="$fake_url"
+    export APPLE_SERVER_API_SANDBOX_URL="$fake_url/sandbox"
+    echo "fake App Store:  $fake_url (verifyReceipt and the App Store Server API; PKI and API key in $pki_dir)"
     # The fake's products (gems_100, one_month_subscription): results carry their credit objects.
     export PRODUCT_CATALOG_FILE="${PRODUCT_CATALOG_FILE:-$PWD/scripts/dev-product-catalog.json}"
 else
@@ -118,6 +129,23 @@ Ready. Submit a receipt the fake App Store accepts (bundle com.example.game, tra
 
 Its result lists the transaction with "creditable": true and the catalog's "credit" object. A product the catalog
 does not list (put "gems_999" in the receipt) is rejected with unknown_product.
+EOT
+if [ -n "$fake_url" ]; then
+    # What a StoreKit 2 device holds for transaction 2000000000000002 (Transaction.jwsRepresentation), signed by the
+    # fake; the verifier checks it locally and confirms it with the fake's Get Transaction Info.
+    signed_transaction="$(curl -fsS "$fake_url/admin/signed-transaction?id=2000000000000002" \
+        | sed -n 's/.*"signed_transaction":"\([^"]*\)".*/\1/p')"
+    cat <<EOT
+
+Or a StoreKit 2 signed transaction (transaction 2000000000000002, confirmed with the fake App Store Server API):
+
+  curl -s -X POST 'http://127.0.0.1:$ingest_port/v1/receipts?wait_ms=5000' -H 'Content-Type: application/json' \\
+    -d '{"signed_transaction":"$signed_transaction","order_id":"order-2","user_id":"user-2"}'
+
+More transactions: curl '$fake_url/admin/signed-transaction?id=<any number>' (or register one: README of the fake).
+EOT
+fi
+cat <<EOT
 
 Watch results as the verifier publishes them (another terminal):
 

@@ -61,8 +61,9 @@ public final class VerifierService: Sendable {
         }
         let appleVerifier: ReceiptVerifier
         do {
-            appleVerifier = try ReceiptVerifier.verifyReceipt(
-                settings: settings.appStore, catalog: catalog, logger: logger.named("appstore"), metrics: metrics)
+            appleVerifier = try ReceiptVerifier.make(
+                settings: settings.appStore, serverAPI: settings.serverAPI, catalog: catalog,
+                logger: logger.named("appstore"), metrics: metrics)
         } catch {
             producer.close(timeout: .seconds(1))
             throw VerifierStartupError(description: "cannot create the App Store client: \(error)")
@@ -134,6 +135,7 @@ public final class VerifierService: Sendable {
                 "group_id": .string(settings.groupId), "receipts_topic": .string(settings.topics.receipts),
                 "retry_topic": .string(settings.topics.retry), "max_in_flight": .int(settings.limits.maxInFlight),
                 "metrics_port": .int(Int(server.port)), "apple": .string(settings.appStore.description),
+                "server_api": .string(settings.serverAPI.description),
             ])
     }
 

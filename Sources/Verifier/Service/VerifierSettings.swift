@@ -11,6 +11,9 @@ public struct VerifierSettings: Sendable {
     public var metricsListen: ListenAddress
     /// The App Store client's settings (`APPLE_*`, `ALLOWED_BUNDLE_IDS`, `SANDBOX_POLICY`, `VERIFIER_MAX_IN_FLIGHT`).
     public var appStore: AppStoreSettings
+    /// The App Store Server API and signed data (`APPLE_ISSUER_ID`, ..., `SIGNED_TRANSACTION_CONFIRM`,
+    /// `RECEIPT_BACKEND`).
+    public var serverAPI: ServerAPISettings
     public var limits: DispatchLimits
     /// How long one round of Apple calls (the client's in-process retries) may take before it counts as no verdict.
     public var roundDeadline: Duration
@@ -23,14 +26,16 @@ public struct VerifierSettings: Sendable {
 
     public init(
         kafka: KafkaConfiguration, topics: VerifierTopics, groupId: String, metricsListen: ListenAddress,
-        appStore: AppStoreSettings, limits: DispatchLimits, roundDeadline: Duration, retryPolicy: RetryRoundPolicy,
-        breaker: AppleCircuitBreaker.Configuration, revokeTimeout: Duration, shutdownTimeout: Duration
+        appStore: AppStoreSettings, serverAPI: ServerAPISettings, limits: DispatchLimits, roundDeadline: Duration,
+        retryPolicy: RetryRoundPolicy, breaker: AppleCircuitBreaker.Configuration, revokeTimeout: Duration,
+        shutdownTimeout: Duration
     ) {
         self.kafka = kafka
         self.topics = topics
         self.groupId = groupId
         self.metricsListen = metricsListen
         self.appStore = appStore
+        self.serverAPI = serverAPI
         self.limits = limits
         self.roundDeadline = roundDeadline
         self.retryPolicy = retryPolicy
@@ -105,6 +110,7 @@ public struct VerifierSettings: Sendable {
             )
         }
         let appStore = try AppStoreSettings.fromEnvironment(settings)
+        let serverAPI = try ServerAPISettings.fromEnvironment(settings)
         let maxInFlight = appStore.maxInFlight
         let window = try settings.int(
             "VERIFIER_PARTITION_WINDOW", default: max(4 * maxInFlight, 16), range: 2...10_000_000)
@@ -141,7 +147,7 @@ public struct VerifierSettings: Sendable {
             kafka: kafka, topics: topics,
             groupId: settings.string("VERIFIER_GROUP_ID", default: "iap-verifier"),
             metricsListen: try settings.listenAddress("VERIFIER_METRICS_LISTEN", default: "0.0.0.0:9090"),
-            appStore: appStore,
+            appStore: appStore, serverAPI: serverAPI,
             limits: DispatchLimits(maxInFlight: maxInFlight, partitionWindow: window),
             roundDeadline: .milliseconds(
                 try settings.int("VERIFIER_ROUND_DEADLINE_MS", default: 60_000, range: 100...3_600_000)),
@@ -175,8 +181,10 @@ public struct VerifierSettings: Sendable {
 
     /// `receipt-verifier --help`.
     public static let helpText = """
-        receipt-verifier: consumer-group worker that verifies each submission with Apple's verifyReceipt and writes
-        exactly one result per submission (at-least-once; results are idempotent by submission_id and credit_key).
+        receipt-verifier: consumer-group worker that verifies each submission (a receipt with Apple's verifyReceipt
+        or the App Store Server API, a StoreKit 2 signed transaction locally and optionally with the API, a
+        transaction id with the API) and writes exactly one result per submission (at-least-once; results are
+        idempotent by submission_id and credit_key).
 
         Usage: receipt-verifier [--help]
         Settings come from environment variables:
@@ -235,11 +243,31 @@ public struct VerifierSettings: Sendable {
           APPLE_21002_BURST_MIN_RECEIPTS distinct receipts among those 21002 answers (default 5)
           ALLOWED_BUNDLE_IDS             required; comma-separated bundle ids whose receipts may be verified
           SANDBOX_POLICY                 accept (result says environment Sandbox) or reject (sandbox_not_allowed)
-                                         (default accept); the environment is what Apple's answer says
+                                         (default accept); the environment is what Apple's answer says; Xcode and
+                                         LocalTesting signed data are never accepted
           PRODUCT_CATALOG_FILE           JSON catalog of product ids: type and the credit object copied into each
                                          transaction; unlisted products are not creditable (unknown_product).
                                          Re-read within a second of a change; an invalid file keeps the previous
                                          catalog (and stops the start when there is none). Default: no catalog
+          APPLE_ISSUER_ID, APPLE_KEY_ID, APPLE_PRIVATE_KEY_FILE
+                                         App Store Server API key (issuer id, key id, the .p8 file read at
+                                         start): all three or none; needed for transaction_id submissions,
+                                         SIGNED_TRANSACTION_CONFIRM=always and RECEIPT_BACKEND=server-api
+          APPLE_SERVER_API_URL           production API (default https://api.storekit.apple.com)
+          APPLE_SERVER_API_SANDBOX_URL   sandbox API (default https://api.storekit-sandbox.apple.com); both https
+                                         (plain http only to a loopback host)
+          APPLE_ROOT_CERTIFICATES        comma-separated DER/PEM files: the only roots signed transactions may
+                                         chain to (default the shipped Apple Root CA - G3)
+          APPLE_RECEIPT_ROOT_CERTIFICATES roots of receipts' PKCS#7 signatures with RECEIPT_BACKEND=server-api
+                                         (default the shipped Apple Inc. Root)
+          APPLE_APP_APPLE_ID             the app's numeric Apple id (notifications of other apps are refused)
+          APPLE_SERVER_API_MAX_RPS       this process's production pace per API endpoint, the sandbox's a tenth
+                                         (default 50, Apple's per-app limit: divide it across replicas)
+          SIGNED_TRANSACTION_CONFIRM     always (also ask Get Transaction Info: Apple's current state) or never
+                                         (local signature check only) (default always with an API key, else never)
+          RECEIPT_BACKEND                verify-receipt (Apple's legacy endpoint) or server-api (receipt signature
+                                         checked locally, then Get Transaction History; needs the API key)
+                                         (default verify-receipt)
           LOG_LEVEL                      debug, info, warning or error (default info)
 
         Endpoints on VERIFIER_METRICS_LISTEN: GET /healthz (alive), GET /readyz (Kafka connected, not draining),
