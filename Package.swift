@@ -35,7 +35,7 @@ let package = Package(
         .target(name: "Crypto", dependencies: ["COpenSSL"]),
         // JWS (StoreKit 2 / Server API / notifications), the API token and legacy receipts, above Crypto.
         .target(name: "SignedData", dependencies: ["Crypto"]),
-        .target(name: "AppStore", dependencies: ["CCurl", "ReceiptModel", "ServiceSupport"]),
+        .target(name: "AppStore", dependencies: ["CCurl", "ReceiptModel", "ServiceSupport", "SignedData", "Crypto"]),
         .target(
             name: "FakeAppStore", dependencies: ["AppStore", "HTTPServer", "ServiceSupport", "SignedData", "Crypto"],
             exclude: ["README.md"]),
@@ -49,7 +49,7 @@ let package = Package(
         // MARK: Executables (thin: parse settings, run, handle signals)
         .executableTarget(name: "receipt-ingest", dependencies: ["Ingest", "ServiceSupport"]),
         .executableTarget(name: "receipt-verifier", dependencies: ["Verifier", "ServiceSupport"]),
-        .executableTarget(name: "fake-appstore", dependencies: ["FakeAppStore", "ServiceSupport"]),
+        .executableTarget(name: "fake-appstore", dependencies: ["FakeAppStore", "ServiceSupport", "Crypto"]),
         .executableTarget(name: "embedded-kafka", dependencies: ["Kafka", "ServiceSupport"]),
         .executableTarget(name: "receipt-tail", dependencies: ["Kafka", "ReceiptModel", "ServiceSupport"]),
         .target(name: "Replay", dependencies: ["ReceiptModel"]),
@@ -77,7 +77,8 @@ let package = Package(
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(
-            name: "AppStoreTests", dependencies: ["AppStore", "FakeAppStore", "ReceiptModel", "TestSupport"],
+            name: "AppStoreTests",
+            dependencies: ["AppStore", "FakeAppStore", "ReceiptModel", "TestSupport", "SignedData", "Crypto"],
             exclude: ["Fixtures"]),
         .testTarget(
             name: "IngestTests", dependencies: ["Ingest", "HTTPServer", "Kafka", "ReceiptModel", "TestSupport"]),

@@ -25,7 +25,7 @@ bench_cleanup() {
     local pid
     for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
     for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-    rm -rf "$WORK"
+    if [ -n "${BENCH_KEEP_WORK:-}" ]; then echo "kept $WORK" >&2; else rm -rf "$WORK"; fi
 }
 
 # wait_for_line FILE PREFIX: prints the value of the first "PREFIX=value" line of FILE (waits up to 10 s).

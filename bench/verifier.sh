@@ -11,10 +11,17 @@
 # (events/s from the first event to the last, verifier CPU µs per event, peak RSS).
 #
 #   bench/verifier.sh [--count N] [--rate N] [--in-flight N] [--latency-ms N] [--partitions N] [--brokers N]
-#                     [--linger-ms N] [--notification-count N] [--notification-partitions N]
-#                     [--only paced|backlog|notifications]
+#                     [--linger-ms N] [--only paced|backlog|notifications] [--proof receipt|signed-transaction]
+#                     [--distinct N] [--backlog-count N] [--notification-count N] [--notification-partitions N]
 #
 # --brokers: mock brokers (default 1); --linger-ms: the submission producer's linger.ms (default 5, the Kafka module's).
+# --proof signed-transaction: StoreKit 2 submissions instead of receipts. The script mints a PKI and an API key
+# (fake-appstore mint-pki), the fake signs --distinct (default 1024) transactions with it, and the verifier checks each
+# submission's signature locally and confirms it with the fake's Get Transaction Info (SIGNED_TRANSACTION_CONFIRM
+# =always, APPLE_SERVER_API_MAX_RPS high enough never to pace: the bench measures the verifier, not Apple's limit).
+# Its backlog run produces at most 8,000 submissions (--backlog-count): a signed transaction is ~5 KB and the mock
+# cluster keeps only ~6 MB per partition, so a larger backlog loses its oldest submissions before the verifier reads
+# them (a real broker keeps them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +36,9 @@ NOTIFICATION_COUNT=20000
 # The mock cluster keeps about 5 MB per partition (~340 notifications of ~15 KB): enough partitions for the preload.
 NOTIFICATION_PARTITIONS=64
 ONLY=""
+PROOF=receipt
+DISTINCT=1024
+BACKLOG_COUNT=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --count) COUNT="$2"; shift 2 ;;
@@ -41,6 +51,9 @@ while [ $# -gt 0 ]; do
         --notification-count) NOTIFICATION_COUNT="$2"; shift 2 ;;
         --notification-partitions) NOTIFICATION_PARTITIONS="$2"; shift 2 ;;
         --only) ONLY="$2"; shift 2 ;;
+        --proof) PROOF="$2"; shift 2 ;;
+        --distinct) DISTINCT="$2"; shift 2 ;;
+        --backlog-count) BACKLOG_COUNT="$2"; shift 2 ;;
         *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -61,19 +74,50 @@ for run in paced backlog notifications; do
 done
 "$BIN/embedded-kafka" --brokers "$BROKERS" --topics "$TOPICS" >"$WORK/kafka.out" 2>"$WORK/kafka.log" &
 PIDS+=($!)
-"$BIN/fake-appstore" --port 0 --latency-ms "$LATENCY_MS" --threads 2 >"$WORK/fake.out" 2>"$WORK/fake.log" &
+FAKE_PKI_ARGS=()
+BENCH_PROOF_ARGS=()
+case "$PROOF" in
+    receipt) ;;
+    signed-transaction)
+        "$BIN/fake-appstore" mint-pki --out "$WORK/pki" >"$WORK/mint-pki.out"
+        read -r -a FAKE_PKI_ARGS <<<"$(grep '^FAKE_APPSTORE_ARGS=' "$WORK/mint-pki.out" | cut -d= -f2-)"
+        while IFS='=' read -r name value; do export "$name=$value"; done <"$WORK/pki/settings.env"
+        export SIGNED_TRANSACTION_CONFIRM=always APPLE_SERVER_API_MAX_RPS=1000000
+        ;;
+    *) echo "--proof is receipt or signed-transaction" >&2; exit 2 ;;
+esac
+"$BIN/fake-appstore" --port 0 --latency-ms "$LATENCY_MS" --threads 2 "${FAKE_PKI_ARGS[@]}" \
+    >"$WORK/fake.out" 2>"$WORK/fake.log" &
 PIDS+=($!)
 BOOTSTRAP="$(wait_for_line "$WORK/kafka.out" KAFKA_BOOTSTRAP_SERVERS)" || { cat "$WORK/kafka.log" >&2; exit 1; }
 FAKE_URL="$(wait_for_line "$WORK/fake.out" FAKE_APPSTORE_URL)" || { cat "$WORK/fake.log" >&2; exit 1; }
+if [ "$PROOF" = signed-transaction ]; then
+    # What devices hold: signed transactions of DISTINCT purchases (the fake knows every numeric id).
+    for ((i = 0; i < DISTINCT; i++)); do
+        curl -fsS "$FAKE_URL/admin/signed-transaction?id=$((3000000000000000 + i))" \
+            | sed -n 's/.*"signed_transaction":"\([^"]*\)".*/\1/p'
+        echo  # the answer has no final newline: one JWS per line
+    done >"$WORK/signed-transactions.txt"
+    BENCH_PROOF_ARGS=(--signed-transactions "$WORK/signed-transactions.txt")
+fi
 
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -sr)"
 echo "embedded-kafka $BOOTSTRAP ($BROKERS brokers, $PARTITIONS partitions per topic), fake App Store $FAKE_URL at ${LATENCY_MS} ms," \
-    "VERIFIER_MAX_IN_FLIGHT=$IN_FLIGHT, $COUNT submissions per run, producer linger.ms=$LINGER_MS"
+    "VERIFIER_MAX_IN_FLIGHT=$IN_FLIGHT, $COUNT submissions per run, producer linger.ms=$LINGER_MS, proof $PROOF"
+if [ "$PROOF" = signed-transaction ]; then
+    echo "signed transactions: $DISTINCT distinct purchases, verified locally and confirmed with Get Transaction Info" \
+        "(SIGNED_TRANSACTION_CONFIRM=always, APPLE_SERVER_API_MAX_RPS=$APPLE_SERVER_API_MAX_RPS)"
+fi
 status=0
 for run in paced backlog notifications; do
     if [ -n "$ONLY" ] && [ "$ONLY" != "$run" ]; then continue; fi
     rate=0
+    count="$COUNT"
     if [ "$run" = paced ]; then rate="$RATE"; fi
+    if [ "$run" = backlog ]; then
+        if [ -n "$BACKLOG_COUNT" ]; then count="$BACKLOG_COUNT"
+        elif [ "$PROOF" = signed-transaction ] && [ "$COUNT" -gt 8000 ]; then count=8000; fi
+    fi
     echo "== $run"
     if [ "$run" = notifications ]; then
         "$BIN/verifier-bench" --mode notifications --bootstrap "$BOOTSTRAP" --verifier "$BIN/receipt-verifier" \
@@ -81,9 +125,9 @@ for run in paced backlog notifications; do
             --linger-ms "$LINGER_MS" --verifier-log "$WORK/verifier-$run.log" | tr ' ' '\n' | sed 's/^/  /' || status=1
     else
         "$BIN/verifier-bench" --bootstrap "$BOOTSTRAP" --fake-url "$FAKE_URL" --verifier "$BIN/receipt-verifier" \
-            --topic-prefix "bench-$run" --count "$COUNT" --rate "$rate" --in-flight "$IN_FLIGHT" \
-            --linger-ms "$LINGER_MS" --verifier-log "$WORK/verifier-$run.log" | tr ' ' '\n' | sed 's/^/  /' \
-            || status=1
+            --topic-prefix "bench-$run" --count "$count" --rate "$rate" --in-flight "$IN_FLIGHT" \
+            --linger-ms "$LINGER_MS" --verifier-log "$WORK/verifier-$run.log" "${BENCH_PROOF_ARGS[@]}" \
+            | tr ' ' '\n' | sed 's/^/  /' || status=1
     fi
     if grep -q '"level":"error"' "$WORK/verifier-$run.log"; then
         echo "  verifier errors:"; grep '"level":"error"' "$WORK/verifier-$run.log" | head -5 | sed 's/^/    /'

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make dev`: the whole system on this machine, in one process tree, stopped cleanly with Ctrl-C.
 #   embedded Kafka (librdkafka mock cluster, in memory) -> unless KAFKA_BOOTSTRAP_SERVERS is set
-#   fake App Store                                       -> unless APPLE_VERIFY_RECEIPT_URL is set (e.g. Apple's sandbox)
+#   fake App Store (verifyReceipt and the App Store Server API, with a PKI and API key minted into .dev/pki)
+#                                                        -> unless APPLE_VERIFY_RECEIPT_URL is set (e.g. Apple's sandbox)
 #   product catalog scripts/dev-product-catalog.json     -> with the fake, unless PRODUCT_CATALOG_FILE is set
 #   receipt-ingest on :8080 (INGEST_LISTEN), receipt-verifier with metrics on :9090 (VERIFIER_METRICS_LISTEN)
 # Logs of every process go to .dev/logs/.
@@ -80,16 +81,23 @@ else
 fi
 export KAFKA_BOOTSTRAP_SERVERS
 
-# The fake App Store signs notifications with a test PKI kept here; the verifier trusts its root besides Apple's.
-signing_dir=".dev/signing"
+fake_url=""
 if [ -z "${APPLE_VERIFY_RECEIPT_URL:-}" ]; then
-    start_service FAKE_APPSTORE_URL "$bin_dir/fake-appstore" --port 0 --latency-ms 100 --signing-dir "$signing_dir" \
+    # A signing PKI and an App Store Server API key of our own: the fake signs transactions with them and checks
+    # the verifier's bearer tokens against the key; the verifier trusts only this root.
+    pki_dir=".dev/pki"
+    rm -rf "$pki_dir"
+    "$bin_dir/fake-appstore" mint-pki --out "$pki_dir" >"$log_dir/mint-pki.out"
+    read -r -a fake_pki_args <<<"$(grep '^FAKE_APPSTORE_ARGS=' "$log_dir/mint-pki.out" | cut -d= -f2-)"
+    while IFS='=' read -r name value; do export "$name=$value"; done <"$pki_dir/settings.env"
+    start_service FAKE_APPSTORE_URL "$bin_dir/fake-appstore" --port 0 --latency-ms 100 "${fake_pki_args[@]}" \
         --notification-retry-seconds 10,60
     fake_url="$REPLY"
-    export APPLE_ROOT_CERTIFICATES="${APPLE_ROOT_CERTIFICATES:-certificates/AppleRootCA-G3.cer,$signing_dir/apple-root.pem}"
     export APPLE_VERIFY_RECEIPT_URL="$fake_url/verifyReceipt"
     export APPLE_SANDBOX_VERIFY_RECEIPT_URL="$fake_url/sandbox/verifyReceipt"
-    echo "fake App Store:  $fake_url"
+    export APPLE_SERVER_API_URL="$fake_url"
+    export APPLE_SERVER_API_SANDBOX_URL="$fake_url/sandbox"
+    echo "fake App Store:  $fake_url (verifyReceipt and the App Store Server API; PKI and API key in $pki_dir)"
     # The fake's products (gems_100, one_month_subscription): results carry their credit objects.
     export PRODUCT_CATALOG_FILE="${PRODUCT_CATALOG_FILE:-$PWD/scripts/dev-product-catalog.json}"
 else
@@ -124,18 +132,44 @@ Ready. Submit a receipt the fake App Store accepts (bundle com.example.game, tra
 
 Its result lists the transaction with "creditable": true and the catalog's "credit" object. A product the catalog
 does not list (put "gems_999" in the receipt) is rejected with unknown_product.
+EOT
+if [ -n "$fake_url" ]; then
+    # What a StoreKit 2 device holds for transaction 2000000000000002 (Transaction.jwsRepresentation), signed by the
+    # fake; the verifier checks it locally and confirms it with the fake's Get Transaction Info.
+    signed_transaction="$(curl -fsS "$fake_url/admin/signed-transaction?id=2000000000000002" \
+        | sed -n 's/.*"signed_transaction":"\([^"]*\)".*/\1/p')"
+    cat <<EOT
+
+Or a StoreKit 2 signed transaction (transaction 2000000000000002, confirmed with the fake App Store Server API):
+
+  curl -s -X POST 'http://127.0.0.1:$ingest_port/v1/receipts?wait_ms=5000' -H 'Content-Type: application/json' \\
+    -d '{"signed_transaction":"$signed_transaction","order_id":"order-2","user_id":"user-2"}'
+
+More transactions: curl '$fake_url/admin/signed-transaction?id=<any number>' (or register one: README of the fake).
+EOT
+fi
+cat <<EOT
 
 Watch results as the verifier publishes them (another terminal):
 
   KAFKA_BOOTSTRAP_SERVERS=$KAFKA_BOOTSTRAP_SERVERS $bin_dir/receipt-tail --from-beginning
 
-Send an App Store Server Notification signed by the fake App Store (retried after 10 and 60 s until the ingest
-answers 200; types: fake-appstore send-notification --help), and watch its purchase event:
+Watch purchase events (another terminal):
 
-  $bin_dir/fake-appstore send-notification --signing-dir $signing_dir --type REFUND --retry-schedule-seconds none \\
-    --url http://127.0.0.1:$ingest_port/v1/apple/notifications
-  curl -s -X POST "${fake_url:-<fake-appstore URL>}/admin/notifications/send?type=DID_RENEW&url=http://127.0.0.1:$ingest_port/v1/apple/notifications"
   kcat -C -b $KAFKA_BOOTSTRAP_SERVERS -t $EVENTS_TOPIC -o beginning
+EOT
+if [ -n "$fake_url" ]; then
+    cat <<EOT
+
+Send an App Store Server Notification signed by the fake App Store (retried after 10 and 60 s until the ingest
+answers 200; types and options: fake-appstore send-notification --help), as Apple would POST it:
+
+  curl -s -X POST "$fake_url/admin/notifications/send?type=REFUND&url=http://127.0.0.1:$ingest_port/v1/apple/notifications"
+  $bin_dir/fake-appstore send-notification --signing-key $pki_dir/signing-key.pem --signing-chain $pki_dir/chain.pem \\
+    --type DID_RENEW --url http://127.0.0.1:$ingest_port/v1/apple/notifications
+EOT
+fi
+cat <<EOT
 
 Metrics: http://127.0.0.1:$ingest_port/metrics (ingest), http://127.0.0.1:$metrics_port/metrics (verifier)
 Logs:    $log_dir/

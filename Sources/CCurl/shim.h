@@ -18,6 +18,15 @@ static inline CURLMcode ccurl_multi_setopt_ptr(CURLM *m, CURLMoption o, void *v)
 static inline CURLMcode ccurl_multi_setopt_socket_cb(CURLM *m, curl_socket_callback cb) { return curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, cb); }
 static inline CURLMcode ccurl_multi_setopt_timer_cb(CURLM *m, curl_multi_timer_callback cb) { return curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, cb); }
 static inline CURLcode ccurl_easy_setopt_closesocket_cb(CURL *h, curl_closesocket_callback cb) { return curl_easy_setopt(h, CURLOPT_CLOSESOCKETFUNCTION, cb); }
+/* The last value of response header `name` of the finished transfer on `h` (the final response, not 1xx or
+   redirects), or NULL. The pointer is valid until the handle is reused or cleaned up. */
+static inline const char *ccurl_easy_header_value(CURL *h, const char *name) {
+    struct curl_header *header = NULL;
+    if (curl_easy_header(h, name, 0, CURLH_HEADER, -1, &header) != CURLHE_OK || header == NULL) return NULL;
+    size_t amount = header->amount;
+    if (amount > 1 && curl_easy_header(h, name, amount - 1, CURLH_HEADER, -1, &header) != CURLHE_OK) return NULL;
+    return header ? header->value : NULL;
+}
 static inline CURLcode ccurl_easy_setopt_xferinfo_cb(CURL *h, curl_xferinfo_callback cb) { return curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, cb); }
 
 /* The AppStore HTTP client drives libcurl's multi interface with epoll on one thread. <sys/epoll.h> is not part of

@@ -19,17 +19,22 @@ final class FakeAppStoreHandler: HTTPHandler {
     }
 
     let counters = FakeAppStoreCounters()
-    /// Signing and sending notifications (nil when the signing keys could not be set up).
+    let serverAPI: FakeServerAPI
+    /// Signing and sending notifications (nil when their HTTP client could not be created).
     let notifications: FakeNotificationAdmin?
     private let state: Mutex<State>
     private let sharedSecret: String?
     private let logger: Logger
     private let timerQueue = DispatchQueue(label: "fake-appstore-delays", attributes: .concurrent)
 
-    init(latency: Latency, sharedSecret: String?, logger: Logger, notifications: FakeNotificationAdmin? = nil) {
+    init(
+        latency: Latency, sharedSecret: String?, serverAPI: FakeServerAPI, logger: Logger,
+        notifications: FakeNotificationAdmin? = nil
+    ) {
         self.notifications = notifications
         state = Mutex(State(latency: latency, outage: nil))
         self.sharedSecret = sharedSecret
+        self.serverAPI = serverAPI
         self.logger = logger
     }
 
@@ -58,17 +63,141 @@ final class FakeAppStoreHandler: HTTPHandler {
             respond(setLatency(request))
         case ("POST", "/admin/reset"):
             counters.reset()
+            serverAPI.reset()
             outage = nil
-            logger.info("counters and outage reset")
+            logger.info("counters, outage and Server API transactions reset")
             respond(.json(200, "{\"reset\":true}"))
+        case ("POST", "/admin/transactions"):
+            respond(registerTransactions(request))
+        case ("GET", "/admin/signed-transaction"):
+            respond(signedTransaction(request))
+        case ("POST", "/admin/notification-history"):
+            respond(appendNotification(request))
+        case ("GET", "/admin/server-api/counters"):
+            respond(serverAPICounters(request))
+        case ("GET", "/admin/signing-root"):
+            respond(.text(200, serverAPI.signing.rootCertificate.pem, contentType: "application/x-pem-file"))
         case ("GET", "/healthz"):
             respond(.json(200, "{\"status\":\"ok\"}"))
         case (_, "/verifyReceipt"), (_, "/sandbox/verifyReceipt"):
             // Apple answers 21000 to anything but a POST.
             respond(FakeAppStoreResponses.status(21000, environment: nil))
         default:
+            if request.path.hasPrefix("/inApps/") || request.path.hasPrefix("/sandbox/inApps/") {
+                serverAPICall(request, respond: respond)
+                return
+            }
             respond(.json(404, "{\"error\":{\"code\":\"not_found\",\"message\":\"no such path\"}}"))
         }
+    }
+
+    // MARK: App Store Server API
+
+    private func serverAPICall(_ request: HTTPRequest, respond: @escaping HTTPResponder) {
+        let sandbox = request.path.hasPrefix("/sandbox/")
+        let path = sandbox ? String(request.path.dropFirst("/sandbox".count)) : request.path
+        let (latency, outage) = state.withLock { ($0.latency, $0.outage) }
+        var delayMs = latency.fixedMs + (latency.jitterMs > 0 ? Int.random(in: 0...latency.jitterMs) : 0)
+        let response: HTTPResponse?
+        if let outage {
+            switch outage {
+            case .http503: response = FakeAppStoreResponses.html(503)
+            case .status21005, .status21002:
+                response = FakeServerAPI.error(500, 5_000_001, "An unknown retryable error occurred.")
+            case .hang: response = nil
+            }
+        } else if let (answer, extraMs) = serverAPI.handle(request, path: path, sandbox: sandbox) {
+            response = answer
+            delayMs += extraMs
+        } else {
+            response = .json(404, "{\"error\":{\"code\":\"not_found\",\"message\":\"no such path\"}}")
+        }
+        guard let response else { return }  // hang: the server's response deadline eventually answers 503
+        if delayMs <= 0 {
+            respond(response)
+        } else {
+            timerQueue.asyncAfter(deadline: .now() + .milliseconds(delayMs)) { respond(response) }
+        }
+    }
+
+    /// `POST /admin/transactions`: one transaction object, or an array of them.
+    private func registerTransactions(_ request: HTTPRequest) -> HTTPResponse {
+        let decoder = JSONDecoder()
+        let transactions: [FakeServerTransaction]
+        if let many = try? decoder.decode([FakeServerTransaction].self, from: Data(request.body)) {
+            transactions = many
+        } else {
+            do {
+                transactions = [try decoder.decode(FakeServerTransaction.self, from: Data(request.body))]
+            } catch {
+                return .json(
+                    400,
+                    "{\"error\":{\"code\":\"bad_transaction\",\"message\":\(JSONText.quoted("\(error)"))}}")
+            }
+        }
+        for transaction in transactions { serverAPI.register(transaction) }
+        logger.info("transactions registered", ["count": .int(transactions.count)])
+        return .json(200, "{\"registered\":\(transactions.count)}")
+    }
+
+    /// `GET /admin/signed-transaction?id=N`: the JWS a device holds for that transaction.
+    private func signedTransaction(_ request: HTTPRequest) -> HTTPResponse {
+        guard let id = request.query["id"], !id.isEmpty else {
+            return .json(400, "{\"error\":{\"code\":\"missing_id\",\"message\":\"id is required\"}}")
+        }
+        do {
+            guard let jws = try serverAPI.signedTransaction(id: id) else {
+                return .json(
+                    404,
+                    "{\"error\":{\"code\":\"unknown_transaction\",\"message\":\"not registered and not numeric\"}}")
+            }
+            return .json(200, "{\"transaction_id\":\(JSONText.quoted(id)),\"signed_transaction\":\(JSONText.quoted(jws))}")
+        } catch {
+            return .json(500, "{\"error\":{\"code\":\"signing_failed\",\"message\":\(JSONText.quoted("\(error)"))}}")
+        }
+    }
+
+    private struct NotificationEntryBody: Decodable {
+        let signedPayload: String
+        let environment: String?
+    }
+
+    /// `POST /admin/notification-history`: `{"signedPayload", "environment"?, "sendAttemptResults"?}`.
+    private func appendNotification(_ request: HTTPRequest) -> HTTPResponse {
+        guard let body = try? JSONDecoder().decode(NotificationEntryBody.self, from: Data(request.body)) else {
+            return .json(
+                400, "{\"error\":{\"code\":\"bad_entry\",\"message\":\"a JSON object with signedPayload\"}}")
+        }
+        var attempts: String?
+        if let object = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any],
+            let results = object["sendAttemptResults"], JSONSerialization.isValidJSONObject(results),
+            let data = try? JSONSerialization.data(withJSONObject: results)
+        {
+            attempts = String(decoding: data, as: UTF8.self)
+        }
+        let environment = body.environment ?? "Production"
+        guard environment == "Production" || environment == "Sandbox" else {
+            return .json(
+                400, "{\"error\":{\"code\":\"bad_environment\",\"message\":\"Production or Sandbox\"}}")
+        }
+        serverAPI.appendNotification(
+            signedPayload: body.signedPayload, environment: environment, sendAttemptResultsJSON: attempts)
+        return .json(200, "{\"appended\":true}")
+    }
+
+    private func serverAPICounters(_ request: HTTPRequest) -> HTTPResponse {
+        if let id = request.query["transaction"] {
+            let calls = serverAPI.calls(transaction: id)
+            return .json(
+                200,
+                "{\"transaction\":\(JSONText.quoted(id)),\"production\":\(calls.production),"
+                    + "\"sandbox\":\(calls.sandbox),\"total\":\(calls.total)}")
+        }
+        let (calls, unauthorized) = serverAPI.totals
+        return .json(
+            200,
+            "{\"production\":\(calls.production),\"sandbox\":\(calls.sandbox),\"total\":\(calls.total),"
+                + "\"unauthorized\":\(unauthorized)}")
     }
 
     private struct VerifyRequest: Decodable {

@@ -1,8 +1,11 @@
+import Crypto
 import HTTPServer
 import ServiceSupport
+import SignedData
 
 /// The fake App Store, in process: verifyReceipt at `/verifyReceipt` (production) and `/sandbox/verifyReceipt`,
-/// admin endpoints under `/admin/`. See `README.md`.
+/// the App Store Server API at `/inApps/...` and `/sandbox/inApps/...`, admin endpoints under `/admin/`. See
+/// `README.md`.
 public final class FakeAppStoreServer: Sendable {
     public struct Configuration: Sendable {
         public var listen: ListenAddress
@@ -14,14 +17,24 @@ public final class FakeAppStoreServer: Sendable {
         public var threadCount: Int
         /// How long a hung request is held before the server answers it 503 itself.
         public var hangSeconds: Int
-        /// Where the notification signing keys live (`FakeSigningKeys`); nil mints a set in memory.
-        public var signingDirectory: String?
+        /// What signs the Server API's transactions; nil mints a test PKI at start (`signingRootCertificate`).
+        public var signing: FakeSigningIdentity?
+        /// The key Server API bearer tokens must be signed with; nil checks their claims only.
+        public var apiPublicKey: ECPublicKey?
+        /// When set, tokens must carry this `iss` / `kid`.
+        public var apiIssuerId: String?
+        public var apiKeyId: String?
+        /// The app and product of unregistered numeric transaction ids.
+        public var defaultBundleId: String
+        public var defaultProductId: String
         /// Waits between notification delivery attempts after failures (Apple's 1, 12, 24, 48, 72 h by default).
         public var notificationRetrySchedule: [Duration] = FakeNotificationSender.appleRetrySchedule
 
         public init(
             listen: ListenAddress = ListenAddress(host: "127.0.0.1", port: 0), latencyMs: Int = 0, jitterMs: Int = 0,
-            sharedSecret: String? = nil, threadCount: Int = 2, hangSeconds: Int = 60
+            sharedSecret: String? = nil, threadCount: Int = 2, hangSeconds: Int = 60,
+            signing: FakeSigningIdentity? = nil, apiPublicKey: ECPublicKey? = nil, apiIssuerId: String? = nil,
+            apiKeyId: String? = nil, defaultBundleId: String = "com.example.game", defaultProductId: String = "gems_100"
         ) {
             self.listen = listen
             self.latencyMs = latencyMs
@@ -29,21 +42,42 @@ public final class FakeAppStoreServer: Sendable {
             self.sharedSecret = sharedSecret
             self.threadCount = threadCount
             self.hangSeconds = hangSeconds
+            self.signing = signing
+            self.apiPublicKey = apiPublicKey
+            self.apiIssuerId = apiIssuerId
+            self.apiKeyId = apiKeyId
+            self.defaultBundleId = defaultBundleId
+            self.defaultProductId = defaultProductId
         }
     }
 
     private let server: HTTPServer
     private let handler: FakeAppStoreHandler
-    /// The keys notifications are signed with; nil when they could not be read or minted (logged; the notification
-    /// endpoints then answer 404).
-    public let signingKeys: FakeSigningKeys?
 
+    /// Without `configuration.signing` a test PKI is minted here (a failure to mint one, which only a broken
+    /// OpenSSL could cause, stops the process: the fake is a test tool).
     public init(configuration: Configuration, logger: Logger) {
-        let notifications = Self.notificationAdmin(configuration, logger: logger)
-        signingKeys = notifications?.keys
+        let signing: FakeSigningIdentity
+        if let given = configuration.signing {
+            signing = given
+        } else {
+            do {
+                signing = try FakeSigningIdentity.mint()
+            } catch {
+                fatalError("the fake App Store cannot mint its test signing PKI: \(error.message)")
+            }
+        }
+        let serverAPI = FakeServerAPI(
+            signing: signing,
+            bearer: FakeBearerVerifier(
+                publicKey: configuration.apiPublicKey, issuerId: configuration.apiIssuerId,
+                keyId: configuration.apiKeyId),
+            defaultBundleId: configuration.defaultBundleId, defaultProductId: configuration.defaultProductId,
+            logger: logger.named("fake-server-api"))
         handler = FakeAppStoreHandler(
             latency: .init(fixedMs: max(0, configuration.latencyMs), jitterMs: max(0, configuration.jitterMs)),
-            sharedSecret: configuration.sharedSecret, logger: logger, notifications: notifications)
+            sharedSecret: configuration.sharedSecret, serverAPI: serverAPI, logger: logger,
+            notifications: Self.notificationAdmin(configuration, signing: signing, serverAPI: serverAPI, logger: logger))
         server = HTTPServer(
             configuration: HTTPServerConfiguration(
                 listen: configuration.listen, maxBodyBytes: 32 << 20, threadCount: configuration.threadCount,
@@ -52,20 +86,29 @@ public final class FakeAppStoreServer: Sendable {
             handler: handler, logger: logger.named("fake-appstore-http"))
     }
 
-    private static func notificationAdmin(_ configuration: Configuration, logger: Logger) -> FakeNotificationAdmin? {
+    /// The notification sender: signs with the Server API's identity, and every notification it signs (with its
+    /// delivery attempts as they happen) is also a Get Notification History entry. nil only when its HTTP client
+    /// cannot be created (logged; the notification endpoints then answer 404).
+    private static func notificationAdmin(
+        _ configuration: Configuration, signing: FakeSigningIdentity, serverAPI: FakeServerAPI, logger: Logger
+    ) -> FakeNotificationAdmin? {
+        let history = FakeNotificationHistory { change in
+            switch change {
+            case .added(let entry):
+                serverAPI.appendNotification(
+                    signedPayload: entry.signedPayload, environment: entry.environment,
+                    sendAttemptResultsJSON: entry.sendAttemptResultsJSON)
+            case .attempted(let entry):
+                serverAPI.updateNotificationAttempts(
+                    signedPayload: entry.signedPayload, sendAttemptResultsJSON: entry.sendAttemptResultsJSON)
+            }
+        }
         do {
-            let keys =
-                if let directory = configuration.signingDirectory {
-                    try FakeSigningKeys.loadOrMint(directory: directory)
-                } else {
-                    try FakeSigningKeys.mint()
-                }
-            let sender = try FakeNotificationSender(
-                history: FakeNotificationHistory(), logger: logger.named("fake-appstore-notifications"))
+            let sender = try FakeNotificationSender(history: history, logger: logger.named("fake-appstore-notifications"))
             return FakeNotificationAdmin(
-                keys: keys, sender: sender, retrySchedule: configuration.notificationRetrySchedule, logger: logger)
+                signing: signing, sender: sender, retrySchedule: configuration.notificationRetrySchedule, logger: logger)
         } catch {
-            logger.error("notifications disabled: cannot set up the signing keys", ["error": .string("\(error)")])
+            logger.error("notifications disabled: cannot create their HTTP client", ["error": .string("\(error)")])
             return nil
         }
     }
@@ -102,5 +145,50 @@ public final class FakeAppStoreServer: Sendable {
 
     public func setLatency(fixedMs: Int, jitterMs: Int) {
         handler.latency = .init(fixedMs: max(0, fixedMs), jitterMs: max(0, jitterMs))
+    }
+
+    // MARK: App Store Server API
+
+    /// `APPLE_SERVER_API_URL` for this fake.
+    public var serverAPIProductionURL: String { baseURL }
+    /// `APPLE_SERVER_API_SANDBOX_URL` for this fake.
+    public var serverAPISandboxURL: String { baseURL + "/sandbox" }
+
+    /// The root the fake's signed transactions chain to (`APPLE_ROOT_CERTIFICATES`).
+    public var signingRootCertificate: Certificate { handler.serverAPI.signing.rootCertificate }
+
+    /// Registers (or replaces) a transaction the Server API answers about.
+    public func register(_ transaction: FakeServerTransaction) {
+        handler.serverAPI.register(transaction)
+    }
+
+    /// The signed transaction a device would hold for `id` (signed now), or nil for an unknown id.
+    public func signedTransaction(id: String) throws -> String? {
+        try handler.serverAPI.signedTransaction(id: id)
+    }
+
+    /// Server API calls received about transaction `id`, by environment (401s before the id was read excluded).
+    public func serverAPICalls(transaction id: String) -> (production: Int, sandbox: Int) {
+        let calls = handler.serverAPI.calls(transaction: id)
+        return (calls.production, calls.sandbox)
+    }
+
+    /// The key to check bearer tokens with, from a file: an App Store Server API `.p8` private key, or a PEM public
+    /// key.
+    public static func apiPublicKey(path: String) throws -> ECPublicKey {
+        try FakeBearerVerifier.loadKey(path: path)
+    }
+
+    /// Server API requests refused with 401 (bad or missing bearer token).
+    public var serverAPIUnauthorizedCount: Int { handler.serverAPI.totals.unauthorized }
+
+    /// Adds an entry to Get Notification History in `environment` (`Production` or `Sandbox`), as if Apple had
+    /// sent the notification; `sendAttemptResultsJSON` is Apple's `sendAttemptResults` array (default: one
+    /// `SUCCESS` now).
+    public func appendNotificationHistory(
+        signedPayload: String, environment: String = "Production", sendAttemptResultsJSON: String? = nil
+    ) {
+        handler.serverAPI.appendNotification(
+            signedPayload: signedPayload, environment: environment, sendAttemptResultsJSON: sendAttemptResultsJSON)
     }
 }

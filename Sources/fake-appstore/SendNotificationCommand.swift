@@ -4,9 +4,10 @@ import Foundation
 import ServiceSupport
 import Synchronization
 
-/// `fake-appstore send-notification`: signs one App Store Server Notification V2 with the keys in `--signing-dir`
-/// and POSTs it to `--url` as Apple does, retrying failures on the retry schedule. Prints one JSON line per attempt
-/// and a summary; exits 0 when it was delivered, 1 when every attempt failed, 2 on bad usage.
+/// `fake-appstore send-notification`: signs one App Store Server Notification V2 with the signing identity in
+/// `--signing-key` / `--signing-chain` (as a running fake does) and POSTs it to `--url` as Apple does, retrying
+/// failures on the retry schedule. Prints one JSON line per attempt and a summary; exits 0 when it was delivered, 1
+/// when every attempt failed, 2 on bad usage.
 enum SendNotificationCommand {
     static let usage = """
         Usage: fake-appstore send-notification --url URL --type TYPE [--subtype S] [--transaction-id ID]
@@ -16,11 +17,12 @@ enum SendNotificationCommand {
                                                [--app-apple-id N|none] [--notification-uuid U]
                                                [--ownership PURCHASED|FAMILY_SHARED] [--revocation-percentage N]
                                                [--revocation-type T] [--status 1..5]
-                                               [--retry-schedule-seconds 1,12,24|apple|none] [--signing-dir DIR]
+                                               [--retry-schedule-seconds 1,12,24|apple|none]
+                                               --signing-key FILE --signing-chain FILE
 
-        Signs the notification with the keys in --signing-dir (default FAKE_APPSTORE_SIGNING_DIR, else
-        $TMPDIR/fake-appstore-signing; minted there when missing: trust DIR/apple-root.pem with
-        APPLE_ROOT_CERTIFICATES) and POSTs {"signedPayload": ...} to --url. An answer 200-206 is a delivery;
+        Signs the notification with the leaf key and chain `fake-appstore mint-pki --out DIR` wrote
+        (DIR/signing-key.pem, DIR/chain.pem; verifiers trust DIR/root.pem with APPLE_ROOT_CERTIFICATES) and POSTs
+        {"signedPayload": ...} to --url. An answer 200-206 is a delivery;
         anything else is retried after each wait of the schedule (default apple: 1, 12, 24, 48, 72 hours; Apple
         retries Production notifications only, so a Sandbox one is sent once). Types: \(
             FakeNotificationTypes.subtypes.keys.sorted().joined(separator: ", ")).
@@ -28,7 +30,8 @@ enum SendNotificationCommand {
 
     static func run(_ arguments: [String]) -> Int32 {
         var values: [String: String] = [:]
-        var signingDirectory = ProcessInfo.processInfo.environment["FAKE_APPSTORE_SIGNING_DIR"]
+        var signingKey: String?
+        var signingChain: String?
         var rest = arguments[...]
         while let flag = rest.popFirst() {
             if flag == "--help" || flag == "-h" {
@@ -38,8 +41,12 @@ enum SendNotificationCommand {
             guard flag.hasPrefix("--"), let value = rest.popFirst() else {
                 return fail("\(flag) is not a flag with a value")
             }
-            if flag == "--signing-dir" {
-                signingDirectory = value
+            if flag == "--signing-key" {
+                signingKey = value
+                continue
+            }
+            if flag == "--signing-chain" {
+                signingChain = value
                 continue
             }
             values[String(flag.dropFirst(2)).replacingOccurrences(of: "-", with: "_")] = value
@@ -51,15 +58,17 @@ enum SendNotificationCommand {
             return fail(error.description.replacingOccurrences(of: "_", with: "-"))
         }
         guard let url = request.url else { return fail("--url is required") }
-        let directory = signingDirectory ?? (NSTemporaryDirectory() + "fake-appstore-signing")
+        guard let signingKey, let signingChain else {
+            return fail("--signing-key and --signing-chain are required (fake-appstore mint-pki --out DIR writes them)")
+        }
         let logger = Logger.fromEnvironment(label: "fake-appstore")
-        let keys: FakeSigningKeys
+        let signing: FakeSigningIdentity
         let sender: FakeNotificationSender
         let signedPayload: String
         do {
-            keys = try FakeSigningKeys.loadOrMint(directory: directory)
+            signing = try FakeSigningIdentity.load(keyPath: signingKey, chainPath: signingChain)
             sender = try FakeNotificationSender(history: FakeNotificationHistory(), logger: logger)
-            signedPayload = try request.notification.signedPayload(signer: keys.signer)
+            signedPayload = try request.notification.signedPayload(signer: signing.signer)
         } catch {
             logger.error("cannot sign the notification", ["error": .string("\(error)")])
             return 1
@@ -89,8 +98,7 @@ enum SendNotificationCommand {
                 + "\"notification_type\":\(JSONText.quoted(notification.notificationType)),"
                 + "\"subtype\":\(notification.subtype.map(JSONText.quoted) ?? "null"),"
                 + "\"transaction_id\":\(notification.transaction.map { JSONText.quoted($0.transactionId) } ?? "null"),"
-                + "\"delivered\":\(ok),\"attempts\":\(entry?.attempts.count ?? 0),"
-                + "\"root_certificate\":\(JSONText.quoted(keys.rootPath(in: directory)))}")
+                + "\"delivered\":\(ok),\"attempts\":\(entry?.attempts.count ?? 0)}")
         return ok ? 0 : 1
     }
 

@@ -1,3 +1,4 @@
+import Crypto
 import FakeAppStore
 import Foundation
 import ServiceSupport
@@ -6,29 +7,42 @@ import ServiceSupport
 
 let usage = """
     Usage: fake-appstore [--host H] [--port P] [--latency-ms N] [--jitter-ms N] [--shared-secret S] [--threads N]
-                         [--hang-seconds N] [--signing-dir DIR] [--notification-retry-seconds 1,12,24|apple|none]
+                         [--hang-seconds N] [--signing-key FILE --signing-chain FILE] [--api-key FILE]
+                         [--issuer-id ID] [--key-id ID] [--bundle-id B] [--default-product P]
+                         [--notification-retry-seconds 1,12,24|apple|none]
+           fake-appstore mint-pki --out DIR
            fake-appstore send-notification --url URL --type TYPE [...]   (see fake-appstore send-notification --help)
 
     Serves verifyReceipt at /verifyReceipt (production) and /sandbox/verifyReceipt, with behaviour chosen per
-    receipt (base64 of a scenario JSON; see Sources/FakeAppStore/README.md), and admin endpoints:
-      GET  /admin/counters[?receipt=<id or receipt data>]   calls per environment
+    receipt (base64 of a scenario JSON), and the App Store Server API at /inApps/... and /sandbox/inApps/...
+    (Get Transaction Info, Get Transaction History v2, Get Notification History; bearer tokens checked against
+    --api-key, a .p8 or public key PEM; transactions signed with --signing-key and --signing-chain, or with a
+    test PKI minted at start). See Sources/FakeAppStore/README.md. Admin endpoints:
+      GET  /admin/counters[?receipt=<id or receipt data>]   verifyReceipt calls per environment
+      GET  /admin/server-api/counters[?transaction=<id>]     Server API calls per environment
+      POST /admin/transactions                              register transactions (JSON object or array)
+      GET  /admin/signed-transaction?id=<id>                the signed transaction a device would hold
+      POST /admin/notification-history                     add a Get Notification History entry
+      GET  /admin/signing-root                              the root certificate (PEM) transactions chain to
       POST /admin/outage?on=1[&mode=http503|status21005|status21002|hang] / ?on=0
       POST /admin/latency?fixed_ms=N&jitter_ms=N
       POST /admin/reset
-      POST /admin/notifications/send?url=URL&type=TYPE[&subtype=S&transaction_id=ID&...]   sign and POST a
-           notification (retried on the retry schedule until answered 200-206; parameters as the flags of
-           send-notification, with _ for -; deliver=0 only records it for Get Notification History)
+      POST /admin/notifications/send?url=URL&type=TYPE[&subtype=S&transaction_id=ID&...]   sign an App Store Server
+           Notification with the signing identity and POST it like Apple (retried on the retry schedule until
+           answered 200-206; parameters as the flags of send-notification, with _ for -; deliver=0 only records
+           it); each one is also a Get Notification History entry, its send attempts kept up to date
       GET  /admin/notifications[?uuid=U]                   notifications signed so far and their attempts
-      GET  /admin/signing/root                             the root certificate to trust (PEM)
-    Notifications are signed with the keys in --signing-dir (minted there when missing; default a new temporary
-    directory); verifiers trust DIR/apple-root.pem (APPLE_ROOT_CERTIFICATES). --notification-retry-seconds: waits
-    between delivery attempts after failures (default apple: 1, 12, 24, 48, 72 hours; Production only, as Apple).
-    Prints FAKE_APPSTORE_ROOT_CERTIFICATE=<path> then FAKE_APPSTORE_URL=http://127.0.0.1:<port> on stdout (the URL
-    line last). Logs JSON on stderr.
+    --notification-retry-seconds: waits between delivery attempts after failures (default apple: 1, 12, 24, 48,
+    72 hours; Production notifications only, as Apple: a Sandbox one is sent once).
+    Prints FAKE_APPSTORE_URL=http://127.0.0.1:<port> as the first stdout line. Logs JSON on stderr.
+
+    mint-pki writes root.pem, intermediate.pem, leaf.pem, chain.pem, signing-key.pem, api-key.p8 and settings.env
+    (the verifier's APPLE_ROOT_CERTIFICATES, APPLE_ISSUER_ID, APPLE_KEY_ID, APPLE_PRIVATE_KEY_FILE) into DIR and
+    prints the fake's arguments as FAKE_APPSTORE_ARGS=... and each setting as a KEY=value line.
 
     Environment (flags win): FAKE_APPSTORE_HOST (127.0.0.1), FAKE_APPSTORE_PORT (0 = ephemeral),
     FAKE_APPSTORE_LATENCY_MS (0), FAKE_APPSTORE_JITTER_MS (0), FAKE_APPSTORE_SHARED_SECRET, FAKE_APPSTORE_THREADS (2),
-    FAKE_APPSTORE_SIGNING_DIR, FAKE_APPSTORE_NOTIFICATION_RETRY_SECONDS (apple), LOG_LEVEL (info).
+    FAKE_APPSTORE_NOTIFICATION_RETRY_SECONDS (apple), LOG_LEVEL (info).
     """
 
 struct CommandLineError: Error, CustomStringConvertible {
@@ -40,7 +54,8 @@ func parseConfiguration(_ arguments: [String], settings: Settings) throws -> Fak
     var index = 0
     let flags = [
         "--host", "--port", "--latency-ms", "--jitter-ms", "--shared-secret", "--threads", "--hang-seconds",
-        "--signing-dir", "--notification-retry-seconds",
+        "--signing-key", "--signing-chain", "--api-key", "--issuer-id", "--key-id", "--bundle-id", "--default-product",
+        "--notification-retry-seconds",
     ]
     while index < arguments.count {
         let argument = arguments[index]
@@ -64,10 +79,29 @@ func parseConfiguration(_ arguments: [String], settings: Settings) throws -> Fak
     }
     let host = values["--host"] ?? settings.string("FAKE_APPSTORE_HOST", default: "127.0.0.1")
     let port = try number("--port", "FAKE_APPSTORE_PORT", default: 0, range: 0...65_535)
-    let signingDirectory =
-        values["--signing-dir"] ?? settings.string("FAKE_APPSTORE_SIGNING_DIR")
-        ?? (NSTemporaryDirectory() + "fake-appstore-signing-" + UUID().uuidString.prefix(8))
-    let schedule = values["--notification-retry-seconds"]
+    var signing: FakeSigningIdentity?
+    switch (values["--signing-key"], values["--signing-chain"]) {
+    case (let key?, let chain?):
+        do {
+            signing = try FakeSigningIdentity.load(keyPath: key, chainPath: chain)
+        } catch {
+            throw CommandLineError(description: "--signing-key/--signing-chain: \(error.message)")
+        }
+    case (nil, nil):
+        signing = nil
+    default:
+        throw CommandLineError(description: "--signing-key and --signing-chain go together")
+    }
+    var apiKey: ECPublicKey?
+    if let path = values["--api-key"] {
+        do {
+            apiKey = try FakeAppStoreServer.apiPublicKey(path: path)
+        } catch {
+            throw CommandLineError(description: "--api-key: \(error)")
+        }
+    }
+    let schedule =
+        values["--notification-retry-seconds"]
         ?? settings.string("FAKE_APPSTORE_NOTIFICATION_RETRY_SECONDS", default: "apple")
     var configuration = FakeAppStoreServer.Configuration(
         listen: ListenAddress(host: host, port: UInt16(port)),
@@ -75,14 +109,38 @@ func parseConfiguration(_ arguments: [String], settings: Settings) throws -> Fak
         jitterMs: try number("--jitter-ms", "FAKE_APPSTORE_JITTER_MS", default: 0, range: 0...600_000),
         sharedSecret: values["--shared-secret"] ?? settings.string("FAKE_APPSTORE_SHARED_SECRET"),
         threadCount: try number("--threads", "FAKE_APPSTORE_THREADS", default: 2, range: 1...64),
-        hangSeconds: try number("--hang-seconds", "FAKE_APPSTORE_HANG_SECONDS", default: 60, range: 1...3_600))
-    configuration.signingDirectory = signingDirectory
+        hangSeconds: try number("--hang-seconds", "FAKE_APPSTORE_HANG_SECONDS", default: 60, range: 1...3_600),
+        signing: signing, apiPublicKey: apiKey, apiIssuerId: values["--issuer-id"], apiKeyId: values["--key-id"],
+        defaultBundleId: values["--bundle-id"] ?? "com.example.game",
+        defaultProductId: values["--default-product"] ?? "gems_100")
     do {
         configuration.notificationRetrySchedule = try FakeNotificationRequest.retrySchedule(schedule)
     } catch {
         throw CommandLineError(description: "--notification-retry-seconds: \(error.description)")
     }
     return configuration
+}
+
+/// `fake-appstore mint-pki --out DIR`.
+func mintPKI(_ arguments: [String]) -> Never {
+    guard arguments.count == 2, arguments[0] == "--out" else {
+        FileHandle.standardError.write(Data("fake-appstore mint-pki: --out DIR is required\n".utf8))
+        exit(2)
+    }
+    do {
+        let minted = try FakePKIFiles.mint(into: arguments[1])
+        var lines = ["FAKE_APPSTORE_ARGS=" + minted.fakeArguments.joined(separator: " ")]
+        lines += minted.verifierSettings.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        print(lines.joined(separator: "\n"))
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("fake-appstore mint-pki: \(error)\n".utf8))
+        exit(1)
+    }
+}
+
+if CommandLine.arguments.dropFirst().first == "mint-pki" {
+    mintPKI(Array(CommandLine.arguments.dropFirst(2)))
 }
 
 if CommandLine.arguments.dropFirst().first == "send-notification" {
@@ -105,16 +163,15 @@ do {
     logger.error("cannot start", ["error": .string(String(describing: error))])
     exit(1)
 }
-// Unbuffered, so a parent process sees the lines at once; the URL line comes last (parents wait for it).
-if let keys = server.signingKeys, let directory = configuration.signingDirectory {
-    FileHandle.standardOutput.write(Data("FAKE_APPSTORE_ROOT_CERTIFICATE=\(keys.rootPath(in: directory))\n".utf8))
-}
+// Unbuffered, so a parent process sees the line at once.
 FileHandle.standardOutput.write(Data("FAKE_APPSTORE_URL=\(server.baseURL)\n".utf8))
 logger.info(
     "fake App Store ready",
     [
         "url": .string(server.baseURL), "latency_ms": .int(configuration.latencyMs),
         "jitter_ms": .int(configuration.jitterMs), "shared_secret": .bool(configuration.sharedSecret != nil),
+        "signing": .string(configuration.signing == nil ? "minted test PKI" : "loaded from files"),
+        "api_key_checked": .bool(configuration.apiPublicKey != nil),
     ])
 
 let stopped = DispatchSemaphore(value: 0)

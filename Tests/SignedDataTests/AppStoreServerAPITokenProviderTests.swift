@@ -82,6 +82,23 @@ struct AppStoreServerAPITokenProviderTests {
         #expect(try provider.token(bundleId: "com.example.b") != other)  // b reached its own renewal margin
     }
 
+    @Test("drops a refused token only while it is still the cached one, keeping a newer token other requests use")
+    func invalidatingARefusedToken() throws {
+        let clock = TestClock()
+        let provider = AppStoreServerAPITokenProvider(credentials: try credentials(), now: { clock.now() })
+        let refused = try provider.token(bundleId: "com.example.app")
+        provider.invalidate(refused)
+        clock.advance(1)
+        let fresh = try provider.token(bundleId: "com.example.app")
+        #expect(fresh != refused)
+        // A second request that was refused with the old token must not throw the new one away.
+        provider.invalidate(refused)
+        #expect(try provider.token(bundleId: "com.example.app") == fresh)
+        provider.invalidate(fresh)
+        clock.advance(1)
+        #expect(try provider.token(bundleId: "com.example.app") != fresh)
+    }
+
     @Test("refuses credentials whose key is not P-256")
     func refusesP384() throws {
         let error = #expect(throws: CryptoError.self) {

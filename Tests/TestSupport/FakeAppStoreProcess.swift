@@ -10,9 +10,13 @@ public final class FakeAppStoreProcess: Sendable {
     public var productionURL: String { url + "/verifyReceipt" }
     public var sandboxURL: String { url + "/sandbox/verifyReceipt" }
 
-    /// The settings a verifier needs to use this fake.
+    /// The settings a verifier needs to use this fake (verifyReceipt and the App Store Server API URLs; the API key
+    /// and the signing root come from wherever the fake's were minted, e.g. `fake-appstore mint-pki`).
     public var environment: [String: String] {
-        ["APPLE_VERIFY_RECEIPT_URL": productionURL, "APPLE_SANDBOX_VERIFY_RECEIPT_URL": sandboxURL]
+        [
+            "APPLE_VERIFY_RECEIPT_URL": productionURL, "APPLE_SANDBOX_VERIFY_RECEIPT_URL": sandboxURL,
+            "APPLE_SERVER_API_URL": url, "APPLE_SERVER_API_SANDBOX_URL": url + "/sandbox",
+        ]
     }
 
     private init(process: ManagedProcess, url: String) {
@@ -49,6 +53,34 @@ public final class FakeAppStoreProcess: Sendable {
         let response = try await TestHTTPClient.send(
             "POST", url + "/admin/outage?on=\(on ? 1 : 0)&mode=\(mode)")
         guard response.status == 200 else { throw TestSupportError("outage switch failed: \(response.text)") }
+    }
+
+    /// Registers Server API transactions (`POST /admin/transactions`; the README lists the fields).
+    public func registerTransactions(_ transactions: [[String: Any]]) async throws {
+        let body = try JSONSerialization.data(withJSONObject: transactions)
+        let response = try await TestHTTPClient.send(
+            "POST", url + "/admin/transactions", headers: ["Content-Type": "application/json"], body: body)
+        guard response.status == 200 else { throw TestSupportError("registering failed: \(response.text)") }
+    }
+
+    /// The signed transaction a device would hold for `id` (`GET /admin/signed-transaction`).
+    public func signedTransaction(id: String) async throws -> String {
+        let response = try await TestHTTPClient.send("GET", url + "/admin/signed-transaction?id=" + id)
+        guard response.status == 200, let jws = response.jsonObject?["signed_transaction"] as? String else {
+            throw TestSupportError("no signed transaction for \(id): \(response.status) \(response.text)")
+        }
+        return jws
+    }
+
+    /// Server API calls the fake received about transaction `id`, by environment.
+    public func serverAPICalls(transaction id: String) async throws -> (production: Int, sandbox: Int) {
+        let response = try await TestHTTPClient.send("GET", url + "/admin/server-api/counters?transaction=" + id)
+        guard response.status == 200, let json = response.jsonObject,
+            let production = json["production"] as? Int, let sandbox = json["sandbox"] as? Int
+        else {
+            throw TestSupportError("unexpected Server API counters answer \(response.status): \(response.text)")
+        }
+        return (production, sandbox)
     }
 
     /// SIGTERM and wait; returns the exit status (nil when it had to be killed).

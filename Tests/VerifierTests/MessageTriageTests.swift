@@ -1,3 +1,4 @@
+import AppStore
 import Foundation
 import ReceiptModel
 import Testing
@@ -148,6 +149,27 @@ struct MessageTriageTests {
         #expect(result.attempts == 9 && result.reason == .appleUnavailable)
     }
 
+    @Test func roundsCutShortByTheServerAPIRateLimitNeverFailASubmission() throws {
+        let limited = VerificationOutcome.unavailable(
+            VerificationFailure(
+                reason: .appleUnavailable, message: "held back after a 429", appleStatus: 4_290_000,
+                environment: .production, attempts: 0, source: .serverAPI, rateLimited: true))
+        // The last round by count: an ordinary failure here is `failed`; a rate-limited one waits for another round.
+        let last = router(rounds: 3).route(
+            limited, job: job(round: 2, attempts: 6, partition: Samples.retry), breakerOpen: false, nowMs: nowMs)
+        #expect(last.disposition == .retry(round: 2, notBeforeMs: nowMs + 20_000))
+        #expect(last.records.map(\.kind) == [.retry])
+        let single = router(rounds: 1).route(limited, job: job(), breakerOpen: false, nowMs: nowMs)
+        #expect(single.disposition == .retry(round: 1, notBeforeMs: nowMs + 10_000))
+        let record = try MessageCoding.decode(RetryRecord.self, from: single.records[0].value)
+        #expect(record.lastAppleStatus == 4_290_000 && record.source == .serverAPI)
+        // The same failure without the flag fails the submission on its last round.
+        var ordinary = try #require(limited.failureDetails)
+        ordinary.rateLimited = false
+        let failed = router(rounds: 1).route(.unavailable(ordinary), job: job(), breakerOpen: false, nowMs: nowMs)
+        #expect(failed.disposition == .result(.failed, .appleUnavailable))
+    }
+
     @Test func roundsDuringAnOutageDoNotCount() {
         let during = router(rounds: 3).route(
             Samples.unavailable, job: job(round: 2, attempts: 6, partition: Samples.retry), breakerOpen: true,
@@ -155,5 +177,12 @@ struct MessageTriageTests {
         #expect(during.disposition == .retry(round: 2, notBeforeMs: nowMs + 20_000))
         let fresh = router(rounds: 1).route(Samples.unavailable, job: job(), breakerOpen: true, nowMs: nowMs)
         #expect(fresh.disposition == .retry(round: 1, notBeforeMs: nowMs + 10_000))
+    }
+}
+
+extension VerificationOutcome {
+    fileprivate var failureDetails: VerificationFailure? {
+        if case .unavailable(let failure) = self { return failure }
+        return nil
     }
 }

@@ -13,11 +13,11 @@ struct NotificationSettingsTests {
         let settings = try VerifierSettings.fromEnvironment(minimal)
         #expect(settings.topics.notifications == "iap.notifications.submitted")
         #expect(settings.topics.events == "iap.purchase.events")
-        #expect(settings.appAppleId == nil)
+        #expect(settings.serverAPI.appAppleId == nil)
         // The shipped Apple Root CA - G3, and nothing else.
-        #expect(settings.rootCertificatePaths.count == 1)
-        #expect(settings.rootCertificatePaths.first?.hasSuffix("/certificates/AppleRootCA-G3.cer") == true)
-        let roots = try AppleRootCertificates.load(paths: settings.rootCertificatePaths)
+        #expect(settings.serverAPI.rootCertificatePaths.count == 1)
+        #expect(settings.serverAPI.rootCertificatePaths.first?.hasSuffix("/certificates/AppleRootCA-G3.cer") == true)
+        let roots = try AppleRootCertificates.load(paths: settings.serverAPI.rootCertificatePaths)
         #expect(roots.map(\.subject).contains { $0.contains("Apple Root CA - G3") })
         #expect(settings.notificationPolicy.allowedBundleIds == ["com.example.game"])
         #expect(settings.notificationPolicy.sandboxPolicy == .accept)
@@ -38,7 +38,7 @@ struct NotificationSettingsTests {
         environment["SANDBOX_POLICY"] = "reject"
         let settings = try VerifierSettings.fromEnvironment(environment)
         #expect(settings.topics.notifications == "n" && settings.topics.events == "e")
-        #expect(settings.rootCertificatePaths == [rootPath])
+        #expect(settings.serverAPI.rootCertificatePaths == [rootPath])
         #expect(
             settings.notificationPolicy
                 == NotificationPolicy(

@@ -29,15 +29,21 @@ struct BenchOptions {
     var lingerMs = 5
     /// `submissions` (receipts through the fake App Store) or `notifications` (a preloaded notification backlog).
     var mode = "submissions"
+    /// A file of signed transactions (one compact JWS per line): submissions carry them round robin as
+    /// `signed_transaction` instead of a receipt.
+    var signedTransactionsFile: String?
 
     static let usage = """
         Usage: verifier-bench --bootstrap HOST:PORT --fake-url URL --verifier PATH [--topic-prefix P]
                               [--count N] [--warmup N] [--rate PER_SECOND] [--in-flight N] [--timeout SECONDS]
-                              [--verifier-log FILE] [--linger-ms N] [--mode submissions|notifications]
+                              [--verifier-log FILE] [--linger-ms N] [--signed-transactions FILE]
+                              [--mode submissions|notifications|processor]
 
         Topics P.submitted, P.results, P.retry, P.dlq, P.notifications, P.events (created beforehand, or
         auto-created) and group P.group.
         --linger-ms: the submission producer's linger.ms (default 5; the ingest uses 2).
+        --signed-transactions: submissions carry these StoreKit 2 signed transactions (one JWS per line, round robin)
+        instead of a receipt; the verifier's APPLE_* settings (root, API key) come from this process's environment.
         --mode notifications: preload --count signed DID_RENEW notifications (three JWS each) into P.notifications,
         then start the verifier and measure how fast the events come out (--fake-url is not needed).
         --mode processor: no Kafka, no verifier process: the notification path (verify, map, encode the event) in
@@ -63,6 +69,7 @@ struct BenchOptions {
             case "--verifier-log": options.verifierLog = value
             case "--linger-ms": options.lingerMs = Int(value) ?? -1
             case "--mode": options.mode = value
+            case "--signed-transactions": options.signedTransactionsFile = value
             default: return nil
             }
         }
@@ -138,9 +145,14 @@ enum VerifierBench {
     static let receipt = Data(#"{"scenario":"valid","transactions":[{"id":"2000000123","product":"gems_100"}]}"#.utf8)
         .base64EncodedString()
 
-    static func submission(id: String, index: Int) -> [UInt8] {
+    /// A submission carrying the receipt, or the `index`th of `signedTransactions` (round robin) when there are any.
+    static func submission(id: String, index: Int, signedTransactions: [String]) -> [UInt8] {
+        let proof =
+            signedTransactions.isEmpty
+            ? #""receipt_data":"\#(receipt)""#
+            : #""signed_transaction":"\#(signedTransactions[index % signedTransactions.count])""#
         let fields = [
-            #""schema_version":1"#, #""submission_id":"\#(id)""#, #""receipt_data":"\#(receipt)""#,
+            #""schema_version":1"#, #""submission_id":"\#(id)""#, proof,
             #""order_id":"order-\#(id)""#, #""user_id":"user-\#(index & 1023)""#,
             #""submitted_at_ms":\#(Clock.wallMilliseconds())"#,
         ]
@@ -172,7 +184,8 @@ enum VerifierBench {
     }
 
     static func produce(
-        _ producer: KafkaProducer, topic: String, ledger: Ledger, range: Range<Int>, rate: Int, failures: FailureCount
+        _ producer: KafkaProducer, topic: String, ledger: Ledger, range: Range<Int>, rate: Int, failures: FailureCount,
+        signedTransactions: [String]
     ) {
         let start = Clock.monotonicNanoseconds()
         for index in range {
@@ -182,7 +195,7 @@ enum VerifierBench {
                 if due > now { usleep(UInt32((due - now) / 1000)) }
             }
             let id = "\(ledger.idPrefix)\(index)"
-            let value = submission(id: id, index: index)
+            let value = submission(id: id, index: index, signedTransactions: signedTransactions)
             while true {
                 ledger.sent(index, at: Clock.monotonicNanoseconds())
                 do throws(KafkaError) {
@@ -224,6 +237,7 @@ enum VerifierBench {
             "VERIFIER_GROUP_ID": "\(prefix).group", "VERIFIER_MAX_IN_FLIGHT": String(options.inFlight),
             "VERIFIER_METRICS_LISTEN": "127.0.0.1:0", "APPLE_VERIFY_RECEIPT_URL": "\(fakeURL)/verifyReceipt",
             "APPLE_SANDBOX_VERIFY_RECEIPT_URL": "\(fakeURL)/sandbox/verifyReceipt",
+            "APPLE_SERVER_API_URL": fakeURL, "APPLE_SERVER_API_SANDBOX_URL": "\(fakeURL)/sandbox",
             "ALLOWED_BUNDLE_IDS": "com.example.game", "LOG_LEVEL": environment["LOG_LEVEL"] ?? "warning",
             "KAFKA_SESSION_TIMEOUT_MS": "6000",
         ]) { _, new in new }
@@ -257,6 +271,12 @@ enum VerifierBench {
         }
         if options.mode == "notifications" { NotificationDrain.run(options) }
         if options.mode == "processor" { NotificationDrain.runProcessor(options) }
+        var signedTransactions: [String] = []
+        if let path = options.signedTransactionsFile {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { fail("cannot read \(path)") }
+            signedTransactions = text.split(separator: "\n").map(String.init).filter { !$0.isEmpty }
+            if signedTransactions.isEmpty { fail("\(path) holds no signed transaction") }
+        }
         let prefix = options.topicPrefix
         let topics = (submitted: "\(prefix).submitted", results: "\(prefix).results")
         var kafka = KafkaConfiguration()
@@ -289,7 +309,8 @@ enum VerifierBench {
 
         // Warm-up: group join, connections, first allocations.
         produce(
-            producer, topic: topics.submitted, ledger: ledger, range: 0..<options.warmup, rate: 0, failures: failures)
+            producer, topic: topics.submitted, ledger: ledger, range: 0..<options.warmup, rate: 0, failures: failures,
+            signedTransactions: signedTransactions)
         guard waitFor(ledger, count: options.warmup, deadline: Date() + 60, child: child) else {
             child.terminate()
             fail("the warm-up did not complete (\(ledger.received)/\(options.warmup) results); see the verifier log")
@@ -299,7 +320,7 @@ enum VerifierBench {
         let start = Clock.monotonicNanoseconds()
         produce(
             producer, topic: topics.submitted, ledger: ledger, range: options.warmup..<total, rate: options.rate,
-            failures: failures)
+            failures: failures, signedTransactions: signedTransactions)
         let produced = Clock.monotonicNanoseconds()
         let complete = waitFor(
             ledger, count: total, deadline: Date() + Double(options.timeoutSeconds), child: child)

@@ -1,6 +1,6 @@
 import ServiceSupport
 
-/// An HTTP POST client over libcurl's multi interface: hundreds of requests in flight on one network thread.
+/// An HTTP client (POST and GET) over libcurl's multi interface: hundreds of requests in flight on one network thread.
 ///
 /// - One thread runs `curl_multi_socket_action` over epoll plus libcurl's timer; there is no thread per request.
 /// - At most `maxInFlight` requests are on the wire; more wait in a FIFO queue (nothing is refused).
@@ -32,9 +32,10 @@ public final class CurlHTTPClient: Sendable {
         loop.stop()
     }
 
-    /// Sends `request`. `completion` is called exactly once: with the response (any HTTP status), or with an error
-    /// when no complete response arrived (timeout, connection or TLS failure, shutdown).
-    public func post(
+    /// Sends `request` (its `method`: POST or GET). `completion` is called exactly once: with the response (any
+    /// HTTP status), or with an error when no complete response arrived (timeout, connection or TLS failure,
+    /// shutdown).
+    public func send(
         _ request: HTTPClientRequest,
         completion: @escaping @Sendable (Result<HTTPClientResponse, HTTPClientError>) -> Void
     ) {
@@ -45,11 +46,24 @@ public final class CurlHTTPClient: Sendable {
         }
     }
 
-    /// `post` for async callers.
-    public func post(_ request: HTTPClientRequest) async -> Result<HTTPClientResponse, HTTPClientError> {
+    /// `send` for async callers.
+    public func send(_ request: HTTPClientRequest) async -> Result<HTTPClientResponse, HTTPClientError> {
         await withCheckedContinuation { continuation in
-            post(request) { continuation.resume(returning: $0) }
+            send(request) { continuation.resume(returning: $0) }
         }
+    }
+
+    /// `send`; the name verifyReceipt callers know (the request's `method` decides, POST by default).
+    public func post(
+        _ request: HTTPClientRequest,
+        completion: @escaping @Sendable (Result<HTTPClientResponse, HTTPClientError>) -> Void
+    ) {
+        send(request, completion: completion)
+    }
+
+    /// `send` for async callers.
+    public func post(_ request: HTTPClientRequest) async -> Result<HTTPClientResponse, HTTPClientError> {
+        await send(request)
     }
 
     /// Requests waiting for a slot in the in-flight window.

@@ -200,15 +200,16 @@ final class CurlMultiLoop: @unchecked Sendable {
                 finish(transfer, .failure(HTTPClientError(kind: .other, message: "curl_easy_init failed")))
                 continue
             }
-            let headers = headerList(for: transfer.request.headers)
+            let headers = headerLists.acquire(transfer.request.headers)
+            transfer.headerList = headers
             if let error = transfer.configure(easy: easy, headers: headers, configuration: configuration) {
-                recycle(easy)
+                recycle(easy, after: transfer)
                 finish(transfer, .failure(error))
                 continue
             }
             let code = curl_multi_add_handle(multi, easy)
             guard code == CURLM_OK else {
-                recycle(easy)
+                recycle(easy, after: transfer)
                 let message = String(cString: curl_multi_strerror(code))
                 finish(
                     transfer, .failure(HTTPClientError(kind: .other, curlCode: Int32(code.rawValue), message: message)))
@@ -230,7 +231,7 @@ final class CurlMultiLoop: @unchecked Sendable {
             let result = transfer.result(code: code)
             transfer.easy = nil
             transfer.release()
-            recycle(easy)
+            recycle(easy, after: transfer)
             finish(transfer, result)
         }
     }
@@ -254,7 +255,10 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// again by the next transfer, so no reset is needed). The options that point into the finished transfer (its
     /// error buffer, body and write target, freed with it) are cleared first, so an idle handle never holds a
     /// dangling pointer.
-    private func recycle(_ easy: UnsafeMutableRawPointer) {
+    private func recycle(_ easy: UnsafeMutableRawPointer, after transfer: CurlTransfer) {
+        headerLists.release(transfer.headerList)
+        transfer.headerList = nil
+        _ = ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, nil)
         _ = ccurl_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, nil)
         _ = ccurl_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, nil)
         _ = ccurl_easy_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, 0)
@@ -266,25 +270,8 @@ final class CurlMultiLoop: @unchecked Sendable {
         }
     }
 
-    /// Header lists by their lines, built once: a client sends the same few header sets over and over.
-    private var headerLists: [(lines: [String], list: UnsafeMutablePointer<curl_slist>?)] = []
-
-    private func headerList(for lines: [String]) -> UnsafeMutablePointer<curl_slist>? {
-        if let cached = headerLists.first(where: { $0.lines == lines }) { return cached.list }
-        var list: UnsafeMutablePointer<curl_slist>?
-        // "Expect:" stops libcurl from waiting for 100-continue before sending large bodies.
-        for line in lines + ["Expect:"] {
-            list = curl_slist_append(list, line)
-        }
-        if headerLists.count >= 16 {
-            // Requests still in flight may use the evicted list: keep it until shutdown.
-            retiredHeaderLists.append(headerLists.removeFirst().list)
-        }
-        headerLists.append((lines, list))
-        return list
-    }
-
-    private var retiredHeaderLists: [UnsafeMutablePointer<curl_slist>?] = []
+    /// Header lists by their lines, built once and shared by the transfers in flight.
+    private var headerLists = CurlHeaderLists()
 
     /// Finished transfers not yet handed to a completion queue. They go in batches — when 32 are waiting, or when
     /// the oldest has waited `completionWindowNanoseconds` — because each hand-off wakes a thread, and at thousands
@@ -327,6 +314,8 @@ final class CurlMultiLoop: @unchecked Sendable {
             _ = curl_multi_remove_handle(multi, easy)
             transfer.easy = nil
             transfer.release()
+            headerLists.release(transfer.headerList)
+            transfer.headerList = nil
             curl_easy_cleanup(easy)
             finish(transfer, .failure(shutdownError))
         }
@@ -335,9 +324,7 @@ final class CurlMultiLoop: @unchecked Sendable {
         idleEasyHandles.removeAll()
         _ = curl_multi_cleanup(multi)
         multi = nil
-        for list in headerLists.map(\.list) + retiredHeaderLists { curl_slist_free_all(list) }
-        headerLists.removeAll()
-        retiredHeaderLists.removeAll()
+        headerLists.freeAll()
         let queued = inbox.withLock { inbox -> [CurlTransfer] in
             let rest = Array(inbox.pending[inbox.pendingHead...])
             inbox.pending.removeAll()

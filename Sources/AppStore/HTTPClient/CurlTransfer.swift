@@ -13,6 +13,8 @@ final class CurlTransfer: @unchecked Sendable {
     let request: HTTPClientRequest
     let completion: Completion
     var easy: UnsafeMutableRawPointer?
+    /// The shared header list libcurl reads while the transfer runs (see `CurlHeaderLists`).
+    var headerList: UnsafeMutablePointer<curl_slist>?
     var responseBody: [UInt8] = []
     var responseTooLarge = false
     let maxResponseBytes: Int
@@ -20,7 +22,7 @@ final class CurlTransfer: @unchecked Sendable {
     /// libcurl writes its detailed error text here (CURLOPT_ERRORBUFFER).
     let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
 
-    /// When `post` was called: the timeout counts from here, time spent queued for a window slot included.
+    /// When `send` was called: the timeout counts from here, time spent queued for a window slot included.
     let submittedAtNanoseconds = DispatchTime.now().uptimeNanoseconds
 
     init(request: HTTPClientRequest, maxResponseBytes: Int, completion: @escaping Completion) {
@@ -58,7 +60,8 @@ final class CurlTransfer: @unchecked Sendable {
         return codes.first(where: { $0 != CURLE_OK }) ?? CURLE_OK
     }
 
-    /// Sets this request's own options on `easy`. `headers` is a header list the loop owns and keeps alive.
+    /// Sets this request's own options on `easy`. `headers` is a header list the loop owns and keeps alive until
+    /// this transfer left the multi handle.
     /// Returns an error for a request libcurl refuses.
     func configure(
         easy: UnsafeMutableRawPointer, headers: UnsafeMutablePointer<curl_slist>?,
@@ -80,10 +83,19 @@ final class CurlTransfer: @unchecked Sendable {
         let isHTTPS =
             request.url.utf8.count > 6
             && request.url.utf8.prefix(6).map { $0 | 0x20 } == Array("https:".utf8)
-        let codes: [CURLcode] = [
+        // Handles are reused: a POST sets its body (which makes it a POST again), a GET says so explicitly.
+        let method: [CURLcode] =
+            switch request.method {
+            case .post:
+                [
+                    ccurl_easy_setopt_ptr(easy, CURLOPT_POSTFIELDS, body.baseAddress),
+                    ccurl_easy_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count)),
+                ]
+            case .get:
+                [ccurl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1)]
+            }
+        let codes: [CURLcode] = method + [
             ccurl_easy_setopt_string(easy, CURLOPT_URL, request.url),
-            ccurl_easy_setopt_ptr(easy, CURLOPT_POSTFIELDS, body.baseAddress),
-            ccurl_easy_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count)),
             ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headers),
             ccurl_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, Unmanaged.passUnretained(self).toOpaque()),
             ccurl_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer),
@@ -136,8 +148,21 @@ final class CurlTransfer: @unchecked Sendable {
         }
         return .success(
             HTTPClientResponse(
-                status: status, body: responseBody, httpVersion: Self.versionName(version), connectionsOpened: connects)
-        )
+                status: status, body: responseBody, httpVersion: Self.versionName(version), connectionsOpened: connects,
+                headers: requestedHeaders()))
+    }
+
+    /// The response headers the request asked for, read from libcurl's header store (nothing is collected while
+    /// the transfer runs).
+    private func requestedHeaders() -> [String: String] {
+        guard !request.responseHeaders.isEmpty, let easy else { return [:] }
+        var headers: [String: String] = [:]
+        for name in request.responseHeaders {
+            if let value = ccurl_easy_header_value(easy, name) {
+                headers[name.lowercased()] = String(cString: value)
+            }
+        }
+        return headers
     }
 
     /// CURL_HTTP_VERSION_* as text.

@@ -1,18 +1,38 @@
-/// One HTTP POST to send.
+/// The HTTP methods the client sends.
+public enum HTTPMethod: String, Sendable, Equatable {
+    /// `body` is sent (verifyReceipt, Get Notification History).
+    case post = "POST"
+    /// `body` is ignored (Get Transaction Info, Get Transaction History).
+    case get = "GET"
+}
+
+/// One HTTP request to send.
 public struct HTTPClientRequest: Sendable {
+    public var method: HTTPMethod
     public var url: String
+    /// Sent with `.post`; ignored with `.get`.
     public var body: [UInt8]
-    /// Complete header lines, e.g. `Content-Type: application/json`.
+    /// Complete header lines, e.g. `Content-Type: application/json` or `Authorization: Bearer ...`. Header sets are
+    /// built into libcurl lists once and reused while any request uses them, so a header that changes with every
+    /// request costs a list each time: keep per-request values rare (a bearer token cached for minutes is fine).
     public var headers: [String]
     /// Overrides the configured request timeout when shorter (a submission's remaining deadline). Either counts from
-    /// the call to `post`, time spent queued for a slot in the in-flight window included.
+    /// the call to `send`, time spent queued for a slot in the in-flight window included.
     public var timeoutMs: Int?
+    /// Response headers to return in `HTTPClientResponse.headers` (case-insensitive names, e.g. `Retry-After`).
+    /// Only these are looked up, after the transfer, so asking for none costs nothing.
+    public var responseHeaders: [String]
 
-    public init(url: String, body: [UInt8], headers: [String] = [], timeoutMs: Int? = nil) {
+    public init(
+        method: HTTPMethod = .post, url: String, body: [UInt8] = [], headers: [String] = [], timeoutMs: Int? = nil,
+        responseHeaders: [String] = []
+    ) {
+        self.method = method
         self.url = url
         self.body = body
         self.headers = headers
         self.timeoutMs = timeoutMs
+        self.responseHeaders = responseHeaders
     }
 }
 
@@ -24,12 +44,23 @@ public struct HTTPClientResponse: Sendable {
     public var httpVersion: String
     /// Connections this request had to open (0 when it reused a kept-alive or multiplexed one).
     public var connectionsOpened: Int
+    /// The response headers the request asked for (`HTTPClientRequest.responseHeaders`) that the answer carried,
+    /// keyed by lower-cased name (the last value when a header came several times).
+    public var headers: [String: String]
 
-    public init(status: Int, body: [UInt8], httpVersion: String = "", connectionsOpened: Int = 0) {
+    public init(
+        status: Int, body: [UInt8], httpVersion: String = "", connectionsOpened: Int = 0, headers: [String: String] = [:]
+    ) {
         self.status = status
         self.body = body
         self.httpVersion = httpVersion
         self.connectionsOpened = connectionsOpened
+        self.headers = headers
+    }
+
+    /// The value of response header `name` (case-insensitive), if it was asked for and present.
+    public func header(_ name: String) -> String? {
+        headers[name.lowercased()]
     }
 }
 

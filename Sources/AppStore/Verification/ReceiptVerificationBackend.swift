@@ -34,15 +34,19 @@ public struct BackendRequest: Sendable {
     /// gets only the time left (capped by `timeoutMs`), and is not made with less than the minimum attempt time
     /// left (the attempt is then retryable). Nil: each call gets `timeoutMs`.
     public var deadline: DispatchTime?
+    /// What the submission says it bought. Backends may use it to ask Apple less (stop paging a history once the
+    /// expected transaction is found); the verdict itself is always `VerdictRules`' (nil: no expectations).
+    public var expectations: VerificationExpectations?
 
     public init(
         proof: PurchaseProof, startEnvironment: AppStoreEnvironment = .production, timeoutMs: Int? = nil,
-        deadline: DispatchTime? = nil
+        deadline: DispatchTime? = nil, expectations: VerificationExpectations? = nil
     ) {
         self.proof = proof
         self.startEnvironment = startEnvironment
         self.timeoutMs = timeoutMs
         self.deadline = deadline
+        self.expectations = expectations
     }
 
     /// A request about a base64 app receipt.
@@ -64,7 +68,7 @@ public struct BackendAnswer: Sendable, Equatable {
         case retryable(StatusClassification.RetryKind)
         /// A permanent no from Apple.
         case rejected(Reason)
-        /// Our configuration is wrong (21000, 21004).
+        /// Our configuration is wrong (21000, 21004; an App Store Server API 401 or request error).
         case configurationError
     }
 
@@ -82,10 +86,13 @@ public struct BackendAnswer: Sendable, Equatable {
     public var appleEnvironment: AppStoreEnvironment?
     /// What happened, for results and logs (never receipt contents or secrets).
     public var message: String?
+    /// With `.retryable(.rateLimited)`: milliseconds until Apple may be asked again (nil: unknown).
+    public var retryAfterMs: Int?
 
     public init(
         result: Result, source: VerificationSource = .verifyReceipt, calls: Int, appleStatus: Int? = nil,
-        environment: AppStoreEnvironment? = nil, appleEnvironment: AppStoreEnvironment? = nil, message: String? = nil
+        environment: AppStoreEnvironment? = nil, appleEnvironment: AppStoreEnvironment? = nil, message: String? = nil,
+        retryAfterMs: Int? = nil
     ) {
         self.result = result
         self.source = source
@@ -94,6 +101,7 @@ public struct BackendAnswer: Sendable, Equatable {
         self.environment = environment
         self.appleEnvironment = appleEnvironment
         self.message = message
+        self.retryAfterMs = retryAfterMs
     }
 
     /// The environment a result of this answer names: Apple's word when Apple gave one, else the endpoint's.

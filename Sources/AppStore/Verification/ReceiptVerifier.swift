@@ -176,7 +176,7 @@ public final class ReceiptVerifier: Sendable {
         let request = BackendRequest(
             proof: state.proof, startEnvironment: state.environment,
             timeoutMs: min(requestTimeoutMs, remaining),
-            deadline: .now() + .milliseconds(remaining))
+            deadline: .now() + .milliseconds(remaining), expectations: state.expectations)
         callsCounter?.increment()
         backend.verify(request) { [self] answer in
             var state = state
@@ -193,7 +193,8 @@ public final class ReceiptVerifier: Sendable {
 
     /// Feeds an answer that carried a status to the burst detector; true when it is a 21002 during a burst.
     private func observeStatus(of answer: BackendAnswer, state: inout AttemptState) -> Bool {
-        guard answer.appleStatus != nil else { return false }
+        // Only verifyReceipt has 21002 bursts; App Store Server API errorCodes say nothing about them.
+        guard answer.appleStatus != nil, answer.source == .verifyReceipt else { return false }
         let observed: MalformedReceiptBurstDetector.Answer
         if case .retryable(.malformedReceipt) = answer.result {
             // Distinct receipts within this process only: Swift's seeded hash of the receipt data.
@@ -262,7 +263,9 @@ public final class ReceiptVerifier: Sendable {
                 .verdict(
                     ReceiptVerdict(
                         outcome: verdict.outcome, reason: verdict.reason, message: verdict.message,
-                        appleStatus: receipt.status, environment: receipt.environment, bundleId: receipt.bundleId,
+                        // verifyReceipt's status; the Server API has none for an answer it gave (errorCodes only).
+                        appleStatus: answer.source == .verifyReceipt ? receipt.status : answer.appleStatus,
+                        environment: receipt.environment, bundleId: receipt.bundleId,
                         transactions: verdict.transactions, attempts: state.calls, source: answer.source)),
                 completion)
         case .rejected(let reason):
@@ -276,14 +279,18 @@ public final class ReceiptVerifier: Sendable {
                 completion)
         case .configurationError:
             logger.error(
-                "Apple rejected our request or shared secret: verifications fail until the configuration is fixed",
-                ["apple_status": .int(answer.appleStatus ?? -1), "attempts": .int(state.calls)])
+                "Apple rejected our request or credentials: verifications fail until the configuration is fixed",
+                [
+                    "apple_status": .int(answer.appleStatus ?? -1), "attempts": .int(state.calls),
+                    "source": .string(answer.source.rawValue),
+                ])
+            // Server API messages name the settings to check themselves.
+            let hint = answer.source == .verifyReceipt ? ": check APPLE_SHARED_SECRET and the verifyReceipt URLs" : ""
             finish(
                 .configurationError(
                     VerificationFailure(
                         reason: .configError,
-                        message: (answer.message ?? "configuration error")
-                            + ": check APPLE_SHARED_SECRET and the verifyReceipt URLs",
+                        message: (answer.message ?? "configuration error") + hint,
                         appleStatus: answer.appleStatus, environment: answer.resultEnvironment, attempts: state.calls,
                         source: answer.source)),
                 completion)
@@ -295,6 +302,25 @@ public final class ReceiptVerifier: Sendable {
                         message: "the verifier shut down; last: \(answer.message ?? "no answer")",
                         appleStatus: answer.appleStatus, environment: answer.resultEnvironment, attempts: state.calls,
                         source: answer.source)),
+                completion)
+        case .retryable(.rateLimited):
+            // Held back after a 429: retry in this round only if the hold ends with time left for an attempt;
+            // otherwise end the round now (the verifier does not count it: lag, not failure).
+            let remaining = remainingMs(until: state.deadline)
+            let waitMs = max(answer.retryAfterMs ?? remaining, 0)
+            if state.attempts < retryPolicy.maxAttempts, remaining - waitMs >= Self.minimumAttemptMs {
+                let next = state
+                clock.schedule(afterMs: waitMs) { [self] in attempt(next, completion: completion) }
+                return
+            }
+            finish(
+                .unavailable(
+                    VerificationFailure(
+                        reason: .appleUnavailable,
+                        message: "rate limited by the App Store Server API after \(state.attempts) attempt(s); last: "
+                            + (answer.message ?? "429"),
+                        appleStatus: answer.appleStatus, environment: answer.resultEnvironment, attempts: state.calls,
+                        source: answer.source, rateLimited: true)),
                 completion)
         case .retryable(let answeredKind):
             var state = state

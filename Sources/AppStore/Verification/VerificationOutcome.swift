@@ -84,12 +84,17 @@ public struct VerificationFailure: Sendable, Equatable {
     public var attempts: Int
     /// The backend that was asked.
     public var source: VerificationSource
+    /// True when the round ended only because the App Store Server API's rate limit held it back (a 429, or our
+    /// hold after one): the verifier does not count such a round against the submission, so a 429 becomes lag,
+    /// never a failed result.
+    public var rateLimited: Bool
 
     public init(
         reason: Reason, message: String, appleStatus: Int?, environment: AppStoreEnvironment?, attempts: Int,
-        source: VerificationSource = .verifyReceipt
+        source: VerificationSource = .verifyReceipt, rateLimited: Bool = false
     ) {
         self.source = source
+        self.rateLimited = rateLimited
         self.reason = reason
         self.message = message
         self.appleStatus = appleStatus

@@ -18,6 +18,10 @@ public enum StatusClassification: Sendable, Equatable {
         case transient
         /// 21002: malformed receipt-data, or one of Apple's bursts of spurious 21002s.
         case malformedReceipt = "malformed_receipt"
+        /// The App Store Server API's rate limit: a 429, or our hold-back after one (no request made). Retried in
+        /// the round only when the hold ends in time; a round that ends for it is not counted against the
+        /// submission (lag, never a failed result).
+        case rateLimited = "rate_limited"
     }
 
     /// The classification of Apple's `status` (reference table in `apple-verification.md`).

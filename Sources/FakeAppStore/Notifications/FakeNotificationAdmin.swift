@@ -8,15 +8,15 @@ import ServiceSupport
 ///   (`{"notification_uuid","delivered","first_attempt":{...},"retries_left"}`); failed deliveries are retried in the
 ///   background on the retry schedule. `deliver=0` only records it (a notification the server never got).
 /// - `GET /admin/notifications[?uuid=...]`: every notification signed so far with its attempts.
-/// - `GET /admin/signing/root`: the PEM root certificate verifiers must trust.
+/// Notifications are signed with the fake's signing identity (`GET /admin/signing-root` serves its root).
 final class FakeNotificationAdmin: Sendable {
-    let keys: FakeSigningKeys
+    let signing: FakeSigningIdentity
     let sender: FakeNotificationSender
     let retrySchedule: [Duration]
     private let logger: Logger
 
-    init(keys: FakeSigningKeys, sender: FakeNotificationSender, retrySchedule: [Duration], logger: Logger) {
-        self.keys = keys
+    init(signing: FakeSigningIdentity, sender: FakeNotificationSender, retrySchedule: [Duration], logger: Logger) {
+        self.signing = signing
         self.sender = sender
         self.retrySchedule = retrySchedule
         self.logger = logger
@@ -31,8 +31,6 @@ final class FakeNotificationAdmin: Sendable {
             send(request, respond: respond)
         case ("GET", "/admin/notifications"):
             respond(.json(200, list(uuid: request.query["uuid"])))
-        case ("GET", "/admin/signing/root"):
-            respond(.text(200, keys.rootCertificate.pem, contentType: "application/x-pem-file"))
         default:
             return false
         }
@@ -50,7 +48,7 @@ final class FakeNotificationAdmin: Sendable {
         let notification = parsed.notification
         let signedPayload: String
         do {
-            signedPayload = try notification.signedPayload(signer: keys.signer)
+            signedPayload = try notification.signedPayload(signer: signing.signer)
         } catch {
             respond(Self.error(500, "signing_failed", error.message))
             return

@@ -1,8 +1,15 @@
 import Synchronization
 
-/// Every notification the fake signed, with its delivery attempts, in the order they were made: what Get Notification
-/// History answers and `GET /admin/notifications` lists. Thread-safe.
+/// Every notification the fake signed, with its delivery attempts, in the order they were made: what
+/// `GET /admin/notifications` lists, passed on (through `observer`) to the fake Server API's Get Notification History.
+/// Thread-safe.
 public final class FakeNotificationHistory: Sendable {
+    /// What changed, for the observer (called outside the lock, on the thread that made the change).
+    public enum Change: Sendable {
+        case added(Entry)
+        case attempted(Entry)
+    }
+
     /// One delivery attempt, as Apple reports it (`sendAttempts[]`).
     public struct Attempt: Sendable, Equatable {
         public var dateMs: Int64
@@ -28,6 +35,8 @@ public final class FakeNotificationHistory: Sendable {
         public var transactionId: String?
         public var originalTransactionId: String?
         public var signedPayload: String
+        /// `Production` or `Sandbox`: whose history it is part of.
+        public var environment: String
         /// The notification's `signedDate`, epoch ms (what Get Notification History's date window selects on).
         public var signedDateMs: Int64
         public var url: String?
@@ -36,11 +45,20 @@ public final class FakeNotificationHistory: Sendable {
         public var finished: Bool
 
         public var delivered: Bool { attempts.contains(where: \.succeeded) }
+
+        /// Apple's `sendAttemptResults`: `[{"attemptDate": ms, "sendAttemptResult": "..."}]`.
+        public var sendAttemptResultsJSON: String {
+            "[" + attempts.map { "{\"attemptDate\":\($0.dateMs),\"sendAttemptResult\":\"\($0.result)\"}" }
+                .joined(separator: ",") + "]"
+        }
     }
 
     private let entries = Mutex<[Entry]>([])
+    private let observer: (@Sendable (Change) -> Void)?
 
-    public init() {}
+    public init(observer: (@Sendable (Change) -> Void)? = nil) {
+        self.observer = observer
+    }
 
     /// Records a signed notification before its first attempt.
     public func add(_ notification: FakeNotification, signedPayload: String, url: String?) {
@@ -48,16 +66,20 @@ public final class FakeNotificationHistory: Sendable {
             notificationUUID: notification.notificationUUID, notificationType: notification.notificationType,
             subtype: notification.subtype, transactionId: notification.transaction?.transactionId,
             originalTransactionId: notification.transaction?.originalTransactionId, signedPayload: signedPayload,
-            signedDateMs: notification.signedDateMs, url: url, attempts: [], finished: url == nil)
+            environment: notification.environment, signedDateMs: notification.signedDateMs, url: url, attempts: [],
+            finished: url == nil)
         entries.withLock { $0.append(entry) }
+        observer?(.added(entry))
     }
 
     func recordAttempt(_ attempt: Attempt, uuid: String, finished: Bool) {
-        entries.withLock { entries in
-            guard let index = entries.lastIndex(where: { $0.notificationUUID == uuid }) else { return }
+        let updated = entries.withLock { entries -> Entry? in
+            guard let index = entries.lastIndex(where: { $0.notificationUUID == uuid }) else { return nil }
             entries[index].attempts.append(attempt)
             entries[index].finished = finished
+            return entries[index]
         }
+        if let updated { observer?(.attempted(updated)) }
     }
 
     /// Every entry, oldest first.

@@ -59,6 +59,15 @@ public final class AppStoreServerAPITokenProvider: Sendable {
         _ = tokens.withLock { $0.removeValue(forKey: bundleId) }
     }
 
+    /// Forgets `token` if it is still the cached one for its bundle id (after Apple answered 401 to it). Many
+    /// requests in flight with the same refused token drop it once: a token another request already signed to
+    /// replace it is kept.
+    public func invalidate(_ token: AppStoreServerAPIToken) {
+        tokens.withLock { tokens in
+            if tokens[token.bundleId] == token { tokens.removeValue(forKey: token.bundleId) }
+        }
+    }
+
     /// Signs one token.
     ///
     /// - Throws: `CryptoError` if signing fails.

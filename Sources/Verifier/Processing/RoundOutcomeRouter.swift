@@ -15,8 +15,9 @@ public enum RoundDisposition: Sendable, Equatable {
 /// - config error (21004 / 21000): `failed` / `config_error` result plus DLQ record; never retried.
 /// - no verdict: a retry record on `RETRY_TOPIC` with the round count, the attempts and a not-before time; after
 ///   the last round a DLQ record plus a `failed` / `apple_unavailable` result. While the circuit breaker is open
-///   (Apple broadly failing) the round is not counted against the submission, so an outage alone never makes a
-///   submission fail: it only delays it.
+///   (Apple broadly failing), and when the round ended because of the App Store Server API's rate limit, the round
+///   is not counted against the submission, so an outage or a 429 alone never makes a submission fail: it only
+///   delays it.
 public struct RoundOutcomeRouter: Sendable {
     public let factory: OutputFactory
     public let policy: RetryRoundPolicy
@@ -46,8 +47,11 @@ public struct RoundOutcomeRouter: Sendable {
         case .unavailable(let failure):
             let status = failure.appleStatus
             let error = failure.message
-            let countedRounds = breakerOpen ? max(job.completedRounds, 1) : job.completedRounds + 1
-            if countedRounds >= policy.maximumRounds, !breakerOpen {
+            // Rounds while Apple is broadly failing, or cut short by the Server API's rate limit (a 429 or our
+            // hold after one), are not counted against the submission: they only delay it.
+            let uncounted = breakerOpen || failure.rateLimited
+            let countedRounds = uncounted ? max(job.completedRounds, 1) : job.completedRounds + 1
+            if countedRounds >= policy.maximumRounds, !uncounted {
                 let text = "no verdict from Apple after \(countedRounds) rounds (\(totalAttempts) calls): \(error)"
                 return (
                     self.failure(

@@ -62,21 +62,15 @@ public final class VerifierService: Sendable {
         }
         let appleVerifier: ReceiptVerifier
         do {
-            appleVerifier = try ReceiptVerifier.verifyReceipt(
-                settings: settings.appStore, catalog: catalog, logger: logger.named("appstore"), metrics: metrics)
+            appleVerifier = try ReceiptVerifier.make(
+                settings: settings.appStore, serverAPI: settings.serverAPI, catalog: catalog,
+                logger: logger.named("appstore"), metrics: metrics)
         } catch {
             producer.close(timeout: .seconds(1))
             throw VerifierStartupError(description: "cannot create the App Store client: \(error)")
         }
-        let signedData: AppleSignedDataVerifier
-        do {
-            signedData = try AppleSignedDataVerifier(rootCertificatePaths: settings.rootCertificatePaths)
-        } catch {
-            producer.close(timeout: .seconds(1))
-            appleVerifier.shutdown()
-            let paths = settings.rootCertificatePaths.joined(separator: ",")
-            throw VerifierStartupError(description: "cannot read APPLE_ROOT_CERTIFICATES (\(paths)): \(error.message)")
-        }
+        // The notifications' own verifier (its chain and header caches), anchored to APPLE_ROOT_CERTIFICATES.
+        let signedData = AppleSignedDataVerifier(trustedRoots: settings.serverAPI.rootCertificates)
         let bridge = KafkaConsumerBridge(revokeTimeout: settings.revokeTimeout, logger: logger)
         let engine = VerificationEngine(
             configuration: VerificationEngine.Configuration(
@@ -149,6 +143,7 @@ public final class VerifierService: Sendable {
                 "notifications_topic": .string(settings.topics.notifications),
                 "events_topic": .string(settings.topics.events), "max_in_flight": .int(settings.limits.maxInFlight),
                 "metrics_port": .int(Int(server.port)), "apple": .string(settings.appStore.description),
+                "server_api": .string(settings.serverAPI.description),
             ])
     }
 

@@ -1,8 +1,6 @@
 import AppStore
-import Foundation
 import Kafka
 import ServiceSupport
-import SignedData
 
 /// Everything `receipt-verifier` reads from its environment, validated. Every variable is described in `helpText`.
 public struct VerifierSettings: Sendable {
@@ -13,6 +11,9 @@ public struct VerifierSettings: Sendable {
     public var metricsListen: ListenAddress
     /// The App Store client's settings (`APPLE_*`, `ALLOWED_BUNDLE_IDS`, `SANDBOX_POLICY`, `VERIFIER_MAX_IN_FLIGHT`).
     public var appStore: AppStoreSettings
+    /// The App Store Server API and signed data (`APPLE_ISSUER_ID`, ..., `SIGNED_TRANSACTION_CONFIRM`,
+    /// `RECEIPT_BACKEND`).
+    public var serverAPI: ServerAPISettings
     public var limits: DispatchLimits
     /// How long one round of Apple calls (the client's in-process retries) may take before it counts as no verdict.
     public var roundDeadline: Duration
@@ -22,38 +23,32 @@ public struct VerifierSettings: Sendable {
     public var revokeTimeout: Duration
     /// How long SIGTERM waits for in-flight work before abandoning it (it is redelivered after restart).
     public var shutdownTimeout: Duration
-    /// `APPLE_APP_APPLE_ID`: when set, Production notifications for another app are refused.
-    public var appAppleId: Int64?
-    /// `APPLE_ROOT_CERTIFICATES`: the files of the only roots a notification (and its signed transaction and renewal
-    /// info) may chain to; default the shipped Apple Root CA - G3.
-    public var rootCertificatePaths: [String]
 
     public init(
         kafka: KafkaConfiguration, topics: VerifierTopics, groupId: String, metricsListen: ListenAddress,
-        appStore: AppStoreSettings, limits: DispatchLimits, roundDeadline: Duration, retryPolicy: RetryRoundPolicy,
-        breaker: AppleCircuitBreaker.Configuration, revokeTimeout: Duration, shutdownTimeout: Duration,
-        appAppleId: Int64? = nil, rootCertificatePaths: [String] = []
+        appStore: AppStoreSettings, serverAPI: ServerAPISettings, limits: DispatchLimits, roundDeadline: Duration,
+        retryPolicy: RetryRoundPolicy, breaker: AppleCircuitBreaker.Configuration, revokeTimeout: Duration,
+        shutdownTimeout: Duration
     ) {
         self.kafka = kafka
         self.topics = topics
         self.groupId = groupId
         self.metricsListen = metricsListen
         self.appStore = appStore
+        self.serverAPI = serverAPI
         self.limits = limits
         self.roundDeadline = roundDeadline
         self.retryPolicy = retryPolicy
         self.breaker = breaker
         self.revokeTimeout = revokeTimeout
         self.shutdownTimeout = shutdownTimeout
-        self.appAppleId = appAppleId
-        self.rootCertificatePaths = rootCertificatePaths
     }
 
     /// What notifications must satisfy besides their signatures.
     public var notificationPolicy: NotificationPolicy {
         NotificationPolicy(
             allowedBundleIds: appStore.verdictPolicy.allowedBundleIds,
-            sandboxPolicy: appStore.verdictPolicy.sandboxPolicy, appAppleId: appAppleId)
+            sandboxPolicy: appStore.verdictPolicy.sandboxPolicy, appAppleId: serverAPI.appAppleId)
     }
 
     /// Defaults the verifier applies to librdkafka properties `KAFKA_*` does not set: statistics every second
@@ -129,16 +124,8 @@ public struct VerifierSettings: Sendable {
                 problem: "RECEIPTS_TOPIC, RESULTS_TOPIC, RETRY_TOPIC, DLQ_TOPIC, NOTIFICATIONS_TOPIC and EVENTS_TOPIC "
                     + "must differ")
         }
-        var appAppleId: Int64?
-        if let text = settings.string("APPLE_APP_APPLE_ID") {
-            guard let id = Int64(text), id > 0 else {
-                throw ConfigurationError(
-                    variable: "APPLE_APP_APPLE_ID", problem: "'\(text)' is not the app's numeric Apple id")
-            }
-            appAppleId = id
-        }
-        let rootPaths = try rootCertificatePaths(settings)
         let appStore = try AppStoreSettings.fromEnvironment(settings)
+        let serverAPI = try ServerAPISettings.fromEnvironment(settings)
         let maxInFlight = appStore.maxInFlight
         let window = try settings.int(
             "VERIFIER_PARTITION_WINDOW", default: max(4 * maxInFlight, 16), range: 2...10_000_000)
@@ -175,7 +162,7 @@ public struct VerifierSettings: Sendable {
             kafka: kafka, topics: topics,
             groupId: settings.string("VERIFIER_GROUP_ID", default: "iap-verifier"),
             metricsListen: try settings.listenAddress("VERIFIER_METRICS_LISTEN", default: "0.0.0.0:9090"),
-            appStore: appStore,
+            appStore: appStore, serverAPI: serverAPI,
             limits: DispatchLimits(maxInFlight: maxInFlight, partitionWindow: window),
             roundDeadline: .milliseconds(
                 try settings.int("VERIFIER_ROUND_DEADLINE_MS", default: 60_000, range: 100...3_600_000)),
@@ -187,30 +174,7 @@ public struct VerifierSettings: Sendable {
                 initialProbeInterval: .milliseconds(probeMs), maximumProbeInterval: .milliseconds(maxProbeMs)),
             revokeTimeout: .milliseconds(revokeMs),
             shutdownTimeout: .milliseconds(
-                try settings.int("VERIFIER_SHUTDOWN_TIMEOUT_MS", default: 20_000, range: 0...600_000)),
-            appAppleId: appAppleId, rootCertificatePaths: rootPaths)
-    }
-
-    /// `APPLE_ROOT_CERTIFICATES` (comma-separated readable files), else the shipped Apple Root CA - G3.
-    private static func rootCertificatePaths(_ settings: Settings) throws(ConfigurationError) -> [String] {
-        guard let value = settings.string("APPLE_ROOT_CERTIFICATES") else {
-            guard let shipped = AppleRootCertificates.defaultSignedDataRootsPath else {
-                throw ConfigurationError(
-                    variable: "APPLE_ROOT_CERTIFICATES",
-                    problem: "is not set and the shipped \(AppleRootCertificates.signedDataRootFileName) was not found "
-                        + "(looked in \(AppleRootCertificates.searchDirectories().joined(separator: ", "))): set it "
-                        + "to Apple Root CA - G3 from https://www.apple.com/certificateauthority/")
-            }
-            return [shipped]
-        }
-        let paths = AppleRootCertificates.paths(fromSetting: value)
-        guard !paths.isEmpty else {
-            throw ConfigurationError(variable: "APPLE_ROOT_CERTIFICATES", problem: "lists no file")
-        }
-        for path in paths where access(path, R_OK) != 0 {
-            throw ConfigurationError(variable: "APPLE_ROOT_CERTIFICATES", problem: "'\(path)' is not a readable file")
-        }
-        return paths
+                try settings.int("VERIFIER_SHUTDOWN_TIMEOUT_MS", default: 20_000, range: 0...600_000)))
     }
 
     private static func topic(_ settings: Settings, _ name: String, default value: String) throws(ConfigurationError)
@@ -232,8 +196,10 @@ public struct VerifierSettings: Sendable {
 
     /// `receipt-verifier --help`.
     public static let helpText = """
-        receipt-verifier: consumer-group worker that verifies each submission with Apple's verifyReceipt and writes
-        exactly one result per submission (at-least-once; results are idempotent by submission_id and credit_key).
+        receipt-verifier: consumer-group worker that verifies each submission (a receipt with Apple's verifyReceipt
+        or the App Store Server API, a StoreKit 2 signed transaction locally and optionally with the API, a
+        transaction id with the API) and writes exactly one result per submission (at-least-once; results are
+        idempotent by submission_id and credit_key).
 
         Usage: receipt-verifier [--help]
         Settings come from environment variables:
@@ -295,16 +261,32 @@ public struct VerifierSettings: Sendable {
           APPLE_21002_BURST_MIN_RECEIPTS distinct receipts among those 21002 answers (default 5)
           ALLOWED_BUNDLE_IDS             required; comma-separated bundle ids whose receipts may be verified
           SANDBOX_POLICY                 accept (result says environment Sandbox) or reject (sandbox_not_allowed)
-                                         (default accept); the environment is what Apple's answer says; Xcode
-                                         and LocalTesting signed data are never accepted
+                                         (default accept); the environment is what Apple's answer says; Xcode and
+                                         LocalTesting signed data are never accepted
           PRODUCT_CATALOG_FILE           JSON catalog of product ids: type and the credit object copied into each
                                          transaction; unlisted products are not creditable (unknown_product).
                                          Re-read within a second of a change; an invalid file keeps the previous
                                          catalog (and stops the start when there is none). Default: no catalog
-          APPLE_APP_APPLE_ID             the app's Apple id; when set, Production notifications for another app
-                                         are refused (bundle_mismatch)
-          APPLE_ROOT_CERTIFICATES        comma-separated DER or PEM files: the only roots notifications and their
-                                         signed transactions may chain to (default the shipped Apple Root CA - G3)
+          APPLE_ISSUER_ID, APPLE_KEY_ID, APPLE_PRIVATE_KEY_FILE
+                                         App Store Server API key (issuer id, key id, the .p8 file read at
+                                         start): all three or none; needed for transaction_id submissions,
+                                         SIGNED_TRANSACTION_CONFIRM=always and RECEIPT_BACKEND=server-api
+          APPLE_SERVER_API_URL           production API (default https://api.storekit.apple.com)
+          APPLE_SERVER_API_SANDBOX_URL   sandbox API (default https://api.storekit-sandbox.apple.com); both https
+                                         (plain http only to a loopback host)
+          APPLE_ROOT_CERTIFICATES        comma-separated DER/PEM files: the only roots signed transactions and
+                                         notifications may chain to (default the shipped Apple Root CA - G3)
+          APPLE_RECEIPT_ROOT_CERTIFICATES roots of receipts' PKCS#7 signatures with RECEIPT_BACKEND=server-api
+                                         (default the shipped Apple Inc. Root)
+          APPLE_APP_APPLE_ID             the app's numeric Apple id (Production notifications of other apps are
+                                         refused: bundle_mismatch)
+          APPLE_SERVER_API_MAX_RPS       this process's production pace per API endpoint, the sandbox's a tenth
+                                         (default 50, Apple's per-app limit: divide it across replicas)
+          SIGNED_TRANSACTION_CONFIRM     always (also ask Get Transaction Info: Apple's current state) or never
+                                         (local signature check only) (default always with an API key, else never)
+          RECEIPT_BACKEND                verify-receipt (Apple's legacy endpoint) or server-api (receipt signature
+                                         checked locally, then Get Transaction History; needs the API key)
+                                         (default verify-receipt)
           LOG_LEVEL                      debug, info, warning or error (default info)
 
         Endpoints on VERIFIER_METRICS_LISTEN: GET /healthz (alive), GET /readyz (Kafka connected, not draining),

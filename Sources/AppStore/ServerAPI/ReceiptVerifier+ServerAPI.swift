@@ -1,0 +1,44 @@
+import Crypto
+import ServiceSupport
+import SignedData
+
+extension ReceiptVerifier {
+    /// The verifier the settings describe for every proof: one libcurl client (one multi loop, one in-flight window)
+    /// shared by verifyReceipt and the App Store Server API, a `BackendRouter` over both backends, and the policies.
+    ///
+    /// - Throws: `HTTPClientError` when the HTTP client cannot be set up.
+    public static func make(
+        settings: AppStoreSettings, serverAPI: ServerAPISettings, catalog: (any ProductCatalogSource)? = nil,
+        logger: Logger, metrics: MetricsRegistry? = nil
+    ) throws(HTTPClientError) -> ReceiptVerifier {
+        let http = try CurlHTTPClient(configuration: settings.httpClientConfiguration, metrics: metrics)
+        let verifyReceipt = VerifyReceiptBackend(
+            client: http, endpoints: settings.endpoints, sharedSecret: settings.sharedSecret,
+            excludeOldTransactions: settings.excludeOldTransactions, metrics: metrics, logger: logger)
+        var client: AppStoreServerAPIClient?
+        if let credentials = serverAPI.credentials {
+            let pacer = ServerAPIPacer(
+                pacing: ServerAPIPacing(productionRatePerSecond: serverAPI.maxRequestsPerSecond))
+            client = AppStoreServerAPIClient(
+                http: http, endpoints: serverAPI.endpoints,
+                tokens: AppStoreServerAPITokenProvider(credentials: credentials), pacer: pacer,
+                requestTimeoutMs: settings.timeoutMs, logger: logger.named("server-api"), metrics: metrics)
+        }
+        let receipts: AppReceiptVerifier? =
+            serverAPI.receiptBackend == .serverAPI
+            ? AppReceiptVerifier(trustedRoots: serverAPI.receiptRootCertificates) : nil
+        let serverAPIBackend = ServerAPIBackend(
+            client: client, signedData: AppleSignedDataVerifier(trustedRoots: serverAPI.rootCertificates),
+            receipts: receipts,
+            configuration: ServerAPIBackend.Configuration(
+                policy: settings.verdictPolicy,
+                confirmSignedTransactions: serverAPI.signedTransactionConfirm == .always),
+            logger: logger.named("server-api"))
+        return ReceiptVerifier(
+            backend: BackendRouter(
+                verifyReceipt: verifyReceipt, serverAPI: serverAPIBackend, receiptBackend: serverAPI.receiptBackend),
+            policy: settings.verdictPolicy, catalog: catalog, retryPolicy: settings.retryPolicy,
+            requestTimeoutMs: settings.timeoutMs, malformedBurst: settings.malformedBurst, logger: logger,
+            metrics: metrics)
+    }
+}

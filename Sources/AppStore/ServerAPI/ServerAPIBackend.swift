@@ -1,0 +1,499 @@
+import Dispatch
+import ReceiptModel
+import ServiceSupport
+import SignedData
+
+/// StoreKit 2 signed transactions, transaction ids and (with `RECEIPT_BACKEND=server-api`) legacy receipts, checked
+/// with Apple's signed data and the App Store Server API. Every answer it accepts is Apple-signed data that verified
+/// against our roots, mapped to the same `AppleReceipt` verifyReceipt answers become, so `VerdictRules` judge it.
+///
+/// - `signed_transaction`: verified locally (a refusal is `rejected`/`invalid_signature`, with the precise check
+///   that failed). Xcode and LocalTesting data are never accepted. With `confirmSignedTransactions`, Get Transaction
+///   Info is asked too, in the payload's environment, and Apple's current, verified state is what is judged
+///   (`source: server_api`: a refund after the device signed it makes it not creditable); otherwise the local
+///   payload is (`source: signed_transaction`). A payload the rules reject anyway (bundle not allowed, a sandbox
+///   one under `SANDBOX_POLICY=reject`) is judged locally without asking Apple.
+/// - `transaction_id`: Get Transaction Info, production first, then the sandbox (after 4040010, or a production 401
+///   with a fresh token: apps without a release), each allowed bundle id in turn (the token names the app). Under
+///   `SANDBOX_POLICY=reject` the sandbox is never asked: an id known only there is `transaction_not_found`, as
+///   nothing Apple said names the sandbox. Not found anywhere: `rejected`/`transaction_not_found`.
+/// - `receipt_data`: the receipt's PKCS#7 signature checked against `APPLE_RECEIPT_ROOT_CERTIFICATES` at its
+///   creation date (failing: `invalid_signature`; not a receipt: `invalid_receipt`), then Get Transaction History v2
+///   with its first in-app transaction id, in the environment the signed receipt names, every page verified. With
+///   an expected transaction id paging stops once it is found (newest first). A receipt the rules reject anyway
+///   (bundle, sandbox policy, no purchases) is judged without asking Apple.
+///
+/// Retryable API failures are `.retryable` (a 429 or our hold after one: `.rateLimited`, with the time left), a 401
+/// with a fresh token or a request Apple calls wrong are `.configurationError`. CPU work (signature checks) runs on
+/// the calling thread or the HTTP client's completion queues, never on its network thread.
+public final class ServerAPIBackend: ReceiptVerificationBackend {
+    public struct Configuration: Sendable {
+        /// `ALLOWED_BUNDLE_IDS` and `SANDBOX_POLICY` (which bundles to ask about; whether to ask the sandbox).
+        public var policy: VerdictPolicy
+        /// `SIGNED_TRANSACTION_CONFIRM=always` (needs a client).
+        public var confirmSignedTransactions: Bool
+        /// History pages read per receipt at most (20 transactions each); the verdict uses what was read.
+        public var maxHistoryPages: Int
+
+        public init(policy: VerdictPolicy, confirmSignedTransactions: Bool, maxHistoryPages: Int = 50) {
+            self.policy = policy
+            self.confirmSignedTransactions = confirmSignedTransactions
+            self.maxHistoryPages = max(1, maxHistoryPages)
+        }
+    }
+
+    private let client: AppStoreServerAPIClient?
+    private let signedData: AppleSignedDataVerifier
+    private let receipts: AppReceiptVerifier?
+    private let configuration: Configuration
+    private let logger: Logger
+
+    /// - Parameters:
+    ///   - client: nil without API credentials (then only unconfirmed signed transactions can be verified).
+    ///   - signedData: trusts `APPLE_ROOT_CERTIFICATES`.
+    ///   - receipts: trusts `APPLE_RECEIPT_ROOT_CERTIFICATES`; nil unless receipts go to the Server API.
+    public init(
+        client: AppStoreServerAPIClient?, signedData: AppleSignedDataVerifier, receipts: AppReceiptVerifier?,
+        configuration: Configuration, logger: Logger
+    ) {
+        self.client = client
+        self.signedData = signedData
+        self.receipts = receipts
+        var configuration = configuration
+        if client == nil { configuration.confirmSignedTransactions = false }
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    public func source(for proof: PurchaseProof) -> VerificationSource {
+        if case .signedTransaction = proof, !configuration.confirmSignedTransactions { return .signedTransaction }
+        return .serverAPI
+    }
+
+    /// Stops the HTTP client the API client uses (shared with verifyReceipt: idempotent).
+    public func shutdown() {
+        client?.shutdown()
+    }
+
+    public func verify(_ request: BackendRequest, completion: @escaping @Sendable (BackendAnswer) -> Void) {
+        switch request.proof {
+        case .signedTransaction(let jws):
+            verifySignedTransaction(jws, request: request, completion: completion)
+        case .transactionId(let id):
+            verifyTransactionId(id, request: request, completion: completion)
+        case .receipt(let base64):
+            verifyReceipt(base64, request: request, completion: completion)
+        }
+    }
+
+    // MARK: signed_transaction
+
+    private func verifySignedTransaction(
+        _ jws: String, request: BackendRequest, completion: @escaping @Sendable (BackendAnswer) -> Void
+    ) {
+        let verified: VerifiedJWS
+        let identity: SignedTransactionIdentity
+        do {
+            verified = try signedData.verify(jws)
+            identity = try verified.decode(SignedTransactionIdentity.self)
+        } catch {
+            completion(Self.rejected(.invalidSignature, "the signed transaction was refused: \(error.message)",
+                                     source: .signedTransaction, calls: 0))
+            return
+        }
+        let environment: AppStoreEnvironment
+        switch SignedTransactionMapping.environment(identity.environment) {
+        case .known(let known): environment = known
+        case .testing(let name):
+            completion(Self.rejected(
+                .sandboxNotAllowed, "a StoreKit testing (\(name)) signed transaction: never accepted",
+                source: .signedTransaction, calls: 0))
+            return
+        case .unknown(let name):
+            completion(Self.rejected(
+                .invalidReceipt, "the signed transaction names no known environment (\(name ?? "absent"))",
+                source: .signedTransaction, calls: 0))
+            return
+        }
+        // Judged on the device's copy alone: unconfirmed, or a verdict the rules give locally whatever Apple would
+        // say (a bundle not allowed, a sandbox transaction under SANDBOX_POLICY=reject), which spends no call.
+        guard configuration.confirmSignedTransactions, let client, let bundleId = identity.bundleId,
+            configuration.policy.allowedBundleIds.contains(bundleId),
+            !(environment == .sandbox && configuration.policy.sandboxPolicy == .reject),
+            let transactionId = identity.transactionId
+        else {
+            let local: JWSTransactionPayload
+            do {
+                local = try verified.decode(JWSTransactionPayload.self)
+            } catch {
+                completion(Self.rejected(.invalidSignature, "the signed transaction was refused: \(error.message)",
+                                         source: .signedTransaction, calls: 0))
+                return
+            }
+            completion(BackendAnswer(
+                result: .receipt(SignedTransactionMapping.receipt(
+                    environment: environment, bundleId: local.bundleId, named: [local])),
+                source: .signedTransaction, calls: 0, environment: environment))
+            return
+        }
+        client.transactionInfo(
+            transactionId: transactionId, bundleId: bundleId, environment: environment,
+            deadline: Self.deadline(request)
+        ) { [self] answer in
+            switch answer.result {
+            case .success(let info):
+                completion(judgeTransactionInfo(
+                    info, expectedTransactionId: transactionId, bundleId: bundleId, environment: environment,
+                    calls: answer.calls))
+            case .failure(let error) where error.kind == .notFound || error.kind == .invalidTransactionId:
+                completion(Self.rejected(
+                    .transactionNotFound,
+                    "the signed transaction verified, but Apple does not know transaction \(transactionId) in "
+                        + "\(environment.rawValue): \(error.message)",
+                    source: .serverAPI, calls: answer.calls, environment: environment, appleStatus: error.errorCode))
+            case .failure(let error):
+                completion(Self.answer(for: error, calls: answer.calls))
+            }
+        }
+    }
+
+    /// Get Transaction Info's signed answer, verified and checked to be about `expectedTransactionId` of
+    /// `bundleId` in `environment`.
+    private func judgeTransactionInfo(
+        _ info: TransactionInfoResponse, expectedTransactionId: String, bundleId: String?,
+        environment: AppStoreEnvironment, calls: Int
+    ) -> BackendAnswer {
+        let payload: JWSTransactionPayload
+        do {
+            payload = try verifiedTransaction(info.signedTransactionInfo)
+        } catch {
+            return Self.rejected(
+                .invalidSignature,
+                "the App Store Server API's signedTransactionInfo was refused: \(error.message) (check "
+                    + "APPLE_ROOT_CERTIFICATES and APPLE_SERVER_API_URL)",
+                source: .serverAPI, calls: calls)
+        }
+        guard payload.transactionId == expectedTransactionId || payload.originalTransactionId == expectedTransactionId
+        else {
+            return Self.rejected(
+                .invalidReceipt,
+                "Apple's signed answer about transaction \(expectedTransactionId) is about transaction "
+                    + "\(payload.transactionId ?? "(none)")", source: .serverAPI, calls: calls)
+        }
+        if let bundleId, payload.bundleId != bundleId {
+            return Self.rejected(
+                .bundleMismatch,
+                "Apple's signed answer names bundle '\(payload.bundleId ?? "(none)")', asked about '\(bundleId)'",
+                source: .serverAPI, calls: calls)
+        }
+        guard case .known(let signedEnvironment) = SignedTransactionMapping.environment(payload.environment),
+            signedEnvironment == environment
+        else {
+            return Self.rejected(
+                .invalidReceipt,
+                "Apple's \(environment.rawValue) answer is signed for environment "
+                    + "\(payload.environment?.rawValue ?? "(none)")", source: .serverAPI, calls: calls)
+        }
+        return BackendAnswer(
+            // Apple's current state of the transaction: the device's copy (when there is one) says nothing it does not.
+            result: .receipt(SignedTransactionMapping.receipt(
+                environment: signedEnvironment, bundleId: payload.bundleId, named: [payload])),
+            source: .serverAPI, calls: calls, environment: signedEnvironment)
+    }
+
+    // MARK: transaction_id
+
+    private func verifyTransactionId(
+        _ transactionId: String, request: BackendRequest, completion: @escaping @Sendable (BackendAnswer) -> Void
+    ) {
+        guard let client else {
+            completion(BackendAnswer(
+                result: .configurationError, source: .serverAPI, calls: 0,
+                message: "a transaction_id can only be checked with the App Store Server API: set APPLE_ISSUER_ID, "
+                    + "APPLE_KEY_ID and APPLE_PRIVATE_KEY_FILE"))
+            return
+        }
+        var environments: [AppStoreEnvironment] = [.production]
+        if configuration.policy.sandboxPolicy == .accept {
+            environments = request.startEnvironment == .sandbox ? [.sandbox, .production] : [.production, .sandbox]
+        }
+        var plan: [(AppStoreEnvironment, String)] = []
+        for environment in environments {
+            for bundleId in configuration.policy.allowedBundleIds.sorted() { plan.append((environment, bundleId)) }
+        }
+        lookUp(
+            transactionId, plan: plan[...], client: client, deadline: Self.deadline(request),
+            progress: LookupProgress(), completion: completion)
+    }
+
+    /// What the walk over (environment, bundle id) has seen so far.
+    private struct LookupProgress: Sendable {
+        var calls = 0
+        /// A production 401 with a fresh token: the key is wrong, or the app has no release yet.
+        var productionUnauthorized: ServerAPIError?
+        var sandboxAnswered = false
+        var lastNotFound: ServerAPIError?
+    }
+
+    private func lookUp(
+        _ transactionId: String, plan: ArraySlice<(AppStoreEnvironment, String)>, client: AppStoreServerAPIClient,
+        deadline: DispatchTime, progress: LookupProgress, completion: @escaping @Sendable (BackendAnswer) -> Void
+    ) {
+        guard let (environment, bundleId) = plan.first else {
+            completion(notFoundEverywhere(transactionId, progress: progress))
+            return
+        }
+        client.transactionInfo(
+            transactionId: transactionId, bundleId: bundleId, environment: environment, deadline: deadline
+        ) { [self] answer in
+            var progress = progress
+            progress.calls += answer.calls
+            switch answer.result {
+            case .success(let info):
+                completion(judgeTransactionInfo(
+                    info, expectedTransactionId: transactionId, bundleId: bundleId, environment: environment,
+                    calls: progress.calls))
+            case .failure(let error) where error.kind == .notFound:
+                if environment == .sandbox { progress.sandboxAnswered = true }
+                progress.lastNotFound = error
+                lookUp(transactionId, plan: plan.dropFirst(), client: client, deadline: deadline, progress: progress,
+                       completion: completion)
+            case .failure(let error) where error.kind == .unauthorized && environment == .production:
+                // Apps without a release get 401 from production; their purchases (App Review, TestFlight) are in
+                // the sandbox. Whether the key is wrong shows there.
+                progress.productionUnauthorized = error
+                lookUp(transactionId, plan: plan.dropFirst(), client: client, deadline: deadline, progress: progress,
+                       completion: completion)
+            case .failure(let error) where error.kind == .invalidTransactionId:
+                completion(Self.rejected(
+                    .transactionNotFound, "'\(transactionId)' is not a transaction id: \(error.message)",
+                    source: .serverAPI, calls: progress.calls, appleStatus: error.errorCode))
+            case .failure(let error):
+                var answer = Self.answer(for: error, calls: progress.calls)
+                // After production said "not here", a retry starts in the sandbox: say where the failure was.
+                answer.environment = environment
+                completion(answer)
+            }
+        }
+    }
+
+    private func notFoundEverywhere(_ transactionId: String, progress: LookupProgress) -> BackendAnswer {
+        if let unauthorized = progress.productionUnauthorized, !progress.sandboxAnswered {
+            // Production refused the key and nothing else answered: it cannot be told apart from a wrong key.
+            var answer = Self.answer(for: unauthorized, calls: progress.calls)
+            if configuration.policy.sandboxPolicy == .reject {
+                answer.message = (answer.message ?? "") + " (SANDBOX_POLICY=reject: the sandbox, where the "
+                    + "purchases of an app without a release are, was not asked)"
+            }
+            return answer
+        }
+        let bundles = configuration.policy.allowedBundleIds.sorted().joined(separator: ", ")
+        let places = configuration.policy.sandboxPolicy == .reject
+            ? "production (SANDBOX_POLICY=reject: the sandbox was not asked)" : "production nor the sandbox"
+        return Self.rejected(
+            .transactionNotFound, "Apple knows transaction \(transactionId) in neither \(places) for \(bundles)",
+            source: .serverAPI, calls: progress.calls, environment: nil,
+            appleStatus: progress.lastNotFound?.errorCode)
+    }
+
+    // MARK: receipt_data (RECEIPT_BACKEND=server-api)
+
+    private func verifyReceipt(
+        _ base64: String, request: BackendRequest, completion: @escaping @Sendable (BackendAnswer) -> Void
+    ) {
+        guard let client, let receipts else {
+            completion(BackendAnswer(
+                result: .configurationError, source: .serverAPI, calls: 0,
+                message: "RECEIPT_BACKEND=server-api needs APPLE_ISSUER_ID, APPLE_KEY_ID and APPLE_PRIVATE_KEY_FILE"))
+            return
+        }
+        let receipt: AppReceipt
+        do {
+            receipt = try receipts.verify(base64: base64)
+        } catch {
+            let reason: Reason = error.kind == .malformedReceipt ? .invalidReceipt : .invalidSignature
+            completion(Self.rejected(
+                reason, "the receipt was refused: \(error.message)", source: .serverAPI, calls: 0))
+            return
+        }
+        // The receipt's own type (attribute 0, covered by the signature just checked) says where it lives.
+        let named: AppStoreEnvironment?
+        switch receipt.receiptType {
+        case "Production"?: named = .production
+        case "ProductionSandbox"?: named = .sandbox
+        case .some(let other) where other.hasPrefix("Xcode") || other == "LocalTesting":
+            completion(Self.rejected(
+                .sandboxNotAllowed, "a StoreKit testing (\(other)) receipt: never accepted", source: .serverAPI,
+                calls: 0))
+            return
+        default: named = nil
+        }
+        let localEnvironment = named ?? request.startEnvironment
+        let local = AppleReceipt(environment: localEnvironment, bundleId: receipt.bundleId, inApp: [])
+        let policy = configuration.policy
+        guard let bundleId = receipt.bundleId, policy.allowedBundleIds.contains(bundleId),
+            !(named == .sandbox && policy.sandboxPolicy == .reject)
+        else {
+            completion(BackendAnswer(result: .receipt(local), source: .serverAPI, calls: 0,
+                                     environment: localEnvironment))
+            return
+        }
+        guard let anchor = receipt.inAppPurchases.lazy.compactMap({ $0.transactionId ?? $0.originalTransactionId })
+            .first
+        else {
+            // No purchase to ask Apple about: the rules say no_purchases.
+            completion(BackendAnswer(result: .receipt(local), source: .serverAPI, calls: 0,
+                                     environment: localEnvironment))
+            return
+        }
+        var environments: [AppStoreEnvironment]
+        if let named {
+            environments = [named]
+        } else if policy.sandboxPolicy == .reject {
+            environments = [.production]
+        } else {
+            environments = request.startEnvironment == .sandbox ? [.sandbox, .production] : [.production, .sandbox]
+        }
+        let history = HistoryWalk(
+            anchor: anchor, receiptIds: Set(receipt.transactionIds), bundleId: bundleId, expectedTransactionId: request.expectations?.transactionId,
+            deadline: Self.deadline(request))
+        readHistory(history, environments: environments[...], client: client, completion: completion)
+    }
+
+    /// One receipt's Get Transaction History v2 walk: pages read and verified so far.
+    private struct HistoryWalk: Sendable {
+        let anchor: String
+        /// The transaction ids the receipt itself lists.
+        let receiptIds: Set<String>
+        let bundleId: String
+        let expectedTransactionId: String?
+        let deadline: DispatchTime
+        var calls = 0
+        var pages = 0
+        var revision: String?
+        var payloads: [JWSTransactionPayload] = []
+        var lastNotFound: ServerAPIError?
+
+        /// Newest first, so a recent expected purchase is found in the first pages.
+        var query: TransactionHistoryQuery { TransactionHistoryQuery(sort: .descending) }
+    }
+
+    private func readHistory(
+        _ walk: HistoryWalk, environments: ArraySlice<AppStoreEnvironment>, client: AppStoreServerAPIClient,
+        completion: @escaping @Sendable (BackendAnswer) -> Void
+    ) {
+        guard let environment = environments.first else {
+            completion(Self.rejected(
+                .transactionNotFound,
+                "Apple has no transaction history for the receipt's transaction \(walk.anchor) (bundle "
+                    + "\(walk.bundleId))", source: .serverAPI, calls: walk.calls, environment: nil,
+                appleStatus: walk.lastNotFound?.errorCode))
+            return
+        }
+        client.transactionHistoryPage(
+            transactionId: walk.anchor, bundleId: walk.bundleId, environment: environment, query: walk.query,
+            revision: walk.revision, deadline: walk.deadline
+        ) { [self] answer in
+            var walk = walk
+            walk.calls += answer.calls
+            switch answer.result {
+            case .success(let page):
+                walk.pages += 1
+                for jws in page.signedTransactions {
+                    do throws(SignedDataError) {
+                        let payload = try verifiedTransaction(jws)
+                        walk.payloads.append(payload)
+                    } catch {
+                        completion(Self.rejected(
+                            .invalidSignature,
+                            "a signed transaction in Apple's history was refused: \(error.message) (check "
+                                + "APPLE_ROOT_CERTIFICATES and APPLE_SERVER_API_URL)", source: .serverAPI,
+                            calls: walk.calls))
+                        return
+                    }
+                }
+                let found = walk.expectedTransactionId.map { id in walk.payloads.contains { $0.transactionId == id } }
+                if page.hasMore, found != true, walk.pages < configuration.maxHistoryPages {
+                    walk.revision = page.revision
+                    readHistory(walk, environments: environments, client: client, completion: completion)
+                    return
+                }
+                if page.hasMore, found != true {
+                    logger.warning(
+                        "transaction history longer than the page limit: judged on the pages read",
+                        ["pages": .int(walk.pages), "transactions": .int(walk.payloads.count)])
+                }
+                completion(judgeHistory(walk, environment: environment))
+            case .failure(let error) where error.kind == .notFound:
+                walk.lastNotFound = error
+                walk.revision = nil
+                readHistory(walk, environments: environments.dropFirst(), client: client, completion: completion)
+            case .failure(let error):
+                var answer = Self.answer(for: error, calls: walk.calls)
+                answer.environment = environment
+                completion(answer)
+            }
+        }
+    }
+
+    private func judgeHistory(_ walk: HistoryWalk, environment: AppStoreEnvironment) -> BackendAnswer {
+        for payload in walk.payloads {
+            guard payload.bundleId == walk.bundleId else {
+                return Self.rejected(
+                    .bundleMismatch,
+                    "Apple's history for the receipt of '\(walk.bundleId)' holds a transaction of "
+                        + "'\(payload.bundleId ?? "(none)")'", source: .serverAPI, calls: walk.calls)
+            }
+            guard case .known(let signed) = SignedTransactionMapping.environment(payload.environment),
+                signed == environment
+            else {
+                return Self.rejected(
+                    .invalidReceipt,
+                    "Apple's \(environment.rawValue) history holds a transaction signed for "
+                        + "\(payload.environment?.rawValue ?? "(no environment)")", source: .serverAPI,
+                    calls: walk.calls)
+            }
+        }
+        return BackendAnswer(
+            // The receipt's own purchases as `in_app`, the whole history as Apple's current view (a purchase or a
+            // refund after the receipt was issued shows there), as verifyReceipt answers.
+            result: .receipt(SignedTransactionMapping.receipt(
+                environment: environment, bundleId: walk.bundleId,
+                named: walk.payloads.filter { payload in payload.transactionId.map(walk.receiptIds.contains) ?? false },
+                current: walk.payloads)),
+            source: .serverAPI, calls: walk.calls, environment: environment)
+    }
+
+    // MARK: Helpers
+
+    private func verifiedTransaction(_ jws: String) throws(SignedDataError) -> JWSTransactionPayload {
+        try signedData.verify(jws).decode(JWSTransactionPayload.self)
+    }
+
+    private static func deadline(_ request: BackendRequest) -> DispatchTime {
+        request.deadline ?? .now() + .milliseconds(request.timeoutMs ?? 30_000)
+    }
+
+    private static func rejected(
+        _ reason: Reason, _ message: String, source: VerificationSource, calls: Int,
+        environment: AppStoreEnvironment? = nil, appleStatus: Int? = nil
+    ) -> BackendAnswer {
+        BackendAnswer(
+            result: .rejected(reason), source: source, calls: calls, appleStatus: appleStatus,
+            environment: environment, message: message)
+    }
+
+    /// A failure that is not "not found": retryable, rate limited, or our configuration.
+    private static func answer(for error: ServerAPIError, calls: Int) -> BackendAnswer {
+        let result: BackendAnswer.Result
+        switch error.kind {
+        case .rateLimited: result = .retryable(.rateLimited)
+        case .retryable: result = .retryable(.transient)
+        case .unauthorized, .invalidRequest: result = .configurationError
+        case .notFound, .invalidTransactionId: result = .rejected(.transactionNotFound)
+        }
+        return BackendAnswer(
+            result: result, source: .serverAPI, calls: calls, appleStatus: error.errorCode,
+            environment: error.environment, message: error.message, retryAfterMs: error.retryAfterMs)
+    }
+}

@@ -1,0 +1,380 @@
+import Crypto
+import Foundation
+import HTTPServer
+import ServiceSupport
+import SignedData
+import Synchronization
+
+/// The fake App Store Server API: Get Transaction Info, Get Transaction History v2 and Get Notification History in
+/// production (`/inApps/...`) and the sandbox (`/sandbox/inApps/...`), bearer tokens checked, every
+/// `signedTransactionInfo` signed with the fake's signing identity. The admin side registers transactions and
+/// notification history entries and hands out the signed transaction a device would hold. See `README.md`.
+final class FakeServerAPI: Sendable {
+    struct Calls: Sendable, Equatable {
+        var production = 0
+        var sandbox = 0
+        var total: Int { production + sandbox }
+
+        mutating func add(sandbox isSandbox: Bool) {
+            if isSandbox { sandbox += 1 } else { production += 1 }
+        }
+    }
+
+    /// One stored Get Notification History entry.
+    struct NotificationEntry: Sendable {
+        let signedPayload: String
+        /// `[{"attemptDate": ms, "sendAttemptResult": "SUCCESS"}]` as JSON text.
+        let sendAttemptResultsJSON: String
+        let lastResult: String?
+        let dateMs: Int64
+        let notificationType: String?
+        let subtype: String?
+        let transactionIds: [String]
+    }
+
+    private struct State {
+        var transactions: [String: FakeServerTransaction] = [:]
+        /// Registration count per id: part of the signing cache key, so a re-registered transaction is signed anew.
+        var versions: [String: Int] = [:]
+        /// Calls left per scripted failure, per transaction id.
+        var failuresLeft: [String: [Int]] = [:]
+        var calls: [String: Calls] = [:]
+        var totals = Calls()
+        var unauthorized = 0
+        var notifications: [String: [NotificationEntry]] = [:]
+        /// Signed answers reused for `signedReuseMs`: the JWS and Get Transaction Info's whole body.
+        var signed: [String: (jws: String, infoBody: [UInt8], atMs: Int64)] = [:]
+    }
+
+    static let pageSize = 20
+    /// How long a signed answer is reused for the same transaction (a benchmark asks about the same few ids
+    /// thousands of times; Apple's `signedDate` is the signing time, a few seconds stale is harmless).
+    static let signedReuseMs: Int64 = 10_000
+
+    let signing: FakeSigningIdentity
+    let bearer: FakeBearerVerifier
+    let defaultBundleId: String
+    let defaultProductId: String
+    private let state = Mutex(State())
+    private let logger: Logger
+
+    init(
+        signing: FakeSigningIdentity, bearer: FakeBearerVerifier, defaultBundleId: String, defaultProductId: String,
+        logger: Logger
+    ) {
+        self.signing = signing
+        self.bearer = bearer
+        self.defaultBundleId = defaultBundleId
+        self.defaultProductId = defaultProductId
+        self.logger = logger
+    }
+
+    // MARK: Admin
+
+    func register(_ transaction: FakeServerTransaction) {
+        state.withLock { state in
+            state.transactions[transaction.id] = transaction
+            state.versions[transaction.id, default: 0] += 1
+            state.failuresLeft[transaction.id] = (transaction.failures ?? []).map { max(1, $0.times ?? 1) }
+        }
+    }
+
+    func reset() {
+        state.withLock { $0 = State() }
+    }
+
+    func calls(transaction id: String) -> Calls {
+        state.withLock { $0.calls[id] ?? Calls() }
+    }
+
+    var totals: (calls: Calls, unauthorized: Int) {
+        state.withLock { ($0.totals, $0.unauthorized) }
+    }
+
+    /// The transaction `id` is (registered, or the default for a numeric id), or nil.
+    func transaction(_ id: String) -> FakeServerTransaction? {
+        if let registered = state.withLock({ $0.transactions[id] }) { return registered }
+        guard !id.isEmpty, id.utf8.count <= 19, id.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        return FakeServerTransaction.defaultTransaction(id: id, bundleId: defaultBundleId, productId: defaultProductId)
+    }
+
+    /// The signed transaction a device holds for `id` (signed now), or nil for an unknown id.
+    func signedTransaction(id: String) throws -> String? {
+        guard let transaction = transaction(id) else { return nil }
+        return try sign(transaction, reuse: false)
+    }
+
+    /// Adds a Get Notification History entry (`environment` `Production` or `Sandbox`). The payload is read
+    /// (unverified) for its type, subtype, date and transaction ids, which the endpoint filters on.
+    func appendNotification(signedPayload: String, environment: String, sendAttemptResultsJSON: String?) {
+        let payload = Self.unverifiedJSON(signedPayload)
+        let data = payload?["data"] as? [String: Any]
+        let transaction = (data?["signedTransactionInfo"] as? String).flatMap(Self.unverifiedJSON)
+        let ids = [transaction?["transactionId"], transaction?["originalTransactionId"]].compactMap { value in
+            (value as? String) ?? (value as? NSNumber).map { $0.stringValue }
+        }
+        let nowMs = Clock.wallMilliseconds()
+        let dateMs = (payload?["signedDate"] as? NSNumber)?.int64Value ?? nowMs
+        let attempts = sendAttemptResultsJSON ?? "[{\"attemptDate\":\(nowMs),\"sendAttemptResult\":\"SUCCESS\"}]"
+        let lastResult = (try? JSONSerialization.jsonObject(with: Data(attempts.utf8)) as? [[String: Any]])?.last?[
+            "sendAttemptResult"] as? String
+        let entry = NotificationEntry(
+            signedPayload: signedPayload, sendAttemptResultsJSON: attempts, lastResult: lastResult, dateMs: dateMs,
+            notificationType: payload?["notificationType"] as? String, subtype: payload?["subtype"] as? String,
+            transactionIds: ids)
+        state.withLock { $0.notifications[environment, default: []].append(entry) }
+    }
+
+    /// Replaces the send attempts of the entry holding `signedPayload` (a notification the fake is still retrying).
+    func updateNotificationAttempts(signedPayload: String, sendAttemptResultsJSON: String) {
+        let lastResult = (try? JSONSerialization.jsonObject(with: Data(sendAttemptResultsJSON.utf8)) as? [[String: Any]])?
+            .last?["sendAttemptResult"] as? String
+        state.withLock { state in
+            for (environment, entries) in state.notifications {
+                guard let index = entries.lastIndex(where: { $0.signedPayload == signedPayload }) else { continue }
+                let old = entries[index]
+                state.notifications[environment]?[index] = NotificationEntry(
+                    signedPayload: old.signedPayload, sendAttemptResultsJSON: sendAttemptResultsJSON,
+                    lastResult: lastResult, dateMs: old.dateMs, notificationType: old.notificationType,
+                    subtype: old.subtype, transactionIds: old.transactionIds)
+            }
+        }
+    }
+
+    // MARK: API
+
+    /// Answers an API request (`path` without the `/sandbox` prefix); nil for a path that is not the API's.
+    func handle(_ request: HTTPRequest, path: String, sandbox: Bool) -> (HTTPResponse, delayMs: Int)? {
+        let environment = sandbox ? "Sandbox" : "Production"
+        let route: Route
+        if request.method == "GET", let id = Self.suffix(path, after: "/inApps/v1/transactions/") {
+            route = .transactionInfo(id)
+        } else if request.method == "GET", let id = Self.suffix(path, after: "/inApps/v2/history/") {
+            route = .history(id)
+        } else if request.method == "POST", path == "/inApps/v1/notifications/history" {
+            route = .notificationHistory
+        } else if path.hasPrefix("/inApps/") {
+            return (Self.error(404, 4_040_000, "no such endpoint in the fake"), 0)
+        } else {
+            return nil
+        }
+        let bundleId: String
+        switch bearer.check(authorization: request.headers["authorization"]) {
+        case .success(let bid): bundleId = bid
+        case .failure(let refusal):
+            state.withLock { $0.unauthorized += 1 }
+            logger.info("Server API 401", ["reason": .string(refusal.reason), "environment": .string(environment)])
+            return (Self.unauthorized, 0)
+        }
+        switch route {
+        case .transactionInfo(let id), .history(let id):
+            return transactionCall(route, id: id, bundleId: bundleId, environment: environment, request: request)
+        case .notificationHistory:
+            return (notificationHistory(request, environment: environment), 0)
+        }
+    }
+
+    private enum Route {
+        case transactionInfo(String)
+        case history(String)
+        case notificationHistory
+    }
+
+    private func transactionCall(
+        _ route: Route, id rawId: String, bundleId: String, environment: String, request: HTTPRequest
+    ) -> (HTTPResponse, delayMs: Int) {
+        let id = rawId.removingPercentEncoding ?? rawId
+        let sandbox = environment == "Sandbox"
+        guard let transaction = transaction(id) else {
+            return (Self.error(400, 4_000_006, "Invalid transaction id."), 0)
+        }
+        let failure = state.withLock { state -> FakeServerTransaction.Failure? in
+            state.calls[id, default: Calls()].add(sandbox: sandbox)
+            state.totals.add(sandbox: sandbox)
+            guard var left = state.failuresLeft[id], let failures = state.transactions[id]?.failures else { return nil }
+            for (index, step) in failures.enumerated() where index < left.count && left[index] > 0 {
+                if let only = step.environment, only.caseInsensitiveCompare(environment) != .orderedSame { continue }
+                left[index] -= 1
+                state.failuresLeft[id] = left
+                return step
+            }
+            return nil
+        }
+        let delayMs = max(0, transaction.delayMs ?? 0)
+        if let failure {
+            return (Self.failureResponse(failure), delayMs)
+        }
+        if transaction.productionUnauthorized == true, !sandbox {
+            return (Self.unauthorized, delayMs)
+        }
+        guard transaction.resolvedEnvironment.caseInsensitiveCompare(environment) == .orderedSame,
+            (transaction.bundleId ?? defaultBundleId) == bundleId
+        else {
+            return (Self.error(404, 4_040_010, "Transaction id not found."), delayMs)
+        }
+        do {
+            switch route {
+            case .transactionInfo:
+                return (
+                    HTTPResponse(
+                        status: 200, headers: [("Content-Type", "application/json")],
+                        body: try signedAnswer(transaction).infoBody), delayMs)
+            case .history:
+                return (try history(of: transaction, bundleId: bundleId, environment: environment, query: request.query),
+                        delayMs)
+            case .notificationHistory:
+                return (Self.error(404, 4_040_000, "no such endpoint"), delayMs)
+            }
+        } catch {
+            logger.error("cannot sign a transaction", ["transaction": .string(id), "error": .string("\(error)")])
+            return (Self.error(500, 5_000_000, "An unknown error occurred."), delayMs)
+        }
+    }
+
+    /// Every transaction of `transaction`'s customer in its environment and app, one page of 20.
+    private func history(
+        of transaction: FakeServerTransaction, bundleId: String, environment: String, query: [String: String]
+    ) throws -> HTTPResponse {
+        let customer = transaction.resolvedCustomer
+        var group = state.withLock { state in
+            state.transactions.values.filter {
+                $0.resolvedCustomer == customer
+                    && $0.resolvedEnvironment.caseInsensitiveCompare(environment) == .orderedSame
+                    && ($0.bundleId ?? defaultBundleId) == bundleId
+            }
+        }
+        if !group.contains(where: { $0.id == transaction.id }) { group.append(transaction) }
+        if let product = query["productId"] { group = group.filter { ($0.productId ?? defaultProductId) == product } }
+        let descending = query["sort"] == "DESCENDING"
+        group.sort { left, right in
+            let (l, r) = (left.purchaseDateMs ?? FakeServerTransaction.defaultPurchaseDateMs,
+                          right.purchaseDateMs ?? FakeServerTransaction.defaultPurchaseDateMs)
+            if l != r { return descending ? l > r : l < r }
+            return descending ? left.id > right.id : left.id < right.id
+        }
+        var offset = 0
+        if let revision = query["revision"] {
+            guard revision.hasPrefix("r"), let value = Int(revision.dropFirst()), value >= 0 else {
+                return Self.error(400, 4_000_005, "Invalid request revision.")
+            }
+            offset = value
+        }
+        let page = group.dropFirst(offset).prefix(Self.pageSize)
+        let next = offset + page.count
+        let hasMore = next < group.count
+        // A JWS is base64url and dots: nothing in it needs escaping in JSON.
+        let signed = try page.map { "\"" + (try signedAnswer($0).jws) + "\"" }
+        return .json(
+            200,
+            "{\"revision\":\"r\(next)\",\"hasMore\":\(hasMore),\"bundleId\":\(JSONText.quoted(bundleId)),"
+                + "\"environment\":\(JSONText.quoted(environment)),"
+                + "\"signedTransactions\":[\(signed.joined(separator: ","))]}")
+    }
+
+    private struct NotificationHistoryBody: Decodable {
+        let startDate: Int64?
+        let endDate: Int64?
+        let notificationType: String?
+        let notificationSubtype: String?
+        let onlyFailures: Bool?
+        let transactionId: String?
+    }
+
+    private func notificationHistory(_ request: HTTPRequest, environment: String) -> HTTPResponse {
+        guard let body = try? JSONDecoder().decode(NotificationHistoryBody.self, from: Data(request.body)),
+            let start = body.startDate, let end = body.endDate
+        else {
+            return Self.error(400, 4_000_000, "startDate and endDate are required.")
+        }
+        guard start <= end else { return Self.error(400, 4_000_013, "Start date is after end date.") }
+        if body.transactionId != nil, body.notificationType != nil {
+            return Self.error(400, 4_000_000, "transactionId and notificationType exclude each other.")
+        }
+        var offset = 0
+        if let token = request.query["paginationToken"] {
+            guard token.hasPrefix("n"), let value = Int(token.dropFirst()), value >= 0 else {
+                return Self.error(400, 4_000_014, "Invalid pagination token.")
+            }
+            offset = value
+        }
+        let entries = state.withLock { $0.notifications[environment] ?? [] }.filter { entry in
+            entry.dateMs >= start && entry.dateMs < end
+                && (body.notificationType == nil || entry.notificationType == body.notificationType)
+                && (body.notificationSubtype == nil || entry.subtype == body.notificationSubtype)
+                && (body.onlyFailures != true || entry.lastResult != "SUCCESS")
+                && (body.transactionId.map { entry.transactionIds.contains($0) } ?? true)
+        }
+        let page = entries.dropFirst(offset).prefix(Self.pageSize)
+        let next = offset + page.count
+        let hasMore = next < entries.count
+        let items = page.map {
+            "{\"signedPayload\":\(JSONText.quoted($0.signedPayload)),\"sendAttemptResults\":\($0.sendAttemptResultsJSON)}"
+        }
+        return .json(
+            200,
+            "{\"notificationHistory\":[\(items.joined(separator: ","))],\"hasMore\":\(hasMore)"
+                + (hasMore ? ",\"paginationToken\":\"n\(next)\"" : "") + "}")
+    }
+
+    // MARK: Signing and responses
+
+    /// The transaction signed now, for a device (`GET /admin/signed-transaction`): never reused.
+    private func sign(_ transaction: FakeServerTransaction, reuse: Bool) throws -> String {
+        if reuse { return try signedAnswer(transaction).jws }
+        let payload = transaction.payloadJSON(
+            bundleId: defaultBundleId, productId: defaultProductId, signedDateMs: Clock.wallMilliseconds())
+        return try signing.signer.sign(payload: Array(payload.utf8))
+    }
+
+    /// The API's signed answer about `transaction`, reused for `signedReuseMs` (a re-registration signs anew): its
+    /// JWS, and Get Transaction Info's body built once, so a benchmark's repeated calls cost neither a signature nor
+    /// a 4 KB JSON rewrite.
+    private func signedAnswer(_ transaction: FakeServerTransaction) throws -> (jws: String, infoBody: [UInt8]) {
+        let nowMs = Clock.wallMilliseconds()
+        let version = state.withLock { $0.versions[transaction.id] ?? 0 }
+        let key = "\(transaction.resolvedEnvironment)|\(transaction.id)|\(version)"
+        if let cached = state.withLock({ $0.signed[key] }), nowMs - cached.atMs < Self.signedReuseMs {
+            return (cached.jws, cached.infoBody)
+        }
+        let payload = transaction.payloadJSON(bundleId: defaultBundleId, productId: defaultProductId, signedDateMs: nowMs)
+        let jws = try signing.signer.sign(payload: Array(payload.utf8))
+        let body = Array("{\"signedTransactionInfo\":\"\(jws)\"}".utf8)
+        state.withLock { state in
+            if state.signed.count >= 50_000 { state.signed.removeAll(keepingCapacity: true) }
+            state.signed[key] = (jws, body, nowMs)
+        }
+        return (jws, body)
+    }
+
+    /// Apple's 401 carries no JSON body.
+    static let unauthorized = HTTPResponse.text(401, "Unauthenticated\n")
+
+    static func error(_ status: Int, _ code: Int, _ message: String, headers: [(String, String)] = []) -> HTTPResponse {
+        .json(status, "{\"errorCode\":\(code),\"errorMessage\":\(JSONText.quoted(message))}", headers: headers)
+    }
+
+    static func failureResponse(_ failure: FakeServerTransaction.Failure) -> HTTPResponse {
+        if failure.httpStatus == 401 { return unauthorized }
+        var headers: [(String, String)] = []
+        if let retryAfter = failure.retryAfter { headers.append(("Retry-After", retryAfter)) }
+        if let code = failure.errorCode {
+            return error(failure.httpStatus, code, "Scripted failure.", headers: headers)
+        }
+        if failure.httpStatus == 429 { return error(429, 4_290_000, "Rate limit exceeded.", headers: headers) }
+        var response = FakeAppStoreResponses.html(failure.httpStatus)
+        response.headers += headers
+        return response
+    }
+
+    private static func suffix(_ path: String, after prefix: String) -> String? {
+        guard path.hasPrefix(prefix) else { return nil }
+        let rest = String(path.dropFirst(prefix.count))
+        return rest.isEmpty || rest.contains("/") ? nil : rest
+    }
+
+    /// The payload of a JWS as a JSON object, NOT verified (the fake's own filters only).
+    static func unverifiedJSON(_ jws: String) -> [String: Any]? {
+        guard let payload = try? CompactJWS.unverifiedPayload(jws) else { return nil }
+        return try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any]
+    }
+}
