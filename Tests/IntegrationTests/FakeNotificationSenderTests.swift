@@ -1,6 +1,7 @@
 import Crypto
 import FakeAppStore
 import Foundation
+import SignedData
 import Testing
 
 import TestSupport
@@ -79,19 +80,20 @@ import TestSupport
         await sender.stop()
     }
 
-    @Test func theCommandSignsWithTheKeysTheServerServes() async throws {
+    @Test func theCommandSignsWithMintedKeysWhatAVerifierTrustingTheirRootAccepts() async throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let server = try await FakeAppStoreProcess.start(arguments: ["--signing-dir", directory])
-        let rootLine = server.process.stdoutLines.first { $0.hasPrefix("FAKE_APPSTORE_ROOT_CERTIFICATE=") }
-        #expect(rootLine == "FAKE_APPSTORE_ROOT_CERTIFICATE=\(directory)/apple-root.pem")
-        let served = try await TestHTTPClient.send("GET", server.url + "/admin/signing/root").text
-
+        let minted = try FakePKIFiles.mint(into: directory)
+        // The receiver keeps what it is posted as a Get Notification History entry (the body Apple posts is the
+        // entry's shape: {"signedPayload": ...}); reading it back shows exactly what the command sent.
+        let receiver = try await FakeAppStoreProcess.start(arguments: minted.fakeArguments)
         let command = try ManagedProcess(
             executable: try TestBinaries.path("fake-appstore"),
             arguments: [
-                "send-notification", "--signing-dir", directory, "--url", server.url + "/admin/reset", "--type",
-                "DID_RENEW", "--subtype", "BILLING_RECOVERY", "--retry-schedule-seconds", "none",
+                "send-notification", "--signing-key", minted.path(FakePKIFiles.signingKeyFile), "--signing-chain",
+                minted.path(FakePKIFiles.chainFile), "--url", receiver.url + "/admin/notification-history", "--type",
+                "DID_RENEW", "--subtype", "BILLING_RECOVERY", "--transaction-id", "2000000000000555",
+                "--retry-schedule-seconds", "none",
             ])
         #expect(await command.waitForExit(timeout: .seconds(20)) == 0, "\(command.stderrTail())")
         let summary = try #require(
@@ -100,15 +102,33 @@ import TestSupport
         #expect(summary["delivered"] as? Bool == true && summary["attempts"] as? Int == 1)
         #expect(summary["notification_type"] as? String == "DID_RENEW")
         #expect(summary["subtype"] as? String == "BILLING_RECOVERY")
-        let root = try String(contentsOfFile: directory + "/apple-root.pem", encoding: .utf8)
-        #expect(root == served)
-        let stored = try #require(try Certificate.load(path: directory + "/apple-root.pem").first)
-        #expect(stored.isSelfIssued)
+
+        let credentials = try AppStoreServerAPICredentials(
+            issuerId: minted.issuerId, keyId: minted.keyId, privateKeyPath: minted.path(FakePKIFiles.apiKeyFile))
+        let token = try AppStoreServerAPITokenProvider(credentials: credentials).token(bundleId: "com.example.game")
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let history = try await TestHTTPClient.send(
+            "POST", receiver.url + "/inApps/v1/notifications/history",
+            headers: ["Authorization": token.authorizationHeader, "Content-Type": "application/json"],
+            body: Data(#"{"startDate":\#(now - 600_000),"endDate":\#(now + 60_000)}"#.utf8))
+        #expect(history.status == 200, "\(history.text)")
+        let items = try #require(history.jsonObject?["notificationHistory"] as? [[String: Any]])
+        let signed = try #require(items.first?["signedPayload"] as? String)
+        let root = try Certificate.load(path: minted.path(FakePKIFiles.rootFile))
+        let verified = try AppleSignedDataVerifier(trustedRoots: root).verify(
+            signed, as: NotificationPayload.self) { $0.signedDate }
+        #expect(verified.payload.notificationType == .didRenew && verified.payload.subtype == .billingRecovery)
+        #expect(verified.payload.notificationUUID == summary["notification_uuid"] as? String)
+        let transaction = try AppleSignedDataVerifier(trustedRoots: root).verify(
+            try #require(verified.payload.data?.signedTransactionInfo), as: JWSTransactionPayload.self) {
+                $0.signedDate
+            }
+        #expect(transaction.payload.transactionId == "2000000000000555")
 
         let bad = try ManagedProcess(
             executable: try TestBinaries.path("fake-appstore"), arguments: ["send-notification", "--type", "TEST"])
         #expect(await bad.waitForExit(timeout: .seconds(10)) == 2)
         #expect(bad.stderrLines.joined().contains("url is required"))
-        await server.stop()
+        await receiver.stop()
     }
 }

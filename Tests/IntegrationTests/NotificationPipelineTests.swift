@@ -145,13 +145,14 @@ import TestSupport
 
     @Test func aNotificationPostedWhileBrokersAreDownIsRetriedByAppleAndYieldsOneLogicalEvent() async throws {
         let harness = try NotificationHarness()
-        let keys = harness.directory + "/fake-keys"
+        let minted = try FakePKIFiles.mint(into: harness.directory + "/fake-pki")
         let pipeline = try await Pipeline.start(
             verifiers: 1,
             fakeArguments: [
-                "--latency-ms", "5", "--signing-dir", keys, "--notification-retry-seconds", "2,2,2,2,2,2,2,2,2,2",
+                "--latency-ms", "5", "--signing-key", minted.path(FakePKIFiles.signingKeyFile), "--signing-chain",
+                minted.path(FakePKIFiles.chainFile), "--notification-retry-seconds", "2,2,2,2,2,2,2,2,2,2",
             ],
-            verifierSettings: ["APPLE_ROOT_CERTIFICATES": keys + "/apple-root.pem"])
+            verifierSettings: ["APPLE_ROOT_CERTIFICATES": minted.path(FakePKIFiles.rootFile)])
         try harness.collectEvents(pipeline)
         // The ingest answers 503 two seconds after Kafka stops acknowledging (instead of ten).
         let ingest = try await IngestProcess.start(
