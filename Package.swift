@@ -56,6 +56,9 @@ let package = Package(
         // Get Notification History pages -> NOTIFICATIONS_TOPIC (the paging and writing seams; the executable wires
         // the App Store Server API client and Kafka).
         .target(name: "NotificationBackfill", dependencies: ["Ingest", "ReceiptModel", "ServiceSupport"]),
+        .executableTarget(
+            name: "receipt-notifications-backfill",
+            dependencies: ["NotificationBackfill", "AppStore", "Kafka", "ReceiptModel", "ServiceSupport", "SignedData"]),
         .executableTarget(name: "receipt-replay", dependencies: ["Kafka", "Replay", "ReceiptModel", "ServiceSupport"]),
 
         // MARK: Benchmarks (bench/, release builds, run by bench/*.sh)

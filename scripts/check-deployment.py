@@ -17,7 +17,8 @@ import sys
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EXECUTABLES = ["receipt-ingest", "receipt-verifier", "fake-appstore", "receipt-replay", "receipt-tail"]
+EXECUTABLES = ["receipt-ingest", "receipt-verifier", "fake-appstore", "receipt-replay", "receipt-tail",
+               "receipt-notifications-backfill"]
 SETTING_PREFIXES = ("KAFKA_", "RECEIPTS_", "RESULTS_", "RETRY_", "DLQ_", "INGEST_", "VERIFIER_", "APPLE_",
                     "ALLOWED_", "SANDBOX_", "LOG_", "FAKE_APPSTORE_", "REPLAY_", "RESULT_INDEX_",
                     "NOTIFICATIONS_", "EVENTS_")
