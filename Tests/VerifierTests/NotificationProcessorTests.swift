@@ -179,7 +179,7 @@ struct NotificationProcessorTests {
         #expect(event.type == .subscriptionStatus && event.subscriptionStatus == 4)
         let renewal = try #require(event.renewal)
         #expect(renewal.autoRenewStatus == 1 && renewal.isInBillingRetryPeriod == true)
-        #expect(renewal.autoRenewProductId == "com.example.pro.monthly")
+        #expect(renewal.autoRenewProductId == "one_month_subscription")
         #expect(renewal.gracePeriodExpiresDateMs == notification.renewal?.gracePeriodExpiresDateMs)
         #expect(event.transaction?.productType == .autoRenewable && event.transaction?.expiresDateMs != nil)
         #expect(try result.get().key == Array("2000000000000500".utf8))

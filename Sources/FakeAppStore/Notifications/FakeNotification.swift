@@ -119,7 +119,7 @@ public struct FakeNotification: Sendable, Equatable {
         let transactionId = options.transactionId ?? String(2_000_000_000_000_000 + Int64.random(in: 0..<1_000_000_000))
         var transaction = FakeSignedTransaction(
             transactionId: transactionId, originalTransactionId: options.originalTransactionId ?? transactionId,
-            productId: options.productId ?? (subscription ? "com.example.pro.monthly" : "com.example.gems100"),
+            productId: options.productId ?? (subscription ? "one_month_subscription" : "gems_100"),
             bundleId: options.bundleId, type: productType, purchaseDateMs: now - 60_000,
             environment: options.environment, signedDateMs: now)
         transaction.ownershipType = options.ownershipType ?? (type == "REVOKE" ? "FAMILY_SHARED" : "PURCHASED")
@@ -189,7 +189,7 @@ public struct FakeNotification: Sendable, Equatable {
             app.string("environment", environment)
             app.integer("appAppleId", appAppleId)
             app.string("bundleId", bundleId)
-            app.string("productId", "com.example.pro.monthly")
+            app.string("productId", "one_month_subscription")
             app.raw("storefrontCountryCodes", "[\"USA\"]")
             app.integer("succeededCount", 42)
             app.integer("failedCount", 0)
