@@ -37,10 +37,14 @@ let package = Package(
         .target(name: "SignedData", dependencies: ["Crypto"]),
         .target(name: "AppStore", dependencies: ["CCurl", "ReceiptModel", "ServiceSupport", "SignedData", "Crypto"]),
         .target(
-            name: "FakeAppStore", dependencies: ["HTTPServer", "ServiceSupport", "SignedData", "Crypto"],
+            name: "FakeAppStore", dependencies: ["AppStore", "HTTPServer", "ServiceSupport", "SignedData", "Crypto"],
             exclude: ["README.md"]),
         .target(name: "Ingest", dependencies: ["Kafka", "HTTPServer", "ReceiptModel", "ServiceSupport"]),
-        .target(name: "Verifier", dependencies: ["Kafka", "AppStore", "HTTPServer", "ReceiptModel", "ServiceSupport"]),
+        .target(
+            name: "Verifier",
+            dependencies: [
+                "Kafka", "AppStore", "HTTPServer", "ReceiptModel", "ServiceSupport", "SignedData", "Crypto",
+            ]),
 
         // MARK: Executables (thin: parse settings, run, handle signals)
         .executableTarget(name: "receipt-ingest", dependencies: ["Ingest", "ServiceSupport"]),
@@ -49,6 +53,12 @@ let package = Package(
         .executableTarget(name: "embedded-kafka", dependencies: ["Kafka", "ServiceSupport"]),
         .executableTarget(name: "receipt-tail", dependencies: ["Kafka", "ReceiptModel", "ServiceSupport"]),
         .target(name: "Replay", dependencies: ["ReceiptModel"]),
+        // Get Notification History pages -> NOTIFICATIONS_TOPIC (the paging and writing seams; the executable wires
+        // the App Store Server API client and Kafka).
+        .target(name: "NotificationBackfill", dependencies: ["Ingest", "ReceiptModel", "ServiceSupport"]),
+        .executableTarget(
+            name: "receipt-notifications-backfill",
+            dependencies: ["NotificationBackfill", "AppStore", "Kafka", "ReceiptModel", "ServiceSupport", "SignedData"]),
         .executableTarget(name: "receipt-replay", dependencies: ["Kafka", "Replay", "ReceiptModel", "ServiceSupport"]),
 
         // MARK: Benchmarks (bench/, release builds, run by bench/*.sh)
@@ -58,7 +68,8 @@ let package = Package(
             name: "appstore-client-bench", dependencies: ["AppStore", "FakeAppStore", "ServiceSupport"],
             path: "bench/appstore-client-bench"),
         .executableTarget(
-            name: "verifier-bench", dependencies: ["Kafka", "ReceiptModel", "ServiceSupport"],
+            name: "verifier-bench",
+            dependencies: ["Kafka", "ReceiptModel", "ServiceSupport", "FakeAppStore", "SignedData", "Verifier"],
             path: "bench/verifier-bench"),
         .executableTarget(name: "jws-bench", dependencies: ["SignedData", "Crypto"], path: "bench/jws-bench"),
 
@@ -75,13 +86,20 @@ let package = Package(
         .testTarget(
             name: "IngestTests", dependencies: ["Ingest", "HTTPServer", "Kafka", "ReceiptModel", "TestSupport"]),
         .testTarget(
-            name: "VerifierTests", dependencies: ["Verifier", "AppStore", "HTTPServer", "ReceiptModel", "TestSupport"]),
+            name: "VerifierTests",
+            dependencies: [
+                "Verifier", "AppStore", "HTTPServer", "ReceiptModel", "TestSupport", "SignedData", "Crypto",
+                "FakeAppStore",
+            ]),
         .testTarget(name: "ReplayTests", dependencies: ["Replay", "ReceiptModel"]),
+        .testTarget(name: "NotificationBackfillTests", dependencies: ["NotificationBackfill", "ReceiptModel", "Ingest"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], exclude: ["Fixtures"]),
         .testTarget(name: "SignedDataTests", dependencies: ["SignedData", "Crypto"], exclude: ["Fixtures"]),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["Kafka", "ReceiptModel", "ServiceSupport", "FakeAppStore", "TestSupport", "Crypto"]),
+            dependencies: [
+                "Kafka", "ReceiptModel", "ServiceSupport", "FakeAppStore", "TestSupport", "SignedData", "Crypto",
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

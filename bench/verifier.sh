@@ -5,10 +5,14 @@
 # verifier: "paced" (submissions produced at --rate per second: latency under a steady load) and "backlog" (all
 # produced as fast as Kafka takes them: the verifier's top throughput; latency there is mostly queueing).
 # Prints results/s, p50/p99 submission-to-result latency, verifier CPU µs per result and peak RSS. Release build.
+# A third run, "notifications", preloads --notification-count signed App Store Server Notifications (DID_RENEW: a
+# signed payload holding a signed transaction and a signed renewal info, three distinct JWS to verify each) into
+# the notifications topic, then starts a fresh verifier and measures how fast it drains them into purchase events
+# (events/s from the first event to the last, verifier CPU µs per event, peak RSS).
 #
 #   bench/verifier.sh [--count N] [--rate N] [--in-flight N] [--latency-ms N] [--partitions N] [--brokers N]
-#                     [--linger-ms N] [--only paced|backlog] [--proof receipt|signed-transaction] [--distinct N]
-#                     [--backlog-count N]
+#                     [--linger-ms N] [--only paced|backlog|notifications] [--proof receipt|signed-transaction]
+#                     [--distinct N] [--backlog-count N] [--notification-count N] [--notification-partitions N]
 #
 # --brokers: mock brokers (default 1); --linger-ms: the submission producer's linger.ms (default 5, the Kafka module's).
 # --proof signed-transaction: StoreKit 2 submissions instead of receipts. The script mints a PKI and an API key
@@ -28,6 +32,9 @@ LATENCY_MS=100
 PARTITIONS=8
 BROKERS=1
 LINGER_MS=5
+NOTIFICATION_COUNT=20000
+# The mock cluster keeps about 5 MB per partition (~340 notifications of ~15 KB): enough partitions for the preload.
+NOTIFICATION_PARTITIONS=64
 ONLY=""
 PROOF=receipt
 DISTINCT=1024
@@ -41,6 +48,8 @@ while [ $# -gt 0 ]; do
         --partitions) PARTITIONS="$2"; shift 2 ;;
         --brokers) BROKERS="$2"; shift 2 ;;
         --linger-ms) LINGER_MS="$2"; shift 2 ;;
+        --notification-count) NOTIFICATION_COUNT="$2"; shift 2 ;;
+        --notification-partitions) NOTIFICATION_PARTITIONS="$2"; shift 2 ;;
         --only) ONLY="$2"; shift 2 ;;
         --proof) PROOF="$2"; shift 2 ;;
         --distinct) DISTINCT="$2"; shift 2 ;;
@@ -56,8 +65,12 @@ bench_workspace
 
 
 TOPICS=""
-for run in paced backlog; do
-    for kind in submitted results retry dlq; do TOPICS="$TOPICS${TOPICS:+,}bench-$run.$kind:$PARTITIONS"; done
+for run in paced backlog notifications; do
+    for kind in submitted results retry dlq notifications events; do
+        partitions="$PARTITIONS"
+        if [ "$run" = notifications ] && [ "$kind" = notifications ]; then partitions="$NOTIFICATION_PARTITIONS"; fi
+        TOPICS="$TOPICS${TOPICS:+,}bench-$run.$kind:$partitions"
+    done
 done
 "$BIN/embedded-kafka" --brokers "$BROKERS" --topics "$TOPICS" >"$WORK/kafka.out" 2>"$WORK/kafka.log" &
 PIDS+=($!)
@@ -96,7 +109,7 @@ if [ "$PROOF" = signed-transaction ]; then
         "(SIGNED_TRANSACTION_CONFIRM=always, APPLE_SERVER_API_MAX_RPS=$APPLE_SERVER_API_MAX_RPS)"
 fi
 status=0
-for run in paced backlog; do
+for run in paced backlog notifications; do
     if [ -n "$ONLY" ] && [ "$ONLY" != "$run" ]; then continue; fi
     rate=0
     count="$COUNT"
@@ -106,9 +119,16 @@ for run in paced backlog; do
         elif [ "$PROOF" = signed-transaction ] && [ "$COUNT" -gt 8000 ]; then count=8000; fi
     fi
     echo "== $run"
-    "$BIN/verifier-bench" --bootstrap "$BOOTSTRAP" --fake-url "$FAKE_URL" --verifier "$BIN/receipt-verifier" \
-        --topic-prefix "bench-$run" --count "$count" --rate "$rate" --in-flight "$IN_FLIGHT" --linger-ms "$LINGER_MS" \
-        --verifier-log "$WORK/verifier-$run.log" "${BENCH_PROOF_ARGS[@]}" | tr ' ' '\n' | sed 's/^/  /' || status=1
+    if [ "$run" = notifications ]; then
+        "$BIN/verifier-bench" --mode notifications --bootstrap "$BOOTSTRAP" --verifier "$BIN/receipt-verifier" \
+            --topic-prefix "bench-$run" --count "$NOTIFICATION_COUNT" --in-flight "$IN_FLIGHT" \
+            --linger-ms "$LINGER_MS" --verifier-log "$WORK/verifier-$run.log" | tr ' ' '\n' | sed 's/^/  /' || status=1
+    else
+        "$BIN/verifier-bench" --bootstrap "$BOOTSTRAP" --fake-url "$FAKE_URL" --verifier "$BIN/receipt-verifier" \
+            --topic-prefix "bench-$run" --count "$count" --rate "$rate" --in-flight "$IN_FLIGHT" \
+            --linger-ms "$LINGER_MS" --verifier-log "$WORK/verifier-$run.log" "${BENCH_PROOF_ARGS[@]}" \
+            | tr ' ' '\n' | sed 's/^/  /' || status=1
+    fi
     if grep -q '"level":"error"' "$WORK/verifier-$run.log"; then
         echo "  verifier errors:"; grep '"level":"error"' "$WORK/verifier-$run.log" | head -5 | sed 's/^/    /'
     fi

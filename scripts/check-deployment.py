@@ -17,9 +17,11 @@ import sys
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EXECUTABLES = ["receipt-ingest", "receipt-verifier", "fake-appstore", "receipt-replay", "receipt-tail"]
+EXECUTABLES = ["receipt-ingest", "receipt-verifier", "fake-appstore", "receipt-replay", "receipt-tail",
+               "receipt-notifications-backfill"]
 SETTING_PREFIXES = ("KAFKA_", "RECEIPTS_", "RESULTS_", "RETRY_", "DLQ_", "INGEST_", "VERIFIER_", "APPLE_",
-                    "ALLOWED_", "SANDBOX_", "LOG_", "FAKE_APPSTORE_", "REPLAY_", "RESULT_INDEX_")
+                    "ALLOWED_", "SANDBOX_", "LOG_", "FAKE_APPSTORE_", "REPLAY_", "RESULT_INDEX_",
+                    "NOTIFICATIONS_", "EVENTS_")
 # Allowed outside the code: read by docker/healthcheck.sh, or librdkafka pass-through (KAFKA_<PROPERTY>).
 NON_CODE_SETTINGS = {"HEALTHCHECK_PORT"}
 OFFICIAL_IMAGES = re.compile(r"^(apache/kafka|swift|debian):[\w.\-]+$")

@@ -68,10 +68,12 @@ export RECEIPTS_TOPIC="${RECEIPTS_TOPIC:-iap.receipts.submitted}"
 export RESULTS_TOPIC="${RESULTS_TOPIC:-iap.receipts.results}"
 export RETRY_TOPIC="${RETRY_TOPIC:-iap.receipts.retry}"
 export DLQ_TOPIC="${DLQ_TOPIC:-iap.receipts.dlq}"
+export NOTIFICATIONS_TOPIC="${NOTIFICATIONS_TOPIC:-iap.notifications.submitted}"
+export EVENTS_TOPIC="${EVENTS_TOPIC:-iap.purchase.events}"
 
 if [ -z "${KAFKA_BOOTSTRAP_SERVERS:-}" ]; then
     start_service KAFKA_BOOTSTRAP_SERVERS "$bin_dir/embedded-kafka" --brokers 1 \
-        --topics "$RECEIPTS_TOPIC:4,$RESULTS_TOPIC:4,$RETRY_TOPIC:4,$DLQ_TOPIC:1"
+        --topics "$RECEIPTS_TOPIC:4,$RESULTS_TOPIC:4,$RETRY_TOPIC:4,$DLQ_TOPIC:1,$NOTIFICATIONS_TOPIC:4,$EVENTS_TOPIC:4"
     KAFKA_BOOTSTRAP_SERVERS="$REPLY"
     echo "embedded Kafka:  $KAFKA_BOOTSTRAP_SERVERS"
 else
@@ -88,7 +90,8 @@ if [ -z "${APPLE_VERIFY_RECEIPT_URL:-}" ]; then
     "$bin_dir/fake-appstore" mint-pki --out "$pki_dir" >"$log_dir/mint-pki.out"
     read -r -a fake_pki_args <<<"$(grep '^FAKE_APPSTORE_ARGS=' "$log_dir/mint-pki.out" | cut -d= -f2-)"
     while IFS='=' read -r name value; do export "$name=$value"; done <"$pki_dir/settings.env"
-    start_service FAKE_APPSTORE_URL "$bin_dir/fake-appstore" --port 0 --latency-ms 100 "${fake_pki_args[@]}"
+    start_service FAKE_APPSTORE_URL "$bin_dir/fake-appstore" --port 0 --latency-ms 100 "${fake_pki_args[@]}" \
+        --notification-retry-seconds 10,60
     fake_url="$REPLY"
     export APPLE_VERIFY_RECEIPT_URL="$fake_url/verifyReceipt"
     export APPLE_SANDBOX_VERIFY_RECEIPT_URL="$fake_url/sandbox/verifyReceipt"
@@ -150,6 +153,23 @@ cat <<EOT
 Watch results as the verifier publishes them (another terminal):
 
   KAFKA_BOOTSTRAP_SERVERS=$KAFKA_BOOTSTRAP_SERVERS $bin_dir/receipt-tail --from-beginning
+
+Watch purchase events (another terminal):
+
+  kcat -C -b $KAFKA_BOOTSTRAP_SERVERS -t $EVENTS_TOPIC -o beginning
+EOT
+if [ -n "$fake_url" ]; then
+    cat <<EOT
+
+Send an App Store Server Notification signed by the fake App Store (retried after 10 and 60 s until the ingest
+answers 200; types and options: fake-appstore send-notification --help), as Apple would POST it:
+
+  curl -s -X POST "$fake_url/admin/notifications/send?type=REFUND&url=http://127.0.0.1:$ingest_port/v1/apple/notifications"
+  $bin_dir/fake-appstore send-notification --signing-key $pki_dir/signing-key.pem --signing-chain $pki_dir/chain.pem \\
+    --type DID_RENEW --url http://127.0.0.1:$ingest_port/v1/apple/notifications
+EOT
+fi
+cat <<EOT
 
 Metrics: http://127.0.0.1:$ingest_port/metrics (ingest), http://127.0.0.1:$metrics_port/metrics (verifier)
 Logs:    $log_dir/

@@ -20,12 +20,18 @@ final class FakeAppStoreHandler: HTTPHandler {
 
     let counters = FakeAppStoreCounters()
     let serverAPI: FakeServerAPI
+    /// Signing and sending notifications (nil when their HTTP client could not be created).
+    let notifications: FakeNotificationAdmin?
     private let state: Mutex<State>
     private let sharedSecret: String?
     private let logger: Logger
     private let timerQueue = DispatchQueue(label: "fake-appstore-delays", attributes: .concurrent)
 
-    init(latency: Latency, sharedSecret: String?, serverAPI: FakeServerAPI, logger: Logger) {
+    init(
+        latency: Latency, sharedSecret: String?, serverAPI: FakeServerAPI, logger: Logger,
+        notifications: FakeNotificationAdmin? = nil
+    ) {
+        self.notifications = notifications
         state = Mutex(State(latency: latency, outage: nil))
         self.sharedSecret = sharedSecret
         self.serverAPI = serverAPI
@@ -43,6 +49,7 @@ final class FakeAppStoreHandler: HTTPHandler {
     }
 
     func handle(_ request: HTTPRequest, respond: @escaping HTTPResponder) {
+        if let notifications, notifications.handle(request, respond: respond) { return }
         switch (request.method, request.path) {
         case ("POST", "/verifyReceipt"):
             verifyReceipt(request, sandbox: false, respond: respond)

@@ -27,6 +27,8 @@ public final class FakeAppStoreServer: Sendable {
         /// The app and product of unregistered numeric transaction ids.
         public var defaultBundleId: String
         public var defaultProductId: String
+        /// Waits between notification delivery attempts after failures (Apple's 1, 12, 24, 48, 72 h by default).
+        public var notificationRetrySchedule: [Duration] = FakeNotificationSender.appleRetrySchedule
 
         public init(
             listen: ListenAddress = ListenAddress(host: "127.0.0.1", port: 0), latencyMs: Int = 0, jitterMs: Int = 0,
@@ -74,7 +76,8 @@ public final class FakeAppStoreServer: Sendable {
             logger: logger.named("fake-server-api"))
         handler = FakeAppStoreHandler(
             latency: .init(fixedMs: max(0, configuration.latencyMs), jitterMs: max(0, configuration.jitterMs)),
-            sharedSecret: configuration.sharedSecret, serverAPI: serverAPI, logger: logger)
+            sharedSecret: configuration.sharedSecret, serverAPI: serverAPI, logger: logger,
+            notifications: Self.notificationAdmin(configuration, signing: signing, serverAPI: serverAPI, logger: logger))
         server = HTTPServer(
             configuration: HTTPServerConfiguration(
                 listen: configuration.listen, maxBodyBytes: 32 << 20, threadCount: configuration.threadCount,
@@ -83,11 +86,44 @@ public final class FakeAppStoreServer: Sendable {
             handler: handler, logger: logger.named("fake-appstore-http"))
     }
 
+    /// The notification sender: signs with the Server API's identity, and every notification it signs (with its
+    /// delivery attempts as they happen) is also a Get Notification History entry. nil only when its HTTP client
+    /// cannot be created (logged; the notification endpoints then answer 404).
+    private static func notificationAdmin(
+        _ configuration: Configuration, signing: FakeSigningIdentity, serverAPI: FakeServerAPI, logger: Logger
+    ) -> FakeNotificationAdmin? {
+        let history = FakeNotificationHistory { change in
+            switch change {
+            case .added(let entry):
+                serverAPI.appendNotification(
+                    signedPayload: entry.signedPayload, environment: entry.environment,
+                    sendAttemptResultsJSON: entry.sendAttemptResultsJSON)
+            case .attempted(let entry):
+                serverAPI.updateNotificationAttempts(
+                    signedPayload: entry.signedPayload, sendAttemptResultsJSON: entry.sendAttemptResultsJSON)
+            }
+        }
+        do {
+            let sender = try FakeNotificationSender(history: history, logger: logger.named("fake-appstore-notifications"))
+            return FakeNotificationAdmin(
+                signing: signing, sender: sender, retrySchedule: configuration.notificationRetrySchedule, logger: logger)
+        } catch {
+            logger.error("notifications disabled: cannot create their HTTP client", ["error": .string("\(error)")])
+            return nil
+        }
+    }
+
+    /// Every notification signed so far, with its delivery attempts.
+    public var notificationHistory: FakeNotificationHistory? { handler.notifications?.history }
+
     /// Binds and serves. - Throws: `HTTPServerError` when the address cannot be bound.
     public func start() throws { try server.start() }
 
-    /// Stops serving; idempotent.
-    public func stop() { server.stop() }
+    /// Stops serving (and retrying notification deliveries); idempotent.
+    public func stop() {
+        server.stop()
+        handler.notifications?.sender.shutdown()
+    }
 
     public var port: UInt16 { server.port }
     /// `http://127.0.0.1:<port>`.

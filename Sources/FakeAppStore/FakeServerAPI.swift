@@ -125,6 +125,22 @@ final class FakeServerAPI: Sendable {
         state.withLock { $0.notifications[environment, default: []].append(entry) }
     }
 
+    /// Replaces the send attempts of the entry holding `signedPayload` (a notification the fake is still retrying).
+    func updateNotificationAttempts(signedPayload: String, sendAttemptResultsJSON: String) {
+        let lastResult = (try? JSONSerialization.jsonObject(with: Data(sendAttemptResultsJSON.utf8)) as? [[String: Any]])?
+            .last?["sendAttemptResult"] as? String
+        state.withLock { state in
+            for (environment, entries) in state.notifications {
+                guard let index = entries.lastIndex(where: { $0.signedPayload == signedPayload }) else { continue }
+                let old = entries[index]
+                state.notifications[environment]?[index] = NotificationEntry(
+                    signedPayload: old.signedPayload, sendAttemptResultsJSON: sendAttemptResultsJSON,
+                    lastResult: lastResult, dateMs: old.dateMs, notificationType: old.notificationType,
+                    subtype: old.subtype, transactionIds: old.transactionIds)
+            }
+        }
+    }
+
     // MARK: API
 
     /// Answers an API request (`path` without the `/sandbox` prefix); nil for a path that is not the API's.

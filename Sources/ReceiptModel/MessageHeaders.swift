@@ -8,4 +8,8 @@ public enum MessageHeaders {
     public static let outcome = "outcome"
     /// The DLQ reason code, on DLQ records.
     public static let dlqReason = "dlq-reason"
+    /// The purchase event's `event_id` (Apple's `notificationUUID`), on purchase events.
+    public static let eventId = "event-id"
+    /// The purchase event's `type` (`credit`, `debit`, ...), on purchase events.
+    public static let eventType = "event-type"
 }

@@ -35,6 +35,12 @@ public enum ReplayDestination: String, Sendable, CaseIterable {
 public enum ReplayDecision: Sendable, Equatable {
     /// Produce `value` with `key` to the destination.
     case replay(submissionId: String?, key: [UInt8]?, value: [UInt8])
+    /// Produce the original notification record `value` with `key` back to the notifications topic, whatever the
+    /// destination (a notification is verified again from its signed payload; its event keeps its `event_id`).
+    case replayNotification(key: [UInt8]?, value: [UInt8])
+    /// Not replayed: an earlier record of this run already replays the notification at `source`
+    /// (`topic/partition/offset`), DLQ'd twice after a redelivery.
+    case duplicateNotification(source: String)
     /// Not replayed: an earlier record of this run already replays the same submission.
     case duplicate(submissionId: String)
     /// Not replayed, with the reason (the record does not match the filter, or cannot be replayed there).
@@ -45,14 +51,24 @@ public enum ReplayDecision: Sendable, Equatable {
 ///
 /// Idempotent by `submission_id`: within a run each submission is replayed at most once, and across runs a
 /// replayed submission keeps its id, so the verifier's results (same verdict, same `credit_key`s) stay idempotent.
+///
+/// A DLQ record of the notifications topic (a notification that did not verify) goes back to that topic unchanged,
+/// once per source position per run; its event, if it now verifies, carries Apple's `notificationUUID` as ever.
 public struct ReplayPlanner: Sendable {
     public let filter: ReplayFilter
     public let destination: ReplayDestination
+    /// `NOTIFICATIONS_TOPIC`: DLQ records whose `source_topic` is this one are notifications.
+    public let notificationsTopic: String
     private var replayedIds: Set<String> = []
+    private var replayedNotifications: Set<String> = []
 
-    public init(filter: ReplayFilter, destination: ReplayDestination) {
+    public init(
+        filter: ReplayFilter, destination: ReplayDestination,
+        notificationsTopic: String = "iap.notifications.submitted"
+    ) {
         self.filter = filter
         self.destination = destination
+        self.notificationsTopic = notificationsTopic
     }
 
     /// The decision for the DLQ message `bytes`; `nowMs` is the not-before time of records sent to the retry topic.
@@ -74,6 +90,11 @@ public struct ReplayPlanner: Sendable {
             return .skip("original_value is not base64")
         }
         let originalKey = record.originalKey.flatMap(Base64.decode)
+        if record.sourceTopic == notificationsTopic {
+            let source = "\(record.sourceTopic)/\(record.sourcePartition)/\(record.sourceOffset)"
+            guard replayedNotifications.insert(source).inserted else { return .duplicateNotification(source: source) }
+            return .replayNotification(key: originalKey, value: original)
+        }
         // A DLQ record of the retry topic carries a retry record; the submission is inside it.
         let submission: Submission?
         let submissionBytes: [UInt8]

@@ -9,7 +9,9 @@ let usage = """
     Usage: fake-appstore [--host H] [--port P] [--latency-ms N] [--jitter-ms N] [--shared-secret S] [--threads N]
                          [--hang-seconds N] [--signing-key FILE --signing-chain FILE] [--api-key FILE]
                          [--issuer-id ID] [--key-id ID] [--bundle-id B] [--default-product P]
+                         [--notification-retry-seconds 1,12,24|apple|none]
            fake-appstore mint-pki --out DIR
+           fake-appstore send-notification --url URL --type TYPE [...]   (see fake-appstore send-notification --help)
 
     Serves verifyReceipt at /verifyReceipt (production) and /sandbox/verifyReceipt, with behaviour chosen per
     receipt (base64 of a scenario JSON), and the App Store Server API at /inApps/... and /sandbox/inApps/...
@@ -25,6 +27,13 @@ let usage = """
       POST /admin/outage?on=1[&mode=http503|status21005|status21002|hang] / ?on=0
       POST /admin/latency?fixed_ms=N&jitter_ms=N
       POST /admin/reset
+      POST /admin/notifications/send?url=URL&type=TYPE[&subtype=S&transaction_id=ID&...]   sign an App Store Server
+           Notification with the signing identity and POST it like Apple (retried on the retry schedule until
+           answered 200-206; parameters as the flags of send-notification, with _ for -; deliver=0 only records
+           it); each one is also a Get Notification History entry, its send attempts kept up to date
+      GET  /admin/notifications[?uuid=U]                   notifications signed so far and their attempts
+    --notification-retry-seconds: waits between delivery attempts after failures (default apple: 1, 12, 24, 48,
+    72 hours; Production notifications only, as Apple: a Sandbox one is sent once).
     Prints FAKE_APPSTORE_URL=http://127.0.0.1:<port> as the first stdout line. Logs JSON on stderr.
 
     mint-pki writes root.pem, intermediate.pem, leaf.pem, chain.pem, signing-key.pem, api-key.p8 and settings.env
@@ -33,7 +42,7 @@ let usage = """
 
     Environment (flags win): FAKE_APPSTORE_HOST (127.0.0.1), FAKE_APPSTORE_PORT (0 = ephemeral),
     FAKE_APPSTORE_LATENCY_MS (0), FAKE_APPSTORE_JITTER_MS (0), FAKE_APPSTORE_SHARED_SECRET, FAKE_APPSTORE_THREADS (2),
-    LOG_LEVEL (info).
+    FAKE_APPSTORE_NOTIFICATION_RETRY_SECONDS (apple), LOG_LEVEL (info).
     """
 
 struct CommandLineError: Error, CustomStringConvertible {
@@ -46,6 +55,7 @@ func parseConfiguration(_ arguments: [String], settings: Settings) throws -> Fak
     let flags = [
         "--host", "--port", "--latency-ms", "--jitter-ms", "--shared-secret", "--threads", "--hang-seconds",
         "--signing-key", "--signing-chain", "--api-key", "--issuer-id", "--key-id", "--bundle-id", "--default-product",
+        "--notification-retry-seconds",
     ]
     while index < arguments.count {
         let argument = arguments[index]
@@ -90,7 +100,10 @@ func parseConfiguration(_ arguments: [String], settings: Settings) throws -> Fak
             throw CommandLineError(description: "--api-key: \(error)")
         }
     }
-    return FakeAppStoreServer.Configuration(
+    let schedule =
+        values["--notification-retry-seconds"]
+        ?? settings.string("FAKE_APPSTORE_NOTIFICATION_RETRY_SECONDS", default: "apple")
+    var configuration = FakeAppStoreServer.Configuration(
         listen: ListenAddress(host: host, port: UInt16(port)),
         latencyMs: try number("--latency-ms", "FAKE_APPSTORE_LATENCY_MS", default: 0, range: 0...600_000),
         jitterMs: try number("--jitter-ms", "FAKE_APPSTORE_JITTER_MS", default: 0, range: 0...600_000),
@@ -100,6 +113,12 @@ func parseConfiguration(_ arguments: [String], settings: Settings) throws -> Fak
         signing: signing, apiPublicKey: apiKey, apiIssuerId: values["--issuer-id"], apiKeyId: values["--key-id"],
         defaultBundleId: values["--bundle-id"] ?? "com.example.game",
         defaultProductId: values["--default-product"] ?? "gems_100")
+    do {
+        configuration.notificationRetrySchedule = try FakeNotificationRequest.retrySchedule(schedule)
+    } catch {
+        throw CommandLineError(description: "--notification-retry-seconds: \(error.description)")
+    }
+    return configuration
 }
 
 /// `fake-appstore mint-pki --out DIR`.
@@ -122,6 +141,10 @@ func mintPKI(_ arguments: [String]) -> Never {
 
 if CommandLine.arguments.dropFirst().first == "mint-pki" {
     mintPKI(Array(CommandLine.arguments.dropFirst(2)))
+}
+
+if CommandLine.arguments.dropFirst().first == "send-notification" {
+    exit(SendNotificationCommand.run(Array(CommandLine.arguments.dropFirst(2))))
 }
 
 let logger = Logger.fromEnvironment(label: "fake-appstore")

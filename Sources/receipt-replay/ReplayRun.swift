@@ -10,6 +10,7 @@ struct ReplayTopics {
     let dlq: String
     let submissions: String
     let retry: String
+    let notifications: String
 }
 
 /// One replay: decide for every DLQ record, produce the selected ones (unless dry run), print what happened.
@@ -20,13 +21,14 @@ struct ReplayRun {
 
     /// Whether every selected record was acknowledged by Kafka (always true on a dry run).
     func execute(_ records: [KafkaMessage], kafka: KafkaConfiguration) throws -> Bool {
-        var planner = ReplayPlanner(filter: options.filter, destination: options.destination)
+        var planner = ReplayPlanner(
+            filter: options.filter, destination: options.destination, notificationsTopic: topics.notifications)
         let destinationTopic = options.destination == .submissions ? topics.submissions : topics.retry
         let producer = options.dryRun ? nil : try KafkaProducer(configuration: kafka, logger: logger)
         defer { producer?.close(timeout: .seconds(10)) }
 
         let pending = DispatchGroup()
-        let failures = Atomic<Int>(0)
+        let failures = FailureCount()
         var counts: [String: Int] = [:]
         let nowMs = Clock.wallMilliseconds()
         for message in records {
@@ -39,45 +41,70 @@ struct ReplayRun {
             case .duplicate(let submissionId):
                 counts["duplicate", default: 0] += 1
                 printLine(action: "duplicate", submissionId: submissionId, message: message, detail: nil)
+            case .duplicateNotification(let source):
+                counts["duplicate", default: 0] += 1
+                printLine(action: "duplicate", submissionId: nil, message: message, detail: source)
+            case .replayNotification(let key, let value):
+                guard let producer else {
+                    counts["would_replay", default: 0] += 1
+                    printLine(action: "would_replay", submissionId: nil, message: message, detail: topics.notifications)
+                    continue
+                }
+                counts["replayed", default: 0] += 1
+                produce(
+                    producer, topic: topics.notifications, key: key, value: value,
+                    headers: [KafkaHeader(name: "replayed-from", string: origin)], submissionId: nil, message: message,
+                    pending: pending, failures: failures)
             case .replay(let submissionId, let key, let value):
                 guard let producer else {
                     counts["would_replay", default: 0] += 1
-                    printLine(action: "would_replay", submissionId: submissionId, message: message, detail: destinationTopic)
+                    printLine(
+                        action: "would_replay", submissionId: submissionId, message: message, detail: destinationTopic)
                     continue
                 }
                 var headers = [KafkaHeader(name: "replayed-from", string: origin)]
                 if let submissionId { headers.append(KafkaHeader(name: MessageHeaders.submissionId, string: submissionId)) }
-                pending.enter()
-                do {
-                    try sendRetryingWhileQueueFull(producer, topic: destinationTopic, key: key, value: value, headers: headers) { result in
-                        switch result {
-                        case .success:
-                            printLine(action: "replayed", submissionId: submissionId, message: message, detail: destinationTopic)
-                        case .failure(let error):
-                            failures.add(1, ordering: .relaxed)
-                            printLine(action: "failed", submissionId: submissionId, message: message, detail: error.message)
-                        }
-                        pending.leave()
-                    }
-                    counts["replayed", default: 0] += 1
-                } catch {
-                    failures.add(1, ordering: .relaxed)
-                    printLine(action: "failed", submissionId: submissionId, message: message, detail: error.message)
-                    pending.leave()
-                }
+                counts["replayed", default: 0] += 1
+                produce(
+                    producer, topic: destinationTopic, key: key, value: value, headers: headers,
+                    submissionId: submissionId, message: message, pending: pending, failures: failures)
             }
         }
         if producer != nil, pending.wait(timeout: .now() + .seconds(60)) == .timedOut {
             logger.error("Kafka did not acknowledge every replayed record within 60 s")
             return false
         }
-        let failed = failures.load(ordering: .relaxed)
+        let failed = failures.value.load(ordering: .relaxed)
         var summary = counts.map { "\(JSONText.quoted($0.key)):\($0.value)" }.sorted()
         summary.append("\"failed\":\(failed)")
         summary.append("\"dry_run\":\(options.dryRun)")
         summary.append("\"destination\":\(JSONText.quoted(destinationTopic))")
         StandardOutput.writeLine("{\"summary\":{\(summary.joined(separator: ","))}}")
         return failed == 0
+    }
+
+    /// Produces one replayed record; its outcome is printed from the delivery report.
+    private func produce(
+        _ producer: KafkaProducer, topic: String, key: [UInt8]?, value: [UInt8], headers: [KafkaHeader],
+        submissionId: String?, message: KafkaMessage, pending: DispatchGroup, failures: FailureCount
+    ) {
+        pending.enter()
+        do {
+            try sendRetryingWhileQueueFull(producer, topic: topic, key: key, value: value, headers: headers) { result in
+                switch result {
+                case .success:
+                    printLine(action: "replayed", submissionId: submissionId, message: message, detail: topic)
+                case .failure(let error):
+                    failures.value.add(1, ordering: .relaxed)
+                    printLine(action: "failed", submissionId: submissionId, message: message, detail: error.message)
+                }
+                pending.leave()
+            }
+        } catch {
+            failures.value.add(1, ordering: .relaxed)
+            printLine(action: "failed", submissionId: submissionId, message: message, detail: error.message)
+            pending.leave()
+        }
     }
 
     private func sendRetryingWhileQueueFull(
@@ -93,6 +120,11 @@ struct ReplayRun {
             }
         }
     }
+}
+
+/// Deliveries that failed, shared with the delivery callbacks.
+final class FailureCount: Sendable {
+    let value = Atomic<Int>(0)
 }
 
 private func printLine(action: String, submissionId: String?, message: KafkaMessage, detail: String?) {

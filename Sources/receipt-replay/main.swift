@@ -14,8 +14,11 @@ let usage = """
     selected submission back to RECEIPTS_TOPIC (--to submissions, the default: verified again from scratch) or to
     RETRY_TOPIC (--to retry: a new series of retry rounds, due at once). Replays are idempotent by submission_id:
     one submission is replayed at most once per run, and a replayed submission keeps its id, so its result carries
-    the same verdict and credit_keys. Prints one JSON line per DLQ record and a summary line; exits 0 when every
-    selected record was acknowledged by Kafka (or with --dry-run), 1 otherwise, 2 on bad usage.
+    the same verdict and credit_keys. A DLQ record of NOTIFICATIONS_TOPIC (an App Store notification that did not
+    verify) goes back to NOTIFICATIONS_TOPIC unchanged whatever --to says, once per source offset per run (its event,
+    if it verifies now, keeps Apple's notificationUUID as event_id). Prints one JSON line per DLQ record and a
+    summary line; exits 0 when every selected record was acknowledged by Kafka (or with --dry-run), 1 otherwise, 2
+    on bad usage.
 
       --dry-run            show what would move; produce nothing
       --to DEST            submissions (default) or retry
@@ -30,6 +33,7 @@ let usage = """
       DLQ_TOPIC                default iap.receipts.dlq
       RECEIPTS_TOPIC           default iap.receipts.submitted
       RETRY_TOPIC              default iap.receipts.retry
+      NOTIFICATIONS_TOPIC      default iap.notifications.submitted
       LOG_LEVEL                debug, info, warning, error (default info)
     """
 
@@ -110,7 +114,8 @@ func exitCode() -> Int32 {
     let topics = ReplayTopics(
         dlq: settings.string("DLQ_TOPIC", default: "iap.receipts.dlq"),
         submissions: settings.string("RECEIPTS_TOPIC", default: "iap.receipts.submitted"),
-        retry: settings.string("RETRY_TOPIC", default: "iap.receipts.retry"))
+        retry: settings.string("RETRY_TOPIC", default: "iap.receipts.retry"),
+        notifications: settings.string("NOTIFICATIONS_TOPIC", default: "iap.notifications.submitted"))
     do {
         let records = try DeadLetterReader.readAll(
             topic: topics.dlq, configuration: kafka, timeout: .seconds(options.timeoutSeconds), logger: logger)

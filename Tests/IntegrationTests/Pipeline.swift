@@ -13,6 +13,7 @@ final class Pipeline: Sendable {
     static let topics = [
         "RECEIPTS_TOPIC": "iap.receipts.submitted", "RESULTS_TOPIC": "iap.receipts.results",
         "RETRY_TOPIC": "iap.receipts.retry", "DLQ_TOPIC": "iap.receipts.dlq",
+        "NOTIFICATIONS_TOPIC": "iap.notifications.submitted", "EVENTS_TOPIC": "iap.purchase.events",
     ]
 
     let kafka: EmbeddedKafkaProcess
@@ -46,7 +47,7 @@ final class Pipeline: Sendable {
         let kafka = try await EmbeddedKafkaProcess.start(
             topics: [
                 ("iap.receipts.submitted", 4), ("iap.receipts.results", 4), ("iap.receipts.retry", 4),
-                ("iap.receipts.dlq", 1),
+                ("iap.receipts.dlq", 1), ("iap.notifications.submitted", 4), ("iap.purchase.events", 4),
             ])
         let fake = try await FakeAppStoreProcess.start(arguments: fakeArguments)
         let base = kafka.environment.merging(topics) { $1 }

@@ -111,3 +111,47 @@ import Testing
         }
     }
 }
+
+/// DLQ records of notifications go back to the notifications topic, unchanged, once per source position.
+@Suite struct NotificationReplayTests {
+    private let original = Array(#"{"schema_version":1,"signed_payload":"a.b.c","received_at_ms":5}"#.utf8)
+
+    private func dlqBytes(sourceTopic: String, offset: Int64 = 40, reason: Reason = .invalidSignature) throws
+        -> [UInt8]
+    {
+        try MessageCoding.encode(
+            DeadLetterRecord(
+                submissionId: nil, reason: reason, message: "signedPayload does not verify", sourceTopic: sourceTopic,
+                sourcePartition: 1, sourceOffset: offset, originalKey: Array("otx-1".utf8), originalValue: original,
+                appleStatus: nil, attempts: 0, failedAtMs: 1_000))
+    }
+
+    @Test(arguments: ReplayDestination.allCases)
+    func aNotificationGoesBackToTheNotificationsTopicWhateverTheDestination(_ destination: ReplayDestination) throws {
+        var planner = ReplayPlanner(filter: ReplayFilter(), destination: destination, notificationsTopic: "notes")
+        let decision = planner.decide(dlqValue: try dlqBytes(sourceTopic: "notes"), nowMs: 5)
+        #expect(decision == .replayNotification(key: Array("otx-1".utf8), value: original))
+    }
+
+    @Test func theSameNotificationDeadLetteredTwiceIsReplayedOnce() throws {
+        var planner = ReplayPlanner(filter: ReplayFilter(), destination: .submissions, notificationsTopic: "notes")
+        _ = planner.decide(dlqValue: try dlqBytes(sourceTopic: "notes"), nowMs: 5)
+        #expect(planner.decide(dlqValue: try dlqBytes(sourceTopic: "notes"), nowMs: 5)
+            == .duplicateNotification(source: "notes/1/40"))
+        #expect(planner.decide(dlqValue: try dlqBytes(sourceTopic: "notes", offset: 41), nowMs: 5)
+            == .replayNotification(key: Array("otx-1".utf8), value: original))
+    }
+
+    @Test func theReasonFilterAppliesToNotificationsToo() throws {
+        var planner = ReplayPlanner(
+            filter: ReplayFilter(reasons: [.appleUnavailable]), destination: .submissions, notificationsTopic: "notes")
+        let decision = planner.decide(dlqValue: try dlqBytes(sourceTopic: "notes"), nowMs: 5)
+        #expect(decision == .skip("does not match the filter"))
+    }
+
+    @Test func aRecordOfAnotherTopicIsNotTakenForANotification() throws {
+        var planner = ReplayPlanner(filter: ReplayFilter(), destination: .submissions)
+        let decision = planner.decide(dlqValue: try dlqBytes(sourceTopic: "iap.receipts.submitted"), nowMs: 5)
+        #expect(decision == .replay(submissionId: nil, key: Array("otx-1".utf8), value: original))
+    }
+}

@@ -25,7 +25,7 @@ struct VerifierProcessTests {
     @Test func servesHealthAndMetricsThenDrainsOnSIGTERMAndExitsZero() async throws {
         let kafka = try await EmbeddedKafkaProcess.start(topics: [
             ("iap.receipts.submitted", 2), ("iap.receipts.retry", 2), ("iap.receipts.results", 2),
-            ("iap.receipts.dlq", 2),
+            ("iap.receipts.dlq", 2), ("iap.notifications.submitted", 2), ("iap.purchase.events", 2),
         ])
         let fake = try await FakeAppStoreProcess.start()
         var environment = kafka.environment.merging(fake.environment) { $1 }
@@ -44,11 +44,13 @@ struct VerifierProcessTests {
             "verifier_results_total", "verifier_dlq_records_total", "verifier_apple_round_duration_seconds_bucket",
             "verifier_apple_in_flight", "verifier_paused_partitions", "verifier_breaker_open",
             "verifier_rebalances_total",
-            "verifier_retries_total", "kafka_consumer_assigned_partitions",
+            "verifier_retries_total", "kafka_consumer_assigned_partitions", "verifier_notification_events_total",
+            "verifier_notification_rejections_total", "verifier_notification_to_event_seconds_bucket",
         ] {
             #expect(metrics.contains(name), "\(name) missing from /metrics")
         }
-        #expect(await verifier.metricSum("verifier_assigned_partitions") == 4)
+        // Submissions, retry records and notifications: two partitions each.
+        #expect(await verifier.metricSum("verifier_assigned_partitions") == 6)
 
         #expect(await verifier.stop() == 0)
         #expect(verifier.process.stderrLines.contains { $0.contains("\"msg\":\"receipt-verifier stopped\"") })

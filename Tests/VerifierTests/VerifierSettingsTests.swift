@@ -17,7 +17,7 @@ struct VerifierSettingsTests {
         #expect(settings.metricsListen == ListenAddress(host: "0.0.0.0", port: 9090))
         #expect(settings.appStore.verdictPolicy.sandboxPolicy.rawValue == "accept")
         #expect(settings.kafka["bootstrap.servers"] == "127.0.0.1:9092")
-        #expect(settings.consumerKafka["queued.max.messages.kbytes"] == "16384")
+        #expect(settings.consumerKafka["queued.max.messages.kbytes"] == "65536")
         #expect(settings.kafka["queued.max.messages.kbytes"] == nil)  // consumer-only: not given to the producer
         #expect(settings.retryPolicy.maximumRounds == 6)
     }

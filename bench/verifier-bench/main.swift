@@ -7,6 +7,8 @@
 // 3. prints results/s (from the first send to the last result), p50/p99/max submission-to-result latency, the
 //    verifier's CPU µs per result (/proc/<pid>/stat), its peak RSS (/proc/<pid>/status VmHWM) and the outcomes;
 // 4. stops the verifier with SIGTERM and reports its exit status.
+// With --mode notifications it measures how fast the verifier drains a backlog of App Store Server Notifications
+// instead (NotificationDrain.swift).
 
 import Foundation
 import Kafka
@@ -25,6 +27,8 @@ struct BenchOptions {
     var timeoutSeconds = 300
     var verifierLog = "/dev/null"
     var lingerMs = 5
+    /// `submissions` (receipts through the fake App Store) or `notifications` (a preloaded notification backlog).
+    var mode = "submissions"
     /// A file of signed transactions (one compact JWS per line): submissions carry them round robin as
     /// `signed_transaction` instead of a receipt.
     var signedTransactionsFile: String?
@@ -33,11 +37,17 @@ struct BenchOptions {
         Usage: verifier-bench --bootstrap HOST:PORT --fake-url URL --verifier PATH [--topic-prefix P]
                               [--count N] [--warmup N] [--rate PER_SECOND] [--in-flight N] [--timeout SECONDS]
                               [--verifier-log FILE] [--linger-ms N] [--signed-transactions FILE]
+                              [--mode submissions|notifications|processor]
 
-        Topics P.submitted, P.results, P.retry, P.dlq (created beforehand, or auto-created) and group P.group.
+        Topics P.submitted, P.results, P.retry, P.dlq, P.notifications, P.events (created beforehand, or
+        auto-created) and group P.group.
         --linger-ms: the submission producer's linger.ms (default 5; the ingest uses 2).
         --signed-transactions: submissions carry these StoreKit 2 signed transactions (one JWS per line, round robin)
         instead of a receipt; the verifier's APPLE_* settings (root, API key) come from this process's environment.
+        --mode notifications: preload --count signed DID_RENEW notifications (three JWS each) into P.notifications,
+        then start the verifier and measure how fast the events come out (--fake-url is not needed).
+        --mode processor: no Kafka, no verifier process: the notification path (verify, map, encode the event) in
+        this process on one thread, µs per notification (only --count is used, at most 5000 distinct).
         Prints one line of key=value results.
         """
 
@@ -58,11 +68,15 @@ struct BenchOptions {
             case "--timeout": options.timeoutSeconds = Int(value) ?? -1
             case "--verifier-log": options.verifierLog = value
             case "--linger-ms": options.lingerMs = Int(value) ?? -1
+            case "--mode": options.mode = value
             case "--signed-transactions": options.signedTransactionsFile = value
             default: return nil
             }
         }
-        guard !options.bootstrap.isEmpty, !options.fakeURL.isEmpty, !options.verifierBinary.isEmpty,
+        if options.mode == "processor" { return options.count > 0 ? options : nil }
+        guard ["submissions", "notifications"].contains(options.mode),
+            !options.bootstrap.isEmpty, !options.fakeURL.isEmpty || options.mode == "notifications",
+            !options.verifierBinary.isEmpty,
             options.count > 0, options.warmup > 0, options.rate >= 0, options.inFlight > 0, options.timeoutSeconds > 0,
             options.lingerMs >= 0
         else { return nil }
@@ -209,11 +223,54 @@ enum VerifierBench {
         return true
     }
 
+    /// Starts the verifier on the bench's topics (`extra` added to its environment), logging to --verifier-log.
+    static func startVerifier(_ options: BenchOptions, extra: [String: String]) -> Process {
+        let prefix = options.topicPrefix
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: options.verifierBinary)
+        var environment = ProcessInfo.processInfo.environment
+        let fakeURL = options.fakeURL.isEmpty ? "http://127.0.0.1:9" : options.fakeURL
+        environment.merge([
+            "KAFKA_BOOTSTRAP_SERVERS": options.bootstrap, "RECEIPTS_TOPIC": "\(prefix).submitted",
+            "RESULTS_TOPIC": "\(prefix).results", "RETRY_TOPIC": "\(prefix).retry", "DLQ_TOPIC": "\(prefix).dlq",
+            "NOTIFICATIONS_TOPIC": "\(prefix).notifications", "EVENTS_TOPIC": "\(prefix).events",
+            "VERIFIER_GROUP_ID": "\(prefix).group", "VERIFIER_MAX_IN_FLIGHT": String(options.inFlight),
+            "VERIFIER_METRICS_LISTEN": "127.0.0.1:0", "APPLE_VERIFY_RECEIPT_URL": "\(fakeURL)/verifyReceipt",
+            "APPLE_SANDBOX_VERIFY_RECEIPT_URL": "\(fakeURL)/sandbox/verifyReceipt",
+            "APPLE_SERVER_API_URL": fakeURL, "APPLE_SERVER_API_SANDBOX_URL": "\(fakeURL)/sandbox",
+            "ALLOWED_BUNDLE_IDS": "com.example.game", "LOG_LEVEL": environment["LOG_LEVEL"] ?? "warning",
+            "KAFKA_SESSION_TIMEOUT_MS": "6000",
+        ]) { _, new in new }
+        environment.merge(extra) { _, new in new }
+        child.environment = environment
+        _ = FileManager.default.createFile(atPath: options.verifierLog, contents: nil)
+        child.standardError = FileHandle(forWritingAtPath: options.verifierLog)
+        child.standardOutput = FileHandle.nullDevice
+        do {
+            try child.run()
+        } catch {
+            fail("cannot start \(options.verifierBinary): \(error)")
+        }
+        return child
+    }
+
+    /// SIGTERM (the verifier drains and exits 0), SIGKILL after 30 s; the exit status as text.
+    static func stop(_ child: Process) -> String {
+        child.terminate()
+        let stopDeadline = Date() + 30
+        while child.isRunning, Date() < stopDeadline { usleep(10_000) }
+        let exitStatus = child.isRunning ? "still-running" : String(child.terminationStatus)
+        if child.isRunning { kill(child.processIdentifier, SIGKILL) }
+        return exitStatus
+    }
+
     static func run() {
         guard let options = BenchOptions.parse(Array(CommandLine.arguments.dropFirst())) else {
             print(BenchOptions.usage)
             exit(2)
         }
+        if options.mode == "notifications" { NotificationDrain.run(options) }
+        if options.mode == "processor" { NotificationDrain.runProcessor(options) }
         var signedTransactions: [String] = []
         if let path = options.signedTransactionsFile {
             guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { fail("cannot read \(path)") }
@@ -246,28 +303,7 @@ enum VerifierBench {
         }
         follower.start()
 
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: options.verifierBinary)
-        var environment = ProcessInfo.processInfo.environment
-        environment.merge([
-            "KAFKA_BOOTSTRAP_SERVERS": options.bootstrap, "RECEIPTS_TOPIC": topics.submitted,
-            "RESULTS_TOPIC": topics.results, "RETRY_TOPIC": "\(prefix).retry", "DLQ_TOPIC": "\(prefix).dlq",
-            "VERIFIER_GROUP_ID": "\(prefix).group", "VERIFIER_MAX_IN_FLIGHT": String(options.inFlight),
-            "VERIFIER_METRICS_LISTEN": "127.0.0.1:0", "APPLE_VERIFY_RECEIPT_URL": "\(options.fakeURL)/verifyReceipt",
-            "APPLE_SANDBOX_VERIFY_RECEIPT_URL": "\(options.fakeURL)/sandbox/verifyReceipt",
-            "APPLE_SERVER_API_URL": options.fakeURL, "APPLE_SERVER_API_SANDBOX_URL": "\(options.fakeURL)/sandbox",
-            "ALLOWED_BUNDLE_IDS": "com.example.game", "LOG_LEVEL": environment["LOG_LEVEL"] ?? "warning",
-            "KAFKA_SESSION_TIMEOUT_MS": "6000",
-        ]) { _, new in new }
-        child.environment = environment
-        _ = FileManager.default.createFile(atPath: options.verifierLog, contents: nil)
-        child.standardError = FileHandle(forWritingAtPath: options.verifierLog)
-        child.standardOutput = FileHandle.nullDevice
-        do {
-            try child.run()
-        } catch {
-            fail("cannot start \(options.verifierBinary): \(error)")
-        }
+        let child = startVerifier(options, extra: [:])
         let pid = child.processIdentifier
         let failures = FailureCount()
 
@@ -292,11 +328,7 @@ enum VerifierBench {
         let peakKB = peakRSSKilobytes(pid)
         let summary = ledger.summary(options.warmup..<total)
 
-        child.terminate()  // SIGTERM: the verifier drains and exits 0
-        let stopDeadline = Date() + 30
-        while child.isRunning, Date() < stopDeadline { usleep(10_000) }
-        let exitStatus = child.isRunning ? "still-running" : String(child.terminationStatus)
-        if child.isRunning { kill(pid, SIGKILL) }
+        let exitStatus = stop(child)
         follower.close(timeout: .seconds(2))
         producer.close(timeout: .seconds(2))
 

@@ -4,8 +4,9 @@ import SignedData
 /// Verified App Store signed data mapped to the verdict rules' input, so a signed transaction (local, Get
 /// Transaction Info, Get Transaction History) is judged by exactly the rules verifyReceipt answers are, and the same
 /// purchase gets the same `credit_key` whichever source verified it (`apple:<environment>:<transactionId>`, the
-/// environment being the payload's own).
-enum SignedTransactionMapping {
+/// environment being the payload's own). Public for the notification path, whose events carry the same transaction
+/// objects.
+public enum SignedTransactionMapping {
     /// The environment a payload names, when it is one the verdict rules may judge.
     enum Environment: Equatable {
         case known(AppStoreEnvironment)
@@ -25,10 +26,10 @@ enum SignedTransactionMapping {
     }
 
     /// Why a verified payload cannot be judged as a transaction.
-    struct Unusable: Error, Equatable {
+    public struct Unusable: Error, Equatable {
         /// The payload's transaction id, when it has one.
-        var transactionId: String?
-        var problem: String
+        public var transactionId: String?
+        public var problem: String
     }
 
     /// The transaction the verdict rules see.
@@ -36,7 +37,7 @@ enum SignedTransactionMapping {
     /// - Throws: `Unusable` when an id, the product or the purchase date is missing. A `revocationDate` or
     ///   `revocationPercentage` that is present but unreadable is named in `unreadableCancellationFields`, which
     ///   makes the transaction not creditable (fail closed: a refund that cannot be read never passes as none).
-    static func transaction(_ payload: JWSTransactionPayload) throws(Unusable) -> AppleTransaction {
+    public static func transaction(_ payload: JWSTransactionPayload) throws(Unusable) -> AppleTransaction {
         guard let transactionId = payload.transactionId, !transactionId.isEmpty else {
             throw Unusable(transactionId: nil, problem: "a signed transaction without transactionId")
         }

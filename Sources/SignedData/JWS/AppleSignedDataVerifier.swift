@@ -13,7 +13,8 @@ import Synchronization
 ///
 /// Verified (leaf, intermediate) pairs are cached (32 by default, least recently used out) with the chain's
 /// validity window, so the steady state costs parsing plus one ECDSA verification; a cached pair is used only when
-/// the new `signedDate` is inside that window. Safe to share between threads.
+/// the new `signedDate` is inside that window. Header segments already checked are cached too (the same capacity),
+/// sparing their base64 and JSON. Safe to share between threads.
 public final class AppleSignedDataVerifier: Sendable {
     /// Apple's libraries cache 32 chains; leaves rotate about every two years, so a handful are live at once.
     public static let defaultCacheCapacity = 32
@@ -21,6 +22,8 @@ public final class AppleSignedDataVerifier: Sendable {
     /// The trust anchors.
     public let trustedRoots: [Certificate]
     private let cache: Mutex<VerifiedChainCache>
+    /// Header segments already checked (same capacity): a hit skips decoding the header and its certificates.
+    private let headers: Mutex<VerifiedHeaderCache>
 
     /// - Parameters:
     ///   - trustedRoots: the only roots chains may end at (Apple Root CA - G3 in production).
@@ -28,6 +31,7 @@ public final class AppleSignedDataVerifier: Sendable {
     public init(trustedRoots: [Certificate], cacheCapacity: Int = AppleSignedDataVerifier.defaultCacheCapacity) {
         self.trustedRoots = trustedRoots
         cache = Mutex(VerifiedChainCache(capacity: cacheCapacity))
+        headers = Mutex(VerifiedHeaderCache(capacity: cacheCapacity))
     }
 
     /// A verifier trusting the certificates in the files at `rootCertificatePaths` (DER or PEM, as listed by an
@@ -50,29 +54,93 @@ public final class AppleSignedDataVerifier: Sendable {
     ///
     /// - Throws: `SignedDataError` whose kind says which check failed; all map to `invalid_signature`.
     public func verify(_ jws: String) throws(SignedDataError) -> VerifiedJWS {
-        let parsed = try CompactJWS.parse(jws)
-        guard let x5c = parsed.header.x5c, x5c.count == 3 else {
+        let parsed = try parse(jws)
+        return try verify(parsed, signedDateMs: try Self.signedDate(of: parsed.payload))
+    }
+
+    /// Verifies `jws` and decodes its payload as `type` in one pass: the payload JSON is parsed once, and the time
+    /// the chain is validated at is the `signedDate` read from the decoded value (nil: absent or unreadable). The
+    /// checks and their order are those of `verify(_:)`; `type` must decode only from a JSON object.
+    ///
+    /// - Throws: `SignedDataError`, as `verify(_:)` (`.payloadNotJSON` when the payload does not decode as `type`).
+    public func verify<Payload: Decodable>(
+        _ jws: String, as type: Payload.Type, signedDate: (Payload) -> Int64?
+    ) throws(SignedDataError) -> (payload: Payload, verified: VerifiedJWS) {
+        let parsed = try parse(jws)
+        let decoded = try SignedPayloadDecoder.decode(type, from: parsed.payload)
+        guard let signedDateMs = signedDate(decoded) else {
+            throw SignedDataError(
+                .missingSignedDate,
+                "the payload has no readable signedDate, so there is no time to validate the chain at")
+        }
+        return (decoded, try verify(parsed, signedDateMs: signedDateMs))
+    }
+
+    /// A JWS split and decoded, its header checked (ES256, three `x5c` certificates in standard base64).
+    private struct ParsedJWS {
+        let header: JWSHeader
+        let chainKey: VerifiedChainCache.Key
+        let signingInput: [UInt8]
+        let payload: [UInt8]
+        let signature: [UInt8]
+    }
+
+    /// `CompactJWS.parse` plus the header checks, with a header seen before taken from the header cache.
+    private func parse(_ jws: String) throws(SignedDataError) -> ParsedJWS {
+        let bytes = Array(jws.utf8)
+        let segments = try CompactJWS.split(bytes)
+        let headerSegment = bytes[segments.0]
+        let cached = headers.withLock { $0.lookup(headerSegment) }
+        let header: JWSHeader
+        if let cached {
+            header = cached.header
+        } else {
+            header = try CompactJWS.decodeHeader(headerSegment)
+        }
+        guard let payload = Base64.decodeURL(bytes[segments.1]) else {
+            throw SignedDataError(.malformed, "the JWS payload segment is not base64url")
+        }
+        guard let signature = Base64.decodeURL(bytes[segments.2]) else {
+            throw SignedDataError(.malformed, "the JWS signature segment is not base64url")
+        }
+        let signingInput = Array(bytes[segments.0.lowerBound..<segments.1.upperBound])
+        if let cached {
+            return ParsedJWS(
+                header: header, chainKey: cached.chainKey, signingInput: signingInput, payload: payload,
+                signature: signature)
+        }
+        guard let x5c = header.x5c, x5c.count == 3 else {
             throw SignedDataError(
                 .invalidChainLength,
-                "the JWS header's x5c has \(parsed.header.x5c.map { "\($0.count)" } ?? "no") certificates; "
+                "the JWS header's x5c has \(header.x5c.map { "\($0.count)" } ?? "no") certificates; "
                     + "App Store data carries exactly 3 (leaf, intermediate, root)")
         }
-        // Keyed by the certificates' base64 text, which the strict decoder maps one-to-one to their DER: a hit needs
-        // no decoding at all (decoding both certificates was a tenth of a warm verification).
+        // Both certificates must be standard base64 (checked once per header); the chain cache is keyed by their
+        // text, which the strict decoder maps one-to-one to their DER.
+        _ = try certificateBytes(x5c[0], index: 0)
+        _ = try certificateBytes(x5c[1], index: 1)
         let key = VerifiedChainCache.Key(leaf: Array(x5c[0].utf8), intermediate: Array(x5c[1].utf8))
-        let signedDateMs = try Self.signedDate(of: parsed.payload)
+        headers.withLock { $0.insert(VerifiedHeaderCache.Entry(header: header, chainKey: key), for: headerSegment) }
+        return ParsedJWS(
+            header: header, chainKey: key, signingInput: signingInput, payload: payload, signature: signature)
+    }
+
+    /// The signature length, the chain at `signedDateMs` (cached or validated), and the ES256 signature.
+    private func verify(_ parsed: ParsedJWS, signedDateMs: Int64) throws(SignedDataError) -> VerifiedJWS {
         guard parsed.signature.count == 64 else {
             throw SignedDataError(.invalidSignature,
                                   "the signature is \(parsed.signature.count) bytes; an ES256 signature is 64 (r || s)")
         }
         let epochSeconds = Self.epochSeconds(milliseconds: signedDateMs)
-
+        let key = parsed.chainKey
         let entry: VerifiedChainCache.Entry
         if let cached = cache.withLock({ $0.lookup(key, atEpochSeconds: epochSeconds) }) {
             entry = cached
         } else {
-            let leaf = try certificate(try certificateBytes(x5c[0], index: 0), index: 0)
-            let intermediate = try certificate(try certificateBytes(x5c[1], index: 1), index: 1)
+            // Every header here passed the base64 checks in `parse`: decoding its certificates cannot fail.
+            let x5c = parsed.header.x5c ?? []
+            let leaf = try certificate(try certificateBytes(x5c.first ?? "", index: 0), index: 0)
+            let intermediate = try certificate(try certificateBytes(x5c.dropFirst().first ?? "", index: 1), index: 1)
             let (publicKey, chain) = try validate(leaf: leaf, intermediate: intermediate, atEpochSeconds: epochSeconds)
             entry = VerifiedChainCache.Entry(publicKey: publicKey, chain: chain, leafFingerprint: leaf.sha256Fingerprint)
             cache.withLock { $0.insert(entry, for: key) }

@@ -10,7 +10,8 @@
 /// - At most `limits.maxInFlight` rounds are at Apple while the breaker is closed; one probe at a time while open.
 /// - A partition is paused while its window is full, while it holds a retry record that is not yet due, and every
 ///   partition is paused while too many admitted messages wait for Apple, while the breaker is open with work
-///   waiting, and once stopping.
+///   waiting, and once stopping. The partitions of the direct topics (processed without Apple: notifications) are
+///   also paused while `limits.directLimit` of their messages are admitted and not finished.
 public struct DispatchState<Work: Sendable>: Sendable {
     /// A round to start at Apple. `isProbe` marks the single call allowed while the breaker is open.
     public struct Dispatch: Sendable {
@@ -56,13 +57,19 @@ public struct DispatchState<Work: Sendable>: Sendable {
     private var waiting: [Waiting] = []
     private var waitingHead = 0
     private var pendingGate = false
+    /// Topics whose messages never wait for Apple (notifications); their live messages are bounded together.
+    public let directTopics: Set<String>
+    private var directGate = false
     private var nextEpoch: UInt64 = 1
     /// Control batches emitted so far (each transition with control actions emits one, numbered from 1).
     public private(set) var controlSequence: UInt64 = 0
 
-    public init(limits: DispatchLimits, breaker: AppleCircuitBreaker = AppleCircuitBreaker()) {
+    public init(
+        limits: DispatchLimits, breaker: AppleCircuitBreaker = AppleCircuitBreaker(), directTopics: Set<String> = []
+    ) {
         self.limits = limits
         self.breaker = breaker
+        self.directTopics = directTopics
     }
 
     // MARK: Queries
@@ -365,6 +372,14 @@ public struct DispatchState<Work: Sendable>: Sendable {
             pendingGate = false
         }
         let pauseAll = isStopping || pendingGate || (breaker.isOpen && waitingCount > 0)
+        if !directTopics.isEmpty {
+            let direct = partitions.reduce(0) { $0 + (directTopics.contains($1.key.topic) ? $1.value.live : 0) }
+            if direct >= limits.directLimit {
+                directGate = true
+            } else if direct <= limits.directResumeMark {
+                directGate = false
+            }
+        }
         var actions = extra
         var index = partitions.startIndex
         while index != partitions.endIndex {
@@ -378,6 +393,7 @@ public struct DispatchState<Work: Sendable>: Sendable {
             }
             let shouldPause =
                 pauseAll || partitions.values[index].windowFull || !partitions.values[index].heldOffsets.isEmpty
+                || (directGate && directTopics.contains(partitions.keys[index].topic))
             if partitions.values[index].toldPaused != shouldPause {
                 actions.append(shouldPause ? .pause(partitions.keys[index]) : .resume(partitions.keys[index]))
                 partitions.values[index].toldPaused = shouldPause

@@ -3,15 +3,17 @@ public enum OutgoingRecordKind: String, Sendable {
     case result
     case retry
     case deadLetter = "dlq"
+    /// A purchase event made from a verified App Store Server Notification.
+    case event
 }
 
-/// One record the verifier produces (a result, a retry record or a DLQ record).
+/// One record the verifier produces (a result, a retry record, a DLQ record or a purchase event).
 public struct OutgoingRecord: Sendable, Equatable {
     public let kind: OutgoingRecordKind
     public let topic: String
     public let key: [UInt8]?
     public let value: [UInt8]
-    /// Header name and UTF-8 value pairs (`submission-id`, `outcome`, `dlq-reason`).
+    /// Header name and UTF-8 value pairs (`submission-id`, `outcome`, `dlq-reason`, `event-id`, `event-type`).
     public let headers: [(name: String, value: String)]
 
     public init(

@@ -9,14 +9,20 @@ final class PublishGroup: Sendable {
     let disposition: RoundDisposition?
     /// `submitted_at_ms` of the submission, when known (latency metric).
     let submittedAtMs: Int64?
+    /// What the outputs of a consumed notification mean, for metrics once they are acknowledged.
+    let notification: NotificationDisposition?
     private let remaining: Atomic<Int>
     private let abandoned = Atomic<Bool>(false)
 
-    init(ticket: MessageTicket, records: [OutgoingRecord], disposition: RoundDisposition?, submittedAtMs: Int64?) {
+    init(
+        ticket: MessageTicket, records: [OutgoingRecord], disposition: RoundDisposition?, submittedAtMs: Int64?,
+        notification: NotificationDisposition? = nil
+    ) {
         self.ticket = ticket
         self.records = records
         self.disposition = disposition
         self.submittedAtMs = submittedAtMs
+        self.notification = notification
         self.remaining = Atomic(records.count)
     }
 

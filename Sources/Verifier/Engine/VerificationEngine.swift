@@ -9,6 +9,12 @@ import Synchronization
 /// result (or retry / DLQ records) per message, and stores each input offset only after every output of it and of
 /// all earlier messages of its partition was acknowledged by Kafka.
 ///
+/// Notifications (`NOTIFICATIONS_TOPIC`) take the same path as malformed submissions: no Apple call, so they never
+/// queue for an Apple slot; they are verified on the work queue and their event (or DLQ record) is published at
+/// once. They are admitted, windowed, paused and resumed, and their offsets stored, exactly like submissions; since
+/// no Apple slot bounds them, their partitions are also paused while `DispatchLimits.directLimit` of them are in
+/// progress (memory: a backlog of ~12 KB notifications would otherwise be admitted whole).
+///
 /// Threads: `consume`, `partitionsAssigned` and `partitionsRevoking` are called on the consumer's poll thread;
 /// Apple completions and delivery reports arrive on library threads. CPU work (decoding, encoding) runs on a
 /// concurrent Dispatch queue; all bookkeeping is in `DispatchState` behind one lock, and its actions run outside it.
@@ -49,6 +55,7 @@ public final class VerificationEngine: Sendable {
 
     private let configuration: Configuration
     private let verifier: any SubmissionVerifying
+    private let notifications: NotificationProcessor?
     private let publisher: any RecordPublishing
     private let clock: any VerifierClock
     private let logger: Logger
@@ -60,12 +67,16 @@ public final class VerificationEngine: Sendable {
     private let state: Mutex<DispatchState<VerificationJob>>
     private let work = DispatchQueue(label: "verifier-work", attributes: .concurrent)
 
+    /// - Parameter notifications: verifies messages of `topics.notifications`; without it they are treated as
+    ///   malformed submissions (the service always gives one).
     public init(
         configuration: Configuration, verifier: any SubmissionVerifying, publisher: any RecordPublishing,
-        control: any PartitionControl, clock: any VerifierClock, logger: Logger, metrics: VerifierMetrics
+        control: any PartitionControl, clock: any VerifierClock, logger: Logger, metrics: VerifierMetrics,
+        notifications: NotificationProcessor? = nil
     ) {
         self.configuration = configuration
         self.verifier = verifier
+        self.notifications = notifications
         self.publisher = publisher
         self.clock = clock
         self.logger = logger
@@ -77,7 +88,8 @@ public final class VerificationEngine: Sendable {
         self.publishHealth = PublishHealth(notReadyAfter: configuration.publishFailuresBeforeNotReady)
         self.state = Mutex(
             DispatchState(
-                limits: configuration.limits, breaker: AppleCircuitBreaker(configuration: configuration.breaker)))
+                limits: configuration.limits, breaker: AppleCircuitBreaker(configuration: configuration.breaker),
+                directTopics: notifications == nil ? [] : [configuration.topics.notifications]))
     }
 
     public var snapshot: Snapshot {
@@ -174,6 +186,10 @@ public final class VerificationEngine: Sendable {
 
     private func process(_ message: InputMessage, ticket: MessageTicket) {
         let nowMs = clock.wallMilliseconds()
+        if let notifications, message.partition.topic == configuration.topics.notifications {
+            processNotification(message, ticket: ticket, processor: notifications, nowMs: nowMs)
+            return
+        }
         switch triage.triage(message, nowMs: nowMs) {
         case .malformed(let records, let problem, let submissionId):
             metrics.malformed.increment()
@@ -203,6 +219,49 @@ public final class VerificationEngine: Sendable {
                 let now = self.clock.monotonicNanoseconds()
                 self.perform(self.state.withLock { $0.release(ticket, work: job, nowNs: now) })
             }
+        }
+    }
+
+    /// Verifies a notification and publishes its event, or its DLQ record, like a malformed message: directly.
+    private func processNotification(
+        _ message: InputMessage, ticket: MessageTicket, processor: NotificationProcessor, nowMs: Int64
+    ) {
+        let outcome = processor.process(message.value)
+        guard stillOwned(ticket) else { return }
+        switch outcome {
+        case .success(let notification):
+            let event = notification.event
+            if logger.isEnabled(.debug) {
+                logger.debug(
+                    "notification verified",
+                    [
+                        "event_id": .string(event.eventId), "type": .string(event.type.rawValue),
+                        "notification_type": .string(event.notificationType),
+                        "transaction_id": .string(event.transaction?.transactionId ?? ""),
+                    ])
+            }
+            publish(
+                PublishGroup(
+                    ticket: ticket, records: [router.factory.event(notification)], disposition: nil,
+                    submittedAtMs: nil,
+                    notification: .event(
+                        event.type, notificationType: event.notificationType, receivedAtMs: event.receivedAtMs)))
+        case .failure(let rejection):
+            logger.warning(
+                "notification sent to the DLQ",
+                [
+                    "notification_uuid": .string(rejection.notificationUUID ?? ""),
+                    "reason": .string(rejection.reason.rawValue), "problem": .string(rejection.message),
+                    "topic": .string(message.partition.topic), "partition": .int(Int(message.partition.partition)),
+                    "offset": .int(Int(message.offset)), "bytes": .int(message.value.count),
+                ])
+            let record = router.factory.deadLetter(
+                message: message, submissionId: nil, reason: rejection.reason, text: rejection.message,
+                appleStatus: nil, attempts: 0, nowMs: nowMs)
+            publish(
+                PublishGroup(
+                    ticket: ticket, records: [record], disposition: nil, submittedAtMs: nil,
+                    notification: .rejected(rejection.reason)))
         }
     }
 
@@ -408,6 +467,17 @@ public final class VerificationEngine: Sendable {
             }
         case .retry:
             metrics.retries.increment()
+        case nil:
+            break
+        }
+        switch group.notification {
+        case .event(let type, let notificationType, let receivedAtMs):
+            metrics.notificationEventWritten(type, notificationType: notificationType)
+            if receivedAtMs > 0 {
+                metrics.notificationLag.observe(Double(max(clock.wallMilliseconds() - receivedAtMs, 0)) / 1000)
+            }
+        case .rejected(let reason):
+            metrics.notificationRejected(reason)
         case nil:
             break
         }

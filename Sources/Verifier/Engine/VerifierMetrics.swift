@@ -15,6 +15,10 @@ public final class VerifierMetrics: Sendable {
         let retriable: Bool
     }
     private let publishFailures: [PublishFailureKey: Counter]
+    /// By "<event type>/<notification type>"; notification types not in the mapping table count as `other`.
+    private let notificationEvents: [String: Counter]
+    private let notificationRejections: [Reason: Counter]
+    let notificationLag: Histogram
     let retries: Counter
     let configErrors: Counter
     let malformed: Counter
@@ -41,7 +45,10 @@ public final class VerifierMetrics: Sendable {
         }
         self.results = results
         var deadLetters: [Reason: Counter] = [:]
-        for reason in [Reason.malformedSubmission, .appleUnavailable, .configError] {
+        for reason in [
+            Reason.malformedSubmission, .appleUnavailable, .configError, .invalidSignature, .bundleMismatch,
+            .sandboxNotAllowed,
+        ] {
             deadLetters[reason] = registry.counter(
                 "verifier_dlq_records_total", help: "DLQ records written, by reason",
                 labels: [("reason", reason.rawValue)])
@@ -56,7 +63,7 @@ public final class VerifierMetrics: Sendable {
         self.rounds = rounds
         var published: [OutgoingRecordKind: Counter] = [:]
         var publishFailures: [PublishFailureKey: Counter] = [:]
-        for kind in [OutgoingRecordKind.result, .retry, .deadLetter] {
+        for kind in [OutgoingRecordKind.result, .retry, .deadLetter, .event] {
             published[kind] = registry.counter(
                 "verifier_records_published_total", help: "Output records acknowledged by Kafka, by kind",
                 labels: [("kind", kind.rawValue)])
@@ -70,6 +77,27 @@ public final class VerifierMetrics: Sendable {
         }
         self.published = published
         self.publishFailures = publishFailures
+        var notificationEvents: [String: Counter] = [:]
+        let known = NotificationEventMapping.table.map { ($0.key, $0.value) } + [("other", PurchaseEventType.info)]
+        for (notificationType, eventType) in known {
+            notificationEvents["\(eventType.rawValue)/\(notificationType)"] = registry.counter(
+                "verifier_notification_events_total",
+                help: "Purchase events written (acknowledged by Kafka), by event type and Apple's notification type "
+                    + "(types not known to this verifier count as other)",
+                labels: [("type", eventType.rawValue), ("notification_type", notificationType)])
+        }
+        self.notificationEvents = notificationEvents
+        var notificationRejections: [Reason: Counter] = [:]
+        for reason in [Reason.invalidSignature, .bundleMismatch, .sandboxNotAllowed, .malformedSubmission] {
+            notificationRejections[reason] = registry.counter(
+                "verifier_notification_rejections_total",
+                help: "Notifications that became DLQ records instead of events (acknowledged by Kafka), by reason",
+                labels: [("reason", reason.rawValue)])
+        }
+        self.notificationRejections = notificationRejections
+        notificationLag = registry.histogram(
+            "verifier_notification_to_event_seconds",
+            help: "From a notification's received_at_ms (ingest or backfill) to its event's acknowledgement")
         retries = registry.counter("verifier_retries_total", help: "Retry records written to RETRY_TOPIC")
         configErrors = registry.counter(
             "verifier_config_errors_total",
@@ -112,6 +140,15 @@ public final class VerifierMetrics: Sendable {
         case .unavailable: rounds["unavailable"]?.increment()
         case .configurationError: rounds["config_error"]?.increment()
         }
+    }
+
+    func notificationEventWritten(_ type: PurchaseEventType, notificationType: String) {
+        let label = NotificationEventMapping.table[notificationType] == nil ? "other" : notificationType
+        notificationEvents["\(type.rawValue)/\(label)"]?.increment()
+    }
+
+    func notificationRejected(_ reason: Reason) {
+        notificationRejections[reason]?.increment()
     }
 
     func publishedRecord(_ kind: OutgoingRecordKind) { published[kind]?.increment() }

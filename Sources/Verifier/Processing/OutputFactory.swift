@@ -2,7 +2,8 @@ import AppStore
 import ReceiptModel
 
 /// Builds the verifier's output records exactly per the contract: keyed like the consumed message, with the
-/// `submission-id` header on all, `outcome` on results and `dlq-reason` on DLQ records.
+/// `submission-id` header on all (when known), `outcome` on results and `dlq-reason` on DLQ records; purchase events
+/// keyed by original transaction id with `event-id` and `event-type`.
 public struct OutputFactory: Sendable {
     public let topics: VerifierTopics
 
@@ -119,6 +120,18 @@ public struct OutputFactory: Sendable {
     /// The decoded length of base64 `text`.
     private static func base64Length(_ text: String) -> Int {
         text.utf8.count / 4 * 3 - text.utf8.suffix(2).filter { $0 == UInt8(ascii: "=") }.count
+    }
+
+    /// A purchase event on `EVENTS_TOPIC`, keyed by its original transaction id (else its event id), with the
+    /// `event-id` and `event-type` headers.
+    public func event(_ notification: NotificationEvent) -> OutgoingRecord {
+        OutgoingRecord(
+            kind: .event, topic: topics.events, key: notification.key,
+            value: PurchaseEventJSON.encode(notification.event),
+            headers: [
+                (MessageHeaders.eventId, notification.event.eventId),
+                (MessageHeaders.eventType, notification.event.type.rawValue),
+            ])
     }
 
     public func retry(_ record: RetryRecord, key: [UInt8]?) -> OutgoingRecord {

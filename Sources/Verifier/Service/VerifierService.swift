@@ -3,6 +3,7 @@ import Dispatch
 import HTTPServer
 import Kafka
 import ServiceSupport
+import SignedData
 import Synchronization
 
 /// Why the verifier could not start.
@@ -10,9 +11,9 @@ public struct VerifierStartupError: Error, CustomStringConvertible, Sendable {
     public let description: String
 }
 
-/// The receipt verifier as a service: a Kafka consumer (RECEIPTS_TOPIC and RETRY_TOPIC, group VERIFIER_GROUP_ID)
-/// feeding the `VerificationEngine`, the App Store client, an idempotent producer for outputs, and the
-/// health/metrics endpoint.
+/// The receipt verifier as a service: a Kafka consumer (RECEIPTS_TOPIC, RETRY_TOPIC and NOTIFICATIONS_TOPIC, group
+/// VERIFIER_GROUP_ID) feeding the `VerificationEngine`, the App Store client, the notification verifier (anchored to
+/// APPLE_ROOT_CERTIFICATES), an idempotent producer for outputs, and the health/metrics endpoint.
 ///
 /// Lifecycle: `init` creates the clients (nothing runs yet), `start` binds the endpoint and starts consuming,
 /// `shutdown` drains (pause, finish or abandon in-flight work within `shutdownTimeout`, offsets stored as outputs
@@ -68,6 +69,8 @@ public final class VerifierService: Sendable {
             producer.close(timeout: .seconds(1))
             throw VerifierStartupError(description: "cannot create the App Store client: \(error)")
         }
+        // The notifications' own verifier (its chain and header caches), anchored to APPLE_ROOT_CERTIFICATES.
+        let signedData = AppleSignedDataVerifier(trustedRoots: settings.serverAPI.rootCertificates)
         let bridge = KafkaConsumerBridge(revokeTimeout: settings.revokeTimeout, logger: logger)
         let engine = VerificationEngine(
             configuration: VerificationEngine.Configuration(
@@ -75,13 +78,16 @@ public final class VerifierService: Sendable {
                 breaker: settings.breaker),
             verifier: AppStoreSubmissionVerifier(verifier: appleVerifier, roundDeadline: settings.roundDeadline),
             publisher: KafkaRecordPublisher(producer: producer), control: bridge, clock: SystemVerifierClock(),
-            logger: logger, metrics: VerifierMetrics(registry: metrics))
+            logger: logger, metrics: VerifierMetrics(registry: metrics),
+            notifications: NotificationProcessor(
+                verifier: signedData, policy: settings.notificationPolicy, catalog: catalog))
         bridge.attach(engine: engine)
         let consumer: KafkaConsumer
         do {
             consumer = try KafkaConsumer(
                 configuration: settings.consumerKafka, groupId: settings.groupId,
-                topics: [settings.topics.receipts, settings.topics.retry], delegate: bridge, logger: logger,
+                topics: [settings.topics.receipts, settings.topics.retry, settings.topics.notifications],
+                delegate: bridge, logger: logger,
                 metrics: metrics)
         } catch {
             producer.close(timeout: .seconds(1))
@@ -133,7 +139,9 @@ public final class VerifierService: Sendable {
             "receipt-verifier started",
             [
                 "group_id": .string(settings.groupId), "receipts_topic": .string(settings.topics.receipts),
-                "retry_topic": .string(settings.topics.retry), "max_in_flight": .int(settings.limits.maxInFlight),
+                "retry_topic": .string(settings.topics.retry),
+                "notifications_topic": .string(settings.topics.notifications),
+                "events_topic": .string(settings.topics.events), "max_in_flight": .int(settings.limits.maxInFlight),
                 "metrics_port": .int(Int(server.port)), "apple": .string(settings.appStore.description),
                 "server_api": .string(settings.serverAPI.description),
             ])

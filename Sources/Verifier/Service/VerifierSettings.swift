@@ -44,6 +44,13 @@ public struct VerifierSettings: Sendable {
         self.shutdownTimeout = shutdownTimeout
     }
 
+    /// What notifications must satisfy besides their signatures.
+    public var notificationPolicy: NotificationPolicy {
+        NotificationPolicy(
+            allowedBundleIds: appStore.verdictPolicy.allowedBundleIds,
+            sandboxPolicy: appStore.verdictPolicy.sandboxPolicy, appAppleId: serverAPI.appAppleId)
+    }
+
     /// Defaults the verifier applies to librdkafka properties `KAFKA_*` does not set: statistics every second
     /// (consumer lag, `/readyz`).
     public static let kafkaDefaults: [String: String] = ["statistics.interval.ms": "1000"]
@@ -52,9 +59,12 @@ public struct VerifierSettings: Sendable {
     /// fetch wait. A real broker answers a fetch as soon as data arrives, so the wait only bounds idle polling; the
     /// librdkafka mock cluster (`make dev`, tests, benchmarks) always waits the full time when a partition is at its
     /// end and returns one batch per partition, which at the default 500 ms caps a verifier near 1,000 messages/s
-    /// (bench/verifier.sh: 10 ms keeps up with 3,500/s at p99 140 ms).
+    /// (bench/verifier.sh: 10 ms keeps up with 3,500/s at p99 140 ms). librdkafka sizes each partition's fetches
+    /// from `queued.max.messages.kbytes` shared by the assigned partitions: with App Store notifications (~12 KB each)
+    /// 16 MB over 80 partitions left ~15 notifications per partition per fetch and capped a verifier near 2,300
+    /// events/s; 64 MB reaches ~5,000/s (bench/verifier.sh, notifications run) for at most 48 MB more memory.
     public static let consumerDefaults: [String: String] = [
-        "queued.max.messages.kbytes": "16384",
+        "queued.max.messages.kbytes": "65536",
         "queued.min.messages": "20000",
         "fetch.wait.max.ms": "10",
     ]
@@ -102,12 +112,17 @@ public struct VerifierSettings: Sendable {
             receipts: try topic(settings, "RECEIPTS_TOPIC", default: "iap.receipts.submitted"),
             results: try topic(settings, "RESULTS_TOPIC", default: "iap.receipts.results"),
             retry: try topic(settings, "RETRY_TOPIC", default: "iap.receipts.retry"),
-            deadLetter: try topic(settings, "DLQ_TOPIC", default: "iap.receipts.dlq"))
-        let distinct = Set([topics.receipts, topics.results, topics.retry, topics.deadLetter])
-        guard distinct.count == 4 else {
+            deadLetter: try topic(settings, "DLQ_TOPIC", default: "iap.receipts.dlq"),
+            notifications: try topic(settings, "NOTIFICATIONS_TOPIC", default: "iap.notifications.submitted"),
+            events: try topic(settings, "EVENTS_TOPIC", default: "iap.purchase.events"))
+        let distinct = Set([
+            topics.receipts, topics.results, topics.retry, topics.deadLetter, topics.notifications, topics.events,
+        ])
+        guard distinct.count == 6 else {
             throw ConfigurationError(
-                variable: "RETRY_TOPIC", problem: "RECEIPTS_TOPIC, RESULTS_TOPIC, RETRY_TOPIC and DLQ_TOPIC must differ"
-            )
+                variable: "RETRY_TOPIC",
+                problem: "RECEIPTS_TOPIC, RESULTS_TOPIC, RETRY_TOPIC, DLQ_TOPIC, NOTIFICATIONS_TOPIC and EVENTS_TOPIC "
+                    + "must differ")
         }
         let appStore = try AppStoreSettings.fromEnvironment(settings)
         let serverAPI = try ServerAPISettings.fromEnvironment(settings)
@@ -193,7 +208,7 @@ public struct VerifierSettings: Sendable {
           KAFKA_<PROPERTY>               any librdkafka property, upper-cased with '.' as '_'
                                          (KAFKA_SECURITY_PROTOCOL=SASL_SSL sets security.protocol); the verifier
                                          defaults KAFKA_STATISTICS_INTERVAL_MS=1000,
-                                         KAFKA_QUEUED_MAX_MESSAGES_KBYTES=16384, KAFKA_QUEUED_MIN_MESSAGES=20000
+                                         KAFKA_QUEUED_MAX_MESSAGES_KBYTES=65536, KAFKA_QUEUED_MIN_MESSAGES=20000
                                          and KAFKA_FETCH_WAIT_MAX_MS=10 for its consumer (low latency on the
                                          mock cluster; 100-500 is fine on a real Kafka); its producer is
                                          idempotent (acks=all); its consumer always auto-commits the offsets
@@ -202,6 +217,9 @@ public struct VerifierSettings: Sendable {
           RESULTS_TOPIC                  one result per submission (default iap.receipts.results)
           RETRY_TOPIC                    delayed re-verification, also consumed (default iap.receipts.retry)
           DLQ_TOPIC                      what could not be processed, for replay (default iap.receipts.dlq)
+          NOTIFICATIONS_TOPIC            App Store Server Notifications V2 to verify, also consumed
+                                         (default iap.notifications.submitted)
+          EVENTS_TOPIC                   purchase events from verified notifications (default iap.purchase.events)
           VERIFIER_GROUP_ID              consumer group (default iap-verifier)
           VERIFIER_MAX_IN_FLIGHT         Apple verifications in flight per process, 1..100000 (default 512)
           VERIFIER_METRICS_LISTEN        /healthz, /readyz, /metrics address host:port (default 0.0.0.0:9090)
@@ -256,11 +274,12 @@ public struct VerifierSettings: Sendable {
           APPLE_SERVER_API_URL           production API (default https://api.storekit.apple.com)
           APPLE_SERVER_API_SANDBOX_URL   sandbox API (default https://api.storekit-sandbox.apple.com); both https
                                          (plain http only to a loopback host)
-          APPLE_ROOT_CERTIFICATES        comma-separated DER/PEM files: the only roots signed transactions may
-                                         chain to (default the shipped Apple Root CA - G3)
+          APPLE_ROOT_CERTIFICATES        comma-separated DER/PEM files: the only roots signed transactions and
+                                         notifications may chain to (default the shipped Apple Root CA - G3)
           APPLE_RECEIPT_ROOT_CERTIFICATES roots of receipts' PKCS#7 signatures with RECEIPT_BACKEND=server-api
                                          (default the shipped Apple Inc. Root)
-          APPLE_APP_APPLE_ID             the app's numeric Apple id (notifications of other apps are refused)
+          APPLE_APP_APPLE_ID             the app's numeric Apple id (Production notifications of other apps are
+                                         refused: bundle_mismatch)
           APPLE_SERVER_API_MAX_RPS       this process's production pace per API endpoint, the sandbox's a tenth
                                          (default 50, Apple's per-app limit: divide it across replicas)
           SIGNED_TRANSACTION_CONFIRM     always (also ask Get Transaction Info: Apple's current state) or never

@@ -1,0 +1,96 @@
+import Synchronization
+
+/// Every notification the fake signed, with its delivery attempts, in the order they were made: what
+/// `GET /admin/notifications` lists, passed on (through `observer`) to the fake Server API's Get Notification History.
+/// Thread-safe.
+public final class FakeNotificationHistory: Sendable {
+    /// What changed, for the observer (called outside the lock, on the thread that made the change).
+    public enum Change: Sendable {
+        case added(Entry)
+        case attempted(Entry)
+    }
+
+    /// One delivery attempt, as Apple reports it (`sendAttempts[]`).
+    public struct Attempt: Sendable, Equatable {
+        public var dateMs: Int64
+        /// Apple's `sendAttemptResult`: `SUCCESS`, `UNSUCCESSFUL_HTTP_RESPONSE_CODE`, `TIMED_OUT`, `TLS_ISSUE`,
+        /// `SOCKET_ISSUE`, `OTHER`, ...
+        public var result: String
+        /// The HTTP status answered, when there was an answer.
+        public var httpStatus: Int?
+
+        public init(dateMs: Int64, result: String, httpStatus: Int?) {
+            self.dateMs = dateMs
+            self.result = result
+            self.httpStatus = httpStatus
+        }
+
+        public var succeeded: Bool { result == "SUCCESS" }
+    }
+
+    public struct Entry: Sendable, Equatable {
+        public var notificationUUID: String
+        public var notificationType: String
+        public var subtype: String?
+        public var transactionId: String?
+        public var originalTransactionId: String?
+        public var signedPayload: String
+        /// `Production` or `Sandbox`: whose history it is part of.
+        public var environment: String
+        /// The notification's `signedDate`, epoch ms (what Get Notification History's date window selects on).
+        public var signedDateMs: Int64
+        public var url: String?
+        public var attempts: [Attempt]
+        /// True once no retry is left (delivered, or every scheduled attempt failed).
+        public var finished: Bool
+
+        public var delivered: Bool { attempts.contains(where: \.succeeded) }
+
+        /// Apple's `sendAttemptResults`: `[{"attemptDate": ms, "sendAttemptResult": "..."}]`.
+        public var sendAttemptResultsJSON: String {
+            "[" + attempts.map { "{\"attemptDate\":\($0.dateMs),\"sendAttemptResult\":\"\($0.result)\"}" }
+                .joined(separator: ",") + "]"
+        }
+    }
+
+    private let entries = Mutex<[Entry]>([])
+    private let observer: (@Sendable (Change) -> Void)?
+
+    public init(observer: (@Sendable (Change) -> Void)? = nil) {
+        self.observer = observer
+    }
+
+    /// Records a signed notification before its first attempt.
+    public func add(_ notification: FakeNotification, signedPayload: String, url: String?) {
+        let entry = Entry(
+            notificationUUID: notification.notificationUUID, notificationType: notification.notificationType,
+            subtype: notification.subtype, transactionId: notification.transaction?.transactionId,
+            originalTransactionId: notification.transaction?.originalTransactionId, signedPayload: signedPayload,
+            environment: notification.environment, signedDateMs: notification.signedDateMs, url: url, attempts: [],
+            finished: url == nil)
+        entries.withLock { $0.append(entry) }
+        observer?(.added(entry))
+    }
+
+    func recordAttempt(_ attempt: Attempt, uuid: String, finished: Bool) {
+        let updated = entries.withLock { entries -> Entry? in
+            guard let index = entries.lastIndex(where: { $0.notificationUUID == uuid }) else { return nil }
+            entries[index].attempts.append(attempt)
+            entries[index].finished = finished
+            return entries[index]
+        }
+        if let updated { observer?(.attempted(updated)) }
+    }
+
+    /// Every entry, oldest first.
+    public var all: [Entry] { entries.withLock { $0 } }
+
+    public func entry(uuid: String) -> Entry? {
+        entries.withLock { $0.last(where: { $0.notificationUUID == uuid }) }
+    }
+
+    /// Forgets everything (`POST /admin/reset`).
+    public func reset() {
+        entries.withLock { $0.removeAll() }
+    }
+}

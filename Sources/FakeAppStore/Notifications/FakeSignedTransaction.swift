@@ -1,0 +1,72 @@
+/// A `JWSTransactionDecodedPayload` as the App Store writes it (dates in epoch milliseconds, `price` in
+/// milliunits), for the fake's notifications. Every field Apple may leave out is optional and then omitted.
+public struct FakeSignedTransaction: Sendable, Equatable {
+    public var transactionId: String
+    public var originalTransactionId: String
+    public var productId: String
+    public var bundleId: String
+    /// `Consumable`, `Non-Consumable`, `Auto-Renewable Subscription` or `Non-Renewing Subscription`.
+    public var type: String
+    public var purchaseDateMs: Int64
+    public var expiresDateMs: Int64?
+    public var quantity: Int = 1
+    /// `PURCHASED` or `FAMILY_SHARED`.
+    public var ownershipType: String = "PURCHASED"
+    public var environment: String
+    public var signedDateMs: Int64
+    public var webOrderLineItemId: String?
+    public var appAccountToken: String?
+    /// Set on refunded or revoked transactions.
+    public var revocationDateMs: Int64?
+    public var revocationReason: Int?
+    /// `REFUND_FULL`, `REFUND_PRORATED` or `FAMILY_REVOKE`.
+    public var revocationType: String?
+    /// Thousandths of a percent refunded (50000 = 50 %).
+    public var revocationPercentage: Int?
+    public var transactionReason: String = "PURCHASE"
+    public var price: Int64 = 990
+    public var currency: String = "USD"
+
+    public init(
+        transactionId: String, originalTransactionId: String, productId: String, bundleId: String, type: String,
+        purchaseDateMs: Int64, environment: String, signedDateMs: Int64
+    ) {
+        self.transactionId = transactionId
+        self.originalTransactionId = originalTransactionId
+        self.productId = productId
+        self.bundleId = bundleId
+        self.type = type
+        self.purchaseDateMs = purchaseDateMs
+        self.environment = environment
+        self.signedDateMs = signedDateMs
+    }
+
+    /// The payload JSON.
+    public var json: [UInt8] {
+        var fields = FakeJSONObject()
+        fields.string("transactionId", transactionId)
+        fields.string("originalTransactionId", originalTransactionId)
+        fields.string("webOrderLineItemId", webOrderLineItemId)
+        fields.string("bundleId", bundleId)
+        fields.string("productId", productId)
+        fields.integer("purchaseDate", purchaseDateMs)
+        fields.integer("originalPurchaseDate", purchaseDateMs)
+        fields.integer("expiresDate", expiresDateMs)
+        fields.integer("quantity", Int64(quantity))
+        fields.string("type", type)
+        fields.string("appAccountToken", appAccountToken)
+        fields.string("inAppOwnershipType", ownershipType)
+        fields.integer("signedDate", signedDateMs)
+        fields.integer("revocationDate", revocationDateMs)
+        fields.integer("revocationReason", revocationReason.map(Int64.init))
+        fields.string("revocationType", revocationType)
+        fields.integer("revocationPercentage", revocationPercentage.map(Int64.init))
+        fields.string("environment", environment)
+        fields.string("transactionReason", transactionReason)
+        fields.string("storefront", "USA")
+        fields.string("storefrontId", "143441")
+        fields.integer("price", price)
+        fields.string("currency", currency)
+        return fields.bytes
+    }
+}

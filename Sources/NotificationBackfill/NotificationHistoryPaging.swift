@@ -1,0 +1,38 @@
+/// One page of Get Notification History, as the backfill needs it.
+public struct NotificationHistoryPage: Sendable, Equatable {
+    /// Apple's `signedPayload`s, unverified (the verifier verifies them like any notification).
+    public var signedPayloads: [String]
+    public var hasMore: Bool
+    /// Pass it back for the next page.
+    public var paginationToken: String?
+
+    public init(signedPayloads: [String], hasMore: Bool, paginationToken: String?) {
+        self.signedPayloads = signedPayloads
+        self.hasMore = hasMore
+        self.paginationToken = paginationToken
+    }
+}
+
+/// Where the backfill reads notifications from: the App Store Server API's Get Notification History in production,
+/// a fake in tests.
+public protocol NotificationHistoryPaging: Sendable {
+    /// The page after `paginationToken` (nil: the first) of the notifications signed in `[startMs, endMs)`.
+    /// - Returns: the page, or why there is none (a message for the operator).
+    func page(startMs: Int64, endMs: Int64, onlyFailures: Bool, paginationToken: String?) async
+        -> Result<NotificationHistoryPage, BackfillError>
+}
+
+/// Where recovered notification records go: `NOTIFICATIONS_TOPIC`.
+public protocol NotificationRecordWriting: Sendable {
+    /// Writes one record; returns nil once Kafka acknowledged it, else why not.
+    func write(key: [UInt8]?, value: [UInt8]) async -> String?
+}
+
+/// Why the backfill could not go on.
+public struct BackfillError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let description: String
+
+    public init(_ description: String) {
+        self.description = description
+    }
+}

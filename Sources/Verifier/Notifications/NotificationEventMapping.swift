@@ -1,0 +1,62 @@
+import ReceiptModel
+
+/// Which purchase event an App Store Server Notification V2 becomes: a pure table over Apple's `notificationType`
+/// (§3.3 of the App Store reference). The subtype never changes the event type; it travels in the event unchanged
+/// so a crediting service can refine (for example `DID_FAIL_TO_RENEW` / `GRACE_PERIOD` keeps access).
+///
+/// - `credit`: `ONE_TIME_CHARGE`, `SUBSCRIBED`, `DID_RENEW`, `OFFER_REDEEMED`
+/// - `debit`: `REFUND`
+/// - `recredit`: `REFUND_REVERSED`
+/// - `revoke`: `REVOKE`
+/// - `subscription_status`: `EXPIRED`, `DID_FAIL_TO_RENEW`, `GRACE_PERIOD_EXPIRED`, `DID_CHANGE_RENEWAL_STATUS`,
+///   `DID_CHANGE_RENEWAL_PREF`, `RENEWAL_EXTENDED`, `RENEWAL_EXTENSION`, `PRICE_INCREASE`
+/// - `consumption_request`: `CONSUMPTION_REQUEST`
+/// - `test`: `TEST`
+/// - `info`: `REFUND_DECLINED`, `EXTERNAL_PURCHASE_TOKEN`, `RESCIND_CONSENT`, `METADATA_UPDATE`, `MIGRATION`,
+///   `PRICE_CHANGE`, and any type Apple adds later
+///
+/// A family-shared transaction (`inAppOwnershipType` `FAMILY_SHARED`) keeps its event type: the event says
+/// `family_shared: true`, which means "grant the entitlement, count no payment".
+public enum NotificationEventMapping {
+    /// The event type of every notification type known when this was written.
+    public static let table: [String: PurchaseEventType] = [
+        "ONE_TIME_CHARGE": .credit,
+        "SUBSCRIBED": .credit,
+        "DID_RENEW": .credit,
+        "OFFER_REDEEMED": .credit,
+        "REFUND": .debit,
+        "REFUND_REVERSED": .recredit,
+        "REVOKE": .revoke,
+        "EXPIRED": .subscriptionStatus,
+        "DID_FAIL_TO_RENEW": .subscriptionStatus,
+        "GRACE_PERIOD_EXPIRED": .subscriptionStatus,
+        "DID_CHANGE_RENEWAL_STATUS": .subscriptionStatus,
+        "DID_CHANGE_RENEWAL_PREF": .subscriptionStatus,
+        "RENEWAL_EXTENDED": .subscriptionStatus,
+        "RENEWAL_EXTENSION": .subscriptionStatus,
+        "PRICE_INCREASE": .subscriptionStatus,
+        "CONSUMPTION_REQUEST": .consumptionRequest,
+        "TEST": .test,
+        "REFUND_DECLINED": .info,
+        "EXTERNAL_PURCHASE_TOKEN": .info,
+        "RESCIND_CONSENT": .info,
+        "METADATA_UPDATE": .info,
+        "MIGRATION": .info,
+        "PRICE_CHANGE": .info,
+    ]
+
+    /// The event type for `notificationType` (with `subtype`, which does not change it): `info` for a type not in
+    /// the table, so a type Apple adds later is never a failure.
+    public static func eventType(notificationType: String, subtype: String?) -> PurchaseEventType {
+        table[notificationType] ?? .info
+    }
+
+    /// Whether an event of `type` is about money or an entitlement, so it is useless without the notification's
+    /// verified transaction (a crediting service could not tell what to credit, take back or withdraw).
+    public static func requiresTransaction(_ type: PurchaseEventType) -> Bool {
+        switch type {
+        case .credit, .debit, .recredit, .revoke: true
+        case .subscriptionStatus, .consumptionRequest, .test, .info: false
+        }
+    }
+}

@@ -1,0 +1,52 @@
+import AppStore
+import Dispatch
+import NotificationBackfill
+import ReceiptModel
+import ServiceSupport
+
+/// Get Notification History through the App Store Server API client, for one app and environment. Rate limits
+/// (429) are waited out and transient failures (5xx, timeouts) retried a few times before the backfill gives up.
+struct ServerAPINotificationHistory: NotificationHistoryPaging {
+    let client: AppStoreServerAPIClient
+    let bundleId: String
+    let environment: AppStoreEnvironment
+    let logger: Logger
+    /// Attempts per page before giving up.
+    var maximumAttempts = 6
+    /// The longest single wait (for a 429's Retry-After or a backoff).
+    var maximumWaitMs = 60_000
+
+    func page(startMs: Int64, endMs: Int64, onlyFailures: Bool, paginationToken: String?) async
+        -> Result<NotificationHistoryPage, BackfillError>
+    {
+        let request = NotificationHistoryRequest(
+            startDate: startMs, endDate: endMs, onlyFailures: onlyFailures ? true : nil)
+        var waitMs = 1_000
+        for attempt in 1...maximumAttempts {
+            let answer = await client.notificationHistoryPage(
+                request, paginationToken: paginationToken, bundleId: bundleId, environment: environment,
+                deadline: .now() + .seconds(120))
+            switch answer.result {
+            case .success(let response):
+                return .success(
+                    NotificationHistoryPage(
+                        signedPayloads: response.notificationHistory.map(\.signedPayload), hasMore: response.hasMore,
+                        paginationToken: response.paginationToken))
+            case .failure(let error) where attempt < maximumAttempts
+                && (error.kind == .rateLimited || error.kind == .retryable):
+                let delay = min(error.retryAfterMs ?? waitMs, maximumWaitMs)
+                logger.warning(
+                    "Get Notification History failed, retrying",
+                    [
+                        "attempt": .int(attempt), "wait_ms": .int(delay), "http_status": .int(error.httpStatus ?? 0),
+                        "error_code": .int(error.errorCode ?? 0), "error": .string(error.message),
+                    ])
+                try? await Task.sleep(for: .milliseconds(delay))
+                waitMs = min(waitMs * 2, maximumWaitMs)
+            case .failure(let error):
+                return .failure(BackfillError("Get Notification History (\(environment.rawValue)) failed: \(error)"))
+            }
+        }
+        return .failure(BackfillError("Get Notification History did not answer after \(maximumAttempts) attempts"))
+    }
+}

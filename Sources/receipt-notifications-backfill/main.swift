@@ -1,0 +1,138 @@
+// receipt-notifications-backfill: recovers App Store Server Notifications Apple could not deliver (or that were
+// lost before the ingest) from Get Notification History and writes them to NOTIFICATIONS_TOPIC.
+
+import AppStore
+import Foundation
+import Kafka
+import NotificationBackfill
+import ReceiptModel
+import ServiceSupport
+import SignedData
+
+let usage = """
+    Usage: receipt-notifications-backfill --since TIME [--until TIME] [--only-failures] [--dry-run]
+                                          [--environment production|sandbox] [--bundle-id B]
+
+    Pages through the App Store Server API's Get Notification History for the notifications Apple signed in
+    [--since, --until) and writes each one to NOTIFICATIONS_TOPIC as a notification record (origin
+    notification_history), keyed like the ingest keys Apple's posts; the verifiers turn them into purchase events
+    as usual. Notifications that did arrive are harmless to write again: their events carry the same event_id.
+    Prints one JSON line per page and a summary line; exits 0 when every record was acknowledged by Kafka (or with
+    --dry-run), 1 when a write was not acknowledged or the paging failed, 2 on bad usage or settings.
+
+      --since TIME         notifications signed at or after TIME (epoch milliseconds or 2026-01-31T12:00:00Z);
+                           Apple keeps 180 days of production history and 30 of sandbox history
+      --until TIME         ... and before TIME (default now)
+      --only-failures      only notifications Apple could not deliver
+      --dry-run            read and count, write nothing
+      --environment E      production (default) or sandbox history
+      --bundle-id B        the app (default: ALLOWED_BUNDLE_IDS when it names exactly one)
+
+    Environment:
+      KAFKA_BOOTSTRAP_SERVERS  Kafka bootstrap list (required)
+      KAFKA_<PROPERTY>         any librdkafka property, e.g. KAFKA_SECURITY_PROTOCOL=SASL_SSL
+      NOTIFICATIONS_TOPIC      default iap.notifications.submitted
+      ALLOWED_BUNDLE_IDS       the app's bundle id (as the verifier's)
+      APPLE_ISSUER_ID, APPLE_KEY_ID, APPLE_PRIVATE_KEY_FILE
+                               the App Store Server API key (required)
+      APPLE_SERVER_API_URL, APPLE_SERVER_API_SANDBOX_URL
+                               the API (default https://api.storekit.apple.com and its sandbox)
+      APPLE_SERVER_API_MAX_RPS this process's pace (default Apple's per-app limit)
+      APPLE_TIMEOUT_MS         per-request timeout (default 30000)
+      LOG_LEVEL                debug, info, warning, error (default info)
+    """
+
+enum BackfillMain {
+    static func run() async -> Int32 {
+        let environment = ProcessInfo.processInfo.environment
+        let options: BackfillOptions
+        do {
+            guard
+                let parsed = try BackfillOptions.parse(
+                    Array(CommandLine.arguments.dropFirst()), nowMs: Clock.wallMilliseconds())
+            else {
+                print(usage)
+                return 0
+            }
+            options = parsed
+        } catch {
+            FileHandle.standardError.write(Data("receipt-notifications-backfill: \(error)\n\n\(usage)\n".utf8))
+            return 2
+        }
+        let logger = Logger.fromEnvironment(label: "receipt-notifications-backfill", environment: environment)
+        let settings = Settings(environment: environment)
+        let kafka = KafkaConfiguration.fromEnvironment(environment)
+        guard kafka.bootstrapServers != nil else {
+            logger.error("KAFKA_BOOTSTRAP_SERVERS is required")
+            return 2
+        }
+        let serverAPI: ServerAPISettings
+        let timeoutMs: Int
+        do {
+            serverAPI = try ServerAPISettings.fromEnvironment(settings)
+            timeoutMs = try settings.int("APPLE_TIMEOUT_MS", default: 30_000, range: 1...600_000)
+        } catch {
+            logger.error("invalid configuration: \(error.description)", ["variable": .string(error.variable)])
+            return 2
+        }
+        guard let credentials = serverAPI.credentials else {
+            logger.error(
+                "APPLE_ISSUER_ID, APPLE_KEY_ID and APPLE_PRIVATE_KEY_FILE are required: Get Notification History is "
+                    + "an App Store Server API call")
+            return 2
+        }
+        let allowed = settings.list("ALLOWED_BUNDLE_IDS")
+        guard let bundleId = options.bundleId ?? (allowed.count == 1 ? allowed[0] : nil) else {
+            logger.error("--bundle-id is required: ALLOWED_BUNDLE_IDS does not name exactly one app")
+            return 2
+        }
+        let topic = settings.string("NOTIFICATIONS_TOPIC", default: "iap.notifications.submitted")
+
+        let http: CurlHTTPClient
+        do {
+            http = try CurlHTTPClient(configuration: HTTPClientConfiguration(maxInFlight: 4, requestTimeoutMs: timeoutMs))
+        } catch {
+            logger.error("cannot create the HTTP client", ["error": .string("\(error)")])
+            return 1
+        }
+        defer { http.shutdown() }
+        let client = AppStoreServerAPIClient(
+            http: http, endpoints: serverAPI.endpoints, tokens: AppStoreServerAPITokenProvider(credentials: credentials),
+            pacer: ServerAPIPacer(pacing: ServerAPIPacing(productionRatePerSecond: serverAPI.maxRequestsPerSecond)),
+            requestTimeoutMs: timeoutMs, logger: logger.named("server-api"))
+        var producer: KafkaProducer?
+        if !options.dryRun {
+            do {
+                producer = try KafkaProducer(configuration: kafka, logger: logger)
+            } catch {
+                logger.error("cannot create the Kafka producer", ["error": .string(error.message)])
+                return 1
+            }
+        }
+        defer { producer?.close(timeout: .seconds(10)) }
+        logger.info(
+            "backfilling notifications",
+            [
+                "since_ms": .int(Int(options.sinceMs)), "until_ms": .int(Int(options.untilMs)),
+                "environment": .string(options.sandbox ? "Sandbox" : "Production"), "bundle_id": .string(bundleId),
+                "topic": .string(topic), "only_failures": .bool(options.onlyFailures), "dry_run": .bool(options.dryRun),
+            ])
+        let source = ServerAPINotificationHistory(
+            client: client, bundleId: bundleId, environment: options.sandbox ? .sandbox : .production,
+            logger: logger)
+        let summary = await BackfillRun(
+            options: options, source: source,
+            writer: producer.map { KafkaNotificationRecordWriter(producer: $0, topic: topic) },
+            // Unbuffered: a supervisor reading a pipe sees each page's line as it happens.
+            output: { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+        ).run()
+        if let error = summary.error { logger.error("backfill stopped early", ["error": .string(error)]) }
+        if summary.failed > 0 {
+            logger.error("Kafka did not acknowledge every record: run the backfill again (duplicates are harmless)",
+                         ["failed": .int(summary.failed)])
+        }
+        return summary.succeeded ? 0 : 1
+    }
+}
+
+exit(await BackfillMain.run())

@@ -1,0 +1,354 @@
+import AppStore
+import FakeAppStore
+import Foundation
+import ReceiptModel
+import SignedData
+import Testing
+
+@testable import Verifier
+
+/// One row of the contract's mapping (§3.3 of the App Store reference), written independently of the code's table.
+struct MappingCase: Sendable, CustomTestStringConvertible {
+    let type: String
+    let subtype: String?
+    let event: PurchaseEventType
+
+    var testDescription: String { "\(type)/\(subtype ?? "-") -> \(event.rawValue)" }
+
+    static let all: [MappingCase] = {
+        let rows: [(String, [String?], PurchaseEventType)] = [
+            ("ONE_TIME_CHARGE", [nil], .credit),
+            ("SUBSCRIBED", ["INITIAL_BUY", "RESUBSCRIBE"], .credit),
+            ("DID_RENEW", [nil, "BILLING_RECOVERY"], .credit),
+            ("OFFER_REDEEMED", ["INITIAL_BUY", "RESUBSCRIBE", "UPGRADE", "DOWNGRADE", nil], .credit),
+            ("REFUND", [nil], .debit),
+            ("REFUND_REVERSED", [nil], .recredit),
+            ("REVOKE", [nil], .revoke),
+            (
+                "EXPIRED", ["VOLUNTARY", "BILLING_RETRY", "PRICE_INCREASE", "PRODUCT_NOT_FOR_SALE", nil],
+                .subscriptionStatus
+            ),
+            ("DID_FAIL_TO_RENEW", ["GRACE_PERIOD", nil], .subscriptionStatus),
+            ("GRACE_PERIOD_EXPIRED", [nil], .subscriptionStatus),
+            ("DID_CHANGE_RENEWAL_STATUS", ["AUTO_RENEW_ENABLED", "AUTO_RENEW_DISABLED"], .subscriptionStatus),
+            ("DID_CHANGE_RENEWAL_PREF", ["UPGRADE", "DOWNGRADE", nil], .subscriptionStatus),
+            ("RENEWAL_EXTENDED", [nil], .subscriptionStatus),
+            ("RENEWAL_EXTENSION", ["SUMMARY", "FAILURE"], .subscriptionStatus),
+            ("PRICE_INCREASE", ["PENDING", "ACCEPTED"], .subscriptionStatus),
+            ("CONSUMPTION_REQUEST", [nil], .consumptionRequest),
+            ("TEST", [nil], .test),
+            ("REFUND_DECLINED", [nil], .info),
+            ("EXTERNAL_PURCHASE_TOKEN", ["UNREPORTED"], .info),
+            ("RESCIND_CONSENT", [nil], .info),
+            ("METADATA_UPDATE", [nil], .info),
+            ("MIGRATION", [nil], .info),
+            ("PRICE_CHANGE", [nil], .info),
+        ]
+        return rows.flatMap { type, subtypes, event in
+            subtypes.map { MappingCase(type: type, subtype: $0, event: event) }
+        }
+    }()
+}
+
+@Suite("NotificationProcessor: verified notifications become the contract's events")
+struct NotificationProcessorTests {
+    let samples: NotificationSamples
+
+    init() throws {
+        samples = try NotificationSamples()
+    }
+
+    @Test func theMappingTableCoversEveryTypeAndSubtypeOfTheReference() {
+        let covered = Set(MappingCase.all.map { "\($0.type)/\($0.subtype ?? "-")" })
+        let reference = Set(FakeNotificationTypes.all.map { "\($0.type)/\($0.subtype ?? "-")" })
+        #expect(covered == reference)
+        #expect(Set(NotificationEventMapping.table.keys) == Set(MappingCase.all.map(\.type)))
+    }
+
+    @Test("each type and subtype, signed and verified, becomes its event", arguments: MappingCase.all)
+    func eachTypeAndSubtypeBecomesItsEvent(_ row: MappingCase) throws {
+        #expect(NotificationEventMapping.eventType(notificationType: row.type, subtype: row.subtype) == row.event)
+        let notification = samples.notification(row.type, subtype: row.subtype)
+        let event = try samples.processor().process(try samples.record(notification)).event()
+        #expect(event.type == row.event)
+        #expect(event.eventId == notification.notificationUUID)
+        #expect(event.notificationType == row.type && event.subtype == row.subtype)
+        #expect(event.environment == .production && event.bundleId == NotificationSamples.bundleId)
+        #expect(event.appAppleId == NotificationSamples.appAppleId)
+        #expect(event.signedDateMs == samples.pki.signedDateMs)
+        #expect(event.receivedAtMs == 1_764_489_600_000)
+        if let transaction = notification.transaction {
+            let carried = try #require(event.transaction)
+            #expect(carried.transactionId == transaction.transactionId)
+            #expect(carried.creditKey == "apple:production:\(transaction.transactionId)")
+        } else {
+            #expect(event.transaction == nil)
+        }
+        #expect((event.renewal != nil) == (notification.renewal != nil))
+        #expect(event.subscriptionStatus == notification.status)
+    }
+
+    @Test func aTypeAppleAddsLaterIsAnInfoEventNotAFailure() throws {
+        let notification = samples.notification("SOMETHING_APPLE_ADDS_IN_2030", subtype: "WHATEVER")
+        let event = try samples.processor().process(try samples.record(notification)).event()
+        #expect(event.type == .info)
+        #expect(event.notificationType == "SOMETHING_APPLE_ADDS_IN_2030" && event.subtype == "WHATEVER")
+    }
+
+    @Test func aCreditCarriesTheSameTransactionObjectAsResults() throws {
+        let notification = samples.notification("ONE_TIME_CHARGE") {
+            $0.transactionId = "2000000123456789"
+            $0.originalTransactionId = "2000000000000001"
+            $0.productId = "com.example.gems100"
+        }
+        let result = samples.processor().process(try samples.record(notification))
+        let event = try result.event()
+        let transaction = try #require(event.transaction)
+        #expect(event.type == .credit && !event.familyShared)
+        #expect(transaction.creditKey == "apple:production:2000000123456789")
+        #expect(transaction.originalTransactionId == "2000000000000001")
+        #expect(transaction.productId == "com.example.gems100" && transaction.productType == .consumable)
+        #expect(transaction.quantity == 1 && transaction.inAppOwnershipType == "PURCHASED")
+        #expect(transaction.creditable && transaction.cancellationDateMs == nil)
+        // Keyed by the original transaction, so one purchase's events stay in order.
+        #expect(try result.get().key == Array("2000000000000001".utf8))
+    }
+
+    @Test func aProratedRefundIsADebitWithItsPercentage() throws {
+        let notification = samples.notification("REFUND") {
+            $0.transactionId = "2000000000000042"
+            $0.revocationPercentage = 50_000
+        }
+        let event = try samples.processor().process(try samples.record(notification)).event()
+        let transaction = try #require(event.transaction)
+        #expect(event.type == .debit)
+        #expect(transaction.revocationType == "REFUND_PRORATED" && transaction.revocationPercentage == 50_000)
+        #expect(transaction.cancellationDateMs == notification.transaction?.revocationDateMs)
+        #expect(transaction.cancellationReason == "0")
+        #expect(!transaction.creditable)
+        #expect(transaction.creditKey == "apple:production:2000000000000042")
+    }
+
+    @Test func aRefundThenItsReversalDebitAndRecreditTheSameCreditKey() throws {
+        let processor = samples.processor()
+        let refund = samples.notification("REFUND") { $0.transactionId = "2000000000000077" }
+        let reversal = samples.notification("REFUND_REVERSED") { $0.transactionId = "2000000000000077" }
+        let debit = try processor.process(try samples.record(refund)).event()
+        let recredit = try processor.process(try samples.record(reversal)).event()
+        #expect(debit.type == .debit && recredit.type == .recredit)
+        #expect(debit.eventId != recredit.eventId)
+        #expect(debit.transaction?.creditKey == recredit.transaction?.creditKey)
+        #expect(debit.transaction?.revocationType == "REFUND_FULL" && debit.transaction?.creditable == false)
+        // After the reversal Apple's transaction no longer shows the refund: it may be credited again.
+        #expect(recredit.transaction?.cancellationDateMs == nil && recredit.transaction?.creditable == true)
+    }
+
+    @Test func aFamilyRevokeWithdrawsAnEntitlementNoPayment() throws {
+        let notification = samples.notification("REVOKE") { $0.transactionId = "2000000000000099" }
+        let event = try samples.processor().process(try samples.record(notification)).event()
+        #expect(event.type == .revoke && event.familyShared)
+        #expect(event.transaction?.inAppOwnershipType == "FAMILY_SHARED")
+        #expect(event.transaction?.revocationType == "FAMILY_REVOKE")
+        #expect(event.transaction?.creditable == false)
+    }
+
+    @Test func aFamilySharedPurchaseIsACreditMarkedFamilyShared() throws {
+        let notification = samples.notification("ONE_TIME_CHARGE") {
+            $0.ownershipType = "FAMILY_SHARED"
+            $0.productType = "non_consumable"
+        }
+        let event = try samples.processor().process(try samples.record(notification)).event()
+        #expect(event.type == .credit && event.familyShared)
+        #expect(event.transaction?.inAppOwnershipType == "FAMILY_SHARED")
+    }
+
+    @Test func theTestNotificationIsATestEventKeyedByItsId() throws {
+        let notification = samples.notification("TEST")
+        let result = samples.processor().process(try samples.record(notification))
+        let event = try result.event()
+        #expect(event.type == .test && event.transaction == nil && event.renewal == nil && !event.familyShared)
+        #expect(try result.get().key == Array(notification.notificationUUID.utf8))
+    }
+
+    @Test func aSubscriptionEventCarriesTheRenewalEssentialsAndStatus() throws {
+        let notification = samples.notification("DID_FAIL_TO_RENEW", subtype: "GRACE_PERIOD") {
+            $0.originalTransactionId = "2000000000000500"
+        }
+        let result = samples.processor().process(try samples.record(notification))
+        let event = try result.event()
+        #expect(event.type == .subscriptionStatus && event.subscriptionStatus == 4)
+        let renewal = try #require(event.renewal)
+        #expect(renewal.autoRenewStatus == 1 && renewal.isInBillingRetryPeriod == true)
+        #expect(renewal.autoRenewProductId == "one_month_subscription")
+        #expect(renewal.gracePeriodExpiresDateMs == notification.renewal?.gracePeriodExpiresDateMs)
+        #expect(event.transaction?.productType == .autoRenewable && event.transaction?.expiresDateMs != nil)
+        #expect(try result.get().key == Array("2000000000000500".utf8))
+    }
+
+    @Test func aRedeliveredNotificationYieldsTheSameEvent() throws {
+        let processor = samples.processor()
+        let record = try samples.record(samples.notification("DID_RENEW"))
+        #expect(try processor.process(record).get() == (try processor.process(record).get()))
+    }
+
+    @Test func externalPurchaseTokensTakeTheirEnvironmentFromTheTokenId() throws {
+        let sandbox = samples.notification("EXTERNAL_PURCHASE_TOKEN", subtype: "UNREPORTED") {
+            $0.environment = "Sandbox"
+        }
+        let event = try samples.processor().process(try samples.record(sandbox)).event()
+        #expect(event.environment == .sandbox && event.type == .info)
+        let rejected = samples.processor(sandboxPolicy: .reject).process(try samples.record(sandbox))
+        #expect(rejected.rejection()?.reason == .sandboxNotAllowed)
+    }
+
+    @Test func theProductCatalogJudgesEventTransactionsAsItJudgesResults() throws {
+        let gems = JSONValue.object(["item": .string("gems"), "amount": .integer(100)])
+        let catalog = ProductCatalog(products: ["com.example.gems100": .init(type: .consumable, credit: gems)])
+        let processor = NotificationProcessor(
+            verifier: samples.pki.verifier(),
+            policy: NotificationPolicy(allowedBundleIds: [NotificationSamples.bundleId]), catalog: catalog)
+        let listed = samples.notification("ONE_TIME_CHARGE") { $0.productId = "com.example.gems100" }
+        let credit = try processor.process(try samples.record(listed)).event()
+        #expect(credit.transaction?.creditable == true && credit.transaction?.productType == .consumable)
+        #expect(credit.transaction?.credit == gems)
+        let unlisted = samples.notification("ONE_TIME_CHARGE") { $0.productId = "com.example.unknown" }
+        let notCreditable = try processor.process(try samples.record(unlisted)).event()
+        #expect(notCreditable.type == .credit)
+        #expect(notCreditable.transaction?.creditable == false && notCreditable.transaction?.credit == nil)
+        // A refund keeps the catalog's credit: what to take back.
+        let refund = samples.notification("REFUND") { $0.productId = "com.example.gems100" }
+        let debit = try processor.process(try samples.record(refund)).event()
+        #expect(debit.transaction?.creditable == false && debit.transaction?.credit == credit.transaction?.credit)
+    }
+
+    @Test func aRevocationDateThatCannotBeReadIsNeverCreditable() throws {
+        let notification = samples.notification("ONE_TIME_CHARGE")
+        var json = String(decoding: try #require(notification.transaction).json, as: UTF8.self)
+        json.removeLast()
+        json += #","revocationDate":"soon"}"#
+        let transaction = try samples.pki.signer.sign(payload: Array(json.utf8))
+        let payload = notification.payloadJSON(signedTransactionInfo: transaction, signedRenewalInfo: nil)
+        let record = try NotificationSamples.record(signedPayload: try samples.pki.signer.sign(payload: payload))
+        let event = try samples.processor().process(record).event()
+        #expect(event.transaction?.creditable == false)
+    }
+
+    // MARK: What becomes a DLQ record
+
+    @Test(
+        "a signedPayload with a broken signature or chain is invalid_signature",
+        arguments: TestSigningPKI.Defect.allCases)
+    func brokenOuterSignatures(_ defect: TestSigningPKI.Defect) throws {
+        let record = try samples.record(samples.notification("ONE_TIME_CHARGE"), defect: defect)
+        let rejection = samples.processor().process(record).rejection()
+        #expect(rejection?.reason == .invalidSignature)
+        #expect(rejection?.message.hasPrefix("signedPayload does not verify") == true)
+    }
+
+    @Test func aNotificationSignedUnderAnotherRootIsInvalidSignature() throws {
+        let other = try TestSigningPKI.mint()
+        let signed = try samples.notification("REFUND").signedPayload(signer: other.signer)
+        let rejection = samples.processor().process(try NotificationSamples.record(signedPayload: signed)).rejection()
+        #expect(rejection?.reason == .invalidSignature)
+    }
+
+    @Test func aTamperedNestedTransactionIsInvalidSignature() throws {
+        let notification = samples.notification("ONE_TIME_CHARGE")
+        let transaction = try #require(notification.transaction)
+        let tampered = try samples.pki.sign(payload: transaction.json, defect: .tamperedPayload)
+        let payload = notification.payloadJSON(signedTransactionInfo: tampered, signedRenewalInfo: nil)
+        let record = try NotificationSamples.record(signedPayload: try samples.pki.signer.sign(payload: payload))
+        let rejection = samples.processor().process(record).rejection()
+        #expect(rejection?.reason == .invalidSignature)
+        #expect(rejection?.message.hasPrefix("data.signedTransactionInfo does not verify") == true)
+        #expect(rejection?.notificationUUID == notification.notificationUUID)
+    }
+
+    @Test func aNestedRenewalInfoFromAnotherRootIsInvalidSignature() throws {
+        let notification = samples.notification("DID_RENEW")
+        let other = try TestSigningPKI.mint()
+        let transaction = try samples.pki.signer.sign(payload: try #require(notification.transaction).json)
+        let renewal = try other.signer.sign(payload: try #require(notification.renewal).json)
+        let payload = notification.payloadJSON(signedTransactionInfo: transaction, signedRenewalInfo: renewal)
+        let record = try NotificationSamples.record(signedPayload: try samples.pki.signer.sign(payload: payload))
+        #expect(samples.processor().process(record).rejection()?.reason == .invalidSignature)
+    }
+
+    @Test func anotherAppsBundleIsBundleMismatch() throws {
+        let record = try samples.record(samples.notification("REFUND") { $0.bundleId = "com.attacker.app" })
+        let rejection = samples.processor().process(record).rejection()
+        #expect(rejection?.reason == .bundleMismatch)
+        #expect(rejection?.message.contains("com.attacker.app") == true)
+    }
+
+    @Test func aTransactionOfAnotherBundleInsideIsBundleMismatch() throws {
+        var notification = samples.notification("ONE_TIME_CHARGE")
+        notification.transaction?.bundleId = "com.attacker.app"
+        let rejection = samples.processor().process(try samples.record(notification)).rejection()
+        #expect(rejection?.reason == .bundleMismatch)
+    }
+
+    @Test func aProductionNotificationOfAnotherAppAppleIdIsBundleMismatch() throws {
+        let wrongApp = try samples.record(samples.notification("REFUND") { $0.appAppleId = 999 })
+        let rejection = samples.processor().process(wrongApp).rejection()
+        #expect(rejection?.reason == .bundleMismatch)
+        #expect(rejection?.message.contains("APPLE_APP_APPLE_ID") == true)
+        let noAppId = try samples.record(samples.notification("REFUND") { $0.appAppleId = nil })
+        #expect(samples.processor().process(noAppId).rejection()?.reason == .bundleMismatch)
+        // Unset, nothing is compared; in Sandbox Apple's libraries do not compare either.
+        _ = try samples.processor(appAppleId: nil).process(wrongApp).event()
+        let sandbox = try samples.record(
+            samples.notification("REFUND") {
+                $0.appAppleId = 999
+                $0.environment = "Sandbox"
+            })
+        #expect(try samples.processor().process(sandbox).event().environment == .sandbox)
+    }
+
+    @Test func sandboxIsRefusedWhenThePolicySaysSoAndXcodeAlways() throws {
+        let sandbox = try samples.record(samples.notification("ONE_TIME_CHARGE") { $0.environment = "Sandbox" })
+        #expect(samples.processor(sandboxPolicy: .reject).process(sandbox).rejection()?.reason == .sandboxNotAllowed)
+        let event = try samples.processor().process(sandbox).event()
+        #expect(event.transaction?.creditKey.hasPrefix("apple:sandbox:") == true)
+        for environment in ["Xcode", "LocalTesting"] {
+            let record = try samples.record(samples.notification("ONE_TIME_CHARGE") { $0.environment = environment })
+            let rejection = samples.processor().process(record).rejection()
+            #expect(rejection?.reason == .sandboxNotAllowed)
+            #expect(rejection?.message.contains(environment) == true)
+        }
+    }
+
+    @Test func aTransactionFromAnotherEnvironmentThanItsNotificationIsRefused() throws {
+        var notification = samples.notification("ONE_TIME_CHARGE")
+        notification.transaction?.environment = "Sandbox"
+        let rejection = samples.processor().process(try samples.record(notification)).rejection()
+        #expect(rejection?.reason == .malformedSubmission)
+    }
+
+    @Test func aMoneyEventWithoutItsTransactionIsRefusedNotEmittedEmpty() throws {
+        var notification = samples.notification("REFUND")
+        notification.transaction = nil
+        let rejection = samples.processor().process(try samples.record(notification)).rejection()
+        #expect(rejection?.reason == .malformedSubmission)
+        #expect(rejection?.message.contains("REFUND") == true)
+    }
+
+    @Test func bytesThatAreNotANotificationRecordAreMalformed() throws {
+        let values = [
+            "not json", #"{"schema_version":1}"#, #"{"schema_version":2,"signed_payload":"a.b.c","received_at_ms":1}"#,
+        ]
+        for value in values {
+            let rejection = samples.processor().process(Array(value.utf8)).rejection()
+            #expect(rejection?.reason == .malformedSubmission, "\(value)")
+        }
+        let garbage = try NotificationSamples.record(signedPayload: "not-a-jws")
+        #expect(samples.processor().process(garbage).rejection()?.reason == .invalidSignature)
+    }
+
+    @Test func aVerifiedPayloadWithoutANotificationUUIDIsMalformed() throws {
+        let payload = Array(#"{"notificationType":"TEST","signedDate":\#(samples.pki.signedDateMs),"data":{}}"#.utf8)
+        let record = try NotificationSamples.record(signedPayload: try samples.pki.signer.sign(payload: payload))
+        let rejection = samples.processor().process(record).rejection()
+        #expect(rejection?.reason == .malformedSubmission && rejection?.message.contains("notificationUUID") == true)
+    }
+}
