@@ -34,7 +34,7 @@ let package = Package(
         // The only Swift code over OpenSSL: digests, certificates, chain validation, EC keys, PKCS#7, test PKI.
         .target(name: "Crypto", dependencies: ["COpenSSL"]),
         // JWS (StoreKit 2 / Server API / notifications), the API token and legacy receipts, above Crypto.
-        .target(name: "SignedData", dependencies: ["Crypto"]),
+        .target(name: "SignedData", dependencies: ["Crypto", "ServiceSupport"]),
         .target(name: "AppStore", dependencies: ["CCurl", "ReceiptModel", "ServiceSupport", "SignedData", "Crypto"]),
         .target(
             name: "FakeAppStore", dependencies: ["AppStore", "HTTPServer", "ServiceSupport", "SignedData", "Crypto"],
@@ -71,7 +71,7 @@ let package = Package(
             name: "verifier-bench",
             dependencies: ["Kafka", "ReceiptModel", "ServiceSupport", "FakeAppStore", "SignedData", "Verifier"],
             path: "bench/verifier-bench"),
-        .executableTarget(name: "jws-bench", dependencies: ["SignedData", "Crypto"], path: "bench/jws-bench"),
+        .executableTarget(name: "jws-bench", dependencies: ["SignedData", "Crypto", "ServiceSupport"], path: "bench/jws-bench"),
 
         // MARK: Tests (unit tests need no network; IntegrationTests start the real executables)
         .target(name: "TestSupport", dependencies: ["ServiceSupport"], path: "Tests/TestSupport"),
@@ -92,9 +92,9 @@ let package = Package(
                 "FakeAppStore",
             ]),
         .testTarget(name: "ReplayTests", dependencies: ["Replay", "ReceiptModel"]),
-        .testTarget(name: "NotificationBackfillTests", dependencies: ["NotificationBackfill", "ReceiptModel", "Ingest"]),
+        .testTarget(name: "NotificationBackfillTests", dependencies: ["NotificationBackfill", "ReceiptModel", "Ingest", "ServiceSupport"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], exclude: ["Fixtures"]),
-        .testTarget(name: "SignedDataTests", dependencies: ["SignedData", "Crypto"], exclude: ["Fixtures"]),
+        .testTarget(name: "SignedDataTests", dependencies: ["SignedData", "Crypto", "ServiceSupport"], exclude: ["Fixtures"]),
         .testTarget(
             name: "IntegrationTests",
             dependencies: [

@@ -1,4 +1,5 @@
 import Synchronization
+import ServiceSupport
 
 /// Calls per receipt and environment, for tests (`GET /admin/counters`).
 final class FakeAppStoreCounters: Sendable {
@@ -13,7 +14,7 @@ final class FakeAppStoreCounters: Sendable {
         var totals = Calls()
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Counts a call and returns the receipt's calls before it (both environments).
     func record(receipt key: String, sandbox: Bool) -> Int {

@@ -22,7 +22,7 @@ final class FakeAppStoreHandler: HTTPHandler {
     let serverAPI: FakeServerAPI
     /// Signing and sending notifications (nil when their HTTP client could not be created).
     let notifications: FakeNotificationAdmin?
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let sharedSecret: String?
     private let logger: Logger
     private let timerQueue = DispatchQueue(label: "fake-appstore-delays", attributes: .concurrent)
@@ -32,7 +32,7 @@ final class FakeAppStoreHandler: HTTPHandler {
         notifications: FakeNotificationAdmin? = nil
     ) {
         self.notifications = notifications
-        state = Mutex(State(latency: latency, outage: nil))
+        state = Locked(State(latency: latency, outage: nil))
         self.sharedSecret = sharedSecret
         self.serverAPI = serverAPI
         self.logger = logger
@@ -256,7 +256,7 @@ final class FakeAppStoreHandler: HTTPHandler {
     }
 
     /// Benchmarks send the same few receipts thousands of times a second: decode each once.
-    private let scenarioCache = Mutex<[String: (FakeReceiptScenario?, String)]>([:])
+    private let scenarioCache = Locked<[String: (FakeReceiptScenario?, String)]>([:])
 
     private func decodeCached(_ receiptData: String) -> (FakeReceiptScenario?, String) {
         if let cached = scenarioCache.withLock({ $0[receiptData] }) { return cached }

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import SignedData
 import Synchronization
+import ServiceSupport
 
 /// Checks App Store Server API bearer tokens the way Apple documents them: an ES256 JWT whose signature verifies
 /// with the configured key, `aud` `appstoreconnect-v1`, a `bid`, `iat` not in the future, `exp` in the future and at
@@ -14,7 +15,7 @@ final class FakeBearerVerifier: Sendable {
     let publicKey: ECPublicKey?
     let issuerId: String?
     let keyId: String?
-    private let verified = Mutex<[String: (bundleId: String, expiresAt: Int64)]>([:])
+    private let verified = Locked<[String: (bundleId: String, expiresAt: Int64)]>([:])
 
     init(publicKey: ECPublicKey?, issuerId: String?, keyId: String?) {
         self.publicKey = publicKey

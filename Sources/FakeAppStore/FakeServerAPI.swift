@@ -55,7 +55,7 @@ final class FakeServerAPI: Sendable {
     let bearer: FakeBearerVerifier
     let defaultBundleId: String
     let defaultProductId: String
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let logger: Logger
 
     init(

@@ -19,7 +19,7 @@ final class DeadlineSweeper: @unchecked Sendable {
     }
 
     private let deadlineNanoseconds: UInt64
-    private let queue = Mutex(Queue())
+    private let queue = Locked(Queue())
     private let onExpired: @Sendable (RequestContext) -> Void
     // Created in init, cancelled once in `cancel()`; DispatchSource is thread-safe.
     private let timer: any DispatchSourceTimer

@@ -18,7 +18,7 @@ public final class HTTPServer: Sendable {
     }
 
     private let core: ServerCore
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// - Parameters:
     ///   - onResponse: called on the serving thread for every response queued, including the ones the server

@@ -36,7 +36,7 @@ final class RequestContext: @unchecked Sendable {
     /// When the headers were parsed (`Clock.monotonicNanoseconds`).
     let startedAt: UInt64
     private let connection: OpaquePointer
-    private let shared = Mutex(Shared())
+    private let shared = Locked(Shared())
 
     // Connection thread only.
     /// Set on the first access-handler call, when the headers were parsed.

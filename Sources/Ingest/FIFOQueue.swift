@@ -33,3 +33,5 @@ struct FIFOQueue<Element> {
         head = 0
     }
 }
+
+extension FIFOQueue: Sendable where Element: Sendable {}

@@ -44,7 +44,7 @@ final class KafkaAnswerDeadlines: @unchecked Sendable {
     }
 
     let timeoutMs: Int
-    private let entries = Mutex(FIFOQueue<Entry>())
+    private let entries = Locked(FIFOQueue<Entry>())
     private let onExpired: @Sendable (PendingKafkaAnswer) -> Void
     // Created in init, cancelled in `cancel()`/deinit; DispatchSource is thread-safe (hence @unchecked Sendable).
     private let timer: any DispatchSourceTimer

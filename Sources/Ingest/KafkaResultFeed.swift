@@ -20,9 +20,9 @@ public final class KafkaResultFeed: ResultFeed {
 
     /// What the follower's thread and the feed share.
     private final class Shared: Sendable {
-        /// The closure inside a struct: a `Mutex` of a bare (optional) function type would reabstract the closure on
+        /// The closure inside a struct: a `Locked` of a bare (optional) function type would reabstract the closure on
         /// every `withLock` and write back a wrapped copy, growing a chain of thunks with each message.
-        let deliver = Mutex<MessageSink?>(nil)
+        let deliver = Locked<MessageSink?>(nil)
         /// `Clock.monotonicNanoseconds()` at `start`, 0 before.
         let startedNs = Atomic<UInt64>(0)
     }

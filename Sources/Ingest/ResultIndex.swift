@@ -121,7 +121,7 @@ public final class ResultIndex: Sendable {
     public let limits: Limits
     private let now: @Sendable () -> Int64
     private let schedule: Scheduler
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     private struct Entry {
         let value: [UInt8]
@@ -185,7 +185,7 @@ public final class ResultIndex: Sendable {
         self.limits = limits
         self.now = now
         self.schedule = schedule
-        self.state = Mutex(State())
+        self.state = Locked(State())
     }
 
     // MARK: - Results

@@ -10,7 +10,7 @@ import Synchronization
 ///
 /// Invariant: the mock cluster is owned by a private `rd_kafka_t` and is destroyed before it (`shutdown`, or deinit).
 public final class EmbeddedKafkaCluster: Sendable {
-    private let state: Mutex<Handles?>
+    private let state: Locked<Handles?>
     /// The bootstrap list (`127.0.0.1:port,...`), fixed for the cluster's life.
     public let bootstrapServers: String
     public let brokerCount: Int
@@ -58,7 +58,7 @@ public final class EmbeddedKafkaCluster: Sendable {
         }
         self.bootstrapServers = String(cString: rd_kafka_mock_cluster_bootstraps(cluster))
         self.brokerCount = brokers
-        self.state = Mutex(Handles(client: client, cluster: cluster, context: retained))
+        self.state = Locked(Handles(client: client, cluster: cluster, context: retained))
         for topic in topics {
             try createTopic(topic.name, partitions: topic.partitions)
         }

@@ -33,10 +33,10 @@ public final class KafkaConsumer: Sendable {
     public let topics: [String]
     private let handle: RDKafkaHandle
     private let context: RDKafkaCallbackContext
-    private let delegateBox: Mutex<(any KafkaConsumerDelegate)?>
+    private let delegateBox: Locked<(any KafkaConsumerDelegate)?>
     private let pollThread = PollThread(name: "kafka-consumer-poll")
-    private let lifecycle = Mutex<Lifecycle>(.created)
-    private let assigned = Mutex<Set<TopicPartition>>([])
+    private let lifecycle = Locked<Lifecycle>(.created)
+    private let assigned = Locked<Set<TopicPartition>>([])
     private let rebalances = Atomic<Int>(0)
     private let allBrokersDown = Atomic<Bool>(false)
     private let logger: Logger
@@ -74,7 +74,7 @@ public final class KafkaConsumer: Sendable {
         self.topics = topics
         self.handle = handle
         self.context = context
-        self.delegateBox = Mutex(delegate)
+        self.delegateBox = Locked(delegate)
         self.logger = logger
         context.attach(self)
         if let metrics { registerMetrics(metrics) }

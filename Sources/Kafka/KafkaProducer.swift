@@ -148,8 +148,8 @@ final class ProducerCore: Sendable {
     let events: ProducerEvents
     let pollThread = PollThread(name: "kafka-producer-poll")
     let isClosing = Atomic<Bool>(false)
-    private let topicHandles = Mutex<[String: RDKafkaTopicHandle]>([:])
-    private let closeOnce = Mutex<Bool>(false)
+    private let topicHandles = Locked<[String: RDKafkaTopicHandle]>([:])
+    private let closeOnce = Locked<Bool>(false)
     private let logger: Logger
 
     init(handle: RDKafkaHandle, context: RDKafkaCallbackContext, events: ProducerEvents, logger: Logger) {

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import ServiceSupport
 
 /// The figures operators need, decoded from librdkafka's statistics JSON (`statistics.interval.ms`).
 public struct KafkaStatistics: Sendable, Equatable {
@@ -73,7 +74,7 @@ final class KafkaStatisticsStore: Sendable {
         var generation = 0
         var markedGeneration = 0
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     func update(_ statistics: KafkaStatistics) {
         state.withLock {

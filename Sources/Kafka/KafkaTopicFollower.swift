@@ -22,20 +22,20 @@ public final class KafkaTopicFollower: Sendable {
     private let onMessage: @Sendable (KafkaMessage) -> Void
     private let onCaughtUp: (@Sendable () -> Void)?
     /// Fed by the poll thread only (the lock is uncontended); read through `caughtUp` by everyone else.
-    private let catchUp = Mutex(FollowerCatchUp())
+    private let catchUp = Locked(FollowerCatchUp())
     private let caughtUp = Atomic<Bool>(false)
     /// When the poll thread last asked librdkafka for its positions while catching up (poll thread only).
-    private let lastPositionCheck = Mutex<ContinuousClock.Instant>(.now)
+    private let lastPositionCheck = Locked<ContinuousClock.Instant>(.now)
     private let pollThread = PollThread(name: "kafka-follower-poll")
-    private let lifecycle = Mutex<Bool>(false)
-    private let followed = Mutex(Followed())
+    private let lifecycle = Locked<Bool>(false)
+    private let followed = Locked(Followed())
 
     private struct Followed {
         var partitions: Set<Int32> = []
         /// Learned from the first metadata answer: nil until then, false when the topic did not exist.
         var topicExistedAtStart: Bool?
     }
-    private let nextRefresh = Mutex<ContinuousClock.Instant>(.now)
+    private let nextRefresh = Locked<ContinuousClock.Instant>(.now)
     private let logger: Logger
     /// How often partitions are re-checked once some are followed (sooner while none are).
     private let refreshInterval: Duration
@@ -106,7 +106,7 @@ public final class KafkaTopicFollower: Sendable {
         guard isFirst else { return }
         pollThread.start(
             poll: { [self] in
-                // Only the poll thread touches nextRefresh; the Mutex is uncontended.
+                // Only the poll thread touches nextRefresh; the lock is uncontended.
                 if nextRefresh.withLock({ ContinuousClock.now >= $0 }) {
                     let anyFollowed = refreshPartitions()
                     let next = ContinuousClock.now + (anyFollowed ? refreshInterval : .seconds(1))

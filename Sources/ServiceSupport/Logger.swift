@@ -50,7 +50,7 @@ public protocol LogSink: Sendable {
 }
 
 public struct StandardErrorSink: LogSink {
-    private static let lock = Mutex(())
+    private static let lock = Locked(())
 
     public init() {}
 

@@ -22,7 +22,7 @@ public final class Counter: Sendable {
 
 /// A value that goes up and down.
 public final class Gauge: Sendable {
-    private let value = Mutex<Double>(0)
+    private let value = Locked<Double>(0)
 
     public func set(_ newValue: Double) { value.withLock { $0 = newValue } }
     public func set(_ newValue: Int) { set(Double(newValue)) }
@@ -40,11 +40,11 @@ public final class Histogram: Sendable {
         var sum: Double = 0
         var count: Int = 0
     }
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     init(upperBounds: [Double]) {
         self.upperBounds = upperBounds.sorted()
-        self.state = Mutex(State(bucketCounts: Array(repeating: 0, count: upperBounds.count)))
+        self.state = Locked(State(bucketCounts: Array(repeating: 0, count: upperBounds.count)))
     }
 
     public func observe(_ value: Double) {
@@ -96,7 +96,7 @@ public final class MetricsRegistry: Sendable {
         var collector: (@Sendable () -> [(MetricLabels, Double)])?
     }
 
-    private let families = Mutex<[Family]>([])
+    private let families = Locked<[Family]>([])
 
     public init() {}
 

@@ -76,7 +76,7 @@ enum SendNotificationCommand {
         let notification = request.notification
         sender.history.add(notification, signedPayload: signedPayload, url: url)
         let done = DispatchSemaphore(value: 0)
-        let delivered = Mutex(false)
+        let delivered = Locked(false)
         sender.deliver(
             notification, signedPayload: signedPayload, to: url,
             retrySchedule: request.retrySchedule ?? FakeNotificationSender.appleRetrySchedule,

@@ -19,7 +19,7 @@ enum DeadLetterReader {
     static func readAll(
         topic: String, configuration: KafkaConfiguration, timeout: Duration, logger: Logger
     ) throws -> [KafkaMessage] {
-        let progress = Mutex(Progress())
+        let progress = Locked(Progress())
         let follower = try KafkaTopicFollower(
             configuration: configuration, topic: topic, startingAtTimestampMs: 0, logger: logger
         ) { message in

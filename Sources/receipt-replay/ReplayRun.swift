@@ -139,7 +139,7 @@ private func printLine(action: String, submissionId: String?, message: KafkaMess
 }
 
 enum StandardOutput {
-    private static let lock = Mutex(())
+    private static let lock = Locked(())
 
     static func writeLine(_ line: String) {
         lock.withLock { _ in

@@ -73,7 +73,7 @@ struct DiscardingSink: LogSink {
 
 /// Log lines, kept for assertions.
 final class CapturedLines: LogSink {
-    private let captured = Mutex<[String]>([])
+    private let captured = Locked<[String]>([])
     func write(line: String) { captured.withLock { $0.append(line) } }
     var lines: [String] { captured.withLock { $0 } }
 }

@@ -13,7 +13,7 @@ final class ManualClock: VerificationClock {
         var scheduled: [(at: UInt64, work: @Sendable () -> Void)] = []
         var delays: [Int] = []
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     func now() -> DispatchTime { DispatchTime(uptimeNanoseconds: state.withLock { $0.nowNanoseconds }) }
 
@@ -49,13 +49,13 @@ final class ManualClock: VerificationClock {
 
 /// A backend that answers from a script, synchronously, and records what it was asked.
 final class ScriptedBackend: ReceiptVerificationBackend {
-    private let script: Mutex<[BackendAnswer]>
-    private let asked = Mutex<[BackendRequest]>([])
+    private let script: Locked<[BackendAnswer]>
+    private let asked = Locked<[BackendRequest]>([])
     private let clock: ManualClock
     private let callDurationMs: Int
 
     init(_ answers: [BackendAnswer], clock: ManualClock, callDurationMs: Int = 0) {
-        script = Mutex(answers)
+        script = Locked(answers)
         self.clock = clock
         self.callDurationMs = callDurationMs
     }
@@ -71,7 +71,7 @@ final class ScriptedBackend: ReceiptVerificationBackend {
 }
 
 final class OutcomeBox: Sendable {
-    private let value = Mutex<[VerificationOutcome]>([])
+    private let value = Locked<[VerificationOutcome]>([])
     func set(_ outcome: VerificationOutcome) { value.withLock { $0.append(outcome) } }
     var outcomes: [VerificationOutcome] { value.withLock { $0 } }
 }

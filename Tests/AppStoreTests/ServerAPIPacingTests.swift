@@ -2,6 +2,7 @@ import Dispatch
 import ReceiptModel
 import Synchronization
 import Testing
+import ServiceSupport
 
 @testable import AppStore
 
@@ -203,7 +204,7 @@ import Testing
 
 /// Lines appended from any thread, read by the test.
 final class EventLog: Sendable {
-    private let state = Mutex<[String]>([])
+    private let state = Locked<[String]>([])
     func add(_ line: String) { state.withLock { $0.append(line) } }
     var lines: [String] { state.withLock { $0 } }
 }

@@ -9,7 +9,7 @@ import TestSupport
 /// Refuses `/private` without `Authorization: Bearer ok` from the head; limits `/small` to 1 KiB; echoes the rest.
 final class AdmittingHandler: HTTPHandler {
     private let handled = Atomic<Int>(0)
-    private let admitted = Mutex<[String]>([])
+    private let admitted = Locked<[String]>([])
 
     var handleCalls: Int { handled.load(ordering: .relaxed) }
     var admittedPaths: [String] { admitted.withLock { $0 } }

@@ -18,7 +18,7 @@ struct EchoHandler: HTTPHandler {
 
 /// Keeps every responder until the test releases it; `/fast` is answered at once.
 final class HeldHandler: HTTPHandler {
-    private let held = Mutex<[HTTPResponder]>([])
+    private let held = Locked<[HTTPResponder]>([])
 
     func handle(_ request: HTTPRequest, respond: @escaping HTTPResponder) {
         if request.path == "/fast" {
@@ -41,7 +41,7 @@ final class HeldHandler: HTTPHandler {
 
 /// Collects the server's response events.
 final class ResponseEvents: Sendable {
-    private let events = Mutex<[HTTPResponseEvent]>([])
+    private let events = Locked<[HTTPResponseEvent]>([])
 
     func record(_ event: HTTPResponseEvent) { events.withLock { $0.append(event) } }
     var all: [HTTPResponseEvent] { events.withLock { $0 } }

@@ -1,6 +1,7 @@
 import Ingest
 import Kafka
 import Synchronization
+import ServiceSupport
 
 /// A `SubmissionPublisher` that records what it is given and answers as the test says.
 final class FakePublisher: SubmissionPublisher {
@@ -24,13 +25,13 @@ final class FakePublisher: SubmissionPublisher {
 
     typealias Completion = @Sendable (Result<KafkaDeliveryReport, KafkaError>) -> Void
 
-    private let behaviour: Mutex<Behaviour>
+    private let behaviour: Locked<Behaviour>
     private let connected = Atomic<Bool>(true)
-    private let records = Mutex<[Published]>([])
-    private let held = Mutex<[Completion]>([])
+    private let records = Locked<[Published]>([])
+    private let held = Locked<[Completion]>([])
 
     init(_ behaviour: Behaviour = .acknowledge) {
-        self.behaviour = Mutex(behaviour)
+        self.behaviour = Locked(behaviour)
     }
 
     func setBehaviour(_ newValue: Behaviour) { behaviour.withLock { $0 = newValue } }

@@ -17,7 +17,7 @@ struct IngestProcessTests {
     /// Collects every message of a topic (the submissions topic unless told) from the beginning.
     final class TopicRecorder: Sendable {
         private final class Log: Sendable {
-            let messages = Mutex<[KafkaMessage]>([])
+            let messages = Locked<[KafkaMessage]>([])
         }
 
         private let follower: KafkaTopicFollower
@@ -342,8 +342,8 @@ struct IngestProcessTests {
         let cluster = try await Self.startCluster()
         let ingest = try await IngestProcess.start(environment: cluster.environment)
         let recorder = try TopicRecorder(bootstrapServers: cluster.bootstrapServers)
-        let acknowledged = Mutex<Set<String>>([])
-        let otherStatuses = Mutex<[Int]>([])
+        let acknowledged = Locked<Set<String>>([])
+        let otherStatuses = Locked<[Int]>([])
         let stopLoad = Atomic<Bool>(false)
         let port = ingest.port
 

@@ -3,6 +3,7 @@ import Ingest
 import Kafka
 import ReceiptModel
 import Synchronization
+import ServiceSupport
 
 /// Result messages as the verifier writes them, for feeding the index in tests.
 enum ResultFixtures {
@@ -50,12 +51,12 @@ enum ResultFixtures {
 
 /// A `ResultFeed` the test drives: `emit` delivers a message as the follower's thread would.
 final class FakeResultFeed: ResultFeed {
-    /// In a struct: a `Mutex` of a bare function type would wrap the closure in a new thunk on every access.
+    /// In a struct: a `Locked` of a bare function type would wrap the closure in a new thunk on every access.
     private struct Sink: Sendable {
         let deliver: @Sendable (KafkaMessage) -> Void
     }
 
-    private let deliver = Mutex<Sink?>(nil)
+    private let deliver = Locked<Sink?>(nil)
     private let caughtUp: Atomic<Bool>
     private let closed = Atomic<Bool>(false)
 

@@ -3,13 +3,14 @@ import Ingest
 import ReceiptModel
 import Synchronization
 import Testing
+import ServiceSupport
 
 /// The result index alone: bounds, eviction order, pending, waiters (with a manual clock and timer, no network).
 @Suite("result index")
 struct ResultIndexTests {
     /// A wall clock and a timer the test moves by hand.
     final class ManualTime: Sendable {
-        private let state = Mutex<(now: Int64, timers: [(due: Int64, work: @Sendable () -> Void)])>((1_000_000, []))
+        private let state = Locked<(now: Int64, timers: [(due: Int64, work: @Sendable () -> Void)])>((1_000_000, []))
 
         var now: Int64 { state.withLock { $0.now } }
         var scheduledCount: Int { state.withLock { $0.timers.count } }
@@ -33,14 +34,14 @@ struct ResultIndexTests {
 
     /// Collects wait outcomes.
     final class Outcomes: Sendable {
-        private let list = Mutex<[ResultIndex.WaitOutcome]>([])
+        private let list = Locked<[ResultIndex.WaitOutcome]>([])
         var all: [ResultIndex.WaitOutcome] { list.withLock { $0 } }
         func append(_ outcome: ResultIndex.WaitOutcome) { list.withLock { $0.append(outcome) } }
     }
 
     /// "id: outcome" of each waiter whose completion ran, in order.
     final class EndedWaiters: Sendable {
-        private let list = Mutex<[String]>([])
+        private let list = Locked<[String]>([])
         var all: [String] { list.withLock { $0 } }
         func append(_ entry: String) { list.withLock { $0.append(entry) } }
     }

@@ -7,6 +7,7 @@ import Synchronization
 import Testing
 
 import TestSupport
+import ServiceSupport
 
 /// App Store notifications for a `Pipeline`: a minted App Store-shaped PKI whose root the verifiers trust
 /// (`APPLE_ROOT_CERTIFICATES`), notification records produced to `NOTIFICATIONS_TOPIC` as the ingest writes them, and
@@ -18,7 +19,7 @@ final class NotificationHarness: Sendable {
     let pki: TestSigningPKI
     let directory: String
     let rootPath: String
-    private let collector = Mutex<TopicCollector?>(nil)
+    private let collector = Locked<TopicCollector?>(nil)
 
     init() throws {
         pki = try TestSigningPKI.mint()

@@ -23,8 +23,8 @@ final class Pipeline: Sendable {
     let results: TopicCollector
     let deadLetters: TopicCollector
     let verifierEnvironment: [String: String]
-    private let verifiers = Mutex<[VerifierProcess]>([])
-    private let crashed = Mutex<Set<ObjectIdentifier>>([])
+    private let verifiers = Locked<[VerifierProcess]>([])
+    private let crashed = Locked<Set<ObjectIdentifier>>([])
 
     private init(
         kafka: EmbeddedKafkaProcess, fake: FakeAppStoreProcess, ingest: IngestProcess?, producer: KafkaProducer,

@@ -55,7 +55,7 @@ import TestSupport
         #expect(real.status == 0)
         #expect(real.lines.filter { $0["action"] as? String == "replayed" }.count == 1)
 
-        let received = Mutex<[KafkaMessage]>([])
+        let received = Locked<[KafkaMessage]>([])
         let follower = try KafkaTopicFollower(
             configuration: KafkaConfiguration(["bootstrap.servers": kafka.bootstrapServers]), topic: "submitted",
             startingAtTimestampMs: 0, logger: Logger(label: "test", threshold: .warning)

@@ -6,7 +6,7 @@ import Synchronization
 /// Reads a whole topic from the beginning into memory, in the test process, without joining a group.
 final class TopicCollector: Sendable {
     private final class Store: Sendable {
-        let messages = Mutex<[KafkaMessage]>([])
+        let messages = Locked<[KafkaMessage]>([])
     }
 
     private let follower: KafkaTopicFollower

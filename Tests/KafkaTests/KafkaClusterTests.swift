@@ -141,7 +141,7 @@ struct KafkaClusterTests {
         _ = try await produceNumbered(producer, topic: topic, count: 10)
 
         let partition = TopicPartition(topic: topic, partition: 0)
-        let tracker = Mutex(PartitionOffsetTracker())
+        let tracker = Locked(PartitionOffsetTracker())
         let delegate = RecordingDelegate(onMessage: { _, message in tracker.withLock { _ = $0.track(message.offset) } })
         let consumer = try KafkaConsumer(
             configuration: consumerConfiguration(cluster.bootstrapServers), groupId: group, topics: [topic],

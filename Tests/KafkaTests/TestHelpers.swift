@@ -38,7 +38,7 @@ final class RecordingDelegate: KafkaConsumerDelegate {
         let partitions: [TopicPartition]
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private struct State {
         var messages: [KafkaMessage] = []
         var events: [Event] = []
@@ -115,7 +115,7 @@ extension KafkaMessage {
 
 /// A thread-safe list that callbacks append to.
 final class Collected<Element: Sendable>: Sendable {
-    private let items = Mutex<[Element]>([])
+    private let items = Locked<[Element]>([])
     func append(_ item: Element) { items.withLock { $0.append(item) } }
     var values: [Element] { items.withLock { $0 } }
     var count: Int { items.withLock { $0.count } }

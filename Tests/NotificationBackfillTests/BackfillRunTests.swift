@@ -3,11 +3,12 @@ import NotificationBackfill
 import ReceiptModel
 import Synchronization
 import Testing
+import ServiceSupport
 
 /// A Get Notification History that serves fixed pages and records what it was asked.
 final class FakeHistory: NotificationHistoryPaging {
     let pages: [Result<NotificationHistoryPage, BackfillError>]
-    let requests = Mutex<[(startMs: Int64, endMs: Int64, onlyFailures: Bool, token: String?)]>([])
+    let requests = Locked<[(startMs: Int64, endMs: Int64, onlyFailures: Bool, token: String?)]>([])
 
     init(_ pages: [Result<NotificationHistoryPage, BackfillError>]) {
         self.pages = pages
@@ -26,7 +27,7 @@ final class FakeHistory: NotificationHistoryPaging {
 
 /// Records written records; refuses those whose key is in `refuse`.
 final class FakeWriter: NotificationRecordWriting {
-    let written = Mutex<[(key: [UInt8]?, value: [UInt8])]>([])
+    let written = Locked<[(key: [UInt8]?, value: [UInt8])]>([])
     let refuse: Set<String>
 
     init(refuse: Set<String> = []) {
@@ -61,7 +62,7 @@ struct BackfillRunTests {
     private func run(
         _ history: FakeHistory, writer: FakeWriter?, options: BackfillOptions? = nil
     ) async -> (BackfillSummary, [String]) {
-        let lines = Mutex<[String]>([])
+        let lines = Locked<[String]>([])
         let summary = await BackfillRun(
             options: options ?? self.options, source: history, writer: writer,
             output: { line in lines.withLock { $0.append(line) } }, nowMs: { 5_000 }

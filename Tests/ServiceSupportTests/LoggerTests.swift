@@ -1,11 +1,12 @@
 import Foundation
 import Synchronization
 import Testing
+import ServiceSupport
 
 @testable import ServiceSupport
 
 final class CapturingSink: LogSink {
-    let lines = Mutex<[String]>([])
+    let lines = Locked<[String]>([])
     func write(line: String) { lines.withLock { $0.append(line) } }
 }
 

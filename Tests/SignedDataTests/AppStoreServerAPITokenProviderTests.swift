@@ -3,11 +3,12 @@ import Foundation
 import SignedData
 import Synchronization
 import Testing
+import ServiceSupport
 
 @Suite("AppStoreServerAPITokenProvider")
 struct AppStoreServerAPITokenProviderTests {
     final class TestClock: Sendable {
-        let seconds = Mutex<Int64>(1_700_000_000)
+        let seconds = Locked<Int64>(1_700_000_000)
         func now() -> Int64 { seconds.withLock { $0 } }
         func advance(_ delta: Int64) { seconds.withLock { $0 += delta } }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import ServiceSupport
 
 /// A child process started by a test: its stdout and stderr are captured line by line (stderr also goes to a log
 /// file under `$TMPDIR/receipts-tests/` for post-mortems), and it is killed when the value is released, so a failing
@@ -8,7 +9,7 @@ public final class ManagedProcess: Sendable {
     public let name: String
     public let logPath: String
     private let process: Process
-    private let captured = Mutex(Captured())
+    private let captured = Locked(Captured())
     private let logHandle: FileHandle?
 
     private struct Captured {

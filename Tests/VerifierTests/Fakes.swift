@@ -3,6 +3,7 @@ import AppStore
 import ReceiptModel
 import Synchronization
 import Testing
+import ServiceSupport
 
 @testable import Verifier
 
@@ -17,7 +18,7 @@ final class FakePublisher: RecordPublishing {
         /// When set, decides per record whether Kafka refuses it (checked before `failuresLeft`).
         var refuse: (@Sendable (OutgoingRecord) -> PublishFailure?)?
     }
-    let state = Mutex(State())
+    let state = Locked(State())
 
     func publish(_ record: OutgoingRecord, completion: @escaping @Sendable (PublishFailure?) -> Void) {
         enum Action {
@@ -68,9 +69,9 @@ final class FakePublisher: RecordPublishing {
 
 /// Holds verification requests until the test answers them.
 final class FakeVerifier: SubmissionVerifying {
-    let requests = Mutex<[(Submission, @Sendable (VerificationOutcome) -> Void)]>([])
+    let requests = Locked<[(Submission, @Sendable (VerificationOutcome) -> Void)]>([])
     /// When set, answers every request at once with this.
-    let automatic = Mutex<VerificationOutcome?>(nil)
+    let automatic = Locked<VerificationOutcome?>(nil)
     let calls = Atomic<Int>(0)
 
     func verify(_ submission: Submission, completion: @escaping @Sendable (VerificationOutcome) -> Void) {
@@ -105,7 +106,7 @@ final class FakeControl: PartitionControl {
         var stored: [PartitionKey: [Int64]] = [:]
         var refuseStores = false
     }
-    let state = Mutex(State())
+    let state = Locked(State())
 
     func pause(_ partitions: [PartitionKey]) { state.withLock { $0.paused.formUnion(partitions) } }
     func resume(_ partitions: [PartitionKey]) { state.withLock { $0.paused.subtract(partitions) } }
@@ -129,7 +130,7 @@ final class ManualClock: VerifierClock {
         var monotonicNs: UInt64 = 1_000_000_000
         var timers: [(dueNs: UInt64, work: @Sendable () -> Void)] = []
     }
-    let state = Mutex(State())
+    let state = Locked(State())
 
     func wallMilliseconds() -> Int64 { state.withLock { $0.wallMs } }
     func monotonicNanoseconds() -> UInt64 { state.withLock { $0.monotonicNs } }

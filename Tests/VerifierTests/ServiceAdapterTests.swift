@@ -10,7 +10,7 @@ import Testing
 @Suite("Service adapters: health endpoint and App Store outcome mapping")
 struct ServiceAdapterTests {
     func answer(_ handler: VerifierHealthHandler, _ method: String, _ path: String) -> HTTPResponse {
-        let box = Mutex<HTTPResponse?>(nil)
+        let box = Locked<HTTPResponse?>(nil)
         handler.handle(HTTPRequest(method: method, path: path)) { response in box.withLock { $0 = response } }
         return box.withLock { $0 }!
     }
@@ -18,7 +18,7 @@ struct ServiceAdapterTests {
     @Test func healthReadinessAndMetricsAnswerPerState() {
         let registry = MetricsRegistry()
         registry.counter("verifier_retries_total", help: "Retry records").increment()
-        let notReady = Mutex<String?>("the consumer is not connected to Kafka")
+        let notReady = Locked<String?>("the consumer is not connected to Kafka")
         let handler = VerifierHealthHandler(
             registry: registry, liveness: { nil }, readiness: { notReady.withLock { $0 } })
         #expect(answer(handler, "GET", "/healthz").status == 200)

@@ -77,7 +77,7 @@ final class Driver: Sendable {
         var verified = 0
         var other: [String: Int] = [:]
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let verifier: ReceiptVerifier
     private let receipt: String
     private let total: Int

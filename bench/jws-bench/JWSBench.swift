@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import ServiceSupport
 
 /// The measuring loop, outside `main.swift` so that its closures are not main-actor isolated (they run on
 /// worker threads).
@@ -13,7 +14,7 @@ enum JWSBench {
 
     /// Runs `body` on `threads` threads until `seconds` have passed.
     static func run(seconds: Double, threads: Int, _ body: @escaping @Sendable () throws -> Void) -> Result {
-        let counts = Mutex<(Int, Int)>((0, 0))
+        let counts = Locked<(Int, Int)>((0, 0))
         let start = DispatchTime.now().uptimeNanoseconds
         let deadline = start + UInt64(seconds * 1e9)
         DispatchQueue.concurrentPerform(iterations: threads) { _ in

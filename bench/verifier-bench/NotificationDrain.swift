@@ -28,7 +28,7 @@ final class EventLedger: Sendable {
         var first: UInt64 = 0
         var last: UInt64 = 0
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     func arrived(_ message: KafkaMessage) {
         let now = Clock.monotonicNanoseconds()
@@ -225,7 +225,7 @@ enum NotificationDrain {
 
     /// `count` distinct signed DID_RENEW notification records, signed on every core.
     static func sign(count: Int, pki: TestSigningPKI) -> [(key: [UInt8], value: [UInt8])] {
-        let slots = Mutex([(key: [UInt8], value: [UInt8])?](repeating: nil, count: count))
+        let slots = Locked([(key: [UInt8], value: [UInt8])?](repeating: nil, count: count))
         let failed = Atomic<Bool>(false)
         let receivedAtMs = Clock.wallMilliseconds()
         let chunks = ProcessInfo.processInfo.activeProcessorCount * 4

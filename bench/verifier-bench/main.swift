@@ -94,12 +94,12 @@ final class Ledger: Sendable {
         var outcomes: [String: Int] = [:]
         var lastResultAt: UInt64 = 0
     }
-    private let state: Mutex<State>
+    private let state: Locked<State>
     let idPrefix: String
 
     init(total: Int, idPrefix: String) {
         self.idPrefix = idPrefix
-        state = Mutex(State(sentAt: Array(repeating: 0, count: total), latencyMs: Array(repeating: nil, count: total)))
+        state = Locked(State(sentAt: Array(repeating: 0, count: total), latencyMs: Array(repeating: nil, count: total)))
     }
 
     func sent(_ index: Int, at time: UInt64) { state.withLock { $0.sentAt[index] = time } }

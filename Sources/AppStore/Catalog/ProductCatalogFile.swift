@@ -28,14 +28,14 @@ public final class ProductCatalogFile: ProductCatalogSource {
     }
 
     public let path: String
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let logger: Logger
     private let loaded: Counter?
     private let invalid: Counter?
     private let productsGauge: Gauge?
     /// Serializes refreshes (the timer's and explicit calls) and runs the timer.
     private let queue = DispatchQueue(label: "product-catalog-file", qos: .utility)
-    private let timer = Mutex<(any DispatchSourceTimer)?>(nil)
+    private let timer = Locked<SendableDispatchTimer?>(nil)
 
     /// Reads and parses the file.
     /// - Parameter metrics: `appstore_product_catalog_reloads_total{result}`, `appstore_product_catalog_products`.
@@ -59,14 +59,14 @@ public final class ProductCatalogFile: ProductCatalogSource {
         } catch {
             throw ConfigurationError(variable: "PRODUCT_CATALOG_FILE", problem: "'\(path)' \(error.problem)")
         }
-        state = Mutex(State(catalog: catalog, stamp: stamp))
+        state = Locked(State(catalog: catalog, stamp: stamp))
         loaded?.increment()
         productsGauge?.set(catalog.count)
         logger.info("product catalog loaded", ["path": .string(path), "products": .int(catalog.count)])
     }
 
     deinit {
-        timer.withLock { $0?.cancel() }
+        timer.withLock { $0?.source.cancel() }
     }
 
     /// Validates a catalog file without keeping it (settings validation at start-up).
@@ -134,14 +134,14 @@ public final class ProductCatalogFile: ProductCatalogSource {
                 leeway: .milliseconds(100))
             source.setEventHandler { [weak self] in _ = self?.refreshOnQueue() }
             source.resume()
-            timer = source
+            timer = SendableDispatchTimer(source)
         }
     }
 
     /// Stops the timer; a check already running finishes. Idempotent.
     public func stopWatching() {
         timer.withLock { timer in
-            timer?.cancel()
+            timer?.source.cancel()
             timer = nil
         }
     }

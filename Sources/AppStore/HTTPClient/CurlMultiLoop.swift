@@ -20,7 +20,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     }
 
     private let configuration: HTTPClientConfiguration
-    private let inbox = Mutex(Inbox())
+    private let inbox = Locked(Inbox())
     /// Set when the eventfd was signalled and the loop has not looked at the inbox since: later submissions skip
     /// the write(2), so a burst costs one wake-up.
     private let wakePending = Atomic<Bool>(false)

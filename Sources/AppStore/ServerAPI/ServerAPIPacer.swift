@@ -1,5 +1,6 @@
 import Dispatch
 import Synchronization
+import ServiceSupport
 
 /// `ServerAPIPacing` applied: admits App Store Server API calls from any thread. A call that must wait for a token
 /// waits on a timer (the clock's `schedule`), never in a blocked thread; a call refused (held back after a 429, or
@@ -13,11 +14,11 @@ public final class ServerAPIPacer: Sendable {
         case tooLate(waitMs: Int)
     }
 
-    private let state: Mutex<ServerAPIPacing>
+    private let state: Locked<ServerAPIPacing>
     private let clock: any VerificationClock
 
     public init(pacing: ServerAPIPacing, clock: any VerificationClock = DispatchVerificationClock()) {
-        state = Mutex(pacing)
+        state = Locked(pacing)
         self.clock = clock
     }
 

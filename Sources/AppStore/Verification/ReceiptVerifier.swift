@@ -24,7 +24,7 @@ public final class ReceiptVerifier: Sendable {
     private let callsCounter: Counter?
     private let outcomeCounters: [String: Counter]
     private let unreadableCancellations: Counter?
-    private let burstDetector: Mutex<MalformedReceiptBurstDetector>
+    private let burstDetector: Locked<MalformedReceiptBurstDetector>
     private let burstGauge: Gauge?
     private let burstAnswers: Counter?
 
@@ -49,7 +49,7 @@ public final class ReceiptVerifier: Sendable {
         self.clock = clock
         self.random = random
         self.logger = logger
-        burstDetector = Mutex(MalformedReceiptBurstDetector(configuration: malformedBurst))
+        burstDetector = Locked(MalformedReceiptBurstDetector(configuration: malformedBurst))
         unreadableCancellations = metrics?.counter(
             "appstore_unreadable_cancellations_total",
             help: "Transactions whose refund fields Apple sent but could not be read: not creditable (fail closed)")

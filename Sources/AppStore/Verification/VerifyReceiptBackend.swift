@@ -32,7 +32,7 @@ public final class VerifyReceiptBackend: ReceiptVerificationBackend {
     private let metrics: VerifyReceiptMetrics?
     private let logger: Logger?
     /// Monotonic time of the last disagreement log line (at most one per `disagreementLogIntervalNs`).
-    private let lastDisagreementLogNs = Mutex<UInt64?>(nil)
+    private let lastDisagreementLogNs = Locked<UInt64?>(nil)
     static let disagreementLogIntervalNs: UInt64 = 10_000_000_000
 
     /// - Parameters:

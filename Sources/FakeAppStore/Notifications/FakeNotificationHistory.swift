@@ -1,4 +1,5 @@
 import Synchronization
+import ServiceSupport
 
 /// Every notification the fake signed, with its delivery attempts, in the order they were made: what
 /// `GET /admin/notifications` lists, passed on (through `observer`) to the fake Server API's Get Notification History.
@@ -53,7 +54,7 @@ public final class FakeNotificationHistory: Sendable {
         }
     }
 
-    private let entries = Mutex<[Entry]>([])
+    private let entries = Locked<[Entry]>([])
     private let observer: (@Sendable (Change) -> Void)?
 
     public init(observer: (@Sendable (Change) -> Void)? = nil) {

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Synchronization
+import ServiceSupport
 
 /// A dedicated OS thread running a polling loop (never the Swift cooperative pool: librdkafka's polls block).
 ///
@@ -12,7 +13,7 @@ final class PollThread: Sendable {
     private let finished = DispatchSemaphore(value: 0)
     private let name: String
     /// The thread's pthread id once it runs (for `isCurrentThread`).
-    private let threadId = Mutex<pthread_t?>(nil)
+    private let threadId = Locked<pthread_t?>(nil)
 
     init(name: String) {
         self.name = name

@@ -35,9 +35,9 @@ extension RDKafkaClientEvents {
 final class RDKafkaCallbackContext: Sendable {
     let logger: Logger
     let statistics: KafkaStatisticsStore
-    private let events = Mutex<WeakEvents>(WeakEvents())
+    private let events = Locked<WeakEvents>(WeakEvents())
 
-    private struct WeakEvents: ~Copyable {
+    private struct WeakEvents: Sendable {
         weak var target: (any RDKafkaClientEvents)?
     }
 

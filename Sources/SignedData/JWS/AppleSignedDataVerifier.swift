@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Synchronization
+import ServiceSupport
 
 /// Verifies App Store signed data (StoreKit 2 transactions, renewal info, Server API responses, Server Notifications
 /// V2) the way Apple's own libraries do offline (§2.7), anchored to the roots given at initialization only.
@@ -21,17 +22,17 @@ public final class AppleSignedDataVerifier: Sendable {
 
     /// The trust anchors.
     public let trustedRoots: [Certificate]
-    private let cache: Mutex<VerifiedChainCache>
+    private let cache: Locked<VerifiedChainCache>
     /// Header segments already checked (same capacity): a hit skips decoding the header and its certificates.
-    private let headers: Mutex<VerifiedHeaderCache>
+    private let headers: Locked<VerifiedHeaderCache>
 
     /// - Parameters:
     ///   - trustedRoots: the only roots chains may end at (Apple Root CA - G3 in production).
     ///   - cacheCapacity: verified chains kept; 0 disables the cache (every verification validates the chain).
     public init(trustedRoots: [Certificate], cacheCapacity: Int = AppleSignedDataVerifier.defaultCacheCapacity) {
         self.trustedRoots = trustedRoots
-        cache = Mutex(VerifiedChainCache(capacity: cacheCapacity))
-        headers = Mutex(VerifiedHeaderCache(capacity: cacheCapacity))
+        cache = Locked(VerifiedChainCache(capacity: cacheCapacity))
+        headers = Locked(VerifiedHeaderCache(capacity: cacheCapacity))
     }
 
     /// A verifier trusting the certificates in the files at `rootCertificatePaths` (DER or PEM, as listed by an

@@ -1,8 +1,9 @@
 import Crypto
+import ServiceSupport
 
 /// Verified (leaf, intermediate) pairs, keyed by their `x5c` base64 text (one-to-one with their DER under the strict
 /// decoder) → the leaf's key and the chain's validity window, least recently used
-/// first out. Not thread-safe by itself: `AppleSignedDataVerifier` keeps it in a `Mutex`.
+/// first out. Not thread-safe by itself: `AppleSignedDataVerifier` keeps it in a `Locked`.
 ///
 /// An entry never widens what is accepted: a hit is used only when the new payload's `signedDate` falls inside the
 /// window in which the whole chain validated (`CertificateChain.isValid`); otherwise the chain is validated again at

@@ -1,7 +1,8 @@
 import Glibc
+import ServiceSupport
 
 /// JWS header segments already seen → their decoded header and chain cache key, least recently used first out. Not
-/// thread-safe by itself: `AppleSignedDataVerifier` keeps it in a `Mutex`.
+/// thread-safe by itself: `AppleSignedDataVerifier` keeps it in a `Locked`.
 ///
 /// Every JWS the App Store signs with one certificate chain carries the same header segment (`alg` and `x5c`), so
 /// a hit spares decoding the header's base64url and JSON and the two certificates' base64. It never widens what is

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Glibc
 import Synchronization
+import ServiceSupport
 
 /// Bearer tokens for the App Store Server API (§2.2): ES256 JWTs with header `{alg ES256, kid, typ JWT}` and claims
 /// `{iss, iat, exp, aud "appstoreconnect-v1", bid}`, `exp` at most 60 minutes after `iat` (Apple refuses longer).
@@ -20,7 +21,7 @@ public final class AppStoreServerAPITokenProvider: Sendable {
     /// A cached token is replaced once fewer than this many seconds of it remain (clamped below the lifetime).
     public let renewalMarginSeconds: Int64
     private let now: @Sendable () -> Int64
-    private let tokens = Mutex<[String: AppStoreServerAPIToken]>([:])
+    private let tokens = Locked<[String: AppStoreServerAPIToken]>([:])
 
     /// - Parameters:
     ///   - credentials: issuer, key id and `.p8` key.

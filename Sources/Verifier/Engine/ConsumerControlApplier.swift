@@ -15,7 +15,7 @@ final class ConsumerControlApplier: Sendable {
 
     private let control: any PartitionControl
     private let logger: Logger
-    private let applied = Mutex(Applied())
+    private let applied = Locked(Applied())
     /// Batches fully applied (or skipped as overtaken): compared with the state's `controlSequence` to know that
     /// every store a completion produced has reached the consumer.
     private let processed = Atomic<UInt64>(0)

@@ -1,4 +1,5 @@
 import Synchronization
+import ServiceSupport
 
 /// What publish failures say about the process's health, for `/healthz` and `/readyz`.
 ///
@@ -16,7 +17,7 @@ final class PublishHealth: Sendable {
     }
 
     let notReadyAfter: Int
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(notReadyAfter: Int) {
         self.notReadyAfter = max(notReadyAfter, 1)

@@ -64,7 +64,7 @@ public final class VerificationEngine: Sendable {
     private let router: RoundOutcomeRouter
     private let applier: ConsumerControlApplier
     private let publishHealth: PublishHealth
-    private let state: Mutex<DispatchState<VerificationJob>>
+    private let state: Locked<DispatchState<VerificationJob>>
     private let work = DispatchQueue(label: "verifier-work", attributes: .concurrent)
 
     /// - Parameter notifications: verifies messages of `topics.notifications`; without it they are treated as
@@ -86,7 +86,7 @@ public final class VerificationEngine: Sendable {
         self.router = RoundOutcomeRouter(factory: factory, policy: configuration.retryPolicy)
         self.applier = ConsumerControlApplier(control: control, logger: logger)
         self.publishHealth = PublishHealth(notReadyAfter: configuration.publishFailuresBeforeNotReady)
-        self.state = Mutex(
+        self.state = Locked(
             DispatchState(
                 limits: configuration.limits, breaker: AppleCircuitBreaker(configuration: configuration.breaker),
                 directTopics: notifications == nil ? [] : [configuration.topics.notifications]))

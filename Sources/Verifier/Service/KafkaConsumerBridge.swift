@@ -8,12 +8,12 @@ import Synchronization
 /// Both ends are attached after construction (each needs the other to be created); events arriving before the
 /// engine is attached cannot happen because the consumer is started only after `attach(engine:)`.
 final class KafkaConsumerBridge: KafkaConsumerDelegate, PartitionControl {
-    private let engine = Mutex<VerificationEngine?>(nil)
-    private let consumer = Mutex<KafkaConsumer?>(nil)
+    private let engine = Locked<VerificationEngine?>(nil)
+    private let consumer = Locked<KafkaConsumer?>(nil)
     private let revokeTimeout: Duration
     private let logger: Logger
     /// Set when librdkafka reported a fatal error: the process is no longer healthy and should be restarted.
-    let fatalError = Mutex<String?>(nil)
+    let fatalError = Locked<String?>(nil)
 
     init(revokeTimeout: Duration, logger: Logger) {
         self.revokeTimeout = revokeTimeout

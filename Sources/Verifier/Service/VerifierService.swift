@@ -32,7 +32,7 @@ public final class VerifierService: Sendable {
     private let bridge: KafkaConsumerBridge
     private let server: HTTPServer
     private let ticker: RepeatingTicker
-    private let shutDown = Mutex(false)
+    private let shutDown = Locked(false)
 
     public init(settings: VerifierSettings, logger: Logger, metrics: MetricsRegistry = MetricsRegistry())
         throws(VerifierStartupError)
