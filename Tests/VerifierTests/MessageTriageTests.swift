@@ -100,6 +100,36 @@ struct MessageTriageTests {
         #expect(id == "s-3" && records.map(\.kind) == [.deadLetter, .result])
     }
 
+    @Test func aMessageOverTheSizeLimitIsNotReadAndGoesToTheDLQOnly() throws {
+        // A valid submission padded with whitespace (valid JSON): read at the limit, refused unread one byte over.
+        let submission = try MessageCoding.encode(Samples.submission("s-big"))
+        func padded(to size: Int, partition: PartitionKey) -> InputMessage {
+            let value = submission + [UInt8](repeating: UInt8(ascii: " "), count: size - submission.count)
+            return InputMessage(partition: partition, offset: 5, key: Array("k".utf8), value: value)
+        }
+        let limit = InputMessage.maximumValueBytes
+        guard case .verify(let job) = triage.triage(padded(to: limit, partition: Samples.receipts), nowMs: nowMs)
+        else {
+            Issue.record("expected a message of exactly the limit to be read")
+            return
+        }
+        #expect(job.submission.submissionId == "s-big")
+        for partition in [Samples.receipts, Samples.retry] {
+            guard case .malformed(let records, let problem, let id) = triage.triage(
+                padded(to: limit + 1, partition: partition), nowMs: nowMs)
+            else {
+                Issue.record("expected a message over the limit to be refused")
+                return
+            }
+            // Not even the submission_id is read: no result, only the DLQ record.
+            #expect(id == nil && records.map(\.kind) == [.deadLetter])
+            #expect(problem.contains("\(limit + 1) bytes, over the verifier's limit of \(limit)"))
+            let dlq = try MessageCoding.decode(DeadLetterRecord.self, from: records[0].value)
+            #expect(dlq.reason == .malformedSubmission && dlq.sourceOffset == 5)
+            #expect(dlq.originalValue.count > limit)
+        }
+    }
+
     @Test func aVerdictBecomesTheResultWithAttemptsOfAllRounds() throws {
         let (records, disposition) = router().route(
             Samples.verified(attempts: 2), job: job(round: 1, attempts: 3), breakerOpen: false, nowMs: nowMs)

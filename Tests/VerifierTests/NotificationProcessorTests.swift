@@ -345,6 +345,17 @@ struct NotificationProcessorTests {
         #expect(samples.processor().process(garbage).rejection()?.reason == .invalidSignature)
     }
 
+    @Test func aRecordOverTheSizeLimitIsNotRead() throws {
+        // A valid record padded with whitespace (valid JSON): an event at the limit, refused unread one byte over.
+        let record = try samples.record(samples.notification("TEST"))
+        let limit = InputMessage.maximumValueBytes
+        let atLimit = record + [UInt8](repeating: UInt8(ascii: " "), count: limit - record.count)
+        #expect(try samples.processor().process(atLimit).event().type == .test)
+        let rejection = samples.processor().process(atLimit + [UInt8(ascii: " ")]).rejection()
+        #expect(rejection?.reason == .malformedSubmission)
+        #expect(rejection?.message.contains("\(limit + 1) bytes, over the verifier's limit of \(limit)") == true)
+    }
+
     @Test func aVerifiedPayloadWithoutANotificationUUIDIsMalformed() throws {
         let payload = Array(#"{"notificationType":"TEST","signedDate":\#(samples.pki.signedDateMs),"data":{}}"#.utf8)
         let record = try NotificationSamples.record(signedPayload: try samples.pki.signer.sign(payload: payload))
