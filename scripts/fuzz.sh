@@ -9,9 +9,11 @@ cd "$(dirname "$0")/.."
 
 seconds="${FUZZ_SECONDS:-60}"
 build_path=.build/fuzz
+started=$SECONDS
 swift build --package-path fuzz --build-path "$build_path" -Xswiftc -sanitize=fuzzer,address \
     -Xswiftc -warnings-as-errors 2>&1 | grep -vE "Cannot export local symbol '__asan" || true
 bin="$(swift build --package-path fuzz --build-path "$build_path" --show-bin-path)"
+built=$SECONDS
 
 targets="${FUZZ_TARGETS:-$(grep -oE 'name: "fuzz-[a-z0-9-]+"' fuzz/Package.swift | sed -E 's/name: "(.*)"/\1/')}"
 mkdir -p .build/fuzz-artifacts
@@ -34,6 +36,7 @@ for target in $targets; do
         echo
     fi
 done
+echo "fuzz: $(wc -w <<<"$targets") targets, build $((built - started)) s, $((SECONDS - started)) s in all"
 if [ ${#failed[@]} -gt 0 ]; then
     echo "fuzz: failed: ${failed[*]}"
     exit 1

@@ -35,6 +35,11 @@ python_missing=()
 python3 -c 'import jsonschema' 2>/dev/null || python_missing+=(jsonschema)
 python3 -c 'import yaml' 2>/dev/null || python_missing+=(pyyaml)
 python3 -c 'import appstoreserverlibrary, jwt' 2>/dev/null || python_missing+=(app-store-server-library)
+# The API conformance run (scripts/api-conformance.sh): pinned, because schemathesis's CLI and checks change between
+# versions; this one runs offline (no telemetry, nothing fetched at run time).
+schemathesis_version=4.32.5
+python3 -c "import importlib.metadata as m, sys; sys.exit(m.version('schemathesis') != '$schemathesis_version')" \
+    2>/dev/null || python_missing+=("schemathesis==$schemathesis_version")
 if [ ${#python_missing[@]} -gt 0 ]; then
     echo "installing python packages: ${python_missing[*]}"
     python3 -m pip install --quiet --disable-pip-version-check "${python_missing[@]}"
