@@ -22,7 +22,7 @@ public struct MessageTriage: Sendable {
     }
 
     public func triage(_ message: InputMessage, nowMs: Int64) -> Triage {
-        // Not parsed at all (it could hold the parser for seconds); the DLQ keeps it if Kafka lets it.
+        // Not parsed at all (it could hold the parser for seconds), nor copied into the DLQ record.
         if message.value.count > InputMessage.maximumValueBytes {
             return malformed(
                 message,
