@@ -7,10 +7,11 @@ import ReceiptModel
 // App Store Server API answers as the client reads them (AppStoreServerAPIClient.interpret): the input is a body,
 // read as each endpoint's 2xx answer (Get Transaction Info, Get Transaction History, Get Notification History) and as
 // an error body under every status class; its first line is also a 429's Retry-After.
-// Properties: no crash, no leak; an unreadable 2xx is retryable; an error's kind is the classification of its status
-// and Apple's errorCode, and its message is bounded whatever the body (it is logged); a 429 holds within
-// RetryAfter's bounds, never longer for a later clock, and spaces or tabs around the value change nothing; the records
-// the backfill writes from a history page read back unchanged.
+// Properties: no crash, no leak; an unreadable 2xx is retryable, and so is one without the page's list (never an
+// empty history); an error's kind is the classification of its status and Apple's errorCode, and its message is
+// bounded whatever the body (it is logged); a 429 holds within RetryAfter's bounds, never longer for a later clock,
+// and spaces or tabs around the value change nothing; the records the backfill writes from a history page read back
+// unchanged.
 let now: Int64 = 1_764_489_600_000
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -24,6 +25,15 @@ public func testOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     for failure in [info.failure, history.failure, notifications.failure].compactMap({ $0 }) {
         guard failure.kind == .retryable, failure.message.utf8.count < 300 else {
             FuzzDriver.violated("an unreadable 2xx answer is not a retryable error with a short message")
+        }
+    }
+    // A page without its list is unreadable, never an empty page (an empty history rejects a receipt).
+    if let object = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] {
+        if case .success = history, !(object["signedTransactions"] is [Any]) {
+            FuzzDriver.violated("a 200 without signedTransactions is read as a history page")
+        }
+        if case .success = notifications, !(object["notificationHistory"] is [Any]) {
+            FuzzDriver.violated("a 200 without notificationHistory is read as a notification history page")
         }
     }
     if case .success(let page) = notifications {
