@@ -10,8 +10,15 @@ cd "$(dirname "$0")/.."
 seconds="${FUZZ_SECONDS:-60}"
 build_path=.build/fuzz
 started=$SECONDS
-swift build --package-path fuzz --build-path "$build_path" -Xswiftc -sanitize=fuzzer,address \
-    -Xswiftc -warnings-as-errors 2>&1 | grep -vE "Cannot export local symbol '__asan" || true
+mkdir -p .build
+# A failed build stops the run (the previous binaries would otherwise be fuzzed as if they were current).
+if ! swift build --package-path fuzz --build-path "$build_path" -Xswiftc -sanitize=fuzzer,address \
+    -Xswiftc -warnings-as-errors >.build/fuzz-build.log 2>&1; then
+    grep -vE "Cannot export local symbol '__asan" .build/fuzz-build.log | tail -40
+    echo "fuzz: the fuzz targets do not build (log: .build/fuzz-build.log)"
+    exit 1
+fi
+grep -E "^Build complete" .build/fuzz-build.log || true
 bin="$(swift build --package-path fuzz --build-path "$build_path" --show-bin-path)"
 built=$SECONDS
 
