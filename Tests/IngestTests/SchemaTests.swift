@@ -192,12 +192,16 @@ struct SchemaTests {
         let accepted = SubmissionRequestTests.acceptedBodies + [
             #"{"receipt":"aGVsbG8=","orderNo":7,"transactionId":"1","sandbox":true}"#,
             #"{"receipt_data":"aGVsbG8=","receipt":"aGVsbG8=","sandbox":1}"#,
+            // Whitespace anywhere in a receipt is removed, also inside a JWS sent as receipt_data.
+            #"{"receipt_data":" aGVs\r\nbG8 =\n"}"#,
+            #"{"receipt":"\#(sampleJWS.prefix(10))\n\#(sampleJWS.dropFirst(10))"}"#,
         ]
         for body in accepted { _ = try SubmissionRequest.parse(Array(body.utf8)) }
         let refused = [
             #"{"order_id":"o"}"#, #"{"receipt_data":"aGVsbG8=","signed_transaction":"\#(sampleJWS)"}"#,
             #"{"receipt":"aGVsbG8=","transaction_id":"1"}"#, #"{"transaction_id":"12ab"}"#,
             #"{"receipt":"aGVsbG8=","sandbox":"yes"}"#, #"{"transaction_id":"1","expected_app_account_token":"x"}"#,
+            #"{"receipt_data":"aGVsbG8"}"#, #"{"receipt":"aGVsbG8=="}"#, #"{"receipt_data":"aGVs-bG8="}"#,
         ]
         for body in refused {
             #expect(throws: APIError.self) { try SubmissionRequest.parse(Array(body.utf8)) }

@@ -100,6 +100,62 @@ struct MessageTriageTests {
         #expect(id == "s-3" && records.map(\.kind) == [.deadLetter, .result])
     }
 
+    @Test func aMessageOverTheSizeLimitIsNotReadAndGoesToTheDLQOnly() throws {
+        // A valid submission padded with whitespace (valid JSON): read at the limit, refused unread one byte over.
+        let submission = try MessageCoding.encode(Samples.submission("s-big"))
+        func padded(to size: Int, partition: PartitionKey) -> InputMessage {
+            let value = submission + [UInt8](repeating: UInt8(ascii: " "), count: size - submission.count)
+            return InputMessage(partition: partition, offset: 5, key: Array("k".utf8), value: value)
+        }
+        let limit = InputMessage.maximumValueBytes
+        guard case .verify(let job) = triage.triage(padded(to: limit, partition: Samples.receipts), nowMs: nowMs)
+        else {
+            Issue.record("expected a message of exactly the limit to be read")
+            return
+        }
+        #expect(job.submission.submissionId == "s-big")
+        for partition in [Samples.receipts, Samples.retry] {
+            guard case .malformed(let records, let problem, let id) = triage.triage(
+                padded(to: limit + 1, partition: partition), nowMs: nowMs)
+            else {
+                Issue.record("expected a message over the limit to be refused")
+                return
+            }
+            // Not even the submission_id is read: no result, only the DLQ record.
+            #expect(id == nil && records.map(\.kind) == [.deadLetter])
+            #expect(problem.contains("\(limit + 1) bytes, over the verifier's limit of \(limit)"))
+            let dlq = try MessageCoding.decode(DeadLetterRecord.self, from: records[0].value)
+            #expect(dlq.reason == .malformedSubmission && dlq.sourceOffset == 5)
+            #expect(dlq.originalValue.isEmpty && dlq.message.contains("read it at source_topic"))
+        }
+    }
+
+    @Test func hostileJSONGivesCleanRefusalsQuickly() throws {
+        // A million '[', a 100 MB number (refused unread), invalid UTF-8, a raw NUL byte.
+        var number = Array(#"{"schema_version":1,"submission_id":"s-n","submitted_at_ms":"#.utf8)
+        number += [UInt8](repeating: UInt8(ascii: "7"), count: 100_000_000)
+        let inputs: [(String, [UInt8])] = [
+            ("deep", [UInt8](repeating: UInt8(ascii: "["), count: 1_000_000)),
+            ("huge number", number),
+            ("invalid UTF-8", Array(#"{"schema_version":1,"submission_id":"s-"#.utf8) + [0xFF, 0xFE, 0x22, 0x7D]),
+            ("raw NUL", Array(#"{"schema_version":1,"submission_id":"s-\#u{0}"}"#.utf8)),
+        ]
+        for (name, value) in inputs {
+            for partition in [Samples.receipts, Samples.retry] {
+                let started = ContinuousClock.now
+                let outcome = triage.triage(
+                    InputMessage(partition: partition, offset: 1, key: nil, value: value), nowMs: nowMs)
+                guard case .malformed(let records, _, _) = outcome else {
+                    Issue.record("\(name) on \(partition.topic) was not refused")
+                    continue
+                }
+                #expect(records.first?.kind == .deadLetter, "\(name)")
+                // Linear work takes well under a second; a generous bound for a loaded machine.
+                #expect(ContinuousClock.now - started < .seconds(10), "\(name) on \(partition.topic)")
+            }
+        }
+    }
+
     @Test func aVerdictBecomesTheResultWithAttemptsOfAllRounds() throws {
         let (records, disposition) = router().route(
             Samples.verified(attempts: 2), job: job(round: 1, attempts: 3), breakerOpen: false, nowMs: nowMs)

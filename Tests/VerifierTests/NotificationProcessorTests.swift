@@ -345,6 +345,36 @@ struct NotificationProcessorTests {
         #expect(samples.processor().process(garbage).rejection()?.reason == .invalidSignature)
     }
 
+    @Test func aRecordOverTheSizeLimitIsNotRead() throws {
+        // A valid record padded with whitespace (valid JSON): an event at the limit, refused unread one byte over.
+        let record = try samples.record(samples.notification("TEST"))
+        let limit = InputMessage.maximumValueBytes
+        let atLimit = record + [UInt8](repeating: UInt8(ascii: " "), count: limit - record.count)
+        #expect(try samples.processor().process(atLimit).event().type == .test)
+        let rejection = samples.processor().process(atLimit + [UInt8(ascii: " ")]).rejection()
+        #expect(rejection?.reason == .malformedSubmission)
+        #expect(rejection?.message.contains("\(limit + 1) bytes, over the verifier's limit of \(limit)") == true)
+    }
+
+    @Test func hostileJSONGivesCleanRefusalsQuickly() {
+        // A million '[', a 100 MB number (refused unread), invalid UTF-8 and a raw NUL byte in signed_payload.
+        let record = Array(#"{"schema_version":1,"origin":"apple_delivery","received_at_ms":1,"#.utf8)
+        let inputs: [(String, [UInt8])] = [
+            ("deep", [UInt8](repeating: UInt8(ascii: "["), count: 1_000_000)),
+            ("huge number", record + Array(#""x":"#.utf8) + [UInt8](repeating: 0x37, count: 100_000_000)),
+            ("invalid UTF-8", record + Array(#""signed_payload":"a.b"#.utf8) + [0xFF, 0xFE, 0x22, 0x7D]),
+            ("raw NUL", record + Array(#""signed_payload":"a.b\#u{0}.c"}"#.utf8)),
+        ]
+        let processor = samples.processor()
+        for (name, value) in inputs {
+            let started = ContinuousClock.now
+            let rejection = processor.process(value).rejection()
+            #expect(rejection?.reason == .malformedSubmission, "\(name)")
+            // Linear work takes well under a second; a generous bound for a loaded machine.
+            #expect(ContinuousClock.now - started < .seconds(10), "\(name)")
+        }
+    }
+
     @Test func aVerifiedPayloadWithoutANotificationUUIDIsMalformed() throws {
         let payload = Array(#"{"notificationType":"TEST","signedDate":\#(samples.pki.signedDateMs),"data":{}}"#.utf8)
         let record = try NotificationSamples.record(signedPayload: try samples.pki.signer.sign(payload: payload))

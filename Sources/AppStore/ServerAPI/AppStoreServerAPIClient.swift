@@ -301,15 +301,39 @@ public final class AppStoreServerAPIClient: Sendable {
     private func interpret<Value: Decodable>(
         _ result: Result<HTTPClientResponse, HTTPClientError>, key: ServerAPIPacing.Key
     ) -> Result<Value, ServerAPIError> {
-        let environment = key.environment
-        let prefix = "\(environment.rawValue) \(key.endpoint.rawValue)"
         let response: HTTPClientResponse
         switch result {
         case .failure(let error):
-            return .failure(ServerAPIError(.retryable, "\(prefix): \(error)", environment: environment))
+            return .failure(
+                ServerAPIError(
+                    .retryable, "\(key.environment.rawValue) \(key.endpoint.rawValue): \(error)",
+                    environment: key.environment))
         case .success(let value):
             response = value
         }
+        let outcome: Result<Value, ServerAPIError> = Self.interpret(response, key: key, nowWallMs: wallClockMs())
+        if response.status == 429, case .failure(let error) = outcome, let holdMs = error.retryAfterMs,
+            pacer.holdBack(key, forMs: Int64(holdMs))
+        {
+            logger.warning(
+                "App Store Server API rate limit (429): holding the endpoint back",
+                [
+                    "endpoint": .string(key.endpoint.rawValue), "environment": .string(key.environment.rawValue),
+                    "hold_ms": .int(holdMs),
+                    "retry_after": .string(response.header("Retry-After").map { String($0.prefix(32)) } ?? "absent"),
+                ])
+        }
+        return outcome
+    }
+
+    /// What one answer of the App Store Server API says (pure: the caller puts the endpoint on hold after a 429 for
+    /// `retryAfterMs`): the decoded body of a 2xx, else the error its status and Apple's `errorCode` classify.
+    /// Messages quote at most 200 characters of Apple's `errorMessage` and nothing else of the body.
+    static func interpret<Value: Decodable>(
+        _ response: HTTPClientResponse, key: ServerAPIPacing.Key, nowWallMs: Int64
+    ) -> Result<Value, ServerAPIError> {
+        let environment = key.environment
+        let prefix = "\(environment.rawValue) \(key.endpoint.rawValue)"
         switch response.status {
         case 200...299:
             do {
@@ -329,16 +353,7 @@ public final class AppStoreServerAPIClient: Sendable {
                         + "APPLE_PRIVATE_KEY_FILE (an In-App Purchase key of the app's team), the bundle id, and "
                         + "(production) that the app has a release", environment: environment, httpStatus: 401))
         case 429:
-            let holdMs = RetryAfter.holdMs(response.header("Retry-After"), nowWallMs: wallClockMs())
-            if pacer.holdBack(key, forMs: holdMs) {
-                logger.warning(
-                    "App Store Server API rate limit (429): holding the endpoint back",
-                    [
-                        "endpoint": .string(key.endpoint.rawValue), "environment": .string(environment.rawValue),
-                        "hold_ms": .int(Int(holdMs)),
-                        "retry_after": .string(response.header("Retry-After").map { String($0.prefix(32)) } ?? "absent"),
-                    ])
-            }
+            let holdMs = RetryAfter.holdMs(response.header("Retry-After"), nowWallMs: nowWallMs)
             return .failure(
                 ServerAPIError(
                     .rateLimited,

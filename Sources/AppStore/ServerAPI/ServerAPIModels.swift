@@ -35,6 +35,8 @@ public struct HistoryResponse: Sendable, Equatable, Decodable {
         case revision, hasMore, bundleId, appAppleId, environment, signedTransactions
     }
 
+    /// `signedTransactions` is required: a 200 whose body lacks it (a proxy's, or a changed API) is not an empty
+    /// history, which would reject the receipt as `transaction_not_found`, but an unreadable answer (retryable).
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         revision = try c.decodeIfPresent(String.self, forKey: .revision)
@@ -42,7 +44,7 @@ public struct HistoryResponse: Sendable, Equatable, Decodable {
         bundleId = try c.decodeIfPresent(String.self, forKey: .bundleId)
         appAppleId = try? c.decodeIfPresent(Int64.self, forKey: .appAppleId)
         environment = try c.decodeIfPresent(String.self, forKey: .environment)
-        signedTransactions = try c.decodeIfPresent([String].self, forKey: .signedTransactions) ?? []
+        signedTransactions = try c.decode([String].self, forKey: .signedTransactions)
     }
 }
 
@@ -142,9 +144,11 @@ public struct NotificationHistoryResponse: Sendable, Equatable, Decodable {
         case notificationHistory, hasMore, paginationToken
     }
 
+    /// `notificationHistory` is required: a 200 whose body lacks it is an unreadable answer (retried), not an empty
+    /// last page that would end a backfill early.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        notificationHistory = try c.decodeIfPresent([NotificationHistoryItem].self, forKey: .notificationHistory) ?? []
+        notificationHistory = try c.decode([NotificationHistoryItem].self, forKey: .notificationHistory)
         hasMore = try c.decodeIfPresent(Bool.self, forKey: .hasMore) ?? false
         paginationToken = try c.decodeIfPresent(String.self, forKey: .paginationToken)
     }

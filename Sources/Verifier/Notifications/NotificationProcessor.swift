@@ -14,7 +14,8 @@ public struct NotificationEvent: Sendable, Equatable {
 /// call), so every rule is unit-tested.
 ///
 /// In order (the first failure decides the DLQ reason):
-/// 1. the message is a `NotificationRecord` of schema version 1, else `malformed_submission`;
+/// 1. the message is a `NotificationRecord` of schema version 1 and at most `InputMessage.maximumValueBytes` long
+///    (not parsed otherwise), else `malformed_submission`;
 /// 2. `signed_payload` verifies (ES256, x5c chain to our roots at its `signedDate`, Apple's marker OIDs), else
 ///    `invalid_signature`; the verified payload has a `notificationUUID` and a `notificationType`, else
 ///    `malformed_submission`;
@@ -104,6 +105,12 @@ public struct NotificationProcessor: Sendable {
     }
 
     private static func record(_ value: [UInt8]) throws(NotificationRejection) -> NotificationRecord {
+        guard value.count <= InputMessage.maximumValueBytes else {
+            throw NotificationRejection(
+                .malformedSubmission,
+                "not a notification record: \(value.count) bytes, over the verifier's limit of "
+                    + "\(InputMessage.maximumValueBytes) (Apple's notifications are a few KiB); not read")
+        }
         let record: NotificationRecord
         do {
             record = try MessageCoding.decode(NotificationRecord.self, from: value)

@@ -22,6 +22,15 @@ public struct MessageTriage: Sendable {
     }
 
     public func triage(_ message: InputMessage, nowMs: Int64) -> Triage {
+        // Not parsed at all (it could hold the parser for seconds), nor copied into the DLQ record.
+        if message.value.count > InputMessage.maximumValueBytes {
+            return malformed(
+                message,
+                problem: "the message is \(message.value.count) bytes, over the verifier's limit of "
+                    + "\(InputMessage.maximumValueBytes): not read (the ingest's body limit keeps submissions far "
+                    + "smaller; a producer writing directly must too)",
+                submissionId: nil, orderId: nil, userId: nil, attempts: 0, nowMs: nowMs)
+        }
         if message.partition.topic == factory.topics.retry {
             return triageRetryRecord(message, nowMs: nowMs)
         }

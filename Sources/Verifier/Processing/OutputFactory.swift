@@ -60,14 +60,22 @@ public struct OutputFactory: Sendable {
             key: job.message.key)
     }
 
+    /// A DLQ record of `message` with its original key and bytes, except bytes over `InputMessage.maximumValueBytes`
+    /// (not copied: `message` says where the original is).
     public func deadLetter(
         message: InputMessage, submissionId: String?, reason: Reason, text: String, appleStatus: Int?, attempts: Int,
         nowMs: Int64
     ) -> OutgoingRecord {
+        let keepsOriginal = message.value.count <= InputMessage.maximumValueBytes
         let record = DeadLetterRecord(
-            submissionId: submissionId, reason: reason, message: text, sourceTopic: message.partition.topic,
-            sourcePartition: Int(message.partition.partition), sourceOffset: message.offset, originalKey: message.key,
-            originalValue: message.value, appleStatus: appleStatus, attempts: attempts, failedAtMs: nowMs)
+            submissionId: submissionId, reason: reason,
+            message: keepsOriginal
+                ? text
+                : text + " (the original message, \(message.value.count) bytes, is not copied here: read it at "
+                    + "source_topic/source_partition/source_offset)",
+            sourceTopic: message.partition.topic, sourcePartition: Int(message.partition.partition),
+            sourceOffset: message.offset, originalKey: message.key, originalValue: keepsOriginal ? message.value : [],
+            appleStatus: appleStatus, attempts: attempts, failedAtMs: nowMs)
         var headers: [(name: String, value: String)] = []
         if let submissionId { headers.append((MessageHeaders.submissionId, submissionId)) }
         headers.append((MessageHeaders.dlqReason, reason.rawValue))
