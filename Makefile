@@ -24,6 +24,7 @@ test: deps
 	RECEIPTS_BIN_DIR="$$($(SWIFT) build --show-bin-path)" $(SWIFT) test --skip-build --no-parallel 2>&1 | tee .build/test-output.log
 	@scripts/test-summary.sh .build/test-output.log
 	python3 scripts/check-deployment.py "$$($(SWIFT) build --show-bin-path)"
+	CHAOS_SHORT=1 CHAOS_BIN="$$($(SWIFT) build --show-bin-path)" bench/chaos.sh
 
 dev: build-release
 	@scripts/dev.sh
