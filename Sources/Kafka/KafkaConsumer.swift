@@ -9,7 +9,8 @@ import Synchronization
 /// - `enable.auto.offset.store=false` (always): an offset is committed only after the owner called `storeOffset`,
 ///   so the owner decides what is done (see `PartitionOffsetTracker`).
 /// - `enable.auto.commit=true` (default): stored offsets are committed every `auto.commit.interval.ms`, when
-///   partitions are revoked, and on `close`.
+///   partitions are revoked, and on `close`; `requestCommit` commits them sooner (asynchronously, at most once per
+///   `commitInterval`), so a crash redoes little more than the work that was in flight.
 /// - Eager `range` assignment by default; rebalances go through `rd_kafka_conf_set_rebalance_cb`, so the delegate
 ///   hears `willRevoke` before partitions are taken away and `didAssign` after they were assigned.
 /// - `auto.offset.reset=earliest` by default: a new group starts at the beginning, nothing written before its first
@@ -39,6 +40,8 @@ public final class KafkaConsumer: Sendable {
     private let assigned = Locked<Set<TopicPartition>>([])
     private let rebalances = Atomic<Int>(0)
     private let allBrokersDown = Atomic<Bool>(false)
+    private let commitPacer: Locked<CommitPacer>
+    private let commitRequests = Atomic<Int>(0)
     private let logger: Logger
 
     private enum Lifecycle {
@@ -50,12 +53,14 @@ public final class KafkaConsumer: Sendable {
     ///     `enable.auto.offset.store` are set by the consumer.
     ///   - delegate: held strongly until `close` finished.
     ///   - metrics: when given, exports `kafka_consumer_lag{topic,partition}`, `kafka_rebalances_total`,
-    ///     `kafka_consumer_fetch_queue_messages` and `kafka_consumer_assigned_partitions` (one consumer per registry).
+    ///     `kafka_consumer_fetch_queue_messages`, `kafka_consumer_assigned_partitions` and
+    ///     `kafka_consumer_commit_requests_total` (one consumer per registry).
+    ///   - commitInterval: the least time between two commits `requestCommit` issues.
     /// - Throws: `KafkaError` (`invalidArgument`) naming an unknown property or invalid value, or when `topics` is
     ///   empty.
     public init(
         configuration: KafkaConfiguration, groupId: String, topics: [String], delegate: any KafkaConsumerDelegate,
-        logger: Logger, metrics: MetricsRegistry? = nil
+        logger: Logger, metrics: MetricsRegistry? = nil, commitInterval: Duration = .milliseconds(100)
     ) throws(KafkaError) {
         guard !groupId.isEmpty, !topics.isEmpty, !topics.contains(where: \.isEmpty) else {
             throw KafkaError(
@@ -75,6 +80,7 @@ public final class KafkaConsumer: Sendable {
         self.handle = handle
         self.context = context
         self.delegateBox = Locked(delegate)
+        self.commitPacer = Locked(CommitPacer(minimumInterval: commitInterval))
         self.logger = logger
         context.attach(self)
         if let metrics { registerMetrics(metrics) }
@@ -103,7 +109,7 @@ public final class KafkaConsumer: Sendable {
     }
 
     /// Stores `nextOffset` (the next offset to read, stored as given: no +1) for `partition`; it is committed with
-    /// the next automatic commit, on revoke and on close.
+    /// the next `requestCommit` or automatic commit, on revoke and on close.
     /// - Throws: `KafkaError` (`invalidState` or unknown partition) when the partition is not assigned to this
     ///   consumer any more (its messages will be processed again by the new owner), or when closed.
     public func storeOffset(_ partition: TopicPartition, nextOffset: Int64) throws(KafkaError) {
@@ -132,6 +138,43 @@ public final class KafkaConsumer: Sendable {
     public func resume(_ partitions: [TopicPartition]) {
         changeFetching(partitions, pause: false)
     }
+
+    /// Asks for the stored offsets to be committed soon, without blocking: an asynchronous commit is issued at once
+    /// when the last one this method issued is at least `commitInterval` old, else by the poll thread as soon as it
+    /// is (requests in between are merged into that one commit). Call it after `storeOffset` advanced an offset.
+    /// A failed commit is not retried as such: the next commit (requested, automatic, on revoke or on close) carries
+    /// the stored offsets again. Does nothing once closed.
+    public func requestCommit() {
+        let commitNow = commitPacer.withLock { $0.request(nowNs: Clock.monotonicNanoseconds()) }
+        if commitNow { commitAsynchronously() }
+    }
+
+    /// The group's committed offsets of `partitions` (the next offset to read; nil where nothing is committed),
+    /// asked of the group coordinator: blocks up to `timeout`.
+    /// - Throws: `KafkaError` when the coordinator does not answer in time, or when closed.
+    public func committedOffsets(_ partitions: [TopicPartition], timeout: Duration) throws(KafkaError)
+        -> [TopicPartition: Int64]
+    {
+        let answer = try handle.withClient { client throws(KafkaError) -> [TopicPartition: Int64] in
+            try RDKafkaTopicPartitionList.withList(partitions) { list throws(KafkaError) -> [TopicPartition: Int64] in
+                let code = rd_kafka_committed(client, list, timeout.clampedMilliseconds)
+                guard code == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                    throw KafkaError.from(code, context: "cannot read the committed offsets of group \(groupId)")
+                }
+                var offsets: [TopicPartition: Int64] = [:]
+                for entry in RDKafkaTopicPartitionList.entries(list)
+                where entry.error == RD_KAFKA_RESP_ERR_NO_ERROR && entry.offset >= 0 {
+                    offsets[entry.partition] = entry.offset
+                }
+                return offsets
+            }
+        }
+        guard let answer else { throw Self.closedError }
+        return answer
+    }
+
+    /// Asynchronous commits `requestCommit` issued.
+    public var commitRequestCount: Int { commitRequests.load(ordering: .relaxed) }
 
     /// Commits what was stored, synchronously (blocks up to the commit's round trip; do not call on the cooperative
     /// pool in a hot path). Nothing stored is not an error.
@@ -205,7 +248,15 @@ public final class KafkaConsumer: Sendable {
     // MARK: Poll thread
 
     private func pollOnce() {
-        guard let message = rd_kafka_consumer_poll(handle.pointer, 100) else { return }
+        // The trailing edge of requestCommit's pacing: a merged request is committed once its interval has passed,
+        // and the poll waits no longer than that.
+        let now = Clock.monotonicNanoseconds()
+        let (commitNow, untilDue) = commitPacer.withLock { pacer in
+            (pacer.takeDue(nowNs: now), pacer.nanosecondsUntilDue(nowNs: now))
+        }
+        if commitNow { commitAsynchronously() }
+        let timeoutMs = untilDue.map { Int32(clamping: min(max(($0 + 999_999) / 1_000_000, 1), 100)) } ?? 100
+        guard let message = rd_kafka_consumer_poll(handle.pointer, timeoutMs) else { return }
         defer { rd_kafka_message_destroy(message) }
         let code = message.pointee.err
         if code == RD_KAFKA_RESP_ERR_NO_ERROR {
@@ -231,6 +282,16 @@ public final class KafkaConsumer: Sendable {
         assigned.withLock { $0.removeAll() }
         delegateBox.withLock { $0 = nil }
         logger.info("consumer closed")
+    }
+
+    /// Commits the stored offsets of the assignment without waiting for the answer (librdkafka logs a failure).
+    private func commitAsynchronously() {
+        let code = handle.withClient { rd_kafka_commit($0, nil, 1) }
+        guard let code else { return }
+        commitRequests.add(1, ordering: .relaxed)
+        if code != RD_KAFKA_RESP_ERR_NO_ERROR && code != RD_KAFKA_RESP_ERR__NO_OFFSET {
+            logger.debug("commit not issued", ["error": .string(KafkaError.describe(code: code.rawValue))])
+        }
     }
 
     private func report(_ error: KafkaError) {
@@ -281,6 +342,13 @@ public final class KafkaConsumer: Sendable {
         metrics.collect("kafka_consumer_assigned_partitions", help: "Partitions assigned to this consumer", kind: .gauge)
         { [weak self] in
             [([], Double(self?.assigned.withLock { $0.count } ?? 0))]
+        }
+        metrics.collect(
+            "kafka_consumer_commit_requests_total",
+            help: "Asynchronous commits of stored offsets issued after offsets advanced (auto-commits not counted)",
+            kind: .counter
+        ) { [weak self] in
+            [([], Double(self?.commitRequestCount ?? 0))]
         }
     }
 }

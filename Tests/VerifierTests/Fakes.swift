@@ -105,6 +105,7 @@ final class FakeControl: PartitionControl {
         var paused: Set<PartitionKey> = []
         var stored: [PartitionKey: [Int64]] = [:]
         var refuseStores = false
+        var commitRequests = 0
     }
     let state = Locked(State())
 
@@ -119,7 +120,10 @@ final class FakeControl: PartitionControl {
         }
     }
 
+    func requestCommit() { state.withLock { $0.commitRequests += 1 } }
+
     var paused: Set<PartitionKey> { state.withLock { $0.paused } }
+    var commitRequests: Int { state.withLock { $0.commitRequests } }
     func stored(_ partition: PartitionKey) -> [Int64] { state.withLock { $0.stored[partition] ?? [] } }
 }
 

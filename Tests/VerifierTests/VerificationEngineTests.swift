@@ -281,4 +281,25 @@ struct ConsumerControlApplierTests {
         #expect(control.paused.isEmpty)
         #expect(control.stored(p) == [10, 3])  // a new assignment epoch starts over
     }
+
+    @Test func aBatchThatStoredAnOffsetAsksForACommitAndOthersDoNot() {
+        let control = FakeControl()
+        let applier = ConsumerControlApplier(control: control, logger: Logger(label: "test", threshold: .error))
+        let p = Samples.receipts
+        applier.apply(ControlBatch(sequence: 1, actions: [.pause(p)]))
+        #expect(control.commitRequests == 0)
+        applier.apply(ControlBatch(sequence: 2, actions: [.storeOffset(p, nextOffset: 10, epoch: 1), .resume(p)]))
+        #expect(control.commitRequests == 1)
+        // Nothing new stored (an offset that does not advance): no commit asked for.
+        applier.apply(ControlBatch(sequence: 3, actions: [.storeOffset(p, nextOffset: 10, epoch: 1)]))
+        #expect(control.commitRequests == 1)
+        // A store the consumer refuses (partition no longer assigned): nothing to commit either.
+        control.state.withLock { $0.refuseStores = true }
+        applier.apply(ControlBatch(sequence: 4, actions: [.storeOffset(p, nextOffset: 11, epoch: 1)]))
+        #expect(control.commitRequests == 1)
+        control.state.withLock { $0.refuseStores = false }
+        applier.apply(ControlBatch(sequence: 5, actions: [.storeOffset(p, nextOffset: 12, epoch: 1)]))
+        #expect(control.commitRequests == 2)
+        #expect(control.stored(p) == [10, 12])
+    }
 }

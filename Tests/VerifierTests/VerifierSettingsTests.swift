@@ -20,6 +20,7 @@ struct VerifierSettingsTests {
         #expect(settings.consumerKafka["queued.max.messages.kbytes"] == "65536")
         #expect(settings.kafka["queued.max.messages.kbytes"] == nil)  // consumer-only: not given to the producer
         #expect(settings.retryPolicy.maximumRounds == 6)
+        #expect(settings.commitInterval == .milliseconds(100))
     }
 
     @Test func everySettingIsRead() throws {
@@ -43,6 +44,7 @@ struct VerifierSettingsTests {
         environment["VERIFIER_BREAKER_MAX_PROBE_MS"] = "800"
         environment["VERIFIER_REVOKE_TIMEOUT_MS"] = "300"
         environment["VERIFIER_SHUTDOWN_TIMEOUT_MS"] = "700"
+        environment["VERIFIER_COMMIT_INTERVAL_MS"] = "250"
         environment["KAFKA_SESSION_TIMEOUT_MS"] = "6000"
         let settings = try VerifierSettings.fromEnvironment(environment)
         #expect(settings.topics == VerifierTopics(receipts: "r", results: "s", retry: "t", deadLetter: "d"))
@@ -59,6 +61,7 @@ struct VerifierSettingsTests {
                     maximumProbeInterval: .milliseconds(800)))
         #expect(settings.revokeTimeout == .milliseconds(300) && settings.shutdownTimeout == .milliseconds(700))
         #expect(settings.kafka["session.timeout.ms"] == "6000")
+        #expect(settings.commitInterval == .milliseconds(250))
     }
 
     @Test(arguments: [
@@ -66,6 +69,7 @@ struct VerifierSettingsTests {
         ("VERIFIER_METRICS_LISTEN", "nowhere"), ("RETRY_TOPIC", "bad topic"), ("RETRY_TOPIC", "iap.receipts.results"),
         ("VERIFIER_RETRY_ROUNDS", "zero"), ("VERIFIER_BREAKER_FAILURE_RATIO", "1.5"), ("SANDBOX_POLICY", "maybe"),
         ("VERIFIER_RETRY_MAX_BACKOFF_MS", "5"), ("VERIFIER_REVOKE_TIMEOUT_MS", "150001"),
+        ("VERIFIER_COMMIT_INTERVAL_MS", "60001"), ("VERIFIER_COMMIT_INTERVAL_MS", "-1"),
     ])
     func invalidSettingsNameTheirVariable(variable: String, value: String) {
         var environment = minimal
@@ -111,7 +115,8 @@ struct VerifierSettingsTests {
             "VERIFIER_ROUND_DEADLINE_MS", "VERIFIER_RETRY_ROUNDS", "VERIFIER_RETRY_BACKOFF_MS",
             "VERIFIER_RETRY_MAX_BACKOFF_MS", "VERIFIER_BREAKER_WINDOW", "VERIFIER_BREAKER_MIN_CALLS",
             "VERIFIER_BREAKER_FAILURE_RATIO", "VERIFIER_BREAKER_PROBE_MS", "VERIFIER_BREAKER_MAX_PROBE_MS",
-            "VERIFIER_REVOKE_TIMEOUT_MS", "VERIFIER_SHUTDOWN_TIMEOUT_MS", "APPLE_VERIFY_RECEIPT_URL",
+            "VERIFIER_REVOKE_TIMEOUT_MS", "VERIFIER_SHUTDOWN_TIMEOUT_MS", "VERIFIER_COMMIT_INTERVAL_MS",
+            "APPLE_VERIFY_RECEIPT_URL",
             "APPLE_SANDBOX_VERIFY_RECEIPT_URL", "APPLE_SHARED_SECRET", "APPLE_TIMEOUT_MS", "APPLE_CA_BUNDLE",
             "APPLE_EXCLUDE_OLD_TRANSACTIONS", "APPLE_RETRY_MAX_ATTEMPTS", "APPLE_RETRY_21002_MAX_ATTEMPTS",
             "APPLE_RETRY_BASE_DELAY_MS", "APPLE_RETRY_MAX_DELAY_MS", "APPLE_21002_BURST_WINDOW",

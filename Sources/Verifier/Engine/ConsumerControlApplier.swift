@@ -6,7 +6,9 @@ import Synchronization
 ///
 /// Invariants: for each partition a pause/resume is applied only when its batch is newer than the last one applied
 /// to that partition (an overtaken batch's stale pause or resume is skipped); a stored offset never goes backwards
-/// within an assignment epoch.
+/// within an assignment epoch; every batch that stored an offset asks for a commit (the consumer paces them), so a
+/// stored offset is committed within the commit interval instead of waiting for the periodic auto-commit, and a
+/// crash redoes little more than the work in flight.
 final class ConsumerControlApplier: Sendable {
     private struct Applied {
         var pauseSequence: [PartitionKey: UInt64] = [:]
@@ -36,7 +38,8 @@ final class ConsumerControlApplier: Sendable {
         guard let batch else { return }
         defer { processed.add(1, ordering: .releasing) }
         // The consumer calls are quick and non-blocking; holding the lock across them keeps their order.
-        applied.withLock { applied in
+        let storedAny = applied.withLock { applied -> Bool in
+            var storedAny = false
             var pause: [PartitionKey] = []
             var resume: [PartitionKey] = []
             for action in batch.actions {
@@ -55,6 +58,7 @@ final class ConsumerControlApplier: Sendable {
                     applied.stored[partition] = (epoch, nextOffset)
                     do {
                         try control.storeOffset(partition, nextOffset: nextOffset)
+                        storedAny = true
                     } catch {
                         // Only happens for a partition no longer assigned: the offset is not committed and the
                         // messages after the last committed one are redelivered to the new owner.
@@ -69,6 +73,9 @@ final class ConsumerControlApplier: Sendable {
             }
             if !pause.isEmpty { control.pause(pause) }
             if !resume.isEmpty { control.resume(resume) }
+            return storedAny
         }
+        // Commits carry whatever is stored when they are issued: no ordering with other batches is needed.
+        if storedAny { control.requestCommit() }
     }
 }

@@ -5,4 +5,6 @@ public protocol PartitionControl: Sendable {
     /// Stores `nextOffset` (the next offset to read, as is) for the next commit.
     /// - Throws: when the partition is no longer assigned (harmless: the offset is simply not committed).
     func storeOffset(_ partition: PartitionKey, nextOffset: Int64) throws
+    /// Asks for the stored offsets to be committed soon (paced: at most one commit per interval; never blocks).
+    func requestCommit()
 }

@@ -3,7 +3,7 @@ import ServiceSupport
 import Synchronization
 
 /// Connects the Kafka consumer and the engine both ways: consumer events go to the engine (as its delegate), the
-/// engine's pause/resume/store actions go to the consumer (as its `PartitionControl`).
+/// engine's pause/resume/store/commit actions go to the consumer (as its `PartitionControl`).
 ///
 /// Both ends are attached after construction (each needs the other to be created); events arriving before the
 /// engine is attached cannot happen because the consumer is started only after `attach(engine:)`.
@@ -65,5 +65,9 @@ final class KafkaConsumerBridge: KafkaConsumerDelegate, PartitionControl {
     func storeOffset(_ partition: PartitionKey, nextOffset: Int64) throws {
         guard let consumer = currentConsumer else { return }
         try consumer.storeOffset(partition, nextOffset: nextOffset)
+    }
+
+    func requestCommit() {
+        currentConsumer?.requestCommit()
     }
 }

@@ -42,7 +42,7 @@ public final class VerifierService: Sendable {
         self.metrics = metrics
         for property in settings.overriddenConsumerProperties {
             logger.warning(
-                "KAFKA_* setting ignored for the consumer: the verifier commits the offsets it stores by auto-commit",
+                "KAFKA_* setting ignored for the consumer: auto-commit commits stored offsets on revoke and close",
                 ["setting": .string(property)])
         }
         let producer: KafkaProducer
@@ -88,7 +88,7 @@ public final class VerifierService: Sendable {
                 configuration: settings.consumerKafka, groupId: settings.groupId,
                 topics: [settings.topics.receipts, settings.topics.retry, settings.topics.notifications],
                 delegate: bridge, logger: logger,
-                metrics: metrics)
+                metrics: metrics, commitInterval: settings.commitInterval)
         } catch {
             producer.close(timeout: .seconds(1))
             throw VerifierStartupError(description: "cannot create the Kafka consumer: \(error.message)")

@@ -23,12 +23,16 @@ public struct VerifierSettings: Sendable {
     public var revokeTimeout: Duration
     /// How long SIGTERM waits for in-flight work before abandoning it (it is redelivered after restart).
     public var shutdownTimeout: Duration
+    /// The least time between two commits of stored offsets (`VERIFIER_COMMIT_INTERVAL_MS`): a stored offset is
+    /// committed at once when the last commit is older, else when it is. What a crash redoes is about the work in
+    /// flight plus what finished in this interval.
+    public var commitInterval: Duration
 
     public init(
         kafka: KafkaConfiguration, topics: VerifierTopics, groupId: String, metricsListen: ListenAddress,
         appStore: AppStoreSettings, serverAPI: ServerAPISettings, limits: DispatchLimits, roundDeadline: Duration,
         retryPolicy: RetryRoundPolicy, breaker: AppleCircuitBreaker.Configuration, revokeTimeout: Duration,
-        shutdownTimeout: Duration
+        shutdownTimeout: Duration, commitInterval: Duration = .milliseconds(100)
     ) {
         self.kafka = kafka
         self.topics = topics
@@ -42,6 +46,7 @@ public struct VerifierSettings: Sendable {
         self.breaker = breaker
         self.revokeTimeout = revokeTimeout
         self.shutdownTimeout = shutdownTimeout
+        self.commitInterval = commitInterval
     }
 
     /// What notifications must satisfy besides their signatures.
@@ -70,8 +75,9 @@ public struct VerifierSettings: Sendable {
     ]
 
     /// Consumer properties the verifier sets whatever `KAFKA_*` says: it stores offsets as outputs are acknowledged
-    /// and relies on auto-commit to commit them (it never commits explicitly), so with auto-commit off it would
-    /// commit nothing and every restart would redo the whole backlog.
+    /// and commits them promptly (`VERIFIER_COMMIT_INTERVAL_MS`), with auto-commit as the safety net that also
+    /// commits on revoke and close, so with auto-commit off a rebalance or shutdown could leave stored offsets
+    /// uncommitted.
     public static let consumerOverrides: [String: String] = ["enable.auto.commit": "true"]
 
     /// The consumer's properties: `kafka` plus `consumerDefaults` where not set, and `consumerOverrides`.
@@ -174,7 +180,9 @@ public struct VerifierSettings: Sendable {
                 initialProbeInterval: .milliseconds(probeMs), maximumProbeInterval: .milliseconds(maxProbeMs)),
             revokeTimeout: .milliseconds(revokeMs),
             shutdownTimeout: .milliseconds(
-                try settings.int("VERIFIER_SHUTDOWN_TIMEOUT_MS", default: 20_000, range: 0...600_000)))
+                try settings.int("VERIFIER_SHUTDOWN_TIMEOUT_MS", default: 20_000, range: 0...600_000)),
+            commitInterval: .milliseconds(
+                try settings.int("VERIFIER_COMMIT_INTERVAL_MS", default: 100, range: 0...60_000)))
     }
 
     private static func topic(_ settings: Settings, _ name: String, default value: String) throws(ConfigurationError)
@@ -242,6 +250,9 @@ public struct VerifierSettings: Sendable {
                                          of max.poll.interval.ms (default 5000)
           VERIFIER_SHUTDOWN_TIMEOUT_MS   SIGTERM: time in-flight work gets before it is left for redelivery
                                          (default 20000)
+          VERIFIER_COMMIT_INTERVAL_MS    least time between two commits of the offsets stored as outputs are
+                                         acknowledged, 0..60000 (default 100): after a crash the next owner redoes
+                                         the work in flight plus what finished within this interval
           APPLE_VERIFY_RECEIPT_URL       production endpoint (default https://buy.itunes.apple.com/verifyReceipt);
                                          https:// (http:// only on loopback: 127.0.0.0/8, ::1, localhost)
           APPLE_SANDBOX_VERIFY_RECEIPT_URL sandbox endpoint (default https://sandbox.itunes.apple.com/verifyReceipt)

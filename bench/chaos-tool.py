@@ -1,0 +1,724 @@
+#!/usr/bin/env python3
+"""The independent half of bench/soak.sh and bench/chaos.sh: load, sampling, draining and checking, in Python's
+standard library only (no Swift code of this repository is involved in what it concludes).
+
+  load     POSTs submissions to the ingest at a fixed rate (and asks the fake App Store to send App Store Server
+           Notifications to the ingest) until SIGTERM; records every answer.
+  sample   every N seconds: RSS, open file descriptors and threads of each process (/proc), consumer lag and
+           counters (the services' /metrics), the load average; one CSV row per sample.
+  drain    waits until the verifiers' consumer lag is 0 on every input partition and stays there.
+  check    reads what kcat wrote from the topics (submissions, results, events, DLQ) and what the load generator
+           saw, and checks: every 202 is on the submissions topic and has a result, each submission's results agree
+           (outcome, reason, transactions) and are the expected verdict, every notification the ingest answered 200
+           has an event, the readers saw every partition up to its end offset. Duplicates are counted and attributed
+           to the fault that preceded them. Exit status 1 on any violation.
+  soak-report  pass criteria of a soak CSV (RSS and fds flat after warm-up, lag bounded) and the gnuplot script.
+
+Submission ids say what the verdict must be: <run>-v-<n> is a valid purchase (verified), <run>-b-<n> another app's
+receipt (rejected, bundle_mismatch), <run>-t-<n> a receipt without the expected transaction (rejected,
+transaction_not_found). Fake receipts are the base64 of their scenario (Sources/FakeAppStore/README.md).
+"""
+import argparse
+import asyncio
+import base64
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+
+EXPECTED = {"v": ("verified", None), "b": ("rejected", "bundle_mismatch"), "t": ("rejected", "transaction_not_found")}
+
+
+def now_ms():
+    return int(time.time() * 1000)
+
+
+# ---- load ---------------------------------------------------------------------------------------------------------
+def submission_body(run, number):
+    """The JSON body of submission `number` and its id; one in 20 is another app's, one in 50 misses its transaction."""
+    transaction = str(5_000_000_000_000_000 + number)
+    if number % 20 == 7:
+        kind, bundle, expected = "b", "com.other.app", transaction
+    elif number % 50 == 11:
+        kind, bundle, expected = "t", "com.example.game", str(6_000_000_000_000_000 + number)
+    else:
+        kind, bundle, expected = "v", "com.example.game", transaction
+    scenario = {"scenario": "valid", "bundle_id": bundle, "transactions": [{"id": transaction, "product": "gems_100"}]}
+    receipt = base64.b64encode(json.dumps(scenario, separators=(",", ":")).encode()).decode()
+    submission_id = f"{run}-{kind}-{number}"
+    body = json.dumps({"receipt_data": receipt, "submission_id": submission_id, "user_id": f"user-{number % 997}",
+                       "order_id": f"order-{number}", "expected_transaction_id": expected}, separators=(",", ":"))
+    return submission_id, body.encode()
+
+
+async def read_response(reader):
+    """Status of one HTTP/1.1 response (body read and dropped) and whether the connection stays open."""
+    status_line = await reader.readline()
+    if not status_line:
+        raise ConnectionError("connection closed before the answer")
+    status = int(status_line.split()[1])
+    length, chunked, close = 0, False, False
+    while True:
+        line = await reader.readline()
+        if not line:
+            raise ConnectionError("connection closed in the headers")
+        if line in (b"\r\n", b"\n"):
+            break
+        name, _, value = line.decode("latin-1").partition(":")
+        name, value = name.strip().lower(), value.strip().lower()
+        if name == "content-length":
+            length = int(value)
+        elif name == "transfer-encoding" and "chunked" in value:
+            chunked = True
+        elif name == "connection" and value == "close":
+            close = True
+    if chunked:
+        while True:
+            size = int((await reader.readline()).split(b";")[0], 16)
+            await reader.readexactly(size + 2)
+            if size == 0:
+                break
+    elif length:
+        await reader.readexactly(length)
+    return status, close
+
+
+class Load:
+    def __init__(self, args):
+        self.args = args
+        url = urllib.parse.urlsplit(args.ingest)
+        self.host, self.port = url.hostname, url.port or 80
+        self.queue = asyncio.Queue(maxsize=max(int(args.rate), 100))
+        self.out = open(args.out, "a", buffering=1 << 16)
+        self.stopping = False
+        self.statuses = {}
+        self.skipped = 0
+        self.sent = 0
+        self.latencies_ms = []
+        self.notifications = {"asked": 0, "delivered_first": 0, "failed_to_ask": 0}
+
+    def record(self, kind, key, status):
+        self.out.write(f"{kind}\t{key}\t{status}\t{now_ms()}\n")
+        if kind == "s":
+            self.statuses[status] = self.statuses.get(status, 0) + 1
+
+    async def pace(self):
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        number = self.args.first_number
+        issued = 0
+        while not self.stopping:
+            due = int((loop.time() - start) * self.args.rate)
+            while issued < due:
+                issued += 1
+                if self.queue.full():
+                    self.skipped += 1  # the ingest is not keeping up (or is down): this one is never sent
+                else:
+                    self.queue.put_nowait(submission_body(self.args.run, number))
+                    self.sent += 1
+                number += 1
+            await asyncio.sleep(0.005)
+
+    async def worker(self):
+        reader = writer = None
+        head = (f"POST /v1/receipts HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+                "Content-Type: application/json\r\nContent-Length: ").encode()
+        while True:
+            item = await self.queue.get()
+            if item is None:
+                break
+            submission_id, body = item
+            try:
+                if writer is None:
+                    reader, writer = await asyncio.wait_for(asyncio.open_connection(self.host, self.port), 5)
+                started = time.monotonic()
+                writer.write(head + str(len(body)).encode() + b"\r\n\r\n" + body)
+                status, close = await asyncio.wait_for(read_response(reader), self.args.request_timeout)
+                self.latencies_ms.append((time.monotonic() - started) * 1000)
+                self.record("s", submission_id, status)
+                if close:
+                    writer.close()
+                    writer = None
+            except (OSError, ConnectionError, asyncio.TimeoutError, asyncio.IncompleteReadError, ValueError,
+                    IndexError):
+                # No answer: not acknowledged (it may still be on the topic; then it has a result too).
+                self.record("s", submission_id, "error")
+                if writer is not None:
+                    writer.close()
+                writer = None
+                await asyncio.sleep(0.2)
+        if writer is not None:
+            writer.close()
+
+    async def notify(self):
+        """Asks the fake App Store to sign and POST notifications to the ingest, retried on its schedule."""
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        issued = 0
+        pending = set()
+        target = self.args.ingest.rstrip("/") + "/v1/apple/notifications"
+        while not self.stopping:
+            due = int((loop.time() - start) * self.args.notification_rate)
+            while issued < due:
+                number = self.args.first_number + issued
+                issued += 1
+                query = urllib.parse.urlencode({
+                    "url": target, "type": "DID_RENEW", "transaction_id": str(7_000_000_000_000_000 + number),
+                    "original_transaction_id": str(7_100_000_000_000_000 + number % 1000),
+                    "retry_schedule_seconds": self.args.notification_retry})
+                task = loop.run_in_executor(None, self.ask_fake, query)
+                pending.add(task)
+                task.add_done_callback(pending.discard)
+            await asyncio.sleep(0.02)
+        if pending:
+            await asyncio.wait(pending, timeout=60)
+
+    def ask_fake(self, query):
+        self.notifications["asked"] += 1
+        try:
+            request = urllib.request.Request(self.args.fake.rstrip("/") + "/admin/notifications/send?" + query,
+                                             method="POST", data=b"")
+            with urllib.request.urlopen(request, timeout=60) as response:
+                answer = json.loads(response.read())
+            self.out.write(f"n\t{answer['notification_uuid']}\t{answer.get('delivered')}\t{now_ms()}\n")
+            if answer.get("delivered"):
+                self.notifications["delivered_first"] += 1
+        except (OSError, ValueError, KeyError):
+            self.notifications["failed_to_ask"] += 1
+
+    async def run(self):
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.stop)
+        if self.args.duration:
+            loop.call_later(self.args.duration, self.stop)
+        workers = [asyncio.create_task(self.worker()) for _ in range(self.args.connections)]
+        tasks = [asyncio.create_task(self.pace())]
+        if self.args.fake and self.args.notification_rate > 0:
+            tasks.append(asyncio.create_task(self.notify()))
+        await asyncio.gather(*tasks)
+        for _ in workers:
+            await self.queue.put(None)
+        await asyncio.wait(workers, timeout=self.args.request_timeout + 10)
+        self.out.flush()
+        latencies = sorted(self.latencies_ms)
+
+        def percentile(share):
+            return round(latencies[min(int(len(latencies) * share), len(latencies) - 1)], 1) if latencies else None
+
+        summary = {"sent": self.sent, "skipped": self.skipped,
+                   "latency_ms": {"p50": percentile(0.5), "p99": percentile(0.99), "max": percentile(1.0)},
+                   "statuses": {str(key): value for key, value in sorted(self.statuses.items(), key=str)},
+                   "notifications": self.notifications}
+        print(json.dumps(summary), flush=True)
+
+    def stop(self):
+        self.stopping = True
+
+
+def command_load(args):
+    asyncio.run(Load(args).run())
+
+
+# ---- sample -------------------------------------------------------------------------------------------------------
+def proc_figures(pid):
+    """RSS in MB, open fds and threads of `pid` from /proc; None values when it is gone."""
+    try:
+        rss_kb = threads = None
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    rss_kb = int(line.split()[1])
+                elif line.startswith("Threads:"):
+                    threads = int(line.split()[1])
+        fds = len(os.listdir(f"/proc/{pid}/fd"))
+        return (round(rss_kb / 1024, 1) if rss_kb is not None else None), fds, threads
+    except (OSError, ValueError):
+        return None, None, None
+
+
+def scrape(url, timeout=3):
+    """Prometheus text of `url` as [(name, labels text, value)]; [] when it does not answer."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            text = response.read().decode()
+    except (OSError, ValueError):
+        return None
+    samples = []
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        series, _, value = line.rpartition(" ")
+        name, _, labels = series.partition("{")
+        try:
+            samples.append((name, labels.rstrip("}"), float(value)))
+        except ValueError:
+            continue
+    return samples
+
+
+def metric_sum(samples, name, label_filter=""):
+    return sum(value for sample_name, labels, value in samples or [] if sample_name == name and label_filter in labels)
+
+
+def command_sample(args):
+    processes = [entry.split("=", 1) for entry in args.proc]
+    metrics = [entry.split("=", 1) for entry in args.metrics]
+    running = [True]
+    signal.signal(signal.SIGTERM, lambda *_: running.__setitem__(0, False))
+    signal.signal(signal.SIGINT, lambda *_: running.__setitem__(0, False))
+    columns = ["t_s"]
+    for name, _ in processes:
+        columns += [f"{name}_rss_mb", f"{name}_fds", f"{name}_threads"]
+    columns += ["lag", "accepted_total", "results_total", "results_per_s", "events_total", "load1"]
+    start = time.monotonic()
+    previous = None
+    with open(args.out, "w", buffering=1) as out:
+        out.write(",".join(columns) + "\n")
+        while running[0]:
+            row = [f"{time.monotonic() - start:.1f}"]
+            for _, pid in processes:
+                row += ["" if value is None else str(value) for value in proc_figures(pid)]
+            lag = accepted = results = events = 0.0
+            for name, url in metrics:
+                samples = scrape(url)
+                if name.startswith("verifier"):
+                    lag += sum(max(value, 0) for sample, _, value in samples or [] if sample == "kafka_consumer_lag")
+                    results += metric_sum(samples, "verifier_results_total")
+                    events += metric_sum(samples, "verifier_notification_events_total")
+                else:
+                    accepted += metric_sum(samples, "ingest_http_requests_total", 'code="202"')
+            elapsed = time.monotonic()
+            rate = (results - previous[1]) / (elapsed - previous[0]) if previous else 0.0
+            previous = (elapsed, results)
+            row += [str(int(lag)), str(int(accepted)), str(int(results)), f"{max(rate, 0):.0f}", str(int(events)),
+                    f"{os.getloadavg()[0]:.2f}"]
+            out.write(",".join(row) + "\n")
+            deadline = time.monotonic() + args.interval
+            while running[0] and time.monotonic() < deadline:
+                time.sleep(0.2)
+
+
+# ---- drain --------------------------------------------------------------------------------------------------------
+def command_drain(args):
+    """Lag 0 on every partition of every verifier, with all input partitions assigned, for `--stable` seconds."""
+    deadline = time.monotonic() + args.timeout
+    since = None
+    last = ""
+    while time.monotonic() < deadline:
+        lag = 0
+        assigned = 0
+        answered = True
+        each_owns = True
+        for url in args.metrics:
+            samples = scrape(url)
+            if samples is None:
+                answered = False
+                break
+            lag += sum(max(value, 0) for name, _, value in samples if name == "kafka_consumer_lag")
+            owned = metric_sum(samples, "kafka_consumer_assigned_partitions")
+            assigned += owned
+            each_owns = each_owns and owned > 0
+        state = f"lag {int(lag)}, assigned partitions {int(assigned)}/{args.partitions}"
+        if answered and lag == 0 and assigned == args.partitions and (each_owns or not args.each):
+            since = since or time.monotonic()
+            if time.monotonic() - since >= args.stable:
+                print(f"drained: {state}", flush=True)
+                return 0
+        else:
+            since = None
+        if state != last:
+            last = state
+        time.sleep(1)
+    print(f"NOT drained after {args.timeout} s: {last}", flush=True)
+    return 1
+
+
+# ---- wait-notifications ---------------------------------------------------------------------------------------
+def command_wait_notifications(args):
+    """Waits until the fake App Store finished delivering every notification (delivered or out of retries), so that
+    none is answered 200 after the check looked for its event."""
+    deadline = time.monotonic() + args.timeout
+    while True:
+        with urllib.request.urlopen(args.fake.rstrip("/") + "/admin/notifications", timeout=30) as response:
+            notifications = json.loads(response.read())["notifications"]
+        open_ones = [entry for entry in notifications if not entry.get("finished")]
+        if not open_ones:
+            print(f"notifications: all {len(notifications)} finished delivering", flush=True)
+            return 0
+        if time.monotonic() >= deadline:
+            print(f"notifications: {len(open_ones)} of {len(notifications)} still being retried after "
+                  f"{args.timeout} s", flush=True)
+            return 1
+        time.sleep(1)
+
+
+# ---- check --------------------------------------------------------------------------------------------------------
+def read_tsv(path):
+    """Lines `partition<TAB>offset<TAB>timestamp<TAB>payload` written by kcat -f '%p\\t%o\\t%T\\t%s\\n'."""
+    if not path or not os.path.exists(path):
+        return
+    with open(path, encoding="utf-8", errors="replace") as lines:
+        for line in lines:
+            parts = line.rstrip("\n").split("\t", 3)
+            if len(parts) == 4 and parts[0].lstrip("-").isdigit():
+                yield int(parts[0]), int(parts[1]), int(parts[2]), parts[3]
+
+
+def end_offsets(bootstrap, topic, partitions):
+    """The end offset (high watermark) of each partition, asked with kcat -Q (timestamp -1)."""
+    command = ["kcat", "-Q", "-b", bootstrap]
+    for partition in range(partitions):
+        command += ["-t", f"{topic}:{partition}:-1"]
+    output = subprocess.run(command, capture_output=True, text=True, timeout=30).stdout
+    ends = {}
+    for line in output.splitlines():
+        # "<topic> [<partition>] offset <n>"
+        parts = line.split()
+        if len(parts) >= 4 and parts[2] == "offset":
+            ends[int(parts[1].strip("[]"))] = int(parts[3])
+    return ends
+
+
+def digest(result):
+    """What duplicates must agree on: outcome, reason, environment and the transactions (credit keys, credit)."""
+    canonical = json.dumps([result.get("outcome"), result.get("reason"), result.get("environment"),
+                            result.get("transactions")], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha1(canonical.encode()).hexdigest()[:16]
+
+
+class Report:
+    def __init__(self):
+        self.violations = []
+        self.lines = []
+
+    def violation(self, text, examples=()):
+        examples = list(examples)
+        suffix = f" (e.g. {', '.join(map(str, examples[:5]))})" if examples else ""
+        self.violations.append(text + suffix)
+
+    def say(self, text):
+        self.lines.append(text)
+
+
+def command_check(args):
+    report = Report()
+    # What the load generator saw.
+    accepted, answered_other, notification_asked = set(), {}, 0
+    for path in args.load:
+        with open(path) as lines:
+            for line in lines:
+                parts = line.rstrip("\n").split("\t")
+                if len(parts) < 3:
+                    continue
+                if parts[0] == "s":
+                    if parts[2] == "202":
+                        accepted.add(parts[1])
+                    else:
+                        answered_other[parts[2]] = answered_other.get(parts[2], 0) + 1
+                elif parts[0] == "n":
+                    notification_asked += 1
+    report.say(f"load: {len(accepted)} submissions acknowledged (202); other answers {dict(sorted(answered_other.items()))}")
+
+    # The topics, as kcat read them.
+    coverage_problems = []
+
+    def read_topic(path, topic, partitions):
+        """Every message kcat copied; records a coverage problem for every offset it did not see (the mock cluster
+        writes no transaction markers and does not compact: offsets are contiguous from 0)."""
+        next_offset = {}
+        for partition, offset, timestamp, payload in read_tsv(path):
+            expected = next_offset.get(partition, 0)
+            if offset != expected:
+                coverage_problems.append(f"{topic}[{partition}] offsets {expected}..{offset - 1} not read")
+            next_offset[partition] = offset + 1
+            yield partition, offset, timestamp, payload
+        if args.bootstrap and topic:
+            for partition, end in end_offsets(args.bootstrap, topic, partitions).items():
+                if next_offset.get(partition, 0) < end:
+                    coverage_problems.append(f"{topic}[{partition}] read up to {next_offset.get(partition, 0) - 1}, "
+                                             f"end offset {end}")
+
+    on_topic = set()
+    for _, _, _, payload in read_topic(args.submissions, args.submissions_topic, args.submissions_partitions):
+        try:
+            on_topic.add(json.loads(payload)["submission_id"])
+        except (ValueError, KeyError):
+            continue
+    results = {}
+    result_count = 0
+    duplicate_times = []
+    for _, _, timestamp, payload in read_topic(args.results, args.results_topic, args.results_partitions):
+        try:
+            result = json.loads(payload)
+            submission_id = result["submission_id"]
+        except (ValueError, KeyError):
+            report.violation("a result that is not JSON with a submission_id", [payload[:80]])
+            continue
+        result_count += 1
+        entry = results.get(submission_id)
+        if entry is None:
+            results[submission_id] = [1, {digest(result)}, (result.get("outcome"), result.get("reason"))]
+        else:
+            entry[0] += 1
+            entry[1].add(digest(result))
+            duplicate_times.append(timestamp)
+    events = set()
+    event_count = 0
+    for _, _, _, payload in read_topic(args.events, args.events_topic, args.events_partitions):
+        try:
+            events.add(json.loads(payload)["event_id"])
+            event_count += 1
+        except (ValueError, KeyError):
+            report.violation("an event that is not JSON with an event_id", [payload[:80]])
+    dead_letters = {}
+    for _, _, _, payload in read_tsv(args.dlq):
+        try:
+            reason = json.loads(payload).get("reason", "?")
+        except ValueError:
+            reason = "?"
+        dead_letters[reason] = dead_letters.get(reason, 0) + 1
+
+    # Checks.
+    if coverage_problems:
+        report.violation("the independent reader did not see every message (a kcat follower fell more than the "
+                         "mock cluster's 5 MB per partition behind and skipped ahead): the run proves nothing about "
+                         "those", coverage_problems)
+    not_on_topic = sorted(accepted - on_topic)
+    if not_on_topic:
+        report.violation(f"{len(not_on_topic)} acknowledged submissions are not on the submissions topic", not_on_topic)
+    without_result = sorted(accepted - set(results))
+    if without_result:
+        report.violation(f"{len(without_result)} acknowledged submissions have no result", without_result)
+    disagreeing = sorted(sid for sid, entry in results.items() if len(entry[1]) > 1)
+    if disagreeing:
+        report.violation(f"{len(disagreeing)} submissions have results that disagree", disagreeing)
+    wrong = []
+    for submission_id, entry in results.items():
+        kind = submission_id.rsplit("-", 2)[-2] if submission_id.count("-") >= 2 else "?"
+        expected = EXPECTED.get(kind)
+        if expected and entry[2] != expected:
+            wrong.append(f"{submission_id}: {entry[2][0]}/{entry[2][1]}")
+    if wrong:
+        report.violation(f"{len(wrong)} submissions have a wrong verdict", wrong)
+    unknown = sorted(set(results) - on_topic)
+    duplicates = result_count - len(results)
+    report.say(f"topics: {len(on_topic)} submissions, {result_count} results for {len(results)} submissions "
+               f"({duplicates} duplicates), {event_count} events ({len(events)} distinct), DLQ {dead_letters or 0}")
+    if unknown:
+        report.say(f"  {len(unknown)} results for submissions the reader did not see on the topic (read before "
+                   "the follower started?)")
+
+    # Notifications: every one the ingest answered 200 (any attempt, as the fake recorded it) has an event.
+    if args.fake:
+        with urllib.request.urlopen(args.fake.rstrip("/") + "/admin/notifications", timeout=30) as response:
+            notifications = json.loads(response.read())["notifications"]
+        accepted_notifications = {entry["notification_uuid"] for entry in notifications
+                                  if any(attempt.get("http_status") == 200 for attempt in entry["attempts"])}
+        never = [entry["notification_uuid"] for entry in notifications
+                 if entry["notification_uuid"] not in accepted_notifications]
+        missing = sorted(accepted_notifications - events)
+        report.say(f"notifications: {len(notifications)} sent by the fake ({notification_asked} asked by the load), "
+                   f"{len(accepted_notifications)} answered 200, {len(never)} never answered 200, "
+                   f"{len(missing)} of the 200s without an event")
+        if missing:
+            report.violation(f"{len(missing)} notifications answered 200 have no event", missing)
+
+    # Duplicates attributed to the fault that preceded them.
+    if args.faults and os.path.exists(args.faults):
+        faults = []
+        with open(args.faults) as lines:
+            for line in lines:
+                parts = line.rstrip("\n").split("\t")
+                if len(parts) >= 2 and parts[0].isdigit():
+                    faults.append((int(parts[0]), parts[1]))
+        faults.sort()
+        per_fault = {}
+        for timestamp in duplicate_times:
+            cause = "before any fault"
+            for fault_ms, name in faults:
+                if fault_ms <= timestamp:
+                    cause = name
+                else:
+                    break
+            per_fault[cause] = per_fault.get(cause, 0) + 1
+        kinds = {}
+        for _, name in faults:
+            kinds.setdefault(name.split("#")[0], []).append(name)
+        report.say("faults and the duplicate results that followed each (until the next fault):")
+        for kind, names in kinds.items():
+            counts = [per_fault.get(name, 0) for name in names]
+            report.say(f"  {kind}: {len(names)} x, duplicates {counts} (mean {sum(counts) / len(counts):.0f})")
+        if "before any fault" in per_fault:
+            report.say(f"  before any fault: {per_fault['before any fault']}")
+
+    for line in report.lines:
+        print(line)
+    summary = {"acknowledged": len(accepted), "results": result_count, "duplicates": duplicates,
+               "events": event_count, "violations": len(report.violations)}
+    print("summary " + json.dumps(summary))
+    if report.violations:
+        print(f"VIOLATIONS ({len(report.violations)}):")
+        for violation in report.violations:
+            print(f"  - {violation}")
+        return 1
+    print("violations: 0")
+    return 0
+
+
+# ---- soak-report --------------------------------------------------------------------------------------------------
+def command_soak_report(args):
+    with open(args.csv) as lines:
+        header = lines.readline().strip().split(",")
+        rows = [dict(zip(header, line.strip().split(","))) for line in lines if line.strip()]
+    rows = [row for row in rows if float(row["t_s"]) >= args.warmup]
+    if len(rows) < 6:
+        print(f"soak report: only {len(rows)} samples after the {args.warmup} s warm-up; run longer")
+        return 1
+    third = len(rows) // 3
+    first, last = rows[:third], rows[-third:]
+    failures = []
+
+    def mean(sample_rows, column):
+        values = [float(row[column]) for row in sample_rows if row.get(column)]
+        return sum(values) / len(values) if values else float("nan")
+
+    print(f"samples after warm-up: {len(rows)} ({float(rows[0]['t_s']):.0f} s .. {float(rows[-1]['t_s']):.0f} s); "
+          "first third vs last third (means)")
+    for process in args.judge:
+        for figure, unit in (("rss_mb", "MB"), ("fds", "fds"), ("threads", "threads")):
+            column = f"{process}_{figure}"
+            before, after = mean(first, column), mean(last, column)
+            growth = (after - before) / before * 100 if before else 0.0
+            # Threads and fds are small integers: one more is not a trend. RSS and fds must stay within 10 %.
+            limit_hit = figure != "threads" and growth >= args.max_growth and after - before > (1 if figure == "fds" else 0)
+            mark = "FAIL" if limit_hit else "ok"
+            print(f"  {process:10s} {figure:8s} {before:9.1f} -> {after:9.1f} {unit:7s} {growth:+6.1f} %  {mark}")
+            if limit_hit:
+                failures.append(f"{column} grew {growth:.1f} %")
+    lags = [float(row["lag"]) for row in rows if row.get("lag")]
+    print(f"  consumer lag after warm-up: max {max(lags):.0f}, mean {sum(lags) / len(lags):.0f} "
+          f"(bound {args.max_lag}); last third mean {mean(last, 'lag'):.0f}")
+    if max(lags) > args.max_lag:
+        failures.append(f"lag reached {max(lags):.0f} (bound {args.max_lag})")
+    loads = [float(row["load1"]) for row in rows if row.get("load1")]
+    print(f"  load average (1 min): mean {sum(loads) / len(loads):.2f}, max {max(loads):.2f}")
+    if failures:
+        print("soak criteria FAILED: " + "; ".join(failures))
+        return 1
+    print("soak criteria met (RSS and fds flat after warm-up, lag bounded)")
+    return 0
+
+
+def command_plot_script(args):
+    """A gnuplot script for the soak CSV: RSS, fds, threads and lag/throughput over time."""
+    with open(args.csv) as lines:
+        header = lines.readline().strip().split(",")
+    column = {name: index + 1 for index, name in enumerate(header)}
+    processes = [name[: -len("_rss_mb")] for name in header if name.endswith("_rss_mb")]
+
+    def plots(figure):
+        return ", ".join(f"'{args.csv}' using ($1/60):{column[f'{p}_{figure}']} with lines lw 2 title '{p}'"
+                         for p in processes)
+
+    print(f"""set datafile separator ','
+set terminal pngcairo size 1400,1000 font ',10'
+set output '{args.png}'
+set multiplot layout 2,2 title '{args.title}'
+set xlabel 'minutes'
+set key top left
+set grid
+set yrange [0:*]
+set offsets 0, 0, graph 0.15, 0
+set title 'RSS (MB)'
+plot {plots('rss_mb')}
+set title 'open file descriptors'
+plot {plots('fds')}
+set title 'threads'
+plot {plots('threads')}
+set title 'consumer lag (messages) and results/s'
+set ytics nomirror
+set y2tics
+set y2range [0:*]
+set y2label 'results/s'
+plot '{args.csv}' using ($1/60):{column['lag']} with lines lw 2 title 'lag', \\
+     '{args.csv}' using ($1/60):{column['results_per_s']} axes x1y2 with lines lw 1 title 'results/s'
+unset multiplot""")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    load = commands.add_parser("load")
+    load.add_argument("--ingest", required=True)
+    load.add_argument("--rate", type=float, required=True)
+    load.add_argument("--out", required=True)
+    load.add_argument("--run", required=True, help="prefix of every submission id")
+    load.add_argument("--duration", type=float, default=0, help="seconds (default: until SIGTERM)")
+    load.add_argument("--connections", type=int, default=64)
+    load.add_argument("--request-timeout", type=float, default=30)
+    load.add_argument("--first-number", type=int, default=0)
+    load.add_argument("--fake", help="fake App Store URL: also send notifications through it")
+    load.add_argument("--notification-rate", type=float, default=0)
+    load.add_argument("--notification-retry", default="1,2,4,8,15,30,30,30")
+
+    sample = commands.add_parser("sample")
+    sample.add_argument("--out", required=True)
+    sample.add_argument("--interval", type=float, default=10)
+    sample.add_argument("--proc", action="append", default=[], help="name=pid")
+    sample.add_argument("--metrics", action="append", default=[], help="name=url (names starting 'verifier')")
+
+    drain = commands.add_parser("drain")
+    drain.add_argument("--metrics", action="append", default=[], help="a verifier's /metrics URL")
+    drain.add_argument("--partitions", type=int, required=True, help="input partitions the group must own")
+    drain.add_argument("--timeout", type=float, default=300)
+    drain.add_argument("--stable", type=float, default=5)
+    drain.add_argument("--each", action="store_true", help="also require every verifier to own partitions")
+
+    wait_notifications = commands.add_parser("wait-notifications")
+    wait_notifications.add_argument("--fake", required=True)
+    wait_notifications.add_argument("--timeout", type=float, default=180)
+
+    check = commands.add_parser("check")
+    check.add_argument("--load", action="append", default=[], help="files the load generator wrote")
+    check.add_argument("--submissions", required=True)
+    check.add_argument("--results", required=True)
+    check.add_argument("--events")
+    check.add_argument("--dlq")
+    check.add_argument("--faults")
+    check.add_argument("--fake")
+    check.add_argument("--bootstrap", help="check with kcat -Q that the readers reached every partition's end")
+    check.add_argument("--submissions-topic", default="iap.receipts.submitted")
+    check.add_argument("--submissions-partitions", type=int, default=4)
+    check.add_argument("--results-topic", default="iap.receipts.results")
+    check.add_argument("--results-partitions", type=int, default=4)
+    check.add_argument("--events-topic", default="iap.purchase.events")
+    check.add_argument("--events-partitions", type=int, default=4)
+
+    report = commands.add_parser("soak-report")
+    report.add_argument("--csv", required=True)
+    report.add_argument("--warmup", type=float, default=300)
+    report.add_argument("--max-growth", type=float, default=10)
+    report.add_argument("--max-lag", type=float, required=True)
+    report.add_argument("--judge", action="append", default=[], help="process names the criteria apply to")
+
+    plot = commands.add_parser("plot-script")
+    plot.add_argument("--csv", required=True)
+    plot.add_argument("--png", required=True)
+    plot.add_argument("--title", default="soak")
+
+    args = parser.parse_args()
+    handler = {"load": command_load, "sample": command_sample, "drain": command_drain, "check": command_check,
+               "wait-notifications": command_wait_notifications,
+               "soak-report": command_soak_report, "plot-script": command_plot_script}[args.command]
+    sys.exit(handler(args) or 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# The chaos run: the whole system under load (receipt-ingest, two receipt-verifiers, embedded-kafka, the fake App
+# Store; submissions through the ingest at CHAOS_RATE per second plus a stream of App Store Server Notifications the
+# fake signs and POSTs to the ingest), while faults hit it at random times, one after another:
+#   - SIGKILL of a random verifier (restarted at once), CHAOS_VERIFIER_KILLS times;
+#   - SIGKILL of the ingest (restarted after 2 s), CHAOS_INGEST_KILLS times;
+#   - the broker frozen (SIGSTOP of embedded-kafka, SIGCONT after CHAOS_BROKER_STOP_S: unresponsive, not gone, since
+#     the mock cluster keeps its data in memory), CHAOS_BROKER_STOPS times;
+#   - Apple down for CHAOS_APPLE_OUTAGE_S, answering 21005, HTTP 503 and nothing at all (timeouts) in turns.
+# Then the load stops, the system drains (consumer lag 0 on every input partition, all owned), and an independent
+# reader checks what reached the topics (kcat copies them while they are written; bench/chaos-tool.py check):
+#   every acknowledged submission (202) is on the topic and has a result; no submission has results that disagree
+#   (outcome, reason, transactions) or a wrong verdict; every notification the ingest answered 200 has an event; the
+#   reader saw every partition to its end; duplicates are counted and attributed to the fault before them.
+# Exit status 1 on any violation, a service that died by itself, or a group that did not drain.
+#
+#   bench/chaos.sh                  the long form: 10 verifier kills, 1 ingest kill, 2 broker stops of 20 s, a
+#                                   2-minute Apple outage, 500 submissions/s (about 10 minutes)
+#   CHAOS_SHORT=1 bench/chaos.sh    the short form for CI: 2 verifier kills, 1 ingest kill, one 8 s broker stop,
+#                                   a 12 s Apple outage, 100 submissions/s (under 2 minutes)
+#
+# Settings (environment): CHAOS_RATE, CHAOS_NOTIFICATION_RATE, CHAOS_VERIFIER_KILLS, CHAOS_INGEST_KILLS,
+# CHAOS_BROKER_STOPS, CHAOS_BROKER_STOP_S, CHAOS_APPLE_OUTAGE_S, CHAOS_GAP_MIN_S / CHAOS_GAP_MAX_S (pause before
+# each fault), CHAOS_WARMUP_S, CHAOS_TAIL_S, CHAOS_SEED (the fault order and times; printed), RECEIPT_PARTITIONS
+# (default 16: the mock cluster keeps 5 MB per partition, and the outage's backlog must fit), BENCH_CONFIGURATION
+# (release by default), CHAOS_BIN (use the executables in this directory as they are: `make test` passes its debug
+# build), BENCH_KEEP_WORK=1 keeps the logs and topic copies.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ -n "${CHAOS_SHORT:-}" ]; then
+    : "${CHAOS_RATE:=100}" "${CHAOS_NOTIFICATION_RATE:=2}" "${CHAOS_VERIFIER_KILLS:=2}" "${CHAOS_INGEST_KILLS:=1}"
+    : "${CHAOS_BROKER_STOPS:=1}" "${CHAOS_BROKER_STOP_S:=8}" "${CHAOS_APPLE_OUTAGE_S:=12}"
+    : "${CHAOS_GAP_MIN_S:=4}" "${CHAOS_GAP_MAX_S:=6}" "${CHAOS_WARMUP_S:=8}" "${CHAOS_TAIL_S:=5}"
+    : "${CHAOS_DRAIN_TIMEOUT_S:=90}"
+else
+    : "${CHAOS_RATE:=500}" "${CHAOS_NOTIFICATION_RATE:=5}" "${CHAOS_VERIFIER_KILLS:=10}" "${CHAOS_INGEST_KILLS:=1}"
+    : "${CHAOS_BROKER_STOPS:=2}" "${CHAOS_BROKER_STOP_S:=20}" "${CHAOS_APPLE_OUTAGE_S:=120}"
+    : "${CHAOS_GAP_MIN_S:=20}" "${CHAOS_GAP_MAX_S:=30}" "${CHAOS_WARMUP_S:=30}" "${CHAOS_TAIL_S:=30}"
+    : "${CHAOS_DRAIN_TIMEOUT_S:=300}"
+fi
+CHAOS_SEED="${CHAOS_SEED:-$((RANDOM * 32768 + RANDOM))}"
+for tool in kcat curl python3; do
+    command -v "$tool" >/dev/null || { echo "$tool is not installed (make deps)" >&2; exit 1; }
+done
+
+source bench/lib.sh
+source bench/chaos-lib.sh
+if [ -n "${CHAOS_BIN:-}" ]; then BIN="$CHAOS_BIN"; else bench_build embedded-kafka fake-appstore receipt-ingest receipt-verifier; fi
+bench_workspace
+
+# Retry rounds outlast the outage (20 rounds, 2 s doubling to 10 s: over 3 minutes of failed rounds, and rounds do not
+# count while the breaker is open), with short waits so the system drains seconds after Apple is back. Apple calls
+# time out after 3 s (the outage's "no answer" turns).
+VERIFIER_EXTRA="VERIFIER_RETRY_ROUNDS=20 VERIFIER_RETRY_BACKOFF_MS=2000 VERIFIER_RETRY_MAX_BACKOFF_MS=10000"
+VERIFIER_EXTRA="$VERIFIER_EXTRA APPLE_TIMEOUT_MS=3000 VERIFIER_BREAKER_PROBE_MS=500 VERIFIER_BREAKER_MAX_PROBE_MS=4000"
+export VERIFIER_EXTRA
+
+started_s=$SECONDS
+pipeline_start
+follow_topics
+FAULTS="$WORK/faults.tsv"
+: >"$FAULTS"
+fault() {  # fault NAME DETAIL: logs a fault with its wall time (the checker attributes duplicates to it)
+    printf '%s\t%s\t%s\n' "$(date +%s%3N)" "$1" "$2" >>"$FAULTS"
+    printf '  %4ds  %-18s %s\n' "$((SECONDS - started_s))" "$1" "$2"
+}
+outage() {  # outage on|off [MODE]
+    if [ "$1" = on ]; then
+        curl -fsS -X POST -o /dev/null "$FAKE_URL/admin/outage?on=1&mode=$2"
+    else
+        curl -fsS -X POST -o /dev/null "$FAKE_URL/admin/outage?on=0"
+    fi
+}
+
+echo "machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) at start"
+echo "chaos: ${CHAOS_SHORT:+short form, }$CHAOS_RATE submissions/s and $CHAOS_NOTIFICATION_RATE notifications/s" \
+    "through the ingest, $CHAOS_VERIFIERS verifiers, $RECEIPT_PARTITIONS submission partitions, seed $CHAOS_SEED"
+python3 bench/chaos-tool.py load --ingest "$INGEST_URL" --rate "$CHAOS_RATE" --out "$WORK/load.tsv" --run chaos \
+    --fake "$FAKE_URL" --notification-rate "$CHAOS_NOTIFICATION_RATE" >"$WORK/load-summary.json" \
+    2>"$WORK/load.log" &
+LOAD_PID=$!
+PIDS+=("$LOAD_PID")
+
+# The faults, in a random order (CHAOS_SEED), each after a random pause.
+RANDOM=$CHAOS_SEED
+events=()
+for ((i = 0; i < CHAOS_VERIFIER_KILLS; i++)); do events+=(verifier-kill); done
+for ((i = 0; i < CHAOS_INGEST_KILLS; i++)); do events+=(ingest-kill); done
+for ((i = 0; i < CHAOS_BROKER_STOPS; i++)); do events+=(broker-stop); done
+if [ "$CHAOS_APPLE_OUTAGE_S" -gt 0 ]; then events+=(apple-outage); fi
+for ((i = ${#events[@]} - 1; i > 0; i--)); do
+    j=$((RANDOM % (i + 1)))
+    swap="${events[$i]}"; events[$i]="${events[$j]}"; events[$j]="$swap"
+done
+sleep "$CHAOS_WARMUP_S"
+declare -A count
+for event in "${events[@]}"; do
+    # A pause of GAP_MIN..GAP_MAX seconds in tenths.
+    sleep "$(awk -v a="$CHAOS_GAP_MIN_S" -v b="$CHAOS_GAP_MAX_S" -v r="$RANDOM" \
+        'BEGIN { printf "%.1f", a + (b - a) * r / 32767 }')"
+    count[$event]=$((${count[$event]:-0} + 1))
+    name="$event#${count[$event]}"
+    case "$event" in
+        verifier-kill)
+            n=$((RANDOM % CHAOS_VERIFIERS + 1))
+            fault "$name" "SIGKILL verifier $n (pid ${VERIFIER_PID[$n]}), restarted at once"
+            kill -KILL "${VERIFIER_PID[$n]}"
+            wait "${VERIFIER_PID[$n]}" 2>/dev/null || true
+            start_verifier "$n"
+            ;;
+        ingest-kill)
+            fault "$name" "SIGKILL ingest (pid $INGEST_PID), restarted after 2 s"
+            kill -KILL "$INGEST_PID"
+            wait "$INGEST_PID" 2>/dev/null || true
+            sleep 2
+            start_ingest
+            ;;
+        broker-stop)
+            fault "$name" "SIGSTOP embedded-kafka for ${CHAOS_BROKER_STOP_S} s"
+            kill -STOP "$KAFKA_PID"
+            sleep "$CHAOS_BROKER_STOP_S"
+            kill -CONT "$KAFKA_PID"
+            ;;
+        apple-outage)
+            fault "$name" "Apple down ${CHAOS_APPLE_OUTAGE_S} s: 21005, HTTP 503, no answer, in turns"
+            turn=$((CHAOS_APPLE_OUTAGE_S / 6 > 0 ? CHAOS_APPLE_OUTAGE_S / 6 : 1))
+            end_s=$((SECONDS + CHAOS_APPLE_OUTAGE_S))
+            while [ "$SECONDS" -lt "$end_s" ]; do
+                for mode in status21005 http503 hang; do
+                    [ "$SECONDS" -lt "$end_s" ] || break
+                    outage on "$mode"
+                    left=$((end_s - SECONDS))
+                    sleep $((left < turn ? left : turn))
+                done
+            done
+            outage off
+            ;;
+    esac
+done
+sleep "$CHAOS_TAIL_S"
+kill -TERM "$LOAD_PID"
+wait "$LOAD_PID" || true
+load_s=$((SECONDS - started_s))
+echo "load stopped after ${load_s} s: $(cat "$WORK/load-summary.json")"
+
+status=0
+# Notifications still being retried by the fake would be answered 200 after the check looked for their events.
+python3 bench/chaos-tool.py wait-notifications --fake "$FAKE_URL" --timeout 180 || status=1
+# shellcheck disable=SC2046
+python3 bench/chaos-tool.py drain $(verifier_metrics_args) --partitions "$INPUT_PARTITIONS" \
+    --timeout "$CHAOS_DRAIN_TIMEOUT_S" || status=1
+sleep 2
+stop_followers
+
+for ((n = 1; n <= CHAOS_VERIFIERS; n++)); do
+    kill -0 "${VERIFIER_PID[$n]}" 2>/dev/null || { echo "verifier $n died by itself" >&2; status=1; }
+done
+kill -0 "$INGEST_PID" 2>/dev/null || { echo "the ingest died by itself" >&2; status=1; }
+check_topics --faults "$FAULTS" --fake "$FAKE_URL" || status=1
+pipeline_stop || status=1
+errors="$(cat "$WORK"/verifier-*.log "$WORK/ingest.log" | grep -c '"level":"error"' || true)"
+echo "error log lines (verifiers and ingest): $errors"
+if [ "$errors" -gt 0 ]; then
+    cat "$WORK"/verifier-*.log "$WORK/ingest.log" | grep '"level":"error"' | sed 's/"ts":"[^"]*",//' \
+        | cut -c1-200 | sort | uniq -c | sort -rn | head -8
+fi
+echo "chaos ${CHAOS_SHORT:+(short) }finished in $((SECONDS - started_s)) s (seed $CHAOS_SEED), load average" \
+    "$(cut -d' ' -f1-3 /proc/loadavg): $([ "$status" -eq 0 ] && echo PASS || echo FAIL)"
+exit $status
