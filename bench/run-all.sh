@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # `make bench`: every benchmark, one after the other (they share this machine's cores, so never in parallel),
 # each printing its own figures. Record them, with the machine, in docs/BENCHMARKS.md.
-#   bench/run-all.sh [producer|appstore|ingest|verifier|verdicts|jws]...   (default: all)
+#   bench/run-all.sh [producer|appstore|ingest|notifications|verifier|verdicts|jws|hostile]...   (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 selected=("$@")
-[ ${#selected[@]} -gt 0 ] || selected=(producer appstore ingest verifier verdicts jws)
+[ ${#selected[@]} -gt 0 ] || selected=(producer appstore ingest notifications verifier verdicts jws hostile)
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
 for name in "${selected[@]}"; do
@@ -14,12 +14,16 @@ for name in "${selected[@]}"; do
         producer) script=bench/kafka-producer.sh ;;
         appstore) script=bench/appstore-client.sh ;;
         ingest) script=bench/ingest.sh ;;
+        notifications) script="bench/ingest.sh --notifications" ;;
         verifier) script=bench/verifier.sh ;;
         verdicts) script=bench/verdicts.sh ;;
         jws) script=bench/jws.sh ;;
-        *) echo "unknown benchmark '$name' (producer, appstore, ingest, verifier, verdicts, jws)" >&2; exit 2 ;;
+        hostile) script=bench/hostile.sh ;;
+        *) echo "unknown benchmark '$name' (producer, appstore, ingest, notifications, verifier, verdicts, jws," \
+            "hostile)" >&2; exit 2 ;;
     esac
     echo
     echo "=== $name ($script) ==="
-    bash "$script"
+    # shellcheck disable=SC2086 # a script and its arguments
+    bash $script
 done

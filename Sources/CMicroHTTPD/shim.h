@@ -39,4 +39,26 @@ static inline int cmhd_client_address(struct MHD_Connection *connection, char *b
     return -1;
 }
 
+/** The socket context set by the MHD_OPTION_NOTIFY_CONNECTION callback for `connection`, or NULL. */
+static inline void *cmhd_connection_socket_context(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info == NULL ? NULL : info->socket_context;
+}
+
+/** The socket of `connection`, or -1 when unknown. */
+static inline int cmhd_connection_fd(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info == NULL ? -1 : info->connect_fd;
+}
+
+/**
+ * The size in bytes of the request line and headers (up to and including the empty line) of the request being
+ * processed on `connection`, or 0 before its headers were received.
+ */
+static inline size_t cmhd_request_header_size(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    return info == NULL ? 0 : info->header_size;
+}
+
 #endif

@@ -26,6 +26,8 @@ extension HTTPHandler {
 public enum HTTPResponseOrigin: String, Sendable {
     /// The handler's `respond`.
     case handler
+    /// The server: the request line and headers were over `maxHeaderBytes` (431).
+    case headerTooLarge = "header_too_large"
     /// The server: the body was over `maxBodyBytes` (413).
     case bodyTooLarge = "body_too_large"
     /// The server: bodies being received already hold `maxBufferedBodyBytes` (503 `server_busy`).

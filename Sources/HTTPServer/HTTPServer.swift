@@ -50,16 +50,24 @@ public final class HTTPServer: Sendable {
             guard state.daemon == nil, !state.stopped else {
                 throw HTTPServerError("the HTTP server was already started")
             }
+            let connectionLimit = FileDescriptorBudget.apply(
+                connectionLimit: configuration.connectionLimit, logger: core.logger)
+            // libmicrohttpd answers a head that does not fit in the connection's memory 431 itself; the server's own
+            // limit (`maxHeaderBytes`, checked from the head) must come first.
+            let connectionMemory = max(
+                configuration.connectionMemoryLimitBytes, configuration.maxHeaderBytes + Self.connectionMemoryBeyondHead)
             // The logger goes first so that libmicrohttpd reports option errors through it too.
             var options: [CVarArg] = [
                 MHD_OPTION.EXTERNAL_LOGGER.rawValue,
                 CVarArgPointer.function(MHDCallbacks.errorLogger), Int(bitPattern: coreContext),
-                MHD_OPTION.CONNECTION_LIMIT.rawValue, UInt32(clamping: configuration.connectionLimit),
+                MHD_OPTION.CONNECTION_LIMIT.rawValue, UInt32(clamping: connectionLimit),
                 MHD_OPTION.PER_IP_CONNECTION_LIMIT.rawValue, UInt32(clamping: configuration.perIPConnectionLimit),
                 MHD_OPTION.CONNECTION_TIMEOUT.rawValue, UInt32(clamping: configuration.idleTimeoutSeconds),
-                MHD_OPTION.CONNECTION_MEMORY_LIMIT.rawValue, UInt(clamping: configuration.connectionMemoryLimitBytes),
+                MHD_OPTION.CONNECTION_MEMORY_LIMIT.rawValue, UInt(clamping: connectionMemory),
                 MHD_OPTION.NOTIFY_COMPLETED.rawValue,
                 CVarArgPointer.function(MHDCallbacks.requestCompleted), Int(bitPattern: coreContext),
+                MHD_OPTION.NOTIFY_CONNECTION.rawValue,
+                CVarArgPointer.function(MHDCallbacks.connectionNotification), Int(bitPattern: coreContext),
             ]
             if configuration.threadCount > 1 {
                 options += [MHD_OPTION.THREAD_POOL_SIZE.rawValue, UInt32(clamping: configuration.threadCount)]
@@ -85,6 +93,20 @@ public final class HTTPServer: Sendable {
              "threads": .int(configuration.threadCount)])
     }
 
+    /// Connection memory libmicrohttpd needs beyond the request head: the read buffer for the body and the response
+    /// headers (measured: with less, heads near `maxHeaderBytes` get libmicrohttpd's own 431).
+    static let connectionMemoryBeyondHead = 8 * 1024
+
+    /// Connections open, accepted, refused and closed past their deadlines.
+    public var connectionStatistics: HTTPConnectionStatistics {
+        let connections = core.connections
+        return HTTPConnectionStatistics(
+            open: connections.openCount, accepted: connections.accepted.load(ordering: .relaxed),
+            refused: connections.refused.load(ordering: .relaxed),
+            headTimeouts: connections.headTimeouts.load(ordering: .relaxed),
+            bodyTimeouts: connections.bodyTimeouts.load(ordering: .relaxed))
+    }
+
     /// The bound port (useful with port 0); 0 before `start`.
     public var port: UInt16 {
         state.withLock { $0.port }
@@ -95,8 +117,8 @@ public final class HTTPServer: Sendable {
         core.awaitingResponse.load(ordering: .relaxed)
     }
 
-    /// Body bytes held for requests still being received (reserved when a length is announced), across all
-    /// connections; at most `maxBufferedBodyBytes`.
+    /// Body bytes held for requests still being received (counted as they arrive), across all connections; at most
+    /// `maxBufferedBodyBytes`.
     public var bufferedBodyBytes: Int {
         core.bufferedBodyBytes.load(ordering: .relaxed)
     }
@@ -142,6 +164,7 @@ public final class HTTPServer: Sendable {
         MHD_stop_daemon(daemon)
         if listenSocket >= 0 { close(listenSocket) }
         core.sweeper.cancel()
+        core.connections.cancel()
         core.logger.info("HTTP server stopped")
     }
 }

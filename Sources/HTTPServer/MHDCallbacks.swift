@@ -17,6 +17,11 @@ enum MHDCallbacks {
                 connection: connection, method: method.map { String(cString: $0) } ?? "",
                 path: url.map { String(cString: $0) } ?? "/")
             requestContext.pointee = Unmanaged.passRetained(context).toOpaque()
+            // Retained by libmicrohttpd's socket context until the connection's "closed" notification, which comes
+            // after this request's last callback.
+            context.connectionState = cmhd_connection_socket_context(connection).map {
+                Unmanaged<ConnectionState>.fromOpaque($0).takeUnretainedValue()
+            }
             core.activeRequests.add(1, ordering: .relaxed)
             return headersReceived(core, connection, context)
         }
@@ -33,6 +38,10 @@ enum MHDCallbacks {
         let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
         let context = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
         context.markCompleted()
+        // A kept-alive connection now waits for its next request head, at most the idle timeout (if it is closing,
+        // its "closed" notification follows).
+        context.connectionState?.enter(
+            .awaitingHead, deadline: Clock.monotonicNanoseconds() &+ core.idleTimeoutNanoseconds)
         // A body cut off mid-upload (client gone, connection timed out) gives its reservation back here.
         core.releaseBodyBytes(of: context)
         context.body = []
@@ -41,6 +50,26 @@ enum MHDCallbacks {
             core.awaitingResponse.subtract(1, ordering: .relaxed)
         }
         core.activeRequests.subtract(1, ordering: .relaxed)
+    }
+
+    /// A connection accepted (its head deadline starts) or closed (before libmicrohttpd closes its socket).
+    static let connectionNotification: MHD_NotifyConnectionCallback = { cls, connection, socketContext, code in
+        guard let cls, let socketContext else { return }
+        let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
+        switch code {
+        case .CONNECTION_NOTIFY_STARTED:
+            let state = ConnectionState(
+                socket: connection.map { cmhd_connection_fd($0) } ?? -1,
+                headDeadline: Clock.monotonicNanoseconds() &+ core.headTimeoutNanoseconds)
+            socketContext.pointee = Unmanaged.passRetained(state).toOpaque()
+            core.connections.opened(state)
+        case .CONNECTION_NOTIFY_CLOSED:
+            guard let raw = socketContext.pointee else { return }
+            socketContext.pointee = nil
+            core.connections.closed(Unmanaged<ConnectionState>.fromOpaque(raw).takeRetainedValue())
+        default:
+            break
+        }
     }
 
     static let headerIterator: MHD_KeyValueIterator = { cls, _, key, value in
@@ -70,7 +99,14 @@ enum MHDCallbacks {
         var buffer = [CChar](repeating: 0, count: 512)
         _ = vsnprintf(&buffer, buffer.count, format, arguments)
         let message = cString(buffer).trimmingCharacters(in: .whitespacesAndNewlines)
-        core.logger.warning("libmicrohttpd: \(message)")
+        // libmicrohttpd reports a connection refused at its connection limits only here: counted, and logged as a
+        // periodic summary by the connection sweeper.
+        if message.hasPrefix("Server reached connection limit") {
+            core.connections.refused.add(1, ordering: .relaxed)
+            return
+        }
+        guard let dropped = core.logBudget.admit(now: Clock.monotonicNanoseconds()) else { return }
+        core.logger.warning("libmicrohttpd: \(message)", ["dropped_lines": .int(dropped)])
     }
 
     /// The text before the first NUL of `buffer`.
@@ -85,7 +121,12 @@ enum MHDCallbacks {
         _ core: ServerCore, _ connection: OpaquePointer, _ context: RequestContext
     ) -> MHD_Result {
         if core.isStopping.load(ordering: .relaxed) {
-            return queue(core, connection, context, ServerResponses.shuttingDown, origin: .shuttingDown)
+            return respondFromHead(core, connection, context, ServerResponses.shuttingDown, origin: .shuttingDown)
+        }
+        let limit = core.configuration.maxHeaderBytes
+        if cmhd_request_header_size(connection) > limit {
+            return respondFromHead(
+                core, connection, context, ServerResponses.headerTooLarge(limit: limit), origin: .headerTooLarge)
         }
         let head = makeHead(connection, context)
         context.head = head
@@ -100,24 +141,38 @@ enum MHDCallbacks {
         case .respond(var response):
             // Queued before the body is read: libmicrohttpd never delivers it, and the connection cannot be reused.
             if announcesBody { response.headers.append(("Connection", "close")) }
-            return queue(core, connection, context, response, origin: .handler)
+            return respondFromHead(core, connection, context, response, origin: .handler)
         }
-        guard let declared, declared > 0 else { return .YES }
-        if declared > context.maxBodyBytes {
+        guard announcesBody else {
+            context.connectionState?.enter(.handling, deadline: 0)
+            return .YES
+        }
+        if let declared, declared > context.maxBodyBytes {
             // Queued before the body is read: libmicrohttpd skips the body (no 100 Continue) and closes afterwards.
-            return queue(
+            return respondFromHead(
                 core, connection, context, ServerResponses.bodyTooLarge(limit: context.maxBodyBytes),
                 origin: .bodyTooLarge)
         }
-        // The announced length is reserved at once, so that many slow senders cannot together exceed the bound.
-        guard core.reserveBodyBytes(declared) else {
+        // Bytes are reserved as they arrive (`bodyReceived`), so a client announcing a large body and trickling it
+        // holds only what it sent; a body that cannot fit in what is free now is refused before it is sent.
+        if let declared, !core.bodyBytesFit(declared) {
             core.busyRefusals.add(1, ordering: .relaxed)
             var response = core.configuration.busyResponse
             response.headers.append(("Connection", "close"))
-            return queue(core, connection, context, response, origin: .serverBusy)
+            return respondFromHead(core, connection, context, response, origin: .serverBusy)
         }
-        context.reservedBodyBytes = declared
+        context.connectionState?.enter(
+            .receivingBody, deadline: Clock.monotonicNanoseconds() &+ core.bodyTimeoutNanoseconds)
         return .YES
+    }
+
+    /// Queues `response` from the head (no body read); the connection's deadlines no longer apply to this request.
+    private static func respondFromHead(
+        _ core: ServerCore, _ connection: OpaquePointer, _ context: RequestContext, _ response: HTTPResponse,
+        origin: HTTPResponseOrigin
+    ) -> MHD_Result {
+        context.connectionState?.enter(.handling, deadline: 0)
+        return queue(core, connection, context, response, origin: origin)
     }
 
     /// Buffers body bytes up to the request's limit and under the server's buffered-bytes bound. libmicrohttpd
@@ -168,14 +223,20 @@ enum MHDCallbacks {
     ) -> MHD_Result {
         if context.responseQueued { return .YES }
         if context.bodyTooLarge {
-            return queue(
+            return respondFromHead(
                 core, connection, context, ServerResponses.bodyTooLarge(limit: context.maxBodyBytes),
                 origin: .bodyTooLarge)
         }
         if context.bodyRefusedBusy {
-            return queue(core, connection, context, core.configuration.busyResponse, origin: .serverBusy)
+            return respondFromHead(core, connection, context, core.configuration.busyResponse, origin: .serverBusy)
         }
         if !context.handlerInvoked {
+            // The body is complete: from here the handler's deadline applies. When the sweeper closed the connection
+            // at its body deadline a moment ago, the request goes with it (the client sees the connection end, not
+            // an answer, and must retry): the handler never sees it.
+            if let state = context.connectionState, !state.enter(.handling, deadline: 0) {
+                return .NO
+            }
             context.handlerInvoked = true
             context.countedAsAwaiting = true
             core.awaitingResponse.add(1, ordering: .relaxed)

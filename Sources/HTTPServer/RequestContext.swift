@@ -39,13 +39,16 @@ final class RequestContext: @unchecked Sendable {
     private let shared = Locked(Shared())
 
     // Connection thread only.
+    /// The connection's deadlines (set on the first access-handler call; nil only if libmicrohttpd gave no socket
+    /// context).
+    var connectionState: ConnectionState?
     /// Set on the first access-handler call, when the headers were parsed.
     var head: HTTPRequestHead?
     /// This request's body limit (the server's, or a smaller one from `HTTPHandler.admit`).
     var maxBodyBytes = 0
     var body: [UInt8] = []
-    /// Counted in `ServerCore.bufferedBodyBytes` for this request (given back when the body is handed to the
-    /// handler, discarded, or the request ends).
+    /// Counted in `ServerCore.bufferedBodyBytes` for this request, as its body arrives (given back when the body is
+    /// handed to the handler, discarded, or the request ends).
     var reservedBodyBytes = 0
     /// The body did not fit under `maxBufferedBodyBytes`: its bytes are discarded and the answer is `busyResponse`.
     var bodyRefusedBusy = false

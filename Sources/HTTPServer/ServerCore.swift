@@ -12,6 +12,14 @@ final class ServerCore: Sendable {
     let logger: Logger
     let onResponse: (@Sendable (HTTPResponseEvent) -> Void)?
     let sweeper: DeadlineSweeper
+    /// Open connections and their head and body deadlines.
+    let connections: ConnectionSweeper
+    /// libmicrohttpd's own log lines (one per malformed request or abandoned connection) are capped by this.
+    let logBudget = LogBudget(linesPerSecond: 10)
+    /// `configuration.requestHeadTimeout`, `bodyTimeout` and `idleTimeoutSeconds` in nanoseconds.
+    let headTimeoutNanoseconds: UInt64
+    let bodyTimeoutNanoseconds: UInt64
+    let idleTimeoutNanoseconds: UInt64
 
     /// Set when `stop` begins: new requests are answered 503 with `Connection: close`.
     let isStopping = Atomic<Bool>(false)
@@ -32,6 +40,13 @@ final class ServerCore: Sendable {
         self.handler = handler
         self.logger = logger
         self.onResponse = onResponse
+        let idleTimeout = Duration.seconds(max(configuration.idleTimeoutSeconds, 1))
+        self.headTimeoutNanoseconds = UInt64(max(configuration.requestHeadTimeout.nanosecondsClamped, 1))
+        self.bodyTimeoutNanoseconds = UInt64(max(configuration.bodyTimeout.nanosecondsClamped, 1))
+        self.idleTimeoutNanoseconds = UInt64(idleTimeout.nanosecondsClamped)
+        self.connections = ConnectionSweeper(
+            tick: ConnectionSweeper.tick(for: [configuration.requestHeadTimeout, configuration.bodyTimeout, idleTimeout]),
+            logger: logger)
         let deadlineSeconds = Double(configuration.responseDeadline.nanosecondsClamped) / 1e9
         self.sweeper = DeadlineSweeper(deadline: configuration.responseDeadline) { context in
             let answered = context.respond(configuration.deadlineResponse, origin: .deadline)
@@ -42,6 +57,11 @@ final class ServerCore: Sendable {
                      "deadline_seconds": .double(deadlineSeconds)])
             }
         }
+    }
+
+    /// Whether `count` body bytes would fit under `maxBufferedBodyBytes` now (nothing is reserved).
+    func bodyBytesFit(_ count: Int) -> Bool {
+        count <= configuration.maxBufferedBodyBytes - bufferedBodyBytes.load(ordering: .relaxed)
     }
 
     /// Reserves `count` body bytes under `maxBufferedBodyBytes`; false (nothing reserved) when they do not fit.
@@ -81,6 +101,13 @@ enum ServerResponses {
             status,
             "{\"error\":{\"code\":\(JSONText.quoted(code)),\"message\":\(JSONText.quoted(message))}}",
             headers: headers)
+    }
+
+    static func headerTooLarge(limit: Int) -> HTTPResponse {
+        error(
+            431, code: "header_too_large",
+            message: "the request line and headers are over the limit of \(limit) bytes",
+            headers: [("Connection", "close")])
     }
 
     static func bodyTooLarge(limit: Int) -> HTTPResponse {

@@ -99,7 +99,8 @@ struct IngestMetrics: Sendable {
         }
     }
 
-    /// Exposes the HTTP server's body memory: bytes held for bodies being received, and bodies refused for it.
+    /// Exposes the HTTP server's body memory (bytes held for bodies being received, bodies refused for it) and its
+    /// connections (open, accepted, refused at the limits, closed past their head or body deadline).
     func observe(_ server: HTTPServer) {
         registry.collect(
             "ingest_http_buffered_body_bytes",
@@ -111,6 +112,29 @@ struct IngestMetrics: Sendable {
             help: "Requests answered 503 server_busy because their body did not fit under INGEST_MAX_BUFFERED_BYTES",
             kind: .counter
         ) { [weak server] in [([], Double(server?.busyRefusals ?? 0))] }
+        registry.collect("ingest_http_connections", help: "HTTP connections open", kind: .gauge) { [weak server] in
+            [([], Double(server?.connectionStatistics.open ?? 0))]
+        }
+        registry.collect(
+            "ingest_http_connections_accepted_total", help: "HTTP connections accepted", kind: .counter
+        ) { [weak server] in [([], Double(server?.connectionStatistics.accepted ?? 0))] }
+        registry.collect(
+            "ingest_http_connections_refused_total",
+            help: "HTTP connections refused at INGEST_MAX_CONNECTIONS or INGEST_MAX_CONNECTIONS_PER_IP", kind: .counter
+        ) { [weak server] in [([], Double(server?.connectionStatistics.refused ?? 0))] }
+        registry.collect(
+            "ingest_http_connections_timed_out_total",
+            help: "HTTP connections closed without an answer because a request head (INGEST_HEADER_TIMEOUT_SECONDS, "
+                + "or INGEST_IDLE_TIMEOUT_SECONDS when kept alive) or body (INGEST_BODY_TIMEOUT_SECONDS) did not "
+                + "arrive in time",
+            kind: .counter
+        ) { [weak server] in
+            let statistics = server?.connectionStatistics
+            return [
+                ([("phase", "head")], Double(statistics?.headTimeouts ?? 0)),
+                ([("phase", "body")], Double(statistics?.bodyTimeouts ?? 0)),
+            ]
+        }
     }
 
     /// Counts a response by route and status code and observes its duration.

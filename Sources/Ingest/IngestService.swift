@@ -43,6 +43,9 @@ public final class IngestService: Sendable {
         configuration.connectionLimit = settings.maxConnections
         configuration.perIPConnectionLimit = settings.maxConnectionsPerIP
         configuration.idleTimeoutSeconds = settings.idleTimeoutSeconds
+        configuration.requestHeadTimeout = .seconds(settings.headerTimeoutSeconds)
+        configuration.bodyTimeout = .seconds(settings.bodyTimeoutSeconds)
+        configuration.maxHeaderBytes = settings.maxHeaderBytes
         // librdkafka normally reports a timeout itself at message.timeout.ms (the effective delivery timeout); the
         // handler answers kafka_timeout with the submission id itself shortly after (`kafkaAnswerTimeoutMs`), and a
         // wait ends at its wait_ms. The server's deadline (whose 503 cannot name the submission) and the stop grace
@@ -102,6 +105,12 @@ public final class IngestService: Sendable {
              "notifications_topic": .string(settings.notificationsTopic),
              "max_buffered_bytes": .int(settings.maxBufferedBytes),
              "max_body_bytes": .int(settings.maxBodyBytes),
+             "max_connections": .int(settings.maxConnections),
+             "max_connections_per_ip": .int(settings.maxConnectionsPerIP),
+             "header_timeout_seconds": .int(settings.headerTimeoutSeconds),
+             "body_timeout_seconds": .int(settings.bodyTimeoutSeconds),
+             "idle_timeout_seconds": .int(settings.idleTimeoutSeconds),
+             "max_header_bytes": .int(settings.maxHeaderBytes),
              "delivery_timeout_ms": .int(settings.effectiveDeliveryTimeoutMs),
              "results_topic": .string(settings.resultsTopic), "max_wait_ms": .int(settings.maxWaitMs)])
     }

@@ -31,9 +31,19 @@ public struct IngestSettings: Sendable {
     /// `Retry-After` seconds on 503 answers.
     public var retryAfterSeconds: Int
     public var httpThreads: Int
+    /// Concurrent HTTP connections (`INGEST_MAX_CONNECTIONS`).
     public var maxConnections: Int
+    /// Concurrent HTTP connections per client IP, 0 = unlimited (`INGEST_MAX_CONNECTIONS_PER_IP`).
     public var maxConnectionsPerIP: Int
+    /// Idle keep-alive connections are closed after this; a kept-alive connection must complete its next request
+    /// head within it (`INGEST_IDLE_TIMEOUT_SECONDS`).
     public var idleTimeoutSeconds: Int
+    /// A new connection must complete its request head within this (`INGEST_HEADER_TIMEOUT_SECONDS`).
+    public var headerTimeoutSeconds: Int
+    /// A request body must arrive completely within this of its head (`INGEST_BODY_TIMEOUT_SECONDS`).
+    public var bodyTimeoutSeconds: Int
+    /// Largest request line plus headers; larger = 431 (`INGEST_MAX_HEADER_BYTES`).
+    public var maxHeaderBytes: Int
 
     // Verdicts for clients (issue 6): the result index fed from `RESULTS_TOPIC`.
 
@@ -56,6 +66,14 @@ public struct IngestSettings: Sendable {
     public static let defaultNotificationMaxBodyBytes = 256 << 10
     public static let defaultMaxBufferedBytes = 64 << 20
     public static let defaultListen = "0.0.0.0:8080"
+    // Connection defaults: see "Hostile clients" in docs/OPERATIONS.md for the reasoning and bench/hostile.sh for the
+    // measurements behind them.
+    public static let defaultMaxConnections = 10_000
+    public static let defaultMaxConnectionsPerIP = 1_000
+    public static let defaultIdleTimeoutSeconds = 30
+    public static let defaultHeaderTimeoutSeconds = 10
+    public static let defaultBodyTimeoutSeconds = 30
+    public static let defaultMaxHeaderBytes = 8 * 1024
     public static let defaultResultsTopic = "iap.receipts.results"
     public static let defaultReplaySeconds = 300
     public static let defaultMaxWaitMs = 30_000
@@ -66,6 +84,11 @@ public struct IngestSettings: Sendable {
     public static let defaultResultsFetchWaitMs = "10"
     /// librdkafka's `linger.ms` for the ingest's producer unless `KAFKA_LINGER_MS` is set.
     public static let defaultLingerMs = "2"
+    /// librdkafka's `queue.buffering.max.kbytes` for the ingest's producer unless `KAFKA_QUEUE_BUFFERING_MAX_KBYTES`
+    /// is set: 256 MiB of submissions and notifications waiting for Kafka's acknowledgement (librdkafka's own default
+    /// is 1 GiB). Past it new ones are answered 503 `kafka_queue_full` at once, so a slow cluster (or a flood of
+    /// well-formed notifications, which need no key) cannot grow the ingest's memory further.
+    public static let defaultProducerQueueKilobytes = "262144"
 
     public init(
         kafka: KafkaConfiguration, receiptsTopic: String = IngestSettings.defaultReceiptsTopic,
@@ -74,7 +97,12 @@ public struct IngestSettings: Sendable {
         maxBufferedBytes: Int = IngestSettings.defaultMaxBufferedBytes,
         notificationsTopic: String = IngestSettings.defaultNotificationsTopic,
         deliveryTimeoutMs: Int = 10_000, retryAfterSeconds: Int = 1,
-        httpThreads: Int = 2, maxConnections: Int = 10_000, maxConnectionsPerIP: Int = 0, idleTimeoutSeconds: Int = 30,
+        httpThreads: Int = 2, maxConnections: Int = IngestSettings.defaultMaxConnections,
+        maxConnectionsPerIP: Int = IngestSettings.defaultMaxConnectionsPerIP,
+        idleTimeoutSeconds: Int = IngestSettings.defaultIdleTimeoutSeconds,
+        headerTimeoutSeconds: Int = IngestSettings.defaultHeaderTimeoutSeconds,
+        bodyTimeoutSeconds: Int = IngestSettings.defaultBodyTimeoutSeconds,
+        maxHeaderBytes: Int = IngestSettings.defaultMaxHeaderBytes,
         resultsTopic: String = IngestSettings.defaultResultsTopic, resultsKafka: KafkaConfiguration? = nil,
         resultIndexLimits: ResultIndex.Limits = ResultIndex.Limits(),
         resultReplay: ResultReplayWindow = .seconds(IngestSettings.defaultReplaySeconds),
@@ -94,6 +122,9 @@ public struct IngestSettings: Sendable {
         self.maxConnections = maxConnections
         self.maxConnectionsPerIP = maxConnectionsPerIP
         self.idleTimeoutSeconds = idleTimeoutSeconds
+        self.headerTimeoutSeconds = headerTimeoutSeconds
+        self.bodyTimeoutSeconds = bodyTimeoutSeconds
+        self.maxHeaderBytes = maxHeaderBytes
         self.resultsTopic = resultsTopic
         self.resultsKafka = resultsKafka ?? kafka
         self.resultIndexLimits = resultIndexLimits
@@ -144,6 +175,9 @@ public struct IngestSettings: Sendable {
         // requests/s with p99 ~12 ms on 2 cores, the producer's 5 ms default ~8k/s at the same concurrency).
         if kafka["linger.ms"] == nil {
             kafka["linger.ms"] = defaultLingerMs
+        }
+        if kafka["queue.buffering.max.kbytes"] == nil {
+            kafka["queue.buffering.max.kbytes"] = defaultProducerQueueKilobytes
         }
         let topic = settings.string("RECEIPTS_TOPIC", default: defaultReceiptsTopic)
         guard isValidTopicName(topic) else {
@@ -199,9 +233,18 @@ public struct IngestSettings: Sendable {
             deliveryTimeoutMs: deliveryTimeoutMs,
             retryAfterSeconds: try settings.int("INGEST_RETRY_AFTER_SECONDS", default: 1, range: 1...3600),
             httpThreads: try settings.int("INGEST_HTTP_THREADS", default: 2, range: 1...64),
-            maxConnections: try settings.int("INGEST_MAX_CONNECTIONS", default: 10_000, range: 1...1_000_000),
-            maxConnectionsPerIP: try settings.int("INGEST_MAX_CONNECTIONS_PER_IP", default: 0, range: 0...1_000_000),
-            idleTimeoutSeconds: try settings.int("INGEST_IDLE_TIMEOUT_SECONDS", default: 30, range: 1...3600),
+            maxConnections: try settings.int(
+                "INGEST_MAX_CONNECTIONS", default: defaultMaxConnections, range: 1...1_000_000),
+            maxConnectionsPerIP: try settings.int(
+                "INGEST_MAX_CONNECTIONS_PER_IP", default: defaultMaxConnectionsPerIP, range: 0...1_000_000),
+            idleTimeoutSeconds: try settings.int(
+                "INGEST_IDLE_TIMEOUT_SECONDS", default: defaultIdleTimeoutSeconds, range: 1...3600),
+            headerTimeoutSeconds: try settings.int(
+                "INGEST_HEADER_TIMEOUT_SECONDS", default: defaultHeaderTimeoutSeconds, range: 1...3600),
+            bodyTimeoutSeconds: try settings.int(
+                "INGEST_BODY_TIMEOUT_SECONDS", default: defaultBodyTimeoutSeconds, range: 1...3600),
+            maxHeaderBytes: try settings.int(
+                "INGEST_MAX_HEADER_BYTES", default: defaultMaxHeaderBytes, range: 1024...(1 << 20)),
             resultsTopic: resultsTopic, resultsKafka: resultsKafka, resultIndexLimits: limits, resultReplay: replay,
             resultReadinessTimeoutSeconds: try settings.int(
                 "RESULT_INDEX_READY_TIMEOUT_SECONDS", default: 10, range: 0...3600),
@@ -227,8 +270,10 @@ public struct IngestSettings: Sendable {
           KAFKA_BOOTSTRAP_SERVERS          required; Kafka bootstrap list (host:port,...)
           KAFKA_<PROPERTY>                 any librdkafka property, upper-cased with '.' as '_'
                                            (KAFKA_SECURITY_PROTOCOL=SASL_SSL sets security.protocol);
-                                           the ingest's producer defaults to KAFKA_LINGER_MS=2 (low latency)
-                                           and acks=all with idempotence; the results follower defaults to
+                                           the ingest's producer defaults to KAFKA_LINGER_MS=2 (low latency),
+                                           KAFKA_QUEUE_BUFFERING_MAX_KBYTES=262144 (at most 256 MiB waiting
+                                           for Kafka; more is answered 503 kafka_queue_full) and acks=all
+                                           with idempotence; the results follower defaults to
                                            KAFKA_FETCH_WAIT_MAX_MS=10 (verdicts without a fetch-wait delay)
           RECEIPTS_TOPIC                   topic for submissions (default iap.receipts.submitted)
           INGEST_LISTEN                    HTTP address host:port (default 0.0.0.0:8080)
@@ -253,9 +298,22 @@ public struct IngestSettings: Sendable {
                                            (same range); both with different values are refused
           INGEST_RETRY_AFTER_SECONDS       Retry-After on 503 answers, 1..3600 (default 1)
           INGEST_HTTP_THREADS              HTTP server threads, 1..64 (default 2)
-          INGEST_MAX_CONNECTIONS           concurrent HTTP connections (default 10000)
-          INGEST_MAX_CONNECTIONS_PER_IP    concurrent connections per client IP, 0 = unlimited (default 0)
-          INGEST_IDLE_TIMEOUT_SECONDS      idle keep-alive connections are closed after this, 1..3600 (default 30)
+          INGEST_MAX_CONNECTIONS           concurrent HTTP connections, 1..1000000 (default 10000); more are
+                                           refused. Each is a file descriptor: the ingest raises its soft
+                                           open-file limit to fit them (plus 256) when the hard limit allows,
+                                           else accepts fewer (logged)
+          INGEST_MAX_CONNECTIONS_PER_IP    concurrent connections per client IP, 0 = unlimited (default 1000);
+                                           raise it, or 0, behind a proxy or NAT that funnels many clients
+          INGEST_IDLE_TIMEOUT_SECONDS      idle keep-alive connections are closed after this, and a kept-alive
+                                           connection must complete its next request head within it,
+                                           1..3600 (default 30)
+          INGEST_HEADER_TIMEOUT_SECONDS    a new connection that has not sent a complete request head
+                                           (request line and headers) within this is closed, however slowly
+                                           bytes trickle in, 1..3600 (default 10)
+          INGEST_BODY_TIMEOUT_SECONDS      a request body not completely received within this of its head is
+                                           dropped and the connection closed, 1..3600 (default 30)
+          INGEST_MAX_HEADER_BYTES          largest request line plus headers, 1024..1048576 (default 8192);
+                                           larger = 431
           LOG_LEVEL                        debug, info, warning or error (default info)
 
         Verdicts (GET /v1/receipts/{submission_id}, POST /v1/receipts?wait_ms=N): every instance follows

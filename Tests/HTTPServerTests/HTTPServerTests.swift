@@ -348,6 +348,7 @@ struct HTTPServerTests {
         let third = try HTTPTestConnection(port: server.port, timeoutSeconds: 2)
         // Accepted by the kernel, then closed by libmicrohttpd without an answer.
         #expect(throws: HTTPTestConnectionError.self) { try third.request("GET", "/fast") }
+        #expect(waitUntil { server.connectionStatistics.refused == 1 })
     }
 }
 

@@ -32,6 +32,14 @@ struct IngestSettingsTests {
         #expect(settings.notificationsTopic == "iap.notifications.submitted")
         #expect(settings.notificationMaxBodyBytes == 262_144)
         #expect(settings.maxBufferedBytes == 67_108_864)
+        #expect(settings.kafka["queue.buffering.max.kbytes"] == "262144")
+        // Connection limits that hold against hostile clients out of the box (bench/hostile.sh).
+        #expect(settings.maxConnections == 10_000)
+        #expect(settings.maxConnectionsPerIP == 1_000)
+        #expect(settings.idleTimeoutSeconds == 30)
+        #expect(settings.headerTimeoutSeconds == 10)
+        #expect(settings.bodyTimeoutSeconds == 30)
+        #expect(settings.maxHeaderBytes == 8192)
         // The results follower gets the KAFKA_* properties without the producer's defaults.
         #expect(settings.resultsKafka["bootstrap.servers"] == "k1:9092")
         #expect(settings.resultsKafka["linger.ms"] == nil)
@@ -52,8 +60,14 @@ struct IngestSettingsTests {
             "RESULT_INDEX_MAX_PENDING": "20", "RESULT_INDEX_MAX_AGE_SECONDS": "60", "RESULT_INDEX_REPLAY_SECONDS": "30",
             "RESULT_INDEX_READY_TIMEOUT_SECONDS": "3", "INGEST_MAX_WAIT_MS": "1500",
             "NOTIFICATIONS_TOPIC": "custom.notifications", "INGEST_NOTIFICATION_MAX_BODY_BYTES": "2048",
-            "INGEST_MAX_BUFFERED_BYTES": "1048576",
+            "INGEST_MAX_BUFFERED_BYTES": "1048576", "INGEST_HEADER_TIMEOUT_SECONDS": "3",
+            "INGEST_BODY_TIMEOUT_SECONDS": "4", "INGEST_MAX_HEADER_BYTES": "16384",
+            "KAFKA_QUEUE_BUFFERING_MAX_KBYTES": "1024",
         ])
+        #expect(settings.headerTimeoutSeconds == 3)
+        #expect(settings.bodyTimeoutSeconds == 4)
+        #expect(settings.maxHeaderBytes == 16384)
+        #expect(settings.kafka["queue.buffering.max.kbytes"] == "1024")
         #expect(settings.notificationsTopic == "custom.notifications")
         #expect(settings.notificationMaxBodyBytes == 2048)
         #expect(settings.maxBufferedBytes == 1_048_576)
@@ -207,6 +221,8 @@ struct IngestSettingsTests {
             "RESULT_INDEX_MAX_BYTES", "RESULT_INDEX_MAX_PENDING", "RESULT_INDEX_MAX_AGE_SECONDS",
             "RESULT_INDEX_REPLAY_SECONDS", "RESULT_INDEX_READY_TIMEOUT_SECONDS", "INGEST_MAX_WAIT_MS",
             "NOTIFICATIONS_TOPIC", "INGEST_NOTIFICATION_MAX_BODY_BYTES", "INGEST_MAX_BUFFERED_BYTES",
+            "INGEST_HEADER_TIMEOUT_SECONDS", "INGEST_BODY_TIMEOUT_SECONDS", "INGEST_MAX_HEADER_BYTES",
+            "KAFKA_QUEUE_BUFFERING_MAX_KBYTES",
         ] {
             #expect(IngestSettings.helpText.contains(variable), "\(variable) missing from --help")
         }

@@ -137,6 +137,32 @@ public final class HTTPTestConnection {
         return count == 0 || (count < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
     }
 
+    /// True when the peer has closed the connection or reset it, checked without waiting (bytes the peer sent and
+    /// that were not read yet are left in place).
+    public func isClosedNow() -> Bool {
+        var byte = [UInt8](repeating: 0, count: 1)
+        let count = recv(socket, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        return count == 0 || (count < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+    }
+
+    /// Sends `piece` every `interval` until the peer closes the connection (or a send fails), for at most `limit`;
+    /// returns the seconds until then, or nil when the connection stayed open throughout.
+    public func trickleUntilClosed(_ piece: [UInt8], every interval: Duration, limit: Duration) -> Double? {
+        let started = ContinuousClock.now
+        while ContinuousClock.now - started < limit {
+            if isClosedNow() { return seconds(since: started) }
+            do { try send(piece) } catch { return seconds(since: started) }
+            let (whole, fraction) = interval.components
+            usleep(UInt32(whole * 1_000_000 + fraction / 1_000_000_000_000))
+        }
+        return nil
+    }
+
+    private func seconds(since start: ContinuousClock.Instant) -> Double {
+        let (whole, fraction) = (ContinuousClock.now - start).components
+        return Double(whole) + Double(fraction) / 1e18
+    }
+
     private func readChunkedBody() throws -> [UInt8] {
         var body: [UInt8] = []
         while true {
