@@ -7,9 +7,25 @@
 #   receipt-ingest on :8080 (INGEST_LISTEN), receipt-verifier with metrics on :9090 (VERIFIER_METRICS_LISTEN)
 # Logs of every process go to .dev/logs/.
 set -euo pipefail
+script="$(realpath "$0")"
 cd "$(dirname "$0")/.."
 
-bin_dir="$(swift build -c release --show-bin-path)"
+# Ctrl-C in a terminal sends SIGINT to the whole foreground process group at once: Kafka would vanish under the
+# services still draining into it, and a start-up step (a grep, a curl) killed mid-way would read as a failure. So
+# the system runs in a session of its own, and this outer part turns a Ctrl-C (or SIGTERM) into one SIGTERM to it,
+# which stops the processes in order and exits 0. The inner part's status (1 when a service died) is make's.
+if [ -z "${RECEIPTS_DEV_SESSION:-}" ]; then
+    session="" interrupted=""
+    trap 'interrupted=1; if [ -n "$session" ]; then kill -TERM "$session" 2>/dev/null || true; fi' INT TERM
+    RECEIPTS_DEV_SESSION=1 setsid bash "$script" "$@" &
+    session=$!
+    if [ -n "$interrupted" ]; then kill -TERM "$session" 2>/dev/null || true; fi
+    while :; do
+        wait "$session" && status=0 || status=$?
+        kill -0 "$session" 2>/dev/null || exit "$status"
+    done
+fi
+
 log_dir=".dev/logs"
 mkdir -p "$log_dir"
 pids=()
@@ -20,6 +36,11 @@ stop_all() {
     trap - EXIT
     echo
     echo "stopping..."
+    # A process started just before the signal may not be in pids yet: it is the newest, so it goes last.
+    local job
+    for job in $(jobs -p); do
+        [[ " ${pids[*]} " == *" $job "* ]] || pids+=("$job")
+    done
     # Reverse start order: services drain into Kafka before Kafka goes away.
     for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
         kill -TERM "${pids[$i]}" 2>/dev/null || true
@@ -29,9 +50,12 @@ stop_all() {
     wait 2>/dev/null || true
     echo "stopped."
 }
-# Ctrl-C or SIGTERM: a clean stop (exit 0); any other exit (a service died, start-up failed) keeps its status.
+# SIGTERM (the outer part's, on Ctrl-C) or SIGINT: a clean stop (exit 0); any other exit (a service died, start-up
+# failed) keeps its status.
 trap 'stop_all; exit 0' INT TERM
 trap stop_all EXIT
+
+bin_dir="$(swift build -c release --show-bin-path)"
 
 # start_service PREFIX COMMAND...: starts COMMAND in the background (stdout to .dev/logs/<name>.out, stderr to
 # <name>.log), records its pid, waits for a stdout line "PREFIX=value" and leaves the value in REPLY.
