@@ -1,5 +1,10 @@
 # Shared by the bench/*.sh scripts (sourced, not run): building, child processes and their start-up lines.
 
+# Every benchmark runs against embedded-kafka, librdkafka's mock cluster, which holds every fetch for the full
+# fetch.wait.max.ms (librdkafka's default 500 ms) where a real broker answers as soon as data arrives: the services
+# keep librdkafka's default, so the benchmarks give them (and verifier-bench's own consumers) the short wait here.
+export KAFKA_FETCH_WAIT_MAX_MS="${KAFKA_FETCH_WAIT_MAX_MS:-10}"
+
 # bench_build PRODUCT...: builds the products (release unless BENCH_CONFIGURATION says otherwise, in
 # BENCH_SCRATCH_PATH when set) with warnings as errors, and sets BIN to their directory.
 bench_build() {

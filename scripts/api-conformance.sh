@@ -65,7 +65,7 @@ run_pass() {
     shift 4
     # No verifier runs: a wait_ms up to INGEST_MAX_WAIT_MS holds its request that long, so waits are kept short
     # (larger wait_ms are 400 invalid_wait_ms, as documented).
-    env KAFKA_BOOTSTRAP_SERVERS="$kafka" INGEST_LISTEN=127.0.0.1:0 INGEST_MAX_WAIT_MS=100 \
+    env KAFKA_BOOTSTRAP_SERVERS="$kafka" KAFKA_FETCH_WAIT_MAX_MS=10 INGEST_LISTEN=127.0.0.1:0 INGEST_MAX_WAIT_MS=100 \
         RESULT_INDEX_READY_TIMEOUT_SECONDS=5 $settings \
         "$bin/receipt-ingest" >"$work/$name-ingest.out" 2>"$work/$name-ingest.log" &
     local ingest=$!

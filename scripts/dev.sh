@@ -99,6 +99,9 @@ if [ -z "${KAFKA_BOOTSTRAP_SERVERS:-}" ]; then
     start_service KAFKA_BOOTSTRAP_SERVERS "$bin_dir/embedded-kafka" --brokers 1 \
         --topics "$RECEIPTS_TOPIC:4,$RESULTS_TOPIC:4,$RETRY_TOPIC:4,$DLQ_TOPIC:1,$NOTIFICATIONS_TOPIC:4,$EVENTS_TOPIC:4"
     KAFKA_BOOTSTRAP_SERVERS="$REPLY"
+    # The mock cluster holds every fetch for the full fetch.wait.max.ms (librdkafka's default 500 ms would delay
+    # every verdict); a real broker answers at once, so the services keep librdkafka's default.
+    export KAFKA_FETCH_WAIT_MAX_MS="${KAFKA_FETCH_WAIT_MAX_MS:-10}"
     echo "embedded Kafka:  $KAFKA_BOOTSTRAP_SERVERS"
 else
     echo "Kafka:           $KAFKA_BOOTSTRAP_SERVERS (from the environment)"

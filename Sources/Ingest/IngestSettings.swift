@@ -49,8 +49,10 @@ public struct IngestSettings: Sendable {
 
     /// The topic results are read from (`RESULTS_TOPIC`).
     public var resultsTopic: String
-    /// librdkafka properties for the results follower: `KAFKA_*` as given, without the producer defaults above, with
-    /// `fetch.wait.max.ms` defaulting to `defaultResultsFetchWaitMs`.
+    /// librdkafka properties for the results follower: `KAFKA_*` as given, without the producer defaults above. Its
+    /// fetch wait is librdkafka's unless `KAFKA_FETCH_WAIT_MAX_MS` is set: a real broker answers a fetch as soon as
+    /// results arrive, but librdkafka's mock cluster (`make dev`, tests, benchmarks) holds every fetch for the full
+    /// wait, so those set 10 ms (up to half a second on every verdict otherwise).
     public var resultsKafka: KafkaConfiguration
     /// Bounds of the index (`RESULT_INDEX_MAX_ENTRIES`, `_MAX_BYTES`, `_MAX_PENDING`, `_MAX_AGE_SECONDS`).
     public var resultIndexLimits: ResultIndex.Limits
@@ -77,11 +79,6 @@ public struct IngestSettings: Sendable {
     public static let defaultResultsTopic = "iap.receipts.results"
     public static let defaultReplaySeconds = 300
     public static let defaultMaxWaitMs = 30_000
-    /// librdkafka's `fetch.wait.max.ms` for the results follower unless `KAFKA_FETCH_WAIT_MAX_MS` is set. A real
-    /// broker answers a fetch as soon as data arrives, so this only bounds idle polling; librdkafka's mock cluster
-    /// (`make dev`, tests, benchmarks) always waits the full time at a partition's end and returns one batch per
-    /// partition, which at the default 500 ms adds up to half a second to every verdict and caps the follower.
-    public static let defaultResultsFetchWaitMs = "10"
     /// librdkafka's `linger.ms` for the ingest's producer unless `KAFKA_LINGER_MS` is set.
     public static let defaultLingerMs = "2"
     /// librdkafka's `queue.buffering.max.kbytes` for the ingest's producer unless `KAFKA_QUEUE_BUFFERING_MAX_KBYTES`
@@ -165,11 +162,8 @@ public struct IngestSettings: Sendable {
     public static func fromEnvironment(_ environment: [String: String]) throws(ConfigurationError) -> IngestSettings {
         let settings = Settings(environment: environment)
         _ = try settings.required("KAFKA_BOOTSTRAP_SERVERS")
-        var resultsKafka = KafkaConfiguration.fromEnvironment(environment)
+        let resultsKafka = KafkaConfiguration.fromEnvironment(environment)
         var kafka = resultsKafka
-        if resultsKafka["fetch.wait.max.ms"] == nil {
-            resultsKafka["fetch.wait.max.ms"] = defaultResultsFetchWaitMs
-        }
         let deliveryTimeoutMs = try Self.deliveryTimeoutMs(settings, kafka: &kafka)
         // Every request waits for its batch: a short linger keeps latency low (bench/ingest.sh: 2 ms gave ~14k
         // requests/s with p99 ~12 ms on 2 cores, the producer's 5 ms default ~8k/s at the same concurrency).
@@ -273,8 +267,8 @@ public struct IngestSettings: Sendable {
                                            the ingest's producer defaults to KAFKA_LINGER_MS=2 (low latency),
                                            KAFKA_QUEUE_BUFFERING_MAX_KBYTES=262144 (at most 256 MiB waiting
                                            for Kafka; more is answered 503 kafka_queue_full) and acks=all
-                                           with idempotence; the results follower defaults to
-                                           KAFKA_FETCH_WAIT_MAX_MS=10 (verdicts without a fetch-wait delay)
+                                           with idempotence (librdkafka's mock cluster also wants
+                                           KAFKA_FETCH_WAIT_MAX_MS=10 for prompt verdicts; a real Kafka does not)
           RECEIPTS_TOPIC                   topic for submissions (default iap.receipts.submitted)
           INGEST_LISTEN                    HTTP address host:port (default 0.0.0.0:8080)
           INGEST_API_KEYS                  comma-separated keys accepted as 'Authorization: Bearer <key>',

@@ -30,8 +30,12 @@ public final class EmbeddedKafkaProcess: Sendable {
         return EmbeddedKafkaProcess(process: process, bootstrapServers: servers)
     }
 
-    /// The environment a service needs to use this cluster.
-    public var environment: [String: String] { ["KAFKA_BOOTSTRAP_SERVERS": bootstrapServers] }
+    /// The environment a service needs to use this cluster: its bootstrap list, and the short fetch wait the mock
+    /// cluster needs (it holds every fetch for the full `fetch.wait.max.ms`, librdkafka's 500 ms by default, where a
+    /// real broker answers as soon as data arrives; the services keep librdkafka's default).
+    public var environment: [String: String] {
+        ["KAFKA_BOOTSTRAP_SERVERS": bootstrapServers, "KAFKA_FETCH_WAIT_MAX_MS": "10"]
+    }
 
     /// SIGTERM and wait; returns the exit status (0 expected) or nil when it had to be killed.
     @discardableResult

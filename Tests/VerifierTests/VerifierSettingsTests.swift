@@ -19,6 +19,8 @@ struct VerifierSettingsTests {
         #expect(settings.kafka["bootstrap.servers"] == "127.0.0.1:9092")
         #expect(settings.consumerKafka["queued.max.messages.kbytes"] == "65536")
         #expect(settings.kafka["queued.max.messages.kbytes"] == nil)  // consumer-only: not given to the producer
+        // Production defaults: librdkafka's fetch wait (only the mock cluster needs a short one; its users set it).
+        #expect(settings.consumerKafka["fetch.wait.max.ms"] == nil)
         #expect(settings.retryPolicy.maximumRounds == 6)
         #expect(settings.commitInterval == .milliseconds(100))
     }

@@ -60,18 +60,16 @@ public struct VerifierSettings: Sendable {
     /// (consumer lag, `/readyz`).
     public static let kafkaDefaults: [String: String] = ["statistics.interval.ms": "1000"]
 
-    /// Consumer-only defaults: a bounded prefetch (memory; the in-flight window is the real buffer), and a short
-    /// fetch wait. A real broker answers a fetch as soon as data arrives, so the wait only bounds idle polling; the
-    /// librdkafka mock cluster (`make dev`, tests, benchmarks) always waits the full time when a partition is at its
-    /// end and returns one batch per partition, which at the default 500 ms caps a verifier near 1,000 messages/s
-    /// (bench/verifier.sh: 10 ms keeps up with 3,500/s at p99 140 ms). librdkafka sizes each partition's fetches
+    /// Consumer-only defaults: a bounded prefetch (memory; the in-flight window is the real buffer). The fetch wait
+    /// stays librdkafka's (500 ms): a real broker answers a fetch as soon as data arrives. Only librdkafka's mock
+    /// cluster (`make dev`, tests, benchmarks) holds every fetch for the full wait, so those set
+    /// `KAFKA_FETCH_WAIT_MAX_MS=10` themselves (docs/OPERATIONS.md). librdkafka sizes each partition's fetches
     /// from `queued.max.messages.kbytes` shared by the assigned partitions: with App Store notifications (~12 KB each)
     /// 16 MB over 80 partitions left ~15 notifications per partition per fetch and capped a verifier near 2,300
     /// events/s; 64 MB reaches ~5,000/s (bench/verifier.sh, notifications run) for at most 48 MB more memory.
     public static let consumerDefaults: [String: String] = [
         "queued.max.messages.kbytes": "65536",
         "queued.min.messages": "20000",
-        "fetch.wait.max.ms": "10",
     ]
 
     /// Consumer properties the verifier sets whatever `KAFKA_*` says: it stores offsets as outputs are acknowledged
@@ -216,9 +214,9 @@ public struct VerifierSettings: Sendable {
           KAFKA_<PROPERTY>               any librdkafka property, upper-cased with '.' as '_'
                                          (KAFKA_SECURITY_PROTOCOL=SASL_SSL sets security.protocol); the verifier
                                          defaults KAFKA_STATISTICS_INTERVAL_MS=1000,
-                                         KAFKA_QUEUED_MAX_MESSAGES_KBYTES=65536, KAFKA_QUEUED_MIN_MESSAGES=20000
-                                         and KAFKA_FETCH_WAIT_MAX_MS=10 for its consumer (low latency on the
-                                         mock cluster; 100-500 is fine on a real Kafka); its producer is
+                                         KAFKA_QUEUED_MAX_MESSAGES_KBYTES=65536 and KAFKA_QUEUED_MIN_MESSAGES=20000
+                                         for its consumer (librdkafka's mock cluster also wants
+                                         KAFKA_FETCH_WAIT_MAX_MS=10; a real Kafka does not); its producer is
                                          idempotent (acks=all); its consumer always auto-commits the offsets
                                          it stores (KAFKA_ENABLE_AUTO_COMMIT=false is ignored, with a warning)
           RECEIPTS_TOPIC                 submissions to verify (default iap.receipts.submitted)
