@@ -49,7 +49,7 @@ enum BackfillMain {
         do {
             guard
                 let parsed = try BackfillOptions.parse(
-                    Array(CommandLine.arguments.dropFirst()), nowMs: Clock.wallMilliseconds())
+                    Array(CommandLine.arguments.dropFirst()), nowMs: SystemTime.wallMilliseconds())
             else {
                 print(usage)
                 return 0

@@ -30,7 +30,7 @@ struct ReplayRun {
         let pending = DispatchGroup()
         let failures = FailureCount()
         var counts: [String: Int] = [:]
-        let nowMs = Clock.wallMilliseconds()
+        let nowMs = SystemTime.wallMilliseconds()
         for message in records {
             let decision = planner.decide(dlqValue: message.value, nowMs: nowMs)
             let origin = "\(message.topic)/\(message.partition)/\(message.offset)"

@@ -6,47 +6,6 @@ import Testing
 
 @testable import AppStore
 
-/// A clock tests move by hand: scheduled work runs only when the test advances time past it.
-final class ManualClock: VerificationClock {
-    private struct State {
-        var nowNanoseconds: UInt64 = 1_000_000_000
-        var scheduled: [(at: UInt64, work: @Sendable () -> Void)] = []
-        var delays: [Int] = []
-    }
-    private let state = Locked(State())
-
-    func now() -> DispatchTime { DispatchTime(uptimeNanoseconds: state.withLock { $0.nowNanoseconds }) }
-
-    func schedule(afterMs milliseconds: Int, _ work: @escaping @Sendable () -> Void) {
-        state.withLock {
-            $0.delays.append(milliseconds)
-            $0.scheduled.append(($0.nowNanoseconds + UInt64(milliseconds) * 1_000_000, work))
-        }
-    }
-
-    func advance(ms: Int) {
-        state.withLock { $0.nowNanoseconds += UInt64(ms) * 1_000_000 }
-    }
-
-    /// Jumps to each scheduled time in turn and runs the work, until nothing is scheduled.
-    func runUntilIdle() {
-        while let next = state.withLock({ state -> (@Sendable () -> Void)? in
-            guard let index = state.scheduled.indices.min(by: { state.scheduled[$0].at < state.scheduled[$1].at })
-            else { return nil }
-            let item = state.scheduled.remove(at: index)
-            state.nowNanoseconds = max(state.nowNanoseconds, item.at)
-            return item.work
-        }) {
-            next()
-        }
-    }
-
-    var delays: [Int] { state.withLock { $0.delays } }
-    func deadline(afterMs ms: Int) -> DispatchTime {
-        DispatchTime(uptimeNanoseconds: now().uptimeNanoseconds + UInt64(ms) * 1_000_000)
-    }
-}
-
 /// A backend that answers from a script, synchronously, and records what it was asked.
 final class ScriptedBackend: ReceiptVerificationBackend {
     private let script: Locked<[BackendAnswer]>
@@ -62,7 +21,7 @@ final class ScriptedBackend: ReceiptVerificationBackend {
 
     func verify(_ request: BackendRequest, completion: @escaping @Sendable (BackendAnswer) -> Void) {
         asked.withLock { $0.append(request) }
-        clock.advance(ms: callDurationMs)
+        clock.passTime(.milliseconds(callDurationMs))
         let answer = script.withLock { $0.isEmpty ? nil : $0.removeFirst() }
         completion(answer ?? BackendAnswer(result: .retryable(.transient), calls: 1, message: "script exhausted"))
     }
@@ -121,7 +80,7 @@ final class OutcomeBox: Sendable {
         ) -> VerificationOutcome? {
             let box = OutcomeBox()
             verifier.verify(
-                receiptData: receipt, expectations: expectations, deadline: clock.deadline(afterMs: deadlineMs)
+                receiptData: receipt, expectations: expectations, deadline: clock.deadline(after: .milliseconds(deadlineMs))
             ) {
                 box.set($0)
             }
@@ -136,7 +95,7 @@ final class OutcomeBox: Sendable {
             let boxes = receipts.map { _ in OutcomeBox() }
             for (receipt, box) in zip(receipts, boxes) {
                 verifier.verify(
-                    receiptData: receipt, expectations: .init(), deadline: clock.deadline(afterMs: deadlineMs)
+                    receiptData: receipt, expectations: .init(), deadline: clock.deadline(after: .milliseconds(deadlineMs))
                 ) {
                     box.set($0)
                 }
@@ -160,7 +119,7 @@ final class OutcomeBox: Sendable {
         #expect(verdict.bundleId == "com.example.game")
         #expect(verdict.appleStatus == 0)
         #expect(verdict.transactions.map(\.creditKey) == ["apple:production:42"])
-        #expect(run.clock.delays.isEmpty)
+        #expect(run.clock.scheduledDelays.isEmpty)
     }
 
     @Test func retriesWithBackoffThenSucceeds() throws {
@@ -175,7 +134,7 @@ final class OutcomeBox: Sendable {
         }
         #expect(verdict.outcome == .verified)
         #expect(verdict.attempts == 4)
-        #expect(run.clock.delays == [50, 100, 200])
+        #expect(run.clock.scheduledDelays == [.milliseconds(50), .milliseconds(100), .milliseconds(200)])
     }
 
     @Test func theRetryBudgetRunsOut() throws {
@@ -305,7 +264,7 @@ final class OutcomeBox: Sendable {
         guard case .unavailable(let failure) = outcome else { Issue.record("not unavailable: \(outcome)"); return }
         #expect(failure.message.contains("shut down"))
         #expect(run.backend.requests.count == 1)
-        #expect(run.clock.delays.isEmpty)
+        #expect(run.clock.scheduledDelays.isEmpty)
     }
 
     @Test func verdictRulesApplyToTheAnswer() throws {

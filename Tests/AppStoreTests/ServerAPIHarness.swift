@@ -30,7 +30,7 @@ final class ServerAPIHarness: Sendable {
     init(
         sandboxPolicy: SandboxPolicy = .accept, allowedBundleIds: Set<String> = [ServerAPIHarness.bundleId],
         fakeKey: ECPublicKey? = nil, maxRPS: Double = 10_000, timeoutMs: Int = 5_000,
-        wallClockMs: @escaping @Sendable () -> Int64 = { Clock.wallMilliseconds() }
+        wallClockMs: @escaping @Sendable () -> Int64 = { SystemTime.wallMilliseconds() }
     ) throws {
         pki = try TestSigningPKI.mint()
         apiKey = try ECPrivateKey.generate(curve: .p256)

@@ -1,3 +1,5 @@
+import ServiceSupport
+
 /// Decides when Apple is broadly failing, so the verifier stops taking new work instead of burning retry rounds.
 ///
 /// Fed with one observation per Apple answer or failure (`true` = Apple answered with a verdict or a status,
@@ -69,7 +71,7 @@ public struct AppleCircuitBreaker: Sendable {
             else { return nil }
             let interval = configuration.initialProbeInterval
             state = .open(
-                nextProbeAtNs: nowNs &+ Self.nanoseconds(interval), probeInterval: interval, probeInFlight: false)
+                nextProbeAtNs: nowNs &+ interval.clampedNanoseconds, probeInterval: interval, probeInFlight: false)
             return .opened
         case .open:
             guard success else { return nil }
@@ -91,7 +93,7 @@ public struct AppleCircuitBreaker: Sendable {
     public mutating func probeFailed(nowNs: UInt64) {
         guard case .open(_, let interval, _) = state else { return }
         let doubled = min(interval * 2, configuration.maximumProbeInterval)
-        state = .open(nextProbeAtNs: nowNs &+ Self.nanoseconds(doubled), probeInterval: doubled, probeInFlight: false)
+        state = .open(nextProbeAtNs: nowNs &+ doubled.clampedNanoseconds, probeInterval: doubled, probeInFlight: false)
     }
 
     /// Failures among the observations in the window (closed state), for metrics.
@@ -113,10 +115,5 @@ public struct AppleCircuitBreaker: Sendable {
         next = 0
         filled = 0
         failures = 0
-    }
-
-    static func nanoseconds(_ duration: Duration) -> UInt64 {
-        let (seconds, attoseconds) = duration.components
-        return UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
     }
 }

@@ -1,3 +1,5 @@
+import ServiceSupport
+
 /// The verifier's per-process dispatch bookkeeping: which messages are admitted, which wait for an Apple slot,
 /// which partitions must be paused, which offsets may be stored. A pure state machine: every transition returns a
 /// `DispatchStep` saying what to do; the owner performs it outside its lock.
@@ -54,8 +56,7 @@ public struct DispatchState<Work: Sendable>: Sendable {
     public private(set) var appleInFlight = 0
     public private(set) var isStopping = false
     private var partitions: [PartitionKey: PartitionDispatchState] = [:]
-    private var waiting: [Waiting] = []
-    private var waitingHead = 0
+    private var waiting = FIFOQueue<Waiting>()
     private var pendingGate = false
     /// Topics whose messages never wait for Apple (notifications); their live messages are bounded together.
     public let directTopics: Set<String>
@@ -75,7 +76,7 @@ public struct DispatchState<Work: Sendable>: Sendable {
     // MARK: Queries
 
     /// Messages admitted and waiting for an Apple slot.
-    public var waitingForApple: Int { waiting.count - waitingHead }
+    public var waitingForApple: Int { waiting.count }
 
     /// The partitions currently assigned (revoking ones included).
     public var assignedPartitions: [PartitionKey] { Array(partitions.keys) }
@@ -319,33 +320,13 @@ public struct DispatchState<Work: Sendable>: Sendable {
 
     /// Removes waiting entries matching `predicate`, decrementing their partitions' live counts.
     private mutating func removeWaiting(where predicate: (MessageTicket) -> Bool) -> [MessageTicket] {
-        var kept: [Waiting] = []
-        var removed: [MessageTicket] = []
-        for entry in waiting[waitingHead...] {
-            if predicate(entry.ticket) {
-                removed.append(entry.ticket)
-                partitions[entry.ticket.partition]?.live -= 1
-            } else {
-                kept.append(entry)
-            }
-        }
-        waiting = kept
-        waitingHead = 0
-        return removed
+        let removed = waiting.removeAll { predicate($0.ticket) }
+        for entry in removed { partitions[entry.ticket.partition]?.live -= 1 }
+        return removed.map(\.ticket)
     }
 
     private mutating func popWaiting() -> Waiting? {
-        guard waitingHead < waiting.count else { return nil }
-        let entry = waiting[waitingHead]
-        waitingHead += 1
-        if waitingHead >= 1024, waitingHead * 2 >= waiting.count {
-            waiting.removeFirst(waitingHead)
-            waitingHead = 0
-        } else if waitingHead == waiting.count {
-            waiting.removeAll(keepingCapacity: true)
-            waitingHead = 0
-        }
-        return entry
+        waiting.removeFirst()
     }
 
     private mutating func dispatchWaiting(nowNs: UInt64, into step: inout Step) {

@@ -28,12 +28,6 @@ public struct RetryRoundPolicy: Sendable, Equatable {
         return min(wait, maximumBackoff)
     }
 
-    /// Milliseconds of `duration`, for `not_before_ms` arithmetic.
-    static func milliseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    }
-
     /// Total wait between the first and the last round: an Apple outage shorter than this yields no `failed` result.
     public var horizon: Duration {
         (1..<maximumRounds).reduce(Duration.zero) { $0 + backoff(afterRound: $1) }

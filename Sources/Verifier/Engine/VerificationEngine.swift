@@ -57,7 +57,7 @@ public final class VerificationEngine: Sendable {
     private let verifier: any SubmissionVerifying
     private let notifications: NotificationProcessor?
     private let publisher: any RecordPublishing
-    private let clock: any VerifierClock
+    private let clock: any ServiceClock
     private let logger: Logger
     private let metrics: VerifierMetrics
     private let triage: MessageTriage
@@ -71,7 +71,7 @@ public final class VerificationEngine: Sendable {
     ///   malformed submissions (the service always gives one).
     public init(
         configuration: Configuration, verifier: any SubmissionVerifying, publisher: any RecordPublishing,
-        control: any PartitionControl, clock: any VerifierClock, logger: Logger, metrics: VerifierMetrics,
+        control: any PartitionControl, clock: any ServiceClock, logger: Logger, metrics: VerifierMetrics,
         notifications: NotificationProcessor? = nil
     ) {
         self.configuration = configuration
@@ -213,7 +213,7 @@ public final class VerificationEngine: Sendable {
             perform(state.withLock { $0.hold(ticket) })
             // No round legitimately waits longer than the policy's longest backoff: a record due further ahead
             // (clock skew, a hand-written record) must not keep its partition paused for longer than that.
-            let longest = RetryRoundPolicy.milliseconds(configuration.retryPolicy.maximumBackoff)
+            let longest = configuration.retryPolicy.maximumBackoff.clampedMilliseconds
             clock.schedule(after: .milliseconds(min(notBeforeMs - nowMs, longest))) {
                 self.metrics.heldRetryRecords.decrement()
                 let now = self.clock.monotonicNanoseconds()
@@ -527,7 +527,7 @@ public final class VerificationEngine: Sendable {
     /// completions produced are stored before the caller revokes or closes), or until the deadline.
     /// The bound is real elapsed time (not the injected clock): it limits how long a thread is blocked.
     private func waitUntilNoLiveWork(in partitions: [PartitionKey]?, timeout: Duration) -> Bool {
-        let deadline = DispatchTime.now().uptimeNanoseconds &+ AppleCircuitBreaker.nanoseconds(timeout)
+        let deadline = DispatchTime.now().uptimeNanoseconds &+ timeout.clampedNanoseconds
         while true {
             let (live, emitted) = state.withLock { ($0.liveCount(in: partitions), $0.controlSequence) }
             if live == 0, applier.processedBatches >= emitted { return true }

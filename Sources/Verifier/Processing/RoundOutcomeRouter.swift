@@ -1,5 +1,6 @@
 import AppStore
 import ReceiptModel
+import ServiceSupport
 
 /// What became of a submission after a round, for metrics and logs.
 public enum RoundDisposition: Sendable, Equatable {
@@ -60,7 +61,7 @@ public struct RoundOutcomeRouter: Sendable {
                     .result(.failed, .appleUnavailable)
                 )
             }
-            let notBefore = nowMs + RetryRoundPolicy.milliseconds(policy.backoff(afterRound: countedRounds))
+            let notBefore = nowMs + policy.backoff(afterRound: countedRounds).clampedMilliseconds
             let record = RetryRecord(
                 submission: submission, round: countedRounds, attempts: totalAttempts, notBeforeMs: notBefore,
                 lastAppleStatus: status, lastError: error, source: failure.source)

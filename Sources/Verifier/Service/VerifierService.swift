@@ -77,7 +77,7 @@ public final class VerifierService: Sendable {
                 topics: settings.topics, limits: settings.limits, retryPolicy: settings.retryPolicy,
                 breaker: settings.breaker),
             verifier: AppStoreSubmissionVerifier(verifier: appleVerifier, roundDeadline: settings.roundDeadline),
-            publisher: KafkaRecordPublisher(producer: producer), control: bridge, clock: SystemVerifierClock(),
+            publisher: KafkaRecordPublisher(producer: producer), control: bridge, clock: DispatchClock(queue: DispatchQueue(label: "verifier-timers")),
             logger: logger, metrics: VerifierMetrics(registry: metrics),
             notifications: NotificationProcessor(
                 verifier: signedData, policy: settings.notificationPolicy, catalog: catalog))
