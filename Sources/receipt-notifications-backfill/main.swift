@@ -82,7 +82,13 @@ enum BackfillMain {
             logger.error("--bundle-id is required: ALLOWED_BUNDLE_IDS does not name exactly one app")
             return 2
         }
-        let topic = settings.string("NOTIFICATIONS_TOPIC", default: "iap.notifications.submitted")
+        let topic: String
+        do {
+            topic = try TopicNames.fromEnvironment(settings, reading: [.notifications]).notifications
+        } catch {
+            logger.error("invalid configuration: \(error.description)", ["variable": .string(error.variable)])
+            return 2
+        }
 
         let http: CurlHTTPClient
         do {

@@ -86,14 +86,16 @@ func exitCode() -> Int32 {
         logger.error("KAFKA_BOOTSTRAP_SERVERS is required")
         return 2
     }
-    let topics = ReplayTopics(
-        dlq: settings.string("DLQ_TOPIC", default: "iap.receipts.dlq"),
-        submissions: settings.string("RECEIPTS_TOPIC", default: "iap.receipts.submitted"),
-        retry: settings.string("RETRY_TOPIC", default: "iap.receipts.retry"),
-        notifications: settings.string("NOTIFICATIONS_TOPIC", default: "iap.notifications.submitted"))
+    let topics: TopicNames
+    do {
+        topics = try TopicNames.fromEnvironment(settings, reading: [.deadLetter, .receipts, .retry, .notifications])
+    } catch {
+        logger.error("invalid configuration: \(error.description)", ["variable": .string(error.variable)])
+        return 2
+    }
     do {
         let records = try DeadLetterReader.readAll(
-            topic: topics.dlq, configuration: kafka, timeout: .seconds(options.timeoutSeconds), logger: logger)
+            topic: topics.deadLetter, configuration: kafka, timeout: .seconds(options.timeoutSeconds), logger: logger)
         let run = ReplayRun(options: options, topics: topics, logger: logger)
         return try run.execute(records, kafka: kafka) ? 0 : 1
     } catch {

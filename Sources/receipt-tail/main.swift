@@ -46,7 +46,13 @@ enum ReceiptTailMain {
             logger.error("KAFKA_BOOTSTRAP_SERVERS is required")
             return 2
         }
-        let topic = settings.string("RESULTS_TOPIC", default: "iap.receipts.results")
+        let topic: String
+        do {
+            topic = try TopicNames.fromEnvironment(settings, reading: [.results]).results
+        } catch {
+            logger.error("invalid configuration: \(error.description)", ["variable": .string(error.variable)])
+            return 2
+        }
 
         let output = LineWriter()
         let follower: KafkaTopicFollower

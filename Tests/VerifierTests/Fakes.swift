@@ -146,7 +146,7 @@ enum Samples {
     static let receipts = PartitionKey(topic: "receipts", partition: 0)
     static let receipts1 = PartitionKey(topic: "receipts", partition: 1)
     static let retry = PartitionKey(topic: "retry", partition: 0)
-    static let topics = VerifierTopics(receipts: "receipts", results: "results", retry: "retry", deadLetter: "dlq")
+    static let topics = TopicNames(receipts: "receipts", results: "results", retry: "retry", deadLetter: "dlq")
     static let receiptData =
         "TUlJVE5nWUpLb1pJaHZjTkFRY0NvSUlUSnpDQ0V5TUNBUUV4Q3pBSkJnVXJEZ01DR2dVQU1JSURWZ1lKS29aSWh2Y05BUWNC"
 

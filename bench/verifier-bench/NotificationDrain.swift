@@ -172,7 +172,7 @@ enum NotificationDrain {
         let records = sign(count: min(options.count, 5_000), pki: pki)
         let processor = NotificationProcessor(
             verifier: pki.verifier(), policy: NotificationPolicy(allowedBundleIds: ["com.example.game"]))
-        let factory = OutputFactory(topics: VerifierTopics())
+        let factory = OutputFactory(topics: TopicNames())
         var processed = 0
         var failures = 0
         var encodedBytes = 0

@@ -20,7 +20,7 @@ import Synchronization
 /// concurrent Dispatch queue; all bookkeeping is in `DispatchState` behind one lock, and its actions run outside it.
 public final class VerificationEngine: Sendable {
     public struct Configuration: Sendable {
-        public var topics: VerifierTopics
+        public var topics: TopicNames
         public var limits: DispatchLimits
         public var retryPolicy: RetryRoundPolicy
         public var breaker: AppleCircuitBreaker.Configuration
@@ -32,7 +32,7 @@ public final class VerificationEngine: Sendable {
         public var publishFailuresBeforeNotReady = 10
 
         public init(
-            topics: VerifierTopics, limits: DispatchLimits, retryPolicy: RetryRoundPolicy,
+            topics: TopicNames, limits: DispatchLimits, retryPolicy: RetryRoundPolicy,
             breaker: AppleCircuitBreaker.Configuration = .init()
         ) {
             self.topics = topics

@@ -1,13 +1,14 @@
 import AppStore
 import ReceiptModel
+import ServiceSupport
 
 /// Builds the verifier's output records exactly per the contract: keyed like the consumed message, with the
 /// `submission-id` header on all (when known), `outcome` on results and `dlq-reason` on DLQ records; purchase events
 /// keyed by original transaction id with `event-id` and `event-type`.
 public struct OutputFactory: Sendable {
-    public let topics: VerifierTopics
+    public let topics: TopicNames
 
-    public init(topics: VerifierTopics) {
+    public init(topics: TopicNames) {
         self.topics = topics
     }
 

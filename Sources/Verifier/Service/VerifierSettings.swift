@@ -6,7 +6,7 @@ import ServiceSupport
 public struct VerifierSettings: Sendable {
     /// librdkafka properties from `KAFKA_*`, shared by the verifier's consumer and producer.
     public var kafka: KafkaConfiguration
-    public var topics: VerifierTopics
+    public var topics: TopicNames
     public var groupId: String
     public var metricsListen: ListenAddress
     /// The App Store client's settings (`APPLE_*`, `ALLOWED_BUNDLE_IDS`, `SANDBOX_POLICY`, `VERIFIER_MAX_IN_FLIGHT`).
@@ -29,7 +29,7 @@ public struct VerifierSettings: Sendable {
     public var commitInterval: Duration
 
     public init(
-        kafka: KafkaConfiguration, topics: VerifierTopics, groupId: String, metricsListen: ListenAddress,
+        kafka: KafkaConfiguration, topics: TopicNames, groupId: String, metricsListen: ListenAddress,
         appStore: AppStoreSettings, serverAPI: ServerAPISettings, limits: DispatchLimits, roundDeadline: Duration,
         retryPolicy: RetryRoundPolicy, breaker: AppleCircuitBreaker.Configuration, revokeTimeout: Duration,
         shutdownTimeout: Duration, commitInterval: Duration = .milliseconds(100)
@@ -112,13 +112,7 @@ public struct VerifierSettings: Sendable {
         for (property, value) in kafkaDefaults where kafka[property] == nil {
             kafka[property] = value
         }
-        let topics = VerifierTopics(
-            receipts: try topic(settings, "RECEIPTS_TOPIC", default: "iap.receipts.submitted"),
-            results: try topic(settings, "RESULTS_TOPIC", default: "iap.receipts.results"),
-            retry: try topic(settings, "RETRY_TOPIC", default: "iap.receipts.retry"),
-            deadLetter: try topic(settings, "DLQ_TOPIC", default: "iap.receipts.dlq"),
-            notifications: try topic(settings, "NOTIFICATIONS_TOPIC", default: "iap.notifications.submitted"),
-            events: try topic(settings, "EVENTS_TOPIC", default: "iap.purchase.events"))
+        let topics = try TopicNames.fromEnvironment(settings)
         let distinct = Set([
             topics.receipts, topics.results, topics.retry, topics.deadLetter, topics.notifications, topics.events,
         ])
@@ -181,23 +175,6 @@ public struct VerifierSettings: Sendable {
                 try settings.int("VERIFIER_SHUTDOWN_TIMEOUT_MS", default: 20_000, range: 0...600_000)),
             commitInterval: .milliseconds(
                 try settings.int("VERIFIER_COMMIT_INTERVAL_MS", default: 100, range: 0...60_000)))
-    }
-
-    private static func topic(_ settings: Settings, _ name: String, default value: String) throws(ConfigurationError)
-        -> String
-    {
-        let topic = settings.string(name, default: value)
-        let valid =
-            topic.count <= 249 && topic != "." && topic != ".."
-            && topic.unicodeScalars.allSatisfy { scalar in
-                ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar)
-                    || scalar == "." || scalar == "_" || scalar == "-"
-            }
-        guard valid else {
-            throw ConfigurationError(
-                variable: name, problem: "'\(topic)' is not a Kafka topic name (letters, digits, . _ -)")
-        }
-        return topic
     }
 
     /// `receipt-verifier --help`.
