@@ -64,7 +64,7 @@ final class OutcomeBox: Sendable {
         let lines = CapturedLines()
 
         init(
-            _ answers: [BackendAnswer], retryPolicy: RetryPolicy = RetryPolicy(), callDurationMs: Int = 0,
+            _ answers: [BackendAnswer], retryPolicy: AppleCallRetryPolicy = AppleCallRetryPolicy(), callDurationMs: Int = 0,
             random: Double = 0.5, timeoutMs: Int = 30_000, catalog: ProductCatalog? = nil,
             malformedBurst: MalformedReceiptBurstDetector.Configuration = .init()
         ) {
@@ -123,7 +123,7 @@ final class OutcomeBox: Sendable {
     }
 
     @Test func retriesWithBackoffThenSucceeds() throws {
-        let policy = RetryPolicy(maxAttempts: 5, baseDelayMs: 100, maxDelayMs: 1_000)
+        let policy = AppleCallRetryPolicy(maxAttempts: 5, baseDelayMs: 100, maxDelayMs: 1_000)
         let run = Run(
             [Self.unavailable(), Self.unavailable(nil), Self.unavailable(21199), Self.valid()],
             retryPolicy: policy, random: 0.5)
@@ -138,7 +138,7 @@ final class OutcomeBox: Sendable {
     }
 
     @Test func theRetryBudgetRunsOut() throws {
-        let run = Run(Array(repeating: Self.unavailable(21009), count: 10), retryPolicy: RetryPolicy(maxAttempts: 3))
+        let run = Run(Array(repeating: Self.unavailable(21009), count: 10), retryPolicy: AppleCallRetryPolicy(maxAttempts: 3))
         let outcome = try #require(run.verify())
         guard case .unavailable(let failure) = outcome else {
             Issue.record("not unavailable: \(outcome)")
@@ -155,7 +155,7 @@ final class OutcomeBox: Sendable {
         // Each call takes 400 ms of the 1 s budget; the second retry would start too late.
         let run = Run(
             Array(repeating: Self.unavailable(), count: 10),
-            retryPolicy: RetryPolicy(
+            retryPolicy: AppleCallRetryPolicy(
                 maxAttempts: 10,
                 baseDelayMs: 100, maxDelayMs: 100), callDurationMs: 400, random: 0.999)
         let outcome = try #require(run.verify(deadlineMs: 1_000))
@@ -189,7 +189,7 @@ final class OutcomeBox: Sendable {
     @Test func malformedReceiptsAreRetriedOnlyAFewTimesThenInvalid() throws {
         let run = Run(
             Array(repeating: Self.unavailable(21002, kind: .malformedReceipt), count: 10),
-            retryPolicy: RetryPolicy(maxAttempts: 6, malformedReceiptMaxAttempts: 3))
+            retryPolicy: AppleCallRetryPolicy(maxAttempts: 6, malformedReceiptMaxAttempts: 3))
         let outcome = try #require(run.verify())
         guard case .verdict(let verdict) = outcome else {
             Issue.record("not a verdict: \(outcome)")
@@ -258,7 +258,7 @@ final class OutcomeBox: Sendable {
     }
 
     @Test func afterShutdownFailuresAreNotRetried() throws {
-        let run = Run(Array(repeating: Self.unavailable(), count: 5), retryPolicy: RetryPolicy(maxAttempts: 5))
+        let run = Run(Array(repeating: Self.unavailable(), count: 5), retryPolicy: AppleCallRetryPolicy(maxAttempts: 5))
         run.verifier.shutdown()
         let outcome = try #require(run.verify())
         guard case .unavailable(let failure) = outcome else { Issue.record("not unavailable: \(outcome)"); return }
@@ -284,7 +284,7 @@ final class OutcomeBox: Sendable {
     @Test func twentyOhTwoForMostReceiptsAtOnceIsAnOutageNotAVerdict() throws {
         let run = Run(
             Array(repeating: Self.malformed, count: 100),
-            retryPolicy: RetryPolicy(maxAttempts: 4, malformedReceiptMaxAttempts: 2), malformedBurst: Self.smallBurst)
+            retryPolicy: AppleCallRetryPolicy(maxAttempts: 4, malformedReceiptMaxAttempts: 2), malformedBurst: Self.smallBurst)
         let outcomes = run.verifyTogether((0..<6).map { "receipt-\($0)" })
         for outcome in outcomes {
             guard case .unavailable(let failure)? = outcome else {
@@ -306,7 +306,7 @@ final class OutcomeBox: Sendable {
         let run = Run(
             Array(repeating: Self.malformed, count: 12) + Array(repeating: Self.valid(), count: 6)
                 + Array(repeating: Self.malformed, count: 3),
-            retryPolicy: RetryPolicy(maxAttempts: 3, malformedReceiptMaxAttempts: 3), malformedBurst: Self.smallBurst)
+            retryPolicy: AppleCallRetryPolicy(maxAttempts: 3, malformedReceiptMaxAttempts: 3), malformedBurst: Self.smallBurst)
         // Four receipts answered 21002 at once, three times each: a burst, so no verdict for any of them.
         #expect(run.verifyTogether((0..<4).map { "burst-\($0)" }).allSatisfy { $0?.isUnavailable == true })
         // Apple reads receipts again: the burst is over once 21002 is below half of the window.

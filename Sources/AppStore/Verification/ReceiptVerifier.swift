@@ -16,7 +16,7 @@ public final class ReceiptVerifier: Sendable {
     private let backend: any ReceiptVerificationBackend
     private let policy: VerdictPolicy
     private let catalog: (any ProductCatalogSource)?
-    private let retryPolicy: RetryPolicy
+    private let retryPolicy: AppleCallRetryPolicy
     private let requestTimeoutMs: Int
     private let clock: any ServiceClock
     private let random: @Sendable () -> Double
@@ -35,7 +35,7 @@ public final class ReceiptVerifier: Sendable {
     ///   - clock, random: injected for tests; `random` returns values in [0, 1).
     public init(
         backend: any ReceiptVerificationBackend, policy: VerdictPolicy, catalog: (any ProductCatalogSource)? = nil,
-        retryPolicy: RetryPolicy = RetryPolicy(), requestTimeoutMs: Int = 30_000,
+        retryPolicy: AppleCallRetryPolicy = AppleCallRetryPolicy(), requestTimeoutMs: Int = 30_000,
         malformedBurst: MalformedReceiptBurstDetector.Configuration = .init(),
         clock: any ServiceClock = DispatchClock(),
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },

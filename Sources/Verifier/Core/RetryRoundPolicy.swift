@@ -1,4 +1,5 @@
-/// How many rounds of Apple attempts a submission gets and how long to wait between them.
+/// How many rounds of Apple attempts a submission gets and how long to wait between them (the verifier's layer, across
+/// `RETRY_TOPIC`; the calls within one round follow AppStore's `AppleCallRetryPolicy`).
 ///
 /// Round 1 runs when the submission is first consumed; each later round runs from a `RetryRecord` on `RETRY_TOPIC`
 /// once its `not_before_ms` has passed. When round `maximumRounds` ends without a verdict the submission fails with
