@@ -3,7 +3,7 @@ import ReceiptModel
 import ServiceSupport
 
 /// What became of a submission after a round, for metrics and logs.
-public enum RoundDisposition: Sendable, Equatable {
+enum RoundDisposition: Sendable, Equatable {
     /// A verdict or a `failed` result was written (`failed` ones also go to the DLQ).
     case result(Outcome, Reason?)
     /// A retry record was written; `round` is the rounds counted so far.
@@ -19,16 +19,16 @@ public enum RoundDisposition: Sendable, Equatable {
 ///   (Apple broadly failing), and when the round ended because of the App Store Server API's rate limit, the round
 ///   is not counted against the submission, so an outage or a 429 alone never makes a submission fail: it only
 ///   delays it.
-public struct RoundOutcomeRouter: Sendable {
-    public let factory: OutputFactory
-    public let policy: RetryRoundPolicy
+struct RoundOutcomeRouter: Sendable {
+    let factory: OutputFactory
+    let policy: RetryRoundPolicy
 
-    public init(factory: OutputFactory, policy: RetryRoundPolicy) {
+    init(factory: OutputFactory, policy: RetryRoundPolicy) {
         self.factory = factory
         self.policy = policy
     }
 
-    public func route(
+    func route(
         _ outcome: VerificationOutcome, job: VerificationJob, breakerOpen: Bool, nowMs: Int64
     ) -> (records: [OutgoingRecord], disposition: RoundDisposition) {
         let submission = job.submission

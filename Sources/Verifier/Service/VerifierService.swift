@@ -22,7 +22,7 @@ public struct VerifierStartupError: Error, CustomStringConvertible, Sendable {
 public final class VerifierService: Sendable {
     private let settings: VerifierSettings
     private let logger: Logger
-    public let metrics: MetricsRegistry
+    let metrics: MetricsRegistry
     private let engine: VerificationEngine
     private let consumer: KafkaConsumer
     private let producer: KafkaProducer
@@ -121,7 +121,7 @@ public final class VerifierService: Sendable {
     }
 
     /// The bound port of the health/metrics endpoint (useful with port 0).
-    public var metricsPort: UInt16 { server.port }
+    var metricsPort: UInt16 { server.port }
 
     /// Binds the endpoint, starts the probe ticker and starts consuming.
     /// - Throws: `VerifierStartupError` when the endpoint cannot be bound.
