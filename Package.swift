@@ -53,7 +53,7 @@ let package = Package(
         .executableTarget(name: "fake-appstore", dependencies: ["FakeAppStore", "ServiceSupport", "Crypto"]),
         .executableTarget(name: "embedded-kafka", dependencies: ["Kafka", "ServiceSupport"]),
         .executableTarget(name: "receipt-tail", dependencies: ["Kafka", "ReceiptModel", "ServiceSupport"]),
-        .target(name: "Replay", dependencies: ["ReceiptModel"]),
+        .target(name: "Replay", dependencies: ["ReceiptModel", "ServiceSupport"]),
         // Get Notification History pages -> NOTIFICATIONS_TOPIC (the paging and writing seams; the executable wires
         // the App Store Server API client and Kafka).
         .target(name: "NotificationBackfill", dependencies: ["Ingest", "ReceiptModel", "ServiceSupport"]),

@@ -20,7 +20,7 @@ public struct AppStoreSettings: Sendable, Equatable, CustomStringConvertible {
     public var excludeOldTransactions: Bool
     /// `APPLE_RETRY_MAX_ATTEMPTS` (4), `APPLE_RETRY_21002_MAX_ATTEMPTS` (3), `APPLE_RETRY_BASE_DELAY_MS` (250),
     /// `APPLE_RETRY_MAX_DELAY_MS` (5000).
-    public var retryPolicy: RetryPolicy
+    public var retryPolicy: AppleCallRetryPolicy
     /// `APPLE_21002_BURST_WINDOW` (100), `APPLE_21002_BURST_MIN_ANSWERS` (20), `APPLE_21002_BURST_SHARE` (0.5),
     /// `APPLE_21002_BURST_MIN_RECEIPTS` (5): when 21002 answers are an Apple outage.
     public var malformedBurst: MalformedReceiptBurstDetector.Configuration
@@ -31,7 +31,7 @@ public struct AppStoreSettings: Sendable, Equatable, CustomStringConvertible {
         endpoints: VerifyReceiptBackend.Endpoints = .init(
             production: AppStoreSettings.defaultProductionURL, sandbox: AppStoreSettings.defaultSandboxURL),
         sharedSecret: String? = nil, timeoutMs: Int = 30_000, verdictPolicy: VerdictPolicy, maxInFlight: Int = 512,
-        caBundlePath: String? = nil, excludeOldTransactions: Bool = false, retryPolicy: RetryPolicy = RetryPolicy(),
+        caBundlePath: String? = nil, excludeOldTransactions: Bool = false, retryPolicy: AppleCallRetryPolicy = AppleCallRetryPolicy(),
         malformedBurst: MalformedReceiptBurstDetector.Configuration = .init(), productCatalogFile: String? = nil
     ) {
         self.endpoints = endpoints
@@ -99,7 +99,7 @@ public struct AppStoreSettings: Sendable, Equatable, CustomStringConvertible {
             verdictPolicy: VerdictPolicy(
                 allowedBundleIds: Set(bundleIds), sandboxPolicy: SandboxPolicy(rawValue: sandboxPolicy) ?? .accept),
             maxInFlight: maxInFlight, caBundlePath: caBundle, excludeOldTransactions: excludeOld,
-            retryPolicy: RetryPolicy(
+            retryPolicy: AppleCallRetryPolicy(
                 maxAttempts: maxAttempts, malformedReceiptMaxAttempts: malformedMax, baseDelayMs: baseDelay,
                 maxDelayMs: maxDelay),
             malformedBurst: MalformedReceiptBurstDetector.Configuration(

@@ -113,7 +113,7 @@ final class FakeServerAPI: Sendable {
         let ids = [transaction?["transactionId"], transaction?["originalTransactionId"]].compactMap { value in
             (value as? String) ?? (value as? NSNumber).map { $0.stringValue }
         }
-        let nowMs = Clock.wallMilliseconds()
+        let nowMs = SystemTime.wallMilliseconds()
         let dateMs = (payload?["signedDate"] as? NSNumber)?.int64Value ?? nowMs
         let attempts = sendAttemptResultsJSON ?? "[{\"attemptDate\":\(nowMs),\"sendAttemptResult\":\"SUCCESS\"}]"
         let lastResult = (try? JSONSerialization.jsonObject(with: Data(attempts.utf8)) as? [[String: Any]])?.last?[
@@ -322,7 +322,7 @@ final class FakeServerAPI: Sendable {
     private func sign(_ transaction: FakeServerTransaction, reuse: Bool) throws -> String {
         if reuse { return try signedAnswer(transaction).jws }
         let payload = transaction.payloadJSON(
-            bundleId: defaultBundleId, productId: defaultProductId, signedDateMs: Clock.wallMilliseconds())
+            bundleId: defaultBundleId, productId: defaultProductId, signedDateMs: SystemTime.wallMilliseconds())
         return try signing.signer.sign(payload: Array(payload.utf8))
     }
 
@@ -330,7 +330,7 @@ final class FakeServerAPI: Sendable {
     /// JWS, and Get Transaction Info's body built once, so a benchmark's repeated calls cost neither a signature nor
     /// a 4 KB JSON rewrite.
     private func signedAnswer(_ transaction: FakeServerTransaction) throws -> (jws: String, infoBody: [UInt8]) {
-        let nowMs = Clock.wallMilliseconds()
+        let nowMs = SystemTime.wallMilliseconds()
         let version = state.withLock { $0.versions[transaction.id] ?? 0 }
         let key = "\(transaction.resolvedEnvironment)|\(transaction.id)|\(version)"
         if let cached = state.withLock({ $0.signed[key] }), nowMs - cached.atMs < Self.signedReuseMs {

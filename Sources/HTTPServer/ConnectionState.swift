@@ -32,7 +32,7 @@ final class ConnectionState: Sendable {
 
     private struct Shared {
         var phase: Phase
-        /// `Clock.monotonicNanoseconds` after which the phase is over; 0 = none.
+        /// `SystemTime.monotonicNanoseconds` after which the phase is over; 0 = none.
         var deadline: UInt64
     }
 

@@ -9,10 +9,10 @@ import Synchronization
 ///
 /// Lifecycle: `init` -> `start()` -> `stop()`. `stop` is idempotent and also runs when the server is released.
 public final class HTTPServer: Sendable {
-    private struct State: @unchecked Sendable {
+    private struct State {
         // The daemon pointer is only used under the lock that holds this state, or after being taken out of it by
         // `stop`, which then owns it exclusively.
-        var daemon: OpaquePointer?
+        var daemon: SendableOpaquePointer?
         var port: UInt16 = 0
         var stopped = false
     }
@@ -84,7 +84,7 @@ public final class HTTPServer: Sendable {
                 throw HTTPServerError(
                     "cannot listen on \(configuration.listen): the address is in use, not local, or not permitted")
             }
-            state.daemon = daemon
+            state.daemon = SendableOpaquePointer(daemon)
             state.port = cmhd_daemon_bound_port(daemon)
         }
         core.logger.info(
@@ -137,25 +137,25 @@ public final class HTTPServer: Sendable {
                 state.daemon = nil
                 state.stopped = true
             }
-            return state.daemon
+            return state.daemon?.pointer
         }
         guard let daemon else { return }
         core.isStopping.store(true, ordering: .relaxed)
         let listenSocket = MHD_quiesce_daemon(daemon)
 
-        let grace = UInt64(core.configuration.stopGracePeriod.nanosecondsClamped)
-        let graceDeadline = Clock.monotonicNanoseconds() &+ grace
-        while core.awaitingResponse.load(ordering: .relaxed) > 0, Clock.monotonicNanoseconds() < graceDeadline {
+        let grace = core.configuration.stopGracePeriod.clampedNanoseconds
+        let graceDeadline = SystemTime.monotonicNanoseconds() &+ grace
+        while core.awaitingResponse.load(ordering: .relaxed) > 0, SystemTime.monotonicNanoseconds() < graceDeadline {
             usleep(5_000)
         }
-        let registered = core.sweeper.drainAll()
+        let registered = core.sweeper.removeAll().compactMap(\.context)
         let unanswered = registered.filter { $0.respond(ServerResponses.shuttingDown, origin: .shuttingDown) }
         if !unanswered.isEmpty {
             core.logger.warning("answered 503 to requests still waiting at stop", ["count": .int(unanswered.count)])
         }
         // Let the answers just given (and any response being written) reach their clients.
-        let flushDeadline = Clock.monotonicNanoseconds() &+ 1_000_000_000
-        while core.activeRequests.load(ordering: .relaxed) > 0, Clock.monotonicNanoseconds() < flushDeadline {
+        let flushDeadline = SystemTime.monotonicNanoseconds() &+ 1_000_000_000
+        while core.activeRequests.load(ordering: .relaxed) > 0, SystemTime.monotonicNanoseconds() < flushDeadline {
             usleep(2_000)
         }
         // A handler's late response may be resuming its connection right now: `detach` waits for that (resumes

@@ -18,7 +18,7 @@ final class LogBudget: Sendable {
         self.linesPerSecond = max(linesPerSecond, 1)
     }
 
-    /// Whether a line may be logged at `now` (`Clock.monotonicNanoseconds`): nil when it must be dropped, else how
+    /// Whether a line may be logged at `now` (`SystemTime.monotonicNanoseconds`): nil when it must be dropped, else how
     /// many lines were dropped since the last one let through.
     func admit(now: UInt64) -> Int? {
         window.withLock { window in

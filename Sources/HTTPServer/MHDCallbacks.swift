@@ -41,7 +41,7 @@ enum MHDCallbacks {
         // A kept-alive connection now waits for its next request head, at most the idle timeout (if it is closing,
         // its "closed" notification follows).
         context.connectionState?.enter(
-            .awaitingHead, deadline: Clock.monotonicNanoseconds() &+ core.idleTimeoutNanoseconds)
+            .awaitingHead, deadline: SystemTime.monotonicNanoseconds() &+ core.idleTimeoutNanoseconds)
         // A body cut off mid-upload (client gone, connection timed out) gives its reservation back here.
         core.releaseBodyBytes(of: context)
         context.body = []
@@ -60,7 +60,7 @@ enum MHDCallbacks {
         case .CONNECTION_NOTIFY_STARTED:
             let state = ConnectionState(
                 socket: connection.map { cmhd_connection_fd($0) } ?? -1,
-                headDeadline: Clock.monotonicNanoseconds() &+ core.headTimeoutNanoseconds)
+                headDeadline: SystemTime.monotonicNanoseconds() &+ core.headTimeoutNanoseconds)
             socketContext.pointee = Unmanaged.passRetained(state).toOpaque()
             core.connections.opened(state)
         case .CONNECTION_NOTIFY_CLOSED:
@@ -105,7 +105,7 @@ enum MHDCallbacks {
             core.connections.refused.add(1, ordering: .relaxed)
             return
         }
-        guard let dropped = core.logBudget.admit(now: Clock.monotonicNanoseconds()) else { return }
+        guard let dropped = core.logBudget.admit(now: SystemTime.monotonicNanoseconds()) else { return }
         core.logger.warning("libmicrohttpd: \(message)", ["dropped_lines": .int(dropped)])
     }
 
@@ -162,7 +162,7 @@ enum MHDCallbacks {
             return respondFromHead(core, connection, context, response, origin: .serverBusy)
         }
         context.connectionState?.enter(
-            .receivingBody, deadline: Clock.monotonicNanoseconds() &+ core.bodyTimeoutNanoseconds)
+            .receivingBody, deadline: SystemTime.monotonicNanoseconds() &+ core.bodyTimeoutNanoseconds)
         return .YES
     }
 
@@ -244,7 +244,7 @@ enum MHDCallbacks {
             // The body now belongs to the request handed to the handler: no longer "being received".
             context.body = []
             core.releaseBodyBytes(of: context)
-            core.sweeper.register(context)
+            core.sweeper.register(WeakRequestContext(context))
             if core.isStopping.load(ordering: .relaxed) {
                 context.respond(ServerResponses.shuttingDown, origin: .shuttingDown)
             } else {

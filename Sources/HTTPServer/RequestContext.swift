@@ -33,7 +33,7 @@ final class RequestContext: @unchecked Sendable {
 
     let method: String
     let path: String
-    /// When the headers were parsed (`Clock.monotonicNanoseconds`).
+    /// When the headers were parsed (`SystemTime.monotonicNanoseconds`).
     let startedAt: UInt64
     private let connection: OpaquePointer
     private let shared = Locked(Shared())
@@ -63,7 +63,7 @@ final class RequestContext: @unchecked Sendable {
         self.connection = connection
         self.method = method
         self.path = path
-        self.startedAt = Clock.monotonicNanoseconds()
+        self.startedAt = SystemTime.monotonicNanoseconds()
     }
 
     /// Records `response` unless one was recorded already; resumes the connection when it is suspended.

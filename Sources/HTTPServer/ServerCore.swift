@@ -11,7 +11,8 @@ final class ServerCore: Sendable {
     let handler: any HTTPHandler
     let logger: Logger
     let onResponse: (@Sendable (HTTPResponseEvent) -> Void)?
-    let sweeper: DeadlineSweeper
+    /// Answers 503 for requests whose handler has not responded within the response deadline.
+    let sweeper: DeadlineSweeper<WeakRequestContext>
     /// Open connections and their head and body deadlines.
     let connections: ConnectionSweeper
     /// libmicrohttpd's own log lines (one per malformed request or abandoned connection) are capped by this.
@@ -41,20 +42,29 @@ final class ServerCore: Sendable {
         self.logger = logger
         self.onResponse = onResponse
         let idleTimeout = Duration.seconds(max(configuration.idleTimeoutSeconds, 1))
-        self.headTimeoutNanoseconds = UInt64(max(configuration.requestHeadTimeout.nanosecondsClamped, 1))
-        self.bodyTimeoutNanoseconds = UInt64(max(configuration.bodyTimeout.nanosecondsClamped, 1))
-        self.idleTimeoutNanoseconds = UInt64(idleTimeout.nanosecondsClamped)
+        self.headTimeoutNanoseconds = max(configuration.requestHeadTimeout.clampedNanoseconds, 1)
+        self.bodyTimeoutNanoseconds = max(configuration.bodyTimeout.clampedNanoseconds, 1)
+        self.idleTimeoutNanoseconds = idleTimeout.clampedNanoseconds
         self.connections = ConnectionSweeper(
             tick: ConnectionSweeper.tick(for: [configuration.requestHeadTimeout, configuration.bodyTimeout, idleTimeout]),
             logger: logger)
-        let deadlineSeconds = Double(configuration.responseDeadline.nanosecondsClamped) / 1e9
-        self.sweeper = DeadlineSweeper(deadline: configuration.responseDeadline) { context in
-            let answered = context.respond(configuration.deadlineResponse, origin: .deadline)
-            if answered {
-                logger.warning(
-                    "handler did not respond before the deadline",
-                    ["method": .string(context.method), "path": .string(context.path),
-                     "deadline_seconds": .double(deadlineSeconds)])
+        let deadlineSeconds = Double(configuration.responseDeadline.clampedNanoseconds) / 1e9
+        // libmicrohttpd never times out a suspended connection, so the server enforces the deadline itself. Every
+        // request gets the same deadline: one FIFO and a periodic sweep, overshooting a deadline by at most ~5% (never
+        // more than 100 ms, never below 5 ms).
+        let deadline = max(configuration.responseDeadline, .milliseconds(1))
+        let tick = min(max(deadline / 20, .milliseconds(5)), .milliseconds(100))
+        self.sweeper = DeadlineSweeper(timeout: deadline, tick: tick, label: "http-server-deadlines") { expired in
+            // `respond` checks and resumes under the context's lock, so a request answered or completed meanwhile is
+            // left alone.
+            for context in expired.compactMap(\.context) where context.isAwaitingResponse {
+                let answered = context.respond(configuration.deadlineResponse, origin: .deadline)
+                if answered {
+                    logger.warning(
+                        "handler did not respond before the deadline",
+                        ["method": .string(context.method), "path": .string(context.path),
+                         "deadline_seconds": .double(deadlineSeconds)])
+                }
             }
         }
     }
@@ -90,7 +100,7 @@ final class ServerCore: Sendable {
         onResponse(
             HTTPResponseEvent(
                 method: context.method, path: context.path, status: status, origin: origin,
-                durationSeconds: Clock.secondsSince(context.startedAt)))
+                durationSeconds: SystemTime.secondsSince(context.startedAt)))
     }
 }
 

@@ -24,7 +24,7 @@ extension IngestHandler {
             return respond(error.response)
         }
         let record = NotificationRecord(
-            signedPayload: notification.signedPayload, receivedAtMs: Clock.wallMilliseconds(), origin: .appleDelivery)
+            signedPayload: notification.signedPayload, receivedAtMs: SystemTime.wallMilliseconds(), origin: .appleDelivery)
         let value: [UInt8]
         do {
             value = try MessageCoding.encode(record)

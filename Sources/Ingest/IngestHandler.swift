@@ -19,8 +19,10 @@ final class IngestHandler: HTTPHandler {
     let logger: Logger
     /// Set when draining starts: `/readyz` turns false so load balancers stop sending traffic.
     let isDraining = Atomic<Bool>(false)
-    /// Answers `kafka_timeout` (with the submission id) when a delivery report is late (see `kafkaAnswerTimeoutMs`).
-    let kafkaDeadlines: KafkaAnswerDeadlines
+    /// Answers `kafka_timeout` (with the submission id) for requests Kafka has not reported on within
+    /// `kafkaAnswerTimeoutMs`; whoever `claim`s a `PendingKafkaAnswer` first answers it. An entry answered by its
+    /// report stays until its deadline passes, then is dropped.
+    let kafkaDeadlines: DeadlineSweeper<PendingKafkaAnswer>
 
     /// How long a request waits for Kafka's report before the handler answers `kafka_timeout` itself: librdkafka's
     /// `message.timeout.ms` plus 1 s (librdkafka checks message timeouts about once a second, and its own report is
@@ -43,23 +45,39 @@ final class IngestHandler: HTTPHandler {
         self.logger = logger
         let retryAfter = settings.retryAfterSeconds
         let deliveryTimeoutMs = settings.effectiveDeliveryTimeoutMs
-        kafkaDeadlines = KafkaAnswerDeadlines(timeoutMs: Self.kafkaAnswerTimeoutMs(settings)) { pending in
-            let answer: APIError
-            switch pending.kind {
-            case .submission:
-                answer = APIError.kafkaTimeout(retryAfter: retryAfter, timeoutMs: deliveryTimeoutMs)
-                    .about(pending.id)
-                metrics.recordRejection(code: answer.code)
-            case .notification:
-                answer = APIError.notificationNotWritten(
-                    code: "kafka_timeout", retryAfter: retryAfter, "no acknowledgement within \(deliveryTimeoutMs) ms")
-                metrics.notificationsUnavailable.increment()
+        let answerTimeoutMs = Self.kafkaAnswerTimeoutMs(settings)
+        // Overshoot at most ~5% of the timeout, between 10 and 100 ms.
+        let tickMs = min(max(answerTimeoutMs / 20, 10), 100)
+        kafkaDeadlines = DeadlineSweeper(
+            timeout: .milliseconds(max(0, answerTimeoutMs)), tick: .milliseconds(tickMs),
+            label: "ingest-kafka-answer-deadlines"
+        ) { expired in
+            for pending in expired where pending.claim() {
+                Self.answerLate(pending, retryAfter: retryAfter, deliveryTimeoutMs: deliveryTimeoutMs,
+                                metrics: metrics, logger: logger)
             }
-            logger.warning(
-                "no delivery report from Kafka in time; answered kafka_timeout",
-                ["kind": .string(pending.kind.rawValue), "id": .string(pending.id)])
-            pending.respond(answer.response)
         }
+    }
+
+    /// Answers `kafka_timeout` for a request whose delivery report did not come in time (already claimed for it).
+    private static func answerLate(
+        _ pending: PendingKafkaAnswer, retryAfter: Int, deliveryTimeoutMs: Int, metrics: IngestMetrics, logger: Logger
+    ) {
+        let answer: APIError
+        switch pending.kind {
+        case .submission:
+            answer = APIError.kafkaTimeout(retryAfter: retryAfter, timeoutMs: deliveryTimeoutMs)
+                .about(pending.id)
+            metrics.recordRejection(code: answer.code)
+        case .notification:
+            answer = APIError.notificationNotWritten(
+                code: "kafka_timeout", retryAfter: retryAfter, "no acknowledgement within \(deliveryTimeoutMs) ms")
+            metrics.notificationsUnavailable.increment()
+        }
+        logger.warning(
+            "no delivery report from Kafka in time; answered kafka_timeout",
+            ["kind": .string(pending.kind.rawValue), "id": .string(pending.id)])
+        pending.respond(answer.response)
     }
 
     /// Decides from the head: unknown route (404), wrong method (405), missing or wrong API key (401), a body that
@@ -146,7 +164,7 @@ final class IngestHandler: HTTPHandler {
             let parsed = try SubmissionRequest.parse(request.body)
             let id = try SubmissionId.resolve(
                 body: parsed.submissionId, idempotencyKey: request.headers["idempotency-key"])
-            submission = parsed.submission(id: id, clientId: caller.clientId, submittedAtMs: Clock.wallMilliseconds())
+            submission = parsed.submission(id: id, clientId: caller.clientId, submittedAtMs: SystemTime.wallMilliseconds())
             waitMs = try Self.waitMilliseconds(request.query["wait_ms"], maximum: settings.maxWaitMs)
         } catch {
             reject(error, bodyBytes: request.body.count, respond: respond)
@@ -201,7 +219,7 @@ final class IngestHandler: HTTPHandler {
             KafkaHeader(name: MessageHeaders.submissionId, string: id),
             KafkaHeader(name: MessageHeaders.schemaVersion, string: String(submission.schemaVersion)),
         ]
-        let started = Clock.monotonicNanoseconds()
+        let started = SystemTime.monotonicNanoseconds()
         let metrics = self.metrics
         let logger = self.logger
         let settings = self.settings

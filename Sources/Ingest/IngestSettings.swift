@@ -63,8 +63,6 @@ public struct IngestSettings: Sendable {
     /// The largest accepted `wait_ms` of `POST /v1/receipts?wait_ms=N` (`INGEST_MAX_WAIT_MS`); 0 disables waiting.
     public var maxWaitMs: Int
 
-    public static let defaultReceiptsTopic = "iap.receipts.submitted"
-    public static let defaultNotificationsTopic = "iap.notifications.submitted"
     public static let defaultNotificationMaxBodyBytes = 256 << 10
     public static let defaultMaxBufferedBytes = 64 << 20
     public static let defaultListen = "0.0.0.0:8080"
@@ -76,7 +74,6 @@ public struct IngestSettings: Sendable {
     public static let defaultHeaderTimeoutSeconds = 10
     public static let defaultBodyTimeoutSeconds = 30
     public static let defaultMaxHeaderBytes = 8 * 1024
-    public static let defaultResultsTopic = "iap.receipts.results"
     public static let defaultReplaySeconds = 300
     public static let defaultMaxWaitMs = 30_000
     /// librdkafka's `linger.ms` for the ingest's producer unless `KAFKA_LINGER_MS` is set.
@@ -88,11 +85,11 @@ public struct IngestSettings: Sendable {
     public static let defaultProducerQueueKilobytes = "262144"
 
     public init(
-        kafka: KafkaConfiguration, receiptsTopic: String = IngestSettings.defaultReceiptsTopic,
+        kafka: KafkaConfiguration, receiptsTopic: String = ServiceTopic.receipts.defaultName,
         listen: ListenAddress = ListenAddress(host: "0.0.0.0", port: 8080), apiKeys: [APIKey] = [],
         maxBodyBytes: Int = 1 << 20, notificationMaxBodyBytes: Int = IngestSettings.defaultNotificationMaxBodyBytes,
         maxBufferedBytes: Int = IngestSettings.defaultMaxBufferedBytes,
-        notificationsTopic: String = IngestSettings.defaultNotificationsTopic,
+        notificationsTopic: String = ServiceTopic.notifications.defaultName,
         deliveryTimeoutMs: Int = 10_000, retryAfterSeconds: Int = 1,
         httpThreads: Int = 2, maxConnections: Int = IngestSettings.defaultMaxConnections,
         maxConnectionsPerIP: Int = IngestSettings.defaultMaxConnectionsPerIP,
@@ -100,7 +97,7 @@ public struct IngestSettings: Sendable {
         headerTimeoutSeconds: Int = IngestSettings.defaultHeaderTimeoutSeconds,
         bodyTimeoutSeconds: Int = IngestSettings.defaultBodyTimeoutSeconds,
         maxHeaderBytes: Int = IngestSettings.defaultMaxHeaderBytes,
-        resultsTopic: String = IngestSettings.defaultResultsTopic, resultsKafka: KafkaConfiguration? = nil,
+        resultsTopic: String = ServiceTopic.results.defaultName, resultsKafka: KafkaConfiguration? = nil,
         resultIndexLimits: ResultIndex.Limits = ResultIndex.Limits(),
         resultReplay: ResultReplayWindow = .seconds(IngestSettings.defaultReplaySeconds),
         resultReadinessTimeoutSeconds: Int = 10, maxWaitMs: Int = IngestSettings.defaultMaxWaitMs
@@ -173,23 +170,7 @@ public struct IngestSettings: Sendable {
         if kafka["queue.buffering.max.kbytes"] == nil {
             kafka["queue.buffering.max.kbytes"] = defaultProducerQueueKilobytes
         }
-        let topic = settings.string("RECEIPTS_TOPIC", default: defaultReceiptsTopic)
-        guard isValidTopicName(topic) else {
-            throw ConfigurationError(
-                variable: "RECEIPTS_TOPIC", problem: "'\(topic)' is not a Kafka topic name (letters, digits, . _ -)")
-        }
-        let notificationsTopic = settings.string("NOTIFICATIONS_TOPIC", default: defaultNotificationsTopic)
-        guard isValidTopicName(notificationsTopic) else {
-            throw ConfigurationError(
-                variable: "NOTIFICATIONS_TOPIC",
-                problem: "'\(notificationsTopic)' is not a Kafka topic name (letters, digits, . _ -)")
-        }
-        let resultsTopic = settings.string("RESULTS_TOPIC", default: defaultResultsTopic)
-        guard isValidTopicName(resultsTopic) else {
-            throw ConfigurationError(
-                variable: "RESULTS_TOPIC",
-                problem: "'\(resultsTopic)' is not a Kafka topic name (letters, digits, . _ -)")
-        }
+        let topics = try TopicNames.fromEnvironment(settings, reading: [.receipts, .notifications, .results])
         let limits = ResultIndex.Limits(
             maxEntries: try settings.int("RESULT_INDEX_MAX_ENTRIES", default: 100_000, range: 1...100_000_000),
             maxBytes: try settings.int("RESULT_INDEX_MAX_BYTES", default: 256 << 20, range: 1024...(64 << 30)),
@@ -219,11 +200,11 @@ public struct IngestSettings: Sendable {
                     + "lower those")
         }
         return IngestSettings(
-            kafka: kafka, receiptsTopic: topic,
+            kafka: kafka, receiptsTopic: topics.receipts,
             listen: try settings.listenAddress("INGEST_LISTEN", default: defaultListen), apiKeys: apiKeys,
             maxBodyBytes: maxBodyBytes, notificationMaxBodyBytes: notificationMaxBodyBytes,
             maxBufferedBytes: maxBufferedBytes,
-            notificationsTopic: notificationsTopic,
+            notificationsTopic: topics.notifications,
             deliveryTimeoutMs: deliveryTimeoutMs,
             retryAfterSeconds: try settings.int("INGEST_RETRY_AFTER_SECONDS", default: 1, range: 1...3600),
             httpThreads: try settings.int("INGEST_HTTP_THREADS", default: 2, range: 1...64),
@@ -239,18 +220,10 @@ public struct IngestSettings: Sendable {
                 "INGEST_BODY_TIMEOUT_SECONDS", default: defaultBodyTimeoutSeconds, range: 1...3600),
             maxHeaderBytes: try settings.int(
                 "INGEST_MAX_HEADER_BYTES", default: defaultMaxHeaderBytes, range: 1024...(1 << 20)),
-            resultsTopic: resultsTopic, resultsKafka: resultsKafka, resultIndexLimits: limits, resultReplay: replay,
+            resultsTopic: topics.results, resultsKafka: resultsKafka, resultIndexLimits: limits, resultReplay: replay,
             resultReadinessTimeoutSeconds: try settings.int(
                 "RESULT_INDEX_READY_TIMEOUT_SECONDS", default: 10, range: 0...3600),
             maxWaitMs: try settings.int("INGEST_MAX_WAIT_MS", default: defaultMaxWaitMs, range: 0...300_000))
-    }
-
-    static func isValidTopicName(_ name: String) -> Bool {
-        !name.isEmpty && name.count <= 249 && name != "." && name != ".."
-            && name.unicodeScalars.allSatisfy { scalar in
-                ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar)
-                    || scalar == "." || scalar == "_" || scalar == "-"
-            }
     }
 
     /// `receipt-ingest --help`.

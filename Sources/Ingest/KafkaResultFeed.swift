@@ -23,7 +23,7 @@ public final class KafkaResultFeed: ResultFeed {
         /// The closure inside a struct: a `Locked` of a bare (optional) function type would reabstract the closure on
         /// every `withLock` and write back a wrapped copy, growing a chain of thunks with each message.
         let deliver = Locked<MessageSink?>(nil)
-        /// `Clock.monotonicNanoseconds()` at `start`, 0 before.
+        /// `SystemTime.monotonicNanoseconds()` at `start`, 0 before.
         let startedNs = Atomic<UInt64>(0)
     }
 
@@ -39,28 +39,27 @@ public final class KafkaResultFeed: ResultFeed {
         readinessBound: Duration = .seconds(10), logger: Logger
     ) throws(KafkaError) {
         let shared = Shared()
-        let start = replay.followerStart(nowMs: Clock.wallMilliseconds(), readBackLimit: readBackLimit)
+        let start = replay.followerStart(nowMs: SystemTime.wallMilliseconds(), readBackLimit: readBackLimit)
         self.follower = try KafkaTopicFollower(
             configuration: configuration, topic: topic, start: start, logger: logger,
             onCaughtUp: {
                 logger.info(
                     "results feed caught up",
                     ["read_back": .bool(start != .end),
-                     "seconds": .double(Clock.secondsSince(shared.startedNs.load(ordering: .relaxed)))])
+                     "seconds": .double(SystemTime.secondsSince(shared.startedNs.load(ordering: .relaxed)))])
             }
         ) { message in
             shared.deliver.withLock { $0 }?.deliver(message)
         }
         self.shared = shared
         self.readinessBound = readinessBound
-        self.readinessBoundNs = UInt64(max(0, readinessBound.components.seconds)) * 1_000_000_000
-            + UInt64(max(0, readinessBound.components.attoseconds) / 1_000_000_000)
+        self.readinessBoundNs = readinessBound.clampedNanoseconds
         self.logger = logger
     }
 
     public func start(deliver: @escaping @Sendable (KafkaMessage) -> Void) {
         shared.deliver.withLock { $0 = MessageSink(deliver: deliver) }
-        let now = Clock.monotonicNanoseconds()
+        let now = SystemTime.monotonicNanoseconds()
         _ = shared.startedNs.compareExchange(expected: 0, desired: now, ordering: .relaxed)
         follower.start()
         let follower = self.follower
@@ -81,7 +80,7 @@ public final class KafkaResultFeed: ResultFeed {
     public var isCaughtUp: Bool {
         if follower.isCaughtUp { return true }
         let started = shared.startedNs.load(ordering: .relaxed)
-        return started > 0 && Clock.monotonicNanoseconds() &- started >= readinessBoundNs
+        return started > 0 && SystemTime.monotonicNanoseconds() &- started >= readinessBoundNs
     }
 
     public func close(timeout: Duration) {

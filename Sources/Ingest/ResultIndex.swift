@@ -177,7 +177,7 @@ public final class ResultIndex: Sendable {
     ///   - now: wall-clock milliseconds (injectable for tests).
     ///   - schedule: the wait timer (default: a global Dispatch queue's `asyncAfter`).
     public init(
-        limits: Limits = Limits(), now: @escaping @Sendable () -> Int64 = { Clock.wallMilliseconds() },
+        limits: Limits = Limits(), now: @escaping @Sendable () -> Int64 = { SystemTime.wallMilliseconds() },
         schedule: @escaping Scheduler = { milliseconds, work in
             DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds), execute: work)
         }
@@ -514,7 +514,7 @@ public final class ResultIndex: Sendable {
     private func compactPendingOrder(_ state: inout State) {
         guard state.pendingOrder.count > 2 * state.pending.count + 1024 else { return }
         let pending = state.pending
-        state.pendingOrder.filter { pending[$0.id]?.sequence == $0.sequence }
+        _ = state.pendingOrder.removeAll { pending[$0.id]?.sequence != $0.sequence }
     }
 }
 

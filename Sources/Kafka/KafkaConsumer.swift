@@ -145,7 +145,7 @@ public final class KafkaConsumer: Sendable {
     /// A failed commit is not retried as such: the next commit (requested, automatic, on revoke or on close) carries
     /// the stored offsets again. Does nothing once closed.
     public func requestCommit() {
-        let commitNow = commitPacer.withLock { $0.request(nowNs: Clock.monotonicNanoseconds()) }
+        let commitNow = commitPacer.withLock { $0.request(nowNs: SystemTime.monotonicNanoseconds()) }
         if commitNow { commitAsynchronously() }
     }
 
@@ -250,7 +250,7 @@ public final class KafkaConsumer: Sendable {
     private func pollOnce() {
         // The trailing edge of requestCommit's pacing: a merged request is committed once its interval has passed,
         // and the poll waits no longer than that.
-        let now = Clock.monotonicNanoseconds()
+        let now = SystemTime.monotonicNanoseconds()
         let (commitNow, untilDue) = commitPacer.withLock { pacer in
             (pacer.takeDue(nowNs: now), pacer.nanosecondsUntilDue(nowNs: now))
         }

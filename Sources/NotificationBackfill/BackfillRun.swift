@@ -51,7 +51,7 @@ public struct BackfillRun: Sendable {
 
     public init(
         options: BackfillOptions, source: any NotificationHistoryPaging, writer: (any NotificationRecordWriting)?,
-        output: @escaping @Sendable (String) -> Void, nowMs: @escaping @Sendable () -> Int64 = Clock.wallMilliseconds
+        output: @escaping @Sendable (String) -> Void, nowMs: @escaping @Sendable () -> Int64 = SystemTime.wallMilliseconds
     ) {
         self.options = options
         self.source = source

@@ -1,3 +1,4 @@
+import ServiceSupport
 import ReceiptModel
 
 /// Which DLQ records an operator wants moved back, and where.
@@ -64,7 +65,7 @@ public struct ReplayPlanner: Sendable {
 
     public init(
         filter: ReplayFilter, destination: ReplayDestination,
-        notificationsTopic: String = "iap.notifications.submitted"
+        notificationsTopic: String = ServiceTopic.notifications.defaultName
     ) {
         self.filter = filter
         self.destination = destination

@@ -56,9 +56,9 @@ public final class Histogram: Sendable {
         }
     }
 
-    /// Observes the seconds elapsed since `start`, a value of `Clock.monotonicNanoseconds()`.
+    /// Observes the seconds elapsed since `start`, a value of `SystemTime.monotonicNanoseconds()`.
     public func observeSeconds(since start: UInt64) {
-        observe(Clock.secondsSince(start))
+        observe(SystemTime.secondsSince(start))
     }
 
     public var count: Int { state.withLock { $0.count } }

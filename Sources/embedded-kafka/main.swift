@@ -27,54 +27,36 @@ enum EmbeddedKafkaMain {
         var topics: [(name: String, partitions: Int)] = []
     }
 
-    enum ParseOutcome {
-        case run(Options)
-        case help
-        case invalid(String)
-    }
+    static let tool = CommandLineTool(name: "embedded-kafka", usage: usage)
 
-    static func parse(_ arguments: [String]) -> ParseOutcome {
+    static func parse(_ arguments: inout CommandLineArguments) throws(CommandLineError) -> Options {
         var options = Options()
-        var index = 0
-        while index < arguments.count {
-            let argument = arguments[index]
-            switch argument {
-            case "--help", "-h":
-                return .help
+        while let flag = try arguments.nextFlag() {
+            switch flag {
             case "--brokers":
-                guard index + 1 < arguments.count, let count = Int(arguments[index + 1]), (1...16).contains(count) else {
-                    return .invalid("--brokers needs a number from 1 to 16")
-                }
-                options.brokers = count
-                index += 2
+                options.brokers = try arguments.int(
+                    for: flag, in: 1...16, problem: "--brokers needs a number from 1 to 16")
             case "--topics":
-                guard index + 1 < arguments.count else { return .invalid("--topics needs name:partitions,...") }
-                for entry in arguments[index + 1].split(separator: ",") {
+                let list = try arguments.value(for: flag, problem: "--topics needs name:partitions,...")
+                for entry in list.split(separator: ",") {
                     let parts = entry.split(separator: ":")
                     guard parts.count == 2, !parts[0].isEmpty, let partitions = Int(parts[1]), partitions >= 1 else {
-                        return .invalid("--topics entry '\(entry)' is not name:partitions (partitions >= 1)")
+                        throw .usage("--topics entry '\(entry)' is not name:partitions (partitions >= 1)")
                     }
                     options.topics.append((String(parts[0]), partitions))
                 }
-                index += 2
             default:
-                return .invalid("unknown argument '\(argument)'")
+                throw .unknownArgument(flag)
             }
         }
-        return .run(options)
+        return options
     }
 
     static func run() -> Int32 {
         let options: Options
-        switch parse(Array(CommandLine.arguments.dropFirst())) {
-        case .help:
-            print(usage)
-            return 0
-        case .invalid(let problem):
-            FileHandle.standardError.write(Data("embedded-kafka: \(problem)\n\n\(usage)\n".utf8))
-            return 2
-        case .run(let parsed):
-            options = parsed
+        switch tool.parse(Array(CommandLine.arguments.dropFirst()), with: parse) {
+        case .exit(let status): return status
+        case .run(let parsed): options = parsed
         }
         let environment = ProcessInfo.processInfo.environment
         let level = environment["LOG_LEVEL"].flatMap(LogLevel.init(name:)) ?? .warning

@@ -28,39 +28,49 @@ enum SendNotificationCommand {
             FakeNotificationTypes.subtypes.keys.sorted().joined(separator: ", ")).
         """
 
-    static func run(_ arguments: [String]) -> Int32 {
+    /// What the command line asks for.
+    struct Options {
+        let request: FakeNotificationRequest
+        let url: String
+        let signingKey: String
+        let signingChain: String
+    }
+
+    static func parse(_ arguments: inout CommandLineArguments) throws(CommandLineError) -> Options {
         var values: [String: String] = [:]
         var signingKey: String?
         var signingChain: String?
-        var rest = arguments[...]
-        while let flag = rest.popFirst() {
-            if flag == "--help" || flag == "-h" {
-                print(usage)
-                return 0
+        while let flag = try arguments.nextFlag() {
+            let value = try arguments.value(for: flag, problem: "\(flag) is not a flag with a value")
+            guard flag.hasPrefix("--") else { throw .usage("\(flag) is not a flag with a value") }
+            switch flag {
+            case "--signing-key": signingKey = value
+            case "--signing-chain": signingChain = value
+            default: values[String(flag.dropFirst(2)).replacingOccurrences(of: "-", with: "_")] = value
             }
-            guard flag.hasPrefix("--"), let value = rest.popFirst() else {
-                return fail("\(flag) is not a flag with a value")
-            }
-            if flag == "--signing-key" {
-                signingKey = value
-                continue
-            }
-            if flag == "--signing-chain" {
-                signingChain = value
-                continue
-            }
-            values[String(flag.dropFirst(2)).replacingOccurrences(of: "-", with: "_")] = value
         }
         let request: FakeNotificationRequest
         do {
             request = try FakeNotificationRequest.parse(values)
         } catch {
-            return fail(error.description.replacingOccurrences(of: "_", with: "-"))
+            throw .usage(error.description.replacingOccurrences(of: "_", with: "-"))
         }
-        guard let url = request.url else { return fail("--url is required") }
+        guard let url = request.url else { throw .usage("--url is required") }
         guard let signingKey, let signingChain else {
-            return fail("--signing-key and --signing-chain are required (fake-appstore mint-pki --out DIR writes them)")
+            throw .usage(
+                "--signing-key and --signing-chain are required (fake-appstore mint-pki --out DIR writes them)")
         }
+        return Options(request: request, url: url, signingKey: signingKey, signingChain: signingChain)
+    }
+
+    static func run(_ arguments: [String]) -> Int32 {
+        let options: Options
+        switch CommandLineTool(name: "fake-appstore send-notification", usage: usage).parse(arguments, with: parse) {
+        case .exit(let status): return status
+        case .run(let parsed): options = parsed
+        }
+        let (request, url, signingKey, signingChain) =
+            (options.request, options.url, options.signingKey, options.signingChain)
         let logger = Logger.fromEnvironment(label: "fake-appstore")
         let signing: FakeSigningIdentity
         let sender: FakeNotificationSender
@@ -100,10 +110,5 @@ enum SendNotificationCommand {
                 + "\"transaction_id\":\(notification.transaction.map { JSONText.quoted($0.transactionId) } ?? "null"),"
                 + "\"delivered\":\(ok),\"attempts\":\(entry?.attempts.count ?? 0)}")
         return ok ? 0 : 1
-    }
-
-    private static func fail(_ message: String) -> Int32 {
-        FileHandle.standardError.write(Data("fake-appstore send-notification: \(message)\n\n\(usage)\n".utf8))
-        return 2
     }
 }

@@ -45,33 +45,39 @@ let usage = """
     FAKE_APPSTORE_NOTIFICATION_RETRY_SECONDS (apple), LOG_LEVEL (info).
     """
 
-struct CommandLineError: Error, CustomStringConvertible {
+/// A flag value or setting the fake cannot run with (bad usage: exit 2).
+struct ConfigurationProblem: Error, CustomStringConvertible {
     let description: String
 }
 
-func parseConfiguration(_ arguments: [String], settings: Settings) throws -> FakeAppStoreServer.Configuration {
-    var values: [String: String] = [:]
-    var index = 0
-    let flags = [
+/// The serving command's flags: each takes a value.
+let servingFlags: Set<String> = [
         "--host", "--port", "--latency-ms", "--jitter-ms", "--shared-secret", "--threads", "--hang-seconds",
         "--signing-key", "--signing-chain", "--api-key", "--issuer-id", "--key-id", "--bundle-id", "--default-product",
-        "--notification-retry-seconds",
-    ]
-    while index < arguments.count {
-        let argument = arguments[index]
-        if argument == "--help" || argument == "-h" {
-            print(usage)
-            exit(0)
-        }
-        guard flags.contains(argument) else { throw CommandLineError(description: "unknown argument \(argument)") }
-        guard index + 1 < arguments.count else { throw CommandLineError(description: "\(argument) needs a value") }
-        values[argument] = arguments[index + 1]
-        index += 2
+    "--notification-retry-seconds",
+]
+
+func parseConfiguration(
+    _ arguments: inout CommandLineArguments, settings: Settings
+) throws(CommandLineError) -> FakeAppStoreServer.Configuration {
+    var values: [String: String] = [:]
+    while let flag = try arguments.nextFlag() {
+        guard servingFlags.contains(flag) else { throw .usage("unknown argument \(flag)") }
+        values[flag] = try arguments.value(for: flag)
     }
+    do {
+        return try configuration(from: values, settings: settings)
+    } catch {
+        throw .usage("\(error)")
+    }
+}
+
+/// The configuration from the flags' `values` and, where a flag is absent, the `FAKE_APPSTORE_*` settings.
+func configuration(from values: [String: String], settings: Settings) throws -> FakeAppStoreServer.Configuration {
     func number(_ flag: String, _ variable: String, default value: Int, range: ClosedRange<Int>) throws -> Int {
         if let raw = values[flag] {
             guard let parsed = Int(raw), range.contains(parsed) else {
-                throw CommandLineError(description: "\(flag): '\(raw)' is not a whole number in \(range)")
+                throw ConfigurationProblem(description: "\(flag): '\(raw)' is not a whole number in \(range)")
             }
             return parsed
         }
@@ -85,19 +91,19 @@ func parseConfiguration(_ arguments: [String], settings: Settings) throws -> Fak
         do {
             signing = try FakeSigningIdentity.load(keyPath: key, chainPath: chain)
         } catch {
-            throw CommandLineError(description: "--signing-key/--signing-chain: \(error.message)")
+            throw ConfigurationProblem(description: "--signing-key/--signing-chain: \(error.message)")
         }
     case (nil, nil):
         signing = nil
     default:
-        throw CommandLineError(description: "--signing-key and --signing-chain go together")
+        throw ConfigurationProblem(description: "--signing-key and --signing-chain go together")
     }
     var apiKey: ECPublicKey?
     if let path = values["--api-key"] {
         do {
             apiKey = try FakeAppStoreServer.apiPublicKey(path: path)
         } catch {
-            throw CommandLineError(description: "--api-key: \(error)")
+            throw ConfigurationProblem(description: "--api-key: \(error)")
         }
     }
     let schedule =
@@ -116,19 +122,29 @@ func parseConfiguration(_ arguments: [String], settings: Settings) throws -> Fak
     do {
         configuration.notificationRetrySchedule = try FakeNotificationRequest.retrySchedule(schedule)
     } catch {
-        throw CommandLineError(description: "--notification-retry-seconds: \(error.description)")
+        throw ConfigurationProblem(description: "--notification-retry-seconds: \(error.description)")
     }
     return configuration
 }
 
 /// `fake-appstore mint-pki --out DIR`.
 func mintPKI(_ arguments: [String]) -> Never {
-    guard arguments.count == 2, arguments[0] == "--out" else {
-        FileHandle.standardError.write(Data("fake-appstore mint-pki: --out DIR is required\n".utf8))
-        exit(2)
+    let tool = CommandLineTool(name: "fake-appstore mint-pki", usage: "Usage: fake-appstore mint-pki --out DIR")
+    let directory: String
+    switch tool.parse(arguments, with: { arguments throws(CommandLineError) -> String in
+        var directory: String?
+        while let flag = try arguments.nextFlag() {
+            guard flag == "--out" else { throw .unknownArgument(flag) }
+            directory = try arguments.value(for: flag)
+        }
+        guard let directory else { throw .usage("--out DIR is required") }
+        return directory
+    }) {
+    case .exit(let status): exit(status)
+    case .run(let parsed): directory = parsed
     }
     do {
-        let minted = try FakePKIFiles.mint(into: arguments[1])
+        let minted = try FakePKIFiles.mint(into: directory)
         var lines = ["FAKE_APPSTORE_ARGS=" + minted.fakeArguments.joined(separator: " ")]
         lines += minted.verifierSettings.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
         print(lines.joined(separator: "\n"))
@@ -149,11 +165,13 @@ if CommandLine.arguments.dropFirst().first == "send-notification" {
 
 let logger = Logger.fromEnvironment(label: "fake-appstore")
 let configuration: FakeAppStoreServer.Configuration
-do {
-    configuration = try parseConfiguration(Array(CommandLine.arguments.dropFirst()), settings: Settings())
-} catch {
-    FileHandle.standardError.write(Data("fake-appstore: \(error)\n\n\(usage)\n".utf8))
-    exit(2)
+switch CommandLineTool(name: "fake-appstore", usage: usage).parse(
+    Array(CommandLine.arguments.dropFirst()), with: { arguments throws(CommandLineError) in
+        try parseConfiguration(&arguments, settings: Settings())
+    })
+{
+case .exit(let status): exit(status)
+case .run(let parsed): configuration = parsed
 }
 
 let server = FakeAppStoreServer(configuration: configuration, logger: logger)

@@ -46,18 +46,14 @@ enum BackfillMain {
     static func run() async -> Int32 {
         let environment = ProcessInfo.processInfo.environment
         let options: BackfillOptions
-        do {
-            guard
-                let parsed = try BackfillOptions.parse(
-                    Array(CommandLine.arguments.dropFirst()), nowMs: Clock.wallMilliseconds())
-            else {
-                print(usage)
-                return 0
-            }
-            options = parsed
-        } catch {
-            FileHandle.standardError.write(Data("receipt-notifications-backfill: \(error)\n\n\(usage)\n".utf8))
-            return 2
+        let nowMs = SystemTime.wallMilliseconds()
+        switch CommandLineTool(name: "receipt-notifications-backfill", usage: usage).parse(
+            Array(CommandLine.arguments.dropFirst()), with: { arguments throws(CommandLineError) in
+                try BackfillOptions.parse(&arguments, nowMs: nowMs)
+            })
+        {
+        case .exit(let status): return status
+        case .run(let parsed): options = parsed
         }
         let logger = Logger.fromEnvironment(label: "receipt-notifications-backfill", environment: environment)
         let settings = Settings(environment: environment)
@@ -86,7 +82,13 @@ enum BackfillMain {
             logger.error("--bundle-id is required: ALLOWED_BUNDLE_IDS does not name exactly one app")
             return 2
         }
-        let topic = settings.string("NOTIFICATIONS_TOPIC", default: "iap.notifications.submitted")
+        let topic: String
+        do {
+            topic = try TopicNames.fromEnvironment(settings, reading: [.notifications]).notifications
+        } catch {
+            logger.error("invalid configuration: \(error.description)", ["variable": .string(error.variable)])
+            return 2
+        }
 
         let http: CurlHTTPClient
         do {

@@ -6,31 +6,25 @@ import Replay
 import ServiceSupport
 import Synchronization
 
-struct ReplayTopics {
-    let dlq: String
-    let submissions: String
-    let retry: String
-    let notifications: String
-}
-
 /// One replay: decide for every DLQ record, produce the selected ones (unless dry run), print what happened.
 struct ReplayRun {
     let options: ReplayOptions
-    let topics: ReplayTopics
+    /// Reads `deadLetter`; writes `receipts`, `retry` or `notifications`.
+    let topics: TopicNames
     let logger: Logger
 
     /// Whether every selected record was acknowledged by Kafka (always true on a dry run).
     func execute(_ records: [KafkaMessage], kafka: KafkaConfiguration) throws -> Bool {
         var planner = ReplayPlanner(
             filter: options.filter, destination: options.destination, notificationsTopic: topics.notifications)
-        let destinationTopic = options.destination == .submissions ? topics.submissions : topics.retry
+        let destinationTopic = options.destination == .submissions ? topics.receipts : topics.retry
         let producer = options.dryRun ? nil : try KafkaProducer(configuration: kafka, logger: logger)
         defer { producer?.close(timeout: .seconds(10)) }
 
         let pending = DispatchGroup()
         let failures = FailureCount()
         var counts: [String: Int] = [:]
-        let nowMs = Clock.wallMilliseconds()
+        let nowMs = SystemTime.wallMilliseconds()
         for message in records {
             let decision = planner.decide(dlqValue: message.value, nowMs: nowMs)
             let origin = "\(message.topic)/\(message.partition)/\(message.offset)"

@@ -43,65 +43,40 @@ struct ReplayOptions {
     var filter = ReplayFilter()
     var timeoutSeconds = 60
 
-    static func parse(_ arguments: [String]) throws(UsageError) -> ReplayOptions? {
+    static func parse(_ arguments: inout CommandLineArguments) throws(CommandLineError) -> ReplayOptions {
         var options = ReplayOptions()
-        var remaining = arguments[...]
-        func value(for flag: String) throws(UsageError) -> String {
-            guard let next = remaining.popFirst() else { throw UsageError("\(flag) needs a value") }
-            return next
-        }
-        while let argument = remaining.popFirst() {
-            switch argument {
-            case "--help", "-h": return nil
+        while let flag = try arguments.nextFlag() {
+            switch flag {
             case "--dry-run": options.dryRun = true
             case "--to":
-                let name = try value(for: argument)
+                let name = try arguments.value(for: flag)
                 guard let destination = ReplayDestination(rawValue: name) else {
-                    throw UsageError("--to takes submissions or retry, not '\(name)'")
+                    throw .usage("--to takes submissions or retry, not '\(name)'")
                 }
                 options.destination = destination
             case "--reason":
-                let name = try value(for: argument)
-                guard let reason = Reason(rawValue: name) else { throw UsageError("unknown reason '\(name)'") }
+                let name = try arguments.value(for: flag)
+                guard let reason = Reason(rawValue: name) else { throw .usage("unknown reason '\(name)'") }
                 options.filter.reasons.insert(reason)
-            case "--since": options.filter.sinceMs = try parseTime(try value(for: argument), flag: argument)
-            case "--until": options.filter.untilMs = try parseTime(try value(for: argument), flag: argument)
+            case "--since": options.filter.sinceMs = try arguments.epochMilliseconds(for: flag)
+            case "--until": options.filter.untilMs = try arguments.epochMilliseconds(for: flag)
             case "--timeout-seconds":
-                let text = try value(for: argument)
-                guard let seconds = Int(text), seconds > 0 else { throw UsageError("--timeout-seconds takes a positive number") }
-                options.timeoutSeconds = seconds
-            default: throw UsageError("unknown argument '\(argument)'")
+                options.timeoutSeconds = try arguments.int(
+                    for: flag, in: 1...Int.max, problem: "--timeout-seconds takes a positive number")
+            default: throw .unknownArgument(flag)
             }
         }
         return options
     }
-
-    static func parseTime(_ text: String, flag: String) throws(UsageError) -> Int64 {
-        if let milliseconds = Int64(text) { return milliseconds }
-        let formatter = ISO8601DateFormatter()
-        if let date = formatter.date(from: text) { return Int64(date.timeIntervalSince1970 * 1000) }
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = formatter.date(from: text) { return Int64(date.timeIntervalSince1970 * 1000) }
-        throw UsageError("\(flag) takes epoch milliseconds or an ISO 8601 time like 2026-01-31T12:00:00Z, not '\(text)'")
-    }
-}
-
-struct UsageError: Error {
-    let message: String
-    init(_ message: String) { self.message = message }
 }
 
 func exitCode() -> Int32 {
     let options: ReplayOptions
-    do {
-        guard let parsed = try ReplayOptions.parse(Array(CommandLine.arguments.dropFirst())) else {
-            print(usage)
-            return 0
-        }
-        options = parsed
-    } catch {
-        FileHandle.standardError.write(Data("receipt-replay: \(error.message)\n\n\(usage)\n".utf8))
-        return 2
+    switch CommandLineTool(name: "receipt-replay", usage: usage).parse(
+        Array(CommandLine.arguments.dropFirst()), with: ReplayOptions.parse)
+    {
+    case .exit(let status): return status
+    case .run(let parsed): options = parsed
     }
     let environment = ProcessInfo.processInfo.environment
     let settings = Settings(environment: environment)
@@ -111,14 +86,16 @@ func exitCode() -> Int32 {
         logger.error("KAFKA_BOOTSTRAP_SERVERS is required")
         return 2
     }
-    let topics = ReplayTopics(
-        dlq: settings.string("DLQ_TOPIC", default: "iap.receipts.dlq"),
-        submissions: settings.string("RECEIPTS_TOPIC", default: "iap.receipts.submitted"),
-        retry: settings.string("RETRY_TOPIC", default: "iap.receipts.retry"),
-        notifications: settings.string("NOTIFICATIONS_TOPIC", default: "iap.notifications.submitted"))
+    let topics: TopicNames
+    do {
+        topics = try TopicNames.fromEnvironment(settings, reading: [.deadLetter, .receipts, .retry, .notifications])
+    } catch {
+        logger.error("invalid configuration: \(error.description)", ["variable": .string(error.variable)])
+        return 2
+    }
     do {
         let records = try DeadLetterReader.readAll(
-            topic: topics.dlq, configuration: kafka, timeout: .seconds(options.timeoutSeconds), logger: logger)
+            topic: topics.deadLetter, configuration: kafka, timeout: .seconds(options.timeoutSeconds), logger: logger)
         let run = ReplayRun(options: options, topics: topics, logger: logger)
         return try run.execute(records, kafka: kafka) ? 0 : 1
     } catch {

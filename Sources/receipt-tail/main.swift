@@ -20,19 +20,23 @@ enum ReceiptTailMain {
           LOG_LEVEL                debug, info, warning, error (default info)
         """
 
-    static func run() -> Int32 {
+    /// Whether `--from-beginning` was given (the tool's only flag).
+    static func parseFromBeginning(_ arguments: inout CommandLineArguments) throws(CommandLineError) -> Bool {
         var fromBeginning = false
-        for argument in CommandLine.arguments.dropFirst() {
-            switch argument {
-            case "--help", "-h":
-                print(usage)
-                return 0
-            case "--from-beginning":
-                fromBeginning = true
-            default:
-                FileHandle.standardError.write(Data("receipt-tail: unknown argument '\(argument)'\n\n\(usage)\n".utf8))
-                return 2
-            }
+        while let flag = try arguments.nextFlag() {
+            guard flag == "--from-beginning" else { throw .unknownArgument(flag) }
+            fromBeginning = true
+        }
+        return fromBeginning
+    }
+
+    static func run() -> Int32 {
+        let fromBeginning: Bool
+        switch CommandLineTool(name: "receipt-tail", usage: usage).parse(
+            Array(CommandLine.arguments.dropFirst()), with: parseFromBeginning)
+        {
+        case .exit(let status): return status
+        case .run(let parsed): fromBeginning = parsed
         }
         let environment = ProcessInfo.processInfo.environment
         let settings = Settings(environment: environment)
@@ -42,7 +46,13 @@ enum ReceiptTailMain {
             logger.error("KAFKA_BOOTSTRAP_SERVERS is required")
             return 2
         }
-        let topic = settings.string("RESULTS_TOPIC", default: "iap.receipts.results")
+        let topic: String
+        do {
+            topic = try TopicNames.fromEnvironment(settings, reading: [.results]).results
+        } catch {
+            logger.error("invalid configuration: \(error.description)", ["variable": .string(error.variable)])
+            return 2
+        }
 
         let output = LineWriter()
         let follower: KafkaTopicFollower

@@ -189,7 +189,7 @@ import Testing
     @Test func aBurstOf21002ForEveryReceiptEndsWithoutVerdictsThenTheyVerify() async throws {
         let registry = MetricsRegistry()
         let harness = try FakeAppStoreHarness(
-            retryPolicy: RetryPolicy(maxAttempts: 4, malformedReceiptMaxAttempts: 2, baseDelayMs: 20, maxDelayMs: 50),
+            retryPolicy: AppleCallRetryPolicy(maxAttempts: 4, malformedReceiptMaxAttempts: 2, baseDelayMs: 20, maxDelayMs: 50),
             malformedBurst: .init(windowSize: 20, minimumAnswers: 4, burstShare: 0.5, minimumReceipts: 3),
             metrics: registry)
         harness.fake.setOutage(mode: .status21002)
@@ -270,7 +270,7 @@ import Testing
     @Test func aHangingAppleTimesOut() async throws {
         let harness = try FakeAppStoreHarness(
             timeoutMs: 300,
-            retryPolicy: RetryPolicy(
+            retryPolicy: AppleCallRetryPolicy(
                 maxAttempts: 2, baseDelayMs: 1,
                 maxDelayMs: 1))
         let started = ContinuousClock.now

@@ -13,11 +13,11 @@ final class FakeAppStoreHarness: Sendable {
     let client: CurlHTTPClient
     let backend: VerifyReceiptBackend
     let verifier: ReceiptVerifier
-    let retryPolicy: RetryPolicy
+    let retryPolicy: AppleCallRetryPolicy
 
     init(
         timeoutMs: Int = 3_000,
-        retryPolicy: RetryPolicy = RetryPolicy(
+        retryPolicy: AppleCallRetryPolicy = AppleCallRetryPolicy(
             maxAttempts: 3, malformedReceiptMaxAttempts: 2, baseDelayMs: 5, maxDelayMs: 20),
         sandboxPolicy: SandboxPolicy = .accept, sharedSecret: String? = nil, fakeSharedSecret: String? = nil,
         maxInFlight: Int = 64, productionURL: String? = nil, productionURLIsTheSandboxOne: Bool = false,

@@ -6,47 +6,6 @@ import Testing
 
 @testable import AppStore
 
-/// A clock tests move by hand: scheduled work runs only when the test advances time past it.
-final class ManualClock: VerificationClock {
-    private struct State {
-        var nowNanoseconds: UInt64 = 1_000_000_000
-        var scheduled: [(at: UInt64, work: @Sendable () -> Void)] = []
-        var delays: [Int] = []
-    }
-    private let state = Locked(State())
-
-    func now() -> DispatchTime { DispatchTime(uptimeNanoseconds: state.withLock { $0.nowNanoseconds }) }
-
-    func schedule(afterMs milliseconds: Int, _ work: @escaping @Sendable () -> Void) {
-        state.withLock {
-            $0.delays.append(milliseconds)
-            $0.scheduled.append(($0.nowNanoseconds + UInt64(milliseconds) * 1_000_000, work))
-        }
-    }
-
-    func advance(ms: Int) {
-        state.withLock { $0.nowNanoseconds += UInt64(ms) * 1_000_000 }
-    }
-
-    /// Jumps to each scheduled time in turn and runs the work, until nothing is scheduled.
-    func runUntilIdle() {
-        while let next = state.withLock({ state -> (@Sendable () -> Void)? in
-            guard let index = state.scheduled.indices.min(by: { state.scheduled[$0].at < state.scheduled[$1].at })
-            else { return nil }
-            let item = state.scheduled.remove(at: index)
-            state.nowNanoseconds = max(state.nowNanoseconds, item.at)
-            return item.work
-        }) {
-            next()
-        }
-    }
-
-    var delays: [Int] { state.withLock { $0.delays } }
-    func deadline(afterMs ms: Int) -> DispatchTime {
-        DispatchTime(uptimeNanoseconds: now().uptimeNanoseconds + UInt64(ms) * 1_000_000)
-    }
-}
-
 /// A backend that answers from a script, synchronously, and records what it was asked.
 final class ScriptedBackend: ReceiptVerificationBackend {
     private let script: Locked<[BackendAnswer]>
@@ -62,7 +21,7 @@ final class ScriptedBackend: ReceiptVerificationBackend {
 
     func verify(_ request: BackendRequest, completion: @escaping @Sendable (BackendAnswer) -> Void) {
         asked.withLock { $0.append(request) }
-        clock.advance(ms: callDurationMs)
+        clock.passTime(.milliseconds(callDurationMs))
         let answer = script.withLock { $0.isEmpty ? nil : $0.removeFirst() }
         completion(answer ?? BackendAnswer(result: .retryable(.transient), calls: 1, message: "script exhausted"))
     }
@@ -105,7 +64,7 @@ final class OutcomeBox: Sendable {
         let lines = CapturedLines()
 
         init(
-            _ answers: [BackendAnswer], retryPolicy: RetryPolicy = RetryPolicy(), callDurationMs: Int = 0,
+            _ answers: [BackendAnswer], retryPolicy: AppleCallRetryPolicy = AppleCallRetryPolicy(), callDurationMs: Int = 0,
             random: Double = 0.5, timeoutMs: Int = 30_000, catalog: ProductCatalog? = nil,
             malformedBurst: MalformedReceiptBurstDetector.Configuration = .init()
         ) {
@@ -121,7 +80,7 @@ final class OutcomeBox: Sendable {
         ) -> VerificationOutcome? {
             let box = OutcomeBox()
             verifier.verify(
-                receiptData: receipt, expectations: expectations, deadline: clock.deadline(afterMs: deadlineMs)
+                receiptData: receipt, expectations: expectations, deadline: clock.deadline(after: .milliseconds(deadlineMs))
             ) {
                 box.set($0)
             }
@@ -136,7 +95,7 @@ final class OutcomeBox: Sendable {
             let boxes = receipts.map { _ in OutcomeBox() }
             for (receipt, box) in zip(receipts, boxes) {
                 verifier.verify(
-                    receiptData: receipt, expectations: .init(), deadline: clock.deadline(afterMs: deadlineMs)
+                    receiptData: receipt, expectations: .init(), deadline: clock.deadline(after: .milliseconds(deadlineMs))
                 ) {
                     box.set($0)
                 }
@@ -160,11 +119,11 @@ final class OutcomeBox: Sendable {
         #expect(verdict.bundleId == "com.example.game")
         #expect(verdict.appleStatus == 0)
         #expect(verdict.transactions.map(\.creditKey) == ["apple:production:42"])
-        #expect(run.clock.delays.isEmpty)
+        #expect(run.clock.scheduledDelays.isEmpty)
     }
 
     @Test func retriesWithBackoffThenSucceeds() throws {
-        let policy = RetryPolicy(maxAttempts: 5, baseDelayMs: 100, maxDelayMs: 1_000)
+        let policy = AppleCallRetryPolicy(maxAttempts: 5, baseDelayMs: 100, maxDelayMs: 1_000)
         let run = Run(
             [Self.unavailable(), Self.unavailable(nil), Self.unavailable(21199), Self.valid()],
             retryPolicy: policy, random: 0.5)
@@ -175,11 +134,11 @@ final class OutcomeBox: Sendable {
         }
         #expect(verdict.outcome == .verified)
         #expect(verdict.attempts == 4)
-        #expect(run.clock.delays == [50, 100, 200])
+        #expect(run.clock.scheduledDelays == [.milliseconds(50), .milliseconds(100), .milliseconds(200)])
     }
 
     @Test func theRetryBudgetRunsOut() throws {
-        let run = Run(Array(repeating: Self.unavailable(21009), count: 10), retryPolicy: RetryPolicy(maxAttempts: 3))
+        let run = Run(Array(repeating: Self.unavailable(21009), count: 10), retryPolicy: AppleCallRetryPolicy(maxAttempts: 3))
         let outcome = try #require(run.verify())
         guard case .unavailable(let failure) = outcome else {
             Issue.record("not unavailable: \(outcome)")
@@ -196,7 +155,7 @@ final class OutcomeBox: Sendable {
         // Each call takes 400 ms of the 1 s budget; the second retry would start too late.
         let run = Run(
             Array(repeating: Self.unavailable(), count: 10),
-            retryPolicy: RetryPolicy(
+            retryPolicy: AppleCallRetryPolicy(
                 maxAttempts: 10,
                 baseDelayMs: 100, maxDelayMs: 100), callDurationMs: 400, random: 0.999)
         let outcome = try #require(run.verify(deadlineMs: 1_000))
@@ -230,7 +189,7 @@ final class OutcomeBox: Sendable {
     @Test func malformedReceiptsAreRetriedOnlyAFewTimesThenInvalid() throws {
         let run = Run(
             Array(repeating: Self.unavailable(21002, kind: .malformedReceipt), count: 10),
-            retryPolicy: RetryPolicy(maxAttempts: 6, malformedReceiptMaxAttempts: 3))
+            retryPolicy: AppleCallRetryPolicy(maxAttempts: 6, malformedReceiptMaxAttempts: 3))
         let outcome = try #require(run.verify())
         guard case .verdict(let verdict) = outcome else {
             Issue.record("not a verdict: \(outcome)")
@@ -299,13 +258,13 @@ final class OutcomeBox: Sendable {
     }
 
     @Test func afterShutdownFailuresAreNotRetried() throws {
-        let run = Run(Array(repeating: Self.unavailable(), count: 5), retryPolicy: RetryPolicy(maxAttempts: 5))
+        let run = Run(Array(repeating: Self.unavailable(), count: 5), retryPolicy: AppleCallRetryPolicy(maxAttempts: 5))
         run.verifier.shutdown()
         let outcome = try #require(run.verify())
         guard case .unavailable(let failure) = outcome else { Issue.record("not unavailable: \(outcome)"); return }
         #expect(failure.message.contains("shut down"))
         #expect(run.backend.requests.count == 1)
-        #expect(run.clock.delays.isEmpty)
+        #expect(run.clock.scheduledDelays.isEmpty)
     }
 
     @Test func verdictRulesApplyToTheAnswer() throws {
@@ -325,7 +284,7 @@ final class OutcomeBox: Sendable {
     @Test func twentyOhTwoForMostReceiptsAtOnceIsAnOutageNotAVerdict() throws {
         let run = Run(
             Array(repeating: Self.malformed, count: 100),
-            retryPolicy: RetryPolicy(maxAttempts: 4, malformedReceiptMaxAttempts: 2), malformedBurst: Self.smallBurst)
+            retryPolicy: AppleCallRetryPolicy(maxAttempts: 4, malformedReceiptMaxAttempts: 2), malformedBurst: Self.smallBurst)
         let outcomes = run.verifyTogether((0..<6).map { "receipt-\($0)" })
         for outcome in outcomes {
             guard case .unavailable(let failure)? = outcome else {
@@ -347,7 +306,7 @@ final class OutcomeBox: Sendable {
         let run = Run(
             Array(repeating: Self.malformed, count: 12) + Array(repeating: Self.valid(), count: 6)
                 + Array(repeating: Self.malformed, count: 3),
-            retryPolicy: RetryPolicy(maxAttempts: 3, malformedReceiptMaxAttempts: 3), malformedBurst: Self.smallBurst)
+            retryPolicy: AppleCallRetryPolicy(maxAttempts: 3, malformedReceiptMaxAttempts: 3), malformedBurst: Self.smallBurst)
         // Four receipts answered 21002 at once, three times each: a burst, so no verdict for any of them.
         #expect(run.verifyTogether((0..<4).map { "burst-\($0)" }).allSatisfy { $0?.isUnavailable == true })
         // Apple reads receipts again: the burst is over once 21002 is below half of the window.

@@ -30,7 +30,7 @@ final class ServerAPIHarness: Sendable {
     init(
         sandboxPolicy: SandboxPolicy = .accept, allowedBundleIds: Set<String> = [ServerAPIHarness.bundleId],
         fakeKey: ECPublicKey? = nil, maxRPS: Double = 10_000, timeoutMs: Int = 5_000,
-        wallClockMs: @escaping @Sendable () -> Int64 = { Clock.wallMilliseconds() }
+        wallClockMs: @escaping @Sendable () -> Int64 = { SystemTime.wallMilliseconds() }
     ) throws {
         pki = try TestSigningPKI.mint()
         apiKey = try ECPrivateKey.generate(curve: .p256)
@@ -72,7 +72,7 @@ final class ServerAPIHarness: Sendable {
     /// A verifier over `backend` with quick in-round retries.
     func verifier(
         _ backend: any ReceiptVerificationBackend,
-        retryPolicy: RetryPolicy = RetryPolicy(maxAttempts: 3, baseDelayMs: 5, maxDelayMs: 20)
+        retryPolicy: AppleCallRetryPolicy = AppleCallRetryPolicy(maxAttempts: 3, baseDelayMs: 5, maxDelayMs: 20)
     ) -> ReceiptVerifier {
         ReceiptVerifier(backend: backend, policy: policy, retryPolicy: retryPolicy, requestTimeoutMs: 5_000, logger: .quiet)
     }

@@ -179,15 +179,15 @@ import ServiceSupport
         let pacer = ServerAPIPacer(pacing: ServerAPIPacing(productionRatePerSecond: 1), clock: clock)
         let key = ServerAPIPacing.Key(.transactionHistory, .production)
         let events = EventLog()
-        pacer.whenAdmitted(key, deadline: clock.deadline(afterMs: 5_000), start: { events.add("first waited=\($0)") },
+        pacer.whenAdmitted(key, deadline: clock.deadline(after: .milliseconds(5_000)), start: { events.add("first waited=\($0)") },
                            refused: { events.add("first refused \($0)") })
-        pacer.whenAdmitted(key, deadline: clock.deadline(afterMs: 5_000), start: { events.add("second waited=\($0)") },
+        pacer.whenAdmitted(key, deadline: clock.deadline(after: .milliseconds(5_000)), start: { events.add("second waited=\($0)") },
                            refused: { events.add("second refused \($0)") })
-        pacer.whenAdmitted(key, deadline: clock.deadline(afterMs: 5_000), start: { events.add("third waited=\($0)") },
+        pacer.whenAdmitted(key, deadline: clock.deadline(after: .milliseconds(5_000)), start: { events.add("third waited=\($0)") },
                            refused: { events.add("third refused \($0)") })
         // The first started at once; the others wait on timers, no thread blocked.
         #expect(events.lines == ["first waited=false"])
-        #expect(clock.delays == [1_000, 2_000])
+        #expect(clock.scheduledDelays == [.milliseconds(1_000), .milliseconds(2_000)])
         pacer.holdBack(key, forMs: 1_500)
         clock.runUntilIdle()
         // The second's timer fired during the hold: refused; the third's after it: started.
@@ -196,7 +196,7 @@ import ServiceSupport
         ])
         #expect(pacer.holdRemainingMs(key) == nil)
         // A call whose turn would come after its deadline is refused at once.
-        pacer.whenAdmitted(key, deadline: clock.deadline(afterMs: 100), start: { events.add("late waited=\($0)") },
+        pacer.whenAdmitted(key, deadline: clock.deadline(after: .milliseconds(100)), start: { events.add("late waited=\($0)") },
                            refused: { events.add("late refused \($0)") })
         #expect(events.lines.last == "late refused tooLate(waitMs: 1000)")
     }

@@ -143,9 +143,9 @@ struct HTTPServerTests {
         let server = try startServer(handler, configure: { $0.responseDeadline = .milliseconds(200) }, events: events)
         defer { server.stop() }
         let connection = try HTTPTestConnection(port: server.port)
-        let started = Clock.monotonicNanoseconds()
+        let started = SystemTime.monotonicNanoseconds()
         let response = try connection.request("POST", "/never", body: Array("{}".utf8))
-        let elapsed = Clock.secondsSince(started)
+        let elapsed = SystemTime.secondsSince(started)
         #expect(response.status == 503)
         #expect(response.headers["content-type"] == "application/json")
         let error = try #require(response.jsonObject?["error"] as? [String: Any])
@@ -178,9 +178,9 @@ struct HTTPServerTests {
         defer { server.stop() }
         let connection = try HTTPTestConnection(port: server.port, timeoutSeconds: 4)
         #expect(try connection.request("GET", "/").status == 200)
-        let started = Clock.monotonicNanoseconds()
+        let started = SystemTime.monotonicNanoseconds()
         #expect(connection.peerClosed())
-        let waited = Clock.secondsSince(started)
+        let waited = SystemTime.secondsSince(started)
         #expect(waited >= 0.5 && waited < 3.5, "closed after \(waited) s")
     }
 
@@ -354,8 +354,8 @@ struct HTTPServerTests {
 
 /// Polls `condition` for up to five seconds.
 func waitUntil(_ condition: () -> Bool) -> Bool {
-    let deadline = Clock.monotonicNanoseconds() + 5_000_000_000
-    while Clock.monotonicNanoseconds() < deadline {
+    let deadline = SystemTime.monotonicNanoseconds() + 5_000_000_000
+    while SystemTime.monotonicNanoseconds() < deadline {
         if condition() { return true }
         usleep(5_000)
     }

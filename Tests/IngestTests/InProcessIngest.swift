@@ -43,7 +43,7 @@ struct InProcessIngest {
 
     /// The submissions written so far, decoded as the verifier decodes them.
     func writtenSubmissions() throws -> [Submission] {
-        try publisher.published.filter { $0.topic == IngestSettings.defaultReceiptsTopic }.map {
+        try publisher.published.filter { $0.topic == ServiceTopic.receipts.defaultName }.map {
             try Submission.decodeValidated(from: $0.value)
         }
     }

@@ -61,7 +61,7 @@ struct IngestProcessTests {
     private static func startCluster() async throws -> EmbeddedKafkaProcess {
         // The results topic exists too: the ingest's /readyz waits for its results follower.
         try await EmbeddedKafkaProcess.start(topics: [
-            (topic, 4), (IngestSettings.defaultResultsTopic, 4), (IngestSettings.defaultNotificationsTopic, 4),
+            (topic, 4), (ServiceTopic.results.defaultName, 4), (ServiceTopic.notifications.defaultName, 4),
         ])
     }
 
@@ -217,7 +217,7 @@ struct IngestProcessTests {
         let ingest = try await IngestProcess.start(
             environment: cluster.environment.merging(["INGEST_KAFKA_DELIVERY_TIMEOUT_MS": "1500"]) { $1 })
         let recorder = try TopicRecorder(
-            bootstrapServers: cluster.bootstrapServers, topic: IngestSettings.defaultNotificationsTopic)
+            bootstrapServers: cluster.bootstrapServers, topic: ServiceTopic.notifications.defaultName)
         let url = ingest.url("/v1/apple/notifications")
         let payload = NotificationFixtures.signedPayload(uuid: "outage-uuid-1", originalTransactionId: "2000000777")
         let body = Data(NotificationFixtures.body(payload).utf8)

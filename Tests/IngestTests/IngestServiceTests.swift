@@ -62,7 +62,7 @@ struct IngestServiceTests {
         #expect(submission.orderId == "42")
         #expect(submission.expectedTransactionId == "1000")
         #expect(submission.userId == nil)
-        #expect(abs(submission.submittedAtMs - Clock.wallMilliseconds()) < 60_000)
+        #expect(abs(submission.submittedAtMs - SystemTime.wallMilliseconds()) < 60_000)
     }
 
     @Test("the key is user_id, else order_id, else submission_id")
@@ -103,14 +103,14 @@ struct IngestServiceTests {
             $0.maxWaitMs = 0
         }
         defer { running.service.drain() }
-        let started = Clock.monotonicNanoseconds()
+        let started = SystemTime.monotonicNanoseconds()
         let response = try post(running.port, #"{"receipt_data":"aGVsbG8="}"#)
         #expect(response.status == 503)
         #expect(errorCode(response) == "kafka_timeout")
         #expect(response.headers["retry-after"] == "1")
         let id = try #require(response.jsonObject?["submission_id"] as? String)
         #expect(running.publisher.published.first?.headers.first?.value == Array(id.utf8))
-        #expect(Clock.secondsSince(started) < 2.5)
+        #expect(SystemTime.secondsSince(started) < 2.5)
         // The late report is ignored: no second answer (the kafka_timeout rejection stays the only one). Its
         // success is still counted as delivered (the submission is in Kafka), and nothing waits for Kafka any more.
         let rejection = #"ingest_submissions_rejected_total{code="kafka_timeout"} 1"#
@@ -253,11 +253,11 @@ struct IngestServiceTests {
             body: Array(#"{"receipt_data":"aGVsbG8="}"#.utf8))
         #expect(waitUntil { publisher.heldCount == 1 })
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(200)) { publisher.completeHeld() }
-        let drainStarted = Clock.monotonicNanoseconds()
+        let drainStarted = SystemTime.monotonicNanoseconds()
         running.service.drain()
         // drain returned only after the held delivery was reported (released 200 ms after the drain began).
         #expect(publisher.heldCount == 0)
-        #expect(Clock.secondsSince(drainStarted) >= 0.15)
+        #expect(SystemTime.secondsSince(drainStarted) >= 0.15)
         #expect(try connection.readResponse().status == 202)
     }
 }
@@ -268,8 +268,8 @@ struct DiscardingSink: LogSink {
 
 /// Polls `condition` for up to five seconds.
 func waitUntil(_ condition: () -> Bool) -> Bool {
-    let deadline = Clock.monotonicNanoseconds() + 5_000_000_000
-    while Clock.monotonicNanoseconds() < deadline {
+    let deadline = SystemTime.monotonicNanoseconds() + 5_000_000_000
+    while SystemTime.monotonicNanoseconds() < deadline {
         if condition() { return true }
         usleep(5_000)
     }

@@ -11,7 +11,7 @@ struct KafkaResultFeedTests {
     func readinessBound() async throws {
         let feed = try KafkaResultFeed(
             configuration: KafkaConfiguration(["bootstrap.servers": "127.0.0.1:1"]),
-            topic: IngestSettings.defaultResultsTopic, replay: .seconds(300), readBackLimit: 1000,
+            topic: ServiceTopic.results.defaultName, replay: .seconds(300), readBackLimit: 1000,
             readinessBound: .milliseconds(300),
             logger: Logger(label: "feed-test", threshold: .error, sink: DiscardingSink()))
         defer { feed.close(timeout: .seconds(5)) }
@@ -37,7 +37,7 @@ struct KafkaResultFeedTests {
         #expect(throws: KafkaError.self) {
             try KafkaResultFeed(
                 configuration: KafkaConfiguration(["bootstrap.servers": "127.0.0.1:1", "no.such.property": "1"]),
-                topic: IngestSettings.defaultResultsTopic, replay: .everything, readBackLimit: 1000,
+                topic: ServiceTopic.results.defaultName, replay: .everything, readBackLimit: 1000,
                 logger: Logger(label: "feed-test", threshold: .error, sink: DiscardingSink()))
         }
     }

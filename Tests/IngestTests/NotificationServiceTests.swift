@@ -17,7 +17,7 @@ struct NotificationServiceTests {
         let ingest = try InProcessIngest.start { $0.apiKeys = [APIKey(name: "billing", key: "k1")] }
         defer { ingest.service.drain() }
         let payload = NotificationFixtures.signedPayload(uuid: "uuid-1", originalTransactionId: "2000000111")
-        let before = Clock.wallMilliseconds()
+        let before = SystemTime.wallMilliseconds()
         let response = try ingest.post(NotificationFixtures.body(payload), Self.path)
         #expect(response.status == 200)
         let published = try #require(ingest.publisher.published.first)
@@ -27,7 +27,7 @@ struct NotificationServiceTests {
         let record = try MessageCoding.decode(NotificationRecord.self, from: published.value)
         #expect(record.signedPayload == payload)
         #expect(record.origin == .appleDelivery)
-        #expect(record.receivedAtMs >= before && record.receivedAtMs <= Clock.wallMilliseconds())
+        #expect(record.receivedAtMs >= before && record.receivedAtMs <= SystemTime.wallMilliseconds())
         #expect(try SchemaValidator.errors(published.value, schema: "notification.schema.json").isEmpty)
         #expect(ingest.scrape().contains(#"ingest_notifications_total{outcome="accepted"} 1"#))
     }

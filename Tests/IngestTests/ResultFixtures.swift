@@ -44,7 +44,7 @@ enum ResultFixtures {
 
     static func message(_ value: [UInt8], offset: Int64 = 0, timestampMs: Int64? = nil) -> KafkaMessage {
         KafkaMessage(
-            topic: IngestSettings.defaultResultsTopic, partition: 0, offset: offset, key: nil, value: value,
+            topic: ServiceTopic.results.defaultName, partition: 0, offset: offset, key: nil, value: value,
             timestampMs: timestampMs)
     }
 }

@@ -12,7 +12,7 @@ import TestSupport
 /// producing result messages (`VerificationResult` encoded with `MessageCoding`) to the results topic itself.
 @Suite("receipt-ingest verdicts against embedded-kafka", .serialized)
 struct VerdictProcessTests {
-    static let resultsTopic = IngestSettings.defaultResultsTopic
+    static let resultsTopic = ServiceTopic.results.defaultName
 
     /// Produces result messages as the verifier does (key, `submission-id` and `outcome` headers).
     final class ResultProducer: Sendable {
@@ -43,7 +43,7 @@ struct VerdictProcessTests {
     }
 
     private static func startCluster() async throws -> EmbeddedKafkaProcess {
-        try await EmbeddedKafkaProcess.start(topics: [(IngestSettings.defaultReceiptsTopic, 4), (resultsTopic, 4)])
+        try await EmbeddedKafkaProcess.start(topics: [(ServiceTopic.receipts.defaultName, 4), (resultsTopic, 4)])
     }
 
     private static func startIngest(

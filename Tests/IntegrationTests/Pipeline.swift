@@ -147,5 +147,5 @@ func submission(
     Submission(
         submissionId: id, receiptData: receipt, orderId: "order-\(id)", userId: "user-\(id)",
         expectedTransactionId: expectedTransactionId, expectedProductId: expectedProductId,
-        submittedAtMs: Clock.wallMilliseconds())
+        submittedAtMs: SystemTime.wallMilliseconds())
 }

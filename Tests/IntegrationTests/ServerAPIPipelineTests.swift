@@ -73,7 +73,7 @@ import TestSupport
     static func submission(_ id: String, _ proof: PurchaseProof, expectedTransactionId: String? = nil) -> Submission {
         Submission(
             submissionId: id, proof: proof, orderId: "order-\(id)", userId: "user-\(id)",
-            expectedTransactionId: expectedTransactionId, submittedAtMs: Clock.wallMilliseconds())
+            expectedTransactionId: expectedTransactionId, submittedAtMs: SystemTime.wallMilliseconds())
     }
 
     @Test func withAnAPIKeyEachProofIsVerifiedWithTheServerAPIAndCreditedUnderOneKey() async throws {

@@ -72,7 +72,7 @@ struct KafkaFollowerStartTests {
         defer { producer.close(timeout: .seconds(5)) }
         _ = try await produce(producer, topic, (0..<10).map { "old-\($0)" })
         try await Task.sleep(for: .milliseconds(200))
-        let cut = Clock.wallMilliseconds()
+        let cut = SystemTime.wallMilliseconds()
         try await Task.sleep(for: .milliseconds(50))
         _ = try await produce(producer, topic, (0..<10).map { "new-\($0)" })
         let received = Collected<String>()

@@ -161,19 +161,20 @@ struct BackfillRunTests {
 struct BackfillOptionsTests {
     let now: Int64 = 1_800_000_000_000
 
+    func parse(_ arguments: [String]) throws(CommandLineError) -> BackfillOptions {
+        var reader = CommandLineArguments(arguments)
+        return try BackfillOptions.parse(&reader, nowMs: now)
+    }
+
     @Test func theWindowIsReadAndChecked() throws {
-        let options = try #require(
-            try BackfillOptions.parse(
-                ["--since", "2027-01-14T00:00:00Z", "--only-failures", "--dry-run", "--bundle-id", "com.x"],
-                nowMs: now))
+        let options = try parse(
+            ["--since", "2027-01-14T00:00:00Z", "--only-failures", "--dry-run", "--bundle-id", "com.x"])
         #expect(options.sinceMs == 1_799_884_800_000 && options.untilMs == now)
         #expect(options.onlyFailures && options.dryRun && !options.sandbox && options.bundleId == "com.x")
-        let sandbox = try #require(
-            try BackfillOptions.parse(
-                ["--since", String(now - 3_600_000), "--until", String(now - 60_000), "--environment", "sandbox"],
-                nowMs: now))
+        let sandbox = try parse(
+            ["--since", String(now - 3_600_000), "--until", String(now - 60_000), "--environment", "sandbox"])
         #expect(sandbox.sandbox && sandbox.untilMs == now - 60_000)
-        #expect(try BackfillOptions.parse(["--help"], nowMs: now) == nil)
+        #expect(throws: CommandLineError.helpRequested) { try parse(["--since", String(now - 1), "--help"]) }
     }
 
     @Test func badWindowsAreRefusedNamingTheProblem() {
@@ -188,7 +189,7 @@ struct BackfillOptionsTests {
         ]
         for (arguments, message) in cases {
             do {
-                _ = try BackfillOptions.parse(arguments, nowMs: now)
+                _ = try parse(arguments)
                 Issue.record("\(arguments) was accepted")
             } catch {
                 #expect(error.description.contains(message), "\(arguments): \(error.description)")

@@ -56,6 +56,5 @@ struct RetryRoundPolicyTests {
         #expect(policy.backoff(afterRound: 3) == .seconds(30))
         #expect(policy.backoff(afterRound: 9) == .seconds(30))
         #expect(policy.horizon == .seconds(90))
-        #expect(RetryRoundPolicy.milliseconds(.milliseconds(1500)) == 1500)
     }
 }

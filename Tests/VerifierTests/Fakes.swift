@@ -127,40 +127,6 @@ final class FakeControl: PartitionControl {
     func stored(_ partition: PartitionKey) -> [Int64] { state.withLock { $0.stored[partition] ?? [] } }
 }
 
-/// A clock the test moves; timers run when it passes their due time.
-final class ManualClock: VerifierClock {
-    struct State {
-        var wallMs: Int64 = 1_700_000_000_000
-        var monotonicNs: UInt64 = 1_000_000_000
-        var timers: [(dueNs: UInt64, work: @Sendable () -> Void)] = []
-    }
-    let state = Locked(State())
-
-    func wallMilliseconds() -> Int64 { state.withLock { $0.wallMs } }
-    func monotonicNanoseconds() -> UInt64 { state.withLock { $0.monotonicNs } }
-
-    func schedule(after delay: Duration, _ work: @escaping @Sendable () -> Void) {
-        state.withLock { state in
-            state.timers.append((state.monotonicNs &+ AppleCircuitBreaker.nanoseconds(delay), work))
-        }
-    }
-
-    var timerCount: Int { state.withLock { $0.timers.count } }
-
-    /// Moves both clocks forward and runs the timers that became due (on the calling thread).
-    func advance(by duration: Duration) {
-        let due: [@Sendable () -> Void] = state.withLock { state in
-            state.monotonicNs &+= AppleCircuitBreaker.nanoseconds(duration)
-            state.wallMs += RetryRoundPolicy.milliseconds(duration)
-            let now = state.monotonicNs
-            let due = state.timers.filter { $0.dueNs <= now }.map(\.work)
-            state.timers.removeAll { $0.dueNs <= now }
-            return due
-        }
-        for work in due { work() }
-    }
-}
-
 /// Waits (briefly) for work hopping across Dispatch queues to settle.
 func settles(
     _ what: String = "condition", timeout: Duration = .seconds(3), sourceLocation: SourceLocation = #_sourceLocation,
@@ -180,7 +146,7 @@ enum Samples {
     static let receipts = PartitionKey(topic: "receipts", partition: 0)
     static let receipts1 = PartitionKey(topic: "receipts", partition: 1)
     static let retry = PartitionKey(topic: "retry", partition: 0)
-    static let topics = VerifierTopics(receipts: "receipts", results: "results", retry: "retry", deadLetter: "dlq")
+    static let topics = TopicNames(receipts: "receipts", results: "results", retry: "retry", deadLetter: "dlq")
     static let receiptData =
         "TUlJVE5nWUpLb1pJaHZjTkFRY0NvSUlUSnpDQ0V5TUNBUUV4Q3pBSkJnVXJEZ01DR2dVQU1JSURWZ1lKS29aSWh2Y05BUWNC"
 

@@ -64,7 +64,7 @@ struct PublishFailureTests {
         }
         #expect(try #require(engine.livenessProblem).contains("fatal"))
         #expect(engine.publishingProblem != nil)
-        #expect(clock.timerCount == 0)  // not retried: a restart redelivers it
+        #expect(clock.pendingTimers == 0)  // not retried: a restart redelivers it
         #expect(control.stored(Samples.receipts).isEmpty)
         #expect(
             registry.render().contains(
@@ -117,7 +117,7 @@ struct PublishFailureTests {
             DeadLetterRecord.self, from: try #require(publisher.records(of: .deadLetter).first).value)
         #expect(dead.originalValue == "" && dead.sourceOffset == 3 && dead.reason == .appleUnavailable)
         #expect(dead.submissionId == "s-big")
-        #expect(clock.timerCount == 0)
+        #expect(clock.pendingTimers == 0)
         let text = registry.render()
         #expect(
             text.contains(#"verifier_results_total{outcome="failed",reason="apple_unavailable"} 1"#))
@@ -132,16 +132,16 @@ struct PublishFailureTests {
         }
         engine.consume(Samples.message("s-1", offset: 0))
         await settles("first failure") {
-            publisher.state.withLock { $0.attempts } == 1 && clock.timerCount == 1
+            publisher.state.withLock { $0.attempts } == 1 && clock.pendingTimers == 1
         }
         #expect(engine.publishingProblem == nil)
         clock.advance(by: .milliseconds(10))
         await settles("second failure") {
-            publisher.state.withLock { $0.attempts } == 2 && clock.timerCount == 1
+            publisher.state.withLock { $0.attempts } == 2 && clock.pendingTimers == 1
         }
         clock.advance(by: .milliseconds(20))
         await settles("third failure") {
-            publisher.state.withLock { $0.attempts } == 3 && clock.timerCount == 1
+            publisher.state.withLock { $0.attempts } == 3 && clock.pendingTimers == 1
         }
         let problem = try #require(engine.publishingProblem)
         #expect(problem.contains("results") && problem.contains("29"))

@@ -65,11 +65,11 @@ struct VerificationEngineTests {
         publisher.state.withLock { $0.failuresLeft = 2 }
         engine.consume(Samples.message("s-1", offset: 5))
         await settles("first attempt failed, next scheduled") {
-            publisher.state.withLock { $0.attempts } == 1 && clock.timerCount == 1
+            publisher.state.withLock { $0.attempts } == 1 && clock.pendingTimers == 1
         }
         clock.advance(by: .milliseconds(10))
         await settles("second attempt failed, next scheduled with twice the wait") {
-            publisher.state.withLock { $0.attempts } == 2 && clock.timerCount == 1
+            publisher.state.withLock { $0.attempts } == 2 && clock.pendingTimers == 1
         }
         #expect(control.stored(Samples.receipts).isEmpty)
         clock.advance(by: .milliseconds(10))
@@ -129,7 +129,7 @@ struct VerificationEngineTests {
             notBeforeMs: clock.wallMilliseconds() + 86_400_000, lastAppleStatus: nil, lastError: "timeout")
         engine.consume(
             InputMessage(partition: Samples.retry, offset: 0, key: nil, value: try MessageCoding.encode(record)))
-        await settles("held") { clock.timerCount == 1 && control.paused.contains(Samples.retry) }
+        await settles("held") { clock.pendingTimers == 1 && control.paused.contains(Samples.retry) }
         clock.advance(by: .seconds(59))
         #expect(verifier.pendingIds.isEmpty)
         clock.advance(by: .seconds(1))  // the policy's maximum backoff is 60 s

@@ -9,7 +9,7 @@ struct VerifierSettingsTests {
 
     @Test func defaultsFollowTheContract() throws {
         let settings = try VerifierSettings.fromEnvironment(minimal)
-        #expect(settings.topics == VerifierTopics())
+        #expect(settings.topics == TopicNames())
         #expect(
             settings.topics.receipts == "iap.receipts.submitted" && settings.topics.deadLetter == "iap.receipts.dlq")
         #expect(settings.groupId == "iap-verifier")
@@ -49,7 +49,7 @@ struct VerifierSettingsTests {
         environment["VERIFIER_COMMIT_INTERVAL_MS"] = "250"
         environment["KAFKA_SESSION_TIMEOUT_MS"] = "6000"
         let settings = try VerifierSettings.fromEnvironment(environment)
-        #expect(settings.topics == VerifierTopics(receipts: "r", results: "s", retry: "t", deadLetter: "d"))
+        #expect(settings.topics == TopicNames(receipts: "r", results: "s", retry: "t", deadLetter: "d"))
         #expect(settings.groupId == "g" && settings.limits.maxInFlight == 64 && settings.limits.partitionWindow == 100)
         #expect(settings.metricsListen.port == 0 && settings.roundDeadline == .milliseconds(1500))
         #expect(

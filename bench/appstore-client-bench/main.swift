@@ -162,10 +162,10 @@ if receipt.utf8.count < options.receiptBytes {
 _ = Driver(verifier: verifier, receipt: receipt, total: options.warmup).run(inFlight: options.inFlight)
 
 let cpuBefore = cpuMicroseconds()
-let started = Clock.monotonicNanoseconds()
+let started = SystemTime.monotonicNanoseconds()
 let (verified, other) = Driver(verifier: verifier, receipt: receipt, total: options.count).run(
     inFlight: options.inFlight)
-let seconds = Clock.secondsSince(started)
+let seconds = SystemTime.secondsSince(started)
 let cpu = cpuMicroseconds() - cpuBefore
 
 let rate = Double(options.count) / seconds

@@ -75,7 +75,7 @@ enum ProducerBench {
             if delivered.add(1, ordering: .relaxed).newValue == total { done.signal() }
         }
 
-        let start = Clock.monotonicNanoseconds()
+        let start = SystemTime.monotonicNanoseconds()
         var sent = 0
         var queueFullWaits = 0
         while sent < messages {
@@ -97,7 +97,7 @@ enum ProducerBench {
             }
         }
         done.wait()
-        let seconds = Clock.secondsSince(start)
+        let seconds = SystemTime.secondsSince(start)
         let rate = Double(messages) / seconds
         print(
             "messages=\(messages) bytes=\(size) seconds=\(String(format: "%.3f", seconds)) "
@@ -120,7 +120,7 @@ enum ProducerBench {
         let acknowledged = DispatchSemaphore(value: 0)
         let failures = Atomic<Int>(0)
         for _ in 0..<samples {
-            let start = Clock.monotonicNanoseconds()
+            let start = SystemTime.monotonicNanoseconds()
             do {
                 try producer.send(topic: topic, key: nil, value: payload) { result in
                     if case .failure = result { failures.add(1, ordering: .relaxed) }
@@ -131,7 +131,7 @@ enum ProducerBench {
                 return false
             }
             acknowledged.wait()
-            latencies.append(Clock.secondsSince(start) * 1000)
+            latencies.append(SystemTime.secondsSince(start) * 1000)
         }
         latencies.sort()
         let percentile = { (p: Double) in latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }

@@ -31,7 +31,7 @@ final class EventLedger: Sendable {
     private let state = Locked(State())
 
     func arrived(_ message: KafkaMessage) {
-        let now = Clock.monotonicNanoseconds()
+        let now = SystemTime.monotonicNanoseconds()
         guard let id = message.headers.value(named: MessageHeaders.eventId).map({ String(decoding: $0, as: UTF8.self) })
         else { return }
         let type = message.headers.value(named: MessageHeaders.eventType).map { String(decoding: $0, as: UTF8.self) }
@@ -68,9 +68,9 @@ enum NotificationDrain {
         }
         defer { try? FileManager.default.removeItem(atPath: directory) }
 
-        let signStart = Clock.monotonicNanoseconds()
+        let signStart = SystemTime.monotonicNanoseconds()
         let records = sign(count: options.count, pki: pki)
-        let signSeconds = Double(Clock.monotonicNanoseconds() &- signStart) / 1e9
+        let signSeconds = Double(SystemTime.monotonicNanoseconds() &- signStart) / 1e9
         let bytes = records.reduce(0) { $0 + $1.value.count }
 
         var kafka = KafkaConfiguration()
@@ -95,7 +95,7 @@ enum NotificationDrain {
         follower.start()
 
         let failures = FailureCount()
-        let produceStart = Clock.monotonicNanoseconds()
+        let produceStart = SystemTime.monotonicNanoseconds()
         for record in records {
             while true {
                 do throws(KafkaError) {
@@ -111,7 +111,7 @@ enum NotificationDrain {
             }
         }
         guard producer.flush(timeout: .seconds(120)) else { VerifierBench.fail("the preload was not acknowledged") }
-        let preloadSeconds = Double(Clock.monotonicNanoseconds() &- produceStart) / 1e9
+        let preloadSeconds = Double(SystemTime.monotonicNanoseconds() &- produceStart) / 1e9
         let retained = retainedMessages(topic: topics.notifications, kafka: kafka, logger: logger)
         guard retained == records.count else {
             // librdkafka's mock cluster keeps only the last few MB of each partition.
@@ -172,14 +172,14 @@ enum NotificationDrain {
         let records = sign(count: min(options.count, 5_000), pki: pki)
         let processor = NotificationProcessor(
             verifier: pki.verifier(), policy: NotificationPolicy(allowedBundleIds: ["com.example.game"]))
-        let factory = OutputFactory(topics: VerifierTopics())
+        let factory = OutputFactory(topics: TopicNames())
         var processed = 0
         var failures = 0
         var encodedBytes = 0
         let cpuStart = threadCPUNanoseconds()
-        let start = Clock.monotonicNanoseconds()
+        let start = SystemTime.monotonicNanoseconds()
         let end = start + 5_000_000_000
-        while Clock.monotonicNanoseconds() < end {
+        while SystemTime.monotonicNanoseconds() < end {
             for record in records {
                 switch processor.process(record.value) {
                 case .success(let notification): encodedBytes += factory.event(notification).value.count
@@ -188,7 +188,7 @@ enum NotificationDrain {
             }
             processed += records.count
         }
-        let seconds = Double(Clock.monotonicNanoseconds() - start) / 1e9
+        let seconds = Double(SystemTime.monotonicNanoseconds() - start) / 1e9
         let cpuSeconds = Double(threadCPUNanoseconds() - cpuStart) / 1e9
         print(
             "notifications=\(processed) distinct=\(records.count) failures=\(failures) "
@@ -210,7 +210,7 @@ enum NotificationDrain {
     static func retainedMessages(topic: String, kafka: KafkaConfiguration, logger: Logger) -> Int {
         do {
             let follower = try KafkaTopicFollower(
-                configuration: kafka, topic: topic, startingAtTimestampMs: Clock.wallMilliseconds() + 86_400_000,
+                configuration: kafka, topic: topic, startingAtTimestampMs: SystemTime.wallMilliseconds() + 86_400_000,
                 logger: logger, refreshInterval: .seconds(1)
             ) { _ in }
             follower.start()
@@ -227,7 +227,7 @@ enum NotificationDrain {
     static func sign(count: Int, pki: TestSigningPKI) -> [(key: [UInt8], value: [UInt8])] {
         let slots = Locked([(key: [UInt8], value: [UInt8])?](repeating: nil, count: count))
         let failed = Atomic<Bool>(false)
-        let receivedAtMs = Clock.wallMilliseconds()
+        let receivedAtMs = SystemTime.wallMilliseconds()
         let chunks = ProcessInfo.processInfo.activeProcessorCount * 4
         DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
             var local: [(Int, (key: [UInt8], value: [UInt8]))] = []

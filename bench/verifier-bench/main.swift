@@ -105,7 +105,7 @@ final class Ledger: Sendable {
     func sent(_ index: Int, at time: UInt64) { state.withLock { $0.sentAt[index] = time } }
 
     func resultArrived(_ message: KafkaMessage) {
-        let now = Clock.monotonicNanoseconds()
+        let now = SystemTime.monotonicNanoseconds()
         guard let id = message.headers.value(named: "submission-id").map({ String(decoding: $0, as: UTF8.self) }),
             id.hasPrefix(idPrefix), let index = Int(id.dropFirst(idPrefix.count))
         else { return }
@@ -154,7 +154,7 @@ enum VerifierBench {
         let fields = [
             #""schema_version":1"#, #""submission_id":"\#(id)""#, proof,
             #""order_id":"order-\#(id)""#, #""user_id":"user-\#(index & 1023)""#,
-            #""submitted_at_ms":\#(Clock.wallMilliseconds())"#,
+            #""submitted_at_ms":\#(SystemTime.wallMilliseconds())"#,
         ]
         return Array(("{" + fields.joined(separator: ",") + "}").utf8)
     }
@@ -187,17 +187,17 @@ enum VerifierBench {
         _ producer: KafkaProducer, topic: String, ledger: Ledger, range: Range<Int>, rate: Int, failures: FailureCount,
         signedTransactions: [String]
     ) {
-        let start = Clock.monotonicNanoseconds()
+        let start = SystemTime.monotonicNanoseconds()
         for index in range {
             if rate > 0 {
                 let due = start &+ UInt64(Double(index - range.lowerBound) / Double(rate) * 1e9)
-                let now = Clock.monotonicNanoseconds()
+                let now = SystemTime.monotonicNanoseconds()
                 if due > now { usleep(UInt32((due - now) / 1000)) }
             }
             let id = "\(ledger.idPrefix)\(index)"
             let value = submission(id: id, index: index, signedTransactions: signedTransactions)
             while true {
-                ledger.sent(index, at: Clock.monotonicNanoseconds())
+                ledger.sent(index, at: SystemTime.monotonicNanoseconds())
                 do throws(KafkaError) {
                     try producer.send(
                         topic: topic, key: Array("user-\(index & 1023)".utf8), value: value,
@@ -317,11 +317,11 @@ enum VerifierBench {
         }
 
         let cpuBefore = cpuTicks(pid)
-        let start = Clock.monotonicNanoseconds()
+        let start = SystemTime.monotonicNanoseconds()
         produce(
             producer, topic: topics.submitted, ledger: ledger, range: options.warmup..<total, rate: options.rate,
             failures: failures, signedTransactions: signedTransactions)
-        let produced = Clock.monotonicNanoseconds()
+        let produced = SystemTime.monotonicNanoseconds()
         let complete = waitFor(
             ledger, count: total, deadline: Date() + Double(options.timeoutSeconds), child: child)
         let cpuAfter = cpuTicks(pid)

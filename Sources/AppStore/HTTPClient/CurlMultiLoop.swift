@@ -13,8 +13,7 @@ import Synchronization
 /// CPU work after a response is bounded in concurrency and never delays the network.
 final class CurlMultiLoop: @unchecked Sendable {
     private struct Inbox {
-        var pending: [CurlTransfer] = []
-        var pendingHead = 0
+        var pending = FIFOQueue<CurlTransfer>()
         var stopping = false
         var stopped = false
     }
@@ -113,7 +112,7 @@ final class CurlMultiLoop: @unchecked Sendable {
         }
     }
 
-    var queuedCount: Int { inbox.withLock { $0.pending.count - $0.pendingHead } }
+    var queuedCount: Int { inbox.withLock { $0.pending.count } }
 
     // MARK: Loop thread
 
@@ -179,20 +178,7 @@ final class CurlMultiLoop: @unchecked Sendable {
         let room = configuration.maxInFlight - active.count
         let (admitted, stopping) = inbox.withLock { inbox -> ([CurlTransfer], Bool) in
             if inbox.stopping { return ([], true) }
-            let available = inbox.pending.count - inbox.pendingHead
-            let take = min(max(0, room), available)
-            guard take > 0 else { return ([], false) }
-            let slice = Array(inbox.pending[inbox.pendingHead..<(inbox.pendingHead + take)])
-            inbox.pendingHead += take
-            // Compact now and then so the queue's storage does not grow without bound.
-            if inbox.pendingHead == inbox.pending.count {
-                inbox.pending.removeAll(keepingCapacity: true)
-                inbox.pendingHead = 0
-            } else if inbox.pendingHead > 4096, inbox.pendingHead * 2 > inbox.pending.count {
-                inbox.pending.removeFirst(inbox.pendingHead)
-                inbox.pendingHead = 0
-            }
-            return (slice, false)
+            return (inbox.pending.removeFirst(upTo: room), false)
         }
         if stopping { return false }
         for transfer in admitted {
@@ -326,9 +312,7 @@ final class CurlMultiLoop: @unchecked Sendable {
         multi = nil
         headerLists.freeAll()
         let queued = inbox.withLock { inbox -> [CurlTransfer] in
-            let rest = Array(inbox.pending[inbox.pendingHead...])
-            inbox.pending.removeAll()
-            inbox.pendingHead = 0
+            let rest = inbox.pending.removeAll()
             inbox.stopped = true
             return rest
         }

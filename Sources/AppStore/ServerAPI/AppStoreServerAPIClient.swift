@@ -69,7 +69,7 @@ public final class AppStoreServerAPIClient: Sendable {
     public init(
         http: CurlHTTPClient, endpoints: Endpoints, tokens: AppStoreServerAPITokenProvider, pacer: ServerAPIPacer,
         requestTimeoutMs: Int = 30_000, logger: Logger, metrics: MetricsRegistry? = nil,
-        wallClockMs: @escaping @Sendable () -> Int64 = { Clock.wallMilliseconds() }
+        wallClockMs: @escaping @Sendable () -> Int64 = { SystemTime.wallMilliseconds() }
     ) {
         self.http = http
         self.endpoints = endpoints
@@ -273,7 +273,7 @@ public final class AppStoreServerAPIClient: Sendable {
         let request = HTTPClientRequest(
             method: context.method, url: context.url, body: context.body, headers: headers,
             timeoutMs: min(requestTimeoutMs, leftMs), responseHeaders: ["Retry-After"])
-        let startedAt = Clock.monotonicNanoseconds()
+        let startedAt = SystemTime.monotonicNanoseconds()
         http.send(request) { [self] result in
             let calls = callsBefore + 1
             let outcome: Result<Value, ServerAPIError> = interpret(result, key: key)

@@ -15,9 +15,9 @@ public final class ServerAPIPacer: Sendable {
     }
 
     private let state: Locked<ServerAPIPacing>
-    private let clock: any VerificationClock
+    private let clock: any ServiceClock
 
-    public init(pacing: ServerAPIPacing, clock: any VerificationClock = DispatchVerificationClock()) {
+    public init(pacing: ServerAPIPacing, clock: any ServiceClock = DispatchClock()) {
         state = Locked(pacing)
         self.clock = clock
     }
@@ -29,14 +29,14 @@ public final class ServerAPIPacer: Sendable {
         _ key: ServerAPIPacing.Key, deadline: DispatchTime?, start: @escaping @Sendable (_ waited: Bool) -> Void,
         refused: @escaping @Sendable (Refusal) -> Void
     ) {
-        let now = clock.now().uptimeNanoseconds
+        let now = clock.monotonicNanoseconds()
         let admission = state.withLock { $0.admit(key, nowNs: now, deadlineNs: deadline?.uptimeNanoseconds) }
         switch admission {
         case .start:
             start(false)
         case .startAfter(let nanoseconds):
-            clock.schedule(afterMs: Self.milliseconds(rounding: nanoseconds)) { [self] in
-                let later = clock.now().uptimeNanoseconds
+            clock.schedule(after: .milliseconds(Self.milliseconds(rounding: nanoseconds))) { [self] in
+                let later = clock.monotonicNanoseconds()
                 if let held = state.withLock({ $0.holdRemaining(key, nowNs: later) }) {
                     refused(.heldBack(remainingMs: Self.milliseconds(rounding: held)))
                 } else {
@@ -53,19 +53,19 @@ public final class ServerAPIPacer: Sendable {
     /// Holds `key` back for `milliseconds` from now (after a 429). True when this started or extended the hold.
     @discardableResult
     public func holdBack(_ key: ServerAPIPacing.Key, forMs milliseconds: Int64) -> Bool {
-        let until = clock.now().uptimeNanoseconds &+ UInt64(max(0, milliseconds)) &* 1_000_000
+        let until = clock.monotonicNanoseconds() &+ UInt64(max(0, milliseconds)) &* 1_000_000
         return state.withLock { $0.holdBack(key, untilNs: until) }
     }
 
     /// Milliseconds left of `key`'s hold, or nil.
     public func holdRemainingMs(_ key: ServerAPIPacing.Key) -> Int? {
-        let now = clock.now().uptimeNanoseconds
+        let now = clock.monotonicNanoseconds()
         return state.withLock { $0.holdRemaining(key, nowNs: now) }.map { Self.milliseconds(rounding: $0) }
     }
 
     /// Every held key with the milliseconds left.
     public var currentHolds: [ServerAPIPacing.Key: Int] {
-        let now = clock.now().uptimeNanoseconds
+        let now = clock.monotonicNanoseconds()
         return state.withLock { $0.holds(nowNs: now) }.mapValues { Self.milliseconds(rounding: $0) }
     }
 

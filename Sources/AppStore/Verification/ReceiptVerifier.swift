@@ -16,9 +16,9 @@ public final class ReceiptVerifier: Sendable {
     private let backend: any ReceiptVerificationBackend
     private let policy: VerdictPolicy
     private let catalog: (any ProductCatalogSource)?
-    private let retryPolicy: RetryPolicy
+    private let retryPolicy: AppleCallRetryPolicy
     private let requestTimeoutMs: Int
-    private let clock: any VerificationClock
+    private let clock: any ServiceClock
     private let random: @Sendable () -> Double
     private let logger: Logger
     private let callsCounter: Counter?
@@ -35,9 +35,9 @@ public final class ReceiptVerifier: Sendable {
     ///   - clock, random: injected for tests; `random` returns values in [0, 1).
     public init(
         backend: any ReceiptVerificationBackend, policy: VerdictPolicy, catalog: (any ProductCatalogSource)? = nil,
-        retryPolicy: RetryPolicy = RetryPolicy(), requestTimeoutMs: Int = 30_000,
+        retryPolicy: AppleCallRetryPolicy = AppleCallRetryPolicy(), requestTimeoutMs: Int = 30_000,
         malformedBurst: MalformedReceiptBurstDetector.Configuration = .init(),
-        clock: any VerificationClock = DispatchVerificationClock(),
+        clock: any ServiceClock = DispatchClock(),
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
         logger: Logger, metrics: MetricsRegistry? = nil
     ) {
@@ -156,7 +156,7 @@ public final class ReceiptVerifier: Sendable {
     }
 
     private func remainingMs(until deadline: DispatchTime) -> Int {
-        let now = clock.now().uptimeNanoseconds
+        let now = clock.monotonicNanoseconds()
         let end = deadline.uptimeNanoseconds
         return end > now ? Int((end - now) / 1_000_000) : 0
     }
@@ -204,7 +204,7 @@ public final class ReceiptVerifier: Sendable {
         } else {
             observed = .other
         }
-        let now = clock.now().uptimeNanoseconds
+        let now = clock.monotonicNanoseconds()
         let (transition, isBurst, answers, malformed, receipts) = burstDetector.withLock { detector in
             let transition = detector.record(observed, nowNs: now)
             return (
@@ -310,7 +310,7 @@ public final class ReceiptVerifier: Sendable {
             let waitMs = max(answer.retryAfterMs ?? remaining, 0)
             if state.attempts < retryPolicy.maxAttempts, remaining - waitMs >= Self.minimumAttemptMs {
                 let next = state
-                clock.schedule(afterMs: waitMs) { [self] in attempt(next, completion: completion) }
+                clock.schedule(after: .milliseconds(waitMs)) { [self] in attempt(next, completion: completion) }
                 return
             }
             finish(
@@ -340,7 +340,7 @@ public final class ReceiptVerifier: Sendable {
                         "apple_status": .int(answer.appleStatus ?? -1),
                     ])
                 let next = state
-                clock.schedule(afterMs: delayMs) { [self] in attempt(next, completion: completion) }
+                clock.schedule(after: .milliseconds(delayMs)) { [self] in attempt(next, completion: completion) }
             case .giveUp
             where kind == .malformedReceipt
                 && state.malformedAttempts >= retryPolicy.malformedReceiptMaxAttempts:

@@ -86,7 +86,7 @@ public final class VerifyReceiptBackend: ReceiptVerificationBackend {
         let request = HTTPClientRequest(
             url: endpoints.url(for: environment), body: body,
             headers: ["Content-Type: application/json", "Accept: application/json"], timeoutMs: timeoutMs)
-        let startedAt = metrics == nil ? 0 : Clock.monotonicNanoseconds()
+        let startedAt = metrics == nil ? 0 : SystemTime.monotonicNanoseconds()
         client.post(request) { [self] result in
             let answer = Self.interpret(result, environment: environment, calls: calls + 1)
             metrics?.record(answer.classification, environment: environment, startedAt: startedAt)
@@ -137,7 +137,7 @@ public final class VerifyReceiptBackend: ReceiptVerificationBackend {
     private func reportDisagreement(_ apple: String, endpoint: AppStoreEnvironment, status: Int?) {
         metrics?.recordEnvironmentDisagreement(endpoint: endpoint, apple: apple)
         guard let logger else { return }
-        let now = Clock.monotonicNanoseconds()
+        let now = SystemTime.monotonicNanoseconds()
         let due = lastDisagreementLogNs.withLock { last in
             guard last.map({ now &- $0 >= Self.disagreementLogIntervalNs }) ?? true else { return false }
             last = now

@@ -67,8 +67,7 @@ public final class FakeNotificationSender: Sendable {
                 return
             }
             let wait = remaining.first ?? .zero
-            let nanoseconds = Int(clamping: wait.components.seconds * 1_000_000_000
-                + wait.components.attoseconds / 1_000_000_000)
+            let nanoseconds = Int(clamping: wait.clampedNanoseconds)
             self.timers.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) {
                 self.attempt(
                     uuid: uuid, url: url, body: body, remaining: remaining.dropFirst(), number: number + 1,

@@ -1,3 +1,5 @@
+import ServiceSupport
+
 /// Decides when Apple is broadly failing, so the verifier stops taking new work instead of burning retry rounds.
 ///
 /// Fed with one observation per Apple answer or failure (`true` = Apple answered with a verdict or a status,
@@ -7,15 +9,15 @@
 ///   the failure share reaches `failureRatio`.
 /// - open: no new work except one probe at a time, the first `initialProbeInterval` after opening, then with the
 ///   interval doubling up to `maximumProbeInterval`. Any success closes the breaker (the window is cleared).
-public struct AppleCircuitBreaker: Sendable {
-    public struct Configuration: Sendable, Equatable {
-        public var windowSize: Int
-        public var minimumObservations: Int
-        public var failureRatio: Double
-        public var initialProbeInterval: Duration
-        public var maximumProbeInterval: Duration
+struct AppleCircuitBreaker: Sendable {
+    struct Configuration: Sendable, Equatable {
+        var windowSize: Int
+        var minimumObservations: Int
+        var failureRatio: Double
+        var initialProbeInterval: Duration
+        var maximumProbeInterval: Duration
 
-        public init(
+        init(
             windowSize: Int = 50, minimumObservations: Int = 20, failureRatio: Double = 0.5,
             initialProbeInterval: Duration = .seconds(1), maximumProbeInterval: Duration = .seconds(15)
         ) {
@@ -28,39 +30,39 @@ public struct AppleCircuitBreaker: Sendable {
         }
     }
 
-    public enum State: Sendable, Equatable {
+    enum State: Sendable, Equatable {
         case closed
         /// `nextProbeAtNs` is a monotonic time; `probeInFlight` while a probe's answer is awaited.
         case open(nextProbeAtNs: UInt64, probeInterval: Duration, probeInFlight: Bool)
 
-        public var isOpen: Bool {
+        var isOpen: Bool {
             if case .open = self { return true }
             return false
         }
     }
 
     /// What an observation changed, for logs and metrics.
-    public enum Transition: Sendable, Equatable {
+    enum Transition: Sendable, Equatable {
         case opened
         case closed
     }
 
-    public let configuration: Configuration
-    public private(set) var state: State = .closed
+    let configuration: Configuration
+    private(set) var state: State = .closed
     private var ring: [Bool]
     private var next = 0
     private var filled = 0
     private var failures = 0
 
-    public init(configuration: Configuration = Configuration()) {
+    init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
         self.ring = Array(repeating: true, count: configuration.windowSize)
     }
 
-    public var isOpen: Bool { state.isOpen }
+    var isOpen: Bool { state.isOpen }
 
     /// Records one observation made at monotonic time `nowNs`.
-    public mutating func record(success: Bool, nowNs: UInt64) -> Transition? {
+    mutating func record(success: Bool, nowNs: UInt64) -> Transition? {
         switch state {
         case .closed:
             push(success)
@@ -69,7 +71,7 @@ public struct AppleCircuitBreaker: Sendable {
             else { return nil }
             let interval = configuration.initialProbeInterval
             state = .open(
-                nextProbeAtNs: nowNs &+ Self.nanoseconds(interval), probeInterval: interval, probeInFlight: false)
+                nextProbeAtNs: nowNs &+ interval.clampedNanoseconds, probeInterval: interval, probeInFlight: false)
             return .opened
         case .open:
             guard success else { return nil }
@@ -80,7 +82,7 @@ public struct AppleCircuitBreaker: Sendable {
     }
 
     /// Whether a probe may be dispatched now; when it may, the breaker counts it as in flight.
-    public mutating func takeProbe(nowNs: UInt64) -> Bool {
+    mutating func takeProbe(nowNs: UInt64) -> Bool {
         guard case .open(let due, let interval, let inFlight) = state, !inFlight, nowNs >= due else { return false }
         state = .open(nextProbeAtNs: due, probeInterval: interval, probeInFlight: true)
         return true
@@ -88,15 +90,15 @@ public struct AppleCircuitBreaker: Sendable {
 
     /// The probe ended without Apple answering: wait twice as long for the next one (up to the maximum).
     /// A probe that succeeded is reported through `record(success: true, ...)` instead, which closes the breaker.
-    public mutating func probeFailed(nowNs: UInt64) {
+    mutating func probeFailed(nowNs: UInt64) {
         guard case .open(_, let interval, _) = state else { return }
         let doubled = min(interval * 2, configuration.maximumProbeInterval)
-        state = .open(nextProbeAtNs: nowNs &+ Self.nanoseconds(doubled), probeInterval: doubled, probeInFlight: false)
+        state = .open(nextProbeAtNs: nowNs &+ doubled.clampedNanoseconds, probeInterval: doubled, probeInFlight: false)
     }
 
     /// Failures among the observations in the window (closed state), for metrics.
-    public var recentFailures: Int { failures }
-    public var recentObservations: Int { filled }
+    var recentFailures: Int { failures }
+    var recentObservations: Int { filled }
 
     private mutating func push(_ success: Bool) {
         if filled == configuration.windowSize {
@@ -113,10 +115,5 @@ public struct AppleCircuitBreaker: Sendable {
         next = 0
         filled = 0
         failures = 0
-    }
-
-    static func nanoseconds(_ duration: Duration) -> UInt64 {
-        let (seconds, attoseconds) = duration.components
-        return UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
     }
 }

@@ -1,6 +1,6 @@
 /// Something the dispatch state wants done to the consumer. Computed under the state's lock, applied outside it
 /// by `ConsumerControlApplier`, which uses `sequence` to drop a batch overtaken by a newer one.
-public enum ControlAction: Sendable, Equatable {
+enum ControlAction: Sendable, Equatable {
     case pause(PartitionKey)
     case resume(PartitionKey)
     /// Store `nextOffset` (the next offset to read, as is) for commit. `epoch` is the partition's assignment.
@@ -8,11 +8,11 @@ public enum ControlAction: Sendable, Equatable {
 }
 
 /// The control actions of one transition, numbered in the order the transitions happened.
-public struct ControlBatch: Sendable, Equatable {
-    public var sequence: UInt64
-    public var actions: [ControlAction]
+struct ControlBatch: Sendable, Equatable {
+    var sequence: UInt64
+    var actions: [ControlAction]
 
-    public init(sequence: UInt64, actions: [ControlAction]) {
+    init(sequence: UInt64, actions: [ControlAction]) {
         self.sequence = sequence
         self.actions = actions
     }

@@ -1,25 +1,25 @@
 /// The back-pressure marks of the dispatch state. All counts are messages.
-public struct DispatchLimits: Sendable, Equatable {
+struct DispatchLimits: Sendable, Equatable {
     /// Apple verification rounds in flight per process (`VERIFIER_MAX_IN_FLIGHT`).
-    public var maxInFlight: Int
+    var maxInFlight: Int
     /// A partition is paused when it holds this many messages (outstanding plus completed ones waiting behind an
     /// outstanding one): bounds memory and redelivery after a crash when one message is slow.
-    public var partitionWindow: Int
+    var partitionWindow: Int
     /// ... and resumed when it holds at most this many.
-    public var partitionResumeMark: Int
+    var partitionResumeMark: Int
     /// Every partition is paused when this many admitted messages wait for an Apple slot ...
-    public var pendingLimit: Int
+    var pendingLimit: Int
     /// ... and resumed when at most this many wait.
-    public var pendingResumeMark: Int
+    var pendingResumeMark: Int
     /// The partitions of the direct topics (notifications: processed without Apple) are paused when this many of
     /// their messages are admitted and not finished: no Apple slot bounds them, so this bounds their memory ...
-    public var directLimit: Int
+    var directLimit: Int
     /// ... and resumed when at most this many are.
-    public var directResumeMark: Int
+    var directResumeMark: Int
 
     /// - Parameters:
     ///   - directLimit: default `pendingLimit`; `directResumeMark` default: half of it.
-    public init(
+    init(
         maxInFlight: Int, partitionWindow: Int, partitionResumeMark: Int, pendingLimit: Int, pendingResumeMark: Int,
         directLimit: Int? = nil, directResumeMark: Int? = nil
     ) {
@@ -40,7 +40,7 @@ public struct DispatchLimits: Sendable, Equatable {
     /// Marks derived from the in-flight limit and a partition window: up to four times the in-flight limit may wait for
     /// Apple, so every slot stays busy while a paused consumer resumes and refetches (librdkafka drops its prefetch
     /// on pause), and as many direct messages may be in progress; resume marks at half.
-    public init(maxInFlight: Int, partitionWindow: Int) {
+    init(maxInFlight: Int, partitionWindow: Int) {
         let window = max(partitionWindow, 2)
         let pending = max(4 * maxInFlight, 2)
         let direct = max(16 * maxInFlight, 2)

@@ -1,3 +1,5 @@
+import ServiceSupport
+
 /// The verifier's per-process dispatch bookkeeping: which messages are admitted, which wait for an Apple slot,
 /// which partitions must be paused, which offsets may be stored. A pure state machine: every transition returns a
 /// `DispatchStep` saying what to do; the owner performs it outside its lock.
@@ -12,36 +14,36 @@
 ///   partition is paused while too many admitted messages wait for Apple, while the breaker is open with work
 ///   waiting, and once stopping. The partitions of the direct topics (processed without Apple: notifications) are
 ///   also paused while `limits.directLimit` of their messages are admitted and not finished.
-public struct DispatchState<Work: Sendable>: Sendable {
+struct DispatchState<Work: Sendable>: Sendable {
     /// A round to start at Apple. `isProbe` marks the single call allowed while the breaker is open.
-    public struct Dispatch: Sendable {
-        public let ticket: MessageTicket
-        public let work: Work
-        public let isProbe: Bool
+    struct Dispatch: Sendable {
+        let ticket: MessageTicket
+        let work: Work
+        let isProbe: Bool
     }
 
     /// What a transition asks the owner to do.
-    public struct Step: Sendable {
-        public var dispatches: [Dispatch] = []
-        public var controls: ControlBatch?
-        public var breakerTransition: AppleCircuitBreaker.Transition?
+    struct Step: Sendable {
+        var dispatches: [Dispatch] = []
+        var controls: ControlBatch?
+        var breakerTransition: AppleCircuitBreaker.Transition?
         /// Tickets this transition ended without completing them (their work must be abandoned).
-        public var dropped: [MessageTicket] = []
+        var dropped: [MessageTicket] = []
         /// A partition whose consumer position went backwards (see `admit`).
-        public var positionReset: PositionReset?
+        var positionReset: PositionReset?
     }
 
     /// The consumer delivered an offset below one already admitted in the same assignment: librdkafka reset the
     /// partition's position (`auto.offset.reset` after `OFFSET_OUT_OF_RANGE`, for example a truncated log).
-    public struct PositionReset: Sendable, Equatable {
-        public let partition: PartitionKey
+    struct PositionReset: Sendable, Equatable {
+        let partition: PartitionKey
         /// The greatest offset admitted before the reset.
-        public let previousOffset: Int64
+        let previousOffset: Int64
         /// The offset the partition restarted at.
-        public let newOffset: Int64
+        let newOffset: Int64
         /// Messages of the old position still in flight (decoding, at Apple, being written): abandoned, their
         /// outputs are not written (their tickets are no longer owned) and their offsets never stored.
-        public let abandonedInFlight: Int
+        let abandonedInFlight: Int
     }
 
     private struct Waiting: Sendable {
@@ -49,22 +51,21 @@ public struct DispatchState<Work: Sendable>: Sendable {
         let work: Work
     }
 
-    public let limits: DispatchLimits
-    public private(set) var breaker: AppleCircuitBreaker
-    public private(set) var appleInFlight = 0
-    public private(set) var isStopping = false
+    let limits: DispatchLimits
+    private(set) var breaker: AppleCircuitBreaker
+    private(set) var appleInFlight = 0
+    private(set) var isStopping = false
     private var partitions: [PartitionKey: PartitionDispatchState] = [:]
-    private var waiting: [Waiting] = []
-    private var waitingHead = 0
+    private var waiting = FIFOQueue<Waiting>()
     private var pendingGate = false
     /// Topics whose messages never wait for Apple (notifications); their live messages are bounded together.
-    public let directTopics: Set<String>
+    let directTopics: Set<String>
     private var directGate = false
     private var nextEpoch: UInt64 = 1
     /// Control batches emitted so far (each transition with control actions emits one, numbered from 1).
-    public private(set) var controlSequence: UInt64 = 0
+    private(set) var controlSequence: UInt64 = 0
 
-    public init(
+    init(
         limits: DispatchLimits, breaker: AppleCircuitBreaker = AppleCircuitBreaker(), directTopics: Set<String> = []
     ) {
         self.limits = limits
@@ -75,18 +76,18 @@ public struct DispatchState<Work: Sendable>: Sendable {
     // MARK: Queries
 
     /// Messages admitted and waiting for an Apple slot.
-    public var waitingForApple: Int { waiting.count - waitingHead }
+    var waitingForApple: Int { waiting.count }
 
     /// The partitions currently assigned (revoking ones included).
-    public var assignedPartitions: [PartitionKey] { Array(partitions.keys) }
+    var assignedPartitions: [PartitionKey] { Array(partitions.keys) }
 
     /// The partitions the consumer was told to pause.
-    public var pausedPartitions: [PartitionKey] {
+    var pausedPartitions: [PartitionKey] {
         partitions.compactMap { $0.value.toldPaused == true ? $0.key : nil }
     }
 
     /// Admitted messages not yet completed or dropped, in `partitions` (all when nil).
-    public func liveCount(in selected: [PartitionKey]? = nil) -> Int {
+    func liveCount(in selected: [PartitionKey]? = nil) -> Int {
         if let selected {
             return selected.reduce(0) { $0 + (partitions[$1]?.live ?? 0) }
         }
@@ -94,18 +95,18 @@ public struct DispatchState<Work: Sendable>: Sendable {
     }
 
     /// Messages held by the partition's offset tracker (outstanding plus completed behind an outstanding one).
-    public func heldCount(_ partition: PartitionKey) -> Int {
+    func heldCount(_ partition: PartitionKey) -> Int {
         partitions[partition]?.tracker.held ?? 0
     }
 
     /// Whether `ticket`'s partition is still assigned in the ticket's epoch (revoking or stopping included): its
     /// completion can still store an offset, so a failed publish is worth retrying.
-    public func isOwned(_ ticket: MessageTicket) -> Bool {
+    func isOwned(_ ticket: MessageTicket) -> Bool {
         partitions[ticket.partition]?.epoch == ticket.epoch
     }
 
     /// Whether `ticket` belongs to the current assignment of its partition and is not being revoked.
-    public func isCurrent(_ ticket: MessageTicket) -> Bool {
+    func isCurrent(_ ticket: MessageTicket) -> Bool {
         guard let state = partitions[ticket.partition] else { return false }
         return state.epoch == ticket.epoch && !state.revoking && !isStopping
     }
@@ -114,7 +115,7 @@ public struct DispatchState<Work: Sendable>: Sendable {
 
     /// New partitions: fresh offset tracking in a new epoch. Each is explicitly resumed or paused, so no pause
     /// left over from an earlier assignment survives.
-    public mutating func assign(_ assigned: [PartitionKey], nowNs: UInt64) -> Step {
+    mutating func assign(_ assigned: [PartitionKey], nowNs: UInt64) -> Step {
         for partition in assigned {
             partitions[partition] = PartitionDispatchState(epoch: nextEpoch)
             nextEpoch += 1
@@ -126,7 +127,7 @@ public struct DispatchState<Work: Sendable>: Sendable {
 
     /// Starts revoking: nothing more of these partitions is admitted or dispatched; their waiting and held messages
     /// are dropped at once. The owner then waits (bounded) until `liveCount(in:)` is zero and calls `finishRevoke`.
-    public mutating func beginRevoke(_ revoked: [PartitionKey]) -> Step {
+    mutating func beginRevoke(_ revoked: [PartitionKey]) -> Step {
         var step = Step()
         let set = Set(revoked)
         for partition in revoked {
@@ -145,7 +146,7 @@ public struct DispatchState<Work: Sendable>: Sendable {
     }
 
     /// Forgets revoked partitions: late completions of their tickets are ignored.
-    public mutating func finishRevoke(_ revoked: [PartitionKey]) {
+    mutating func finishRevoke(_ revoked: [PartitionKey]) {
         for partition in revoked { partitions[partition] = nil }
     }
 
@@ -157,7 +158,7 @@ public struct DispatchState<Work: Sendable>: Sendable {
     /// An offset below the last one admitted means the consumer's position was reset backwards: the partition's
     /// tracking starts afresh in a new epoch at that offset (`Step.positionReset`), and everything admitted at the
     /// old position is dropped, so no offset is ever stored past the messages the consumer now delivers again.
-    public mutating func admit(_ partition: PartitionKey, offset: Int64) -> (MessageTicket?, Step) {
+    mutating func admit(_ partition: PartitionKey, offset: Int64) -> (MessageTicket?, Step) {
         var step = Step()
         guard !isStopping, var index = partitions.index(forKey: partition), !partitions.values[index].revoking else {
             return (nil, step)
@@ -178,7 +179,7 @@ public struct DispatchState<Work: Sendable>: Sendable {
     }
 
     /// A retry record that is not yet due: its partition stays paused until `release`.
-    public mutating func hold(_ ticket: MessageTicket) -> Step {
+    mutating func hold(_ ticket: MessageTicket) -> Step {
         var step = Step()
         guard isCurrent(ticket) else {
             drop(ticket, into: &step)
@@ -190,7 +191,7 @@ public struct DispatchState<Work: Sendable>: Sendable {
     }
 
     /// A held record became due: it queues for Apple like a fresh message. Ignored when the hold was dropped.
-    public mutating func release(_ ticket: MessageTicket, work: Work, nowNs: UInt64) -> Step {
+    mutating func release(_ ticket: MessageTicket, work: Work, nowNs: UInt64) -> Step {
         var step = Step()
         guard isCurrent(ticket), partitions[ticket.partition]?.heldOffsets.remove(ticket.offset) != nil else {
             return step
@@ -200,7 +201,7 @@ public struct DispatchState<Work: Sendable>: Sendable {
     }
 
     /// A decoded submission needs a round at Apple: dispatched now when a slot is free, else queued.
-    public mutating func enqueue(_ ticket: MessageTicket, work: Work, nowNs: UInt64) -> Step {
+    mutating func enqueue(_ ticket: MessageTicket, work: Work, nowNs: UInt64) -> Step {
         var step = Step()
         guard isCurrent(ticket) else {
             drop(ticket, into: &step)
@@ -219,7 +220,7 @@ public struct DispatchState<Work: Sendable>: Sendable {
 
     /// A round at Apple ended. `appleAnswered` is false when it ended without a verdict (Apple unavailable); it
     /// feeds the breaker. Frees the slot and dispatches what waits.
-    public mutating func appleFinished(_ dispatch: Dispatch, appleAnswered: Bool, nowNs: UInt64) -> Step {
+    mutating func appleFinished(_ dispatch: Dispatch, appleAnswered: Bool, nowNs: UInt64) -> Step {
         var step = Step()
         appleInFlight -= 1
         step.breakerTransition = breaker.record(success: appleAnswered, nowNs: nowNs)
@@ -230,7 +231,7 @@ public struct DispatchState<Work: Sendable>: Sendable {
     }
 
     /// One Apple call's answer observed inside a round (when the client reports calls individually).
-    public mutating func observeAppleCall(answered: Bool, nowNs: UInt64) -> Step {
+    mutating func observeAppleCall(answered: Bool, nowNs: UInt64) -> Step {
         var step = Step()
         step.breakerTransition = breaker.record(success: answered, nowNs: nowNs)
         if step.breakerTransition != nil {
@@ -241,7 +242,7 @@ public struct DispatchState<Work: Sendable>: Sendable {
     }
 
     /// Every output of the ticket's message was acknowledged: the offset may be stored once the prefix is complete.
-    public mutating func complete(_ ticket: MessageTicket) -> Step {
+    mutating func complete(_ ticket: MessageTicket) -> Step {
         var step = Step()
         guard let index = partitions.index(forKey: ticket.partition), partitions.values[index].epoch == ticket.epoch,
             partitions.values[index].tracker.isOutstanding(ticket.offset)
@@ -255,7 +256,7 @@ public struct DispatchState<Work: Sendable>: Sendable {
     }
 
     /// The ticket's work was abandoned without an output (its partition is being revoked, or stopping).
-    public mutating func abandon(_ ticket: MessageTicket) -> Step {
+    mutating func abandon(_ ticket: MessageTicket) -> Step {
         var step = Step()
         drop(ticket, into: &step)
         reconcile(into: &step)
@@ -263,7 +264,7 @@ public struct DispatchState<Work: Sendable>: Sendable {
     }
 
     /// Time passed: a probe may be due while the breaker is open.
-    public mutating func tick(nowNs: UInt64) -> Step {
+    mutating func tick(nowNs: UInt64) -> Step {
         var step = Step()
         dispatchWaiting(nowNs: nowNs, into: &step)
         reconcile(into: &step)
@@ -271,7 +272,7 @@ public struct DispatchState<Work: Sendable>: Sendable {
     }
 
     /// Shutdown: pause everything, admit and dispatch nothing more, drop what waits or is held.
-    public mutating func stop() -> Step {
+    mutating func stop() -> Step {
         var step = Step()
         isStopping = true
         for (partition, var state) in partitions {
@@ -319,33 +320,13 @@ public struct DispatchState<Work: Sendable>: Sendable {
 
     /// Removes waiting entries matching `predicate`, decrementing their partitions' live counts.
     private mutating func removeWaiting(where predicate: (MessageTicket) -> Bool) -> [MessageTicket] {
-        var kept: [Waiting] = []
-        var removed: [MessageTicket] = []
-        for entry in waiting[waitingHead...] {
-            if predicate(entry.ticket) {
-                removed.append(entry.ticket)
-                partitions[entry.ticket.partition]?.live -= 1
-            } else {
-                kept.append(entry)
-            }
-        }
-        waiting = kept
-        waitingHead = 0
-        return removed
+        let removed = waiting.removeAll { predicate($0.ticket) }
+        for entry in removed { partitions[entry.ticket.partition]?.live -= 1 }
+        return removed.map(\.ticket)
     }
 
     private mutating func popWaiting() -> Waiting? {
-        guard waitingHead < waiting.count else { return nil }
-        let entry = waiting[waitingHead]
-        waitingHead += 1
-        if waitingHead >= 1024, waitingHead * 2 >= waiting.count {
-            waiting.removeFirst(waitingHead)
-            waitingHead = 0
-        } else if waitingHead == waiting.count {
-            waiting.removeAll(keepingCapacity: true)
-            waitingHead = 0
-        }
-        return entry
+        waiting.removeFirst()
     }
 
     private mutating func dispatchWaiting(nowNs: UInt64, into step: inout Step) {

@@ -3,16 +3,16 @@
 /// `epoch` is the assignment generation of the partition when the message was admitted: after a revoke and a new
 /// assignment the same offset may be consumed again, and completions of the old generation must not touch the new
 /// generation's offset tracking.
-public struct MessageTicket: Hashable, Sendable, CustomStringConvertible {
-    public let partition: PartitionKey
-    public let epoch: UInt64
-    public let offset: Int64
+struct MessageTicket: Hashable, Sendable, CustomStringConvertible {
+    let partition: PartitionKey
+    let epoch: UInt64
+    let offset: Int64
 
-    public init(partition: PartitionKey, epoch: UInt64, offset: Int64) {
+    init(partition: PartitionKey, epoch: UInt64, offset: Int64) {
         self.partition = partition
         self.epoch = epoch
         self.offset = offset
     }
 
-    public var description: String { "\(partition)@\(offset)#\(epoch)" }
+    var description: String { "\(partition)@\(offset)#\(epoch)" }
 }

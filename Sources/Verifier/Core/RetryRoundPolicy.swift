@@ -1,14 +1,15 @@
-/// How many rounds of Apple attempts a submission gets and how long to wait between them.
+/// How many rounds of Apple attempts a submission gets and how long to wait between them (the verifier's layer, across
+/// `RETRY_TOPIC`; the calls within one round follow AppStore's `AppleCallRetryPolicy`).
 ///
 /// Round 1 runs when the submission is first consumed; each later round runs from a `RetryRecord` on `RETRY_TOPIC`
 /// once its `not_before_ms` has passed. When round `maximumRounds` ends without a verdict the submission fails with
 /// `apple_unavailable` (DLQ record plus result). The wait after round `n` is `initialBackoff * 2^(n-1)`, capped.
-public struct RetryRoundPolicy: Sendable, Equatable {
-    public var maximumRounds: Int
-    public var initialBackoff: Duration
-    public var maximumBackoff: Duration
+struct RetryRoundPolicy: Sendable, Equatable {
+    var maximumRounds: Int
+    var initialBackoff: Duration
+    var maximumBackoff: Duration
 
-    public init(
+    init(
         maximumRounds: Int = 6, initialBackoff: Duration = .seconds(30), maximumBackoff: Duration = .seconds(600)
     ) {
         precondition(maximumRounds >= 1)
@@ -18,7 +19,7 @@ public struct RetryRoundPolicy: Sendable, Equatable {
     }
 
     /// The wait before the round after `completedRounds` rounds (>= 1).
-    public func backoff(afterRound completedRounds: Int) -> Duration {
+    func backoff(afterRound completedRounds: Int) -> Duration {
         var wait = initialBackoff
         var round = 1
         while round < completedRounds, wait < maximumBackoff {
@@ -28,14 +29,8 @@ public struct RetryRoundPolicy: Sendable, Equatable {
         return min(wait, maximumBackoff)
     }
 
-    /// Milliseconds of `duration`, for `not_before_ms` arithmetic.
-    static func milliseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    }
-
     /// Total wait between the first and the last round: an Apple outage shorter than this yields no `failed` result.
-    public var horizon: Duration {
+    var horizon: Duration {
         (1..<maximumRounds).reduce(Duration.zero) { $0 + backoff(afterRound: $1) }
     }
 }

@@ -18,21 +18,21 @@ import Synchronization
 /// Threads: `consume`, `partitionsAssigned` and `partitionsRevoking` are called on the consumer's poll thread;
 /// Apple completions and delivery reports arrive on library threads. CPU work (decoding, encoding) runs on a
 /// concurrent Dispatch queue; all bookkeeping is in `DispatchState` behind one lock, and its actions run outside it.
-public final class VerificationEngine: Sendable {
-    public struct Configuration: Sendable {
-        public var topics: VerifierTopics
-        public var limits: DispatchLimits
-        public var retryPolicy: RetryRoundPolicy
-        public var breaker: AppleCircuitBreaker.Configuration
+final class VerificationEngine: Sendable {
+    struct Configuration: Sendable {
+        var topics: TopicNames
+        var limits: DispatchLimits
+        var retryPolicy: RetryRoundPolicy
+        var breaker: AppleCircuitBreaker.Configuration
         /// The first wait after a failed publish; doubles up to `maximumPublishBackoff`.
-        public var initialPublishBackoff: Duration = .milliseconds(50)
-        public var maximumPublishBackoff: Duration = .seconds(5)
+        var initialPublishBackoff: Duration = .milliseconds(50)
+        var maximumPublishBackoff: Duration = .seconds(5)
         /// Publishes in a row that failed with an error retrying cannot fix (authorization, unknown topic) before
         /// `/readyz` reports not ready.
-        public var publishFailuresBeforeNotReady = 10
+        var publishFailuresBeforeNotReady = 10
 
-        public init(
-            topics: VerifierTopics, limits: DispatchLimits, retryPolicy: RetryRoundPolicy,
+        init(
+            topics: TopicNames, limits: DispatchLimits, retryPolicy: RetryRoundPolicy,
             breaker: AppleCircuitBreaker.Configuration = .init()
         ) {
             self.topics = topics
@@ -43,21 +43,21 @@ public final class VerificationEngine: Sendable {
     }
 
     /// Counts for health and metrics.
-    public struct Snapshot: Sendable, Equatable {
-        public var appleInFlight: Int
-        public var waitingForApple: Int
-        public var liveMessages: Int
-        public var assignedPartitions: Int
-        public var pausedPartitions: Int
-        public var breakerOpen: Bool
-        public var stopping: Bool
+    struct Snapshot: Sendable, Equatable {
+        var appleInFlight: Int
+        var waitingForApple: Int
+        var liveMessages: Int
+        var assignedPartitions: Int
+        var pausedPartitions: Int
+        var breakerOpen: Bool
+        var stopping: Bool
     }
 
     private let configuration: Configuration
     private let verifier: any SubmissionVerifying
     private let notifications: NotificationProcessor?
     private let publisher: any RecordPublishing
-    private let clock: any VerifierClock
+    private let clock: any ServiceClock
     private let logger: Logger
     private let metrics: VerifierMetrics
     private let triage: MessageTriage
@@ -69,9 +69,9 @@ public final class VerificationEngine: Sendable {
 
     /// - Parameter notifications: verifies messages of `topics.notifications`; without it they are treated as
     ///   malformed submissions (the service always gives one).
-    public init(
+    init(
         configuration: Configuration, verifier: any SubmissionVerifying, publisher: any RecordPublishing,
-        control: any PartitionControl, clock: any VerifierClock, logger: Logger, metrics: VerifierMetrics,
+        control: any PartitionControl, clock: any ServiceClock, logger: Logger, metrics: VerifierMetrics,
         notifications: NotificationProcessor? = nil
     ) {
         self.configuration = configuration
@@ -92,7 +92,7 @@ public final class VerificationEngine: Sendable {
                 directTopics: notifications == nil ? [] : [configuration.topics.notifications]))
     }
 
-    public var snapshot: Snapshot {
+    var snapshot: Snapshot {
         state.withLock { state in
             Snapshot(
                 appleInFlight: state.appleInFlight, waitingForApple: state.waitingForApple,
@@ -103,20 +103,20 @@ public final class VerificationEngine: Sendable {
     }
 
     /// nil while the process can work, else why not (a fatal producer error: only a restart helps).
-    public var livenessProblem: String? { publishHealth.livenessProblem }
+    var livenessProblem: String? { publishHealth.livenessProblem }
 
     /// nil while outputs can be written, else why not (fatal, or too many permanent publish failures in a row).
-    public var publishingProblem: String? { publishHealth.readinessProblem }
+    var publishingProblem: String? { publishHealth.readinessProblem }
 
     /// The partitions currently paused (for metrics).
-    public var pausedPartitions: [PartitionKey] { state.withLock { $0.pausedPartitions } }
+    var pausedPartitions: [PartitionKey] { state.withLock { $0.pausedPartitions } }
 
     /// The offset last stored for `partition` (for tests).
-    public func lastStoredOffset(_ partition: PartitionKey) -> Int64? { applier.lastStored(partition) }
+    func lastStoredOffset(_ partition: PartitionKey) -> Int64? { applier.lastStored(partition) }
 
     // MARK: Consumer events
 
-    public func partitionsAssigned(_ partitions: [PartitionKey]) {
+    func partitionsAssigned(_ partitions: [PartitionKey]) {
         metrics.assigned.increment()
         logger.info("partitions assigned", ["partitions": .string(Self.describe(partitions))])
         let now = clock.monotonicNanoseconds()
@@ -125,7 +125,7 @@ public final class VerificationEngine: Sendable {
 
     /// Stops dispatching the partitions' messages, waits up to `timeout` for their in-flight work to finish (its
     /// offsets are stored as it completes), then forgets them. Blocks the calling (poll) thread.
-    public func partitionsRevoking(_ partitions: [PartitionKey], timeout: Duration) {
+    func partitionsRevoking(_ partitions: [PartitionKey], timeout: Duration) {
         metrics.revoked.increment()
         perform(state.withLock { $0.beginRevoke(partitions) })
         let finished = waitUntilNoLiveWork(in: partitions, timeout: timeout)
@@ -141,7 +141,7 @@ public final class VerificationEngine: Sendable {
     }
 
     /// A consumed message. Never blocks: decoding happens on the work queue.
-    public func consume(_ message: InputMessage) {
+    func consume(_ message: InputMessage) {
         let (ticket, step) = state.withLock { $0.admit(message.partition, offset: message.offset) }
         perform(step)
         guard let ticket else {
@@ -154,13 +154,13 @@ public final class VerificationEngine: Sendable {
     }
 
     /// One Apple call observed by the client (feeds the circuit breaker between round ends).
-    public func observeAppleCall(answered: Bool) {
+    func observeAppleCall(answered: Bool) {
         let now = clock.monotonicNanoseconds()
         perform(state.withLock { $0.observeAppleCall(answered: answered, nowNs: now) })
     }
 
     /// Periodic: lets a due probe go while the breaker is open, refreshes gauges.
-    public func tick() {
+    func tick() {
         let now = clock.monotonicNanoseconds()
         perform(state.withLock { $0.tick(nowNs: now) })
     }
@@ -169,7 +169,7 @@ public final class VerificationEngine: Sendable {
     /// to be written and its offsets stored. Then gives every partition up: work still running is abandoned (rounds
     /// ending later, for example when the App Store client is shut down, write nothing; the messages are read again
     /// after the restart). Returns true when nothing was left unfinished.
-    public func drain(timeout: Duration) -> Bool {
+    func drain(timeout: Duration) -> Bool {
         perform(state.withLock { $0.stop() })
         let finished = waitUntilNoLiveWork(in: nil, timeout: timeout)
         let left = state.withLock { state in
@@ -213,7 +213,7 @@ public final class VerificationEngine: Sendable {
             perform(state.withLock { $0.hold(ticket) })
             // No round legitimately waits longer than the policy's longest backoff: a record due further ahead
             // (clock skew, a hand-written record) must not keep its partition paused for longer than that.
-            let longest = RetryRoundPolicy.milliseconds(configuration.retryPolicy.maximumBackoff)
+            let longest = configuration.retryPolicy.maximumBackoff.clampedMilliseconds
             clock.schedule(after: .milliseconds(min(notBeforeMs - nowMs, longest))) {
                 self.metrics.heldRetryRecords.decrement()
                 let now = self.clock.monotonicNanoseconds()
@@ -527,7 +527,7 @@ public final class VerificationEngine: Sendable {
     /// completions produced are stored before the caller revokes or closes), or until the deadline.
     /// The bound is real elapsed time (not the injected clock): it limits how long a thread is blocked.
     private func waitUntilNoLiveWork(in partitions: [PartitionKey]?, timeout: Duration) -> Bool {
-        let deadline = DispatchTime.now().uptimeNanoseconds &+ AppleCircuitBreaker.nanoseconds(timeout)
+        let deadline = DispatchTime.now().uptimeNanoseconds &+ timeout.clampedNanoseconds
         while true {
             let (live, emitted) = state.withLock { ($0.liveCount(in: partitions), $0.controlSequence) }
             if live == 0, applier.processedBatches >= emitted { return true }

@@ -4,8 +4,8 @@ import ServiceSupport
 
 /// The verifier's own instruments, looked up once (the hot path then costs an atomic add).
 /// Names follow Prometheus conventions; labels are low-cardinality (outcome, reason, kind, topic, partition).
-public final class VerifierMetrics: Sendable {
-    public let registry: MetricsRegistry
+final class VerifierMetrics: Sendable {
+    let registry: MetricsRegistry
     private let results: [String: Counter]
     private let deadLetters: [Reason: Counter]
     private let rounds: [String: Counter]
@@ -32,7 +32,7 @@ public final class VerifierMetrics: Sendable {
     let assigned: Counter
     let revoked: Counter
 
-    public init(registry: MetricsRegistry) {
+    init(registry: MetricsRegistry) {
         self.registry = registry
         var results: [String: Counter] = [:]
         let resultHelp = "Results written (acknowledged by Kafka), by outcome and reason"

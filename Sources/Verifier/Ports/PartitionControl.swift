@@ -1,5 +1,5 @@
 /// The consumer operations the dispatch state drives. Calls are quick and non-blocking.
-public protocol PartitionControl: Sendable {
+protocol PartitionControl: Sendable {
     func pause(_ partitions: [PartitionKey])
     func resume(_ partitions: [PartitionKey])
     /// Stores `nextOffset` (the next offset to read, as is) for the next commit.

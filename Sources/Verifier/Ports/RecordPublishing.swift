@@ -2,19 +2,19 @@ import Kafka
 
 /// Why a record was not acknowledged by Kafka, classified so the engine can decide between retrying, rewriting the
 /// record and giving up on the process.
-public struct PublishFailure: Error, Sendable, Equatable, CustomStringConvertible {
-    public let message: String
+struct PublishFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    let message: String
     /// librdkafka's `rd_kafka_resp_err_t` code, when the failure came from Kafka.
-    public let code: Int32?
+    let code: Int32?
     /// The producer's local queue is full (back-pressure, not an error of the record).
-    public let isQueueFull: Bool
+    let isQueueFull: Bool
     /// The producer is unusable (for example an idempotent producer that lost its guarantees): nothing it sends
     /// can succeed until the process is restarted.
-    public let isFatal: Bool
+    let isFatal: Bool
     /// A later attempt of the same record may succeed without any change (timeouts, leader moves, brokers down).
-    public let isRetriable: Bool
+    let isRetriable: Bool
 
-    public init(
+    init(
         message: String, code: Int32? = nil, isQueueFull: Bool = false, isFatal: Bool = false,
         isRetriable: Bool = true
     ) {
@@ -27,7 +27,7 @@ public struct PublishFailure: Error, Sendable, Equatable, CustomStringConvertibl
 
     /// The failure a Kafka error stands for. An unknown topic counts as not retriable here although librdkafka
     /// retries it: the verifier's output topics exist by deployment, so only an operator can fix it.
-    public init(_ error: KafkaError) {
+    init(_ error: KafkaError) {
         self.init(
             message: error.message, code: error.code, isQueueFull: error.isQueueFull,
             isFatal: error.isFatal,
@@ -42,16 +42,16 @@ public struct PublishFailure: Error, Sendable, Equatable, CustomStringConvertibl
     /// bytes can never succeed.
     /// (`RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE` = 10, from the producer or the broker, and
     /// `RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE` = 18, a batch larger than the broker's segment size.)
-    public static let tooLargeCodes: Set<Int32> = [KafkaError.messageSizeTooLarge, 18]
+    static let tooLargeCodes: Set<Int32> = [KafkaError.messageSizeTooLarge, 18]
 
     /// The record is too large to ever be written as it is.
-    public var isMessageTooLarge: Bool { code.map(Self.tooLargeCodes.contains) ?? false }
+    var isMessageTooLarge: Bool { code.map(Self.tooLargeCodes.contains) ?? false }
 
-    public var description: String { message }
+    var description: String { message }
 }
 
 /// Writes the verifier's output records (results, retry and DLQ records).
-public protocol RecordPublishing: Sendable {
+protocol RecordPublishing: Sendable {
     /// Enqueues `record` without blocking. `completion` is called exactly once, on any thread: with nil once Kafka
     /// acknowledged the record (acks=all), or with the failure (including a refusal to enqueue).
     func publish(_ record: OutgoingRecord, completion: @escaping @Sendable (PublishFailure?) -> Void)

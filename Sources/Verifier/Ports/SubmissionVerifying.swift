@@ -4,7 +4,7 @@ import ReceiptModel
 extension VerificationOutcome {
     /// Whether Apple answered at all (what the circuit breaker counts as a success): a verdict or a configuration
     /// error is an answer; no verdict in time is not.
-    public var appleAnswered: Bool {
+    var appleAnswered: Bool {
         if case .unavailable = self { return false }
         return true
     }
@@ -14,7 +14,7 @@ extension VerificationOutcome {
 /// in-process retries within the round's deadline (the App Store client's policy). A round ends in a verdict (the
 /// result), no verdict in time (retried in a later round) or a configuration error (never retried: a `failed` /
 /// `config_error` result and a DLQ record).
-public protocol SubmissionVerifying: Sendable {
+protocol SubmissionVerifying: Sendable {
     /// `completion` is called exactly once, on any thread.
     func verify(_ submission: Submission, completion: @escaping @Sendable (VerificationOutcome) -> Void)
 }

@@ -2,7 +2,7 @@ import Foundation
 import ReceiptModel
 
 /// What to do with a consumed message, decided from its bytes alone.
-public enum Triage: Sendable {
+enum Triage: Sendable {
     /// A valid submission (fresh, or from a due retry record): run a round at Apple.
     case verify(VerificationJob)
     /// A retry record that is not due yet: hold it until `notBeforeMs`, then verify.
@@ -14,14 +14,14 @@ public enum Triage: Sendable {
 
 /// Decodes consumed messages: submissions from `RECEIPTS_TOPIC`, retry records from `RETRY_TOPIC`.
 /// A message that cannot be decoded never stops its partition: it becomes DLQ output.
-public struct MessageTriage: Sendable {
-    public let factory: OutputFactory
+struct MessageTriage: Sendable {
+    let factory: OutputFactory
 
-    public init(factory: OutputFactory) {
+    init(factory: OutputFactory) {
         self.factory = factory
     }
 
-    public func triage(_ message: InputMessage, nowMs: Int64) -> Triage {
+    func triage(_ message: InputMessage, nowMs: Int64) -> Triage {
         // Not parsed at all (it could hold the parser for seconds), nor copied into the DLQ record.
         if message.value.count > InputMessage.maximumValueBytes {
             return malformed(

@@ -1,17 +1,18 @@
 import AppStore
 import ReceiptModel
+import ServiceSupport
 
 /// Builds the verifier's output records exactly per the contract: keyed like the consumed message, with the
 /// `submission-id` header on all (when known), `outcome` on results and `dlq-reason` on DLQ records; purchase events
 /// keyed by original transaction id with `event-id` and `event-type`.
 public struct OutputFactory: Sendable {
-    public let topics: VerifierTopics
+    public let topics: TopicNames
 
-    public init(topics: VerifierTopics) {
+    public init(topics: TopicNames) {
         self.topics = topics
     }
 
-    public func result(_ result: VerificationResult, key: [UInt8]?) -> OutgoingRecord {
+    func result(_ result: VerificationResult, key: [UInt8]?) -> OutgoingRecord {
         OutgoingRecord(
             kind: .result, topic: topics.results, key: key, value: Self.encode(result),
             headers: [
@@ -20,7 +21,7 @@ public struct OutputFactory: Sendable {
     }
 
     /// A `failed` result for a message that is not a readable submission, with what could be recovered of it.
-    public func failedResult(
+    func failedResult(
         submissionId: String, orderId: String?, userId: String?, clientId: String? = nil, reason: Reason,
         message: String, appleStatus: Int?, attempts: Int, key: [UInt8]?, nowMs: Int64
     ) -> OutgoingRecord {
@@ -33,7 +34,7 @@ public struct OutputFactory: Sendable {
     }
 
     /// A `failed` result (no verdict could be reached) for a readable submission.
-    public func failedResult(
+    func failedResult(
         for submission: Submission, reason: Reason, source: VerificationSource, message: String, appleStatus: Int?,
         attempts: Int, key: [UInt8]?, nowMs: Int64
     ) -> OutgoingRecord {
@@ -47,7 +48,7 @@ public struct OutputFactory: Sendable {
     }
 
     /// The result of a verdict Apple gave.
-    public func verdictResult(_ verdict: ReceiptVerdict, job: VerificationJob, nowMs: Int64) -> OutgoingRecord {
+    func verdictResult(_ verdict: ReceiptVerdict, job: VerificationJob, nowMs: Int64) -> OutgoingRecord {
         let submission = job.submission
         return result(
             VerificationResult(
@@ -86,7 +87,7 @@ public struct OutputFactory: Sendable {
     /// `record` (a DLQ record Kafka refused as too large) without the original bytes: `original_value` is empty and
     /// `message` says why; the source topic, partition and offset still identify the original message.
     /// - Returns: nil when `record` is not a DLQ record or already carries no original bytes (nothing to drop).
-    public func deadLetterWithoutOriginal(_ record: OutgoingRecord) -> OutgoingRecord? {
+    func deadLetterWithoutOriginal(_ record: OutgoingRecord) -> OutgoingRecord? {
         guard record.kind == .deadLetter,
             var dead = try? MessageCoding.decode(DeadLetterRecord.self, from: record.value),
             !dead.originalValue.isEmpty
@@ -103,7 +104,7 @@ public struct OutputFactory: Sendable {
     /// original bytes plus a `failed` / `apple_unavailable` result, as after the last round.
     /// - Parameter source: the consumed message the retry record was written for (its offset identifies it).
     /// - Returns: nil when `record` is not a readable retry record.
-    public func finalFailure(ofOversizedRetry record: OutgoingRecord, source: MessageTicket, nowMs: Int64)
+    func finalFailure(ofOversizedRetry record: OutgoingRecord, source: MessageTicket, nowMs: Int64)
         -> [OutgoingRecord]?
     {
         guard record.kind == .retry, let retry = try? MessageCoding.decode(RetryRecord.self, from: record.value) else {
@@ -142,7 +143,7 @@ public struct OutputFactory: Sendable {
             ])
     }
 
-    public func retry(_ record: RetryRecord, key: [UInt8]?) -> OutgoingRecord {
+    func retry(_ record: RetryRecord, key: [UInt8]?) -> OutgoingRecord {
         OutgoingRecord(
             kind: .retry, topic: topics.retry, key: key, value: Self.encode(record),
             headers: [(MessageHeaders.submissionId, record.submission.submissionId)])

@@ -1,8 +1,9 @@
 import AppStore
 import ReceiptModel
+import ServiceSupport
 
 /// What became of a submission after a round, for metrics and logs.
-public enum RoundDisposition: Sendable, Equatable {
+enum RoundDisposition: Sendable, Equatable {
     /// A verdict or a `failed` result was written (`failed` ones also go to the DLQ).
     case result(Outcome, Reason?)
     /// A retry record was written; `round` is the rounds counted so far.
@@ -18,16 +19,16 @@ public enum RoundDisposition: Sendable, Equatable {
 ///   (Apple broadly failing), and when the round ended because of the App Store Server API's rate limit, the round
 ///   is not counted against the submission, so an outage or a 429 alone never makes a submission fail: it only
 ///   delays it.
-public struct RoundOutcomeRouter: Sendable {
-    public let factory: OutputFactory
-    public let policy: RetryRoundPolicy
+struct RoundOutcomeRouter: Sendable {
+    let factory: OutputFactory
+    let policy: RetryRoundPolicy
 
-    public init(factory: OutputFactory, policy: RetryRoundPolicy) {
+    init(factory: OutputFactory, policy: RetryRoundPolicy) {
         self.factory = factory
         self.policy = policy
     }
 
-    public func route(
+    func route(
         _ outcome: VerificationOutcome, job: VerificationJob, breakerOpen: Bool, nowMs: Int64
     ) -> (records: [OutgoingRecord], disposition: RoundDisposition) {
         let submission = job.submission
@@ -60,7 +61,7 @@ public struct RoundOutcomeRouter: Sendable {
                     .result(.failed, .appleUnavailable)
                 )
             }
-            let notBefore = nowMs + RetryRoundPolicy.milliseconds(policy.backoff(afterRound: countedRounds))
+            let notBefore = nowMs + policy.backoff(afterRound: countedRounds).clampedMilliseconds
             let record = RetryRecord(
                 submission: submission, round: countedRounds, attempts: totalAttempts, notBeforeMs: notBefore,
                 lastAppleStatus: status, lastError: error, source: failure.source)

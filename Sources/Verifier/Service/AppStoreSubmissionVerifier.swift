@@ -1,6 +1,7 @@
 import AppStore
 import Dispatch
 import ReceiptModel
+import ServiceSupport
 
 /// `SubmissionVerifying` over the App Store client: one round = one `ReceiptVerifier.verify` call with the
 /// client's in-process retries, bounded by `roundDeadline`.
@@ -9,7 +10,7 @@ struct AppStoreSubmissionVerifier: SubmissionVerifying {
     let roundDeadline: Duration
 
     func verify(_ submission: Submission, completion: @escaping @Sendable (VerificationOutcome) -> Void) {
-        let deadline = DispatchTime.now() + .nanoseconds(Int(clamping: AppleCircuitBreaker.nanoseconds(roundDeadline)))
+        let deadline = DispatchTime.now() + .nanoseconds(Int(clamping: roundDeadline.clampedNanoseconds))
         verifier.verify(
             proof: submission.proof, expectations: VerificationExpectations(submission), deadline: deadline,
             completion: completion)

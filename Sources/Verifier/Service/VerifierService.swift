@@ -22,7 +22,7 @@ public struct VerifierStartupError: Error, CustomStringConvertible, Sendable {
 public final class VerifierService: Sendable {
     private let settings: VerifierSettings
     private let logger: Logger
-    public let metrics: MetricsRegistry
+    let metrics: MetricsRegistry
     private let engine: VerificationEngine
     private let consumer: KafkaConsumer
     private let producer: KafkaProducer
@@ -77,7 +77,7 @@ public final class VerifierService: Sendable {
                 topics: settings.topics, limits: settings.limits, retryPolicy: settings.retryPolicy,
                 breaker: settings.breaker),
             verifier: AppStoreSubmissionVerifier(verifier: appleVerifier, roundDeadline: settings.roundDeadline),
-            publisher: KafkaRecordPublisher(producer: producer), control: bridge, clock: SystemVerifierClock(),
+            publisher: KafkaRecordPublisher(producer: producer), control: bridge, clock: DispatchClock(queue: DispatchQueue(label: "verifier-timers")),
             logger: logger, metrics: VerifierMetrics(registry: metrics),
             notifications: NotificationProcessor(
                 verifier: signedData, policy: settings.notificationPolicy, catalog: catalog))
@@ -121,7 +121,7 @@ public final class VerifierService: Sendable {
     }
 
     /// The bound port of the health/metrics endpoint (useful with port 0).
-    public var metricsPort: UInt16 { server.port }
+    var metricsPort: UInt16 { server.port }
 
     /// Binds the endpoint, starts the probe ticker and starts consuming.
     /// - Throws: `VerifierStartupError` when the endpoint cannot be bound.

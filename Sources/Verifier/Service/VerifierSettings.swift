@@ -5,31 +5,31 @@ import ServiceSupport
 /// Everything `receipt-verifier` reads from its environment, validated. Every variable is described in `helpText`.
 public struct VerifierSettings: Sendable {
     /// librdkafka properties from `KAFKA_*`, shared by the verifier's consumer and producer.
-    public var kafka: KafkaConfiguration
-    public var topics: VerifierTopics
-    public var groupId: String
-    public var metricsListen: ListenAddress
+    var kafka: KafkaConfiguration
+    var topics: TopicNames
+    var groupId: String
+    var metricsListen: ListenAddress
     /// The App Store client's settings (`APPLE_*`, `ALLOWED_BUNDLE_IDS`, `SANDBOX_POLICY`, `VERIFIER_MAX_IN_FLIGHT`).
-    public var appStore: AppStoreSettings
+    var appStore: AppStoreSettings
     /// The App Store Server API and signed data (`APPLE_ISSUER_ID`, ..., `SIGNED_TRANSACTION_CONFIRM`,
     /// `RECEIPT_BACKEND`).
-    public var serverAPI: ServerAPISettings
-    public var limits: DispatchLimits
+    var serverAPI: ServerAPISettings
+    var limits: DispatchLimits
     /// How long one round of Apple calls (the client's in-process retries) may take before it counts as no verdict.
-    public var roundDeadline: Duration
-    public var retryPolicy: RetryRoundPolicy
-    public var breaker: AppleCircuitBreaker.Configuration
+    var roundDeadline: Duration
+    var retryPolicy: RetryRoundPolicy
+    var breaker: AppleCircuitBreaker.Configuration
     /// How long a rebalance waits for in-flight work of revoked partitions.
-    public var revokeTimeout: Duration
+    var revokeTimeout: Duration
     /// How long SIGTERM waits for in-flight work before abandoning it (it is redelivered after restart).
-    public var shutdownTimeout: Duration
+    var shutdownTimeout: Duration
     /// The least time between two commits of stored offsets (`VERIFIER_COMMIT_INTERVAL_MS`): a stored offset is
     /// committed at once when the last commit is older, else when it is. What a crash redoes is about the work in
     /// flight plus what finished in this interval.
-    public var commitInterval: Duration
+    var commitInterval: Duration
 
-    public init(
-        kafka: KafkaConfiguration, topics: VerifierTopics, groupId: String, metricsListen: ListenAddress,
+    init(
+        kafka: KafkaConfiguration, topics: TopicNames, groupId: String, metricsListen: ListenAddress,
         appStore: AppStoreSettings, serverAPI: ServerAPISettings, limits: DispatchLimits, roundDeadline: Duration,
         retryPolicy: RetryRoundPolicy, breaker: AppleCircuitBreaker.Configuration, revokeTimeout: Duration,
         shutdownTimeout: Duration, commitInterval: Duration = .milliseconds(100)
@@ -50,7 +50,7 @@ public struct VerifierSettings: Sendable {
     }
 
     /// What notifications must satisfy besides their signatures.
-    public var notificationPolicy: NotificationPolicy {
+    var notificationPolicy: NotificationPolicy {
         NotificationPolicy(
             allowedBundleIds: appStore.verdictPolicy.allowedBundleIds,
             sandboxPolicy: appStore.verdictPolicy.sandboxPolicy, appAppleId: serverAPI.appAppleId)
@@ -58,7 +58,7 @@ public struct VerifierSettings: Sendable {
 
     /// Defaults the verifier applies to librdkafka properties `KAFKA_*` does not set: statistics every second
     /// (consumer lag, `/readyz`).
-    public static let kafkaDefaults: [String: String] = ["statistics.interval.ms": "1000"]
+    static let kafkaDefaults: [String: String] = ["statistics.interval.ms": "1000"]
 
     /// Consumer-only defaults: a bounded prefetch (memory; the in-flight window is the real buffer). The fetch wait
     /// stays librdkafka's (500 ms): a real broker answers a fetch as soon as data arrives. Only librdkafka's mock
@@ -67,7 +67,7 @@ public struct VerifierSettings: Sendable {
     /// from `queued.max.messages.kbytes` shared by the assigned partitions: with App Store notifications (~12 KB each)
     /// 16 MB over 80 partitions left ~15 notifications per partition per fetch and capped a verifier near 2,300
     /// events/s; 64 MB reaches ~5,000/s (bench/verifier.sh, notifications run) for at most 48 MB more memory.
-    public static let consumerDefaults: [String: String] = [
+    static let consumerDefaults: [String: String] = [
         "queued.max.messages.kbytes": "65536",
         "queued.min.messages": "20000",
     ]
@@ -76,10 +76,10 @@ public struct VerifierSettings: Sendable {
     /// and commits them promptly (`VERIFIER_COMMIT_INTERVAL_MS`), with auto-commit as the safety net that also
     /// commits on revoke and close, so with auto-commit off a rebalance or shutdown could leave stored offsets
     /// uncommitted.
-    public static let consumerOverrides: [String: String] = ["enable.auto.commit": "true"]
+    static let consumerOverrides: [String: String] = ["enable.auto.commit": "true"]
 
     /// The consumer's properties: `kafka` plus `consumerDefaults` where not set, and `consumerOverrides`.
-    public var consumerKafka: KafkaConfiguration {
+    var consumerKafka: KafkaConfiguration {
         var configuration = kafka
         for (property, value) in Self.consumerDefaults where configuration[property] == nil {
             configuration[property] = value
@@ -91,7 +91,7 @@ public struct VerifierSettings: Sendable {
     }
 
     /// The `KAFKA_*` settings `consumerOverrides` replaced, as `property=value` (the service logs a warning).
-    public var overriddenConsumerProperties: [String] {
+    var overriddenConsumerProperties: [String] {
         Self.consumerOverrides.keys.sorted().compactMap { property in
             guard let value = kafka[property], value.lowercased() != Self.consumerOverrides[property] else {
                 return nil
@@ -112,13 +112,7 @@ public struct VerifierSettings: Sendable {
         for (property, value) in kafkaDefaults where kafka[property] == nil {
             kafka[property] = value
         }
-        let topics = VerifierTopics(
-            receipts: try topic(settings, "RECEIPTS_TOPIC", default: "iap.receipts.submitted"),
-            results: try topic(settings, "RESULTS_TOPIC", default: "iap.receipts.results"),
-            retry: try topic(settings, "RETRY_TOPIC", default: "iap.receipts.retry"),
-            deadLetter: try topic(settings, "DLQ_TOPIC", default: "iap.receipts.dlq"),
-            notifications: try topic(settings, "NOTIFICATIONS_TOPIC", default: "iap.notifications.submitted"),
-            events: try topic(settings, "EVENTS_TOPIC", default: "iap.purchase.events"))
+        let topics = try TopicNames.fromEnvironment(settings)
         let distinct = Set([
             topics.receipts, topics.results, topics.retry, topics.deadLetter, topics.notifications, topics.events,
         ])
@@ -181,23 +175,6 @@ public struct VerifierSettings: Sendable {
                 try settings.int("VERIFIER_SHUTDOWN_TIMEOUT_MS", default: 20_000, range: 0...600_000)),
             commitInterval: .milliseconds(
                 try settings.int("VERIFIER_COMMIT_INTERVAL_MS", default: 100, range: 0...60_000)))
-    }
-
-    private static func topic(_ settings: Settings, _ name: String, default value: String) throws(ConfigurationError)
-        -> String
-    {
-        let topic = settings.string(name, default: value)
-        let valid =
-            topic.count <= 249 && topic != "." && topic != ".."
-            && topic.unicodeScalars.allSatisfy { scalar in
-                ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar)
-                    || scalar == "." || scalar == "_" || scalar == "-"
-            }
-        guard valid else {
-            throw ConfigurationError(
-                variable: name, problem: "'\(topic)' is not a Kafka topic name (letters, digits, . _ -)")
-        }
-        return topic
     }
 
     /// `receipt-verifier --help`.

@@ -29,7 +29,7 @@ public enum NotificationHarness {
     struct FreshCatalog: ProductCatalogSource {
         var currentCatalog: ProductCatalog { NotificationHarness.catalog }
     }
-    public static let factory = OutputFactory(topics: VerifierTopics())
+    public static let factory = OutputFactory(topics: .init())
 
     static let pkiDirectory = "fuzz/fixtures/notification-pki"
     public static let roots: [Certificate] = {

@@ -8,7 +8,7 @@ import ReceiptModel
 // Properties: no crash, no leak; parsing is deterministic; a parsed catalog has only non-empty product ids with an
 // object as `credit`; each entry's `credit`, opaque to the pipeline, reaches crediting unchanged: in a result
 // (MessageCoding) and in a purchase event (the verifier's own event writer) it decodes to the catalog's value.
-let factory = OutputFactory(topics: VerifierTopics())
+let factory = OutputFactory(topics: .init())
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func testOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {

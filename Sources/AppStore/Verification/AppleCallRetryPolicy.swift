@@ -1,7 +1,8 @@
-/// When to try Apple again: exponential backoff with full jitter, a cap, a budget of attempts, and a smaller
-/// budget for 21002 (usually a truly malformed receipt). The submission's deadline is the caller's, not part of
-/// the policy. Pure: time and randomness come in as arguments, so tests are exact.
-public struct RetryPolicy: Sendable, Equatable {
+/// When to call Apple again within one verification round, in this process (the AppStore layer; the verifier's
+/// `RetryRoundPolicy` decides the rounds across `RETRY_TOPIC`): exponential backoff with full jitter, a cap, a budget
+/// of attempts, and a smaller budget for 21002 (usually a truly malformed receipt). The submission's deadline is the
+/// caller's, not part of the policy. Pure: time and randomness come in as arguments, so tests are exact.
+public struct AppleCallRetryPolicy: Sendable, Equatable {
     /// Backend attempts per verification, the first included (an attempt = one call plus its environment redirect).
     public var maxAttempts: Int
     /// Attempts that may end in 21002 before the receipt is judged `invalid_receipt`.

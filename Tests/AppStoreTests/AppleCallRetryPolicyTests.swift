@@ -3,7 +3,7 @@ import Testing
 @testable import AppStore
 
 @Suite struct RetryPolicyTests {
-    let policy = RetryPolicy(maxAttempts: 5, malformedReceiptMaxAttempts: 2, baseDelayMs: 100, maxDelayMs: 1_000)
+    let policy = AppleCallRetryPolicy(maxAttempts: 5, malformedReceiptMaxAttempts: 2, baseDelayMs: 100, maxDelayMs: 1_000)
 
     @Test func theBackoffCeilingDoublesUpToTheCap() {
         // unitRandom just below 1 shows the ceiling of each retry.
