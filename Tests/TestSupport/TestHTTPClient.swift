@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 
 /// A response as a test sees it.
@@ -22,7 +21,9 @@ public struct TestHTTPResponse: Sendable {
 }
 
 /// Minimal HTTP/1.1 client for tests: one `HTTPTestConnection` per request (`Connection: close`), its blocking I/O
-/// on a Dispatch worker so the calling task does not hold one of the few cooperative threads.
+/// on a thread of its own. Neither a cooperative thread nor a Dispatch worker: on 2 cores libdispatch's global pool
+/// has 2 threads and adds more only slowly when they block, so requests waiting there would hold up what else runs
+/// on it (such as the pipe readers of `ManagedProcess`).
 ///
 /// Plain sockets rather than FoundationNetworking's URLSession: URLSession leaks libcurl's URL handles
 /// (`_EasyHandle.set(url:)`) on every request, which LeakSanitizer reports in every test process that uses it
@@ -39,7 +40,7 @@ public enum TestHTTPClient {
         let bytes = body.map { [UInt8]($0) } ?? []
         let timeoutSeconds = max(1, Int(timeout.rounded(.up)))
         return try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
+            Thread.detachNewThread {
                 continuation.resume(
                     with: Result {
                         let connection = try HTTPTestConnection(
