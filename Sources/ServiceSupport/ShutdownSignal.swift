@@ -13,18 +13,12 @@ public final class ShutdownSignal: @unchecked Sendable {
     ///
     /// The handler runs on a queue of its own, so it may block for as long as draining takes: the signal queue stays
     /// free to see the second signal.
-    ///
-    /// Returns once the signals are watched: a signal sent from then on calls the handler. (libdispatch registers a
-    /// signal source asynchronously, and until it has, the ignored signal is discarded: a SIGTERM right after start-up
-    /// would be lost and the service killed later without draining.)
     public init(handler: @escaping @Sendable (String) -> Void) {
         let queue = DispatchQueue(label: "shutdown-signal")
         let handlerQueue = DispatchQueue(label: "shutdown-handler")
         let fired = SignalLatch()
-        let registered = DispatchGroup()
         var sources: [any DispatchSourceSignal] = []
         for (number, name) in [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")] {
-            // Ignored rather than the default action (exit) until the source takes over.
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
             source.setEventHandler {
@@ -34,13 +28,9 @@ public final class ShutdownSignal: @unchecked Sendable {
                     exit(1)
                 }
             }
-            registered.enter()
-            source.setRegistrationHandler { registered.leave() }
             source.resume()
             sources.append(source)
         }
-        // Bounded so that a libdispatch that never reports the registration cannot hang start-up (microseconds here).
-        _ = registered.wait(timeout: .now() + .seconds(5))
         self.sources = sources
     }
 
