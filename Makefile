@@ -5,7 +5,7 @@ SHELL := /bin/bash
 # Warnings are errors everywhere, so a developer sees what CI sees.
 SWIFT_FLAGS ?= -Xswiftc -warnings-as-errors
 
-.PHONY: deps build build-release test unit-test dev bench fuzz conformance clean
+.PHONY: deps build build-release test unit-test dev bench test-sanitize fuzz conformance clean
 
 deps:
 	@scripts/install-deps.sh
@@ -34,6 +34,12 @@ test: deps
 
 dev: build-release
 	@scripts/dev.sh
+
+# The unit and in-process suites under ThreadSanitizer, then AddressSanitizer with leak detection, a build directory
+# each (about 6 minutes on 2 cores once both are built; a first build takes longer). Not part of `make test`: too slow
+# for CI's budget. SANITIZERS="thread" or "address" and SANITIZE_FILTER='<suites>' narrow it.
+test-sanitize: deps
+	@scripts/test-sanitize.sh
 
 # libFuzzer + AddressSanitizer on every parser of outside bytes, FUZZ_SECONDS (default 60) per target.
 fuzz: deps

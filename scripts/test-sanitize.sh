@@ -38,12 +38,16 @@ for sanitizer in $sanitizers; do
                 LSAN_OPTIONS="suppressions=$PWD/scripts/sanitizers/lsan.supp print_suppressions=0" "$@"; } ;;
     *) echo "sanitize: unknown sanitizer $sanitizer"; exit 2 ;;
     esac
-    if run swift test --skip-build --build-path "$build_path" --no-parallel --filter "$filter" >"$log" 2>&1 \
-        && ! grep -qE "^(WARNING|ERROR): (ThreadSanitizer|AddressSanitizer|LeakSanitizer)" "$log"; then
+    # TSan starts its reports with "WARNING: ThreadSanitizer", ASan and LSan with "==<pid>==ERROR: ...".
+    report="^(==[0-9]+==)?(WARNING|ERROR): (ThreadSanitizer|AddressSanitizer|LeakSanitizer)"
+    # --disable-xctest: every test is Swift Testing; XCTest's empty pass would only add XCTest's own leaks at exit.
+    if run swift test --skip-build --build-path "$build_path" --disable-xctest --no-parallel --filter "$filter" \
+        >"$log" 2>&1 \
+        && ! grep -qE "$report" "$log"; then
         grep -E "^✔ Test run with|^Test Suite .All tests. passed" "$log" | tail -1 | sed "s/^/sanitize: $sanitizer: /"
     else
         echo "sanitize: $sanitizer FAILED"
-        grep -E -A12 "^(WARNING|ERROR): (ThreadSanitizer|AddressSanitizer|LeakSanitizer)|^SUMMARY|✘ Test run" "$log" \
+        grep -E -A12 "$report|^SUMMARY|✘ Test run" "$log" \
             | head -60
         status=1
     fi

@@ -40,7 +40,10 @@ public final class HTTPTestConnection {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
-        inet_pton(AF_INET, host, &address.sin_addr)
+        guard inet_pton(AF_INET, host, &address.sin_addr) == 1 else {
+            Foundation.close(fd)
+            throw HTTPTestConnectionError("\(host) is not an IPv4 address (HTTPTestConnection speaks IPv4 only)")
+        }
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
@@ -80,11 +83,14 @@ public final class HTTPTestConnection {
     }
 
     /// Sends a request with `Content-Length` (when there is a body) and reads its response.
+    /// - Parameter bodyEndsAtClose: see `readResponse(forMethod:bodyEndsAtClose:)`; for requests sent with
+    ///   `Connection: close`.
     public func request(
-        _ method: String, _ target: String, headers: [(String, String)] = [], body: [UInt8] = []
+        _ method: String, _ target: String, headers: [(String, String)] = [], body: [UInt8] = [],
+        bodyEndsAtClose: Bool = false
     ) throws -> HTTPTestResponse {
         try sendRequest(method, target, headers: headers, body: body)
-        return try readResponse()
+        return try readResponse(forMethod: method, bodyEndsAtClose: bodyEndsAtClose)
     }
 
     /// Sends a request without reading the response.
@@ -99,7 +105,15 @@ public final class HTTPTestConnection {
     }
 
     /// Reads one final response (skipping `100 Continue`).
-    public func readResponse() throws -> HTTPTestResponse {
+    /// - Parameters:
+    ///   - method: the request's method: the answer to a `HEAD` has no body whatever its headers say.
+    ///   - bodyEndsAtClose: a body with neither `Content-Length` nor chunked encoding is everything up to the peer's
+    ///     close (RFC 9112 §6.3), as on a `Connection: close` request. When false such a body is read as empty, so a
+    ///     test can look at a response on a connection the peer keeps open.
+    /// - Throws: `HTTPTestConnectionError` when the peer closes early, sends a malformed head or a read times out.
+    public func readResponse(
+        forMethod method: String = "GET", bodyEndsAtClose: Bool = false
+    ) throws -> HTTPTestResponse {
         while true {
             let headEnd = try readUntil([13, 10, 13, 10])
             let head = String(decoding: buffer[..<headEnd], as: UTF8.self)
@@ -117,12 +131,18 @@ public final class HTTPTestConnection {
             }
             if (100..<200).contains(status) { continue }
             let body: [UInt8]
-            if let length = headers["content-length"].flatMap(Int.init) {
+            if method == "HEAD" || status == 204 || status == 304 {
+                body = []
+            } else if let length = headers["content-length"].flatMap(Int.init) {
                 try fill(length)
                 body = Array(buffer[..<length])
                 buffer.removeFirst(length)
             } else if headers["transfer-encoding"]?.lowercased() == "chunked" {
                 body = try readChunkedBody()
+            } else if bodyEndsAtClose {
+                while try readMore(endOfStreamAllowed: true) {}
+                body = buffer
+                buffer = []
             } else {
                 body = []
             }
@@ -201,11 +221,17 @@ public final class HTTPTestConnection {
         while buffer.count < count { try readMore() }
     }
 
-    private func readMore() throws {
+    /// Appends what the peer sends next to `buffer`; false at the end of the stream when `endOfStreamAllowed`.
+    @discardableResult
+    private func readMore(endOfStreamAllowed: Bool = false) throws -> Bool {
         var chunk = [UInt8](repeating: 0, count: 16 * 1024)
         let count = recv(socket, &chunk, chunk.count, 0)
-        if count == 0 { throw HTTPTestConnectionError("connection closed by peer") }
+        if count == 0 {
+            if endOfStreamAllowed { return false }
+            throw HTTPTestConnectionError("connection closed by peer")
+        }
         if count < 0 { throw HTTPTestConnectionError("recv failed: errno \(errno)") }
         buffer += chunk[..<count]
+        return true
     }
 }

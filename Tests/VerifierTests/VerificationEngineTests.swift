@@ -134,6 +134,12 @@ struct VerificationEngineTests {
         #expect(verifier.pendingIds.isEmpty)
         clock.advance(by: .seconds(1))  // the policy's maximum backoff is 60 s
         await settles("verified after the longest backoff") { verifier.pendingIds == ["s-far"] }
+        // Answered, its result is published and the retry partition resumes. (Left unanswered, the fake verifier's
+        // completion would keep the engine alive in a cycle that LeakSanitizer reports.)
+        verifier.answerAll(with: Samples.verified())
+        await settles("its result published") {
+            publisher.records(of: .result).count == 1 && !control.paused.contains(Samples.retry)
+        }
     }
 
     @Test func anAppleOutageHoldsWorkBackWithoutFailedResults() async throws {
