@@ -70,6 +70,11 @@ pipeline_start() {
         "PRODUCT_CATALOG_FILE=$PWD/scripts/dev-product-catalog.json"
         # A killed verifier's partitions wait for its session to expire before the group hands them on.
         "KAFKA_SESSION_TIMEOUT_MS=10000" "KAFKA_HEARTBEAT_INTERVAL_MS=1000"
+        # The mock cluster's coordinator, frozen (SIGSTOP) during the rebalance that follows a SIGKILL, completes that
+        # rebalance only at its rebalance timeout (max.poll.interval.ms, 300 s by default) instead of when the dead
+        # member's session expires, as Kafka does: every partition sat unowned for 5 minutes (seed 777998415). The
+        # verifiers poll continuously, so 30 s is safe and bounds the mock's stall.
+        "KAFKA_MAX_POLL_INTERVAL_MS=30000"
         "LOG_LEVEL=info"
     )
     while IFS='=' read -r name value; do VERIFIER_ENV+=("$name=$value"); done <"$WORK/pki/settings.env"
