@@ -71,6 +71,14 @@ private final class SignalPipe: Sendable {
         activeWriteDescriptor.store(writeDescriptor, ordering: .sequentiallyConsistent)
         signal(SIGTERM, forwardSignalToPipe)
         signal(SIGINT, forwardSignalToPipe)
+        // A signal mask survives exec: a process started from a thread that blocks these signals (a Dispatch worker
+        // of its parent, e.g. a test runner) would keep them pending forever. Unblocked on the calling thread (the
+        // main thread, and the threads it starts from now on), so a handler runs.
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGTERM)
+        sigaddset(&signals, SIGINT)
+        pthread_sigmask(SIG_UNBLOCK, &signals, nil)
     }
 
     func uninstall() {
