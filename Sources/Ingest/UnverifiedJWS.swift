@@ -11,9 +11,10 @@ enum UnverifiedJWS {
         case unsupportedAlgorithm(String?)
     }
 
-    /// The three segments of `text`, each non-empty base64url (no padding, no whitespace).
-    static func segments(_ text: String) -> [Substring.UTF8View]? {
-        let segments = text.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+    /// The three segments of `text`, each non-empty base64url (no padding, no whitespace). Split from one contiguous
+    /// copy of the bytes: walking `String.UTF8View` by index cost a fifth of a notification's CPU.
+    static func segments(_ text: String) -> [ArraySlice<UInt8>]? {
+        let segments = Array(text.utf8).split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         guard segments.count == 3, segments.allSatisfy({ !$0.isEmpty && $0.allSatisfy(isBase64URL) }) else {
             return nil
         }
