@@ -32,13 +32,11 @@ source bench/lib.sh
 if [ -n "$NOTIFICATIONS" ]; then
     bench_build embedded-kafka receipt-ingest fake-appstore
     TOPIC=iap.notifications.submitted
-    SCRIPT=bench/ingest-notifications.lua
     SUCCESS_STATUS=200
     command -v python3 >/dev/null || { echo "python3 is not installed (make deps)" >&2; exit 1; }
 else
     bench_build embedded-kafka receipt-ingest
     TOPIC=iap.receipts.submitted
-    SCRIPT=bench/ingest.lua
     SUCCESS_STATUS=202
 fi
 
@@ -88,13 +86,13 @@ echo "receipt-ingest $URL -> embedded-kafka $BOOTSTRAP ($TOPIC, 4 partitions), a
 echo "wrk: $WRK_THREADS threads, $CONNECTIONS keep-alive connections, ${DURATION}s, $BODY_DESCRIPTION"
 
 # Warm-up (connections, producer batches, allocator), not measured.
-BENCH_RUN_ID="$RUN_ID-warmup" wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d2s -s "$SCRIPT" "$URL" >"$WORK/warmup.txt"
+BENCH_RUN_ID="$RUN_ID-warmup" wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d2s -s bench/ingest.lua "$URL" >"$WORK/warmup.txt"
 WARM_ACCEPTED="$(grep "^status $SUCCESS_STATUS:" "$WORK/warmup.txt" | awk '{print $3}')"
 
 TICKS=$(getconf CLK_TCK)
 CPU_BEFORE=$(awk '{print $14 + $15}' "/proc/$INGEST_PID/stat")
 KAFKA_CPU_BEFORE=$(awk '{print $14 + $15}' "/proc/$KAFKA_PID/stat")
-BENCH_RUN_ID="$RUN_ID-run" wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --timeout 10s -s "$SCRIPT" "$URL" \
+BENCH_RUN_ID="$RUN_ID-run" wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --timeout 10s -s bench/ingest.lua "$URL" \
     | tee "$WORK/wrk.txt"
 CPU_AFTER=$(awk '{print $14 + $15}' "/proc/$INGEST_PID/stat")
 KAFKA_CPU_AFTER=$(awk '{print $14 + $15}' "/proc/$KAFKA_PID/stat")
