@@ -10,7 +10,8 @@ public struct AppStoreSettings: Sendable, Equatable, CustomStringConvertible {
     public var sharedSecret: String?
     /// `APPLE_TIMEOUT_MS` (default 30000): per-request timeout.
     public var timeoutMs: Int
-    /// `ALLOWED_BUNDLE_IDS` (required) and `SANDBOX_POLICY` (accept | reject, default accept).
+    /// `ALLOWED_BUNDLE_IDS` (required), `SANDBOX_POLICY` (accept | reject, default accept) and
+    /// `APP_ACCOUNT_TOKEN_POLICY` (check | require, default check).
     public var verdictPolicy: VerdictPolicy
     /// `VERIFIER_MAX_IN_FLIGHT` (default 512).
     public var maxInFlight: Int
@@ -63,6 +64,9 @@ public struct AppStoreSettings: Sendable, Equatable, CustomStringConvertible {
         }
         let sandboxPolicy = try settings.choice(
             "SANDBOX_POLICY", from: SandboxPolicy.allCases.map(\.rawValue), default: SandboxPolicy.accept.rawValue)
+        let tokenPolicy = try settings.choice(
+            "APP_ACCOUNT_TOKEN_POLICY", from: AppAccountTokenPolicy.allCases.map(\.rawValue),
+            default: AppAccountTokenPolicy.check.rawValue)
         let maxInFlight = try settings.int("VERIFIER_MAX_IN_FLIGHT", default: 512, range: 1...100_000)
         let caBundle = settings.string("APPLE_CA_BUNDLE")
         if let caBundle, access(caBundle, R_OK) != 0 {
@@ -97,7 +101,8 @@ public struct AppStoreSettings: Sendable, Equatable, CustomStringConvertible {
             endpoints: .init(production: production, sandbox: sandbox),
             sharedSecret: settings.string("APPLE_SHARED_SECRET"), timeoutMs: timeoutMs,
             verdictPolicy: VerdictPolicy(
-                allowedBundleIds: Set(bundleIds), sandboxPolicy: SandboxPolicy(rawValue: sandboxPolicy) ?? .accept),
+                allowedBundleIds: Set(bundleIds), sandboxPolicy: SandboxPolicy(rawValue: sandboxPolicy) ?? .accept,
+                appAccountTokenPolicy: AppAccountTokenPolicy(rawValue: tokenPolicy) ?? .check),
             maxInFlight: maxInFlight, caBundlePath: caBundle, excludeOldTransactions: excludeOld,
             retryPolicy: AppleCallRetryPolicy(
                 maxAttempts: maxAttempts, malformedReceiptMaxAttempts: malformedMax, baseDelayMs: baseDelay,
@@ -174,6 +179,7 @@ public struct AppStoreSettings: Sendable, Equatable, CustomStringConvertible {
             + (sharedSecret == nil ? "unset" : "set") + " timeout_ms=\(timeoutMs) max_in_flight=\(maxInFlight) "
             + "allowed_bundle_ids=\(verdictPolicy.allowedBundleIds.sorted().joined(separator: ",")) "
             + "sandbox_policy=\(verdictPolicy.sandboxPolicy.rawValue) "
+            + "app_account_token_policy=\(verdictPolicy.appAccountTokenPolicy.rawValue) "
             + "product_catalog_file=\(productCatalogFile ?? "unset")"
     }
 }

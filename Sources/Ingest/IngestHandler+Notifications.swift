@@ -6,8 +6,9 @@ import ServiceSupport
 /// `POST /v1/apple/notifications`: Apple's App Store Server Notifications V2, written to `NOTIFICATIONS_TOPIC`.
 ///
 /// Nothing Apple sent may be lost between the answer and Kafka: the 200 comes from the delivery report only; any
-/// other answer (503 with Retry-After) makes Apple send the notification again (duplicates are harmless: the
-/// verifier dedupes on the notification's UUID).
+/// other answer (503 with Retry-After) makes Apple send the notification again. Duplicates are harmless, but not
+/// because anything here or in the verifier drops them: each becomes an event with the same `event_id` (Apple's
+/// `notificationUUID`), and crediting dedupes events on it (docs/CREDITING.md).
 extension IngestHandler {
     /// Kafka header carrying the (unverified) `notificationUUID`, when readable.
     static let notificationUUIDHeader = "notification-uuid"

@@ -1,7 +1,8 @@
 /// One normalized Apple transaction, as results and purchase events carry it. Ids are strings, `*_ms` integers,
 /// absent values null. The same purchase has the same `credit_key` whichever source verified it.
 ///
-/// A crediting service credits exactly the transactions with `creditable: true` and dedupes on `credit_key`.
+/// A crediting service credits exactly the transactions with `creditable: true`, `credit` x `quantity` each, once per
+/// `credit_key` (the purchase, see `PurchaseIdentity`).
 public struct VerifiedTransaction: Codable, Sendable, Equatable {
     public var transactionId: String
     public var originalTransactionId: String?
@@ -23,20 +24,33 @@ public struct VerifiedTransaction: Codable, Sendable, Equatable {
     public var revocationType: String?
     /// A signed transaction's `revocationPercentage`: thousandths of a percent refunded (50000 = 50%).
     public var revocationPercentage: Int?
-    /// `apple:<environment lower-cased>:<transaction_id>`: the key a crediting service dedupes on.
+    /// The purchase (`PurchaseIdentity`): `apple:<environment>:period:<web_order_line_item_id>` for a subscription
+    /// period, else `apple:<environment>:<original_transaction_id>`. The key a crediting service dedupes money on.
     public var creditKey: String
-    /// False when refunded, revoked, or not in a configured product catalog: credit exactly the creditable ones.
+    /// False when refunded, revoked, upgraded away, unreadable where money depends on it, or not in a configured
+    /// product catalog: credit exactly the creditable ones.
     public var creditable: Bool
-    /// The product catalog entry's `credit` object, or null (no catalog, or the product is not in it).
+    /// The product catalog entry's `credit` object, or null (no catalog, or the product is not in it). Granted
+    /// `quantity` times.
     public var credit: JSONValue?
+    /// Apple says this subscription period was replaced by an upgrade (verifyReceipt's `is_upgraded`, a signed
+    /// transaction's `isUpgraded`); such a period is never creditable.
+    public var isUpgraded: Bool
+    /// Apple's price in milli-units of `currency` (10990 = 10.99), where Apple's data carries it (signed data).
+    public var price: Int64?
+    /// ISO 4217, with `price`.
+    public var currency: String?
+    /// A signed transaction's `transactionReason`: `PURCHASE` or `RENEWAL`.
+    public var transactionReason: String?
 
     public init(
         transactionId: String, originalTransactionId: String?, productId: String, quantity: Int, purchaseDateMs: Int64,
         expiresDateMs: Int64? = nil, cancellationDateMs: Int64? = nil, cancellationReason: String? = nil,
         webOrderLineItemId: String? = nil, inAppOwnershipType: String? = nil, isTrialPeriod: Bool = false,
         appAccountToken: String? = nil, productType: ProductType? = nil, revocationType: String? = nil,
-        revocationPercentage: Int? = nil, creditable: Bool = true, credit: JSONValue? = nil,
-        environment: AppStoreEnvironment
+        revocationPercentage: Int? = nil, creditable: Bool = true, credit: JSONValue? = nil, isUpgraded: Bool = false,
+        price: Int64? = nil, currency: String? = nil, transactionReason: String? = nil,
+        environment: AppStoreEnvironment, appleProductType: ProductType? = nil
     ) {
         self.transactionId = transactionId
         self.originalTransactionId = originalTransactionId
@@ -53,13 +67,15 @@ public struct VerifiedTransaction: Codable, Sendable, Equatable {
         self.productType = productType
         self.revocationType = revocationType
         self.revocationPercentage = revocationPercentage
-        self.creditKey = Self.creditKey(environment: environment, transactionId: transactionId)
+        self.creditKey = PurchaseIdentity.creditKey(
+            environment: environment, transactionId: transactionId, originalTransactionId: originalTransactionId,
+            webOrderLineItemId: webOrderLineItemId, appleProductType: appleProductType)
         self.creditable = creditable
         self.credit = credit
-    }
-
-    public static func creditKey(environment: AppStoreEnvironment, transactionId: String) -> String {
-        "apple:\(environment.rawValue.lowercased()):\(transactionId)"
+        self.isUpgraded = isUpgraded
+        self.price = price
+        self.currency = currency
+        self.transactionReason = transactionReason
     }
 
     enum CodingKeys: String, CodingKey {
@@ -81,6 +97,10 @@ public struct VerifiedTransaction: Codable, Sendable, Equatable {
         case creditKey = "credit_key"
         case creditable
         case credit
+        case isUpgraded = "is_upgraded"
+        case price
+        case currency
+        case transactionReason = "transaction_reason"
     }
 
     // Absent values are written as null (the contract), not omitted.
@@ -104,6 +124,10 @@ public struct VerifiedTransaction: Codable, Sendable, Equatable {
         try c.encode(creditKey, forKey: .creditKey)
         try c.encode(creditable, forKey: .creditable)
         try c.encode(credit ?? .null, forKey: .credit)
+        try c.encode(isUpgraded, forKey: .isUpgraded)
+        try c.encode(price, forKey: .price)
+        try c.encode(currency, forKey: .currency)
+        try c.encode(transactionReason, forKey: .transactionReason)
     }
 
     public init(from decoder: any Decoder) throws {
@@ -127,5 +151,9 @@ public struct VerifiedTransaction: Codable, Sendable, Equatable {
         creditable = try c.decode(Bool.self, forKey: .creditable)
         let credit = try c.decodeIfPresent(JSONValue.self, forKey: .credit)
         self.credit = credit == .null ? nil : credit
+        isUpgraded = try c.decodeIfPresent(Bool.self, forKey: .isUpgraded) ?? false
+        price = try c.decodeIfPresent(Int64.self, forKey: .price)
+        currency = try c.decodeIfPresent(String.self, forKey: .currency)
+        transactionReason = try c.decodeIfPresent(String.self, forKey: .transactionReason)
     }
 }

@@ -13,7 +13,9 @@ import Testing
 @Suite struct MoneyRulesTests {
     // MARK: The table
 
-    static let rows: [Row] = refunds + environments + receiptChecks + productTypes + catalogRows + accountRows
+    static let rows: [Row] =
+        refunds + environments + receiptChecks + productTypes + catalogRows + accountRows + purchaseIdentity
+        + quantities + upgrades + tokenPolicy
 
     static let refunds: [Row] = [
         Row(
@@ -191,7 +193,7 @@ import Testing
         Row(
             "with in_app empty (exclude-old-transactions), latest_receipt_info is listed",
             .verifyReceipt(body(inApp: [], latest: [entry("7", subscription)])),
-            .verified, [.init("7", creditable: true, type: .autoRenewable)]),
+            .verified, [.init("7", creditable: true, type: .autoRenewable, key: "period:1000000056284415")]),
     ]
 
     static let productTypes: [Row] = [
@@ -199,15 +201,18 @@ import Testing
             "an expires date or web order line item makes product_type auto_renewable",
             .verifyReceipt(body(inApp: [entry("1", subscription), entry("2", #","web_order_line_item_id":"5""#)])),
             .verified, [
-                .init("1", creditable: true, type: .autoRenewable), .init("2", creditable: true, type: .autoRenewable),
+                .init("1", creditable: true, type: .autoRenewable, key: "period:1000000056284415"),
+                .init("2", creditable: true, type: .autoRenewable, key: "period:5"),
             ]),
         Row(
             "product_type is null when nothing says it",
             .verifyReceipt(body(inApp: [entry("1")])), .verified, [.init("1", creditable: true, type: nil)]),
         Row(
-            "the catalog's type wins over the subscription guess",
+            "the catalog's type wins over the subscription guess, but never moves the key (Apple's data alone)",
             .verifyReceipt(body(inApp: [entry("1", product: "season_pass", subscription)])), catalog: catalog,
-            .verified, [.init("1", creditable: true, type: .nonRenewing, credit: seasonCredit)]),
+            .verified, [
+                .init("1", creditable: true, type: .nonRenewing, credit: seasonCredit, key: "period:1000000056284415"),
+            ]),
         Row(
             "Apple's own type wins over the catalog's",
             .evidence([apple("1", product: "gems_100", type: .nonConsumable)]), catalog: catalog,
@@ -279,7 +284,7 @@ import Testing
             .evidence([apple("1", token: otherToken), apple("2")]), token: token,
             .rejected(.accountMismatch), []),
         Row(
-            "verifyReceipt never carries a token: an expected token is account_mismatch",
+            "a verifyReceipt entry without app_account_token, when one is expected, is account_mismatch",
             .verifyReceipt(body(inApp: [entry("1")])), transaction: "1", token: token,
             .rejected(.accountMismatch), [.init("1", creditable: false)]),
         Row(
@@ -292,6 +297,162 @@ import Testing
             .rejected(.refunded), [.init("1", creditable: false, token: token, cancelledAtMs: 5)]),
     ]
 
+    /// One purchase, one `credit_key`: the subscription period's web order line item id, else the original
+    /// transaction id (CONTRACT "Purchase identity").
+    static let purchaseIdentity: [Row] = [
+        Row(
+            "a restore of a non-consumable is the original purchase: one credit_key for both transactions",
+            .verifyReceipt(body(inApp: [entry("100"), entry("101", original: "100")])),
+            .verified, [.init("100", creditable: true), .init("101", creditable: true, key: "100")]),
+        Row(
+            "the expected restore transaction carries the original purchase's key",
+            .verifyReceipt(body(inApp: [entry("100"), entry("101", original: "100")])), transaction: "101",
+            .verified, [.init("101", creditable: true, key: "100")]),
+        Row(
+            "a restore through the Server API (signed transactions) has the same key",
+            .evidence([apple("101", original: "100", type: .nonConsumable)]), transaction: "101",
+            .verified, [.init("101", creditable: true, type: .nonConsumable, key: "100")]),
+        Row(
+            "a refunded original makes its restores non-creditable",
+            .verifyReceipt(body(inApp: [entry("100", cancelledMs), entry("101", original: "100")])), transaction: "101",
+            .rejected(.refunded), [.init("101", creditable: false, key: "100")]),
+        Row(
+            "a refund of the purchase seen only on another device's transaction counts (latest_receipt_info)",
+            .verifyReceipt(body(inApp: [entry("101", original: "100")], latest: [entry("102", original: "100", cancelledMs)])),
+            transaction: "101",
+            .rejected(.refunded), [.init("101", creditable: false, key: "100")]),
+        Row(
+            "a subscription period seen on two devices is one period: one key",
+            .verifyReceipt(
+                body(inApp: [entry("200", original: "200", period("7001")), entry("201", original: "200", period("7001"))])),
+            .verified, [
+                .init("200", creditable: true, type: .autoRenewable, key: "period:7001"),
+                .init("201", creditable: true, type: .autoRenewable, key: "period:7001"),
+            ]),
+        Row(
+            "two renewals of one subscription are two periods: two keys",
+            .verifyReceipt(
+                body(inApp: [entry("200", original: "200", period("7001")), entry("210", original: "200", period("7002"))])),
+            .verified, [
+                .init("200", creditable: true, type: .autoRenewable, key: "period:7001"),
+                .init("210", creditable: true, type: .autoRenewable, key: "period:7002"),
+            ]),
+        Row(
+            "a refund of one period leaves the other period creditable",
+            .verifyReceipt(
+                body(
+                    inApp: [entry("200", original: "200", period("7001")), entry("210", original: "200", period("7002"))],
+                    latest: [entry("210", original: "200", period("7002") + cancelledMs)])),
+            .verified, [
+                .init("200", creditable: true, type: .autoRenewable, key: "period:7001"),
+                .init("210", creditable: false, type: .autoRenewable, key: "period:7002"),
+            ]),
+        Row(
+            "a signed subscription renewal is keyed by its period, like verifyReceipt's",
+            .evidence([apple("210", original: "200", type: .autoRenewable, period: "7002")]), transaction: "210",
+            .verified, [.init("210", creditable: true, type: .autoRenewable, key: "period:7002")]),
+        Row(
+            "Apple's own non-subscription type wins over a stray web order line item id: the original is the key",
+            .evidence([apple("301", original: "300", type: .nonConsumable, period: "9")]), transaction: "301",
+            .verified, [.init("301", creditable: true, type: .nonConsumable, key: "300")]),
+        Row(
+            "an all-zero web order line item id is no period: the original purchase is the key",
+            .verifyReceipt(body(inApp: [entry("200", original: "200", period("0"))])),
+            .verified, [.init("200", creditable: true, type: .autoRenewable, key: "200")]),
+        Row(
+            "two consumable purchases of one product are two purchases: two keys",
+            .verifyReceipt(body(inApp: [entry("400"), entry("401")])), catalog: catalog,
+            .verified, [
+                .init("400", creditable: true, type: .consumable, credit: gemsCredit),
+                .init("401", creditable: true, type: .consumable, credit: gemsCredit),
+            ]),
+        Row(
+            "the key is Apple's environment's: a sandbox restore is apple:sandbox:<original>",
+            .verifyReceipt(body(inApp: [entry("101", original: "100")], environment: "Sandbox")),
+            .verified, [.init("101", creditable: true, key: "100")], environment: .sandbox),
+    ]
+
+    /// `quantity`: credit x quantity; unreadable fails closed.
+    static let quantities: [Row] = [
+        Row(
+            "quantity 5 (Apple writes \"5\") is carried: credit five times",
+            .verifyReceipt(body(inApp: [entry("1", quantity: "5")])), catalog: catalog,
+            .verified, [.init("1", creditable: true, type: .consumable, credit: gemsCredit, quantity: 5)]),
+        Row(
+            "quantity \"five\" fails closed: not creditable, counted",
+            .verifyReceipt(body(inApp: [entry("1", quantity: "five"), entry("2")])),
+            .verified, [.init("1", creditable: false), .init("2", creditable: true)], unreadableCrediting: ["1"]),
+        Row(
+            "quantity 0 fails closed",
+            .verifyReceipt(body(inApp: [entry("1", quantity: "0")])), transaction: "1",
+            .verified, [.init("1", creditable: false)], unreadableCrediting: ["1"]),
+        Row(
+            "a signed transaction's quantity 3 is carried",
+            .evidence([apple("1", quantity: 3)]), transaction: "1",
+            .verified, [.init("1", creditable: true, quantity: 3)]),
+    ]
+
+    /// Upgrades: the replaced period is never creditable.
+    static let upgrades: [Row] = [
+        Row(
+            "a period verifyReceipt marks is_upgraded is not creditable; the upgrade's period is",
+            .verifyReceipt(
+                body(inApp: [
+                    entry("500", original: "500", period("8001") + #","is_upgraded":"true""#),
+                    entry("501", original: "500", product: "pro_yearly", period("8002")),
+                ])),
+            .verified, [
+                .init("500", creditable: false, type: .autoRenewable, key: "period:8001", upgraded: true),
+                .init("501", creditable: true, type: .autoRenewable, key: "period:8002"),
+            ]),
+        Row(
+            "an upgrade seen only in latest_receipt_info makes the submitted period not creditable",
+            .verifyReceipt(
+                body(
+                    inApp: [entry("500", original: "500", period("8001"))],
+                    latest: [entry("500", original: "500", period("8001") + #","is_upgraded":"true""#)])),
+            transaction: "500",
+            .verified, [.init("500", creditable: false, type: .autoRenewable, key: "period:8001", upgraded: true)]),
+        Row(
+            "a signed transaction with isUpgraded is not creditable",
+            .evidence([apple("500", original: "500", type: .autoRenewable, period: "8001", upgraded: true)]),
+            transaction: "500",
+            .verified, [.init("500", creditable: false, type: .autoRenewable, key: "period:8001", upgraded: true)]),
+        Row(
+            "an unreadable is_upgraded fails closed",
+            .verifyReceipt(body(inApp: [entry("500", original: "500", period("8001") + #","is_upgraded":"maybe""#)])),
+            .verified, [.init("500", creditable: false, type: .autoRenewable, key: "period:8001")],
+            unreadableCrediting: ["500"]),
+    ]
+
+    /// `APP_ACCOUNT_TOKEN_POLICY` and tokens verifyReceipt reports in `latest_receipt_info` only.
+    static let tokenPolicy: [Row] = [
+        Row(
+            "a token only in latest_receipt_info is the in_app transaction's: the expected token matches",
+            .verifyReceipt(
+                body(inApp: [entry("1")], latest: [entry("1", #","app_account_token":"\#(upperToken)""#)])),
+            transaction: "1", token: token,
+            .verified, [.init("1", creditable: true, token: token)]),
+        Row(
+            "a token only in latest_receipt_info narrows the candidates without an expected transaction",
+            .verifyReceipt(
+                body(inApp: [entry("1"), entry("2")], latest: [entry("2", #","app_account_token":"\#(token)""#)])),
+            token: token,
+            .verified, [.init("2", creditable: true, token: token)]),
+        Row(
+            "require: a submission without an expected token is account_mismatch",
+            .evidence([apple("1", token: token)]), tokenPolicy: .require,
+            .rejected(.accountMismatch), []),
+        Row(
+            "require: a submission naming the token carried is verified",
+            .evidence([apple("1", token: token), apple("2")]), token: token, tokenPolicy: .require,
+            .verified, [.init("1", creditable: true, token: token)]),
+        Row(
+            "require: the expected transaction without a token is account_mismatch",
+            .evidence([apple("1")]), transaction: "1", token: token, tokenPolicy: .require,
+            .rejected(.accountMismatch), [.init("1", creditable: false)]),
+    ]
+
     // MARK: Running a row
 
     @Test(arguments: rows)
@@ -302,7 +463,9 @@ import Testing
             receipt,
             expectations: VerificationExpectations(
                 transactionId: row.transaction, productId: row.product, appAccountToken: row.token),
-            policy: VerdictPolicy(allowedBundleIds: Self.bundles, sandboxPolicy: row.sandboxPolicy),
+            policy: VerdictPolicy(
+                allowedBundleIds: Self.bundles, sandboxPolicy: row.sandboxPolicy,
+                appAccountTokenPolicy: row.tokenPolicy),
             catalog: row.catalog)
         #expect(verdict.outcome == row.expected.outcome)
         #expect(verdict.reason == row.expected.reason)
@@ -313,7 +476,11 @@ import Testing
             #expect(actual.credit == expected.credit, "credit of \(expected.id)")
             #expect(actual.productType == expected.type, "product_type of \(expected.id)")
             #expect(actual.appAccountToken == expected.token, "app_account_token of \(expected.id)")
-            #expect(actual.creditKey == "apple:\(row.environment.rawValue.lowercased()):\(expected.id)")
+            #expect(
+                actual.creditKey == "apple:\(row.environment.rawValue.lowercased()):\(expected.key ?? expected.id)",
+                "credit_key of \(expected.id)")
+            #expect(actual.quantity == expected.quantity, "quantity of \(expected.id)")
+            #expect(actual.isUpgraded == expected.upgraded, "is_upgraded of \(expected.id)")
             if let cancelledAtMs = expected.cancelledAtMs {
                 #expect(actual.cancellationDateMs == cancelledAtMs, "cancellation_date_ms of \(expected.id)")
             }
@@ -323,6 +490,7 @@ import Testing
             #expect(creditable.isEmpty, "a rejection lists nothing creditable")
         }
         #expect(verdict.unreadableCancellationIds == row.unreadable)
+        #expect(verdict.unreadableCreditingIds == row.unreadableCrediting)
     }
 
     @Test func theTableCoversEveryRejectionReasonTheRulesCanGive() {
@@ -357,6 +525,9 @@ import Testing
         let unlisted = VerdictRules.normalize(Self.apple("2", product: "gems_999"), .sandbox, catalog: Self.catalog)
         #expect(!unlisted.creditable)
         #expect(unlisted.creditKey == "apple:sandbox:2")
+        let renewal = VerdictRules.normalize(
+            Self.apple("20", original: "10", type: .autoRenewable, period: "30"), .production)
+        #expect(renewal.creditKey == "apple:production:period:30")
         #expect(VerdictRules.normalize(Self.apple("3"), .production).creditable)
     }
 
@@ -372,6 +543,13 @@ import Testing
                     expiresDateMs: 12, webOrderLineItemId: "13", inAppOwnershipType: "FAMILY_SHARED",
                     isTrialPeriod: true, appAccountToken: "abc", productType: .autoRenewable, creditable: true,
                     credit: nil, environment: .sandbox))
+        #expect(VerdictRules.normalize(apple, .sandbox).creditKey == "apple:sandbox:period:13")
+        var signed = apple
+        signed.price = 10_990
+        signed.currency = "EUR"
+        signed.transactionReason = "RENEWAL"
+        let carried = VerdictRules.normalize(signed, .production)
+        #expect(carried.price == 10_990 && carried.currency == "EUR" && carried.transactionReason == "RENEWAL")
     }
 
     // MARK: Building rows
@@ -393,9 +571,18 @@ import Testing
     static let reasonOne = #","cancellation_reason":"1""#
     static let subscription = #","expires_date_ms":"1602068818000","web_order_line_item_id":"1000000056284415""#
 
+    /// A subscription period's fields: an expiry and its web order line item id.
+    static func period(_ webOrderLineItemId: String) -> String {
+        #","expires_date_ms":"1602068818000","web_order_line_item_id":"\#(webOrderLineItemId)""#
+    }
+
     /// One `in_app` / `latest_receipt_info` entry as Apple writes it (every value a string), plus `extra` fields.
-    static func entry(_ id: String, product: String = "gems_100", _ extra: String = "") -> String {
-        #"{"quantity":"1","product_id":"\#(product)","transaction_id":"\#(id)","original_transaction_id":"\#(id)","#
+    static func entry(
+        _ id: String, original: String? = nil, product: String = "gems_100", quantity: String = "1",
+        _ extra: String = ""
+    ) -> String {
+        #"{"quantity":"\#(quantity)","product_id":"\#(product)","transaction_id":"\#(id)","#
+            + #""original_transaction_id":"\#(original ?? id)","#
             + #""purchase_date":"2018-10-19 10:50:48 Etc/GMT","purchase_date_ms":"1539946248000","#
             + #""is_trial_period":"false","in_app_ownership_type":"PURCHASED"\#(extra)}"#
     }
@@ -416,14 +603,16 @@ import Testing
 
     /// A transaction as a StoreKit 2 / App Store Server API source fills it.
     static func apple(
-        _ id: String, product: String = "gems_100", cancelledAtMs: Int64? = nil, revocationType: String? = nil,
-        percentage: Int? = nil, token: String? = nil, type: ProductType? = nil
+        _ id: String, original: String? = nil, product: String = "gems_100", quantity: Int = 1,
+        cancelledAtMs: Int64? = nil, revocationType: String? = nil, percentage: Int? = nil, token: String? = nil,
+        type: ProductType? = nil, period: String? = nil, upgraded: Bool = false
     ) -> AppleTransaction {
         AppleTransaction(
-            transactionId: id, originalTransactionId: id, productId: product, purchaseDateMs: 1_700_000_000_000,
+            transactionId: id, originalTransactionId: original ?? id, productId: product, quantity: quantity,
+            purchaseDateMs: 1_700_000_000_000, expiresDateMs: period == nil ? nil : 1_702_000_000_000,
             cancellationDateMs: cancelledAtMs, cancellationReason: cancelledAtMs == nil ? nil : "0",
-            appAccountToken: token, productType: type, revocationType: revocationType,
-            revocationPercentage: percentage)
+            webOrderLineItemId: period, appAccountToken: token, productType: type, revocationType: revocationType,
+            revocationPercentage: percentage, isUpgraded: upgraded)
     }
 }
 
@@ -473,10 +662,14 @@ extension MoneyRulesTests {
         var token: String?
         /// Checked when set.
         var cancelledAtMs: Int64?
+        /// The purchase id in `credit_key` (`apple:<environment>:<key>`); the transaction id when nil.
+        var key: String?
+        var quantity: Int
+        var upgraded: Bool
 
         init(
             _ id: String, creditable: Bool, type: ProductType? = nil, credit: JSONValue? = nil, token: String? = nil,
-            cancelledAtMs: Int64? = nil
+            cancelledAtMs: Int64? = nil, key: String? = nil, quantity: Int = 1, upgraded: Bool = false
         ) {
             self.id = id
             self.creditable = creditable
@@ -484,6 +677,9 @@ extension MoneyRulesTests {
             self.credit = credit
             self.token = token
             self.cancelledAtMs = cancelledAtMs
+            self.key = key
+            self.quantity = quantity
+            self.upgraded = upgraded
         }
     }
 
@@ -494,18 +690,22 @@ extension MoneyRulesTests {
         var product: String?
         var token: String?
         var sandboxPolicy: SandboxPolicy
+        var tokenPolicy: AppAccountTokenPolicy
         var catalog: ProductCatalog?
         var expected: Expected
         var transactions: [ExpectedTransaction]
         var environment: AppStoreEnvironment
         var unreadable: [String]
+        var unreadableCrediting: [String]
 
         init(
             _ name: String, _ apple: AppleData, transaction: String? = nil, product: String? = nil,
-            token: String? = nil, sandboxPolicy: SandboxPolicy = .accept, catalog: ProductCatalog? = nil,
-            _ expected: Expected, _ transactions: [ExpectedTransaction], environment: AppStoreEnvironment = .production,
-            unreadable: [String] = []
+            token: String? = nil, tokenPolicy: AppAccountTokenPolicy = .check, sandboxPolicy: SandboxPolicy = .accept,
+            catalog: ProductCatalog? = nil, _ expected: Expected, _ transactions: [ExpectedTransaction],
+            environment: AppStoreEnvironment = .production, unreadable: [String] = [], unreadableCrediting: [String] = []
         ) {
+            self.tokenPolicy = tokenPolicy
+            self.unreadableCrediting = unreadableCrediting
             self.name = name
             self.apple = apple
             self.transaction = transaction

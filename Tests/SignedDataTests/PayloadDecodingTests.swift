@@ -29,7 +29,7 @@ struct PayloadDecodingTests {
         #expect(decoded.revocationDate == .value(1_698_148_950_000))
         #expect(decoded.revocationType == .refundProrated)
         #expect(decoded.revocationPercentage == .value(50_000))
-        #expect(decoded.isUpgraded == true)
+        #expect(decoded.isUpgraded == .value(true))
         #expect(decoded.environment == .localTesting)
         #expect(decoded.transactionReason == .purchase)
         #expect(decoded.price == 10_990)
@@ -50,7 +50,7 @@ struct PayloadDecodingTests {
         #expect(odd.type?.rawValue == "Brand-New Type")
         #expect(odd.environment?.rawValue == "Moon")
         #expect(odd.inAppOwnershipType?.rawValue == "7")
-        #expect(odd.isUpgraded == true)
+        #expect(odd.isUpgraded == .value(true))
     }
 
     @Test("marks present but unreadable revocation fields as unreadable, and absent or null ones as absent")

@@ -20,7 +20,9 @@ struct MappingCase: Sendable, CustomTestStringConvertible {
             ("ONE_TIME_CHARGE", [nil], .credit),
             ("SUBSCRIBED", ["INITIAL_BUY", "RESUBSCRIBE"], .credit),
             ("DID_RENEW", [nil, "BILLING_RECOVERY"], .credit),
-            ("OFFER_REDEEMED", ["INITIAL_BUY", "RESUBSCRIBE", "UPGRADE", "DOWNGRADE", nil], .credit),
+            // Apple: an offer's UPGRADE takes effect at once (a new, charged period); DOWNGRADE at the next renewal.
+            ("OFFER_REDEEMED", ["INITIAL_BUY", "RESUBSCRIBE", "UPGRADE", nil], .credit),
+            ("OFFER_REDEEMED", ["DOWNGRADE"], .subscriptionStatus),
             ("REFUND", [nil], .debit),
             ("REFUND_REVERSED", [nil], .recredit),
             ("REVOKE", [nil], .revoke),
@@ -31,7 +33,10 @@ struct MappingCase: Sendable, CustomTestStringConvertible {
             ("DID_FAIL_TO_RENEW", ["GRACE_PERIOD", nil], .subscriptionStatus),
             ("GRACE_PERIOD_EXPIRED", [nil], .subscriptionStatus),
             ("DID_CHANGE_RENEWAL_STATUS", ["AUTO_RENEW_ENABLED", "AUTO_RENEW_DISABLED"], .subscriptionStatus),
-            ("DID_CHANGE_RENEWAL_PREF", ["UPGRADE", "DOWNGRADE", nil], .subscriptionStatus),
+            // Apple: an upgrade starts a new, charged period at once (prorated refund of the old one); a downgrade
+            // or a cancelled downgrade changes nothing until the next renewal.
+            ("DID_CHANGE_RENEWAL_PREF", ["UPGRADE"], .credit),
+            ("DID_CHANGE_RENEWAL_PREF", ["DOWNGRADE", nil], .subscriptionStatus),
             ("RENEWAL_EXTENDED", [nil], .subscriptionStatus),
             ("RENEWAL_EXTENSION", ["SUMMARY", "FAILURE"], .subscriptionStatus),
             ("PRICE_INCREASE", ["PENDING", "ACCEPTED"], .subscriptionStatus),
@@ -80,7 +85,11 @@ struct NotificationProcessorTests {
         if let transaction = notification.transaction {
             let carried = try #require(event.transaction)
             #expect(carried.transactionId == transaction.transactionId)
-            #expect(carried.creditKey == "apple:production:\(transaction.transactionId)")
+            // The purchase: the subscription period, else the original purchase (CONTRACT "Purchase identity").
+            let purchase =
+                transaction.type == "Auto-Renewable Subscription" && transaction.webOrderLineItemId != nil
+                ? "period:\(transaction.webOrderLineItemId ?? "")" : transaction.originalTransactionId
+            #expect(carried.creditKey == "apple:production:\(purchase)")
         } else {
             #expect(event.transaction == nil)
         }
@@ -105,13 +114,50 @@ struct NotificationProcessorTests {
         let event = try result.event()
         let transaction = try #require(event.transaction)
         #expect(event.type == .credit && !event.familyShared)
-        #expect(transaction.creditKey == "apple:production:2000000123456789")
+        // The purchase is the original transaction (CONTRACT "Purchase identity"), not the id Apple minted now.
+        #expect(transaction.creditKey == "apple:production:2000000000000001")
         #expect(transaction.originalTransactionId == "2000000000000001")
+        #expect(transaction.price == 990 && transaction.currency == "USD" && transaction.transactionReason == "PURCHASE")
+        #expect(!transaction.isUpgraded)
         #expect(transaction.productId == "com.example.gems100" && transaction.productType == .consumable)
         #expect(transaction.quantity == 1 && transaction.inAppOwnershipType == "PURCHASED")
         #expect(transaction.creditable && transaction.cancellationDateMs == nil)
         // Keyed by the original transaction, so one purchase's events stay in order.
         #expect(try result.get().key == Array("2000000000000001".utf8))
+    }
+
+    @Test func anUpgradeIsACreditOfTheNewPeriod() throws {
+        // Apple starts the upgrade's period at once and charges it; the notification carries that new transaction.
+        let notification = samples.notification("DID_CHANGE_RENEWAL_PREF", subtype: "UPGRADE") {
+            $0.transactionId = "2000000000000500"
+            $0.originalTransactionId = "2000000000000400"
+            $0.productId = "pro_yearly"
+        }
+        let event = try samples.processor().process(try samples.record(notification)).event()
+        let transaction = try #require(event.transaction)
+        #expect(event.type == .credit)
+        #expect(transaction.productType == .autoRenewable && transaction.creditable && !transaction.isUpgraded)
+        let period = try #require(notification.transaction?.webOrderLineItemId)
+        #expect(transaction.creditKey == "apple:production:period:\(period)")
+    }
+
+    @Test func anUpgradedPeriodIsNeverCreditable() throws {
+        let notification = samples.notification("DID_RENEW") {
+            $0.transactionId = "2000000000000600"
+            $0.isUpgraded = true
+        }
+        let event = try samples.processor().process(try samples.record(notification)).event()
+        let transaction = try #require(event.transaction)
+        #expect(transaction.isUpgraded && !transaction.creditable)
+    }
+
+    @Test func aQuantityIsCarriedForCreditTimesQuantity() throws {
+        let notification = samples.notification("ONE_TIME_CHARGE") {
+            $0.transactionId = "2000000000000700"
+            $0.quantity = 5
+        }
+        let event = try samples.processor().process(try samples.record(notification)).event()
+        #expect(event.transaction?.quantity == 5 && event.transaction?.creditable == true)
     }
 
     @Test func aProratedRefundIsADebitWithItsPercentage() throws {

@@ -3,8 +3,8 @@ import SignedData
 
 /// Verified App Store signed data mapped to the verdict rules' input, so a signed transaction (local, Get
 /// Transaction Info, Get Transaction History) is judged by exactly the rules verifyReceipt answers are, and the same
-/// purchase gets the same `credit_key` whichever source verified it (`apple:<environment>:<transactionId>`, the
-/// environment being the payload's own). Public for the notification path, whose events carry the same transaction
+/// purchase gets the same `credit_key` whichever source verified it (`PurchaseIdentity`, the environment being the
+/// payload's own). Public for the notification path, whose events carry the same transaction
 /// objects.
 public enum SignedTransactionMapping {
     /// The environment a payload names, when it is one the verdict rules may judge.
@@ -35,8 +35,10 @@ public enum SignedTransactionMapping {
     /// The transaction the verdict rules see.
     ///
     /// - Throws: `Unusable` when an id, the product or the purchase date is missing. A `revocationDate` or
-    ///   `revocationPercentage` that is present but unreadable is named in `unreadableCancellationFields`, which
-    ///   makes the transaction not creditable (fail closed: a refund that cannot be read never passes as none).
+    ///   `revocationPercentage` that is present but unreadable is named in `unreadableCancellationFields`, a
+    ///   `quantity` (a whole number from 1) or `isUpgraded` in `unreadableCreditingFields`; either makes the
+    ///   transaction not creditable (fail closed: a refund that cannot be read never passes as none, an unreadable
+    ///   quantity never as one).
     public static func transaction(_ payload: JWSTransactionPayload) throws(Unusable) -> AppleTransaction {
         guard let transactionId = payload.transactionId, !transactionId.isEmpty else {
             throw Unusable(transactionId: nil, problem: "a signed transaction without transactionId")
@@ -50,9 +52,17 @@ public enum SignedTransactionMapping {
         var unreadable: [String] = []
         if case .unreadable = payload.revocationDate { unreadable.append("revocationDate") }
         if case .unreadable = payload.revocationPercentage { unreadable.append("revocationPercentage") }
+        var unreadableCrediting: [String] = []
+        var quantity = 1
+        switch payload.quantity {
+        case .absent: break
+        case .value(let value) where value >= 1 && value <= Int64(Int32.max): quantity = Int(value)
+        case .value, .unreadable: unreadableCrediting.append("quantity")
+        }
+        if case .unreadable = payload.isUpgraded { unreadableCrediting.append("isUpgraded") }
         return AppleTransaction(
             transactionId: transactionId, originalTransactionId: payload.originalTransactionId, productId: productId,
-            quantity: payload.quantity.map { Int(clamping: $0) } ?? 1, purchaseDateMs: purchaseDate,
+            quantity: quantity, purchaseDateMs: purchaseDate,
             expiresDateMs: payload.expiresDate, cancellationDateMs: payload.revocationDate.value,
             cancellationReason: payload.revocationReason.map { String($0) },
             webOrderLineItemId: payload.webOrderLineItemId, inAppOwnershipType: payload.inAppOwnershipType?.rawValue,
@@ -61,7 +71,9 @@ public enum SignedTransactionMapping {
             productType: payload.type.flatMap { ReceiptModel.ProductType(appleType: $0.rawValue) },
             revocationType: payload.revocationType?.rawValue,
             revocationPercentage: payload.revocationPercentage.value.map { Int(clamping: $0) },
-            unreadableCancellationFields: unreadable)
+            unreadableCancellationFields: unreadable, isUpgraded: payload.isUpgraded.value ?? false,
+            price: payload.price, currency: payload.currency, transactionReason: payload.transactionReason?.rawValue,
+            unreadableCreditingFields: unreadableCrediting)
     }
 
     /// The verdict rules' input for verified payloads of one app and environment: `named` are the transactions the

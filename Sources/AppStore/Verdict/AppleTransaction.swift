@@ -10,7 +10,8 @@ import ReceiptModel
 /// wire format.
 ///
 /// A source must never drop evidence of a refund: a cancellation or revocation field that is present but cannot be
-/// read is named in `unreadableCancellationFields`, which makes the transaction not creditable (fail closed).
+/// read is named in `unreadableCancellationFields`, which makes the transaction not creditable (fail closed). The
+/// same holds for the other fields money depends on (`quantity`, `is_upgraded`): `unreadableCreditingFields`.
 public struct AppleTransaction: Sendable, Equatable {
     public var transactionId: String
     public var originalTransactionId: String?
@@ -27,7 +28,8 @@ public struct AppleTransaction: Sendable, Equatable {
     public var webOrderLineItemId: String?
     public var inAppOwnershipType: String?
     public var isTrialPeriod: Bool
-    /// The UUID the app set at purchase (`appAccountToken`), as Apple wrote it; verifyReceipt never carries it.
+    /// The UUID the app set at purchase (`appAccountToken`), as Apple wrote it (verifyReceipt reports it as
+    /// `app_account_token` in `latest_receipt_info`).
     public var appAccountToken: String?
     /// What Apple says the product is (a signed transaction's `type`); verifyReceipt never says.
     public var productType: ProductType?
@@ -39,13 +41,25 @@ public struct AppleTransaction: Sendable, Equatable {
     /// `cancellation_date_ms`, `cancellation_date`, `cancellation_date_pst`, `cancellation_reason`). Not empty means
     /// "Apple may have refunded this": the transaction is never creditable.
     public var unreadableCancellationFields: [String]
+    /// Apple says this subscription period was replaced by an upgrade (`is_upgraded`, `isUpgraded`).
+    public var isUpgraded: Bool
+    /// Apple's price in milli-units and its currency, and why the transaction exists (`PURCHASE`, `RENEWAL`): signed
+    /// data only.
+    public var price: Int64?
+    public var currency: String?
+    public var transactionReason: String?
+    /// `quantity` or `is_upgraded` present but unreadable: how much to credit, or whether to credit at all, is
+    /// unknown, so the transaction is never creditable.
+    public var unreadableCreditingFields: [String]
 
     public init(
         transactionId: String, originalTransactionId: String? = nil, productId: String, quantity: Int = 1,
         purchaseDateMs: Int64, expiresDateMs: Int64? = nil, cancellationDateMs: Int64? = nil,
         cancellationReason: String? = nil, webOrderLineItemId: String? = nil, inAppOwnershipType: String? = nil,
         isTrialPeriod: Bool = false, appAccountToken: String? = nil, productType: ProductType? = nil,
-        revocationType: String? = nil, revocationPercentage: Int? = nil, unreadableCancellationFields: [String] = []
+        revocationType: String? = nil, revocationPercentage: Int? = nil, unreadableCancellationFields: [String] = [],
+        isUpgraded: Bool = false, price: Int64? = nil, currency: String? = nil, transactionReason: String? = nil,
+        unreadableCreditingFields: [String] = []
     ) {
         self.transactionId = transactionId
         self.originalTransactionId = originalTransactionId
@@ -63,6 +77,19 @@ public struct AppleTransaction: Sendable, Equatable {
         self.revocationType = revocationType
         self.revocationPercentage = revocationPercentage
         self.unreadableCancellationFields = unreadableCancellationFields
+        self.isUpgraded = isUpgraded
+        self.price = price
+        self.currency = currency
+        self.transactionReason = transactionReason
+        self.unreadableCreditingFields = unreadableCreditingFields
+    }
+
+    /// The purchase this transaction belongs to (`PurchaseIdentity`): every transaction of one purchase (a restore,
+    /// the same period on another device) has the same one, in one environment.
+    public func creditKey(_ environment: AppStoreEnvironment) -> String {
+        PurchaseIdentity.creditKey(
+            environment: environment, transactionId: transactionId, originalTransactionId: originalTransactionId,
+            webOrderLineItemId: webOrderLineItemId, appleProductType: productType)
     }
 
     /// Apple's data shows a refund or revocation, or a cancellation field that could not be read (fail closed).

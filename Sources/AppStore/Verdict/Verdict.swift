@@ -13,13 +13,17 @@ public struct Verdict: Sendable, Equatable {
     /// Transactions whose Apple data holds a cancellation field that could not be read (fail closed: not
     /// creditable), for the caller to log and count. Ids only.
     public private(set) var unreadableCancellationIds: [String]
+    /// Transactions whose `quantity` or `is_upgraded` could not be read (fail closed: not creditable), for the caller
+    /// to log and count. Ids only.
+    public private(set) var unreadableCreditingIds: [String] = []
 
-    public static func verified(_ transactions: [VerifiedTransaction], unreadableCancellationIds: [String] = [])
-        -> Verdict
-    {
+    public static func verified(
+        _ transactions: [VerifiedTransaction], unreadableCancellationIds: [String] = [],
+        unreadableCreditingIds: [String] = []
+    ) -> Verdict {
         Verdict(
             outcome: .verified, reason: nil, message: nil, transactions: transactions,
-            unreadableCancellationIds: unreadableCancellationIds)
+            unreadableCancellationIds: unreadableCancellationIds, unreadableCreditingIds: unreadableCreditingIds)
     }
 
     /// A permanent no; every transaction it shows is marked not creditable.

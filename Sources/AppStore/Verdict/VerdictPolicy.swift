@@ -8,15 +8,29 @@ public enum SandboxPolicy: String, Sendable, CaseIterable {
     case reject
 }
 
-/// The operator's rules for every receipt (`ALLOWED_BUNDLE_IDS`, `SANDBOX_POLICY`).
+/// How a submission's `expected_app_account_token` binds a purchase to an account (`APP_ACCOUNT_TOKEN_POLICY`).
+public enum AppAccountTokenPolicy: String, Sendable, CaseIterable {
+    /// Compared when the submission names one: a transaction carrying another token (or none) is `account_mismatch`.
+    case check
+    /// Every submission must name one, and only transactions carrying it are creditable; a submission without one
+    /// is `account_mismatch`. For apps that set `appAccountToken` on every purchase.
+    case require
+}
+
+/// The operator's rules for every receipt (`ALLOWED_BUNDLE_IDS`, `SANDBOX_POLICY`, `APP_ACCOUNT_TOKEN_POLICY`).
 public struct VerdictPolicy: Sendable, Equatable {
     /// Bundle ids whose receipts may be verified; compared exactly. Never empty in a running service.
     public var allowedBundleIds: Set<String>
     public var sandboxPolicy: SandboxPolicy
+    public var appAccountTokenPolicy: AppAccountTokenPolicy
 
-    public init(allowedBundleIds: Set<String>, sandboxPolicy: SandboxPolicy = .accept) {
+    public init(
+        allowedBundleIds: Set<String>, sandboxPolicy: SandboxPolicy = .accept,
+        appAccountTokenPolicy: AppAccountTokenPolicy = .check
+    ) {
         self.allowedBundleIds = allowedBundleIds
         self.sandboxPolicy = sandboxPolicy
+        self.appAccountTokenPolicy = appAccountTokenPolicy
     }
 }
 

@@ -10,30 +10,42 @@ import ReceiptModel
 /// 3. No transaction in `in_app` nor in `latest_receipt_info` -> `no_purchases`, or `invalid_receipt` when Apple
 ///    listed transactions but none was usable (entries without `transaction_id`, `product_id` or
 ///    `purchase_date_ms` are skipped everywhere).
-/// 4. With an expected transaction id: it must be in `in_app` or `latest_receipt_info` (`in_app` wins when in
+/// 4. `APP_ACCOUNT_TOKEN_POLICY=require` and the submission names no `expected_app_account_token` ->
+///    `account_mismatch` (a purchase is only credited to the account the app bound it to).
+/// 5. With an expected transaction id: it must be in `in_app` or `latest_receipt_info` (`in_app` wins when in
 ///    both), else `invalid_receipt` when an unusable entry carries that id, else `transaction_not_found`. Then, for
 ///    that transaction: its product must be the expected product (`product_mismatch`); its `app_account_token` must
 ///    equal the expected one when one is named (`account_mismatch`, also when it has none); it must not be refunded
 ///    or revoked (`refunded`); with a catalog, its product must be listed (`unknown_product`). The result carries
-///    that one transaction, also when rejected.
-/// 5. Without one: the candidates are every `in_app` transaction (or `latest_receipt_info` when `in_app` is empty,
+///    that one transaction, also when rejected; verified, it is creditable unless upgraded away or unreadable.
+/// 6. Without one: the candidates are every `in_app` transaction (or `latest_receipt_info` when `in_app` is empty,
 ///    as with `exclude-old-transactions` subscription receipts), narrowed to the expected product
 ///    (`product_mismatch` when none is left) and to the expected `app_account_token` (`account_mismatch` when none is
-///    left). Every candidate refunded or revoked -> `refunded`; no candidate creditable otherwise (products missing
-///    from the catalog) -> `unknown_product`; else verified, listing every candidate, the refunded ones with
-///    `creditable: false`.
+///    left). Every candidate refunded or revoked -> `refunded`; nothing creditable and some product missing from the
+///    catalog -> `unknown_product`; else verified, listing every candidate, the refunded, upgraded and unreadable
+///    ones with `creditable: false`.
 ///
 /// Per transaction:
-/// - Refunded or revoked when any of Apple's data for its id shows it: its `in_app` entry or its
-///   `latest_receipt_info` entry (Apple's current state, where a refund shows even when the submitted receipt
-///   predates it) carries a cancellation date, a cancellation reason, a revocation type or percentage, or a
-///   cancellation field that could not be read (fail closed); or an entry for that id could not be read at all.
-/// - `creditable`: not refunded or revoked, and, with a catalog, listed in it. Never true in a rejected verdict.
+/// - Its purchase is its `credit_key` (`PurchaseIdentity`: the subscription period's `web_order_line_item_id`, else
+///   the `original_transaction_id`), and whatever Apple's data says about the purchase counts for every transaction
+///   of it (`PurchaseEvidence`): a refunded original makes its restores non-creditable, an upgrade of a period seen
+///   on one device counts on every device.
+/// - Refunded or revoked when any of Apple's data for its purchase shows it: an `in_app` or `latest_receipt_info`
+///   entry (Apple's current state, where a refund shows even when the submitted receipt predates it) carries a
+///   cancellation date, a cancellation reason, a revocation type or percentage, or a cancellation field that could
+///   not be read (fail closed); or an entry for its id could not be read at all.
+/// - Upgraded when Apple says so (`is_upgraded`, `isUpgraded`): the period was replaced by the upgrade's new period,
+///   which is the one to credit.
+/// - `quantity` or `is_upgraded` present but unreadable: how much to credit is unknown (fail closed).
+/// - `creditable`: not refunded or revoked, not upgraded, nothing unreadable, and, with a catalog, listed in it.
+///   Never true in a rejected verdict. A crediting service grants `credit` x `quantity`.
 /// - `credit`: the catalog entry's `credit` object, unchanged; null without a catalog or for an unlisted product.
 /// - `product_type`: Apple's (signed transactions), else the catalog entry's `type`, else `auto_renewable` when
 ///   Apple's data shows a subscription (an expires date or a web order line item id), else null.
-/// - `app_account_token`: Apple's, lower-cased; null when Apple's data has none (verifyReceipt never has one).
-/// - `credit_key`: `apple:<environment>:<transaction_id>` with Apple's environment.
+/// - `app_account_token`: Apple's, lower-cased, from the transaction's entry or, for verifyReceipt, from its
+///   `latest_receipt_info` entry; null when Apple's data has none.
+/// - `credit_key`: `PurchaseIdentity.creditKey` with Apple's environment, from Apple's data alone (never the
+///   catalog), so every source gives one purchase the same key.
 public enum VerdictRules {
     public static func evaluate(
         _ receipt: AppleReceipt, expectations: VerificationExpectations, policy: VerdictPolicy,
@@ -56,10 +68,21 @@ public enum VerdictRules {
             }
             return .rejected(.noPurchases, "the receipt holds no purchases")
         }
-        let evidence = CancellationEvidence(receipt)
+        let evidence = PurchaseEvidence(receipt)
         let unreadable = evidence.unreadableIds
         func judge(_ transaction: AppleTransaction) -> Judged {
             Judged(evidence.merged(into: transaction), environment: environment, catalog: catalog)
+        }
+        func verified(_ transactions: [VerifiedTransaction]) -> Verdict {
+            .verified(
+                transactions, unreadableCancellationIds: unreadable,
+                unreadableCreditingIds: evidence.unreadableCreditingIds)
+        }
+        if policy.appAccountTokenPolicy == .require, expectations.appAccountToken == nil {
+            return .rejected(
+                .accountMismatch,
+                "APP_ACCOUNT_TOKEN_POLICY is require and the submission names no expected_app_account_token",
+                unreadableCancellationIds: unreadable)
         }
 
         if let expectedId = expectations.transactionId {
@@ -103,7 +126,7 @@ public enum VerdictRules {
                     .unknownProduct, "product '\(found.productId)' is not in PRODUCT_CATALOG_FILE", shown,
                     unreadableCancellationIds: unreadable)
             }
-            return .verified(shown, unreadableCancellationIds: unreadable)
+            return verified(shown)
         }
 
         var candidates = receipt.inApp.isEmpty ? receipt.latestReceiptInfo : receipt.inApp
@@ -116,7 +139,7 @@ public enum VerdictRules {
             }
         }
         if let expectedToken = expectations.appAccountToken {
-            candidates = candidates.filter { Judged.token($0) == expectedToken }
+            candidates = candidates.filter { Judged.token(evidence.merged(into: $0)) == expectedToken }
             if candidates.isEmpty {
                 return .rejected(
                     .accountMismatch, "no purchase in the receipt carries the expected app_account_token",
@@ -130,7 +153,7 @@ public enum VerdictRules {
                 .refunded, "every purchase in the receipt was refunded or revoked", transactions,
                 unreadableCancellationIds: unreadable)
         }
-        if !transactions.contains(where: \.creditable) {
+        if !transactions.contains(where: \.creditable), judged.contains(where: { !$0.listed }) {
             let missing = Set(judged.filter { !$0.listed }.map(\.transaction.productId)).sorted()
             return .rejected(
                 .unknownProduct,
@@ -138,7 +161,7 @@ public enum VerdictRules {
                     + "not in PRODUCT_CATALOG_FILE",
                 transactions, unreadableCancellationIds: unreadable)
         }
-        return .verified(transactions, unreadableCancellationIds: unreadable)
+        return verified(transactions)
     }
 
     /// One transaction as a result carries it, judged on its own data (refunds it shows, the catalog).
@@ -163,6 +186,7 @@ public enum VerdictRules {
             unreadable = apple.unreadableCancellationFields
             listed = catalog == nil || entry != nil
             let subscription = apple.expiresDateMs != nil || apple.webOrderLineItemId != nil
+            let creditable = !refunded && !apple.isUpgraded && apple.unreadableCreditingFields.isEmpty && listed
             transaction = VerifiedTransaction(
                 transactionId: apple.transactionId, originalTransactionId: apple.originalTransactionId,
                 productId: apple.productId, quantity: apple.quantity, purchaseDateMs: apple.purchaseDateMs,
@@ -172,16 +196,18 @@ public enum VerdictRules {
                 appAccountToken: Self.token(apple),
                 productType: apple.productType ?? entry?.type ?? (subscription ? .autoRenewable : nil),
                 revocationType: apple.revocationType, revocationPercentage: apple.revocationPercentage,
-                creditable: !refunded && listed, credit: entry?.credit, environment: environment)
+                creditable: creditable, credit: entry?.credit, isUpgraded: apple.isUpgraded, price: apple.price,
+                currency: apple.currency, transactionReason: apple.transactionReason, environment: environment,
+                appleProductType: apple.productType)
         }
 
         var refundDescription: String {
             if unreadable.isEmpty { return "was refunded or revoked" }
-            if unreadable == [CancellationEvidence.unusableEntry] {
+            if unreadable == [PurchaseEvidence.unusableEntry] {
                 return "has an entry in Apple's answer that could not be read (not creditable: it may show a refund)"
             }
             return "carries cancellation fields that could not be read ("
-                + unreadable.filter { $0 != CancellationEvidence.unusableEntry }.joined(separator: ", ")
+                + unreadable.filter { $0 != PurchaseEvidence.unusableEntry }.joined(separator: ", ")
                 + "): not creditable until Apple's data is readable"
         }
 

@@ -24,6 +24,7 @@ public final class ReceiptVerifier: Sendable {
     private let callsCounter: Counter?
     private let outcomeCounters: [String: Counter]
     private let unreadableCancellations: Counter?
+    private let unreadableCrediting: Counter?
     private let burstDetector: Locked<MalformedReceiptBurstDetector>
     private let burstGauge: Gauge?
     private let burstAnswers: Counter?
@@ -53,6 +54,9 @@ public final class ReceiptVerifier: Sendable {
         unreadableCancellations = metrics?.counter(
             "appstore_unreadable_cancellations_total",
             help: "Transactions whose refund fields Apple sent but could not be read: not creditable (fail closed)")
+        unreadableCrediting = metrics?.counter(
+            "appstore_unreadable_crediting_fields_total",
+            help: "Transactions whose quantity or is_upgraded Apple sent but could not be read: not creditable")
         burstGauge = metrics?.gauge(
             "appstore_21002_burst", help: "1 while verifyReceipt answers 21002 in a burst: 21002 is an outage")
         burstAnswers = metrics?.counter(
@@ -247,6 +251,17 @@ public final class ReceiptVerifier: Sendable {
                     [
                         "transaction_ids": .string(verdict.unreadableCancellationIds.prefix(20).joined(separator: ",")),
                         "count": .int(verdict.unreadableCancellationIds.count),
+                        "outcome": .string(verdict.outcome.rawValue),
+                    ])
+            }
+            if !verdict.unreadableCreditingIds.isEmpty {
+                unreadableCrediting?.increment(by: verdict.unreadableCreditingIds.count)
+                logger.warning(
+                    "Apple's answer carries a quantity or is_upgraded that cannot be read: those transactions are not "
+                        + "creditable",
+                    [
+                        "transaction_ids": .string(verdict.unreadableCreditingIds.prefix(20).joined(separator: ",")),
+                        "count": .int(verdict.unreadableCreditingIds.count),
                         "outcome": .string(verdict.outcome.rawValue),
                     ])
             }

@@ -25,11 +25,12 @@ extension AppleTransaction: Decodable {
                     debugDescription: "transaction \(transactionId) without purchase_date_ms"))
         }
         let cancellation = Self.decodeCancellation(c)
+        let crediting = Self.decodeCrediting(c)
         self.init(
             transactionId: transactionId,
             originalTransactionId: string("original_transaction_id"),
             productId: productId,
-            quantity: int64("quantity").map { Int(clamping: $0) } ?? 1,
+            quantity: crediting.quantity,
             purchaseDateMs: purchaseDateMs,
             expiresDateMs: int64("expires_date_ms") ?? c.lenientInt64(AnyCodingKey("expires_date")),
             cancellationDateMs: cancellation.dateMs,
@@ -37,7 +38,38 @@ extension AppleTransaction: Decodable {
             webOrderLineItemId: string("web_order_line_item_id"),
             inAppOwnershipType: string("in_app_ownership_type"),
             isTrialPeriod: c.lenientBool(AnyCodingKey("is_trial_period")) ?? false,
-            unreadableCancellationFields: cancellation.unreadable)
+            appAccountToken: string("app_account_token").flatMap { $0.isEmpty ? nil : $0 },
+            unreadableCancellationFields: cancellation.unreadable,
+            isUpgraded: crediting.isUpgraded,
+            unreadableCreditingFields: crediting.unreadable)
+    }
+
+    /// The fields that say how much to credit, or whether at all: `quantity` (a whole number from 1; absent means 1)
+    /// and `is_upgraded` (`"true"` on a period replaced by an upgrade; absent means not). One present but unreadable
+    /// (`"five"`, `0`, `{}`) is named in `unreadable`: the transaction is then never creditable.
+    private static func decodeCrediting(
+        _ c: KeyedDecodingContainer<AnyCodingKey>
+    ) -> (quantity: Int, isUpgraded: Bool, unreadable: [String]) {
+        var unreadable: [String] = []
+        var quantity = 1
+        let quantityKey = AnyCodingKey("quantity")
+        if c.isPresent(quantityKey) {
+            if let value = c.lenientInt64(quantityKey), value >= 1, value <= Int64(Int32.max) {
+                quantity = Int(value)
+            } else {
+                unreadable.append(quantityKey.stringValue)
+            }
+        }
+        var isUpgraded = false
+        let upgradedKey = AnyCodingKey("is_upgraded")
+        if c.isPresent(upgradedKey) {
+            if let value = c.lenientBool(upgradedKey) {
+                isUpgraded = value
+            } else {
+                unreadable.append(upgradedKey.stringValue)
+            }
+        }
+        return (quantity, isUpgraded, unreadable)
     }
 
     /// The cancellation fields Apple writes on a refunded purchase: `cancellation_date_ms` (milliseconds),
@@ -47,9 +79,7 @@ extension AppleTransaction: Decodable {
     private static func decodeCancellation(
         _ c: KeyedDecodingContainer<AnyCodingKey>
     ) -> (dateMs: Int64?, reason: String?, unreadable: [String]) {
-        func present(_ key: AnyCodingKey) -> Bool {
-            c.contains(key) && (try? c.decodeNil(forKey: key)) == false
-        }
+        func present(_ key: AnyCodingKey) -> Bool { c.isPresent(key) }
         let msKey = AnyCodingKey("cancellation_date_ms")
         let textKey = AnyCodingKey("cancellation_date")
         let pstKey = AnyCodingKey("cancellation_date_pst")

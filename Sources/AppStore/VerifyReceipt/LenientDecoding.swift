@@ -38,6 +38,11 @@ extension KeyedDecodingContainer {
         return nil
     }
 
+    /// The key is in the object with a value other than JSON null.
+    func isPresent(_ key: Key) -> Bool {
+        contains(key) && (try? decodeNil(forKey: key)) == false
+    }
+
     /// `true`/`false`, `1`/`0`, or those as text (any case). Text is tried first, as Apple sends it.
     func lenientBool(_ key: Key) -> Bool? {
         guard contains(key) else { return nil }

@@ -52,6 +52,9 @@ public struct FakeNotification: Sendable, Equatable {
         public var revocationPercentage: Int?
         public var revocationType: String?
         public var status: Int?
+        /// Marks the transaction's period as replaced by an upgrade (`isUpgraded`).
+        public var isUpgraded: Bool?
+        public var quantity: Int?
 
         public init() {}
     }
@@ -123,6 +126,8 @@ public struct FakeNotification: Sendable, Equatable {
             bundleId: options.bundleId, type: productType, purchaseDateMs: now - 60_000,
             environment: options.environment, signedDateMs: now)
         transaction.ownershipType = options.ownershipType ?? (type == "REVOKE" ? "FAMILY_SHARED" : "PURCHASED")
+        transaction.isUpgraded = options.isUpgraded
+        if let quantity = options.quantity { transaction.quantity = quantity }
         if productType == "Auto-Renewable Subscription" {
             transaction.expiresDateMs = now - 60_000 + 30 * 86_400_000
             transaction.webOrderLineItemId = String(Int64(transactionId).map { $0 + 1 } ?? 1)

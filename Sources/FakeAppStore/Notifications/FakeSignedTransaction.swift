@@ -24,6 +24,8 @@ public struct FakeSignedTransaction: Sendable, Equatable {
     /// Thousandths of a percent refunded (50000 = 50 %).
     public var revocationPercentage: Int?
     public var transactionReason: String = "PURCHASE"
+    /// Set on a period replaced by an upgrade.
+    public var isUpgraded: Bool?
     public var price: Int64 = 990
     public var currency: String = "USD"
 
@@ -63,6 +65,7 @@ public struct FakeSignedTransaction: Sendable, Equatable {
         fields.integer("revocationPercentage", revocationPercentage.map(Int64.init))
         fields.string("environment", environment)
         fields.string("transactionReason", transactionReason)
+        if let isUpgraded { fields.bool("isUpgraded", isUpgraded) }
         fields.string("storefront", "USA")
         fields.string("storefrontId", "143441")
         fields.integer("price", price)

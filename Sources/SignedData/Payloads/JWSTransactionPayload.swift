@@ -2,8 +2,9 @@
 ///
 /// Decoding is tolerant: ids may be JSON strings or numbers, dates are epoch milliseconds (Xcode writes fractions,
 /// dropped here), unknown fields are ignored and unknown enum values kept. Only a payload that is not a JSON object
-/// fails to decode. `revocationDate` and `revocationPercentage` are `ReadableField`s so that a present but unreadable
-/// value is seen (and refused by the money rules) instead of passing as "not revoked".
+/// fails to decode. `revocationDate`, `revocationPercentage`, `quantity` and `isUpgraded` are `ReadableField`s so
+/// that a present but unreadable value is seen (and refused by the money rules) instead of passing as "not revoked",
+/// "one" or "not upgraded".
 public struct JWSTransactionPayload: Sendable, Equatable, Decodable {
     public var transactionId: String?
     public var originalTransactionId: String?
@@ -15,7 +16,8 @@ public struct JWSTransactionPayload: Sendable, Equatable, Decodable {
     public var purchaseDate: Int64?
     public var originalPurchaseDate: Int64?
     public var expiresDate: Int64?
-    public var quantity: Int64?
+    /// How many were bought at once (Apple allows up to 10 of a consumable).
+    public var quantity: ReadableField<Int64>
     public var type: ProductType?
     /// The app's customer id (a UUID string) bound at purchase time.
     public var appAccountToken: String?
@@ -29,7 +31,8 @@ public struct JWSTransactionPayload: Sendable, Equatable, Decodable {
     public var revocationType: RevocationType?
     /// Milliunits of the transaction refunded (50000 = 50 %).
     public var revocationPercentage: ReadableField<Int64>
-    public var isUpgraded: Bool?
+    /// The subscription period was replaced by an upgrade.
+    public var isUpgraded: ReadableField<Bool>
     /// 1 introductory, 2 promotional, 3 offer code, 4 win-back.
     public var offerType: Int64?
     public var offerIdentifier: String?
@@ -57,7 +60,7 @@ public struct JWSTransactionPayload: Sendable, Equatable, Decodable {
         purchaseDate = fields.lenientMillis("purchaseDate")
         originalPurchaseDate = fields.lenientMillis("originalPurchaseDate")
         expiresDate = fields.lenientMillis("expiresDate")
-        quantity = fields.lenientInt("quantity")
+        quantity = fields.readableInt("quantity")
         type = fields.lenientString("type").map(ProductType.init(rawValue:))
         appAccountToken = fields.lenientString("appAccountToken")
         inAppOwnershipType = fields.lenientString("inAppOwnershipType").map(OwnershipType.init(rawValue:))
@@ -66,7 +69,7 @@ public struct JWSTransactionPayload: Sendable, Equatable, Decodable {
         revocationDate = fields.readableInt("revocationDate")
         revocationType = fields.lenientString("revocationType").map(RevocationType.init(rawValue:))
         revocationPercentage = fields.readableInt("revocationPercentage")
-        isUpgraded = fields.lenientBool("isUpgraded")
+        isUpgraded = fields.readableBool("isUpgraded")
         offerType = fields.lenientInt("offerType")
         offerIdentifier = fields.lenientString("offerIdentifier")
         offerDiscountType = fields.lenientString("offerDiscountType")

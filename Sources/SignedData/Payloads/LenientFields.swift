@@ -68,6 +68,14 @@ extension KeyedDecodingContainer where Key == AnyCodingKey {
         return .unreadable
     }
 
+    /// A boolean (`true`/`false`, `"true"`/`"false"`, 0/1), distinguishing absent/null from present-but-unreadable.
+    func readableBool(_ name: String) -> ReadableField<Bool> {
+        let key = AnyCodingKey(name)
+        guard contains(key), (try? decodeNil(forKey: key)) != true else { return .absent }
+        if let flag = lenientBool(name) { return .value(flag) }
+        return .unreadable
+    }
+
     private static func wholeNumber(_ number: Double) -> Int64? {
         guard number.isFinite, abs(number) < 9.0e18 else { return nil }
         return Int64(number)

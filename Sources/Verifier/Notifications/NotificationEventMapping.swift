@@ -1,15 +1,21 @@
 import ReceiptModel
 
 /// Which purchase event an App Store Server Notification V2 becomes: a pure table over Apple's `notificationType`
-/// (§3.3 of the App Store reference). The subtype never changes the event type; it travels in the event unchanged
-/// so a crediting service can refine (for example `DID_FAIL_TO_RENEW` / `GRACE_PERIOD` keeps access).
+/// (§3.3 of the App Store reference), refined by the subtype where Apple's documentation says money moves
+/// differently. The subtype travels in the event unchanged so a crediting service can refine further (for example
+/// `DID_FAIL_TO_RENEW` / `GRACE_PERIOD` keeps access).
 ///
-/// - `credit`: `ONE_TIME_CHARGE`, `SUBSCRIBED`, `DID_RENEW`, `OFFER_REDEEMED`
+/// - `credit`: `ONE_TIME_CHARGE`, `SUBSCRIBED`, `DID_RENEW`, `OFFER_REDEEMED` (but its `DOWNGRADE`), and
+///   `DID_CHANGE_RENEWAL_PREF` / `UPGRADE`: an upgrade takes effect at once, Apple charges a new period (the
+///   notification's transaction) and refunds the unused part of the old one, which later results mark
+///   `is_upgraded`, not creditable
 /// - `debit`: `REFUND`
 /// - `recredit`: `REFUND_REVERSED`
 /// - `revoke`: `REVOKE`
 /// - `subscription_status`: `EXPIRED`, `DID_FAIL_TO_RENEW`, `GRACE_PERIOD_EXPIRED`, `DID_CHANGE_RENEWAL_STATUS`,
-///   `DID_CHANGE_RENEWAL_PREF`, `RENEWAL_EXTENDED`, `RENEWAL_EXTENSION`, `PRICE_INCREASE`
+///   `DID_CHANGE_RENEWAL_PREF` (a downgrade or a cancelled downgrade: it takes effect at the next renewal, which
+///   arrives as `DID_RENEW`), `OFFER_REDEEMED` / `DOWNGRADE` (likewise), `RENEWAL_EXTENDED`, `RENEWAL_EXTENSION`,
+///   `PRICE_INCREASE`
 /// - `consumption_request`: `CONSUMPTION_REQUEST`
 /// - `test`: `TEST`
 /// - `info`: `REFUND_DECLINED`, `EXTERNAL_PURCHASE_TOKEN`, `RESCIND_CONSENT`, `METADATA_UPDATE`, `MIGRATION`,
@@ -45,10 +51,17 @@ public enum NotificationEventMapping {
         "PRICE_CHANGE": .info,
     ]
 
-    /// The event type for `notificationType` (with `subtype`, which does not change it): `info` for a type not in
-    /// the table, so a type Apple adds later is never a failure.
+    /// The type/subtype pairs whose event differs from their type's (`"TYPE/SUBTYPE"`).
+    public static let subtypeTable: [String: PurchaseEventType] = [
+        "DID_CHANGE_RENEWAL_PREF/UPGRADE": .credit,
+        "OFFER_REDEEMED/DOWNGRADE": .subscriptionStatus,
+    ]
+
+    /// The event type for `notificationType` and `subtype`: `info` for a type not in the table, so a type Apple adds
+    /// later is never a failure.
     public static func eventType(notificationType: String, subtype: String?) -> PurchaseEventType {
-        table[notificationType] ?? .info
+        if let subtype, let refined = subtypeTable[notificationType + "/" + subtype] { return refined }
+        return table[notificationType] ?? .info
     }
 
     /// Whether an event of `type` is about money or an entitlement, so it is useless without the notification's

@@ -249,6 +249,8 @@ public struct VerifierSettings: Sendable {
           SANDBOX_POLICY                 accept (result says environment Sandbox) or reject (sandbox_not_allowed)
                                          (default accept); the environment is what Apple's answer says; Xcode and
                                          LocalTesting signed data are never accepted
+          APP_ACCOUNT_TOKEN_POLICY       check (default: compared when a submission names expected_app_account_token)
+                                         or require (a submission without one is account_mismatch)
           PRODUCT_CATALOG_FILE           JSON catalog of product ids: type and the credit object copied into each
                                          transaction; unlisted products are not creditable (unknown_product).
                                          Re-read within a second of a change; an invalid file keeps the previous
