@@ -35,6 +35,23 @@ import Testing
         #expect(latest.inAppOwnershipType == "PURCHASED")
     }
 
+    /// The purchase-identity rule checked on Apple's own data: one subscription (one original transaction id) renewed
+    /// 42 times has 42 billing periods (42 distinct web order line item ids), so 42 credit keys, each a period.
+    @Test func theRealSubscriptionHasOneCreditKeyPerBillingPeriod() throws {
+        let response = try VerifyReceiptResponse.decode(Self.fixture("verifyreceipt-subscription-42-transactions.json"))
+        #expect(Set(response.inApp.compactMap(\.originalTransactionId)) == ["1000000723811158"])
+        let verdict = VerdictRules.evaluate(
+            AppleReceipt(
+                environment: .production, bundleId: response.bundleId, inApp: response.inApp,
+                latestReceiptInfo: response.latestReceiptInfo),
+            expectations: VerificationExpectations(), policy: VerdictPolicy(allowedBundleIds: ["com.some.thing"]))
+        let keys = verdict.transactions.map(\.creditKey)
+        #expect(verdict.outcome == .verified && keys.count == 42)
+        #expect(Set(keys).count == 42)
+        #expect(keys.allSatisfy { $0.hasPrefix("apple:production:period:") })
+        #expect(keys.first == "apple:production:period:1000000056284415")
+    }
+
     @Test func decodesTheAbridgedSandboxSuccessBody() throws {
         let response = try Self.decode(
             """
