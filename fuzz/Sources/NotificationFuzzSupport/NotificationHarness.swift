@@ -145,9 +145,18 @@ public enum NotificationHarness {
     private static func checkTransaction(
         _ transaction: VerifiedTransaction, environment: AppStoreEnvironment, familyShared: Bool
     ) {
-        let expected = "apple:\(environment.rawValue.lowercased()):\(transaction.transactionId)"
-        guard transaction.creditKey == expected else {
-            FuzzDriver.violated("a credit_key that is not apple:<environment>:<transaction_id>")
+        // The purchase, restated independently of PurchaseIdentity: a subscription period's web order line item id
+        // (an id: not empty, not all zeros), else the original transaction id, else the transaction's own id.
+        let prefix = "apple:\(environment.rawValue.lowercased()):"
+        let period = transaction.webOrderLineItemId.flatMap { $0.isEmpty || $0.allSatisfy { $0 == "0" } ? nil : $0 }
+        let original = transaction.originalTransactionId.flatMap {
+            $0.isEmpty || $0.allSatisfy { $0 == "0" } ? nil : $0
+        }
+        let purchaseKey = prefix + (original ?? transaction.transactionId)
+        let periodKey = period.map { prefix + "period:" + $0 }
+        let allowed = transaction.productType == .autoRenewable && periodKey != nil ? [periodKey] : [periodKey, purchaseKey]
+        guard allowed.contains(transaction.creditKey) else {
+            FuzzDriver.violated("a credit_key that is neither the transaction's period nor its original purchase")
         }
         if transaction.cancellationDateMs != nil, transaction.creditable {
             FuzzDriver.violated("a refunded or revoked transaction is creditable")
