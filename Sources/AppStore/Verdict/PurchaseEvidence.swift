@@ -52,7 +52,10 @@ struct PurchaseEvidence {
     /// and the token Apple's data shows for its id (its own fields win).
     func merged(into transaction: AppleTransaction) -> AppleTransaction {
         var result = transaction
-        if let other = byPurchase[transaction.creditKey(environment)] { Self.merge(other, into: &result) }
+        // The common case, no purchase shows anything, builds no key.
+        if !byPurchase.isEmpty, let other = byPurchase[transaction.creditKey(environment)] {
+            Self.merge(other, into: &result)
+        }
         if result.appAccountToken?.isEmpty ?? true, let token = tokenById[transaction.transactionId] {
             result.appAccountToken = token
         }
