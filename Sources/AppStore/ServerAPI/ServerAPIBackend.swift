@@ -80,7 +80,8 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
         self.configuration = configuration
         self.logger = logger
         notFoundMemory = TransactionNotFoundMemory(limits: configuration.notFoundMemory, clock: clock)
-        if let metrics { notFoundMemory.observe(metrics) }
+        // Like the client's own families, only where the API is usable.
+        if let metrics, client != nil { notFoundMemory.observe(metrics) }
     }
 
     public func source(for proof: PurchaseProof) -> VerificationSource {
