@@ -2,7 +2,7 @@ import ReceiptModel
 import ServiceSupport
 
 /// The three kinds of proof a submission may carry, by their contract field names.
-public enum ProofKind: String, Sendable, Hashable, CaseIterable, Comparable {
+public enum ProofKind: String, Sendable, Hashable, CaseIterable {
     case receiptData = "receipt_data"
     case signedTransaction = "signed_transaction"
     case transactionId = "transaction_id"
@@ -16,11 +16,6 @@ public enum ProofKind: String, Sendable, Hashable, CaseIterable, Comparable {
         case .signedTransaction: self = .signedTransaction
         case .transactionId: self = .transactionId
         }
-    }
-
-    /// Contract order: receipt_data, signed_transaction, transaction_id.
-    public static func < (lhs: ProofKind, rhs: ProofKind) -> Bool {
-        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
     }
 }
 
@@ -106,6 +101,7 @@ public struct KeyProofLimits: Sendable, Equatable {
     /// The 403 for `caller` submitting a proof of `kind`, or nil when it may.
     func refusal(of kind: ProofKind, for caller: Caller) -> APIError? {
         guard let allowed = allowedKinds(for: caller), !allowed.contains(kind) else { return nil }
-        return .proofNotAllowed(kind, allowed: allowed.sorted())
+        // In contract order: receipt_data, signed_transaction, transaction_id.
+        return .proofNotAllowed(kind, allowed: ProofKind.allCases.filter(allowed.contains))
     }
 }
