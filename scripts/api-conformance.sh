@@ -5,7 +5,8 @@
 # codes, content types, headers and bodies as documented, schema-violating requests refused.
 # Four passes, each its own ingest:
 #   open        no INGEST_API_KEYS
-#   named-keys  INGEST_API_KEYS=billing:...,support:...,<unnamed>, requests as 'support'
+#   named-keys  INGEST_API_KEYS=billing:...,support:...,<unnamed>, requests as 'support', which
+#               INGEST_KEY_PROOFS limits to receipt_data+signed_transaction (its transaction_id bodies: 403)
 #   wrong-key   the same keys, requests with an unknown one (401)
 #   kafka-down  no broker reachable: the documented 503s (and /readyz 503) must match the schema too
 # A result is put on the results topic first (the schema's VerifiedResult example), so GET answers 200 for its id.
@@ -117,9 +118,10 @@ EOF
 
 run_pass open "$bootstrap" "" --
 # Named keys: requests as 'support', which must not see the 'billing' result put on the topic above (404, also for a
-# POST reusing its submission_id).
+# POST reusing its submission_id), and which may not submit bare transaction ids (403 proof_not_allowed, documented).
 keys="INGEST_API_KEYS=billing:conformance-billing,support:conformance-support,conformance-any"
-run_pass named-keys "$bootstrap" "$keys" -- -H "Authorization: Bearer conformance-support"
+run_pass named-keys "$bootstrap" "$keys INGEST_KEY_PROOFS=support:receipt_data+signed_transaction" -- \
+    -H "Authorization: Bearer conformance-support"
 # A key the ingest does not know: every request but the health, readiness and metrics ones is 401 as documented.
 run_pass wrong-key "$bootstrap" "$keys" -- -H "Authorization: Bearer not-a-key" --phases examples,coverage
 # Nothing listens on port 9: every write is refused at once (503 kafka_unavailable), /readyz says 503. Every 5xx must

@@ -82,8 +82,9 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
     static func invalidTransactionId() -> APIError {
         APIError(
             status: 400, code: "invalid_transaction_id",
-            message: "transaction_id must be Apple's transaction id: 1 to \(TransactionIdText.maximumLength) decimal "
-                + "digits, as a string or an integer")
+            message: "transaction_id must be Apple's transaction id: the decimal text of a 64-bit unsigned integer "
+                + "(1 to \(TransactionIdText.maximumLength) digits, no leading zeros, at most 18446744073709551615), "
+                + "as a string or an integer")
     }
 
     static func invalidNotification(_ problem: String) -> APIError {
@@ -112,13 +113,24 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
                 : "waiting is disabled on this server (INGEST_MAX_WAIT_MS=0): send wait_ms=0 or omit it")
     }
 
-    // MARK: - 401, 404, 405, 413, 415
+    // MARK: - 401, 403, 404, 405, 413, 415
 
     static let unauthorized = APIError(
         status: 401, code: "unauthorized", message: "a valid API key is required as 'Authorization: Bearer <key>'",
         headers: [Header(name: "WWW-Authenticate", value: "Bearer")])
 
     static let notFound = APIError(status: 404, code: "not_found", message: "no such endpoint")
+
+    /// 403: the caller's key may not submit this kind of proof (`INGEST_KEY_PROOFS`). Names only the caller's own
+    /// allowed kinds: nothing about other keys.
+    static func proofNotAllowed(_ kind: ProofKind, allowed: [ProofKind]) -> APIError {
+        let sentAs = kind == .signedTransaction ? " (a StoreKit 2 signed transaction counts as one also when sent as "
+            + "receipt_data)" : ""
+        return APIError(
+            status: 403, code: "proof_not_allowed",
+            message: "this API key may not submit \(kind.rawValue)\(sentAs); it may submit "
+                + allowed.map(\.rawValue).joined(separator: ", "))
+    }
 
     /// A named key reusing a `submission_id` another client submitted (nothing is written).
     static func submissionIdTaken() -> APIError {

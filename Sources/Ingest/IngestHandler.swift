@@ -162,6 +162,12 @@ final class IngestHandler: HTTPHandler {
         do throws(APIError) {
             // The media type was checked from the head (`admit`).
             let parsed = try SubmissionRequest.parse(request.body)
+            // Before anything else: a refused kind never reaches the result index or Kafka.
+            let kind = ProofKind(parsed.proof)
+            if let refusal = settings.keyProofs.refusal(of: kind, for: caller) {
+                metrics.recordProofRefusal(client: caller.clientId ?? "", proof: kind)
+                throw refusal
+            }
             let id = try SubmissionId.resolve(
                 body: parsed.submissionId, idempotencyKey: request.headers["idempotency-key"])
             submission = parsed.submission(id: id, clientId: caller.clientId, submittedAtMs: SystemTime.wallMilliseconds())

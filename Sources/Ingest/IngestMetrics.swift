@@ -151,6 +151,16 @@ struct IngestMetrics: Sendable {
         ).observe(event.durationSeconds)
     }
 
+    /// Counts a submission refused for its proof kind (`INGEST_KEY_PROOFS`) by key name and effective kind; it is
+    /// also counted in `ingest_submissions_rejected_total{code="proof_not_allowed"}` when answered.
+    func recordProofRefusal(client: String, proof: ProofKind) {
+        registry.counter(
+            "ingest_proof_refusals_total",
+            help: "Submissions answered 403 proof_not_allowed, by API key name and proof kind (INGEST_KEY_PROOFS)",
+            labels: [("client", client), ("proof", proof.rawValue)]
+        ).increment()
+    }
+
     /// Counts a refused submission by error code (`invalid_receipt`, `unauthorized`, ...).
     func recordRejection(code: String) {
         registry.counter(

@@ -102,6 +102,7 @@ public final class IngestService: Sendable {
             ["listen": .string(settings.listen.host), "port": .int(Int(server.port)),
              "topic": .string(settings.receiptsTopic), "api_keys": .int(settings.apiKeys.count),
              "named_api_keys": .int(settings.apiKeys.filter { $0.name != nil }.count),
+             "proof_limited_key_names": .int(settings.keyProofs.allowedByName.count),
              "notifications_topic": .string(settings.notificationsTopic),
              "max_buffered_bytes": .int(settings.maxBufferedBytes),
              "max_body_bytes": .int(settings.maxBodyBytes),

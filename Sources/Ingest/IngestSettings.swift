@@ -9,6 +9,8 @@ public struct IngestSettings: Sendable {
     public var listen: ListenAddress
     /// Accepted `Authorization: Bearer` keys, optionally named (`INGEST_API_KEYS`); empty = no authentication.
     public var apiKeys: [APIKey]
+    /// The proof kinds named keys are limited to (`INGEST_KEY_PROOFS`); a key not listed may submit every kind.
+    public var keyProofs: KeyProofLimits
     /// Largest `POST /v1/receipts` body (`INGEST_MAX_BODY_BYTES`).
     public var maxBodyBytes: Int
     /// Largest `POST /v1/apple/notifications` body (`INGEST_NOTIFICATION_MAX_BODY_BYTES`).
@@ -87,6 +89,7 @@ public struct IngestSettings: Sendable {
     public init(
         kafka: KafkaConfiguration, receiptsTopic: String = ServiceTopic.receipts.defaultName,
         listen: ListenAddress = ListenAddress(host: "0.0.0.0", port: 8080), apiKeys: [APIKey] = [],
+        keyProofs: KeyProofLimits = KeyProofLimits(),
         maxBodyBytes: Int = 1 << 20, notificationMaxBodyBytes: Int = IngestSettings.defaultNotificationMaxBodyBytes,
         maxBufferedBytes: Int = IngestSettings.defaultMaxBufferedBytes,
         notificationsTopic: String = ServiceTopic.notifications.defaultName,
@@ -106,6 +109,7 @@ public struct IngestSettings: Sendable {
         self.receiptsTopic = receiptsTopic
         self.listen = listen
         self.apiKeys = apiKeys
+        self.keyProofs = keyProofs
         self.maxBodyBytes = maxBodyBytes
         self.notificationMaxBodyBytes = notificationMaxBodyBytes
         self.maxBufferedBytes = maxBufferedBytes
@@ -186,6 +190,7 @@ public struct IngestSettings: Sendable {
                     "RESULT_INDEX_REPLAY_SECONDS", default: defaultReplaySeconds, range: 0...31_536_000))
         }
         let apiKeys = try APIKey.parseList(settings.list("INGEST_API_KEYS"))
+        let keyProofs = try KeyProofLimits.parseList(settings.list("INGEST_KEY_PROOFS"), keys: apiKeys)
         let maxBodyBytes = try settings.int("INGEST_MAX_BODY_BYTES", default: 1 << 20, range: 1024...(64 << 20))
         let notificationMaxBodyBytes = try settings.int(
             "INGEST_NOTIFICATION_MAX_BODY_BYTES", default: defaultNotificationMaxBodyBytes, range: 1024...(64 << 20))
@@ -202,6 +207,7 @@ public struct IngestSettings: Sendable {
         return IngestSettings(
             kafka: kafka, receiptsTopic: topics.receipts,
             listen: try settings.listenAddress("INGEST_LISTEN", default: defaultListen), apiKeys: apiKeys,
+            keyProofs: keyProofs,
             maxBodyBytes: maxBodyBytes, notificationMaxBodyBytes: notificationMaxBodyBytes,
             maxBufferedBytes: maxBufferedBytes,
             notificationsTopic: topics.notifications,
@@ -250,6 +256,15 @@ public struct IngestSettings: Sendable {
                                            key writes its name as client_id and sees only its own submissions'
                                            results; unnamed keys see every result. Empty = no authentication
                                            (logged as a warning)
+          INGEST_KEY_PROOFS                the proof kinds a named key may submit, comma-separated entries
+                                           'name:kind+kind' with kinds receipt_data, signed_transaction,
+                                           transaction_id (e.g. app:receipt_data+signed_transaction: a key
+                                           shipped in an app must not claim bare transaction ids, which anyone
+                                           who learns one could submit). Another kind is 403 proof_not_allowed,
+                                           before anything is written. The kind is the effective one: a signed
+                                           transaction sent as receipt_data is signed_transaction. The name must
+                                           be one of INGEST_API_KEYS (all its keys share the limit); keys not
+                                           listed, and unnamed keys, may submit every kind (default: empty)
           INGEST_MAX_BODY_BYTES            largest POST /v1/receipts body, 1024..67108864 (default 1048576);
                                            larger = 413
           INGEST_MAX_BUFFERED_BYTES        request body bytes held across all connections while they arrive,

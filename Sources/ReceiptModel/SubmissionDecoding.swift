@@ -126,7 +126,9 @@ extension Submission {
             }
         }
         guard let transactionId, TransactionIdText.isValid(transactionId) else {
-            throw FieldProblem("transaction_id must be Apple's decimal transaction id")
+            throw FieldProblem(
+                "transaction_id must be Apple's transaction id: the decimal text of a 64-bit unsigned integer "
+                    + "(1 to \(TransactionIdText.maximumLength) digits, no leading zeros)")
         }
         return .transactionId(transactionId)
     }
@@ -200,13 +202,23 @@ public enum JSONNumbers {
     }
 }
 
-/// Apple transaction ids as submitted in `transaction_id`: decimal digits.
+/// Apple transaction ids as submitted in `transaction_id`: the decimal text of an unsigned 64-bit integer, as
+/// StoreKit 2 declares them (`Transaction.id: UInt64`; StoreKit 1's `transactionIdentifier` and the receipt's
+/// `transaction_id` carry the same ids as strings). Anything else (letters, signs, leading zeros, more than 20
+/// digits or a value over 18446744073709551615) is no id Apple could know, and is refused before any Apple call:
+/// `400 invalid_transaction_id` at the ingest, `malformed_submission` in the verifier.
 public enum TransactionIdText {
-    public static let maximumLength = 64
+    /// Digits of the largest UInt64 (18446744073709551615).
+    public static let maximumLength = 20
 
     public static func isValid(_ text: String) -> Bool {
-        !text.isEmpty && text.utf8.count <= maximumLength
-            && text.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
+        let utf8 = text.utf8
+        guard !utf8.isEmpty, utf8.count <= maximumLength,
+            utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) })
+        else { return false }
+        // "0" itself is the UInt64 zero's text; "01" is no UInt64's.
+        guard utf8.count == 1 || utf8.first != UInt8(ascii: "0") else { return false }
+        return UInt64(text) != nil
     }
 }
 

@@ -224,9 +224,19 @@ import Testing
         #expect(verdict.appleStatus == 4_040_010)
         #expect(verdict.environment == nil)
         #expect(harness.fake.serverAPICalls(transaction: "1000000000000205") == (1, 1))
+        // Digits Apple calls no transaction id (the fake: more than 19 digits): 4000006, and no other call.
+        let applesNo = try #require(
+            await harness.verify(.transactionId("18446744073709551615"), with: harness.backend()).verdict)
+        #expect(applesNo.reason == .transactionNotFound)
+        #expect(applesNo.appleStatus == 4_000_006)
+        #expect(applesNo.attempts == 1)
+        // Text that is no Apple id at all is refused without asking Apple.
         let notAnId = try #require(await harness.verify(.transactionId("abc"), with: harness.backend()).verdict)
         #expect(notAnId.reason == .transactionNotFound)
-        #expect(notAnId.appleStatus == 4_000_006)
+        #expect(notAnId.appleStatus == nil)
+        #expect(notAnId.attempts == 0)
+        #expect(notAnId.message?.contains("Apple was not asked") == true)
+        #expect(harness.fake.serverAPICalls(transaction: "abc") == (0, 0))
     }
 
     @Test func underSandboxPolicyRejectTheSandboxIsNeverAsked() async throws {
@@ -254,6 +264,115 @@ import Testing
         let message = try #require(outcome.failure?.message)
         for setting in ["APPLE_ISSUER_ID", "APPLE_KEY_ID", "APPLE_PRIVATE_KEY_FILE"] { #expect(message.contains(setting)) }
         #expect(!message.contains("APPLE_SHARED_SECRET"))
+    }
+
+    // MARK: what junk transaction ids cost (TransactionNotFoundMemory)
+
+    @Test func anIdNoAllowedAppHasCostsOneCallPerAppAndEnvironmentOnceThenNothing() async throws {
+        let harness = try ServerAPIHarness(allowedBundleIds: ["com.example.a", "com.example.b"])
+        let metrics = MetricsRegistry()
+        let backend = harness.backend(metrics: metrics)
+        let id = "1000000000000801"
+        harness.fake.register(FakeServerTransaction(id: id, bundleId: "com.example.other"))
+        let first = try #require(await harness.verify(.transactionId(id), with: backend).verdict)
+        #expect(first.reason == .transactionNotFound)
+        #expect(first.attempts == 4)
+        #expect(harness.fake.serverAPICalls(transaction: id) == (2, 2))
+        // The same junk id again (another submission of it): Apple's answers of minutes ago, no call.
+        for _ in 0..<3 {
+            let again = try #require(await harness.verify(.transactionId(id), with: backend).verdict)
+            #expect(again.outcome == .rejected && again.reason == .transactionNotFound)
+            #expect(again.appleStatus == 4_040_010)
+            #expect(again.attempts == 0)
+            #expect(again.message?.contains("4 of these answers remembered") == true)
+        }
+        #expect(harness.fake.serverAPICalls(transaction: id) == (2, 2))
+        let text = metrics.render()
+        #expect(text.contains(#"appstore_server_api_not_found_memory_total{result="recalled"} 12"#))
+        #expect(text.contains(#"appstore_server_api_not_found_memory_total{result="remembered"} 4"#))
+        #expect(text.contains("appstore_server_api_not_found_memory_entries 4"))
+    }
+
+    @Test func aRememberedNotFoundOfOneAppNeverHidesTheAppOrEnvironmentThatHasThePurchase() async throws {
+        let harness = try ServerAPIHarness(allowedBundleIds: ["com.example.a", "com.example.b"])
+        let backend = harness.backend()
+        // Production, app b: app a's "not found" is remembered, app b is asked every time and finds it.
+        let inB = "1000000000000802"
+        harness.fake.register(FakeServerTransaction(id: inB, bundleId: "com.example.b"))
+        for round in 1...2 {
+            let verdict = try #require(await harness.verify(.transactionId(inB), with: backend).verdict)
+            #expect(verdict.outcome == .verified && verdict.bundleId == "com.example.b")
+            #expect(verdict.attempts == (round == 1 ? 2 : 1))
+        }
+        #expect(harness.fake.serverAPICalls(transaction: inB) == (3, 0))
+        // Sandbox, app a: both production answers are remembered, the sandbox is still asked and finds it.
+        let inSandbox = "1000000000000803"
+        harness.fake.register(FakeServerTransaction(id: inSandbox, environment: "Sandbox", bundleId: "com.example.a"))
+        for round in 1...2 {
+            let verdict = try #require(await harness.verify(.transactionId(inSandbox), with: backend).verdict)
+            #expect(verdict.outcome == .verified && verdict.environment == .sandbox)
+            #expect(verdict.attempts == (round == 1 ? 3 : 1))
+        }
+        #expect(harness.fake.serverAPICalls(transaction: inSandbox) == (2, 2))
+    }
+
+    @Test func onlyApplesDefinitiveNotFoundIsRememberedNeverAFailureOrA401() async throws {
+        let harness = try ServerAPIHarness()
+        let backend = harness.backend()
+        // Three 5xx answers end the round without a verdict; the next submission asks production again and finds it.
+        let flaky = "1000000000000804"
+        harness.fake.register(
+            FakeServerTransaction(
+                id: flaky, failures: [.init(httpStatus: 500, errorCode: 5_000_001, environment: "Production", times: 3)]))
+        #expect(await harness.verify(.transactionId(flaky), with: backend).isUnavailable)
+        #expect(try #require(await harness.verify(.transactionId(flaky), with: backend).verdict).outcome == .verified)
+        #expect(harness.fake.serverAPICalls(transaction: flaky) == (4, 0))
+        // An app without a release: production's 401 is asked again every time (a release may come any minute).
+        let unreleased = "1000000000000805"
+        harness.fake.register(
+            FakeServerTransaction(id: unreleased, environment: "Sandbox", productionUnauthorized: true))
+        for _ in 1...2 {
+            #expect(try #require(await harness.verify(.transactionId(unreleased), with: backend).verdict).outcome
+                    == .verified)
+        }
+        #expect(harness.fake.serverAPICalls(transaction: unreleased) == (4, 2))
+        #expect(backend.notFoundMemory.count == 0)
+    }
+
+    @Test func aRetryInTheRoundAsksOnlyWhatAppleHasNotAnsweredYet() async throws {
+        let harness = try ServerAPIHarness()
+        let id = "1000000000000806"
+        // Production: not found. The sandbox has it, but first answers 500.
+        harness.fake.register(
+            FakeServerTransaction(
+                id: id, environment: "Sandbox",
+                failures: [.init(httpStatus: 500, errorCode: 5_000_001, environment: "Sandbox", times: 1)]))
+        let verdict = try #require(await harness.verify(.transactionId(id), with: harness.backend()).verdict)
+        #expect(verdict.outcome == .verified && verdict.environment == .sandbox)
+        // Without the memory the retry would ask production again: (2, 2).
+        #expect(harness.fake.serverAPICalls(transaction: id) == (1, 2))
+        #expect(verdict.attempts == 3)
+    }
+
+    @Test func rememberedAnswersExpireAfterTheirTTLAndCanBeSwitchedOff() async throws {
+        let harness = try ServerAPIHarness()
+        let clock = ManualClock()
+        let backend = harness.backend(
+            notFoundMemory: TransactionNotFoundMemory.Limits(ttl: .seconds(60)), clock: clock)
+        let id = "1000000000000807"
+        harness.fake.register(FakeServerTransaction(id: id, bundleId: "com.example.other"))
+        _ = await harness.verify(.transactionId(id), with: backend)
+        clock.advance(by: .seconds(59))
+        _ = await harness.verify(.transactionId(id), with: backend)
+        #expect(harness.fake.serverAPICalls(transaction: id) == (1, 1))
+        clock.advance(by: .seconds(1))
+        let afterTTL = try #require(await harness.verify(.transactionId(id), with: backend).verdict)
+        #expect(afterTTL.reason == .transactionNotFound && afterTTL.attempts == 2)
+        #expect(harness.fake.serverAPICalls(transaction: id) == (2, 2))
+
+        let off = harness.backend(notFoundMemory: .disabled)
+        for _ in 1...2 { _ = await harness.verify(.transactionId(id), with: off) }
+        #expect(harness.fake.serverAPICalls(transaction: id) == (4, 4))
     }
 
     // MARK: Apple's failures through the verifier's rounds

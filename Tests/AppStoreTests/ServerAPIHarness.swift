@@ -60,13 +60,17 @@ final class ServerAPIHarness: Sendable {
 
     /// The Server API backend over this harness (no client: no API credentials).
     func backend(
-        confirm: Bool = true, withClient: Bool = true, receiptRoots: [Certificate]? = nil, maxHistoryPages: Int = 50
+        confirm: Bool = true, withClient: Bool = true, receiptRoots: [Certificate]? = nil, maxHistoryPages: Int = 50,
+        notFoundMemory: TransactionNotFoundMemory.Limits = TransactionNotFoundMemory.Limits(),
+        clock: any ServiceClock = DispatchClock(), metrics: MetricsRegistry? = nil
     ) -> ServerAPIBackend {
         ServerAPIBackend(
             client: withClient ? client : nil, signedData: pki.verifier(),
             receipts: receiptRoots.map { AppReceiptVerifier(trustedRoots: $0) },
-            configuration: .init(policy: policy, confirmSignedTransactions: confirm, maxHistoryPages: maxHistoryPages),
-            logger: .quiet)
+            configuration: .init(
+                policy: policy, confirmSignedTransactions: confirm, maxHistoryPages: maxHistoryPages,
+                notFoundMemory: notFoundMemory),
+            logger: .quiet, metrics: metrics, clock: clock)
     }
 
     /// A verifier over `backend` with quick in-round retries.

@@ -199,6 +199,51 @@ struct IngestSettingsTests {
         }
     }
 
+    @Test("INGEST_KEY_PROOFS: named keys limited to proof kinds; every key under a name shares it; others unlimited")
+    func keyProofs() throws {
+        let settings = try IngestSettings.fromEnvironment([
+            "KAFKA_BOOTSTRAP_SERVERS": "k:1",
+            "INGEST_API_KEYS": "app:k1,app:k2,partner:k3,backend:k4,k5",
+            "INGEST_KEY_PROOFS": " app : receipt_data + signed_transaction , partner:transaction_id+transaction_id",
+        ])
+        #expect(
+            settings.keyProofs
+                == KeyProofLimits(["app": [.receiptData, .signedTransaction], "partner": [.transactionId]]))
+        #expect(!settings.keyProofs.allows(.transactionId, for: .client("app")))
+        #expect(settings.keyProofs.allows(.signedTransaction, for: .client("app")))
+        #expect(!settings.keyProofs.allows(.receiptData, for: .client("partner")))
+        for kind in ProofKind.allCases {
+            #expect(settings.keyProofs.allows(kind, for: .client("backend")))
+            #expect(settings.keyProofs.allows(kind, for: .unrestricted))
+        }
+        // Unset: nobody is limited (backwards compatible).
+        let unset = try IngestSettings.fromEnvironment(["KAFKA_BOOTSTRAP_SERVERS": "k:1", "INGEST_API_KEYS": "app:k1"])
+        #expect(unset.keyProofs.isEmpty)
+    }
+
+    @Test("INGEST_KEY_PROOFS problems are refused at start, saying what is wrong", arguments: [
+        ("app", "must be name:kind+kind"),
+        ("nobody:receipt_data", "'nobody' is not the name of a key in INGEST_API_KEYS"),
+        ("k5:receipt_data", "gives a key of INGEST_API_KEYS where its name belongs"),
+        ("secret-1:receipt_data", "gives a key of INGEST_API_KEYS where its name belongs"),
+        ("app:receipts", "'receipts' is not a proof kind (receipt_data, signed_transaction, transaction_id)"),
+        ("app:", "needs at least one proof kind"),
+        ("app:receipt_data+", "needs at least one proof kind"),
+        ("app:receipt_data,app:transaction_id", "entry 2: 'app' is listed twice"),
+    ])
+    func invalidKeyProofs(value: String, problem: String) {
+        do {
+            _ = try IngestSettings.fromEnvironment([
+                "KAFKA_BOOTSTRAP_SERVERS": "k:1", "INGEST_API_KEYS": "app:secret-1,k5", "INGEST_KEY_PROOFS": value,
+            ])
+            Issue.record("INGEST_KEY_PROOFS=\(value) was accepted")
+        } catch {
+            #expect(error.variable == "INGEST_KEY_PROOFS")
+            #expect(error.problem.contains(problem), "\(error.problem)")
+            #expect(!error.problem.contains("secret-1") && !error.problem.contains("k5"))
+        }
+    }
+
     @Test("invalid values name their variable", arguments: [
         ("INGEST_LISTEN", "nonsense"), ("INGEST_MAX_BODY_BYTES", "10"), ("INGEST_KAFKA_DELIVERY_TIMEOUT_MS", "abc"),
         ("RECEIPTS_TOPIC", "bad topic"), ("INGEST_HTTP_THREADS", "0"), ("RESULTS_TOPIC", "bad/topic"),
@@ -227,7 +272,7 @@ struct IngestSettingsTests {
             "RESULT_INDEX_REPLAY_SECONDS", "RESULT_INDEX_READY_TIMEOUT_SECONDS", "INGEST_MAX_WAIT_MS",
             "NOTIFICATIONS_TOPIC", "INGEST_NOTIFICATION_MAX_BODY_BYTES", "INGEST_MAX_BUFFERED_BYTES",
             "INGEST_HEADER_TIMEOUT_SECONDS", "INGEST_BODY_TIMEOUT_SECONDS", "INGEST_MAX_HEADER_BYTES",
-            "KAFKA_QUEUE_BUFFERING_MAX_KBYTES",
+            "KAFKA_QUEUE_BUFFERING_MAX_KBYTES", "INGEST_KEY_PROOFS",
         ] {
             #expect(IngestSettings.helpText.contains(variable), "\(variable) missing from --help")
         }

@@ -58,6 +58,8 @@ struct SubmissionRequestTests {
         (#"{"signed_transaction":"  \#(sampleJWS)\n"}"#, .signedTransaction(sampleJWS)),
         (#"{"transaction_id":"2000000123456789"}"#, .transactionId("2000000123456789")),
         (#"{"transaction_id":2000000123456789}"#, .transactionId("2000000123456789")),
+        (#"{"transaction_id":"18446744073709551615"}"#, .transactionId("18446744073709551615")),
+        (#"{"transaction_id":"0"}"#, .transactionId("0")),
         // A JWS sent where the receipt goes is taken as the signed transaction it is.
         (#"{"receipt_data":"\#(sampleJWS)"}"#, .signedTransaction(sampleJWS)),
         (#"{"receipt":"\#(sampleJWS)","transactionId":"1000"}"#, .signedTransaction(sampleJWS)),
@@ -161,6 +163,13 @@ struct SubmissionRequestTests {
         (#"{"receipt":"eyJhbGciOiJIUzI1NiJ9.eyJ0eCI6MX0.c2ln"}"#, "invalid_signed_transaction"),
         (#"{"transaction_id":"12ab"}"#, "invalid_transaction_id"),
         (#"{"transaction_id":-5}"#, "invalid_transaction_id"),
+        // Not the decimal text of a UInt64 (StoreKit 2's Transaction.id): no Apple call could find it.
+        (#"{"transaction_id":"0123"}"#, "invalid_transaction_id"),
+        (#"{"transaction_id":"18446744073709551616"}"#, "invalid_transaction_id"),
+        (#"{"transaction_id":"100000000000000000000"}"#, "invalid_transaction_id"),
+        (#"{"transaction_id":" 2000000123456789"}"#, "invalid_transaction_id"),
+        (#"{"transaction_id":"+2000000123456789"}"#, "invalid_transaction_id"),
+        (#"{"transaction_id":"２０００"}"#, "invalid_transaction_id"),
         (#"{"transaction_id":true}"#, "invalid_field"),
         (#"{"transaction_id":"1","expected_app_account_token":"not-a-uuid"}"#, "invalid_field"),
         (#"{"transaction_id":"1","expected_app_account_token":42}"#, "invalid_field"),

@@ -147,6 +147,24 @@ import Testing
         #expect(problem(#"{"schema_version":1,"submission_id":"s","transaction_id":"abc"}"#) != nil)
     }
 
+    /// A direct producer's id that is no UInt64's decimal text (StoreKit 2's `Transaction.id`) is malformed, with
+    /// the submission's id kept for the `failed` result.
+    @Test(arguments: ["0123", "18446744073709551616", "123456789012345678901", "12 34", "-1", "1e5", "٣"])
+    func aTransactionIdMustBeAnUnsignedSixtyFourBitInteger(id: String) throws {
+        let malformed = try #require(
+            problem(#"{"schema_version":1,"submission_id":"s-7","transaction_id":"\#(id)"}"#))
+        #expect(malformed.submissionId == "s-7")
+        #expect(malformed.problem.contains("transaction_id"))
+        #expect(TransactionIdText.isValid(id) == false)
+    }
+
+    @Test func theLargestUnsignedSixtyFourBitIdAndZeroAreAccepted() throws {
+        for id in ["18446744073709551615", "0", "2000000123456789"] {
+            #expect(TransactionIdText.isValid(id))
+            #expect(try decode(#"{"schema_version":1,"submission_id":"s","transaction_id":"\#(id)"}"#).proof == .transactionId(id))
+        }
+    }
+
     @Test func aSignedTransactionMustBeAnES256CompactJWS() {
         let none = "eyJhbGciOiJub25lIn0.eyJ0cmFuc2FjdGlvbklkIjoiMSJ9.c2ln"  // {"alg":"none"}
         #expect(

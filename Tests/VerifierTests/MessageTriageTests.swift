@@ -72,6 +72,26 @@ struct MessageTriageTests {
         #expect(records[1].header(MessageHeaders.outcome) == "failed")
     }
 
+    /// A direct producer's `transaction_id` that no Apple transaction can have (not a UInt64's decimal text) is a
+    /// malformed field: DLQ plus `failed` / `malformed_submission`, decided before any Apple call (no job to verify).
+    @Test(arguments: ["12ab", "0042", "18446744073709551616", "-1"])
+    func aTransactionIdThatIsNoAppleIdIsMalformedWithoutAnAppleCall(id: String) throws {
+        let json = #"{"schema_version":1,"submission_id":"s-t","user_id":"u-t","transaction_id":"\#(id)"}"#
+        let message = InputMessage(
+            partition: Samples.receipts, offset: 2, key: Array("u-t".utf8), value: Array(json.utf8))
+        guard case .malformed(let records, let problem, let submissionId) = triage.triage(message, nowMs: nowMs) else {
+            Issue.record("expected malformed")
+            return
+        }
+        #expect(submissionId == "s-t")
+        #expect(problem.contains("transaction_id"))
+        #expect(records.map(\.kind) == [.deadLetter, .result])
+        let dlq = try MessageCoding.decode(DeadLetterRecord.self, from: records[0].value)
+        #expect(dlq.reason == .malformedSubmission && dlq.sourceOffset == 2)
+        let result = try MessageCoding.decode(VerificationResult.self, from: records[1].value)
+        #expect(result.outcome == .failed && result.reason == .malformedSubmission && result.attempts == 0)
+    }
+
     @Test func retryRecordsWaitUntilDueThenVerifyWithTheirRoundCount() throws {
         let record = RetryRecord(
             submission: Samples.submission("s-2"), round: 2, attempts: 7, notBeforeMs: nowMs + 5_000,

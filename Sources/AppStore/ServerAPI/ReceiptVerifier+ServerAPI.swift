@@ -33,7 +33,7 @@ extension ReceiptVerifier {
             configuration: ServerAPIBackend.Configuration(
                 policy: settings.verdictPolicy,
                 confirmSignedTransactions: serverAPI.signedTransactionConfirm == .always),
-            logger: logger.named("server-api"))
+            logger: logger.named("server-api"), metrics: metrics)
         return ReceiptVerifier(
             backend: BackendRouter(
                 verifyReceipt: verifyReceipt, serverAPI: serverAPIBackend, receiptBackend: serverAPI.receiptBackend),

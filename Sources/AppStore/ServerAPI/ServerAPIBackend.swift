@@ -16,7 +16,12 @@ import SignedData
 /// - `transaction_id`: Get Transaction Info, production first, then the sandbox (after 4040010, or a production 401
 ///   with a fresh token: apps without a release), each allowed bundle id in turn (the token names the app). Under
 ///   `SANDBOX_POLICY=reject` the sandbox is never asked: an id known only there is `transaction_not_found`, as
-///   nothing Apple said names the sandbox. Not found anywhere: `rejected`/`transaction_not_found`.
+///   nothing Apple said names the sandbox. Not found anywhere: `rejected`/`transaction_not_found`. Apple's answers
+///   are per app (the token's bundle id), so one app's "not found" says nothing about another's: every allowed app
+///   is asked. A submission costs at most one call per (environment, allowed bundle id), plus the one retry with a
+///   fresh token after a 401; each definitive "not found" is remembered for a while (`TransactionNotFoundMemory`),
+///   so the same id again (a later submission, a retry round) asks only what Apple has not answered yet. An id
+///   that is no UInt64's decimal text (ids from Kafka are validated before they get here) is refused without a call.
 /// - `receipt_data`: the receipt's PKCS#7 signature checked against `APPLE_RECEIPT_ROOT_CERTIFICATES` at its
 ///   creation date (failing: `invalid_signature`; not a receipt: `invalid_receipt`), then Get Transaction History v2
 ///   with its first in-app transaction id, in the environment the signed receipt names, every page verified. With
@@ -34,11 +39,18 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
         public var confirmSignedTransactions: Bool
         /// History pages read per receipt at most (20 transactions each); the verdict uses what was read.
         public var maxHistoryPages: Int
+        /// How many Get Transaction Info "not found" answers to `transaction_id` submissions are remembered, and for
+        /// how long (`TransactionNotFoundMemory`).
+        public var notFoundMemory: TransactionNotFoundMemory.Limits
 
-        public init(policy: VerdictPolicy, confirmSignedTransactions: Bool, maxHistoryPages: Int = 50) {
+        public init(
+            policy: VerdictPolicy, confirmSignedTransactions: Bool, maxHistoryPages: Int = 50,
+            notFoundMemory: TransactionNotFoundMemory.Limits = TransactionNotFoundMemory.Limits()
+        ) {
             self.policy = policy
             self.confirmSignedTransactions = confirmSignedTransactions
             self.maxHistoryPages = max(1, maxHistoryPages)
+            self.notFoundMemory = notFoundMemory
         }
     }
 
@@ -47,14 +59,18 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
     private let receipts: AppReceiptVerifier?
     private let configuration: Configuration
     private let logger: Logger
+    /// Apple's recent "not found" answers to `transaction_id` lookups.
+    let notFoundMemory: TransactionNotFoundMemory
 
     /// - Parameters:
     ///   - client: nil without API credentials (then only unconfirmed signed transactions can be verified).
     ///   - signedData: trusts `APPLE_ROOT_CERTIFICATES`.
     ///   - receipts: trusts `APPLE_RECEIPT_ROOT_CERTIFICATES`; nil unless receipts go to the Server API.
+    ///   - clock: the not-found memory's time (tests pass a `ManualClock`).
     public init(
         client: AppStoreServerAPIClient?, signedData: AppleSignedDataVerifier, receipts: AppReceiptVerifier?,
-        configuration: Configuration, logger: Logger
+        configuration: Configuration, logger: Logger, metrics: MetricsRegistry? = nil,
+        clock: any ServiceClock = DispatchClock()
     ) {
         self.client = client
         self.signedData = signedData
@@ -63,6 +79,9 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
         if client == nil { configuration.confirmSignedTransactions = false }
         self.configuration = configuration
         self.logger = logger
+        notFoundMemory = TransactionNotFoundMemory(limits: configuration.notFoundMemory, clock: clock)
+        // Like the client's own families, only where the API is usable.
+        if let metrics, client != nil { notFoundMemory.observe(metrics) }
     }
 
     public func source(for proof: PurchaseProof) -> VerificationSource {
@@ -213,6 +232,15 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
                     + "APPLE_KEY_ID and APPLE_PRIVATE_KEY_FILE"))
             return
         }
+        // Submissions from Kafka were validated already (`malformed_submission` otherwise); this keeps any other
+        // caller from spending quota on an id Apple cannot know.
+        guard TransactionIdText.isValid(transactionId) else {
+            completion(Self.rejected(
+                .transactionNotFound,
+                "'\(transactionId.prefix(40))' is not an Apple transaction id (the decimal text of a 64-bit unsigned "
+                    + "integer): Apple was not asked", source: .serverAPI, calls: 0))
+            return
+        }
         var environments: [AppStoreEnvironment] = [.production]
         if configuration.policy.sandboxPolicy == .accept {
             environments = request.startEnvironment == .sandbox ? [.sandbox, .production] : [.production, .sandbox]
@@ -233,6 +261,8 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
         var productionUnauthorized: ServerAPIError?
         var sandboxAnswered = false
         var lastNotFound: ServerAPIError?
+        /// Lookups answered from `notFoundMemory` without a call.
+        var recalled = 0
     }
 
     private func lookUp(
@@ -243,37 +273,62 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
             completion(notFoundEverywhere(transactionId, progress: progress))
             return
         }
+        let key = TransactionNotFoundMemory.Key(
+            environment: environment, bundleId: bundleId, transactionId: transactionId)
+        if let remembered = notFoundMemory.recall(key) {
+            var progress = progress
+            progress.recalled += 1
+            continueLookUp(
+                transactionId, after: .failure(remembered), in: environment, bundleId: bundleId, plan: plan,
+                client: client, deadline: deadline, progress: progress, completion: completion)
+            return
+        }
         client.transactionInfo(
             transactionId: transactionId, bundleId: bundleId, environment: environment, deadline: deadline
         ) { [self] answer in
             var progress = progress
             progress.calls += answer.calls
-            switch answer.result {
-            case .success(let info):
-                completion(judgeTransactionInfo(
-                    info, expectedTransactionId: transactionId, bundleId: bundleId, environment: environment,
-                    calls: progress.calls))
-            case .failure(let error) where error.kind == .notFound:
-                if environment == .sandbox { progress.sandboxAnswered = true }
-                progress.lastNotFound = error
-                lookUp(transactionId, plan: plan.dropFirst(), client: client, deadline: deadline, progress: progress,
-                       completion: completion)
-            case .failure(let error) where error.kind == .unauthorized && environment == .production:
-                // Apps without a release get 401 from production; their purchases (App Review, TestFlight) are in
-                // the sandbox. Whether the key is wrong shows there.
-                progress.productionUnauthorized = error
-                lookUp(transactionId, plan: plan.dropFirst(), client: client, deadline: deadline, progress: progress,
-                       completion: completion)
-            case .failure(let error) where error.kind == .invalidTransactionId:
-                completion(Self.rejected(
-                    .transactionNotFound, "'\(transactionId)' is not a transaction id: \(error.message)",
-                    source: .serverAPI, calls: progress.calls, appleStatus: error.errorCode))
-            case .failure(let error):
-                var answer = Self.answer(for: error, calls: progress.calls)
-                // After production said "not here", a retry starts in the sandbox: say where the failure was.
-                answer.environment = environment
-                completion(answer)
-            }
+            if case .failure(let error) = answer.result { notFoundMemory.remember(key, error) }
+            continueLookUp(
+                transactionId, after: answer.result, in: environment, bundleId: bundleId, plan: plan, client: client,
+                deadline: deadline, progress: progress, completion: completion)
+        }
+    }
+
+    /// Apple's answer (or the remembered one) about the plan's first lookup: a verdict, or the next lookup.
+    private func continueLookUp(
+        _ transactionId: String, after result: Result<TransactionInfoResponse, ServerAPIError>,
+        in environment: AppStoreEnvironment, bundleId: String, plan: ArraySlice<(AppStoreEnvironment, String)>,
+        client: AppStoreServerAPIClient, deadline: DispatchTime, progress: LookupProgress,
+        completion: @escaping @Sendable (BackendAnswer) -> Void
+    ) {
+        var progress = progress
+        switch result {
+        case .success(let info):
+            completion(judgeTransactionInfo(
+                info, expectedTransactionId: transactionId, bundleId: bundleId, environment: environment,
+                calls: progress.calls))
+        case .failure(let error) where error.kind == .notFound:
+            if environment == .sandbox { progress.sandboxAnswered = true }
+            progress.lastNotFound = error
+            lookUp(transactionId, plan: plan.dropFirst(), client: client, deadline: deadline, progress: progress,
+                   completion: completion)
+        case .failure(let error) where error.kind == .unauthorized && environment == .production:
+            // Apps without a release get 401 from production; their purchases (App Review, TestFlight) are in
+            // the sandbox. Whether the key is wrong shows there.
+            progress.productionUnauthorized = error
+            lookUp(transactionId, plan: plan.dropFirst(), client: client, deadline: deadline, progress: progress,
+                   completion: completion)
+        case .failure(let error) where error.kind == .invalidTransactionId:
+            completion(Self.rejected(
+                .transactionNotFound,
+                "'\(transactionId)' is not a transaction id: \(error.message)" + Self.recallNote(progress),
+                source: .serverAPI, calls: progress.calls, appleStatus: error.errorCode))
+        case .failure(let error):
+            var answer = Self.answer(for: error, calls: progress.calls)
+            // After production said "not here", a retry starts in the sandbox: say where the failure was.
+            answer.environment = environment
+            completion(answer)
         }
     }
 
@@ -291,9 +346,17 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
         let places = configuration.policy.sandboxPolicy == .reject
             ? "production (SANDBOX_POLICY=reject: the sandbox was not asked)" : "production nor the sandbox"
         return Self.rejected(
-            .transactionNotFound, "Apple knows transaction \(transactionId) in neither \(places) for \(bundles)",
+            .transactionNotFound,
+            "Apple knows transaction \(transactionId) in neither \(places) for \(bundles)" + Self.recallNote(progress),
             source: .serverAPI, calls: progress.calls, environment: nil,
             appleStatus: progress.lastNotFound?.errorCode)
+    }
+
+    /// Says how many of the lookups were Apple's answers remembered from the last minutes rather than new calls.
+    private static func recallNote(_ progress: LookupProgress) -> String {
+        guard progress.recalled > 0 else { return "" }
+        return " (\(progress.recalled) of these answers remembered from Apple's answers of the last minutes: not asked "
+            + "again)"
     }
 
     // MARK: receipt_data (RECEIPT_BACKEND=server-api)
