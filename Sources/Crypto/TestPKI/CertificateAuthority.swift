@@ -6,10 +6,10 @@ import COpenSSL
 ///
 /// - Important: test and development only. Production code verifies against Apple's roots and never mints.
 public struct CertificateAuthority: Sendable {
-    /// Apple's marker extension on the WWDR intermediate.
-    public static let intermediateMarkerOID = "1.2.840.113635.100.6.2.1"
-    /// Apple's marker extension on the App Store receipt-signing leaf.
-    public static let leafMarkerOID = "1.2.840.113635.100.6.11.1"
+    /// Apple's marker extension on the WWDR intermediate (`AppleMarkerOID.wwdrIntermediate`).
+    public static let intermediateMarkerOID = AppleMarkerOID.wwdrIntermediate
+    /// Apple's marker extension on the App Store receipt-signing leaf (`AppleMarkerOID.receiptSigning`).
+    public static let leafMarkerOID = AppleMarkerOID.receiptSigning
 
     /// This authority's own certificate and key.
     public let authority: MintedCertificate

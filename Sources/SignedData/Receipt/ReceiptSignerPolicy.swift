@@ -63,15 +63,15 @@ public enum ReceiptSignerPolicy: Sendable, Equatable {
                     + "signer and the root; App Store receipts have exactly signer → WWDR intermediate → root")
         }
         let intermediate = path[1]
-        guard intermediate.hasExtension(oid: CertificateAuthority.intermediateMarkerOID) else {
+        guard intermediate.hasExtension(oid: AppleMarkerOID.wwdrIntermediate) else {
             throw refused(
                 "the intermediate '\(intermediate.subject)' lacks Apple's WWDR marker extension "
-                    + CertificateAuthority.intermediateMarkerOID)
+                    + AppleMarkerOID.wwdrIntermediate)
         }
-        guard signer.hasExtension(oid: CertificateAuthority.leafMarkerOID) else {
+        guard signer.hasExtension(oid: AppleMarkerOID.receiptSigning) else {
             throw refused(
                 "the signer '\(signer.subject)' lacks Apple's receipt-signing marker extension "
-                    + CertificateAuthority.leafMarkerOID)
+                    + AppleMarkerOID.receiptSigning)
         }
         guard !signer.isCertificateAuthority else {
             throw refused("the signer '\(signer.subject)' is a CA certificate; Apple's receipt signer is an end entity")
