@@ -21,6 +21,9 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
     public let notAfter: Int64
     /// Dotted OIDs of every extension the certificate carries.
     public let extensionOIDs: Set<String>
+    /// True when the certificate may act as a certificate authority (basic constraints `CA:TRUE`, or an old
+    /// self-signed v1 certificate), as OpenSSL's `X509_check_ca` judges it; false for end-entity certificates.
+    public let isCertificateAuthority: Bool
     /// SHA-256 of the DER encoding.
     public let sha256Fingerprint: [UInt8]
 
@@ -60,6 +63,7 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
             }
         }
         extensionOIDs = oids
+        isCertificateAuthority = X509_check_ca(pointer) != 0
         sha256Fingerprint = SHA256.hash(der)
     }
 

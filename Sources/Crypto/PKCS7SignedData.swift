@@ -17,7 +17,8 @@ public enum PKCS7SignedData {
     /// There must be exactly one signer, whose certificate is embedded; it must chain, through the other embedded
     /// certificates, to one of `trustedRoots` at `atEpochSeconds` (no CRL/OCSP); and the signature must verify over
     /// the content (RSA with SHA-1 or SHA-256 as in Apple's receipts, ECDSA as in minted ones; whatever OpenSSL
-    /// verifies). Nothing is skipped: a content is returned only after both checks passed.
+    /// verifies). Nothing is skipped: a content is returned only after both checks passed. Who the signer is (which
+    /// path shape and certificate markers are acceptable) is the caller's policy, applied to `Verified.chain`.
     ///
     /// - Throws: `PKCS7Error` saying which check failed.
     public static func verify(
@@ -86,8 +87,9 @@ public enum PKCS7SignedData {
 
     /// Signs `content` as a SignedData with embedded content (test and development receipts).
     ///
-    /// The signer's certificate and `intermediates` are embedded, as in Apple's receipts (which embed the signer
-    /// and the WWDR intermediate). The digest is the key's default (SHA-256 for P-256, SHA-384 for P-384).
+    /// The signer's certificate and `intermediates` are embedded, as in Apple's receipts (which embed the signer,
+    /// the WWDR intermediate and Apple Root CA itself). The digest is the key's default (SHA-256 for P-256, SHA-384
+    /// for P-384).
     public static func sign(
         content: [UInt8], signer: MintedCertificate, intermediates: [Certificate] = []
     ) throws(CryptoError) -> [UInt8] {

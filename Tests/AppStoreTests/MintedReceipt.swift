@@ -55,10 +55,15 @@ enum MintedReceipt {
         return [tag] + length + content
     }
 
-    /// A fixture of Tests/SignedDataTests/Fixtures (see its README for sources and licenses).
+    /// A text fixture of Tests/SignedDataTests/Fixtures (see its README for sources and licenses).
     static func signedDataFixture(_ name: String) throws -> String {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("SignedDataTests/Fixtures/" + name)
-        return try String(contentsOf: url, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        try String(contentsOfFile: signedDataFixturePath(name), encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// The path of a fixture of Tests/SignedDataTests/Fixtures.
+    static func signedDataFixturePath(_ name: String) -> String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("SignedDataTests/Fixtures/" + name).path
     }
 }

@@ -73,4 +73,42 @@ struct CertificateTests {
         // The minted DER is what OpenSSL's own reader accepts.
         #expect(try Certificate(der: pki.leaf.der) == pki.leaf.certificate)
     }
+
+    @Test("tells certificate authorities from end entities, for Apple's certificates and minted ones")
+    func certificateAuthorityFlag() throws {
+        #expect(try CryptoFixtures.certificate("AppleRootCA-G3.cer").isCertificateAuthority)
+        #expect(try CryptoFixtures.certificate("AppleIncRootCertificate.cer").isCertificateAuthority)
+        #expect(try CryptoFixtures.certificate("AppleWWDRCAG6.cer").isCertificateAuthority)
+        #expect(!(try CryptoFixtures.certificate("apple-receipt-signing-leaf-2021.cer").isCertificateAuthority))
+        let pki = try CryptoFixtures.PKI()
+        #expect(pki.root.authority.certificate.isCertificateAuthority)
+        #expect(pki.intermediate.authority.certificate.isCertificateAuthority)
+        #expect(!pki.leaf.certificate.isCertificateAuthority)
+    }
+
+    @Test("mints intermediates with path length 0 by default, a chosen one or none, and refuses a negative one")
+    func intermediatePathLength() throws {
+        let pki = try CryptoFixtures.PKI()
+        let now = CryptoFixtures.april2023
+        let root = pki.root.authority.certificate
+        func path(outerPathLength: Int?) throws -> [Certificate] {
+            let outer = try pki.root.issueIntermediate(
+                commonName: "Outer", notBefore: now - 10, notAfter: now + 10, maximumPathLength: outerPathLength)
+            let inner = try outer.issueIntermediate(commonName: "Inner", notBefore: now - 10, notAfter: now + 10)
+            let leaf = try inner.issueLeaf(notBefore: now - 10, notAfter: now + 10)
+            return try CertificateChain.verify(
+                leaf: leaf.certificate, intermediates: [inner.authority.certificate, outer.authority.certificate],
+                trustedRoots: [root], atEpochSeconds: now
+            ).certificates
+        }
+        #expect(try path(outerPathLength: 1).count == 4)
+        #expect(try path(outerPathLength: nil).count == 4)
+        // Apple's shape: a WWDR intermediate may issue leaves only.
+        let exceeded = #expect(throws: CertificateChainError.self) { try path(outerPathLength: 0) }
+        #expect(exceeded?.kind == .invalidIssuer)
+        let negative = #expect(throws: CryptoError.self) {
+            try pki.root.issueIntermediate(notBefore: now, notAfter: now + 1, maximumPathLength: -1)
+        }
+        #expect(negative?.kind == .invalidArgument)
+    }
 }

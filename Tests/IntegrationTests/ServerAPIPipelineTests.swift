@@ -70,6 +70,18 @@ import TestSupport
         }
     }
 
+    /// `jws` with the first character of its signature segment replaced by a different one (so the signature's
+    /// first byte changes): never valid, whatever bytes were minted. Overwriting the last characters with fixed
+    /// text instead leaves the JWS valid whenever it already ended that way (its last character also carries 4
+    /// unused bits).
+    static func forged(_ jws: String) throws -> String {
+        let dot = try #require(jws.lastIndex(of: "."))
+        let first = jws.index(after: dot)
+        try #require(first < jws.endIndex)
+        let replacement = jws[first] == "A" ? "g" : "A"
+        return String(jws[...dot]) + replacement + String(jws[jws.index(after: first)...])
+    }
+
     static func submission(_ id: String, _ proof: PurchaseProof, expectedTransactionId: String? = nil) -> Submission {
         Submission(
             submissionId: id, proof: proof, orderId: "order-\(id)", userId: "user-\(id)",
@@ -99,7 +111,7 @@ import TestSupport
             Self.submission("ti-sandbox", .transactionId("1000000000009002")),
             Self.submission("rd-1", .receipt(receipt)),
             Self.submission("st-refunded", .signedTransaction(refundedLater), expectedTransactionId: "1000000000009005"),
-            Self.submission("st-forged", .signedTransaction(String(signed.dropLast(4)) + "AAAA")),
+            Self.submission("st-forged", .signedTransaction(try Self.forged(signed))),
         ]
         for submission in submissions { try await pipeline.produce(submission) }
         // The same proofs through the ingest's HTTP API.

@@ -132,8 +132,9 @@ struct PartitionOffsetTrackerTests {
     }
 }
 
-/// A small deterministic generator, so the reference test is reproducible.
-struct SplitMix {
+/// A small deterministic generator (SplitMix64), so randomized tests are reproducible: the same seed gives the same
+/// sequence on every run.
+struct SplitMix: RandomNumberGenerator {
     var state: UInt64
     init(seed: UInt64) { state = seed }
     mutating func next() -> UInt64 {

@@ -71,19 +71,34 @@ struct AppleSignedDataVerifierTests {
         let signer = pki.signer
         let leafBase64 = Data(pki.leaf.der).base64EncodedString()
         let intermediateBase64 = Data(pki.intermediate.authority.der).base64EncodedString()
-        let headers: [(String, SignedDataError.Kind)] = [
-            ("{\"alg\":\"ES256\",\"x5c\":[\"@@@@\",\"\(intermediateBase64)\",\"AAAA\"]}", .unreadableCertificate),
-            ("{\"alg\":\"ES256\",\"x5c\":[\"AAAA\",\"\(intermediateBase64)\",\"AAAA\"]}", .unreadableCertificate),
-            ("{\"alg\":\"ES256\",\"x5c\":[\"\(leafBase64.replacingOccurrences(of: "+", with: "-"))\",\"\(intermediateBase64)\",\"AAAA\"]}", .unreadableCertificate),
-            ("{\"alg\":\"ES256\",\"x5c\":[\"\(leafBase64)\"]}", .invalidChainLength),
-            ("{\"alg\":\"ES256\",\"x5c\":[\"\(leafBase64)\",\"\(intermediateBase64)\",\"AAAA\",\"AAAA\"]}", .invalidChainLength),
-            ("{\"alg\":\"ES256\"}", .invalidChainLength),
+        // The leaf respelled with the JWS (base64url) alphabet's '-' or '_' at a fixed place: the minted bytes need
+        // not contain a '+' or '/' to replace, so the character is put there, and the message proves the strict
+        // base64 check (not the DER reader) refused it.
+        func respelled(_ replacement: Character) -> String {
+            var characters = Array(leafBase64)
+            characters[characters.count / 2] = replacement
+            return String(characters)
+        }
+        func headerJSON(_ x5c: [String]) -> String {
+            "{\"alg\":\"ES256\",\"x5c\":[" + x5c.map { "\"\($0)\"" }.joined(separator: ",") + "]}"
+        }
+        let notBase64 = "is not standard base64"
+        let cases: [(String, SignedDataError.Kind, String)] = [
+            (headerJSON(["@@@@", intermediateBase64, "AAAA"]), .unreadableCertificate, notBase64),
+            (headerJSON(["AAAA", intermediateBase64, "AAAA"]), .unreadableCertificate, "is not a DER certificate"),
+            (headerJSON([respelled("-"), intermediateBase64, "AAAA"]), .unreadableCertificate, notBase64),
+            (headerJSON([respelled("_"), intermediateBase64, "AAAA"]), .unreadableCertificate, notBase64),
+            (headerJSON([leafBase64, respelled("-"), "AAAA"]), .unreadableCertificate, "x5c[1] " + notBase64),
+            (headerJSON([leafBase64]), .invalidChainLength, "x5c has 1 certificates"),
+            (headerJSON([leafBase64, intermediateBase64, "AAAA", "AAAA"]), .invalidChainLength, "x5c has 4 certificates"),
+            ("{\"alg\":\"ES256\"}", .invalidChainLength, "x5c has no certificates"),
         ]
-        for (header, kind) in headers where leafBase64.contains("+") || !header.contains("-") {
+        for (header, kind, fragment) in cases {
             let error = #expect(throws: SignedDataError.self) {
                 try verifier.verify(try signer.sign(payload: payload, headerJSON: header))
             }
             #expect(error?.kind == kind, "\(header.prefix(60))")
+            #expect(error?.message.contains(fragment) == true, "\(error?.message ?? "no error")")
         }
     }
 

@@ -73,7 +73,7 @@ struct BERHostileInputTests {
 
     @Test("random bytes and random corruptions of a real receipt are errors or readable receipts, never crashes")
     func randomInput() throws {
-        var generator = SystemRandomNumberGenerator()
+        var generator = SeededGenerator(seed: 0xBE12)
         let der = try SignedDataFixtures.base64File("receipt-production.b64")
         var refused = 0
         for round in 0..<2_000 {

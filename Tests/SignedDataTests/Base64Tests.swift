@@ -7,7 +7,7 @@ import Testing
 struct Base64Tests {
     @Test("decodes what Foundation encodes, at every length, in both alphabets")
     func roundTrips() throws {
-        var generator = SystemRandomNumberGenerator()
+        var generator = SeededGenerator(seed: 0xBA5E_64)
         for length in 0..<200 {
             let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
             let standard = Data(bytes).base64EncodedString()

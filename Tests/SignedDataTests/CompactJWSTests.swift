@@ -29,7 +29,7 @@ struct CompactJWSTests {
             "", "a.b", "a.b.c.d", parts[0] + ".." + parts[2], "." + parts[1] + "." + parts[2],
             parts[0] + "." + parts[1] + ".", parts[0] + "=." + parts[1] + "." + parts[2],
             parts[0] + "." + parts[1] + "+/." + parts[2], parts[0] + "." + parts[1] + " ." + parts[2],
-            parts[0] + "." + parts[1] + "." + parts[2] + "x",  // 4n+1 characters cannot be base64
+            parts[0] + "." + parts[1] + "." + parts[2] + "x",  // 87 characters: "x" carries non-zero unused bits
             "e30." + parts[1] + "." + parts[2],  // header {} has no alg
             "bnVsbA." + parts[1] + "." + parts[2],  // header null
         ]

@@ -70,7 +70,7 @@ struct VerifierFastPathTests {
     @Test("base64url segments of every length decode as Foundation decodes them, and non-canonical text is refused")
     func base64AgreesWithFoundation() throws {
         let pki = try TestSigningPKI.mint()
-        var generator = SystemRandomNumberGenerator()
+        var generator = SeededGenerator(seed: 0x1A75)
         for length in 0..<70 {
             let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
             // A JWS whose payload is these bytes: the payload segment is their base64url.

@@ -6,10 +6,10 @@ import COpenSSL
 ///
 /// - Important: test and development only. Production code verifies against Apple's roots and never mints.
 public struct CertificateAuthority: Sendable {
-    /// Apple's marker extension on the WWDR intermediate.
-    public static let intermediateMarkerOID = "1.2.840.113635.100.6.2.1"
-    /// Apple's marker extension on the App Store receipt-signing leaf.
-    public static let leafMarkerOID = "1.2.840.113635.100.6.11.1"
+    /// Apple's marker extension on the WWDR intermediate (`AppleMarkerOID.wwdrIntermediate`).
+    public static let intermediateMarkerOID = AppleMarkerOID.wwdrIntermediate
+    /// Apple's marker extension on the App Store receipt-signing leaf (`AppleMarkerOID.receiptSigning`).
+    public static let leafMarkerOID = AppleMarkerOID.receiptSigning
 
     /// This authority's own certificate and key.
     public let authority: MintedCertificate
@@ -35,18 +35,26 @@ public struct CertificateAuthority: Sendable {
         return CertificateAuthority(authority: MintedCertificate(certificate: certificate, privateKey: key))
     }
 
-    /// An intermediate CA issued by this authority (path length 0: it may issue leaves only).
+    /// An intermediate CA issued by this authority (by default path length 0, as Apple's WWDR intermediates: it may
+    /// issue leaves only).
     ///
-    /// - Parameter markerOIDs: extensions to add with a DER NULL value; Apple's WWDR intermediate carries
-    ///   `intermediateMarkerOID`. Pass `[]` for an intermediate missing it.
+    /// - Parameters:
+    ///   - markerOIDs: extensions to add with a DER NULL value; Apple's WWDR intermediate carries
+    ///     `intermediateMarkerOID`. Pass `[]` for an intermediate missing it.
+    ///   - maximumPathLength: the basic constraints' `pathlen` (how many CAs may follow it); nil for no limit, so
+    ///     that tests can build a path with an extra CA between an intermediate and the leaf.
     public func issueIntermediate(
         commonName: String = "Test Intermediate CA", curve: ECCurve = .p256, notBefore: Int64, notAfter: Int64,
-        markerOIDs: [String] = [CertificateAuthority.intermediateMarkerOID]
+        markerOIDs: [String] = [CertificateAuthority.intermediateMarkerOID], maximumPathLength: Int? = 0
     ) throws(CryptoError) -> CertificateAuthority {
+        if let maximumPathLength, maximumPathLength < 0 {
+            throw CryptoError(.invalidArgument, "a path length constraint cannot be negative (\(maximumPathLength))")
+        }
         let key = try ECPrivateKey.generate(curve: curve)
         let certificate = try CertificateAuthority.mint(
             commonName: commonName, publicKey: key.key, issuer: authority.certificate, issuerKey: authority.privateKey,
-            role: .intermediate, notBefore: notBefore, notAfter: notAfter, markerOIDs: markerOIDs)
+            role: .intermediate(maximumPathLength: maximumPathLength), notBefore: notBefore, notAfter: notAfter,
+            markerOIDs: markerOIDs)
         return CertificateAuthority(authority: MintedCertificate(certificate: certificate, privateKey: key))
     }
 
@@ -64,7 +72,7 @@ public struct CertificateAuthority: Sendable {
         return MintedCertificate(certificate: certificate, privateKey: key)
     }
 
-    private enum Role { case root, intermediate, leaf }
+    private enum Role { case root, intermediate(maximumPathLength: Int?), leaf }
 
     private static func mint(
         commonName: String, publicKey: EVPKey, issuer: Certificate?, issuerKey: ECPrivateKey, role: Role,
@@ -103,8 +111,9 @@ public struct CertificateAuthority: Sendable {
         case .root:
             extensions = [(NID_basic_constraints, "critical,CA:TRUE"), (NID_key_usage, "critical,keyCertSign,cRLSign"),
                           (NID_subject_key_identifier, "hash")]
-        case .intermediate:
-            extensions = [(NID_basic_constraints, "critical,CA:TRUE,pathlen:0"),
+        case .intermediate(let maximumPathLength):
+            let constraints = maximumPathLength.map { "critical,CA:TRUE,pathlen:\($0)" } ?? "critical,CA:TRUE"
+            extensions = [(NID_basic_constraints, constraints),
                           (NID_key_usage, "critical,keyCertSign,cRLSign"), (NID_subject_key_identifier, "hash"),
                           (NID_authority_key_identifier, "keyid:always")]
         case .leaf:
