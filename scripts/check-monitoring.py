@@ -8,6 +8,8 @@ offline, so the names are the identifiers promtool's `check rules` accepted, min
 a series name is an identifier followed by `{`, `[`, `)` or whitespace that is not a function call, an aggregation,
 a keyword or a label name inside braces or by/without/on/ignoring lists.
 
+Every alert's runbook_url is an anchor of docs/OPERATIONS.md.
+
 Usage: scripts/check-monitoring.py <ingest.metrics> <verifier.metrics>
 """
 import glob
@@ -70,10 +72,19 @@ def main():
         if f"{prefix}_build_info" not in exported([path]):
             findings.append(f"{path} has no {prefix}_build_info")
     queries = []
+    with open(os.path.join(ROOT, "docs/OPERATIONS.md"), encoding="utf-8") as handle:
+        # GitHub's heading anchors: lower case, punctuation other than - and _ dropped, spaces as -.
+        anchors = {re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+                   for heading in re.findall(r"^#+ (.*)$", handle.read(), re.MULTILINE)}
     with open(os.path.join(ROOT, "deploy/monitoring/alerts.yaml"), encoding="utf-8") as handle:
         for group in yaml.safe_load(handle)["groups"]:
             for rule in group["rules"]:
                 queries.append((f"alert {rule['alert']}", rule["expr"]))
+                url = rule.get("annotations", {}).get("runbook_url", "")
+                if not url.split("#")[0].endswith("docs/OPERATIONS.md") or url.split("#")[-1] not in anchors:
+                    findings.append(f"alert {rule['alert']}: runbook_url {url!r} is not an anchor of docs/OPERATIONS.md")
+                if rule.get("labels", {}).get("severity") not in ("page", "ticket"):
+                    findings.append(f"alert {rule['alert']}: severity must be page or ticket")
     dashboards = glob.glob(os.path.join(ROOT, "deploy/monitoring/dashboards/*.json"))
     for path in dashboards:
         with open(path, encoding="utf-8") as handle:
