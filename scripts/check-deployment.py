@@ -273,8 +273,13 @@ def topics_spec():
         return yaml.safe_load(handle)
 
 
-def code_int(path, pattern, what):
-    match = re.search(pattern, read(path))
+def code_int(path, pattern, what, within=None):
+    """An integer the code states (group 1 of `pattern`), in the function whose declaration `within` starts."""
+    text = read(path)
+    if within:
+        start = text.find(within)
+        text = text[start:text.find("\n    }\n", start)] if start >= 0 else ""
+    match = re.search(pattern, text)
     if not match:
         finding(f"{path}: cannot find {what} (pattern {pattern!r}); update scripts/check-deployment.py")
         return 0
@@ -373,10 +378,18 @@ def check_rendered_services(directory, documents, known):
                                        documented_default("INGEST_KAFKA_DELIVERY_TIMEOUT_MS", 10000)))
         main = "Sources/receipt-ingest/main.swift"
         service = "Sources/Ingest/IngestService.swift"
-        bound = (pause + (delivery_ms + 1000 + 500) / 1000
-                 + code_int(service, r"resultFeed\?\.close\(timeout: \.seconds\((\d+)\)\)", "the follower's close bound")
-                 + code_int(main, r"producer\.flush\(timeout: \.seconds\((\d+)\)\)", "the ingest's flush bound")
-                 + code_int(main, r"producer\.close\(timeout: \.seconds\((\d+)\)\)\n\s+logger", "the close bound"))
+        # IngestService.drain: the HTTP server's stop grace (IngestHandler.kafkaAnswerTimeoutMs + 500 ms), then the
+        # results follower's close; main's SIGTERM handler: the producer's flush and close.
+        stop_grace = code_int(service, r"stopGracePeriod = \.milliseconds\(handlerTimeoutMs \+ (\d+)\)",
+                              "the HTTP server's stop grace")
+        answer = code_int("Sources/Ingest/IngestHandler.swift", r"effectiveDeliveryTimeoutMs \+ (\d+)",
+                          "the handler's answer timeout")
+        signal = "ShutdownSignal {"
+        bound = (pause + (delivery_ms + answer + stop_grace) / 1000
+                 + code_int(service, r"resultFeed\?\.close\(timeout: \.seconds\((\d+)\)\)", "the follower's close bound",
+                            "public func drain()")
+                 + code_int(main, r"producer\.flush\(timeout: \.seconds\((\d+)\)\)", "the ingest's flush bound", signal)
+                 + code_int(main, r"producer\.close\(timeout: \.seconds\((\d+)\)\)", "the ingest's close bound", signal))
         if pod.get("terminationGracePeriodSeconds", 30) < bound:
             finding(f"{directory}: receipt-ingest terminationGracePeriodSeconds "
                     f"{pod.get('terminationGracePeriodSeconds', 30)} is below its shutdown bound {bound} s")
@@ -397,10 +410,14 @@ def check_rendered_services(directory, documents, known):
         shutdown_ms = int(settings.get("VERIFIER_SHUTDOWN_TIMEOUT_MS",
                                        documented_default("VERIFIER_SHUTDOWN_TIMEOUT_MS", 20000)))
         service = "Sources/Verifier/Service/VerifierService.swift"
+        shutdown = "public func shutdown()"
         bound = (shutdown_ms / 1000
-                 + code_int(service, r"consumer\.close\(timeout: \.seconds\((\d+)\)\)", "the consumer's close bound")
-                 + code_int(service, r"producer\.flush\(timeout: \.seconds\((\d+)\)\)", "the verifier's flush bound")
-                 + code_int(service, r"producer\.close\(timeout: \.seconds\((\d+)\)\)", "the verifier's close bound"))
+                 + code_int(service, r"consumer\.close\(timeout: \.seconds\((\d+)\)\)", "the consumer's close bound",
+                            shutdown)
+                 + code_int(service, r"producer\.flush\(timeout: \.seconds\((\d+)\)\)", "the verifier's flush bound",
+                            shutdown)
+                 + code_int(service, r"producer\.close\(timeout: \.seconds\((\d+)\)\)", "the verifier's close bound",
+                            shutdown))
         if pod.get("terminationGracePeriodSeconds", 30) < bound:
             finding(f"{directory}: receipt-verifier terminationGracePeriodSeconds "
                     f"{pod.get('terminationGracePeriodSeconds', 30)} is below its shutdown bound {bound} s")
