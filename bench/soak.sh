@@ -27,6 +27,11 @@ SOAK_NOTIFICATION_RATE="${SOAK_NOTIFICATION_RATE:-5}"
 SOAK_INTERVAL_S="${SOAK_INTERVAL_S:-10}"
 duration_s=$(awk -v m="$SOAK_MINUTES" 'BEGIN { printf "%d", m * 60 }')
 default_warmup=$((duration_s / 4 < 300 ? duration_s / 4 : 300))
+# The ingest's verdict index grows until RESULT_INDEX_MAX_ENTRIES (100,000; the ingest reads it from this
+# environment) results are in: 100 s at 1,000/s, half an hour at 50/s. That growth is by design, not a leak, so the
+# warm-up lasts at least until the index is full (plus a minute).
+index_fill_s=$(awk -v n="${RESULT_INDEX_MAX_ENTRIES:-100000}" -v r="$SOAK_RATE" 'BEGIN { printf "%d", n / r + 60 }')
+default_warmup=$((default_warmup > index_fill_s ? default_warmup : index_fill_s))
 SOAK_WARMUP_S="${SOAK_WARMUP_S:-$default_warmup}"
 SOAK_MAX_SLOPE="${SOAK_MAX_SLOPE:-1}"
 SOAK_MAX_LAG="${SOAK_MAX_LAG:-$(awk -v r="$SOAK_RATE" 'BEGIN { printf "%d", r * 10 }')}"
