@@ -598,6 +598,11 @@ def command_soak_report(args):
     first, last = rows[:third], rows[-third:]
     judged = rows[third:]          # the last two thirds after the warm-up: where a leak would show as a trend
     failures = []
+    judged_span_s = float(judged[-1]["t_s"]) - float(judged[0]["t_s"])
+    if judged_span_s < args.min_judged_s:
+        # A trend "per 10 minutes" read off a minute or two is the allocator's noise scaled up, not a finding.
+        failures.append(f"the judged span ({judged_span_s:.0f} s) is under {args.min_judged_s:.0f} s: trends not "
+                        "judged, run longer")
 
     def mean(sample_rows, column):
         values = [float(row[column]) for row in sample_rows if row.get(column)]
@@ -635,7 +640,7 @@ def command_soak_report(args):
             mark = "FAIL" if limit_hit else ("ok (high-water mark)" if trending and figure != "threads" else "ok")
             print(f"  {process:10s} {figure:8s} {before:9.1f} -> {after:9.1f} {unit:7s} trend {slope:+8.2f} {unit}"
                   f" ({slope_percent:+5.2f} %) per 10 min{', new high in the last third' if new_high else ''}  {mark}")
-            if limit_hit:
+            if limit_hit and judged_span_s >= args.min_judged_s:
                 failures.append(f"{column} trends {slope_percent:+.2f} % per 10 min and keeps reaching new highs")
     lags = [float(row["lag"]) for row in rows if row.get("lag")]
     print(f"  consumer lag after warm-up: max {max(lags):.0f}, mean {sum(lags) / len(lags):.0f} "
@@ -741,6 +746,8 @@ def main():
     report = commands.add_parser("soak-report")
     report.add_argument("--csv", required=True)
     report.add_argument("--warmup", type=float, default=300)
+    report.add_argument("--min-judged-s", type=float, default=600,
+                        help="least span of the last two thirds of the samples for a trend to be judged")
     report.add_argument("--max-slope", type=float, default=1.0,
                         help="least-squares trend of RSS and fds, in %% of their level per 10 minutes, that fails")
     report.add_argument("--max-lag", type=float, required=True)
