@@ -18,7 +18,8 @@ build-release: deps
 
 # Builds every product (the integration tests start the real executables), runs all tests one suite at a time
 # (process tests have timing bounds that other suites on the same 2 cores would disturb), then checks the
-# deployment files against the built binaries, the code and the docs, runs the HTTP API against its OpenAPI
+# deployment files against the built binaries, the code and the docs (kustomize renders, CRD models), the monitoring
+# files (promtool: alert unit tests, /metrics of both services live; dashboard queries; about 25 s), runs the HTTP API against its OpenAPI
 # (about 1.5 minutes), the short chaos run (about 2 minutes: kills, a broker freeze and an Apple outage under load,
 # checked by an independent reader) and a short fuzzing pass (TEST_FUZZ_SECONDS per target, about 2 minutes after
 # the first build).
@@ -28,6 +29,7 @@ test: deps
 	RECEIPTS_BIN_DIR="$$($(SWIFT) build --show-bin-path)" $(SWIFT) test --skip-build --no-parallel 2>&1 | tee .build/test-output.log
 	@scripts/test-summary.sh .build/test-output.log
 	python3 scripts/check-deployment.py "$$($(SWIFT) build --show-bin-path)"
+	@scripts/check-monitoring.sh "$$($(SWIFT) build --show-bin-path)"
 	@scripts/api-conformance.sh "$$($(SWIFT) build --show-bin-path)"
 	CHAOS_SHORT=1 CHAOS_BIN="$$($(SWIFT) build --show-bin-path)" bench/chaos.sh
 	@FUZZ_SECONDS=$(TEST_FUZZ_SECONDS) scripts/fuzz.sh

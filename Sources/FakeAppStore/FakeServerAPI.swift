@@ -47,6 +47,9 @@ final class FakeServerAPI: Sendable {
     }
 
     static let pageSize = 20
+    /// Get Notification History entries kept per environment, the most recent (Apple keeps 180 days; the fake keeps a
+    /// bounded count so that a long run's memory stays flat).
+    static let notificationHistoryCapacity = FakeNotificationHistory.defaultCapacity
     /// How long a signed answer is reused for the same transaction (a benchmark asks about the same few ids
     /// thousands of times; Apple's `signedDate` is the signing time, a few seconds stale is harmless).
     static let signedReuseMs: Int64 = 10_000
@@ -122,7 +125,10 @@ final class FakeServerAPI: Sendable {
             signedPayload: signedPayload, sendAttemptResultsJSON: attempts, lastResult: lastResult, dateMs: dateMs,
             notificationType: payload?["notificationType"] as? String, subtype: payload?["subtype"] as? String,
             transactionIds: ids)
-        state.withLock { $0.notifications[environment, default: []].append(entry) }
+        state.withLock { state in
+            state.notifications[environment, default: []].append(entry)
+            state.notifications[environment]?.removeOldest(keeping: Self.notificationHistoryCapacity)
+        }
     }
 
     /// Replaces the send attempts of the entry holding `signedPayload` (a notification the fake is still retrying).

@@ -19,6 +19,8 @@ final class IngestHandler: HTTPHandler {
     let logger: Logger
     /// Set when draining starts: `/readyz` turns false so load balancers stop sending traffic.
     let isDraining = Atomic<Bool>(false)
+    /// Set once the producer has reached a broker: from then on `/readyz` no longer follows Kafka's reachability.
+    let hasReachedKafka = Atomic<Bool>(false)
     /// Answers `kafka_timeout` (with the submission id) for requests Kafka has not reported on within
     /// `kafkaAnswerTimeoutMs`; whoever `claim`s a `PendingKafkaAnswer` first answers it. An entry answered by its
     /// report stays until its deadline passes, then is dropped.
@@ -141,12 +143,19 @@ final class IngestHandler: HTTPHandler {
         }
     }
 
+    /// Not ready while draining, before the producer first reached a broker, and while the read-back of recent
+    /// results is under way. A Kafka outage after that keeps the pod ready: every replica sees the same outage, and
+    /// taking them all out of the Service would turn the documented `503` + `Retry-After` (which clients and Apple
+    /// retry) into refused connections.
     private func readiness() -> HTTPResponse {
         if isDraining.load(ordering: .relaxed) {
             return .json(503, "{\"ready\":false,\"reason\":\"draining\"}")
         }
-        guard publisher.isConnected else {
-            return .json(503, "{\"ready\":false,\"reason\":\"no Kafka broker reachable\"}")
+        if !hasReachedKafka.load(ordering: .relaxed) {
+            guard publisher.isConnected else {
+                return .json(503, "{\"ready\":false,\"reason\":\"no Kafka broker reachable\"}")
+            }
+            hasReachedKafka.store(true, ordering: .relaxed)
         }
         if let resultFeed, !resultFeed.isCaughtUp {
             return .json(503, "{\"ready\":false,\"reason\":\"reading back recent results\"}")

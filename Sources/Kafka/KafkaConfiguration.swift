@@ -10,6 +10,9 @@ public struct KafkaConfiguration: Sendable, Equatable {
     public var properties: [String: String]
     /// Property name -> the environment variable it was read from, for error messages.
     var sources: [String: String] = [:]
+    /// `KAFKA_*` variables `fromEnvironment` skipped because Kubernetes injected them for a Service (sorted);
+    /// see `KubernetesServiceLinks` and `logIgnoredServiceLinks(_:)`.
+    public private(set) var ignoredServiceLinkVariables: [String] = []
 
     public init(_ properties: [String: String] = [:]) {
         self.properties = properties
@@ -20,16 +23,24 @@ public struct KafkaConfiguration: Sendable, Equatable {
 
     /// `KAFKA_<PROPERTY>` variables -> properties: the rest of the name lower-cased with `_` replaced by `.`
     /// (`KAFKA_BOOTSTRAP_SERVERS` -> `bootstrap.servers`, `KAFKA_SECURITY_PROTOCOL` -> `security.protocol`).
-    /// Variables with other prefixes and empty values are ignored.
+    /// Variables with other prefixes and empty values are ignored, and so are the variables Kubernetes injects for a
+    /// Service named `kafka...` (`KAFKA_SERVICE_HOST`, `KAFKA_PORT_9092_TCP`, ...: `KubernetesServiceLinks`), which are
+    /// listed in `ignoredServiceLinkVariables` instead. Any other `KAFKA_` variable is a property, so a typo still
+    /// stops the client.
     public static func fromEnvironment(_ environment: [String: String]) -> KafkaConfiguration {
         var configuration = KafkaConfiguration()
         for (variable, value) in environment {
             guard let property = propertyName(forVariable: variable) else { continue }
+            if KubernetesServiceLinks.isServiceLink(variable) {
+                configuration.ignoredServiceLinkVariables.append(variable)
+                continue
+            }
             let trimmed = value.trimmingWhitespace()
             guard !trimmed.isEmpty else { continue }
             configuration.properties[property] = trimmed
             configuration.sources[property] = variable
         }
+        configuration.ignoredServiceLinkVariables.sort()
         return configuration
     }
 

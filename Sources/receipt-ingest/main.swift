@@ -25,10 +25,12 @@ enum ReceiptIngestMain {
             logger.error("invalid configuration: \(error.description)", ["variable": .string(error.variable)])
             exit(2)
         }
+        settings.kafka.logIgnoredServiceLinks(logger)
         // Writes to a client that went away must fail with EPIPE, not kill the process.
         signal(SIGPIPE, SIG_IGN)
 
         let metrics = MetricsRegistry()
+        BuildInfo.register(in: metrics, prefix: "ingest", libraries: [("librdkafka_version", KafkaLibrary.version)])
         let producer: KafkaProducer
         do {
             producer = try KafkaProducer(configuration: settings.kafka, logger: logger, metrics: metrics)

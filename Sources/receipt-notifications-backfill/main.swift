@@ -58,6 +58,7 @@ enum BackfillMain {
         let logger = Logger.fromEnvironment(label: "receipt-notifications-backfill", environment: environment)
         let settings = Settings(environment: environment)
         let kafka = KafkaConfiguration.fromEnvironment(environment)
+        kafka.logIgnoredServiceLinks(logger)
         guard kafka.bootstrapServers != nil else {
             logger.error("KAFKA_BOOTSTRAP_SERVERS is required")
             return 2

@@ -82,6 +82,7 @@ func exitCode() -> Int32 {
     let settings = Settings(environment: environment)
     let logger = Logger.fromEnvironment(label: "receipt-replay", environment: environment)
     let kafka = KafkaConfiguration.fromEnvironment(environment)
+    kafka.logIgnoredServiceLinks(logger)
     guard kafka.bootstrapServers != nil else {
         logger.error("KAFKA_BOOTSTRAP_SERVERS is required")
         return 2

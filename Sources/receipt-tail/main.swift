@@ -42,6 +42,7 @@ enum ReceiptTailMain {
         let settings = Settings(environment: environment)
         let logger = Logger.fromEnvironment(label: "receipt-tail", environment: environment)
         let configuration = KafkaConfiguration.fromEnvironment(environment)
+        configuration.logIgnoredServiceLinks(logger)
         guard configuration.bootstrapServers != nil else {
             logger.error("KAFKA_BOOTSTRAP_SERVERS is required")
             return 2

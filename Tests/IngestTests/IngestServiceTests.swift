@@ -139,7 +139,7 @@ struct IngestServiceTests {
         #expect((response.jsonObject?["submission_id"] as? String)?.isEmpty == false)
     }
 
-    @Test("no reachable broker: 503 at once and /readyz false")
+    @Test("no reachable broker: 503 at once; /readyz false until Kafka was first reached, then true through outages")
     func disconnected() throws {
         let publisher = FakePublisher()
         publisher.setConnected(false)
@@ -153,6 +153,14 @@ struct IngestServiceTests {
         #expect(try HTTPTestConnection(port: running.port).request("GET", "/readyz").status == 503)
         publisher.setConnected(true)
         #expect(try HTTPTestConnection(port: running.port).request("GET", "/readyz").status == 200)
+        // A later outage: the pod stays in the Service and answers 503 kafka_unavailable with Retry-After.
+        publisher.setConnected(false)
+        #expect(try HTTPTestConnection(port: running.port).request("GET", "/readyz").status == 200)
+        let duringOutage = try post(running.port, #"{"receipt_data":"aGVsbG8="}"#)
+        #expect(duringOutage.status == 503)
+        #expect(errorCode(duringOutage) == "kafka_unavailable")
+        #expect(duringOutage.headers["retry-after"] == "1")
+        #expect(publisher.published.isEmpty)
     }
 
     @Test("API keys: 401 without or with a wrong key, 202 with a right one")

@@ -24,6 +24,78 @@ struct KafkaConfigurationTests {
         #expect(KafkaConfiguration.propertyName(forVariable: "APPLE_TIMEOUT_MS") == nil)
     }
 
+    /// What Kubernetes injects for Services named `kafka`, `kafka-bootstrap` (port `tcp-clients`) and
+    /// `kafka-kafka-bootstrap` (Strimzi's name for a cluster called `kafka`), against real properties and typos.
+    static let serviceLinkCases: [(variable: String, isServiceLink: Bool)] = [
+        ("KAFKA_SERVICE_HOST", true),
+        ("KAFKA_SERVICE_PORT", true),
+        ("KAFKA_SERVICE_PORT_TCP_CLIENTS", true),
+        ("KAFKA_PORT", true),
+        ("KAFKA_PORT_9092_TCP", true),
+        ("KAFKA_PORT_9092_TCP_PROTO", true),
+        ("KAFKA_PORT_9092_TCP_PORT", true),
+        ("KAFKA_PORT_9092_TCP_ADDR", true),
+        ("KAFKA_PORT_9094_UDP_ADDR", true),
+        ("KAFKA_BOOTSTRAP_SERVICE_HOST", true),
+        ("KAFKA_BOOTSTRAP_PORT_9093_TCP_ADDR", true),
+        ("KAFKA_KAFKA_BOOTSTRAP_SERVICE_PORT_TCP_REPLICATION", true),
+        ("KAFKA_KAFKA_BOOTSTRAP_PORT", true),
+        // librdkafka properties and near misses stay properties (and a typo is refused when the client is made).
+        ("KAFKA_BOOTSTRAP_SERVERS", false),
+        ("KAFKA_SASL_KERBEROS_SERVICE_NAME", false),
+        ("KAFKA_SERVICE", false),
+        ("KAFKA_SERVICE_HOSTS", false),
+        ("KAFKA_SERVICE_HOST_X", false),
+        ("KAFKA_PORT_9092", false),
+        ("KAFKA_PORT_9092_HTTP", false),
+        ("KAFKA_PORT_99999_TCP", false),
+        ("KAFKA_PORT_0_TCP", false),
+        ("KAFKA_PORT_9092_TCP_HOST", false),
+        ("KAFKA_PORT_9092_TCP_ADDR_X", false),
+        ("KAFKA__PORT", false),
+        ("KAFKA_service_host", false),
+        ("KAFKA_", false),
+        ("KAFKAS_SERVICE_HOST", false),
+    ]
+
+    @Test("Kubernetes service-link variables are recognised by shape", arguments: serviceLinkCases)
+    func serviceLinkShapes(variable: String, isServiceLink: Bool) {
+        #expect(KubernetesServiceLinks.isServiceLink(variable) == isServiceLink)
+    }
+
+    @Test("service-link variables are skipped, listed sorted and logged once; a typo beside them is still refused")
+    func serviceLinksIgnored() throws {
+        let links = [
+            "KAFKA_SERVICE_HOST": "10.0.0.11", "KAFKA_SERVICE_PORT": "9092", "KAFKA_PORT": "tcp://10.0.0.11:9092",
+            "KAFKA_PORT_9092_TCP": "tcp://10.0.0.11:9092", "KAFKA_PORT_9092_TCP_PROTO": "tcp",
+            "KAFKA_PORT_9092_TCP_PORT": "9092", "KAFKA_PORT_9092_TCP_ADDR": "10.0.0.11",
+        ]
+        let configuration = KafkaConfiguration.fromEnvironment(
+            links.merging(["KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1", "KAFKA_LINGER_MS": "3"]) { $1 })
+        #expect(configuration.properties == ["bootstrap.servers": "127.0.0.1:1", "linger.ms": "3"])
+        #expect(configuration.ignoredServiceLinkVariables == links.keys.sorted())
+        let producer = try KafkaProducer(configuration: configuration, logger: quietLogger)
+        producer.close(timeout: .milliseconds(100))
+
+        let lines = CollectedLogLines()
+        configuration.logIgnoredServiceLinks(Logger(label: "test", threshold: .debug, sink: lines))
+        let logged = lines.all
+        #expect(logged.count == 1)
+        #expect(logged.first?.contains("\"level\":\"warning\"") == true)
+        #expect(logged.first?.contains(links.keys.sorted().joined(separator: ",")) == true)
+        #expect(logged.first?.contains("10.0.0.11") == false)
+        KafkaConfiguration.fromEnvironment(["KAFKA_BOOTSTRAP_SERVERS": "x:1"])
+            .logIgnoredServiceLinks(Logger(label: "test", threshold: .debug, sink: lines))
+        #expect(lines.all.count == 1)
+
+        var typo = KafkaConfiguration.fromEnvironment(links.merging(["KAFKA_LINGER_MSS": "3"]) { $1 })
+        typo.bootstrapServers = "127.0.0.1:1"
+        let error = try #require(throws: KafkaError.self) {
+            _ = try KafkaProducer(configuration: typo, logger: quietLogger)
+        }
+        #expect(error.message.contains("KAFKA_LINGER_MSS"))
+    }
+
     @Test("an unknown property fails at client creation, naming the property and its variable")
     func unknownProperty() throws {
         var configuration = KafkaConfiguration.fromEnvironment(["KAFKA_NOT_A_PROPERTY": "1"])
@@ -120,4 +192,13 @@ struct KafkaErrorTests {
         #expect(KafkaError(code: KafkaError.fatal, message: "x").isFatal)
         #expect(!KafkaError(code: KafkaError.messageSizeTooLarge, message: "x").isRetriable)
     }
+}
+
+/// Log lines written to it, for tests.
+final class CollectedLogLines: LogSink {
+    private let lines = Locked<[String]>([])
+
+    func write(line: String) { lines.withLock { $0.append(line) } }
+
+    var all: [String] { lines.withLock { $0 } }
 }

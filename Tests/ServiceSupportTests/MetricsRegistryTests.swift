@@ -57,3 +57,17 @@ import Testing
         #expect(registry.render().contains("g{v=\"a\\\"b\\\\c\\nd\"} 1\n"))
     }
 }
+
+@Suite struct BuildInfoTests {
+    @Test func buildInfoIsOneGaugeWithTheVersionLabels() {
+        let registry = MetricsRegistry()
+        BuildInfo.register(in: registry, prefix: "ingest", libraries: [("librdkafka_version", "2.0.2")])
+        let text = registry.render()
+        #expect(text.contains("# TYPE ingest_build_info gauge\n"))
+        #expect(
+            text.contains(
+                "ingest_build_info{version=\"\(BuildInfo.version)\",swift_version=\"\(BuildInfo.swiftVersion)\","
+                    + "librdkafka_version=\"2.0.2\"} 1\n"))
+        #expect(BuildInfo.swiftVersion.hasPrefix("6.") || BuildInfo.swiftVersion == "7.0+")
+    }
+}

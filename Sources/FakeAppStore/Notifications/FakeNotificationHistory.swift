@@ -1,10 +1,16 @@
 import Synchronization
 import ServiceSupport
 
-/// Every notification the fake signed, with its delivery attempts, in the order they were made: what
+/// The notifications the fake signed, with their delivery attempts, in the order they were made: what
 /// `GET /admin/notifications` lists, passed on (through `observer`) to the fake Server API's Get Notification History.
-/// Thread-safe.
+/// Keeps the most recent `capacity` (4,096 by default; a signed notification is ~12 KB, so ~50 MB at most): under a
+/// soak's steady load an unbounded history grew by 450 MB in 30 minutes. Older entries are forgotten, oldest first
+/// (a later attempt for a forgotten one is ignored). Thread-safe.
 public final class FakeNotificationHistory: Sendable {
+    /// How many entries are kept unless told otherwise; the fake Server API's Get Notification History keeps as many
+    /// per environment.
+    public static let defaultCapacity = 4_096
+
     /// What changed, for the observer (called outside the lock, on the thread that made the change).
     public enum Change: Sendable {
         case added(Entry)
@@ -56,8 +62,12 @@ public final class FakeNotificationHistory: Sendable {
 
     private let entries = Locked<[Entry]>([])
     private let observer: (@Sendable (Change) -> Void)?
+    /// The most entries kept.
+    public let capacity: Int
 
-    public init(observer: (@Sendable (Change) -> Void)? = nil) {
+    public init(capacity: Int = FakeNotificationHistory.defaultCapacity, observer: (@Sendable (Change) -> Void)? = nil) {
+        precondition(capacity > 0, "a notification history keeps at least one entry")
+        self.capacity = capacity
         self.observer = observer
     }
 
@@ -69,7 +79,11 @@ public final class FakeNotificationHistory: Sendable {
             originalTransactionId: notification.transaction?.originalTransactionId, signedPayload: signedPayload,
             environment: notification.environment, signedDateMs: notification.signedDateMs, url: url, attempts: [],
             finished: url == nil)
-        entries.withLock { $0.append(entry) }
+        let capacity = capacity
+        entries.withLock { entries in
+            entries.append(entry)
+            entries.removeOldest(keeping: capacity)
+        }
         observer?(.added(entry))
     }
 
@@ -93,5 +107,12 @@ public final class FakeNotificationHistory: Sendable {
     /// Forgets everything (`POST /admin/reset`).
     public func reset() {
         entries.withLock { $0.removeAll() }
+    }
+}
+
+extension Array {
+    /// Drops the first elements until at most `count` are left (the oldest, for lists kept in arrival order).
+    mutating func removeOldest(keeping count: Int) {
+        if self.count > count { removeFirst(self.count - count) }
     }
 }

@@ -40,6 +40,8 @@ public final class VerifierService: Sendable {
         self.settings = settings
         self.logger = logger
         self.metrics = metrics
+        BuildInfo.register(
+            in: metrics, prefix: "verifier", libraries: [("librdkafka_version", KafkaLibrary.version)])
         for property in settings.overriddenConsumerProperties {
             logger.warning(
                 "KAFKA_* setting ignored for the consumer: auto-commit commits stored offsets on revoke and close",
@@ -135,6 +137,7 @@ public final class VerifierService: Sendable {
         ticker.start()
         catalog?.startWatching()
         consumer.start()
+        settings.kafka.logIgnoredServiceLinks(logger)
         logger.info(
             "receipt-verifier started",
             [
