@@ -60,7 +60,11 @@ wait_for "$work/fake.out" "^FAKE_APPSTORE_URL=" "${pids[-1]}"
 apple="$(grep -m1 "^FAKE_APPSTORE_URL=" "$work/fake.out" | cut -d= -f2-)"
 
 common=(KAFKA_BOOTSTRAP_SERVERS="$bootstrap" KAFKA_FETCH_WAIT_MAX_MS=10 KAFKA_SESSION_TIMEOUT_MS=6000)
+# Two named keys, the in-app one limited to receipts and signed transactions (INGEST_KEY_PROOFS), so the refusal
+# metrics exist too.
 env "${common[@]}" INGEST_LISTEN=127.0.0.1:0 RESULT_INDEX_READY_TIMEOUT_SECONDS=5 \
+    INGEST_API_KEYS=backend:monitoring-backend-key,app:monitoring-app-key \
+    INGEST_KEY_PROOFS=app:receipt_data+signed_transaction \
     "$bin/receipt-ingest" >"$work/ingest.out" 2>"$work/ingest.log" &
 pids+=($!)
 wait_for "$work/ingest.log" '"msg":"HTTP server listening"' "${pids[-1]}"
@@ -80,16 +84,20 @@ for _ in $(seq 1 200); do
 done
 
 # Traffic, so that labelled series exist: a verified and a rejected receipt, a transaction id Apple does not know
-# (Server API calls), a lookup, a malformed body, a junk notification.
+# (Server API calls), a lookup, a malformed body, a junk notification, a transaction id from the in-app key (403).
 valid=$(printf '{"scenario":"valid","id":"monitoring-1"}' | base64 -w0)
 other=$(printf '{"scenario":"valid","id":"monitoring-2","bundle_id":"com.example.other"}' | base64 -w0)
-post() { curl -sS -o /dev/null -w '%{http_code}\n' "$ingest$1" -H 'Content-Type: application/json' -d "$2"; }
+post() {
+    curl -sS -o /dev/null -w '%{http_code}\n' "$ingest$1" -H 'Content-Type: application/json' \
+        -H "Authorization: Bearer ${3:-monitoring-backend-key}" -d "$2"
+}
 post "/v1/receipts?wait_ms=10000" "{\"receipt_data\":\"$valid\",\"submission_id\":\"monitoring-v\"}" >"$work/codes"
 post "/v1/receipts?wait_ms=10000" "{\"receipt_data\":\"$other\",\"submission_id\":\"monitoring-b\"}" >>"$work/codes"
 post "/v1/receipts?wait_ms=10000" '{"transaction_id":"2000000000000001","submission_id":"monitoring-t"}' >>"$work/codes"
 post /v1/receipts '{"receipt_data":"not base64!"}' >>"$work/codes"
 post /v1/apple/notifications '{"signedPayload":"x.y.z"}' >>"$work/codes"
-curl -sS -o /dev/null "$ingest/v1/receipts/monitoring-v"
+post /v1/receipts '{"transaction_id":"2000000000000002"}' monitoring-app-key >>"$work/codes"
+curl -sS -o /dev/null -H 'Authorization: Bearer monitoring-backend-key' "$ingest/v1/receipts/monitoring-v"
 curl -fsS "$ingest/metrics" >"$work/ingest.metrics"
 curl -fsS "$verifier/metrics" >"$work/verifier.metrics"
 
