@@ -14,6 +14,8 @@ packages=(
     wrk                     # HTTP load generator in the ingest benchmark
     curl
     nghttp2-server          # nghttpd: HTTP/2 server for the App Store client's multiplexing test
+    libpq-dev               # PostgreSQL client library: receipt-ledger's Postgres module
+    postgresql              # PostgreSQL server: the ledger's tests and `make dev` start throwaway clusters
 )
 
 missing=()
