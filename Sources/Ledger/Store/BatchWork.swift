@@ -1,0 +1,406 @@
+import LedgerRules
+import Postgres
+
+/// One batch's application of messages: decodes each, asks the rules, and writes the decisions. Purchase states are
+/// read once per batch (`FOR UPDATE`, so concurrent instances serialize on a purchase) and kept in `purchases`.
+struct BatchWork {
+    let session: PostgresSession
+    let topics: LedgerTopics
+    let policy: OwnershipPolicy
+    let nowMs: Int64
+    var summary = BatchSummary()
+    private var purchases: [String: CachedPurchase] = [:]
+
+    private struct CachedPurchase {
+        var state: PurchaseState
+        var exists: Bool
+    }
+
+    init(session: PostgresSession, topics: LedgerTopics, policy: OwnershipPolicy, nowMs: Int64) {
+        self.session = session
+        self.topics = topics
+        self.policy = policy
+        self.nowMs = nowMs
+    }
+
+    mutating func apply(_ record: LedgerRecord) throws(PostgresError) {
+        summary.applied += 1
+        let atMs = record.timestampMs ?? nowMs
+        let problems: [String]
+        if record.topic == topics.results {
+            problems = try applyResult(record.value, atMs: atMs)
+        } else {
+            problems = try applyEvent(record.value, atMs: atMs)
+        }
+        if !problems.isEmpty {
+            try deadLetter(record, reason: problems.joined(separator: "; "))
+        }
+    }
+
+    // MARK: Results
+
+    /// - Returns: why (parts of) the result could not be applied; empty when all of it was.
+    private mutating func applyResult(_ bytes: [UInt8], atMs: Int64) throws(PostgresError) -> [String] {
+        let result: LedgerResult
+        do {
+            result = try LedgerDecoding.result(bytes)
+        } catch {
+            return [UnreadableMessage.reason(for: error)]
+        }
+        guard result.outcome == "verified" else { return [] }
+        var problems: [String] = []
+        for transaction in result.transactions where transaction.shouldCredit {
+            guard let productId = transaction.productId, let quantity = transaction.quantity else {
+                problems.append("\(transaction.creditKey): creditable without product_id or quantity")
+                continue
+            }
+            var owner = result.owner
+            if owner == nil { owner = try resolveOwner(transaction) }
+            let claim = CreditClaim(
+                source: .result(submissionId: result.submissionId), owner: owner, productId: productId,
+                credit: transaction.creditShape, quantity: quantity, expiresDateMs: transaction.expiresDateMs,
+                atMs: atMs)
+            if let problem = try decide(
+                .credit(claim), transaction: transaction,
+                claimId: "result:\(result.submissionId):\(transaction.creditKey)")
+            {
+                problems.append(problem)
+            }
+            if let resultOwner = result.owner {
+                try link(.originalTransactionId, transaction.originalTransactionId, to: resultOwner)
+                try link(.appAccountToken, transaction.appAccountToken, to: resultOwner)
+            }
+        }
+        return problems
+    }
+
+    // MARK: Events
+
+    private static let moneyTypes: Set<String> = ["credit", "debit", "recredit", "revoke", "subscription_status"]
+    private static let otherTypes: Set<String> = ["consumption_request", "test", "info"]
+
+    private mutating func applyEvent(_ bytes: [UInt8], atMs: Int64) throws(PostgresError) -> [String] {
+        let event: LedgerEvent
+        do {
+            event = try LedgerDecoding.event(bytes)
+        } catch {
+            return [UnreadableMessage.reason(for: error)]
+        }
+        if Self.otherTypes.contains(event.type) { return [] }
+        guard Self.moneyTypes.contains(event.type) else { return ["unknown event type '\(event.type)'"] }
+        guard let transaction = event.transaction else { return ["a \(event.type) event without a transaction"] }
+        let inserted = try session.execute(
+            "INSERT INTO applied_events (event_id, type, credit_key, applied_at_ms) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+            [.text(event.eventId), .text(event.type), .text(transaction.creditKey), .int(nowMs)])
+        guard inserted.affectedRows == 1 else {
+            summary.duplicateEvents += 1
+            return []
+        }
+        let problem: String?
+        switch event.type {
+        case "credit":
+            guard transaction.shouldCredit else { return [] }
+            guard let productId = transaction.productId, let quantity = transaction.quantity else {
+                problem = "\(transaction.creditKey): creditable without product_id or quantity"
+                break
+            }
+            let claim = CreditClaim(
+                source: .event(eventId: event.eventId), owner: try resolveOwner(transaction), productId: productId,
+                credit: transaction.creditShape, quantity: quantity, expiresDateMs: transaction.expiresDateMs,
+                atMs: atMs)
+            problem = try decide(.credit(claim), transaction: transaction, claimId: "event:\(event.eventId)")
+        case "debit":
+            problem = try decide(.debit(revocationPercentage: transaction.revocationPercentage), transaction: transaction)
+        case "recredit":
+            problem = try decide(.recredit, transaction: transaction)
+        case "revoke":
+            problem = try decide(.revoke, transaction: transaction)
+        default:
+            problem = try decide(.subscriptionStatus(expiresDateMs: transaction.expiresDateMs), transaction: transaction)
+        }
+        guard let problem else { return [] }
+        // Dead-lettered, not applied: a replay of the same event after a fix must not be taken for a duplicate.
+        try session.execute("DELETE FROM applied_events WHERE event_id = $1", [.text(event.eventId)])
+        return [problem]
+    }
+
+    // MARK: Deciding and writing
+
+    /// Runs the rules for one purchase and writes what they decided.
+    /// - Returns: why the input cannot be applied (dead-letter it), or nil.
+    private mutating func decide(_ input: LedgerInput, transaction: LedgerTransaction, claimId: String? = nil)
+        throws(PostgresError) -> String?
+    {
+        try decide(
+            input, creditKey: transaction.creditKey, originalTransactionId: transaction.originalTransactionId,
+            appAccountToken: transaction.appAccountToken, claimId: claimId)
+    }
+
+    private mutating func decide(
+        _ input: LedgerInput, creditKey: String, originalTransactionId: String?, appAccountToken: String?,
+        claimId: String?
+    ) throws(PostgresError) -> String? {
+        var purchase = try load(creditKey)
+        let decision = CreditingRules.apply(input, to: purchase.state, policy: policy)
+        for case .unappliable(let reason) in decision.actions { return "\(creditKey): \(reason)" }
+        if decision.actions.contains(.waitForOwner), case .credit(let claim) = input {
+            // Parked only if it could be applied once its owner is known; otherwise dead-lettered now, while the
+            // message is at hand.
+            var probe = claim
+            probe.owner = "owner"
+            for case .unappliable(let reason) in CreditingRules.apply(.credit(probe), to: .unknown, policy: policy).actions {
+                return "\(creditKey): \(reason)"
+            }
+            try park(claim, claimId: claimId ?? creditKey, creditKey: creditKey, originalTransactionId: originalTransactionId, appAccountToken: appAccountToken)
+        }
+        if decision.state != purchase.state {
+            var next = decision.state
+            if next.creditedAtMs == nil, next.status == .credited || next.status == .recredited {
+                next.creditedAtMs = claimTime(input)
+            }
+            try save(creditKey, next, exists: purchase.exists, originalTransactionId: originalTransactionId)
+            if purchase.state.status == .pendingOwner, next.status != .pendingOwner {
+                // Credited (or refused) some other way: what waited for this purchase has nothing left to do.
+                try session.execute("DELETE FROM pending_claims WHERE credit_key = $1", [.text(creditKey)])
+            }
+            purchase.state = next
+            purchase.exists = next.status != .none
+            purchases[creditKey] = purchase
+        }
+        for action in decision.actions {
+            try perform(action, creditKey: creditKey)
+        }
+        return nil
+    }
+
+    private func claimTime(_ input: LedgerInput) -> Int64 {
+        if case .credit(let claim) = input { return claim.atMs }
+        return nowMs
+    }
+
+    private mutating func perform(_ action: LedgerAction, creditKey: String) throws(PostgresError) {
+        switch action {
+        case .adjustBalance(let owner, let item, let delta):
+            try session.execute(
+                """
+                INSERT INTO balances (user_id, item, amount) VALUES ($1, $2, $3)
+                ON CONFLICT (user_id, item) DO UPDATE SET amount = balances.amount + EXCLUDED.amount
+                """, [.text(owner), .text(item), .int(delta)])
+        case .grantEntitlement(let owner, let entitlement, let expiresDateMs):
+            try session.execute(
+                """
+                INSERT INTO entitlements (credit_key, user_id, entitlement, expires_date_ms, active)
+                VALUES ($1, $2, $3, $4, true)
+                ON CONFLICT (credit_key) DO UPDATE SET user_id = EXCLUDED.user_id, entitlement = EXCLUDED.entitlement,
+                    expires_date_ms = EXCLUDED.expires_date_ms, active = true
+                """, [.text(creditKey), .text(owner), .text(entitlement), .optional(expiresDateMs)])
+        case .endEntitlement:
+            try session.execute("UPDATE entitlements SET active = false WHERE credit_key = $1", [.text(creditKey)])
+        case .setEntitlementExpiry(let expiresDateMs):
+            try session.execute(
+                "UPDATE entitlements SET expires_date_ms = $2 WHERE credit_key = $1", [.text(creditKey), .int(expiresDateMs)])
+        case .recordRefusedClaim(let userId, let submissionId, let atMs):
+            let inserted = try session.execute(
+                """
+                INSERT INTO refused_claims (credit_key, user_id, submission_id, at_ms) VALUES ($1, $2, $3, $4)
+                ON CONFLICT DO NOTHING
+                """, [.text(creditKey), .text(userId), .text(submissionId ?? ""), .int(atMs)])
+            summary.refusedClaims += inserted.affectedRows
+        case .recordTransfer:
+            summary.transfers += 1
+        case .waitForOwner, .unappliable:
+            break  // handled in decide
+        }
+    }
+
+    // MARK: Owners
+
+    private enum LinkKind: String {
+        case originalTransactionId = "original_transaction_id"
+        case appAccountToken = "app_account_token"
+    }
+
+    /// The owner a result tied to the transaction's `original_transaction_id`, else to its `app_account_token`.
+    private func resolveOwner(_ transaction: LedgerTransaction) throws(PostgresError) -> String? {
+        let original = transaction.originalTransactionId.flatMap { $0.isEmpty ? nil : $0 }
+        let token = transaction.appAccountToken.flatMap { $0.isEmpty ? nil : $0 }
+        guard original != nil || token != nil else { return nil }
+        let rows = try session.execute(
+            """
+            SELECT user_id FROM owner_links
+            WHERE (kind = 'original_transaction_id' AND value = $1) OR (kind = 'app_account_token' AND value = $2)
+            ORDER BY kind DESC LIMIT 1
+            """, [.optional(original), .optional(token)]
+        ).rows
+        return rows.first?.optionalString(0)
+    }
+
+    /// Ties `value` to `owner` (first claim under `keep`, latest claimant under `transfer`) and applies the claims
+    /// that were waiting for it.
+    private mutating func link(_ kind: LinkKind, _ value: String?, to owner: String) throws(PostgresError) {
+        guard let value, !value.isEmpty else { return }
+        let conflict =
+            policy == .keep
+            ? "DO NOTHING"
+            : "DO UPDATE SET user_id = EXCLUDED.user_id WHERE owner_links.user_id <> EXCLUDED.user_id"
+        let changed = try session.execute(
+            "INSERT INTO owner_links (kind, value, user_id) VALUES ($1, $2, $3) ON CONFLICT (kind, value) " + conflict,
+            [.text(kind.rawValue), .text(value), .text(owner)])
+        guard changed.affectedRows == 1 else { return }
+        let column = kind == .originalTransactionId ? "original_transaction_id" : "app_account_token"
+        let waiting = try session.execute(
+            """
+            DELETE FROM pending_claims WHERE \(column) = $1
+            RETURNING claim_id, credit_key, source_kind, source_id, product_id, grant_kind, grant_name, grant_amount,
+                quantity, expires_date_ms, at_ms, original_transaction_id, app_account_token
+            """, [.text(value)]
+        ).rows
+        let ordered = waiting.sorted { (a: PostgresRow, b: PostgresRow) in
+            ((try? a.int64(10)) ?? 0, a.values[0] ?? "") < ((try? b.int64(10)) ?? 0, b.values[0] ?? "")
+        }
+        for row in ordered {
+            let sourceId = try row.string(3)
+            let source: CreditClaim.Source =
+                try row.string(2) == "event" ? .event(eventId: sourceId) : .result(submissionId: sourceId)
+            let claim = CreditClaim(
+                source: source, owner: owner, productId: try row.string(4),
+                credit: try Self.readShape(row, kind: 5, name: 6, amount: 7), quantity: try row.int64(8),
+                expiresDateMs: try row.optionalInt64(9), atMs: try row.int64(10))
+            summary.resolvedClaims += 1
+            _ = try decide(
+                .credit(claim), creditKey: try row.string(1), originalTransactionId: row.optionalString(11),
+                appAccountToken: row.optionalString(12), claimId: try row.string(0))
+        }
+    }
+
+    private mutating func park(
+        _ claim: CreditClaim, claimId: String, creditKey: String, originalTransactionId: String?,
+        appAccountToken: String?
+    ) throws(PostgresError) {
+        let (sourceKind, sourceId): (String, String) =
+            switch claim.source {
+            case .event(let eventId): ("event", eventId)
+            case .result(let submissionId): ("result", submissionId)
+            }
+        let grant = Self.grantColumns(claim.credit)
+        let inserted = try session.execute(
+            """
+            INSERT INTO pending_claims (claim_id, credit_key, original_transaction_id, app_account_token, source_kind,
+                source_id, product_id, grant_kind, grant_name, grant_amount, quantity, expires_date_ms, at_ms)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT DO NOTHING
+            """,
+            [
+                .text(claimId), .text(creditKey), .optional(originalTransactionId), .optional(appAccountToken),
+                .text(sourceKind), .text(sourceId), .text(claim.productId), grant.kind, grant.name, grant.amount,
+                .int(claim.quantity), .optional(claim.expiresDateMs), .int(claim.atMs),
+            ])
+        summary.parkedClaims += inserted.affectedRows
+    }
+
+    // MARK: Purchases
+
+    private mutating func load(_ creditKey: String) throws(PostgresError) -> CachedPurchase {
+        if let cached = purchases[creditKey] { return cached }
+        let rows = try session.execute(
+            """
+            SELECT status, owner, product_id, grant_kind, grant_name, grant_amount, quantity, expires_date_ms,
+                amount_credited, amount_debited, last_debit, credited_at_ms
+            FROM purchases WHERE credit_key = $1 FOR UPDATE
+            """, [.text(creditKey)]
+        ).rows
+        let loaded: CachedPurchase
+        if let row = rows.first {
+            guard let status = PurchaseStatus(rawValue: try row.string(0)) else {
+                throw PostgresError(
+                    sqlState: nil, message: "purchase \(creditKey) has an unknown status", isConnectionBroken: false)
+            }
+            let grant: Grant? =
+                switch try Self.readShape(row, kind: 3, name: 4, amount: 5) {
+                case .grant(let grant): grant
+                default: nil
+                }
+            loaded = CachedPurchase(
+                state: PurchaseState(
+                    status: status, owner: row.optionalString(1), productId: row.optionalString(2), grant: grant,
+                    quantity: try row.int64(6), expiresDateMs: try row.optionalInt64(7),
+                    amountCredited: try row.int64(8), amountDebited: try row.int64(9), lastDebit: try row.int64(10),
+                    creditedAtMs: try row.optionalInt64(11)),
+                exists: true)
+        } else {
+            loaded = CachedPurchase(state: .unknown, exists: false)
+        }
+        purchases[creditKey] = loaded
+        return loaded
+    }
+
+    private func save(_ creditKey: String, _ state: PurchaseState, exists: Bool, originalTransactionId: String?)
+        throws(PostgresError)
+    {
+        guard state.status != .none else {
+            // Back to never seen (a refund before any claim, then reversed): no row.
+            if exists {
+                try session.execute("DELETE FROM purchases WHERE credit_key = $1", [.text(creditKey)])
+            }
+            return
+        }
+        let grant = Self.grantColumns(state.grant.map(CreditShape.grant) ?? .nothing)
+        let values: [PostgresValue] = [
+            .text(creditKey), .text(state.status.rawValue), .optional(state.owner), .optional(state.productId),
+            grant.kind, grant.name, grant.amount, .int(state.quantity), .optional(state.expiresDateMs),
+            .int(state.amountCredited), .int(state.amountDebited), .int(state.lastDebit),
+            .optional(state.creditedAtMs), .optional(originalTransactionId), .int(nowMs),
+        ]
+        if exists {
+            try session.execute(
+                """
+                UPDATE purchases SET status = $2, owner = $3, product_id = $4, grant_kind = $5, grant_name = $6,
+                    grant_amount = $7, quantity = $8, expires_date_ms = $9, amount_credited = $10,
+                    amount_debited = $11, last_debit = $12, credited_at_ms = $13,
+                    original_transaction_id = coalesce($14, original_transaction_id), updated_at_ms = $15
+                WHERE credit_key = $1
+                """, values)
+        } else {
+            // A plain INSERT: a concurrent instance inserting the same purchase makes this batch fail and retry.
+            try session.execute(
+                """
+                INSERT INTO purchases (credit_key, status, owner, product_id, grant_kind, grant_name, grant_amount,
+                    quantity, expires_date_ms, amount_credited, amount_debited, last_debit, credited_at_ms,
+                    original_transaction_id, updated_at_ms)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+                """, values)
+        }
+    }
+
+    private static func grantColumns(_ shape: CreditShape) -> (kind: PostgresValue, name: PostgresValue, amount: PostgresValue) {
+        switch shape {
+        case .grant(.item(let name, let amount)): (.text("item"), .text(name), .int(amount))
+        case .grant(.entitlement(let name)): (.text("entitlement"), .text(name), .null)
+        case .nothing, .unknown: (.null, .null, .null)
+        }
+    }
+
+    private static func readShape(_ row: PostgresRow, kind: Int, name: Int, amount: Int) throws(PostgresError)
+        -> CreditShape
+    {
+        switch row.optionalString(kind) {
+        case "item": .grant(.item(name: try row.string(name), amount: try row.int64(amount)))
+        case "entitlement": .grant(.entitlement(name: try row.string(name)))
+        default: .nothing
+        }
+    }
+
+    // MARK: Dead letters
+
+    private mutating func deadLetter(_ record: LedgerRecord, reason: String) throws(PostgresError) {
+        let inserted = try session.execute(
+            """
+            INSERT INTO dead_letters (topic, partition, "offset", reason, raw, recorded_at_ms)
+            VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING
+            """,
+            [
+                .text(record.topic), .int(Int64(record.partition)), .int(record.offset), .text(reason),
+                .bytes(record.value), .int(nowMs),
+            ])
+        summary.deadLettered += inserted.affectedRows
+    }
+}

@@ -1,0 +1,103 @@
+import LedgerRules
+import Postgres
+
+/// Applies batches of consumed messages to the ledger inside one database transaction each, exactly once: the
+/// partitions' `consumer_offsets` rows are locked first and every message below a partition's stored next offset is
+/// skipped (already applied by an earlier batch, this instance's or another's), and the new next offsets are written
+/// in the same transaction as everything the messages changed.
+public struct LedgerStore: Sendable {
+    public let topics: LedgerTopics
+    public let policy: OwnershipPolicy
+
+    public init(topics: LedgerTopics, policy: OwnershipPolicy) {
+        self.topics = topics
+        self.policy = policy
+    }
+
+    /// Applies `records` (in order; any partitions of the two topics) within the caller's transaction.
+    /// - Throws: `PostgresError`; the caller rolls back and retries the same batch (nothing is skipped).
+    public func apply(_ records: [LedgerRecord], in session: PostgresSession, nowMs: Int64) throws(PostgresError)
+        -> BatchSummary
+    {
+        var work = BatchWork(session: session, topics: topics, policy: policy, nowMs: nowMs)
+        // Locked in a fixed order, so two instances never wait on each other's partitions in a cycle.
+        let partitions = Set(records.map(\.partitionKey)).sorted()
+        var next: [PartitionKey: Int64] = [:]
+        for partition in partitions {
+            let parameters: [PostgresValue] = [.text(partition.topic), .int(Int64(partition.partition))]
+            try session.execute(
+                "INSERT INTO consumer_offsets (topic, partition, next_offset) VALUES ($1, $2, 0) ON CONFLICT DO NOTHING",
+                parameters)
+            let row = try session.execute(
+                "SELECT next_offset FROM consumer_offsets WHERE topic = $1 AND partition = $2 FOR UPDATE", parameters)
+            next[partition] = try row.rows[0].int64(0)
+        }
+        let stored = next
+        for record in records {
+            let partition = record.partitionKey
+            guard let expected = next[partition], record.offset >= expected else {
+                work.summary.alreadyApplied += 1
+                continue
+            }
+            try work.apply(record)
+            next[partition] = record.offset + 1
+        }
+        for (partition, offset) in next where stored[partition] != offset {
+            try session.execute(
+                "UPDATE consumer_offsets SET next_offset = $3 WHERE topic = $1 AND partition = $2",
+                [.text(partition.topic), .int(Int64(partition.partition)), .int(offset)])
+        }
+        work.summary.nextOffsets = next
+        return work.summary
+    }
+
+    /// The stored next offsets of `partitions` (absent: nothing applied from that partition yet).
+    public static func storedOffsets(_ partitions: [PartitionKey], in session: PostgresSession) throws(PostgresError)
+        -> [PartitionKey: Int64]
+    {
+        var offsets: [PartitionKey: Int64] = [:]
+        for partition in partitions {
+            let result = try session.execute(
+                "SELECT next_offset FROM consumer_offsets WHERE topic = $1 AND partition = $2",
+                [.text(partition.topic), .int(Int64(partition.partition))])
+            if let row = result.rows.first { offsets[partition] = try row.int64(0) }
+        }
+        return offsets
+    }
+}
+
+extension LedgerStore {
+    /// Records `record` as a dead letter and moves its partition past it, in the caller's transaction: for a message
+    /// the database itself refuses (a data exception such as a NUL byte in a text value), found by applying a failed
+    /// batch one message at a time.
+    public func deadLetter(_ record: LedgerRecord, reason: String, in session: PostgresSession, nowMs: Int64)
+        throws(PostgresError) -> BatchSummary
+    {
+        var summary = BatchSummary()
+        let partition: [PostgresValue] = [.text(record.topic), .int(Int64(record.partition))]
+        try session.execute(
+            "INSERT INTO consumer_offsets (topic, partition, next_offset) VALUES ($1, $2, 0) ON CONFLICT DO NOTHING",
+            partition)
+        let next = try session.execute(
+            "SELECT next_offset FROM consumer_offsets WHERE topic = $1 AND partition = $2 FOR UPDATE", partition
+        ).rows[0].int64(0)
+        guard record.offset >= next else {
+            summary.alreadyApplied = 1
+            summary.nextOffsets[record.partitionKey] = next
+            return summary
+        }
+        let inserted = try session.execute(
+            """
+            INSERT INTO dead_letters (topic, partition, "offset", reason, raw, recorded_at_ms)
+            VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING
+            """,
+            partition + [.int(record.offset), .text(reason), .bytes(record.value), .int(nowMs)])
+        try session.execute(
+            "UPDATE consumer_offsets SET next_offset = $3 WHERE topic = $1 AND partition = $2",
+            partition + [.int(record.offset + 1)])
+        summary.applied = 1
+        summary.deadLettered = inserted.affectedRows
+        summary.nextOffsets[record.partitionKey] = record.offset + 1
+        return summary
+    }
+}
