@@ -75,8 +75,9 @@ struct LedgerTransaction: Decodable, Sendable, Equatable {
     /// never credited, whatever `creditable` says).
     var shouldCredit: Bool { creditable && isUpgraded != true }
 
-    /// The `credit` object as a shape the rules know: `{"item": string, "amount": positive integer}` or
-    /// `{"entitlement": string}`, exactly those members; null is `.nothing`; anything else is `.unknown`.
+    /// The `credit` object as a shape the rules know: `{"item": string, "amount": positive integer}` exactly, or
+    /// `{"entitlement": string}` optionally with `"period": string` (descriptive: the expiry is Apple's
+    /// `expires_date_ms`); null is `.nothing`; anything else is `.unknown` (never guessed).
     var creditShape: CreditShape { Self.shape(of: credit) }
 
     static func shape(of credit: JSONValue?) -> CreditShape {
@@ -87,8 +88,10 @@ struct LedgerTransaction: Decodable, Sendable, Equatable {
         {
             return .grant(.item(name: item, amount: amount))
         }
-        if members.count == 1, case .string(let entitlement)? = members["entitlement"], !entitlement.isEmpty {
-            return .grant(.entitlement(name: entitlement))
+        if case .string(let entitlement)? = members["entitlement"], !entitlement.isEmpty {
+            let others = members.filter { $0.key != "entitlement" }
+            if others.isEmpty { return .grant(.entitlement(name: entitlement)) }
+            if others.count == 1, case .string? = others["period"] { return .grant(.entitlement(name: entitlement)) }
         }
         return .unknown(description: describe(credit))
     }
