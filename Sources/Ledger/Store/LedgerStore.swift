@@ -33,15 +33,23 @@ public struct LedgerStore: Sendable {
             next[partition] = try row.rows[0].int64(0)
         }
         let stored = next
+        var fresh: [LedgerRecord] = []
+        fresh.reserveCapacity(records.count)
         for record in records {
             let partition = record.partitionKey
             guard let expected = next[partition], record.offset >= expected else {
                 work.summary.alreadyApplied += 1
                 continue
             }
-            try work.apply(record)
+            fresh.append(record)
             next[partition] = record.offset + 1
         }
+        let decoded = fresh.map(work.decode)
+        try work.prefetch(decoded)
+        for (record, message) in zip(fresh, decoded) {
+            try work.apply(record, message)
+        }
+        try work.flush()
         for (partition, offset) in next where stored[partition] != offset {
             try session.execute(
                 "UPDATE consumer_offsets SET next_offset = $3 WHERE topic = $1 AND partition = $2",
