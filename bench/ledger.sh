@@ -195,3 +195,15 @@ for _ in $(seq 1 600); do [ "$(applied paced)" -ge "$paced_count" ] && break; sl
 total="$(gems_total paced)"
 [ "$total" -eq $((paced_count * 10)) ] || { echo "balances wrong: $total gems, expected $((paced_count * 10))" >&2; exit 1; }
 quantiles "$LEDGER_PORT"
+curl -fsS "http://127.0.0.1:$LEDGER_PORT/metrics" | python3 -c '
+import sys
+values = {}
+for line in sys.stdin:
+    if line.startswith(("ledger_batch_messages_sum", "ledger_batch_messages_count", "ledger_batch_seconds_sum")):
+        name, value = line.split()
+        values[name] = float(value)
+batches = values.get("ledger_batch_messages_count", 0)
+size = values.get("ledger_batch_messages_sum", 0) / max(batches, 1)
+seconds = values.get("ledger_batch_seconds_sum", 0) * 1000 / max(batches, 1)
+print(f"  {int(batches)} batches, {size:.0f} results and {seconds:.1f} ms each on average")
+'

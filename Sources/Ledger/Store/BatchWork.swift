@@ -133,6 +133,11 @@ struct BatchWork {
         if writes.count >= 256 { try flush() }
     }
 
+    /// A write sent with the batch's others (its answer is not needed).
+    mutating func deferWrite(_ sql: String, _ parameters: [PostgresValue]) throws(PostgresError) {
+        try write(sql, parameters)
+    }
+
     /// A statement whose answer is needed now: the deferred writes go first.
     @discardableResult
     private mutating func read(_ sql: String, _ parameters: [PostgresValue]) throws(PostgresError) -> PostgresResult {

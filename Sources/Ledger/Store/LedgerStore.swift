@@ -22,15 +22,16 @@ public struct LedgerStore: Sendable {
         var work = BatchWork(session: session, topics: topics, policy: policy, nowMs: nowMs)
         // Locked in a fixed order, so two instances never wait on each other's partitions in a cycle.
         let partitions = Set(records.map(\.partitionKey)).sorted()
-        var next: [PartitionKey: Int64] = [:]
-        for partition in partitions {
-            let parameters: [PostgresValue] = [.text(partition.topic), .int(Int64(partition.partition))]
+        var next = try Self.lockOffsets(partitions, in: session)
+        if next.count < partitions.count {
+            // Partitions never applied from before: their rows first (a concurrent instance may insert them too).
+            let missing = partitions.filter { next[$0] == nil }
             try session.execute(
-                "INSERT INTO consumer_offsets (topic, partition, next_offset) VALUES ($1, $2, 0) ON CONFLICT DO NOTHING",
-                parameters)
-            let row = try session.execute(
-                "SELECT next_offset FROM consumer_offsets WHERE topic = $1 AND partition = $2 FOR UPDATE", parameters)
-            next[partition] = try row.rows[0].int64(0)
+                """
+                INSERT INTO consumer_offsets (topic, partition, next_offset)
+                SELECT t, p, 0 FROM unnest($1::text[], $2::int[]) AS u(t, p) ON CONFLICT DO NOTHING
+                """, [.textArray(missing.map(\.topic)), .textArray(missing.map { String($0.partition) })])
+            next = try Self.lockOffsets(partitions, in: session)
         }
         let stored = next
         var fresh: [LedgerRecord] = []
@@ -49,14 +50,41 @@ public struct LedgerStore: Sendable {
         for (record, message) in zip(fresh, decoded) {
             try work.apply(record, message)
         }
-        try work.flush()
-        for (partition, offset) in next where stored[partition] != offset {
-            try session.execute(
-                "UPDATE consumer_offsets SET next_offset = $3 WHERE topic = $1 AND partition = $2",
-                [.text(partition.topic), .int(Int64(partition.partition)), .int(offset)])
+        let moved = next.filter { stored[$0.key] != $0.value }.sorted { $0.key < $1.key }
+        if !moved.isEmpty {
+            try work.deferWrite(
+                """
+                UPDATE consumer_offsets c SET next_offset = u.n
+                FROM unnest($1::text[], $2::int[], $3::bigint[]) AS u(t, p, n)
+                WHERE c.topic = u.t AND c.partition = u.p
+                """,
+                [
+                    .textArray(moved.map(\.key.topic)), .textArray(moved.map { String($0.key.partition) }),
+                    .textArray(moved.map { String($0.value) }),
+                ])
         }
+        try work.flush()
         work.summary.nextOffsets = next
         return work.summary
+    }
+
+    /// Locks the offset rows of `partitions` (in their order: two instances never wait on each other in a cycle)
+    /// and reads their next offsets; partitions without a row are absent.
+    private static func lockOffsets(_ partitions: [PartitionKey], in session: PostgresSession) throws(PostgresError)
+        -> [PartitionKey: Int64]
+    {
+        let rows = try session.execute(
+            """
+            SELECT c.topic, c.partition, c.next_offset FROM consumer_offsets c
+            JOIN unnest($1::text[], $2::int[]) AS u(t, p) ON c.topic = u.t AND c.partition = u.p
+            ORDER BY c.topic, c.partition FOR UPDATE OF c
+            """, [.textArray(partitions.map(\.topic)), .textArray(partitions.map { String($0.partition) })]
+        ).rows
+        var offsets: [PartitionKey: Int64] = [:]
+        for row in rows {
+            offsets[PartitionKey(topic: try row.string(0), partition: Int32(try row.int64(1)))] = try row.int64(2)
+        }
+        return offsets
     }
 
     /// The stored next offsets of `partitions` (absent: nothing applied from that partition yet).
