@@ -117,6 +117,24 @@ struct LedgerProcessTests {
         await harness.shutdown()
     }
 
+    @Test func twoLedgersInOneGroupOneKilledMidwayApplyEverythingOnce() async throws {
+        let harness = try await LedgerHarness.start(settings: ["LEDGER_BATCH_SIZE": "50"])
+        let users = 20
+        let perUser = 100
+        let messages = Self.load(users: users, perUser: perUser, tag: "two")
+        let first = try await harness.startLedger(name: "receipt-ledger-a")
+        let second = try await harness.startLedger(name: "receipt-ledger-b")
+        try await produceLoad(harness, messages)
+        #expect(await eventually(timeout: .seconds(60), interval: .milliseconds(10)) { harness.appliedOffsets() >= 500 })
+        // The survivor takes the dead one's partitions over (from the stored offsets) after the group notices.
+        await first.kill()
+        #expect(await eventually(timeout: .seconds(90), interval: .milliseconds(200)) { harness.appliedOffsets() == Int64(messages.count) })
+        let expected = Dictionary(uniqueKeysWithValues: (0..<users).map { ("user-\($0)", Int64(perUser * 10)) })
+        #expect(try harness.balances(item: "gems") == expected)
+        #expect(await second.stop() == 0)
+        await harness.shutdown()
+    }
+
     @Test func postgresStoppedAndStartedUnderLoadSkipsNothing() async throws {
         let harness = try await LedgerHarness.start(settings: ["LEDGER_BATCH_SIZE": "100"])
         let users = 10
