@@ -49,7 +49,7 @@ final class LedgerWorker: Sendable {
     func stop(timeout: Duration) -> Bool {
         stopping.store(true, ordering: .relaxed)
         buffer.close()
-        return finished.wait(timeout: .now() + .milliseconds(Int(timeout.components.seconds * 1_000))) == .success
+        return finished.wait(timeout: .now() + .milliseconds(Int(timeout / .milliseconds(1)))) == .success
     }
 
     private func run() {
@@ -98,13 +98,15 @@ final class LedgerWorker: Sendable {
                 }
                 logger.error(
                     "cannot apply a batch; retrying",
-                    ["messages": .int(batch.count), "retry_in_ms": .int(Int(backoff.components.seconds * 1_000 + backoff.components.attoseconds / 1_000_000_000_000_000)),
-                     "error": .string(error.description)])
+                    [
+                        "messages": .int(batch.count), "retry_in_ms": .int(Int(backoff / .milliseconds(1))),
+                        "error": .string(error.description),
+                    ])
                 if isStopping {
                     logger.warning("stopping: the batch is abandoned and applied after the restart", ["messages": .int(batch.count)])
                     return
                 }
-                Thread.sleep(forTimeInterval: Double(backoff.components.seconds) + Double(backoff.components.attoseconds) / 1e18)
+                Thread.sleep(forTimeInterval: backoff / .seconds(1))
                 backoff = min(backoff * 2, .seconds(5))
             }
         }

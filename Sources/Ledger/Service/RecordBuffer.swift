@@ -34,7 +34,7 @@ final class RecordBuffer: @unchecked Sendable {
     func takeBatch(limit: Int, timeout: Duration) -> [LedgerRecord] {
         condition.lock()
         defer { condition.unlock() }
-        let deadline = Date().addingTimeInterval(Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
+        let deadline = Date().addingTimeInterval(timeout / .seconds(1))
         while records.count == head, !closed {
             if !condition.wait(until: deadline) { break }
         }
