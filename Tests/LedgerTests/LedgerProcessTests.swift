@@ -150,9 +150,13 @@ struct LedgerProcessTests {
         #expect(await eventually(timeout: .seconds(20)) {
             (try? await TestHTTPClient.send("GET", ledger.url("/readyz"), timeout: 2))?.status == 503
         })
+        let unavailable = try await harness.get(ledger, "/v1/users/user-1")
+        #expect(unavailable.status == 503)
+        #expect(unavailable.header("Retry-After") == "1")
         try harness.postgres.startServer()
         #expect(await eventually(timeout: .seconds(90), interval: .milliseconds(200)) { harness.appliedOffsets() == Int64(messages.count) })
         let expected = Dictionary(uniqueKeysWithValues: (0..<users).map { ("user-\($0)", Int64(perUser * 10)) })
+        #expect(try await harness.get(ledger, "/v1/users/user-1").jsonObject?["balances"] as? [String: Int] == ["gems": perUser * 10])
         #expect(try harness.balances(item: "gems") == expected)
         #expect((await ledger.metricSum("ledger_database_errors_total") ?? 0) > 0)
         #expect(await eventually(timeout: .seconds(20)) {
