@@ -104,3 +104,23 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// MARK: receipt-ledger (issue 19): libpq, the pure crediting rules, the ledger service and its tests.
+// Kept in one block so it merges beside other branches' changes.
+package.products += [.executable(name: "receipt-ledger", targets: ["receipt-ledger"])]
+package.targets += [
+    .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+    // The only Swift code over libpq: connections, parameterized statements, transactions, typed rows.
+    .target(name: "Postgres", dependencies: ["CPostgres", "ServiceSupport"]),
+    // The crediting rules, pure: per credit_key a state and (state, input) -> (state, actions). No I/O.
+    .target(name: "LedgerRules"),
+    .target(
+        name: "Ledger",
+        dependencies: ["LedgerRules", "Postgres", "Kafka", "HTTPServer", "ReceiptModel", "ServiceSupport"]),
+    .executableTarget(name: "receipt-ledger", dependencies: ["Ledger", "ServiceSupport"]),
+    .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
+    .testTarget(name: "LedgerRulesTests", dependencies: ["LedgerRules"]),
+    .testTarget(
+        name: "LedgerTests",
+        dependencies: ["Ledger", "LedgerRules", "Postgres", "Kafka", "ServiceSupport", "TestSupport"]),
+]

@@ -5,6 +5,8 @@
 #                                                        -> unless APPLE_VERIFY_RECEIPT_URL is set (e.g. Apple's sandbox)
 #   product catalog scripts/dev-product-catalog.json     -> with the fake, unless PRODUCT_CATALOG_FILE is set
 #   receipt-ingest on :8080 (INGEST_LISTEN), receipt-verifier with metrics on :9090 (VERIFIER_METRICS_LISTEN)
+#   a throwaway PostgreSQL (initdb into .build/dev-postgres, loopback only) -> unless LEDGER_DATABASE_URL is set
+#   receipt-ledger on :8081 (LEDGER_LISTEN) over it
 # Logs of every process go to .dev/logs/.
 set -euo pipefail
 script="$(realpath "$0")"
@@ -139,14 +141,49 @@ export ALLOWED_BUNDLE_IDS="${ALLOWED_BUNDLE_IDS:-com.example.game}"
 export INGEST_LISTEN="${INGEST_LISTEN:-0.0.0.0:8080}"
 export VERIFIER_METRICS_LISTEN="${VERIFIER_METRICS_LISTEN:-0.0.0.0:9090}"
 
+if [ -z "${LEDGER_DATABASE_URL:-}" ]; then
+    # A throwaway cluster for receipt-ledger: created fresh on every run, durability off, loopback and a socket in
+    # its own directory only. PostgreSQL refuses to run as root: as root, the directory belongs to the `postgres`
+    # system user (created by Debian's package) and the server runs as that user.
+    pg_bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)"
+    [ -x "$pg_bin/initdb" ] || { echo "no PostgreSQL server found: run scripts/install-deps.sh" >&2; exit 1; }
+    pg_dir="$PWD/.build/dev-postgres"
+    pg_port="${LEDGER_DEV_POSTGRES_PORT:-54329}"
+    rm -rf "$pg_dir"
+    mkdir -p "$pg_dir"
+    as_postgres=()
+    if [ "$(id -u)" -eq 0 ]; then
+        chown postgres:postgres "$pg_dir"
+        as_postgres=(setpriv --reuid=postgres --regid=postgres --init-groups --)
+    fi
+    "${as_postgres[@]}" "$pg_bin/initdb" -D "$pg_dir/data" -U postgres --auth=trust -E UTF8 --no-sync \
+        >"$log_dir/initdb.log" 2>&1
+    "${as_postgres[@]}" "$pg_bin/postgres" -D "$pg_dir/data" -p "$pg_port" -k "$pg_dir" \
+        -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off 2>"$log_dir/postgres.log" &
+    pids+=($!)
+    export LEDGER_DATABASE_URL="host=127.0.0.1 port=$pg_port user=postgres dbname=postgres"
+    for _ in $(seq 1 100); do
+        "$pg_bin/pg_isready" -q -h 127.0.0.1 -p "$pg_port" && break
+        sleep 0.1
+    done
+    echo "PostgreSQL:      $LEDGER_DATABASE_URL (throwaway, in $pg_dir)"
+else
+    echo "PostgreSQL:      from LEDGER_DATABASE_URL"
+fi
+export LEDGER_LISTEN="${LEDGER_LISTEN:-0.0.0.0:8081}"
+
 "$bin_dir/receipt-ingest" 2>"$log_dir/receipt-ingest.log" &
 pids+=($!)
 "$bin_dir/receipt-verifier" 2>"$log_dir/receipt-verifier.log" &
 pids+=($!)
+"$bin_dir/receipt-ledger" 2>"$log_dir/receipt-ledger.log" &
+pids+=($!)
 ingest_port="${INGEST_LISTEN##*:}"
 metrics_port="${VERIFIER_METRICS_LISTEN##*:}"
+ledger_port="${LEDGER_LISTEN##*:}"
 wait_ready "http://127.0.0.1:$ingest_port/readyz" receipt-ingest
 wait_ready "http://127.0.0.1:$metrics_port/healthz" receipt-verifier
+wait_ready "http://127.0.0.1:$ledger_port/readyz" receipt-ledger
 
 # A fake receipt is base64 of its scenario (Sources/FakeAppStore/README.md): one valid production purchase.
 sample_receipt="$(printf '%s' '{"scenario":"valid","env":"Production","bundle_id":"com.example.game","transactions":[{"id":"1000000000000001","product":"gems_100"}]}' | base64 -w0)"
@@ -159,6 +196,10 @@ Ready. Submit a receipt the fake App Store accepts (bundle com.example.game, tra
 
 Its result lists the transaction with "creditable": true and the catalog's "credit" object. A product the catalog
 does not list (put "gems_999" in the receipt) is rejected with unknown_product.
+
+Then receipt-ledger has credited it (100 gems) to user-1 (docs/CREDITING.md):
+
+  curl -s http://127.0.0.1:$ledger_port/v1/users/user-1
 EOT
 if [ -n "$fake_url" ]; then
     # What a StoreKit 2 device holds for transaction 2000000000000002 (Transaction.jwsRepresentation), signed by the
@@ -198,7 +239,8 @@ EOT
 fi
 cat <<EOT
 
-Metrics: http://127.0.0.1:$ingest_port/metrics (ingest), http://127.0.0.1:$metrics_port/metrics (verifier)
+Metrics: http://127.0.0.1:$ingest_port/metrics (ingest), http://127.0.0.1:$metrics_port/metrics (verifier),
+         http://127.0.0.1:$ledger_port/metrics (ledger)
 Logs:    $log_dir/
 Ctrl-C stops everything.
 EOT

@@ -15,6 +15,8 @@ packages=(
     curl
     nghttp2-server          # nghttpd: HTTP/2 server for the App Store client's multiplexing test
     prometheus              # promtool: the alert rules' unit tests and the lint of both services' /metrics
+    libpq-dev               # PostgreSQL client library: receipt-ledger's Postgres module
+    postgresql              # PostgreSQL server: the ledger's tests and `make dev` start throwaway clusters
 )
 
 missing=()

@@ -42,7 +42,14 @@ public final class KafkaConsumer: Sendable {
     private let allBrokersDown = Atomic<Bool>(false)
     private let commitPacer: Locked<CommitPacer>
     private let commitRequests = Atomic<Int>(0)
+    private let startingOffsets: StartingOffsets?
     private let logger: Logger
+
+    /// Where assigned partitions start when their owner keeps its own offsets (in a database, written in the same
+    /// transaction as the work): given the partitions being assigned, the next offset to read of each; a partition
+    /// left out starts at its beginning. Called on the poll thread inside the assignment, before any message of
+    /// those partitions is fetched (it may block, bounded, for example to reach its database).
+    public typealias StartingOffsets = @Sendable ([TopicPartition]) -> [TopicPartition: Int64]
 
     private enum Lifecycle {
         case created, running, closing
@@ -56,11 +63,14 @@ public final class KafkaConsumer: Sendable {
     ///     `kafka_consumer_fetch_queue_messages`, `kafka_consumer_assigned_partitions` and
     ///     `kafka_consumer_commit_requests_total` (one consumer per registry).
     ///   - commitInterval: the least time between two commits `requestCommit` issues.
+    ///   - startingOffsets: when given, assigned partitions start where it says, not at the group's committed
+    ///     offsets (the committed offsets are then only what lag and monitoring see).
     /// - Throws: `KafkaError` (`invalidArgument`) naming an unknown property or invalid value, or when `topics` is
     ///   empty.
     public init(
         configuration: KafkaConfiguration, groupId: String, topics: [String], delegate: any KafkaConsumerDelegate,
-        logger: Logger, metrics: MetricsRegistry? = nil, commitInterval: Duration = .milliseconds(100)
+        logger: Logger, metrics: MetricsRegistry? = nil, commitInterval: Duration = .milliseconds(100),
+        startingOffsets: StartingOffsets? = nil
     ) throws(KafkaError) {
         guard !groupId.isEmpty, !topics.isEmpty, !topics.contains(where: \.isEmpty) else {
             throw KafkaError(
@@ -81,6 +91,7 @@ public final class KafkaConsumer: Sendable {
         self.context = context
         self.delegateBox = Locked(delegate)
         self.commitPacer = Locked(CommitPacer(minimumInterval: commitInterval))
+        self.startingOffsets = startingOffsets
         self.logger = logger
         context.attach(self)
         if let metrics { registerMetrics(metrics) }
@@ -367,6 +378,7 @@ extension KafkaConsumer: RDKafkaClientEvents {
         rebalances.add(1, ordering: .relaxed)
         switch code {
         case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
+            if let startingOffsets, let partitions { Self.setOffsets(of: partitions, from: startingOffsets(list)) }
             let failure: KafkaError?
             if cooperative {
                 failure = rd_kafka_incremental_assign(client, partitions).map {
@@ -407,6 +419,18 @@ extension KafkaConsumer: RDKafkaClientEvents {
                 rd_kafka_assign(client, nil)
             }
             assigned.withLock { $0.removeAll() }
+        }
+    }
+
+    /// Writes each entry's starting offset into the list about to be assigned (absent: the partition's beginning).
+    private static func setOffsets(
+        of partitions: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>, from offsets: [TopicPartition: Int64]
+    ) {
+        guard let elements = partitions.pointee.elems else { return }
+        for index in 0..<Int(partitions.pointee.cnt) {
+            let partition = TopicPartition(
+                topic: String(cString: elements[index].topic), partition: elements[index].partition)
+            elements[index].offset = offsets[partition] ?? Int64(RD_KAFKA_OFFSET_BEGINNING)
         }
     }
 

@@ -1,0 +1,62 @@
+import ServiceSupport
+
+/// The ledger's own metrics (the consumer adds `kafka_consumer_lag` and friends to the same registry).
+struct LedgerMetrics: Sendable {
+    let registry: MetricsRegistry
+    let appliedResults: Counter
+    let appliedEvents: Counter
+    let alreadyApplied: Counter
+    let duplicateEvents: Counter
+    let refusedClaims: Counter
+    let transfers: Counter
+    let deadLetters: Counter
+    let resolvedClaims: Counter
+    let batches: Counter
+    let databaseErrors: Counter
+    let batchSeconds: Histogram
+    let applyLatencySeconds: Histogram
+    let batchMessages: Histogram
+    let pendingClaims: Gauge
+    let deadLettersStored: Gauge
+    let databaseUp: Gauge
+    let bufferedMessages: Gauge
+
+    init(registry: MetricsRegistry) {
+        self.registry = registry
+        appliedResults = registry.counter(
+            "ledger_messages_applied_total", help: "Messages applied (including dead-lettered ones)",
+            labels: [("topic", "results")])
+        appliedEvents = registry.counter(
+            "ledger_messages_applied_total", help: "Messages applied (including dead-lettered ones)",
+            labels: [("topic", "events")])
+        alreadyApplied = registry.counter(
+            "ledger_messages_already_applied_total",
+            help: "Messages skipped because their offset was already applied (redeliveries)")
+        duplicateEvents = registry.counter(
+            "ledger_duplicate_events_total", help: "Events skipped because their event_id was applied before")
+        refusedClaims = registry.counter(
+            "ledger_refused_claims_total", help: "Claims of a purchase refused (another owner, or refunded first)")
+        transfers = registry.counter(
+            "ledger_transfers_total", help: "Entitlements moved to a later claimant (LEDGER_OWNERSHIP_POLICY=transfer)")
+        deadLetters = registry.counter(
+            "ledger_dead_letters_total", help: "Messages (or parts) recorded in dead_letters instead of applied")
+        resolvedClaims = registry.counter(
+            "ledger_resolved_claims_total", help: "Claims that waited for their owner and were applied")
+        batches = registry.counter("ledger_batches_total", help: "Database transactions committed with messages")
+        databaseErrors = registry.counter(
+            "ledger_database_errors_total", help: "Batches that failed on a database error and were retried")
+        batchSeconds = registry.histogram(
+            "ledger_batch_seconds", help: "Time to apply and commit one batch")
+        applyLatencySeconds = registry.histogram(
+            "ledger_apply_latency_seconds", help: "From a message's Kafka timestamp to the commit that applied it")
+        batchMessages = registry.histogram(
+            "ledger_batch_messages", help: "Messages per committed batch",
+            buckets: [1, 10, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000])
+        pendingClaims = registry.gauge(
+            "ledger_pending_owner_claims", help: "Credit claims waiting for a result to name their owner")
+        deadLettersStored = registry.gauge("ledger_dead_letters", help: "Rows in the dead_letters table")
+        databaseUp = registry.gauge("ledger_database_up", help: "1 when the last database statement succeeded")
+        bufferedMessages = registry.gauge(
+            "ledger_buffered_messages", help: "Messages fetched from Kafka and not yet applied")
+    }
+}

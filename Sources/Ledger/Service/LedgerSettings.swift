@@ -1,0 +1,85 @@
+import Kafka
+import LedgerRules
+import ServiceSupport
+
+/// Everything `receipt-ledger` reads from its environment, validated. Every variable is described in `helpText`.
+public struct LedgerSettings: Sendable {
+    public var kafka: KafkaConfiguration
+    public var topics: LedgerTopics
+    public var databaseURL: String
+    public var groupId: String
+    public var listen: ListenAddress
+    /// Bearer keys accepted by the API; empty = no authentication (logged as a warning).
+    public var apiKeys: [String]
+    public var ownershipPolicy: OwnershipPolicy
+    /// Most messages applied in one database transaction.
+    public var batchSize: Int
+    /// Most messages fetched and not yet applied; fetching pauses above it (memory stays bounded).
+    public var maxBufferedMessages: Int
+    /// How long SIGTERM waits for the batch being applied.
+    public var shutdownTimeout: Duration
+
+    public init(
+        kafka: KafkaConfiguration, topics: LedgerTopics, databaseURL: String, groupId: String = "iap-ledger",
+        listen: ListenAddress = ListenAddress(host: "0.0.0.0", port: 8081), apiKeys: [String] = [],
+        ownershipPolicy: OwnershipPolicy = .keep, batchSize: Int = 500, maxBufferedMessages: Int = 20_000,
+        shutdownTimeout: Duration = .seconds(30)
+    ) {
+        self.kafka = kafka
+        self.topics = topics
+        self.databaseURL = databaseURL
+        self.groupId = groupId
+        self.listen = listen
+        self.apiKeys = apiKeys
+        self.ownershipPolicy = ownershipPolicy
+        self.batchSize = batchSize
+        self.maxBufferedMessages = maxBufferedMessages
+        self.shutdownTimeout = shutdownTimeout
+    }
+
+    /// - Throws: `ConfigurationError` naming the first variable that is missing or invalid.
+    public static func fromEnvironment(_ environment: [String: String]) throws(ConfigurationError) -> LedgerSettings {
+        let settings = Settings(environment: environment)
+        let kafka = KafkaConfiguration.fromEnvironment(environment)
+        guard kafka.bootstrapServers != nil else {
+            throw ConfigurationError(variable: "KAFKA_BOOTSTRAP_SERVERS", problem: "is required")
+        }
+        let names = try TopicNames.fromEnvironment(settings, reading: [.results, .events])
+        let policyName = try settings.choice(
+            "LEDGER_OWNERSHIP_POLICY", from: OwnershipPolicy.allCases.map(\.rawValue), default: "keep")
+        let apiKeys = settings.list("LEDGER_API_KEYS").map { entry in
+            // `name:key` (as the ingest's keys) or a bare key.
+            entry.split(separator: ":", maxSplits: 1).last.map(String.init) ?? entry
+        }
+        return LedgerSettings(
+            kafka: kafka, topics: LedgerTopics(results: names.results, events: names.events),
+            databaseURL: try settings.required("LEDGER_DATABASE_URL"),
+            groupId: settings.string("LEDGER_GROUP_ID", default: "iap-ledger"),
+            listen: try settings.listenAddress("LEDGER_LISTEN", default: "0.0.0.0:8081"), apiKeys: apiKeys,
+            ownershipPolicy: OwnershipPolicy(rawValue: policyName) ?? .keep,
+            batchSize: try settings.int("LEDGER_BATCH_SIZE", default: 500, range: 1...10_000),
+            maxBufferedMessages: try settings.int("LEDGER_MAX_BUFFERED_MESSAGES", default: 20_000, range: 1...1_000_000),
+            shutdownTimeout: .milliseconds(try settings.int("LEDGER_SHUTDOWN_TIMEOUT_MS", default: 30_000, range: 0...600_000)))
+    }
+
+    public static let helpText = """
+        receipt-ledger: applies verification results and purchase events to a PostgreSQL ledger exactly once, and
+        answers what a user owns (docs/CREDITING.md has the rules).
+
+        Settings (environment):
+          LEDGER_DATABASE_URL       required; libpq connection string or postgresql:// URI (tables are created and
+                                    migrated by the ledger)
+          LEDGER_GROUP_ID           consumer group (default iap-ledger)
+          LEDGER_LISTEN             HTTP address of the API, /healthz, /readyz, /metrics (default 0.0.0.0:8081)
+          LEDGER_API_KEYS           comma-separated bearer keys for the API (name:key or key); empty = no auth
+          LEDGER_OWNERSHIP_POLICY   keep (a purchase stays with its first owner, default) or transfer (an
+                                    entitlement moves to the latest verified claimant; item amounts never move)
+          LEDGER_BATCH_SIZE         most messages per database transaction (default 500)
+          LEDGER_MAX_BUFFERED_MESSAGES  most messages fetched and not yet applied (default 20000)
+          LEDGER_SHUTDOWN_TIMEOUT_MS    how long SIGTERM waits for the batch being applied (default 30000)
+          KAFKA_BOOTSTRAP_SERVERS   required; KAFKA_<PROPERTY> sets any librdkafka property
+          RESULTS_TOPIC             default iap.receipts.results
+          EVENTS_TOPIC              default iap.purchase.events
+          LOG_LEVEL                 debug, info (default), warning, error
+        """
+}

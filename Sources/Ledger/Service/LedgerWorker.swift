@@ -1,0 +1,174 @@
+import Foundation
+import LedgerRules
+import Postgres
+import ServiceSupport
+import Synchronization
+
+/// The ledger's one writer: takes batches from the buffer and applies each in one database transaction, retrying a
+/// failed batch with backoff until it commits (nothing is skipped; readiness is false meanwhile). Runs on a thread of
+/// its own; `stop` lets the batch in progress finish (or abandons its retries) and ends the loop.
+final class LedgerWorker: Sendable {
+    private let settings: LedgerSettings
+    private let store: LedgerStore
+    private let buffer: RecordBuffer
+    private let metrics: LedgerMetrics
+    private let logger: Logger
+    /// Called after each commit with what it did (stores offsets in Kafka for lag, resumes fetching).
+    private let afterBatch: @Sendable (BatchSummary) -> Void
+    let database: DatabaseLink
+    private let stopping = Atomic<Bool>(false)
+    private let finished = DispatchSemaphore(value: 0)
+    private let lastGaugeRefreshNs = Atomic<UInt64>(0)
+
+    init(
+        settings: LedgerSettings, buffer: RecordBuffer, metrics: LedgerMetrics, logger: Logger,
+        afterBatch: @escaping @Sendable (BatchSummary) -> Void
+    ) {
+        self.settings = settings
+        self.store = LedgerStore(topics: settings.topics, policy: settings.ownershipPolicy)
+        self.buffer = buffer
+        self.metrics = metrics
+        self.logger = logger
+        self.afterBatch = afterBatch
+        self.database = DatabaseLink(connectionString: settings.databaseURL, metrics: metrics, logger: logger)
+    }
+
+    var isStopping: Bool { stopping.load(ordering: .relaxed) }
+
+    func start() {
+        let thread = Thread { [self] in
+            run()
+            finished.signal()
+        }
+        thread.name = "ledger-worker"
+        thread.start()
+    }
+
+    /// Ends the loop after the batch in progress; waits up to `timeout`. Returns false when it did not end in time.
+    @discardableResult
+    func stop(timeout: Duration) -> Bool {
+        stopping.store(true, ordering: .relaxed)
+        buffer.close()
+        return finished.wait(timeout: .now() + .milliseconds(Int(timeout / .milliseconds(1)))) == .success
+    }
+
+    private func run() {
+        // The schema first: nothing is applied to tables of an older version.
+        guard database.migrateWithRetry(until: { self.isStopping }) else { return }
+        while !isStopping {
+            let batch = buffer.takeBatch(limit: settings.batchSize, timeout: .milliseconds(250))
+            metrics.bufferedMessages.set(buffer.count)
+            if !batch.isEmpty {
+                applyUntilCommitted(batch, isolating: false)
+            }
+            refreshGaugesIfDue()
+        }
+    }
+
+    /// Applies `batch` in one transaction, retrying with backoff until it commits or the worker stops. A data
+    /// exception (the database refusing a value) is retried message by message, and the message it refuses is
+    /// dead-lettered with its offset.
+    private func applyUntilCommitted(_ batch: [LedgerRecord], isolating: Bool) {
+        var backoff = Duration.milliseconds(100)
+        while true {
+            let started = SystemTime.monotonicNanoseconds()
+            do {
+                let summary = try database.withConnection { connection throws(PostgresError) in
+                    try connection.transaction { session throws(PostgresError) in
+                        try store.apply(batch, in: session, nowMs: SystemTime.wallMilliseconds())
+                    }
+                }
+                committed(summary, batch, started: started)
+                return
+            } catch {
+                metrics.databaseErrors.increment()
+                if error.isDataException {
+                    if batch.count > 1 {
+                        logger.warning(
+                            "the database refused a value in a batch; applying it one message at a time",
+                            ["messages": .int(batch.count), "error": .string(error.description)])
+                        for record in batch { applyUntilCommitted([record], isolating: true) }
+                        return
+                    }
+                    if isolating || batch.count == 1, let record = batch.first,
+                        deadLetterRefused(record, reason: "refused by the database: \(error.message)")
+                    {
+                        return
+                    }
+                }
+                logger.error(
+                    "cannot apply a batch; retrying",
+                    [
+                        "messages": .int(batch.count), "retry_in_ms": .int(Int(backoff / .milliseconds(1))),
+                        "error": .string(error.description),
+                    ])
+                if isStopping {
+                    logger.warning("stopping: the batch is abandoned and applied after the restart", ["messages": .int(batch.count)])
+                    return
+                }
+                Thread.sleep(forTimeInterval: backoff / .seconds(1))
+                backoff = min(backoff * 2, .seconds(5))
+            }
+        }
+    }
+
+    private func deadLetterRefused(_ record: LedgerRecord, reason: String) -> Bool {
+        let started = SystemTime.monotonicNanoseconds()
+        do {
+            let summary = try database.withConnection { connection throws(PostgresError) in
+                try connection.transaction { session throws(PostgresError) in
+                    try store.deadLetter(record, reason: reason, in: session, nowMs: SystemTime.wallMilliseconds())
+                }
+            }
+            logger.warning(
+                "message dead-lettered: the database refused it",
+                ["topic": .string(record.topic), "partition": .int(Int(record.partition)), "offset": .int(Int(record.offset))])
+            committed(summary, [record], started: started)
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    private func committed(_ summary: BatchSummary, _ batch: [LedgerRecord], started: UInt64) {
+        metrics.batchSeconds.observeSeconds(since: started)
+        metrics.batches.increment()
+        metrics.batchMessages.observe(Double(batch.count))
+        let nowMs = SystemTime.wallMilliseconds()
+        var results = 0
+        for record in batch {
+            if record.topic == settings.topics.results { results += 1 }
+            if let timestamp = record.timestampMs { metrics.applyLatencySeconds.observe(Double(max(nowMs - timestamp, 0)) / 1_000) }
+        }
+        let applied = summary.applied
+        let appliedResults = min(results, applied)
+        metrics.appliedResults.increment(by: appliedResults)
+        metrics.appliedEvents.increment(by: applied - appliedResults)
+        metrics.alreadyApplied.increment(by: summary.alreadyApplied)
+        metrics.duplicateEvents.increment(by: summary.duplicateEvents)
+        metrics.refusedClaims.increment(by: summary.refusedClaims)
+        metrics.transfers.increment(by: summary.transfers)
+        metrics.deadLetters.increment(by: summary.deadLettered)
+        metrics.resolvedClaims.increment(by: summary.resolvedClaims)
+        if summary.deadLettered > 0 {
+            logger.warning("messages dead-lettered (see the dead_letters table)", ["count": .int(summary.deadLettered)])
+        }
+        if summary.refusedClaims > 0 || summary.transfers > 0 {
+            logger.info(
+                "ownership decisions", ["refused_claims": .int(summary.refusedClaims), "transfers": .int(summary.transfers)])
+        }
+        afterBatch(summary)
+    }
+
+    private func refreshGaugesIfDue() {
+        let now = SystemTime.monotonicNanoseconds()
+        guard now - lastGaugeRefreshNs.load(ordering: .relaxed) > 2_000_000_000 else { return }
+        lastGaugeRefreshNs.store(now, ordering: .relaxed)
+        if let backlog = try? database.withConnection({ connection throws(PostgresError) in
+            try LedgerQueries.backlog(on: connection)
+        }) {
+            metrics.pendingClaims.set(Double(backlog.pendingClaims))
+            metrics.deadLettersStored.set(Double(backlog.deadLetters))
+        }
+    }
+}

@@ -1,0 +1,162 @@
+import Postgres
+
+/// The ledger's tables, created and migrated by the ledger itself. Each migration runs once, in its own transaction,
+/// under an advisory lock (several instances starting together migrate once); `schema_migrations` records what ran.
+/// Never edit a released migration: add the next version.
+public enum LedgerSchema {
+    /// Any 64-bit number unique to this application's advisory locks.
+    static let migrationLockKey: Int64 = 0x1ed6_e0a1
+
+    static let migrations: [(version: Int64, statements: [String])] = [
+        (
+            1,
+            [
+                // One row per credit_key: the rules' state (LedgerRules.PurchaseState).
+                """
+                CREATE TABLE purchases (
+                    credit_key text PRIMARY KEY,
+                    status text NOT NULL CHECK (status IN ('pending_owner','credited','debited','recredited','refused')),
+                    owner text,
+                    product_id text,
+                    grant_kind text CHECK (grant_kind IN ('item','entitlement')),
+                    grant_name text,
+                    grant_amount bigint,
+                    quantity bigint NOT NULL DEFAULT 1,
+                    expires_date_ms bigint,
+                    amount_credited bigint NOT NULL DEFAULT 0,
+                    amount_debited bigint NOT NULL DEFAULT 0,
+                    last_debit bigint NOT NULL DEFAULT 0,
+                    credited_at_ms bigint,
+                    original_transaction_id text,
+                    updated_at_ms bigint NOT NULL
+                )
+                """,
+                "CREATE INDEX purchases_owner ON purchases (owner)",
+                """
+                CREATE TABLE balances (
+                    user_id text NOT NULL,
+                    item text NOT NULL,
+                    amount bigint NOT NULL,
+                    PRIMARY KEY (user_id, item)
+                )
+                """,
+                // One row per purchase that grants an entitlement; `active` false once refunded or revoked.
+                """
+                CREATE TABLE entitlements (
+                    credit_key text PRIMARY KEY REFERENCES purchases (credit_key),
+                    user_id text NOT NULL,
+                    entitlement text NOT NULL,
+                    expires_date_ms bigint,
+                    active boolean NOT NULL
+                )
+                """,
+                "CREATE INDEX entitlements_user ON entitlements (user_id) WHERE active",
+                // Events applied (or parked): Apple's notificationUUID, deduplicated here before the rules.
+                """
+                CREATE TABLE applied_events (
+                    event_id text PRIMARY KEY,
+                    type text NOT NULL,
+                    credit_key text,
+                    applied_at_ms bigint NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE refused_claims (
+                    credit_key text NOT NULL REFERENCES purchases (credit_key),
+                    user_id text NOT NULL,
+                    submission_id text NOT NULL,
+                    at_ms bigint NOT NULL,
+                    PRIMARY KEY (credit_key, user_id, submission_id)
+                )
+                """,
+                // Who owns an original_transaction_id or an app_account_token: how events find their user.
+                """
+                CREATE TABLE owner_links (
+                    kind text NOT NULL CHECK (kind IN ('original_transaction_id','app_account_token')),
+                    value text NOT NULL,
+                    user_id text NOT NULL,
+                    PRIMARY KEY (kind, value)
+                )
+                """,
+                // Credit claims waiting for their owner (a credit event, or a result naming no user).
+                """
+                CREATE TABLE pending_claims (
+                    claim_id text PRIMARY KEY,
+                    credit_key text NOT NULL,
+                    original_transaction_id text,
+                    app_account_token text,
+                    source_kind text NOT NULL CHECK (source_kind IN ('event','result')),
+                    source_id text NOT NULL,
+                    product_id text NOT NULL,
+                    grant_kind text CHECK (grant_kind IN ('item','entitlement')),
+                    grant_name text,
+                    grant_amount bigint,
+                    quantity bigint NOT NULL,
+                    expires_date_ms bigint,
+                    at_ms bigint NOT NULL
+                )
+                """,
+                "CREATE INDEX pending_claims_original ON pending_claims (original_transaction_id)",
+                "CREATE INDEX pending_claims_token ON pending_claims (app_account_token)",
+                // The next offset to read per partition: the source of truth for where consumption resumes.
+                """
+                CREATE TABLE consumer_offsets (
+                    topic text NOT NULL,
+                    partition integer NOT NULL,
+                    next_offset bigint NOT NULL,
+                    PRIMARY KEY (topic, partition)
+                )
+                """,
+                // What could not be read or applied, with the message as it was, for an operator to replay.
+                """
+                CREATE TABLE dead_letters (
+                    topic text NOT NULL,
+                    partition integer NOT NULL,
+                    "offset" bigint NOT NULL,
+                    reason text NOT NULL,
+                    raw bytea NOT NULL,
+                    recorded_at_ms bigint NOT NULL,
+                    PRIMARY KEY (topic, partition, "offset", reason)
+                )
+                """,
+            ]
+        )
+    ]
+
+    /// The newest schema version this build knows.
+    public static var currentVersion: Int64 { migrations.last?.version ?? 0 }
+
+    /// Applies every migration not applied yet. Idempotent; safe with several instances starting at once.
+    /// - Returns: the versions applied now (empty when the schema was current).
+    @discardableResult
+    public static func migrate(_ connection: PostgresConnection) throws(PostgresError) -> [Int64] {
+        try connection.transaction { session throws(PostgresError) in
+            try session.execute("SELECT pg_advisory_xact_lock($1)", [.int(migrationLockKey)])
+            try session.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version bigint PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+        }
+        var applied: [Int64] = []
+        for migration in migrations {
+            let ran = try connection.transaction { session throws(PostgresError) -> Bool in
+                try session.execute("SELECT pg_advisory_xact_lock($1)", [.int(migrationLockKey)])
+                let done = try session.execute(
+                    "SELECT 1 FROM schema_migrations WHERE version = $1", [.int(migration.version)])
+                guard done.rows.isEmpty else { return false }
+                for statement in migration.statements { try session.execute(statement) }
+                try session.execute("INSERT INTO schema_migrations (version) VALUES ($1)", [.int(migration.version)])
+                return true
+            }
+            if ran { applied.append(migration.version) }
+        }
+        let newest = try connection.execute("SELECT max(version) FROM schema_migrations").rows.first?
+            .optionalInt64(0) ?? 0
+        guard newest <= currentVersion else {
+            throw PostgresError(
+                sqlState: nil,
+                message: "the database schema is version \(newest), newer than this build's \(currentVersion): upgrade the ledger",
+                isConnectionBroken: false)
+        }
+        return applied
+    }
+}

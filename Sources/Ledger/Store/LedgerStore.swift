@@ -1,0 +1,139 @@
+import LedgerRules
+import Postgres
+
+/// Applies batches of consumed messages to the ledger inside one database transaction each, exactly once: the
+/// partitions' `consumer_offsets` rows are locked first and every message below a partition's stored next offset is
+/// skipped (already applied by an earlier batch, this instance's or another's), and the new next offsets are written
+/// in the same transaction as everything the messages changed.
+public struct LedgerStore: Sendable {
+    public let topics: LedgerTopics
+    public let policy: OwnershipPolicy
+
+    public init(topics: LedgerTopics, policy: OwnershipPolicy) {
+        self.topics = topics
+        self.policy = policy
+    }
+
+    /// Applies `records` (in order; any partitions of the two topics) within the caller's transaction.
+    /// - Throws: `PostgresError`; the caller rolls back and retries the same batch (nothing is skipped).
+    public func apply(_ records: [LedgerRecord], in session: PostgresSession, nowMs: Int64) throws(PostgresError)
+        -> BatchSummary
+    {
+        var work = BatchWork(session: session, topics: topics, policy: policy, nowMs: nowMs)
+        // Locked in a fixed order, so two instances never wait on each other's partitions in a cycle.
+        let partitions = Set(records.map(\.partitionKey)).sorted()
+        var next = try Self.lockOffsets(partitions, in: session)
+        if next.count < partitions.count {
+            // Partitions never applied from before: their rows first (a concurrent instance may insert them too).
+            let missing = partitions.filter { next[$0] == nil }
+            try session.execute(
+                """
+                INSERT INTO consumer_offsets (topic, partition, next_offset)
+                SELECT t, p, 0 FROM unnest($1::text[], $2::int[]) AS u(t, p) ON CONFLICT DO NOTHING
+                """, [.textArray(missing.map(\.topic)), .textArray(missing.map { String($0.partition) })])
+            next = try Self.lockOffsets(partitions, in: session)
+        }
+        let stored = next
+        var fresh: [LedgerRecord] = []
+        fresh.reserveCapacity(records.count)
+        for record in records {
+            let partition = record.partitionKey
+            guard let expected = next[partition], record.offset >= expected else {
+                work.summary.alreadyApplied += 1
+                continue
+            }
+            fresh.append(record)
+            next[partition] = record.offset + 1
+        }
+        let decoded = fresh.map(work.decode)
+        try work.prefetch(decoded)
+        for (record, message) in zip(fresh, decoded) {
+            try work.apply(record, message)
+        }
+        let moved = next.filter { stored[$0.key] != $0.value }.sorted { $0.key < $1.key }
+        if !moved.isEmpty {
+            try work.deferWrite(
+                """
+                UPDATE consumer_offsets c SET next_offset = u.n
+                FROM unnest($1::text[], $2::int[], $3::bigint[]) AS u(t, p, n)
+                WHERE c.topic = u.t AND c.partition = u.p
+                """,
+                [
+                    .textArray(moved.map(\.key.topic)), .textArray(moved.map { String($0.key.partition) }),
+                    .textArray(moved.map { String($0.value) }),
+                ])
+        }
+        try work.flush()
+        work.summary.nextOffsets = next
+        return work.summary
+    }
+
+    /// Locks the offset rows of `partitions` (in their order: two instances never wait on each other in a cycle)
+    /// and reads their next offsets; partitions without a row are absent.
+    private static func lockOffsets(_ partitions: [PartitionKey], in session: PostgresSession) throws(PostgresError)
+        -> [PartitionKey: Int64]
+    {
+        let rows = try session.execute(
+            """
+            SELECT c.topic, c.partition, c.next_offset FROM consumer_offsets c
+            JOIN unnest($1::text[], $2::int[]) AS u(t, p) ON c.topic = u.t AND c.partition = u.p
+            ORDER BY c.topic, c.partition FOR UPDATE OF c
+            """, [.textArray(partitions.map(\.topic)), .textArray(partitions.map { String($0.partition) })]
+        ).rows
+        var offsets: [PartitionKey: Int64] = [:]
+        for row in rows {
+            offsets[PartitionKey(topic: try row.string(0), partition: Int32(try row.int64(1)))] = try row.int64(2)
+        }
+        return offsets
+    }
+
+    /// The stored next offsets of `partitions` (absent: nothing applied from that partition yet).
+    public static func storedOffsets(_ partitions: [PartitionKey], in session: PostgresSession) throws(PostgresError)
+        -> [PartitionKey: Int64]
+    {
+        var offsets: [PartitionKey: Int64] = [:]
+        for partition in partitions {
+            let result = try session.execute(
+                "SELECT next_offset FROM consumer_offsets WHERE topic = $1 AND partition = $2",
+                [.text(partition.topic), .int(Int64(partition.partition))])
+            if let row = result.rows.first { offsets[partition] = try row.int64(0) }
+        }
+        return offsets
+    }
+}
+
+extension LedgerStore {
+    /// Records `record` as a dead letter and moves its partition past it, in the caller's transaction: for a message
+    /// the database itself refuses (a data exception such as a NUL byte in a text value), found by applying a failed
+    /// batch one message at a time.
+    public func deadLetter(_ record: LedgerRecord, reason: String, in session: PostgresSession, nowMs: Int64)
+        throws(PostgresError) -> BatchSummary
+    {
+        var summary = BatchSummary()
+        let partition: [PostgresValue] = [.text(record.topic), .int(Int64(record.partition))]
+        try session.execute(
+            "INSERT INTO consumer_offsets (topic, partition, next_offset) VALUES ($1, $2, 0) ON CONFLICT DO NOTHING",
+            partition)
+        let next = try session.execute(
+            "SELECT next_offset FROM consumer_offsets WHERE topic = $1 AND partition = $2 FOR UPDATE", partition
+        ).rows[0].int64(0)
+        guard record.offset >= next else {
+            summary.alreadyApplied = 1
+            summary.nextOffsets[record.partitionKey] = next
+            return summary
+        }
+        let inserted = try session.execute(
+            """
+            INSERT INTO dead_letters (topic, partition, "offset", reason, raw, recorded_at_ms)
+            VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING
+            """,
+            partition + [.int(record.offset), .text(reason), .bytes(record.value), .int(nowMs)])
+        try session.execute(
+            "UPDATE consumer_offsets SET next_offset = $3 WHERE topic = $1 AND partition = $2",
+            partition + [.int(record.offset + 1)])
+        summary.applied = 1
+        summary.deadLettered = inserted.affectedRows
+        summary.nextOffsets[record.partitionKey] = record.offset + 1
+        return summary
+    }
+}

@@ -1,0 +1,62 @@
+/// Where one purchase (`credit_key`) stands.
+public enum PurchaseStatus: String, Sendable, CaseIterable {
+    /// Never seen (no row).
+    case none
+    /// A `credit` event arrived whose owner is not known yet; it waits for a result naming one.
+    case pendingOwner = "pending_owner"
+    /// Credited once to its owner.
+    case credited
+    /// Taken back (refund, or a family-shared entitlement revoked).
+    case debited
+    /// Given back after a reversed refund.
+    case recredited
+    /// Refunded or revoked before it was credited: no credit is ever applied (until a reversal).
+    case refused
+}
+
+/// The ledger's whole memory of one purchase: what the rules read and write. Amounts are whole units of the
+/// purchase's item (0 for entitlements).
+public struct PurchaseState: Sendable, Equatable {
+    public var status: PurchaseStatus
+    /// Who the purchase belongs to (the first claimant, or under `transfer` the latest one of an entitlement).
+    public var owner: String?
+    public var productId: String?
+    /// What it grants per unit; nil when its `credit` was null (owned, nothing granted) or it was never claimed.
+    public var grant: Grant?
+    public var quantity: Int64
+    public var expiresDateMs: Int64?
+    /// Units given to the owner in total (the credit, plus what recredits gave back).
+    public var amountCredited: Int64
+    /// Units taken back in total (every debit).
+    public var amountDebited: Int64
+    /// Units the latest debit took since the last credit or recredit (what a recredit gives back, and what a
+    /// further debit of the same purchase adds to).
+    public var lastDebit: Int64
+    public var creditedAtMs: Int64?
+
+    public init(
+        status: PurchaseStatus = .none, owner: String? = nil, productId: String? = nil, grant: Grant? = nil,
+        quantity: Int64 = 1, expiresDateMs: Int64? = nil, amountCredited: Int64 = 0, amountDebited: Int64 = 0,
+        lastDebit: Int64 = 0, creditedAtMs: Int64? = nil
+    ) {
+        self.status = status
+        self.owner = owner
+        self.productId = productId
+        self.grant = grant
+        self.quantity = quantity
+        self.expiresDateMs = expiresDateMs
+        self.amountCredited = amountCredited
+        self.amountDebited = amountDebited
+        self.lastDebit = lastDebit
+        self.creditedAtMs = creditedAtMs
+    }
+
+    /// A purchase the ledger has never seen.
+    public static let unknown = PurchaseState()
+
+    /// Units one full credit gives: the item's amount × quantity (0 for entitlements and null credits).
+    public var fullAmount: Int64 {
+        if case .item(_, let amount) = grant { return amount * quantity }
+        return 0
+    }
+}

@@ -1,0 +1,31 @@
+import Foundation
+
+/// A statement parameter. Values always travel as parameters (`$1`, `$2`, ...), never inside the SQL text.
+public enum PostgresValue: Sendable, Equatable {
+    case null
+    case text(String)
+    case int(Int64)
+    case bool(Bool)
+    /// Sent in binary format (for `bytea` columns).
+    case bytes([UInt8])
+    /// A `text[]` (for `= ANY($1)`), sent as an array literal with every element quoted.
+    case textArray([String])
+
+    /// `.text`, or `.null` for nil.
+    public static func optional(_ value: String?) -> PostgresValue { value.map { .text($0) } ?? .null }
+
+    /// The array literal of `.textArray`: `{"a","b"}` with `"` and `\` escaped.
+    static func arrayLiteral(_ elements: [String]) -> String {
+        "{" + elements.map { element in
+            "\"" + element.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+        }.joined(separator: ",") + "}"
+    }
+
+    /// `.int`, or `.null` for nil.
+    public static func optional(_ value: Int64?) -> PostgresValue { value.map { .int($0) } ?? .null }
+}
+
+extension PostgresValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral {
+    public init(stringLiteral value: String) { self = .text(value) }
+    public init(integerLiteral value: Int64) { self = .int(value) }
+}

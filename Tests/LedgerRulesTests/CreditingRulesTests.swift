@@ -1,0 +1,240 @@
+import LedgerRules
+import Testing
+
+/// The crediting rules as a table: each row starts from a purchase never seen, applies its inputs in order, and
+/// states every change the ledger makes and where the purchase ends. This table is the specification; see
+/// docs/CREDITING.md for the reasons.
+@Suite struct CreditingRulesTests {
+    struct Row: CustomTestStringConvertible, Sendable {
+        let name: String
+        var policy: OwnershipPolicy = .keep
+        let inputs: [LedgerInput]
+        let actions: [LedgerAction]
+        let status: PurchaseStatus
+        var owner: String? = nil
+        var credited: Int64 = 0
+        var debited: Int64 = 0
+        var testDescription: String { name }
+    }
+
+    static let gems = CreditShape.grant(.item(name: "gems", amount: 100))
+    static let pro = CreditShape.grant(.entitlement(name: "pro"))
+
+    static func result(
+        _ user: String, _ credit: CreditShape = gems, quantity: Int64 = 1, expires: Int64? = nil, at: Int64 = 1_000,
+        submission: String = "s1"
+    ) -> LedgerInput {
+        .credit(
+            CreditClaim(
+                source: .result(submissionId: submission), owner: user, productId: "p", credit: credit,
+                quantity: quantity, expiresDateMs: expires, atMs: at))
+    }
+
+    static func creditEvent(_ owner: String?, _ credit: CreditShape = gems, expires: Int64? = nil) -> LedgerInput {
+        .credit(
+            CreditClaim(
+                source: .event(eventId: "e"), owner: owner, productId: "p", credit: credit, quantity: 1,
+                expiresDateMs: expires, atMs: 2_000))
+    }
+
+    static let rows: [Row] = [
+        Row(
+            name: "a verified result credits amount × quantity", inputs: [result("u1", quantity: 3)],
+            actions: [.adjustBalance(owner: "u1", item: "gems", delta: 300)], status: .credited, owner: "u1",
+            credited: 300),
+        Row(
+            name: "the same result twice credits once", inputs: [result("u1"), result("u1")],
+            actions: [.adjustBalance(owner: "u1", item: "gems", delta: 100)], status: .credited, owner: "u1",
+            credited: 100),
+        Row(
+            name: "a credit event after a result for the same purchase credits nothing more",
+            inputs: [result("u1"), creditEvent("u1")],
+            actions: [.adjustBalance(owner: "u1", item: "gems", delta: 100)], status: .credited, owner: "u1",
+            credited: 100),
+        Row(
+            name: "a credit event with a known owner credits", inputs: [creditEvent("u1", pro, expires: 9_000)],
+            actions: [.grantEntitlement(owner: "u1", entitlement: "pro", expiresDateMs: 9_000)], status: .credited,
+            owner: "u1"),
+        Row(
+            name: "a subscription entitlement lasts until expires_date_ms, null means for good",
+            inputs: [result("u1", pro)],
+            actions: [.grantEntitlement(owner: "u1", entitlement: "pro", expiresDateMs: nil)], status: .credited,
+            owner: "u1"),
+        Row(
+            name: "a debit before the credit is kept and the credit is then refused",
+            inputs: [.debit(revocationPercentage: nil), result("u1")],
+            actions: [.recordRefusedClaim(userId: "u1", submissionId: "s1", atMs: 1_000)], status: .refused,
+            owner: "u1"),
+        Row(
+            name: "a full refund takes everything back", inputs: [result("u1", quantity: 2), .debit(revocationPercentage: nil)],
+            actions: [
+                .adjustBalance(owner: "u1", item: "gems", delta: 200), .adjustBalance(owner: "u1", item: "gems", delta: -200),
+            ], status: .debited, owner: "u1", credited: 200, debited: 200),
+        Row(
+            name: "a partial refund takes its share, rounded half up to whole units (33.5% of 100 is 34)",
+            inputs: [result("u1"), .debit(revocationPercentage: 33_500)],
+            actions: [
+                .adjustBalance(owner: "u1", item: "gems", delta: 100), .adjustBalance(owner: "u1", item: "gems", delta: -34),
+            ], status: .debited, owner: "u1", credited: 100, debited: 34),
+        Row(
+            name: "a partial refund just under half a unit rounds down (33.49% of 100 is 33)",
+            inputs: [result("u1"), .debit(revocationPercentage: 33_490)],
+            actions: [
+                .adjustBalance(owner: "u1", item: "gems", delta: 100), .adjustBalance(owner: "u1", item: "gems", delta: -33),
+            ], status: .debited, owner: "u1", credited: 100, debited: 33),
+        Row(
+            name: "refund, reversal, refund: the second refund is applied, not a duplicate",
+            inputs: [result("u1"), .debit(revocationPercentage: nil), .recredit, .debit(revocationPercentage: nil)],
+            actions: [
+                .adjustBalance(owner: "u1", item: "gems", delta: 100), .adjustBalance(owner: "u1", item: "gems", delta: -100),
+                .adjustBalance(owner: "u1", item: "gems", delta: 100), .adjustBalance(owner: "u1", item: "gems", delta: -100),
+            ], status: .debited, owner: "u1", credited: 200, debited: 200),
+        Row(
+            name: "a reversal gives back exactly what the partial refund took",
+            inputs: [result("u1"), .debit(revocationPercentage: 50_000), .recredit],
+            actions: [
+                .adjustBalance(owner: "u1", item: "gems", delta: 100), .adjustBalance(owner: "u1", item: "gems", delta: -50),
+                .adjustBalance(owner: "u1", item: "gems", delta: 50),
+            ], status: .recredited, owner: "u1", credited: 150, debited: 50),
+        Row(
+            name: "a second partial refund takes only what its share adds; never more than was credited",
+            inputs: [
+                result("u1"), .debit(revocationPercentage: 30_000), .debit(revocationPercentage: 80_000),
+                .debit(revocationPercentage: 50_000), .debit(revocationPercentage: 250_000),
+            ],
+            actions: [
+                .adjustBalance(owner: "u1", item: "gems", delta: 100), .adjustBalance(owner: "u1", item: "gems", delta: -30),
+                .adjustBalance(owner: "u1", item: "gems", delta: -50), .adjustBalance(owner: "u1", item: "gems", delta: -20),
+            ], status: .debited, owner: "u1", credited: 100, debited: 100),
+        Row(
+            name: "a reversal without a refund gives nothing", inputs: [result("u1"), .recredit],
+            actions: [.adjustBalance(owner: "u1", item: "gems", delta: 100)], status: .credited, owner: "u1",
+            credited: 100),
+        Row(
+            name: "a refund of an entitlement ends it; its reversal grants it again",
+            inputs: [result("u1", pro, expires: 5_000), .debit(revocationPercentage: nil), .recredit],
+            actions: [
+                .grantEntitlement(owner: "u1", entitlement: "pro", expiresDateMs: 5_000), .endEntitlement,
+                .grantEntitlement(owner: "u1", entitlement: "pro", expiresDateMs: 5_000),
+            ], status: .recredited, owner: "u1"),
+        Row(
+            name: "a family revoke ends the entitlement and takes no money",
+            inputs: [result("u1", pro), .revoke, .revoke],
+            actions: [.grantEntitlement(owner: "u1", entitlement: "pro", expiresDateMs: nil), .endEntitlement],
+            status: .debited, owner: "u1"),
+        Row(
+            name: "a revoke before the credit refuses it", inputs: [.revoke, result("u1", pro)],
+            actions: [.recordRefusedClaim(userId: "u1", submissionId: "s1", atMs: 1_000)], status: .refused,
+            owner: "u1"),
+        Row(
+            name: "subscription_status moves the entitlement's expiry",
+            inputs: [
+                result("u1", pro, expires: 5_000), .subscriptionStatus(expiresDateMs: 7_000),
+                .subscriptionStatus(expiresDateMs: 7_000), .subscriptionStatus(expiresDateMs: nil),
+            ],
+            actions: [
+                .grantEntitlement(owner: "u1", entitlement: "pro", expiresDateMs: 5_000),
+                .setEntitlementExpiry(expiresDateMs: 7_000),
+            ], status: .credited, owner: "u1"),
+        Row(
+            name: "subscription_status of a purchase not credited changes nothing",
+            inputs: [.subscriptionStatus(expiresDateMs: 7_000)], actions: [], status: .none),
+        Row(
+            name: "keep: a second user's claim is refused and recorded; nothing is credited twice",
+            inputs: [result("u1", pro), result("u2", pro, at: 3_000, submission: "s2")],
+            actions: [
+                .grantEntitlement(owner: "u1", entitlement: "pro", expiresDateMs: nil),
+                .recordRefusedClaim(userId: "u2", submissionId: "s2", atMs: 3_000),
+            ], status: .credited, owner: "u1"),
+        Row(
+            name: "transfer: an entitlement moves to the latest verified claimant", policy: .transfer,
+            inputs: [result("u1", pro, expires: 9_000), result("u2", pro, submission: "s2")],
+            actions: [
+                .grantEntitlement(owner: "u1", entitlement: "pro", expiresDateMs: 9_000),
+                .grantEntitlement(owner: "u2", entitlement: "pro", expiresDateMs: 9_000),
+                .recordTransfer(from: "u1", to: "u2"),
+            ], status: .credited, owner: "u2"),
+        Row(
+            name: "transfer: item amounts never move", policy: .transfer,
+            inputs: [result("u1"), result("u2", at: 3_000, submission: "s2")],
+            actions: [
+                .adjustBalance(owner: "u1", item: "gems", delta: 100),
+                .recordRefusedClaim(userId: "u2", submissionId: "s2", atMs: 3_000),
+            ], status: .credited, owner: "u1", credited: 100),
+        Row(
+            name: "transfer: a refunded entitlement does not move", policy: .transfer,
+            inputs: [result("u1", pro), .debit(revocationPercentage: nil), result("u2", pro, submission: "s2")],
+            actions: [
+                .grantEntitlement(owner: "u1", entitlement: "pro", expiresDateMs: nil), .endEntitlement,
+                .recordRefusedClaim(userId: "u2", submissionId: "s2", atMs: 1_000),
+            ], status: .debited, owner: "u1"),
+        Row(
+            name: "a credit event whose owner is not known yet waits", inputs: [creditEvent(nil), creditEvent(nil)],
+            actions: [.waitForOwner, .waitForOwner], status: .pendingOwner),
+        Row(
+            name: "a waiting event is applied once a result names the owner (the result credits, the event is then a duplicate)",
+            inputs: [creditEvent(nil), result("u1"), creditEvent("u1")],
+            actions: [.waitForOwner, .adjustBalance(owner: "u1", item: "gems", delta: 100)], status: .credited,
+            owner: "u1", credited: 100),
+        Row(
+            name: "a waiting event applied with its owner credits", inputs: [creditEvent(nil), creditEvent("u1")],
+            actions: [.waitForOwner, .adjustBalance(owner: "u1", item: "gems", delta: 100)], status: .credited,
+            owner: "u1", credited: 100),
+        Row(
+            name: "a refund of a purchase waiting for its owner refuses it", inputs: [creditEvent(nil), .debit(revocationPercentage: nil), creditEvent("u1")],
+            actions: [.waitForOwner], status: .refused),
+        Row(
+            name: "an unknown credit shape is not guessed: unappliable, the purchase stays unknown",
+            inputs: [result("u1", .unknown(description: "{\"coins\":5}"))],
+            actions: [.unappliable(reason: "unknown credit shape: {\"coins\":5}")], status: .none),
+        Row(
+            name: "a null credit records the owner and grants nothing", inputs: [result("u1", .nothing), .debit(revocationPercentage: nil)],
+            actions: [], status: .debited, owner: "u1"),
+        Row(
+            name: "a non-positive quantity is unappliable", inputs: [result("u1", quantity: 0)],
+            actions: [.unappliable(reason: "quantity 0 is not positive")], status: .none),
+        Row(
+            name: "an amount × quantity that overflows is unappliable",
+            inputs: [result("u1", .grant(.item(name: "gems", amount: Int64.max / 2)), quantity: 3)],
+            actions: [.unappliable(reason: "amount \(Int64.max / 2) × quantity 3 is not a usable amount")], status: .none),
+        Row(
+            name: "a refund reversed before any claim lets the later claim credit",
+            inputs: [.debit(revocationPercentage: nil), .recredit, result("u1")],
+            actions: [.adjustBalance(owner: "u1", item: "gems", delta: 100)], status: .credited, owner: "u1",
+            credited: 100),
+        Row(
+            name: "a refund reversed after a refused claim credits that claimant",
+            inputs: [.debit(revocationPercentage: nil), result("u1", quantity: 2), .recredit],
+            actions: [
+                .recordRefusedClaim(userId: "u1", submissionId: "s1", atMs: 1_000),
+                .adjustBalance(owner: "u1", item: "gems", delta: 200),
+            ], status: .recredited, owner: "u1", credited: 200),
+    ]
+
+    @Test(arguments: rows)
+    func row(_ row: Row) {
+        var state = PurchaseState.unknown
+        var actions: [LedgerAction] = []
+        for input in row.inputs {
+            let decision = CreditingRules.apply(input, to: state, policy: row.policy)
+            state = decision.state
+            actions += decision.actions
+        }
+        #expect(actions == row.actions)
+        #expect(state.status == row.status)
+        #expect(state.owner == row.owner)
+        #expect(state.amountCredited == row.credited)
+        #expect(state.amountDebited == row.debited)
+    }
+
+    @Test func shareRoundsHalfUpToWholeUnits() {
+        #expect(CreditingRules.share(of: 100, revocationPercentage: nil) == 100)
+        #expect(CreditingRules.share(of: 100, revocationPercentage: 50_000) == 50)
+        #expect(CreditingRules.share(of: 1, revocationPercentage: 50_000) == 1)
+        #expect(CreditingRules.share(of: 1, revocationPercentage: 49_999) == 0)
+        #expect(CreditingRules.share(of: 3, revocationPercentage: 50_000) == 2)
+        #expect(CreditingRules.share(of: 100, revocationPercentage: -5) == 0)
+        #expect(CreditingRules.share(of: 100, revocationPercentage: 200_000) == 100)
+        #expect(CreditingRules.share(of: Int64.max, revocationPercentage: 100_000) == Int64.max)
+    }
+}

@@ -1,0 +1,56 @@
+import Foundation
+import Ledger
+
+/// Results and events as the pipeline writes them, built with explicit `credit_key`s (the ledger treats the key as
+/// opaque; these tests never depend on its format).
+enum LedgerFixtures {
+    static let topics = LedgerTopics(results: "iap.receipts.results", events: "iap.purchase.events")
+
+    static var gems100: [String: Any] { ["item": "gems", "amount": 100] }
+    static var pro: [String: Any] { ["entitlement": "pro"] }
+
+    static func transaction(
+        creditKey: String, originalTransactionId: String? = nil, productId: String = "com.example.gems100",
+        quantity: Int = 1, credit: Any? = gems100, creditable: Bool = true, expiresDateMs: Int64? = nil,
+        appAccountToken: String? = nil, revocationPercentage: Int? = nil
+    ) -> [String: Any] {
+        [
+            "transaction_id": creditKey + "-t", "original_transaction_id": originalTransactionId ?? NSNull(),
+            "product_id": productId, "quantity": quantity, "purchase_date_ms": 1_700_000_000_000,
+            "expires_date_ms": expiresDateMs ?? NSNull(), "cancellation_date_ms": NSNull(),
+            "cancellation_reason": NSNull(), "web_order_line_item_id": NSNull(), "in_app_ownership_type": "PURCHASED",
+            "is_trial_period": false, "app_account_token": appAccountToken ?? NSNull(), "product_type": "consumable",
+            "credit_key": creditKey, "creditable": creditable, "credit": credit ?? NSNull(),
+            "revocation_percentage": revocationPercentage ?? NSNull(),
+        ]
+    }
+
+    static func result(
+        submissionId: String, userId: String?, transactions: [[String: Any]], outcome: String = "verified",
+        clientId: String? = nil
+    ) -> [UInt8] {
+        json([
+            "schema_version": 1, "submission_id": submissionId, "order_id": NSNull(), "user_id": userId ?? NSNull(),
+            "client_id": clientId ?? NSNull(), "outcome": outcome, "reason": NSNull(), "source": "signed_transaction",
+            "message": NSNull(), "apple_status": NSNull(), "environment": "Production",
+            "bundle_id": "com.example.app", "transactions": transactions, "submission_fingerprint": "00",
+            "attempts": 1, "verified_at_ms": 1_700_000_000_000,
+        ])
+    }
+
+    static func event(eventId: String, type: String, transaction: [String: Any]?, subscriptionStatus: Int? = nil)
+        -> [UInt8]
+    {
+        json([
+            "schema_version": 1, "event_id": eventId, "type": type, "notification_type": type.uppercased(),
+            "subtype": NSNull(), "environment": "Production", "bundle_id": "com.example.app", "app_apple_id": 1,
+            "transaction": transaction ?? NSNull(), "renewal": NSNull(),
+            "subscription_status": subscriptionStatus ?? NSNull(), "family_shared": false,
+            "signed_date_ms": 1_700_000_000_000, "received_at_ms": 1_700_000_000_000,
+        ])
+    }
+
+    static func json(_ object: [String: Any]) -> [UInt8] {
+        Array(try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]))
+    }
+}

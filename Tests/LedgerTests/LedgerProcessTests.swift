@@ -1,0 +1,168 @@
+import Foundation
+import Kafka
+import Postgres
+import Testing
+import TestSupport
+
+/// `receipt-ledger` as a process over embedded-kafka and a PostgreSQL of its own: purchases, duplicates, refunds and
+/// reversals produced onto the topics; a SIGKILL while batches are being applied; PostgreSQL stopped and started
+/// under load. Balances are checked exactly.
+@Suite("receipt-ledger process", .serialized)
+struct LedgerProcessTests {
+    typealias F = LedgerFixtures
+    typealias H = LedgerHarness
+
+    @Test func purchasesDuplicatesRefundsAndReversalsEndInExactBalances() async throws {
+        let harness = try await LedgerHarness.start()
+        let ledger = try await harness.startLedger()
+        let gems = F.transaction(creditKey: "key-gems", originalTransactionId: "o-gems", quantity: 2)
+        let pack = F.transaction(creditKey: "key-pack", originalTransactionId: "o-pack")
+        let pro = F.transaction(creditKey: "key-pro", originalTransactionId: "o-pro", productId: "pro", credit: F.pro, expiresDateMs: 4_000_000_000_000)
+        let buy = F.result(submissionId: "s1", userId: "u1", transactions: [gems])
+        try await harness.produce(H.resultsTopic, key: "u1", [buy, buy, F.result(submissionId: "s3", userId: "u1", transactions: [pro])])
+        #expect(await eventually(timeout: .seconds(30)) { harness.appliedOffsets() == 3 })
+        // u2 claims u1's subscription afterwards (results of different users may sit on different partitions).
+        try await harness.produce(H.resultsTopic, key: "u2", [
+            F.result(submissionId: "s2", userId: "u2", transactions: [pack]),
+            F.result(submissionId: "s4", userId: "u2", transactions: [pro]),
+            Array("{broken".utf8),
+        ])
+        #expect(await eventually(timeout: .seconds(30)) { harness.appliedOffsets() == 6 })
+        // Refund of half of u2's pack, the same refund again (Apple retried), its reversal, and a second refund.
+        let half = F.transaction(creditKey: "key-pack", originalTransactionId: "o-pack", revocationPercentage: 50_000)
+        try await harness.produce(H.eventsTopic, key: "o-pack", [
+            F.event(eventId: "n1", type: "debit", transaction: half),
+            F.event(eventId: "n1", type: "debit", transaction: half),
+            F.event(eventId: "n2", type: "recredit", transaction: half),
+            F.event(eventId: "n3", type: "debit", transaction: pack),
+        ])
+        #expect(await eventually(timeout: .seconds(30)) { harness.appliedOffsets() == 10 })
+        #expect(try harness.balances(item: "gems") == ["u1": 200, "u2": 0])
+
+        let u1 = try await harness.get(ledger, "/v1/users/u1")
+        #expect(u1.status == 200)
+        let u1Body = try #require(u1.jsonObject)
+        #expect(u1Body["balances"] as? [String: Int] == ["gems": 200])
+        let entitlements = try #require(u1Body["entitlements"] as? [[String: Any]])
+        #expect(entitlements.map { $0["credit_key"] as? String } == ["key-pro"])
+        #expect(entitlements.first?["expires_date_ms"] as? Int == 4_000_000_000_000)
+        #expect(Set((u1Body["purchases"] as? [[String: Any]] ?? []).compactMap { $0["credit_key"] as? String }) == ["key-gems", "key-pro"])
+
+        let pack2 = try #require(try await harness.get(ledger, "/v1/purchases/key-pack").jsonObject)
+        #expect(pack2["state"] as? String == "debited")
+        #expect(pack2["amount_credited"] as? Int == 150)
+        #expect(pack2["amount_debited"] as? Int == 150)
+        let proView = try #require(try await harness.get(ledger, "/v1/purchases/key-pro").jsonObject)
+        #expect(proView["owner"] as? String == "u1")
+        #expect((proView["refused_claims"] as? [[String: Any]])?.map { $0["user_id"] as? String } == ["u2"])
+
+        #expect(try await harness.get(ledger, "/v1/purchases/never-seen").status == 404)
+        #expect(try await harness.get(ledger, "/v1/users/u1", key: nil).status == 401)
+        #expect(try await harness.get(ledger, "/v1/users/u1", key: "wrong").status == 401)
+        #expect(try await harness.get(ledger, "/v1/users/nobody").jsonObject?["balances"] as? [String: Int] == [:])
+        #expect(await ledger.metricSum("ledger_dead_letters_total") == 1)
+        #expect(await ledger.metricSum("ledger_duplicate_events_total") == 1)
+        #expect(await ledger.metricSum("ledger_refused_claims_total") == 1)
+
+        #expect(await ledger.stop() == 0)
+        await harness.shutdown()
+    }
+
+    /// `users` users each buy `perUser` purchases of 10 gems; every fifth result is delivered twice.
+    static func load(users: Int, perUser: Int, tag: String) -> [(key: String, value: [UInt8])] {
+        var messages: [(String, [UInt8])] = []
+        for index in 0..<perUser {
+            for user in 0..<users {
+                let creditKey = "\(tag)-\(user)-\(index)"
+                let result = F.result(
+                    submissionId: "s-\(creditKey)", userId: "user-\(user)",
+                    transactions: [F.transaction(creditKey: creditKey, credit: ["item": "gems", "amount": 10])])
+                messages.append(("user-\(user)", result))
+                if index % 5 == 0 { messages.append(("user-\(user)", result)) }
+            }
+        }
+        return messages
+    }
+
+    func produceLoad(_ harness: LedgerHarness, _ messages: [(key: String, value: [UInt8])]) async throws {
+        for chunk in stride(from: 0, to: messages.count, by: 500) {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for message in messages[chunk..<min(chunk + 500, messages.count)] {
+                    group.addTask {
+                        _ = try await harness.producer.send(
+                            topic: H.resultsTopic, key: Array(message.key.utf8), value: message.value)
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+    }
+
+    @Test func aLedgerKilledWhileApplyingBatchesLosesAndDoublesNothing() async throws {
+        let harness = try await LedgerHarness.start(settings: ["LEDGER_BATCH_SIZE": "100"])
+        let users = 20
+        let perUser = 150
+        let messages = Self.load(users: users, perUser: perUser, tag: "kill")
+        try await produceLoad(harness, messages)
+        let first = try await harness.startLedger(name: "receipt-ledger-1")
+        #expect(await eventually(timeout: .seconds(60), interval: .milliseconds(10)) { harness.appliedOffsets() >= 600 })
+        await first.kill()
+        let appliedAtKill = harness.appliedOffsets()
+        #expect(appliedAtKill < Int64(messages.count), "the kill came after everything was applied")
+        let second = try await harness.startLedger(name: "receipt-ledger-2")
+        #expect(await eventually(timeout: .seconds(90), interval: .milliseconds(200)) { harness.appliedOffsets() == Int64(messages.count) })
+        let expected = Dictionary(uniqueKeysWithValues: (0..<users).map { ("user-\($0)", Int64(perUser * 10)) })
+        #expect(try harness.balances(item: "gems") == expected)
+        #expect(await second.stop() == 0)
+        await harness.shutdown()
+    }
+
+    @Test func twoLedgersInOneGroupOneKilledMidwayApplyEverythingOnce() async throws {
+        let harness = try await LedgerHarness.start(settings: ["LEDGER_BATCH_SIZE": "50"])
+        let users = 20
+        let perUser = 100
+        let messages = Self.load(users: users, perUser: perUser, tag: "two")
+        let first = try await harness.startLedger(name: "receipt-ledger-a")
+        let second = try await harness.startLedger(name: "receipt-ledger-b")
+        try await produceLoad(harness, messages)
+        #expect(await eventually(timeout: .seconds(60), interval: .milliseconds(10)) { harness.appliedOffsets() >= 500 })
+        // The survivor takes the dead one's partitions over (from the stored offsets) after the group notices.
+        await first.kill()
+        #expect(await eventually(timeout: .seconds(90), interval: .milliseconds(200)) { harness.appliedOffsets() == Int64(messages.count) })
+        let expected = Dictionary(uniqueKeysWithValues: (0..<users).map { ("user-\($0)", Int64(perUser * 10)) })
+        #expect(try harness.balances(item: "gems") == expected)
+        #expect(await second.stop() == 0)
+        await harness.shutdown()
+    }
+
+    @Test func postgresStoppedAndStartedUnderLoadSkipsNothing() async throws {
+        let harness = try await LedgerHarness.start(settings: ["LEDGER_BATCH_SIZE": "100"])
+        let users = 10
+        let perUser = 150
+        let messages = Self.load(users: users, perUser: perUser, tag: "pg")
+        let ledger = try await harness.startLedger()
+        let half = messages.count / 2
+        try await produceLoad(harness, Array(messages[..<half]))
+        #expect(await eventually(timeout: .seconds(60), interval: .milliseconds(10)) { harness.appliedOffsets() >= 300 })
+        harness.postgres.stop()
+        // Produced while the database is down: buffered or refetched, never skipped.
+        try await produceLoad(harness, Array(messages[half...]))
+        #expect(await eventually(timeout: .seconds(20)) {
+            (try? await TestHTTPClient.send("GET", ledger.url("/readyz"), timeout: 2))?.status == 503
+        })
+        let unavailable = try await harness.get(ledger, "/v1/users/user-1")
+        #expect(unavailable.status == 503)
+        #expect(unavailable.header("Retry-After") == "1")
+        try harness.postgres.startServer()
+        #expect(await eventually(timeout: .seconds(90), interval: .milliseconds(200)) { harness.appliedOffsets() == Int64(messages.count) })
+        let expected = Dictionary(uniqueKeysWithValues: (0..<users).map { ("user-\($0)", Int64(perUser * 10)) })
+        #expect(try await harness.get(ledger, "/v1/users/user-1").jsonObject?["balances"] as? [String: Int] == ["gems": perUser * 10])
+        #expect(try harness.balances(item: "gems") == expected)
+        #expect((await ledger.metricSum("ledger_database_errors_total") ?? 0) > 0)
+        #expect(await eventually(timeout: .seconds(20)) {
+            (try? await TestHTTPClient.send("GET", ledger.url("/readyz"), timeout: 2))?.status == 200
+        })
+        #expect(await ledger.stop() == 0)
+        await harness.shutdown()
+    }
+}

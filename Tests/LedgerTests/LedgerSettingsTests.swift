@@ -1,0 +1,50 @@
+import Ledger
+import LedgerRules
+import ServiceSupport
+import Testing
+
+@Suite struct LedgerSettingsTests {
+    static let minimal = ["KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:9092", "LEDGER_DATABASE_URL": "dbname=ledger"]
+
+    @Test func theContractsDefaults() throws {
+        let settings = try LedgerSettings.fromEnvironment(Self.minimal)
+        #expect(settings.groupId == "iap-ledger")
+        #expect(settings.listen == ListenAddress(host: "0.0.0.0", port: 8081))
+        #expect(settings.apiKeys.isEmpty)
+        #expect(settings.ownershipPolicy == .keep)
+        #expect(settings.topics == LedgerTopics(results: "iap.receipts.results", events: "iap.purchase.events"))
+        #expect(settings.databaseURL == "dbname=ledger")
+    }
+
+    @Test func everySettingIsRead() throws {
+        let settings = try LedgerSettings.fromEnvironment(
+            Self.minimal.merging([
+                "LEDGER_GROUP_ID": "g", "LEDGER_LISTEN": "127.0.0.1:9000", "LEDGER_API_KEYS": "ops:k1, k2",
+                "LEDGER_OWNERSHIP_POLICY": "TRANSFER", "RESULTS_TOPIC": "r", "EVENTS_TOPIC": "e",
+                "LEDGER_BATCH_SIZE": "50",
+            ]) { $1 })
+        #expect(settings.groupId == "g")
+        #expect(settings.listen.port == 9000)
+        #expect(settings.apiKeys == ["k1", "k2"])
+        #expect(settings.ownershipPolicy == .transfer)
+        #expect(settings.topics == LedgerTopics(results: "r", events: "e"))
+        #expect(settings.batchSize == 50)
+    }
+
+    @Test func missingOrInvalidSettingsNameTheirVariable() {
+        func variable(_ environment: [String: String]) -> String? {
+            do {
+                _ = try LedgerSettings.fromEnvironment(environment)
+                return nil
+            } catch {
+                return error.variable
+            }
+        }
+        #expect(variable(["LEDGER_DATABASE_URL": "x"]) == "KAFKA_BOOTSTRAP_SERVERS")
+        #expect(variable(["KAFKA_BOOTSTRAP_SERVERS": "k"]) == "LEDGER_DATABASE_URL")
+        #expect(variable(Self.minimal.merging(["LEDGER_OWNERSHIP_POLICY": "share"]) { $1 }) == "LEDGER_OWNERSHIP_POLICY")
+        #expect(variable(Self.minimal.merging(["LEDGER_BATCH_SIZE": "0"]) { $1 }) == "LEDGER_BATCH_SIZE")
+        #expect(variable(Self.minimal.merging(["RESULTS_TOPIC": "bad topic"]) { $1 }) == "RESULTS_TOPIC")
+        #expect(variable(Self.minimal.merging(["LEDGER_LISTEN": "nowhere"]) { $1 }) == "LEDGER_LISTEN")
+    }
+}

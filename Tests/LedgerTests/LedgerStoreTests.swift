@@ -1,0 +1,221 @@
+import Foundation
+import Ledger
+import LedgerRules
+import Postgres
+import Testing
+
+/// The store against a real PostgreSQL: the rules applied through SQL, exactly once per offset, duplicates and
+/// dead letters. Keys are explicit fixtures; the ledger treats them as opaque.
+@Suite struct LedgerStoreTests {
+    typealias F = LedgerFixtures
+
+    @Test func migrationsAreVersionedAndIdempotent() throws {
+        let db = try LedgerDatabase("ledger_migrate")
+        #expect(try LedgerSchema.migrate(db.connection).isEmpty)
+        #expect(try db.connection.execute("SELECT max(version) FROM schema_migrations").rows[0].int64(0) == LedgerSchema.currentVersion)
+    }
+
+    @Test func aVerifiedResultCreditsAmountTimesQuantityOnce() throws {
+        let db = try LedgerDatabase("ledger_credit")
+        let result = F.result(submissionId: "s1", userId: "u1", transactions: [F.transaction(creditKey: "k1", quantity: 3)])
+        let records = db.append([result, result], to: F.topics.results)
+        let first = try db.apply(records)
+        #expect(first.applied == 2)
+        #expect(try db.user("u1").balance("gems") == 300)
+        // The same batch again (a redelivery after a crash before the commit reached Kafka): every offset is skipped.
+        let again = try db.apply(records)
+        #expect(again.applied == 0)
+        #expect(again.alreadyApplied == 2)
+        #expect(try db.user("u1").balance("gems") == 300)
+        let purchase = try #require(try db.purchase("k1"))
+        #expect(purchase.owner == "u1")
+        #expect(purchase.state == "credited")
+        #expect(purchase.amountCredited == 300)
+        #expect(try db.user("u1").purchases.map(\.creditKey) == ["k1"])
+    }
+
+    @Test func rejectedResultsAndUncreditableTransactionsCreditNothing() throws {
+        let db = try LedgerDatabase("ledger_rejected")
+        try db.applyResults(
+            F.result(submissionId: "s1", userId: "u1", transactions: [F.transaction(creditKey: "k1")], outcome: "rejected"),
+            F.result(submissionId: "s2", userId: "u1", transactions: [F.transaction(creditKey: "k2", creditable: false)]))
+        #expect(try db.user("u1").balances.isEmpty)
+        #expect(try db.purchase("k1") == nil)
+    }
+
+    @Test func aCreditEventAfterAResultForTheSamePurchaseCreditsNothingMore() throws {
+        let db = try LedgerDatabase("ledger_result_event")
+        let transaction = F.transaction(creditKey: "k1", originalTransactionId: "o1")
+        try db.applyResults(F.result(submissionId: "s1", userId: "u1", transactions: [transaction]))
+        try db.applyEvents(F.event(eventId: "e1", type: "credit", transaction: transaction))
+        #expect(try db.user("u1").balance("gems") == 100)
+    }
+
+    @Test func duplicateEventIdsMoveMoneyOnce() throws {
+        let db = try LedgerDatabase("ledger_dup_events")
+        let transaction = F.transaction(creditKey: "k1", originalTransactionId: "o1")
+        try db.applyResults(F.result(submissionId: "s1", userId: "u1", transactions: [transaction]))
+        let refund = F.event(eventId: "e1", type: "debit", transaction: transaction)
+        let summary = try db.applyEvents(refund, refund)
+        #expect(summary.duplicateEvents == 1)
+        #expect(try db.user("u1").balance("gems") == 0)
+        #expect(try db.purchase("k1")?.amountDebited == 100)
+    }
+
+    @Test func refundReversalRefundAppliesTheSecondRefund() throws {
+        let db = try LedgerDatabase("ledger_refund_cycle")
+        let transaction = F.transaction(creditKey: "k1", originalTransactionId: "o1")
+        try db.applyResults(F.result(submissionId: "s1", userId: "u1", transactions: [transaction]))
+        try db.applyEvents(
+            F.event(eventId: "e1", type: "debit", transaction: transaction),
+            F.event(eventId: "e2", type: "recredit", transaction: transaction))
+        #expect(try db.user("u1").balance("gems") == 100)
+        try db.applyEvents(F.event(eventId: "e3", type: "debit", transaction: transaction))
+        #expect(try db.user("u1").balance("gems") == 0)
+        let purchase = try #require(try db.purchase("k1"))
+        #expect(purchase.state == "debited")
+        #expect(purchase.amountCredited == 200)
+        #expect(purchase.amountDebited == 200)
+    }
+
+    @Test func aPartialRefundTakesItsShareRoundedHalfUp() throws {
+        let db = try LedgerDatabase("ledger_partial")
+        let credited = F.transaction(creditKey: "k1", originalTransactionId: "o1", quantity: 3)
+        try db.applyResults(F.result(submissionId: "s1", userId: "u1", transactions: [credited]))
+        // 12.5% of 300 = 37.5 -> 38
+        try db.applyEvents(
+            F.event(
+                eventId: "e1", type: "debit",
+                transaction: F.transaction(creditKey: "k1", originalTransactionId: "o1", quantity: 3, revocationPercentage: 12_500)))
+        #expect(try db.user("u1").balance("gems") == 262)
+    }
+
+    @Test func aDebitBeforeItsCreditRefusesTheCredit() throws {
+        let db = try LedgerDatabase("ledger_debit_first")
+        let transaction = F.transaction(creditKey: "k1", originalTransactionId: "o1")
+        try db.applyEvents(F.event(eventId: "e1", type: "debit", transaction: transaction))
+        let summary = try db.applyResults(F.result(submissionId: "s1", userId: "u1", transactions: [transaction]))
+        #expect(summary.refusedClaims == 1)
+        #expect(try db.user("u1").balance("gems") == 0)
+        let purchase = try #require(try db.purchase("k1"))
+        #expect(purchase.state == "refused")
+        #expect(purchase.refusedClaims.map(\.userId) == ["u1"])
+    }
+
+    @Test func keepRefusesASecondUserAndRecordsTheClaim() throws {
+        let db = try LedgerDatabase("ledger_keep")
+        let transaction = F.transaction(creditKey: "k1", originalTransactionId: "o1", productId: "pro", credit: F.pro)
+        try db.applyResults(
+            F.result(submissionId: "s1", userId: "u1", transactions: [transaction]),
+            F.result(submissionId: "s2", userId: "u2", transactions: [transaction]),
+            F.result(submissionId: "s2", userId: "u2", transactions: [transaction]))
+        #expect(try db.user("u1").entitlements.map(\.entitlement) == ["pro"])
+        #expect(try db.user("u2").entitlements.isEmpty)
+        let purchase = try #require(try db.purchase("k1"))
+        #expect(purchase.owner == "u1")
+        #expect(purchase.refusedClaims.map { "\($0.userId)/\($0.submissionId)" } == ["u2/s2"])
+    }
+
+    @Test func transferMovesTheEntitlementButNeverItems() throws {
+        let db = try LedgerDatabase("ledger_transfer", policy: .transfer)
+        let subscription = F.transaction(
+            creditKey: "k1", originalTransactionId: "o1", productId: "pro", credit: F.pro, expiresDateMs: 9_999)
+        let gems = F.transaction(creditKey: "k2", originalTransactionId: "o2")
+        try db.applyResults(
+            F.result(submissionId: "s1", userId: "u1", transactions: [subscription, gems]),
+            F.result(submissionId: "s2", userId: "u2", transactions: [subscription, gems]))
+        #expect(try db.user("u1").entitlements.isEmpty)
+        #expect(try db.user("u2").entitlements.map(\.creditKey) == ["k1"])
+        #expect(try db.user("u2").entitlements.first?.expiresDateMs == 9_999)
+        #expect(try db.user("u1").balance("gems") == 100)
+        #expect(try db.user("u2").balance("gems") == 0)
+        #expect(try db.purchase("k2")?.refusedClaims.map(\.userId) == ["u2"])
+        // A renewal event now goes to the latest claimant.
+        let renewal = F.transaction(creditKey: "k3", originalTransactionId: "o1", productId: "pro", credit: F.pro, expiresDateMs: 19_999)
+        try db.applyEvents(F.event(eventId: "e1", type: "credit", transaction: renewal))
+        #expect(try db.purchase("k3")?.owner == "u2")
+    }
+
+    @Test func anEventWithNoKnownOwnerWaitsUntilAResultNamesOne() throws {
+        let db = try LedgerDatabase("ledger_pending")
+        let renewal = F.transaction(creditKey: "k2", originalTransactionId: "o1", productId: "pro", credit: F.pro, expiresDateMs: 2_000)
+        let parked = try db.applyEvents(F.event(eventId: "e1", type: "credit", transaction: renewal))
+        #expect(parked.parkedClaims == 1)
+        #expect(try db.purchase("k2")?.state == "pending_owner")
+        #expect(try db.count("pending_claims") == 1)
+        // A result for the first period names the owner of original_transaction_id o1: the renewal is applied.
+        let first = F.transaction(creditKey: "k1", originalTransactionId: "o1", productId: "pro", credit: F.pro, expiresDateMs: 1_000)
+        let resolved = try db.applyResults(F.result(submissionId: "s1", userId: "u1", transactions: [first]))
+        #expect(resolved.resolvedClaims == 1)
+        #expect(try db.purchase("k2")?.owner == "u1")
+        #expect(try db.purchase("k2")?.state == "credited")
+        #expect(try db.user("u1").entitlements.map(\.creditKey) == ["k1", "k2"])
+        #expect(try db.count("pending_claims") == 0)
+    }
+
+    @Test func anEventFindsItsOwnerThroughTheAppAccountToken() throws {
+        let db = try LedgerDatabase("ledger_token")
+        let token = "3f1b6a0e-0000-4000-8000-000000000001"
+        let earlier = F.transaction(creditKey: "k1", originalTransactionId: "o1", appAccountToken: token)
+        try db.applyResults(F.result(submissionId: "s1", userId: "u1", transactions: [earlier]))
+        let other = F.transaction(creditKey: "k2", originalTransactionId: "o2", appAccountToken: token)
+        try db.applyEvents(F.event(eventId: "e1", type: "credit", transaction: other))
+        #expect(try db.user("u1").balance("gems") == 200)
+    }
+
+    @Test func familyRevokeAndSubscriptionStatus() throws {
+        let db = try LedgerDatabase("ledger_family")
+        let transaction = F.transaction(creditKey: "k1", originalTransactionId: "o1", productId: "pro", credit: F.pro, expiresDateMs: 1_000)
+        try db.applyResults(F.result(submissionId: "s1", userId: "u1", transactions: [transaction]))
+        let extended = F.transaction(creditKey: "k1", originalTransactionId: "o1", productId: "pro", credit: F.pro, expiresDateMs: 5_000)
+        try db.applyEvents(F.event(eventId: "e1", type: "subscription_status", transaction: extended, subscriptionStatus: 1))
+        #expect(try db.user("u1").entitlements.first?.expiresDateMs == 5_000)
+        try db.applyEvents(F.event(eventId: "e2", type: "revoke", transaction: extended))
+        #expect(try db.user("u1").entitlements.isEmpty)
+        #expect(try db.purchase("k1")?.state == "debited")
+    }
+
+    @Test func whatCannotBeReadOrAppliedIsDeadLetteredAndThePartitionMovesOn() throws {
+        let db = try LedgerDatabase("ledger_dead")
+        let records = db.append(
+            [
+                Array("{not json".utf8),
+                F.json(["schema_version": 2, "submission_id": "s0", "outcome": "verified", "transactions": []]),
+                F.result(submissionId: "s1", userId: "u1", transactions: [F.transaction(creditKey: "k1", credit: ["coins": 5])]),
+                F.result(
+                    submissionId: "s2", userId: "u1",
+                    transactions: [F.transaction(creditKey: "k2", credit: ["item": "gems", "amount": "100"])]),
+                F.result(submissionId: "s3", userId: "u1", transactions: [F.transaction(creditKey: "k3")]),
+            ], to: F.topics.results)
+        let events = db.append(
+            [
+                F.event(eventId: "e1", type: "brand_new_type", transaction: nil),
+                F.event(eventId: "e2", type: "debit", transaction: nil),
+            ], to: F.topics.events)
+        let summary = try db.apply(records + events)
+        #expect(summary.deadLettered == 6)
+        #expect(summary.nextOffsets[PartitionKey(topic: F.topics.results, partition: 0)] == 5)
+        #expect(try db.user("u1").balance("gems") == 100)
+        let reasons = try db.connection.execute(#"SELECT "offset", reason, raw FROM dead_letters WHERE topic = $1 ORDER BY "offset""#, [.text(F.topics.results)]).rows
+        #expect(try reasons.map { try $0.int64(0) } == [0, 1, 2, 3])
+        #expect(try reasons[0].string(1) == "malformed JSON")
+        #expect(try reasons[1].string(1) == "unknown schema_version 2")
+        #expect(try reasons[2].string(1).hasPrefix("k1: unknown credit shape"))
+        #expect(try reasons[0].bytes(2) == Array("{not json".utf8))
+    }
+
+    @Test func aFailedBatchLeavesNothingAndTheOffsetsWhereTheyWere() throws {
+        let db = try LedgerDatabase("ledger_rollback")
+        let records = db.append(
+            [F.result(submissionId: "s1", userId: "u1", transactions: [F.transaction(creditKey: "k1")])], to: F.topics.results)
+        #expect(throws: PostgresError.self) {
+            try db.connection.transaction { session throws(PostgresError) in
+                _ = try db.store.apply(records, in: session, nowMs: 1)
+                try session.execute("SELECT 1/0")
+            }
+        }
+        #expect(try db.user("u1").balance("gems") == 0)
+        #expect(try db.apply(records).applied == 1)
+        #expect(try db.user("u1").balance("gems") == 100)
+    }
+}
