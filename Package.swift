@@ -1,8 +1,8 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Layout: C system libraries at the edge (C*), one thin Swift layer per library (Kafka, HTTPServer, the libcurl
-// client inside AppStore), domain modules above them, the two services as libraries, and thin executables.
+// Layout: C system libraries at the edge (C*), one thin Swift layer per library (Kafka, HTTPServer, Postgres, the
+// libcurl client inside AppStore), domain modules above them, the three services as libraries, and thin executables.
 
 let package = Package(
     name: "receipt-verification",
@@ -10,6 +10,7 @@ let package = Package(
     products: [
         .executable(name: "receipt-ingest", targets: ["receipt-ingest"]),
         .executable(name: "receipt-verifier", targets: ["receipt-verifier"]),
+        .executable(name: "receipt-ledger", targets: ["receipt-ledger"]),
         .executable(name: "fake-appstore", targets: ["fake-appstore"]),
         .executable(name: "embedded-kafka", targets: ["embedded-kafka"]),
         // Libraries the fuzz targets (fuzz/Package.swift) link against.
@@ -26,11 +27,14 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
         // MARK: Libraries
         .target(name: "ServiceSupport"),
         .target(name: "Kafka", dependencies: ["CRdKafka", "ServiceSupport"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "ServiceSupport"]),
+        // The only Swift code over libpq: connections, parameterized statements, transactions, typed rows.
+        .target(name: "Postgres", dependencies: ["CPostgres", "ServiceSupport"]),
         .target(name: "ReceiptModel", dependencies: ["Crypto"]),
         // The only Swift code over OpenSSL: digests, certificates, chain validation, EC keys, PKCS#7, test PKI.
         .target(name: "Crypto", dependencies: ["COpenSSL"]),
@@ -47,9 +51,17 @@ let package = Package(
                 "Kafka", "AppStore", "HTTPServer", "ReceiptModel", "ServiceSupport", "SignedData", "Crypto",
             ]),
 
+        // receipt-ledger: the crediting rules, pure (per credit_key a state and (state, input) -> (state, actions),
+        // no I/O), and the service that applies them to PostgreSQL exactly once.
+        .target(name: "LedgerRules"),
+        .target(
+            name: "Ledger",
+            dependencies: ["LedgerRules", "Postgres", "Kafka", "HTTPServer", "ReceiptModel", "ServiceSupport"]),
+
         // MARK: Executables (thin: parse settings, run, handle signals)
         .executableTarget(name: "receipt-ingest", dependencies: ["Ingest", "ServiceSupport"]),
         .executableTarget(name: "receipt-verifier", dependencies: ["Verifier", "ServiceSupport"]),
+        .executableTarget(name: "receipt-ledger", dependencies: ["Ledger", "ServiceSupport"]),
         .executableTarget(name: "fake-appstore", dependencies: ["FakeAppStore", "ServiceSupport", "Crypto"]),
         .executableTarget(name: "embedded-kafka", dependencies: ["Kafka", "ServiceSupport"]),
         .executableTarget(name: "receipt-tail", dependencies: ["Kafka", "ReceiptModel", "ServiceSupport"]),
@@ -96,6 +108,11 @@ let package = Package(
         .testTarget(name: "NotificationBackfillTests", dependencies: ["NotificationBackfill", "ReceiptModel", "Ingest", "ServiceSupport"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], exclude: ["Fixtures"]),
         .testTarget(name: "SignedDataTests", dependencies: ["SignedData", "Crypto", "ServiceSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
+        .testTarget(name: "LedgerRulesTests", dependencies: ["LedgerRules"]),
+        .testTarget(
+            name: "LedgerTests",
+            dependencies: ["Ledger", "LedgerRules", "Postgres", "Kafka", "ServiceSupport", "TestSupport"]),
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
@@ -104,23 +121,3 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
-
-// MARK: receipt-ledger (issue 19): libpq, the pure crediting rules, the ledger service and its tests.
-// Kept in one block so it merges beside other branches' changes.
-package.products += [.executable(name: "receipt-ledger", targets: ["receipt-ledger"])]
-package.targets += [
-    .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
-    // The only Swift code over libpq: connections, parameterized statements, transactions, typed rows.
-    .target(name: "Postgres", dependencies: ["CPostgres", "ServiceSupport"]),
-    // The crediting rules, pure: per credit_key a state and (state, input) -> (state, actions). No I/O.
-    .target(name: "LedgerRules"),
-    .target(
-        name: "Ledger",
-        dependencies: ["LedgerRules", "Postgres", "Kafka", "HTTPServer", "ReceiptModel", "ServiceSupport"]),
-    .executableTarget(name: "receipt-ledger", dependencies: ["Ledger", "ServiceSupport"]),
-    .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
-    .testTarget(name: "LedgerRulesTests", dependencies: ["LedgerRules"]),
-    .testTarget(
-        name: "LedgerTests",
-        dependencies: ["Ledger", "LedgerRules", "Postgres", "Kafka", "ServiceSupport", "TestSupport"]),
-]
