@@ -9,29 +9,26 @@
 ///   transactions StoreKit mints; for a consumable or a non-renewing subscription Apple's original id is the
 ///   transaction's own id) -> `apple:<environment>:<original_transaction_id>`.
 ///
-/// The two kinds of id never share a namespace (`period:` is not a digit). The key is computed from Apple's data
-/// alone, never from the product catalog, so it is the same from every source and does not move when the catalog
-/// changes. A web order line item id that is empty or all zeros (seen in old sandbox receipts) is no id: such an
-/// entry falls back to its original transaction id, which can only merge periods (never pay one twice). Without an
-/// original transaction id the transaction's own id is the purchase.
+/// Apple writes a web order line item id only on auto-renewable subscription periods (verifyReceipt's
+/// `web_order_line_item_id`, a signed transaction's `webOrderLineItemId`), so its presence is what makes a period:
+/// the key is computed from the transaction's own ids alone, never from a product type or the catalog, so it is the
+/// same from every source, does not move when the catalog changes, and a crediting service can recompute it from
+/// any stored result or event. The two kinds of id never share a namespace (`period:` is not a digit). A web order
+/// line item id that is empty or all zeros (seen in old sandbox receipts) is no id: such an entry falls back to its
+/// original transaction id, which can only merge periods (never pay one twice). Without an original transaction id
+/// the transaction's own id is the purchase.
 public enum PurchaseIdentity {
     /// The namespace of a subscription period's key.
     public static let periodNamespace = "period"
 
     /// `apple:<environment lower-cased>:period:<web_order_line_item_id>` or
     /// `apple:<environment lower-cased>:<original_transaction_id>`.
-    ///
-    /// - Parameter appleProductType: the product type Apple's own data states (a signed transaction's `type`); nil
-    ///   when Apple says none (verifyReceipt). A web order line item id marks a subscription period unless Apple says
-    ///   the product is something else.
     public static func creditKey(
         environment: AppStoreEnvironment, transactionId: String, originalTransactionId: String?,
-        webOrderLineItemId: String?, appleProductType: ProductType?
+        webOrderLineItemId: String?
     ) -> String {
         let prefix = "apple:\(environment.rawValue.lowercased()):"
-        if appleProductType == nil || appleProductType == .autoRenewable, let period = usableId(webOrderLineItemId) {
-            return prefix + periodNamespace + ":" + period
-        }
+        if let period = usableId(webOrderLineItemId) { return prefix + periodNamespace + ":" + period }
         return prefix + (usableId(originalTransactionId) ?? transactionId)
     }
 

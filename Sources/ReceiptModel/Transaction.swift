@@ -50,7 +50,7 @@ public struct VerifiedTransaction: Codable, Sendable, Equatable {
         appAccountToken: String? = nil, productType: ProductType? = nil, revocationType: String? = nil,
         revocationPercentage: Int? = nil, creditable: Bool = true, credit: JSONValue? = nil, isUpgraded: Bool = false,
         price: Int64? = nil, currency: String? = nil, transactionReason: String? = nil,
-        environment: AppStoreEnvironment, appleProductType: ProductType? = nil
+        environment: AppStoreEnvironment
     ) {
         self.transactionId = transactionId
         self.originalTransactionId = originalTransactionId
@@ -69,7 +69,7 @@ public struct VerifiedTransaction: Codable, Sendable, Equatable {
         self.revocationPercentage = revocationPercentage
         self.creditKey = PurchaseIdentity.creditKey(
             environment: environment, transactionId: transactionId, originalTransactionId: originalTransactionId,
-            webOrderLineItemId: webOrderLineItemId, appleProductType: appleProductType)
+            webOrderLineItemId: webOrderLineItemId)
         self.creditable = creditable
         self.credit = credit
         self.isUpgraded = isUpgraded

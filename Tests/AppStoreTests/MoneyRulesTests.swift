@@ -208,7 +208,7 @@ import Testing
             "product_type is null when nothing says it",
             .verifyReceipt(body(inApp: [entry("1")])), .verified, [.init("1", creditable: true, type: nil)]),
         Row(
-            "the catalog's type wins over the subscription guess, but never moves the key (Apple's data alone)",
+            "the catalog's type wins over the subscription guess, but never moves the key (the ids alone)",
             .verifyReceipt(body(inApp: [entry("1", product: "season_pass", subscription)])), catalog: catalog,
             .verified, [
                 .init("1", creditable: true, type: .nonRenewing, credit: seasonCredit, key: "period:1000000056284415"),
@@ -352,9 +352,13 @@ import Testing
             .evidence([apple("210", original: "200", type: .autoRenewable, period: "7002")]), transaction: "210",
             .verified, [.init("210", creditable: true, type: .autoRenewable, key: "period:7002")]),
         Row(
-            "Apple's own non-subscription type wins over a stray web order line item id: the original is the key",
-            .evidence([apple("301", original: "300", type: .nonConsumable, period: "9")]), transaction: "301",
-            .verified, [.init("301", creditable: true, type: .nonConsumable, key: "300")]),
+            "the key comes from the ids alone: a web order line item id is a period whatever the type says",
+            .evidence([apple("301", original: "300", type: .nonRenewing, period: "9")]), transaction: "301",
+            .verified, [.init("301", creditable: true, type: .nonRenewing, key: "period:9")]),
+        Row(
+            "a purchase without a web order line item id is its original purchase, whatever the catalog says",
+            .verifyReceipt(body(inApp: [entry("1", original: "0900", product: "season_pass")])), catalog: catalog,
+            .verified, [.init("1", creditable: true, type: .nonRenewing, credit: seasonCredit, key: "0900")]),
         Row(
             "an all-zero web order line item id is no period: the original purchase is the key",
             .verifyReceipt(body(inApp: [entry("200", original: "200", period("0"))])),

@@ -86,9 +86,7 @@ struct NotificationProcessorTests {
             let carried = try #require(event.transaction)
             #expect(carried.transactionId == transaction.transactionId)
             // The purchase: the subscription period, else the original purchase (CONTRACT "Purchase identity").
-            let purchase =
-                transaction.type == "Auto-Renewable Subscription" && transaction.webOrderLineItemId != nil
-                ? "period:\(transaction.webOrderLineItemId ?? "")" : transaction.originalTransactionId
+            let purchase = transaction.webOrderLineItemId.map { "period:\($0)" } ?? transaction.originalTransactionId
             #expect(carried.creditKey == "apple:production:\(purchase)")
         } else {
             #expect(event.transaction == nil)

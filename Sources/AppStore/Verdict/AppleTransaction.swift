@@ -89,7 +89,7 @@ public struct AppleTransaction: Sendable, Equatable {
     public func creditKey(_ environment: AppStoreEnvironment) -> String {
         PurchaseIdentity.creditKey(
             environment: environment, transactionId: transactionId, originalTransactionId: originalTransactionId,
-            webOrderLineItemId: webOrderLineItemId, appleProductType: productType)
+            webOrderLineItemId: webOrderLineItemId)
     }
 
     /// Apple's data shows a refund or revocation, or a cancellation field that could not be read (fail closed).

@@ -44,7 +44,7 @@ import ReceiptModel
 ///   Apple's data shows a subscription (an expires date or a web order line item id), else null.
 /// - `app_account_token`: Apple's, lower-cased, from the transaction's entry or, for verifyReceipt, from its
 ///   `latest_receipt_info` entry; null when Apple's data has none.
-/// - `credit_key`: `PurchaseIdentity.creditKey` with Apple's environment, from Apple's data alone (never the
+/// - `credit_key`: `PurchaseIdentity.creditKey` with Apple's environment, from the transaction's ids alone (never the
 ///   catalog), so every source gives one purchase the same key.
 public enum VerdictRules {
     public static func evaluate(
@@ -197,8 +197,7 @@ public enum VerdictRules {
                 productType: apple.productType ?? entry?.type ?? (subscription ? .autoRenewable : nil),
                 revocationType: apple.revocationType, revocationPercentage: apple.revocationPercentage,
                 creditable: creditable, credit: entry?.credit, isUpgraded: apple.isUpgraded, price: apple.price,
-                currency: apple.currency, transactionReason: apple.transactionReason, environment: environment,
-                appleProductType: apple.productType)
+                currency: apple.currency, transactionReason: apple.transactionReason, environment: environment)
         }
 
         var refundDescription: String {

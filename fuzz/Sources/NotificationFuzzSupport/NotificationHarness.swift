@@ -152,10 +152,8 @@ public enum NotificationHarness {
         let original = transaction.originalTransactionId.flatMap {
             $0.isEmpty || $0.allSatisfy { $0 == "0" } ? nil : $0
         }
-        let purchaseKey = prefix + (original ?? transaction.transactionId)
-        let periodKey = period.map { prefix + "period:" + $0 }
-        let allowed = transaction.productType == .autoRenewable && periodKey != nil ? [periodKey] : [periodKey, purchaseKey]
-        guard allowed.contains(transaction.creditKey) else {
+        let expected = period.map { prefix + "period:" + $0 } ?? prefix + (original ?? transaction.transactionId)
+        guard transaction.creditKey == expected else {
             FuzzDriver.violated("a credit_key that is neither the transaction's period nor its original purchase")
         }
         if transaction.cancellationDateMs != nil, transaction.creditable {
