@@ -318,13 +318,16 @@ import Testing
             .rejected(.refunded), [.init("101", creditable: false, key: "100")]),
         Row(
             "a refund of the purchase seen only on another device's transaction counts (latest_receipt_info)",
-            .verifyReceipt(body(inApp: [entry("101", original: "100")], latest: [entry("102", original: "100", cancelledMs)])),
+            .verifyReceipt(
+                body(inApp: [entry("101", original: "100")], latest: [entry("102", original: "100", cancelledMs)])),
             transaction: "101",
             .rejected(.refunded), [.init("101", creditable: false, key: "100")]),
         Row(
             "a subscription period seen on two devices is one period: one key",
             .verifyReceipt(
-                body(inApp: [entry("200", original: "200", period("7001")), entry("201", original: "200", period("7001"))])),
+                body(inApp: [
+                    entry("200", original: "200", period("7001")), entry("201", original: "200", period("7001")),
+                ])),
             .verified, [
                 .init("200", creditable: true, type: .autoRenewable, key: "period:7001"),
                 .init("201", creditable: true, type: .autoRenewable, key: "period:7001"),
@@ -332,7 +335,9 @@ import Testing
         Row(
             "two renewals of one subscription are two periods: two keys",
             .verifyReceipt(
-                body(inApp: [entry("200", original: "200", period("7001")), entry("210", original: "200", period("7002"))])),
+                body(inApp: [
+                    entry("200", original: "200", period("7001")), entry("210", original: "200", period("7002")),
+                ])),
             .verified, [
                 .init("200", creditable: true, type: .autoRenewable, key: "period:7001"),
                 .init("210", creditable: true, type: .autoRenewable, key: "period:7002"),
@@ -341,7 +346,9 @@ import Testing
             "a refund of one period leaves the other period creditable",
             .verifyReceipt(
                 body(
-                    inApp: [entry("200", original: "200", period("7001")), entry("210", original: "200", period("7002"))],
+                    inApp: [
+                        entry("200", original: "200", period("7001")), entry("210", original: "200", period("7002")),
+                    ],
                     latest: [entry("210", original: "200", period("7002") + cancelledMs)])),
             .verified, [
                 .init("200", creditable: true, type: .autoRenewable, key: "period:7001"),
@@ -706,7 +713,8 @@ extension MoneyRulesTests {
             _ name: String, _ apple: AppleData, transaction: String? = nil, product: String? = nil,
             token: String? = nil, tokenPolicy: AppAccountTokenPolicy = .check, sandboxPolicy: SandboxPolicy = .accept,
             catalog: ProductCatalog? = nil, _ expected: Expected, _ transactions: [ExpectedTransaction],
-            environment: AppStoreEnvironment = .production, unreadable: [String] = [], unreadableCrediting: [String] = []
+            environment: AppStoreEnvironment = .production, unreadable: [String] = [],
+            unreadableCrediting: [String] = []
         ) {
             self.tokenPolicy = tokenPolicy
             self.unreadableCrediting = unreadableCrediting
