@@ -30,8 +30,8 @@ from urllib.parse import urlparse
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EXECUTABLES = ["receipt-ingest", "receipt-verifier", "fake-appstore", "receipt-replay", "receipt-tail",
-               "receipt-notifications-backfill"]
+EXECUTABLES = ["receipt-ingest", "receipt-verifier", "receipt-ledger", "fake-appstore", "receipt-replay",
+               "receipt-tail", "receipt-notifications-backfill"]
 SETTING_PREFIXES = ("KAFKA_", "RECEIPTS_", "RESULTS_", "RETRY_", "DLQ_", "INGEST_", "VERIFIER_", "APPLE_",
                     "ALLOWED_", "SANDBOX_", "LOG_", "FAKE_APPSTORE_", "REPLAY_", "RESULT_INDEX_",
                     "NOTIFICATIONS_", "EVENTS_", "PRODUCT_", "SIGNED_", "RECEIPT_")
