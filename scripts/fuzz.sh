@@ -3,11 +3,22 @@
 # Fails on any crash, leak, timeout or violated property; the input that broke it is kept in .build/fuzz-artifacts/
 # (add it to fuzz/corpus/<target>/ with the fix, as a regression seed).
 #   FUZZ_SECONDS=N        time per target
+#   FUZZ_RUNS=N           instead: exactly N inputs per target from seed FUZZ_SEED (default 1) and the kept corpus
+#                         only, so the same commit explores the same inputs every time (make test: a run that
+#                         fails once fails always, and never by luck; make fuzz explores freely)
 #   FUZZ_TARGETS="a b"    only these targets (default: every fuzz-* target in fuzz/Package.swift)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds="${FUZZ_SECONDS:-60}"
+runs="${FUZZ_RUNS:-}"
+if [ -n "$runs" ]; then
+    budget=(-runs="$runs" -seed="${FUZZ_SEED:-1}")
+    budget_text="$runs inputs (seed ${FUZZ_SEED:-1})"
+else
+    budget=(-max_total_time="$seconds")
+    budget_text="${seconds}s"
+fi
 build_path=.build/fuzz
 started=$SECONDS
 mkdir -p .build
@@ -27,11 +38,13 @@ mkdir -p .build/fuzz-artifacts
 failed=()
 for target in $targets; do
     [ -x "$bin/$target" ] || { echo "fuzz: $target was not built"; failed+=("$target"); continue; }
-    # A scratch corpus (grown by this run) seeded from the kept one, so the repository's seeds stay small.
+    # A scratch corpus (grown by this run) seeded from the kept one, so the repository's seeds stay small; emptied
+    # first for a counted run, whose inputs must not depend on earlier runs.
     work=".build/fuzz-corpus/$target"
+    [ -z "$runs" ] || rm -rf "$work"
     mkdir -p "$work"
-    echo "fuzz: $target for ${seconds}s"
-    if ! "$bin/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+    echo "fuzz: $target for $budget_text"
+    if ! "$bin/$target" "${budget[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
         -dict=fuzz/json.dict -print_final_stats=1 -artifact_prefix=".build/fuzz-artifacts/$target-" \
         "$work" "fuzz/corpus/$target" >".build/fuzz-artifacts/$target.log" 2>&1; then
         echo "fuzz: $target FAILED (log: .build/fuzz-artifacts/$target.log)"
@@ -48,4 +61,4 @@ if [ ${#failed[@]} -gt 0 ]; then
     echo "fuzz: failed: ${failed[*]}"
     exit 1
 fi
-echo "fuzz: every target ran ${seconds}s without a finding"
+echo "fuzz: every target ran $budget_text without a finding"

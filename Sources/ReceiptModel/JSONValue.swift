@@ -19,7 +19,7 @@ public indirect enum JSONValue: Sendable, Equatable, Hashable, Codable {
         } else if let value = try? container.decode(Int64.self) {
             self = .integer(value)
         } else if let value = try? container.decode(Double.self) {
-            self = .number(value)
+            self = Self.reading(value)
         } else if let value = try? container.decode(String.self) {
             self = .string(value)
         } else if let value = try? container.decode([JSONValue].self) {
@@ -27,6 +27,17 @@ public indirect enum JSONValue: Sendable, Equatable, Hashable, Codable {
         } else {
             self = .object(try container.decode([String: JSONValue].self))
         }
+    }
+
+    /// A number read as a `Double`: `.integer` when it is whole and exactly an `Int64` (`1234567890123456789.75`
+    /// reads as the double 1234567890123456768), so that writing it and reading it back gives the same value and
+    /// case. Foundation writes such a double as `1.2345678901234568e+18`, which reads back as the integer
+    /// 1234567890123456800: a `.number` would not survive a round trip through a result (found by fuzzing).
+    static func reading(_ value: Double) -> JSONValue {
+        // -2^63 ... 2^63 (exclusive): exactly the doubles Int64 holds.
+        let bound = 9.223_372_036_854_775_808e18
+        if value == value.rounded(.towardZero), value >= -bound, value < bound { return .integer(Int64(value)) }
+        return .number(value)
     }
 
     public func encode(to encoder: any Encoder) throws {
