@@ -59,7 +59,10 @@ done
 
 source bench/lib.sh
 source bench/chaos-lib.sh
-if [ -n "${CHAOS_BIN:-}" ]; then BIN="$CHAOS_BIN"; else bench_build embedded-kafka fake-appstore receipt-ingest receipt-verifier receipt-ledger
+if [ -n "${CHAOS_BIN:-}" ]; then
+    BIN="$CHAOS_BIN"
+else
+    bench_build embedded-kafka fake-appstore receipt-ingest receipt-verifier receipt-ledger
 fi
 bench_workspace
 
