@@ -207,9 +207,12 @@ postgres_start() {
 }
 
 # postgres_run: starts the server (setpriv execs: POSTGRES_PID is the postmaster) and waits until it accepts.
+# fsync off survives the server's crash (what it wrote is in the OS's page cache), not the machine's; synchronous_commit
+# stays on: off, a crash loses the last commits the server had acknowledged (the ledger's offsets with them), which a
+# real deployment does not do to the ledger either (seed 424242 lost 25 purchases so).
 postgres_run() {
     "${AS_POSTGRES[@]}" "$PG_BIN/postgres" -D "$PG_DIR/data" -p "$PG_PORT" -k "$PG_DIR" \
-        -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
+        -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off \
         -c max_connections=50 2>>"$WORK/postgres.log" &
     POSTGRES_PID=$!
     PIDS+=("$POSTGRES_PID")
