@@ -8,11 +8,18 @@
 #   start_ingest / start_verifier N   (re)start one service on its fixed port and wait until it is ready.
 #   follow_topics         kcat followers of the submissions, results, events and DLQ topics into $WORK/topic-*.tsv.
 #   stop_followers        SIGTERM them (kcat flushes what it read).
-#   pipeline_stop         SIGTERM the verifiers and the ingest (each must exit 0 within 30 s: drained, offsets
-#                         committed), then the fake and the cluster.
+#   pipeline_stop         SIGTERM the ledgers, the verifiers and the ingest (each must exit 0 within 30 s: drained,
+#                         offsets committed), then the fake and the cluster.
+#   postgres_start        a throwaway PostgreSQL in $WORK/postgres (initdb once; loopback port PG_PORT, fsync off; as
+#                         root the server runs as the `postgres` system user), LEDGER_DATABASE_URL; postgres_run
+#                         (re)starts the server on the same data, postgres_crash is an immediate shutdown (SIGQUIT:
+#                         no checkpoint, crash recovery at the next start), postgres_stop a fast shutdown.
+#   start_ledgers / start_ledger N   CHAOS_LEDGERS receipt-ledger instances (LEDGER_PID[n], LEDGER_URL[n]) in one
+#                         group over that database, consuming the results and events topics.
 #
 # Settings (environment): RECEIPT_PARTITIONS (default 16), CHAOS_VERIFIERS (default 2), FAKE_LATENCY_MS (default
-# 50), FAKE_JITTER_MS (default 50), VERIFIER_EXTRA (extra NAME=value settings for the verifiers, space-separated).
+# 50), FAKE_JITTER_MS (default 50), VERIFIER_EXTRA (extra NAME=value settings for the verifiers, space-separated),
+# CHAOS_LEDGERS (default 2).
 
 RECEIPTS_TOPIC=iap.receipts.submitted
 RESULTS_TOPIC=iap.receipts.results
@@ -27,6 +34,8 @@ CHAOS_VERIFIERS="${CHAOS_VERIFIERS:-2}"
 INPUT_PARTITIONS=$((RECEIPT_PARTITIONS + 2 * OTHER_PARTITIONS))
 FOLLOWER_PIDS=()
 declare -a VERIFIER_PID VERIFIER_PORT VERIFIER_METRICS
+CHAOS_LEDGERS="${CHAOS_LEDGERS:-2}"
+declare -a LEDGER_PID LEDGER_PORT LEDGER_URL
 
 free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -148,6 +157,9 @@ stop_process() {
 
 pipeline_stop() {
     local n result=0
+    for ((n = 1; n <= CHAOS_LEDGERS; n++)); do
+        if [ -n "${LEDGER_PID[$n]:-}" ]; then stop_process "${LEDGER_PID[$n]}" "receipt-ledger $n" || result=1; fi
+    done
     for ((n = 1; n <= CHAOS_VERIFIERS; n++)); do
         stop_process "${VERIFIER_PID[$n]}" "receipt-verifier $n" || result=1
     done
@@ -171,4 +183,88 @@ check_topics() {
 verifier_metrics_args() {
     local n
     for ((n = 1; n <= CHAOS_VERIFIERS; n++)); do printf -- '--metrics\n%s\n' "${VERIFIER_METRICS[$n]}"; done
+}
+
+# ---- PostgreSQL and receipt-ledger --------------------------------------------------------------------------------
+postgres_start() {
+    PG_BIN="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)"
+    [ -x "$PG_BIN/initdb" ] || { echo "no PostgreSQL server found: run scripts/install-deps.sh" >&2; return 1; }
+    PG_DIR="$WORK/postgres"
+    PG_PORT="$(free_port)"
+    mkdir -p "$PG_DIR"
+    AS_POSTGRES=()
+    if [ "$(id -u)" -eq 0 ]; then
+        # PostgreSQL refuses to run as root: the `postgres` system user (Debian's package creates it) owns the data
+        # and must be able to reach it through the run's directory.
+        chmod 711 "$WORK"
+        chown postgres:postgres "$PG_DIR"
+        AS_POSTGRES=(setpriv --reuid=postgres --regid=postgres --init-groups --)
+    fi
+    "${AS_POSTGRES[@]}" "$PG_BIN/initdb" -D "$PG_DIR/data" -U postgres --auth=trust -E UTF8 --no-sync \
+        >"$WORK/initdb.log" 2>&1 || { cat "$WORK/initdb.log" >&2; return 1; }
+    LEDGER_DATABASE_URL="host=127.0.0.1 port=$PG_PORT user=postgres dbname=postgres connect_timeout=5"
+    postgres_run
+}
+
+# postgres_run: starts the server (setpriv execs: POSTGRES_PID is the postmaster) and waits until it accepts.
+# fsync off survives the server's crash (what it wrote is in the OS's page cache), not the machine's; synchronous_commit
+# stays on: off, a crash loses the last commits the server had acknowledged (the ledger's offsets with them), which a
+# real deployment does not do to the ledger either (seed 424242 lost 25 purchases so).
+postgres_run() {
+    "${AS_POSTGRES[@]}" "$PG_BIN/postgres" -D "$PG_DIR/data" -p "$PG_PORT" -k "$PG_DIR" \
+        -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off \
+        -c max_connections=50 2>>"$WORK/postgres.log" &
+    POSTGRES_PID=$!
+    PIDS+=("$POSTGRES_PID")
+    for _ in $(seq 1 300); do
+        "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" && return 0
+        kill -0 "$POSTGRES_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    echo "PostgreSQL did not start (log: $WORK/postgres.log)" >&2
+    tail -5 "$WORK/postgres.log" >&2
+    return 1
+}
+
+# postgres_crash: an immediate shutdown (SIGQUIT), as close to a crash as a live machine gets.
+postgres_crash() {
+    kill -QUIT "$POSTGRES_PID" 2>/dev/null || true
+    wait "$POSTGRES_PID" 2>/dev/null || true
+}
+
+# postgres_stop: a fast shutdown (SIGINT), waited for; nothing to do when it is not running.
+postgres_stop() {
+    [ -n "${POSTGRES_PID:-}" ] || return 0
+    kill -INT "$POSTGRES_PID" 2>/dev/null || return 0
+    wait "$POSTGRES_PID" 2>/dev/null || true
+    POSTGRES_PID=
+}
+
+start_ledgers() {
+    local n
+    for ((n = 1; n <= CHAOS_LEDGERS; n++)); do
+        LEDGER_PORT[$n]="$(free_port)"
+        LEDGER_URL[$n]="http://127.0.0.1:${LEDGER_PORT[$n]}"
+        start_ledger "$n"
+    done
+}
+
+start_ledger() {
+    local n="$1"
+    # The group settings of the verifiers (a killed member's partitions move on after 10 s; the mock cluster's
+    # rebalance stall bounded by max.poll.interval.ms).
+    env "KAFKA_BOOTSTRAP_SERVERS=$BOOTSTRAP" "LEDGER_DATABASE_URL=$LEDGER_DATABASE_URL" \
+        "LEDGER_LISTEN=127.0.0.1:${LEDGER_PORT[$n]}" "RESULTS_TOPIC=$RESULTS_TOPIC" "EVENTS_TOPIC=$EVENTS_TOPIC" \
+        KAFKA_SESSION_TIMEOUT_MS=10000 KAFKA_HEARTBEAT_INTERVAL_MS=1000 KAFKA_MAX_POLL_INTERVAL_MS=30000 \
+        LOG_LEVEL=info "$BIN/receipt-ledger" 2>>"$WORK/ledger-$n.log" &
+    LEDGER_PID[$n]=$!
+    PIDS+=("${LEDGER_PID[$n]}")
+    wait_http "${LEDGER_URL[$n]}/readyz" "receipt-ledger $n" "${LEDGER_PID[$n]}"
+}
+
+# ledger_tool_args: LEDGER_TOOL_ARGS, what chaos-tool.py needs to read the ledger (its API, its database, the topics
+# it consumes); an array, since the connection string has spaces.
+ledger_tool_args() {
+    LEDGER_TOOL_ARGS=(--ledger "${LEDGER_URL[1]}" --database-url "$LEDGER_DATABASE_URL"
+        --ledger-topic "$RESULTS_TOPIC:$RESULT_PARTITIONS" --ledger-topic "$EVENTS_TOPIC:$OTHER_PARTITIONS")
 }

@@ -7,20 +7,28 @@ standard library only (no Swift code of this repository is involved in what it c
   sample   every N seconds: RSS, open file descriptors and threads of each process (/proc), consumer lag and
            counters (the services' /metrics), the load average; one CSV row per sample.
   drain    waits until the verifiers' consumer lag is 0 on every input partition and stays there.
+  ledger-drain  waits until receipt-ledger's stored offsets (its consumer_offsets table) reach the end offsets of the
+           topics it consumes.
   check    reads what kcat wrote from the topics (submissions, results, events, DLQ) and what the load generator
            saw, and checks: every 202 is on the submissions topic and has a result, each submission's results agree
            (outcome, reason, transactions) and are the expected verdict, every notification the ingest answered 200
            has an event, the readers saw every partition up to its end offset. Duplicates are counted and attributed
-           to the fault that preceded them. Exit status 1 on any violation.
+           to the fault that preceded them. With --ledger: every user's balance in receipt-ledger equals what the
+           topics say was bought (each purchase, its credit_key, once) minus what was refunded, the ledger's
+           dead_letters table is empty and its stored offsets reach the topics' ends. Exit status 1 on any violation.
   soak-report  pass criteria of a soak CSV (RSS and fds without a leak's trend after warm-up, lag bounded).
 
 Submission ids say what the verdict must be: <run>-v-<n> is a valid purchase (verified), <run>-b-<n> another app's
 receipt (rejected, bundle_mismatch), <run>-t-<n> a receipt without the expected transaction (rejected,
-transaction_not_found). Fake receipts are the base64 of their scenario (Sources/FakeAppStore/README.md).
+transaction_not_found), <run>-r-<n> a resubmission (same receipt, same user, a new submission id) of purchase <n - 17>
+(verified, and credited once). Submission <n> buys gems_100 (100 gems) as user-<n mod 997> in transaction
+5000000000000000 + n; one acknowledged valid purchase in REFUND_EVERY is refunded at once by a REFUND notification
+(full refund) for its transaction. Fake receipts are the base64 of their scenario (Sources/FakeAppStore/README.md).
 """
 import argparse
 import asyncio
 import base64
+import concurrent.futures
 import hashlib
 import json
 import os
@@ -32,7 +40,24 @@ import time
 import urllib.parse
 import urllib.request
 
-EXPECTED = {"v": ("verified", None), "b": ("rejected", "bundle_mismatch"), "t": ("rejected", "transaction_not_found")}
+EXPECTED = {"v": ("verified", None), "b": ("rejected", "bundle_mismatch"), "t": ("rejected", "transaction_not_found"),
+            "r": ("verified", None)}
+USERS = 997
+RESUBMIT_DISTANCE = 17
+REFUND_EVERY = 50
+
+
+def purchase_of(submission_id):
+    """(purchase number, user) a submission id of the load buys, or None for a receipt that buys nothing."""
+    try:
+        kind, number = submission_id.rsplit("-", 2)[-2], int(submission_id.rsplit("-", 1)[-1])
+    except ValueError:
+        return None
+    if kind == "v":
+        return number, f"user-{number % USERS}"
+    if kind == "r":
+        return number - RESUBMIT_DISTANCE, f"user-{(number - RESUBMIT_DISTANCE) % USERS}"
+    return None
 
 
 def now_ms():
@@ -42,17 +67,22 @@ def now_ms():
 # ---- load ---------------------------------------------------------------------------------------------------------
 def submission_body(run, number):
     """The JSON body of submission `number` and its id; one in 20 is another app's, one in 50 misses its transaction."""
-    transaction = str(5_000_000_000_000_000 + number)
+    """One in 40 resubmits the valid purchase RESUBMIT_DISTANCE before it (same receipt and user, a new id)."""
+    purchase = number
     if number % 20 == 7:
-        kind, bundle, expected = "b", "com.other.app", transaction
+        kind, bundle = "b", "com.other.app"
     elif number % 50 == 11:
-        kind, bundle, expected = "t", "com.example.game", str(6_000_000_000_000_000 + number)
+        kind, bundle = "t", "com.example.game"
+    elif number % 40 == 23 and number >= RESUBMIT_DISTANCE and (number - RESUBMIT_DISTANCE) % 50 != 11:
+        kind, bundle, purchase = "r", "com.example.game", number - RESUBMIT_DISTANCE
     else:
-        kind, bundle, expected = "v", "com.example.game", transaction
+        kind, bundle = "v", "com.example.game"
+    transaction = str(5_000_000_000_000_000 + purchase)
+    expected = str(6_000_000_000_000_000 + number) if kind == "t" else transaction
     scenario = {"scenario": "valid", "bundle_id": bundle, "transactions": [{"id": transaction, "product": "gems_100"}]}
     receipt = base64.b64encode(json.dumps(scenario, separators=(",", ":")).encode()).decode()
     submission_id = f"{run}-{kind}-{number}"
-    body = json.dumps({"receipt_data": receipt, "submission_id": submission_id, "user_id": f"user-{number % 997}",
+    body = json.dumps({"receipt_data": receipt, "submission_id": submission_id, "user_id": f"user-{purchase % USERS}",
                        "order_id": f"order-{number}", "expected_transaction_id": expected}, separators=(",", ":"))
     return submission_id, body.encode()
 
@@ -104,7 +134,8 @@ class Load:
         self.skipped = 0
         self.sent = 0
         self.latencies_ms = []
-        self.notifications = {"asked": 0, "delivered_first": 0, "failed_to_ask": 0}
+        self.notifications = {"asked": 0, "delivered_first": 0, "failed_to_ask": 0, "refunds_asked": 0}
+        self.refunds = []   # transaction ids of acknowledged purchases to refund (appended by the workers)
 
     def record(self, kind, key, status):
         with self.out_lock:
@@ -146,6 +177,7 @@ class Load:
                 status, close = await asyncio.wait_for(read_response(reader), self.args.request_timeout)
                 self.latencies_ms.append((time.monotonic() - started) * 1000)
                 self.record("s", submission_id, status)
+                self.maybe_refund(submission_id, status)
                 if close:
                     writer.close()
                     writer = None
@@ -159,6 +191,13 @@ class Load:
                 await asyncio.sleep(0.2)
         if writer is not None:
             writer.close()
+
+    def maybe_refund(self, submission_id, status):
+        """One acknowledged valid purchase in REFUND_EVERY is refunded at once (its result may come before or after)."""
+        kind = submission_id.rsplit("-", 2)[-2]
+        number = int(submission_id.rsplit("-", 1)[-1])
+        if status == 202 and kind == "v" and number % REFUND_EVERY == 4 and self.args.fake:
+            self.refunds.append(str(5_000_000_000_000_000 + number))
 
     async def notify(self):
         """Asks the fake App Store to sign and POST notifications to the ingest, retried on its schedule."""
@@ -176,6 +215,16 @@ class Load:
                     "url": target, "type": "DID_RENEW", "transaction_id": str(7_000_000_000_000_000 + number),
                     "original_transaction_id": str(7_100_000_000_000_000 + number % 1000),
                     "retry_schedule_seconds": self.args.notification_retry})
+                task = loop.run_in_executor(None, self.ask_fake, query)
+                pending.add(task)
+                task.add_done_callback(pending.discard)
+            while self.refunds:
+                transaction = self.refunds.pop(0)
+                query = urllib.parse.urlencode({
+                    "url": target, "type": "REFUND", "transaction_id": transaction,
+                    "original_transaction_id": transaction, "product_id": "gems_100",
+                    "retry_schedule_seconds": self.args.notification_retry})
+                self.notifications["refunds_asked"] += 1
                 task = loop.run_in_executor(None, self.ask_fake, query)
                 pending.add(task)
                 task.add_done_callback(pending.discard)
@@ -201,6 +250,9 @@ class Load:
 
     async def run(self):
         loop = asyncio.get_running_loop()
+        # Each ask waits for the fake's first delivery attempt (seconds while the ingest is down): enough threads
+        # that the refunds and notifications keep their pace meanwhile.
+        loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(max_workers=24))
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stop)
         if self.args.duration:
@@ -348,6 +400,52 @@ def command_drain(args):
     return 1
 
 
+# ---- ledger-drain ---------------------------------------------------------------------------------------------
+def psql(url, sql):
+    """Rows (lists of text) of `sql` in the ledger's database, with psql; raises RuntimeError when it fails."""
+    answer = subprocess.run(["psql", url, "-X", "-A", "-t", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                            capture_output=True, text=True, timeout=60)
+    if answer.returncode != 0:
+        raise RuntimeError(answer.stderr.strip()[:200])
+    return [line.split("\t") for line in answer.stdout.splitlines() if line]
+
+
+def ledger_offsets_behind(args):
+    """{"topic[partition]": (stored next offset, end offset)} for every partition the ledger has not applied to
+    its end."""
+    stored = {(topic, int(partition)): int(offset)
+              for topic, partition, offset in psql(args.database_url,
+                                                   "SELECT topic, partition, next_offset FROM consumer_offsets")}
+    behind = {}
+    for entry in args.ledger_topic:
+        topic, _, partitions = entry.rpartition(":")
+        ends = end_offsets(args.bootstrap, topic, int(partitions))
+        if len(ends) != int(partitions):
+            raise RuntimeError(f"kcat -Q answered {len(ends)} of {partitions} partitions of {topic}")
+        for partition, end in ends.items():
+            if stored.get((topic, partition), 0) < end:
+                behind[f"{topic}[{partition}]"] = (stored.get((topic, partition), 0), end)
+    return behind
+
+
+def command_ledger_drain(args):
+    """Waits until the ledger's stored offsets (committed with the rows they produced) reach every end offset."""
+    deadline = time.monotonic() + args.timeout
+    last = "not asked yet"
+    while time.monotonic() < deadline:
+        try:
+            behind = ledger_offsets_behind(args)
+            if not behind:
+                print("ledger drained: stored offsets at the end of every partition", flush=True)
+                return 0
+            last = f"{sum(end - stored for stored, end in behind.values())} messages behind on {len(behind)} partitions"
+        except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
+            last = f"could not read: {error}"
+        time.sleep(1)
+    print(f"ledger NOT drained after {args.timeout} s: {last}", flush=True)
+    return 1
+
+
 # ---- wait-notifications ---------------------------------------------------------------------------------------
 def command_wait_notifications(args):
     """Waits until the fake App Store finished delivering every notification (delivered or out of retries), so that
@@ -415,6 +513,165 @@ class Report:
         self.lines.append(text)
 
 
+class LedgerExpectation:
+    """What receipt-ledger must hold, from the topics alone (docs/CREDITING.md): each purchase (credit_key, as the
+    results carry it) that a verified result lists as creditable with an item credit, `amount` x `quantity`, once,
+    for its owner (the result's user_id, else client_id), unless a debit event (a full refund) names its key; a
+    `credit` event adds its purchase when a result tied its original_transaction_id to an owner."""
+
+    FULL = 100_000  # revocation_percentage of a full refund (thousandths of a percent)
+
+    def __init__(self):
+        self.purchases = {}          # credit_key -> {"owners": set, "item": str, "amount": int}
+        self.submission_keys = {}    # submission_id -> credit keys its verified result credits
+        self.owner_of_original = {}  # original_transaction_id -> owner
+        self.credit_events = []      # (credit_key, original_transaction_id, item, amount)
+        self.debited = set()         # credit keys with a full-refund debit event
+        self.uncheckable = []        # events whose effect depends on the order the ledger saw them in
+
+    @staticmethod
+    def item_credit(transaction):
+        credit = transaction.get("credit")
+        if not isinstance(credit, dict) or "item" not in credit or not transaction.get("creditable"):
+            return None
+        if transaction.get("is_upgraded"):
+            return None
+        return credit["item"], int(credit["amount"]) * int(transaction.get("quantity") or 1)
+
+    def add_result(self, result):
+        if result.get("outcome") != "verified":
+            return
+        owner = result.get("user_id") or result.get("client_id")
+        keys = []
+        for transaction in result.get("transactions") or []:
+            granted = self.item_credit(transaction)
+            if granted is None or not owner:
+                continue
+            key = transaction["credit_key"]
+            keys.append(key)
+            entry = self.purchases.setdefault(key, {"owners": set(), "item": granted[0], "amount": granted[1]})
+            entry["owners"].add(owner)
+            if transaction.get("original_transaction_id"):
+                self.owner_of_original.setdefault(transaction["original_transaction_id"], owner)
+        self.submission_keys.setdefault(result["submission_id"], keys)
+
+    def add_event(self, event):
+        transaction = event.get("transaction") or {}
+        kind = event.get("type")
+        if kind == "debit":
+            percentage = transaction.get("revocation_percentage")
+            if percentage is not None and int(percentage) != self.FULL:
+                # A partial refund before its credit refuses the credit, after it takes a share: order-dependent.
+                self.uncheckable.append(f"{event['event_id']}: a partial refund")
+            self.debited.add(transaction.get("credit_key"))
+        elif kind == "recredit":
+            self.uncheckable.append(f"{event['event_id']}: a recredit")
+        elif kind == "credit":
+            granted = self.item_credit(transaction)
+            if granted is not None:
+                self.credit_events.append((transaction["credit_key"], transaction.get("original_transaction_id"),
+                                           *granted))
+
+    def balances(self, report):
+        """{user: {item: amount}} expected, and figures for the report."""
+        expected = {}
+        contested = sorted(key for key, entry in self.purchases.items() if len(entry["owners"]) > 1)
+        if contested:
+            # The load never lets two users claim one purchase (the first claim would win, an order the topics do
+            # not record): a finding about the load generator, and those balances cannot be predicted.
+            report.violation(f"{len(contested)} purchases claimed by more than one user", contested)
+        credited = dict(self.purchases)
+        for key, original, item, amount in self.credit_events:
+            owner = self.owner_of_original.get(original)
+            if key not in credited and owner:
+                credited[key] = {"owners": {owner}, "item": item, "amount": amount}
+        refunded = 0
+        for key, entry in credited.items():
+            if key in self.debited:
+                refunded += 1
+                continue
+            for owner in entry["owners"]:
+                items = expected.setdefault(owner, {})
+                items[entry["item"]] = items.get(entry["item"], 0) + entry["amount"]
+        return expected, {"purchases": len(credited), "refunded": refunded}
+
+
+def fetch_json(url, timeout=10):
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return json.loads(response.read())
+
+
+def check_ledger(args, report, expectation, accepted):
+    """Every user's balance in the ledger against the topics' purchases minus refunds; dead letters; offsets."""
+    if expectation.uncheckable:
+        report.violation(f"{len(expectation.uncheckable)} events whose effect on a balance depends on order (the "
+                         "load sends none)", expectation.uncheckable)
+    expected, figures = expectation.balances(report)
+
+    # The load's own record: every acknowledged purchase is credited to the user the load bought it for.
+    misowned, acknowledged_keys = [], set()
+    for submission_id in sorted(accepted):
+        bought = purchase_of(submission_id)
+        if bought is None:
+            continue
+        keys = expectation.submission_keys.get(submission_id)
+        if not keys:
+            misowned.append(f"{submission_id}: no creditable purchase in its result")
+            continue
+        for key in keys:
+            acknowledged_keys.add(key)
+            owners = expectation.purchases[key]["owners"]
+            if owners != {bought[1]}:
+                misowned.append(f"{submission_id}: {key} owned by {sorted(owners)}, bought by {bought[1]}")
+    if misowned:
+        report.violation(f"{len(misowned)} acknowledged purchases not credited to their buyer by the topics",
+                         misowned)
+    unacknowledged = len(set(expectation.purchases) - acknowledged_keys)
+
+    # The ledger's answers, through its API, for every user the load could have bought for or the topics name.
+    users = sorted(set(expected) | {f"user-{number}" for number in range(USERS)})
+    wrong = []
+    for user in users:
+        try:
+            answer = fetch_json(f"{args.ledger.rstrip('/')}/v1/users/{urllib.parse.quote(user, safe='')}")
+        except (OSError, ValueError) as error:
+            wrong.append(f"{user}: the ledger did not answer ({error})")
+            continue
+        held = {item: amount for item, amount in (answer.get("balances") or {}).items() if amount != 0}
+        if held != expected.get(user, {}):
+            wrong.append(f"{user}: ledger {held}, expected {expected.get(user, {})}")
+    if wrong:
+        report.violation(f"{len(wrong)} users' balances differ from what they bought minus what was refunded", wrong)
+    # And the table itself: no balance for anyone the topics do not name.
+    strangers = []
+    try:
+        for user, item, amount in psql(args.database_url, "SELECT user_id, item, amount FROM balances"):
+            if user not in users and int(amount) != 0:
+                strangers.append(f"{user}: {item} {amount}")
+        states = dict(psql(args.database_url, "SELECT status, count(*) FROM purchases GROUP BY status ORDER BY 1"))
+        dead = psql(args.database_url,
+                    "SELECT topic, partition, \"offset\", reason FROM dead_letters ORDER BY 1, 2, 3")
+        behind = ledger_offsets_behind(args)
+    except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
+        report.violation(f"the ledger's database could not be read: {error}")
+        return {"users_checked": len(users), "balance_mismatches": len(wrong)}
+    if strangers:
+        report.violation(f"{len(strangers)} balances of users nobody bought for", strangers)
+    if dead:
+        report.violation(f"{len(dead)} messages in the ledger's dead_letters", ["/".join(row) for row in dead])
+    if behind:
+        report.violation(f"the ledger's stored offsets are behind the end on {len(behind)} partitions",
+                         [f"{name} {stored}/{end}" for name, (stored, end) in sorted(behind.items())])
+    total = sum(sum(items.values()) for items in expected.values())
+    report.say(f"ledger: {len(users)} users' balances checked ({len(expected)} hold something, {total} gems in all), "
+               f"{len(wrong)} wrong; {figures['purchases']} purchases credited by the topics "
+               f"({unacknowledged} of them without a 202: the client gave up after the ingest wrote them), "
+               f"{figures['refunded']} refunded; purchase states {states}; dead letters {len(dead)}; stored offsets "
+               f"{'at the end' if not behind else 'BEHIND'}")
+    return {"users_checked": len(users), "balance_mismatches": len(wrong), "purchases": figures["purchases"],
+            "refunded": figures["refunded"], "ledger_dead_letters": len(dead)}
+
+
 def command_check(args):
     report = Report()
     # What the load generator saw.
@@ -467,6 +724,7 @@ def command_check(args):
     results = {}
     result_count = 0
     duplicate_times = []
+    ledger_expectation = LedgerExpectation()
     for _, _, timestamp, payload in read_topic(args.results, args.results_topic, args.results_partitions):
         try:
             result = json.loads(payload)
@@ -475,6 +733,7 @@ def command_check(args):
             report.violation("a result that is not JSON with a submission_id", [payload[:80]])
             continue
         result_count += 1
+        ledger_expectation.add_result(result)
         entry = results.get(submission_id)
         if entry is None:
             results[submission_id] = [1, {digest(result)}, (result.get("outcome"), result.get("reason"))]
@@ -486,8 +745,10 @@ def command_check(args):
     event_count = 0
     for _, _, _, payload in read_topic(args.events, args.events_topic, args.events_partitions):
         try:
-            events.add(json.loads(payload)["event_id"])
+            event = json.loads(payload)
+            events.add(event["event_id"])
             event_count += 1
+            ledger_expectation.add_event(event)
         except (ValueError, KeyError):
             report.violation("an event that is not JSON with an event_id", [payload[:80]])
     dead_letters = {}
@@ -571,10 +832,14 @@ def command_check(args):
         if "before any fault" in per_fault:
             report.say(f"  before any fault: {per_fault['before any fault']}")
 
+    ledger_summary = {}
+    if args.ledger:
+        ledger_summary = check_ledger(args, report, ledger_expectation, accepted)
+
     for line in report.lines:
         print(line)
     summary = {"acknowledged": len(accepted), "results": result_count, "duplicates": duplicates,
-               "events": event_count, "violations": len(report.violations)}
+               "events": event_count, **ledger_summary, "violations": len(report.violations)}
     print("summary " + json.dumps(summary))
     if report.violations:
         print(f"VIOLATIONS ({len(report.violations)}):")
@@ -723,6 +988,13 @@ def main():
     drain.add_argument("--stable", type=float, default=5)
     drain.add_argument("--each", action="store_true", help="also require every verifier to own partitions")
 
+    ledger_drain = commands.add_parser("ledger-drain")
+    ledger_drain.add_argument("--database-url", required=True)
+    ledger_drain.add_argument("--bootstrap", required=True)
+    ledger_drain.add_argument("--ledger-topic", action="append", default=[], help="topic:partitions it consumes")
+    ledger_drain.add_argument("--ledger", help="(unused here; accepted so the same arguments serve check)")
+    ledger_drain.add_argument("--timeout", type=float, default=300)
+
     wait_notifications = commands.add_parser("wait-notifications")
     wait_notifications.add_argument("--fake", required=True)
     wait_notifications.add_argument("--timeout", type=float, default=180)
@@ -742,6 +1014,9 @@ def main():
     check.add_argument("--results-partitions", type=int, default=4)
     check.add_argument("--events-topic", default="iap.purchase.events")
     check.add_argument("--events-partitions", type=int, default=4)
+    check.add_argument("--ledger", help="receipt-ledger's URL: check every user's balance")
+    check.add_argument("--database-url", help="the ledger's database (dead letters, stored offsets)")
+    check.add_argument("--ledger-topic", action="append", default=[], help="topic:partitions the ledger consumes")
 
     report = commands.add_parser("soak-report")
     report.add_argument("--csv", required=True)
@@ -760,7 +1035,7 @@ def main():
 
     args = parser.parse_args()
     handler = {"load": command_load, "sample": command_sample, "drain": command_drain, "check": command_check,
-               "wait-notifications": command_wait_notifications,
+               "wait-notifications": command_wait_notifications, "ledger-drain": command_ledger_drain,
                "soak-report": command_soak_report, "plot-script": command_plot_script}[args.command]
     sys.exit(handler(args) or 0)
 
