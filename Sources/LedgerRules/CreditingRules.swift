@@ -1,19 +1,37 @@
 /// The crediting rules, the specification of the ledger (docs/CREDITING.md explains them): one pure function from a
 /// purchase's state and an input to its next state and the changes to make. Money moves only in `credit` from
-/// `none`/`pendingOwner`, in `debit` from `credited`/`recredited` (or more of an earlier partial debit), and in
-/// `recredit` from `debited`, so the same input twice, or a result and a `credit` event for one purchase, move money
+/// `none`/`pendingOwner` (or a `refused` one whose refund was prorated), in `debit` from `credited`/`recredited` (or
+/// more of an earlier partial debit or upgrade), in `recredit` from `debited`, and in `upgrade` from
+/// `credited`/`recredited`, so the same input twice, or a result and a `credit` event for one purchase, move money
 /// once. Event duplicates (`event_id`) are filtered before the rules by the store.
 public enum CreditingRules {
     /// `revocation_percentage` of a full refund: 100% in thousandths of a percent.
     public static let fullRevocation: Int64 = 100_000
 
-    public static func apply(_ input: LedgerInput, to state: PurchaseState, policy: OwnershipPolicy) -> LedgerDecision {
+    /// - Parameters:
+    ///   - policy: `LEDGER_OWNERSHIP_POLICY`.
+    ///   - sandbox: `LEDGER_SANDBOX_POLICY`: which book a Sandbox purchase's credit goes to, if any.
+    public static func apply(
+        _ input: LedgerInput, to state: PurchaseState, policy: OwnershipPolicy, sandbox: SandboxPolicy = .separate
+    ) -> LedgerDecision {
         switch input {
-        case .credit(let claim): credit(claim, state, policy)
+        case .credit(let claim): credit(claim, state, policy, sandbox)
         case .debit(let percentage): debit(percentage, state)
         case .recredit: recredit(state)
         case .revoke: revoke(state)
         case .subscriptionStatus(let expiresDateMs): subscriptionStatus(expiresDateMs, state)
+        case .signed(let atMs, let inner): signed(atMs, inner, state, policy, sandbox)
+        case .upgrade(let newPurchaseDateMs): upgrade(newPurchaseDateMs, state)
+        }
+    }
+
+    /// The book a claim's grant goes to under `sandbox`, or nil when it grants nothing (`ignore`).
+    public static func book(for environment: PurchaseEnvironment, sandbox: SandboxPolicy) -> Book? {
+        switch (environment, sandbox) {
+        case (.production, _): .production
+        case (.sandbox, .separate): .sandbox
+        case (.sandbox, .credit): .production
+        case (.sandbox, .ignore): nil
         }
     }
 
@@ -27,9 +45,13 @@ public enum CreditingRules {
 
     // MARK: credit
 
-    private static func credit(_ claim: CreditClaim, _ state: PurchaseState, _ policy: OwnershipPolicy)
-        -> LedgerDecision
-    {
+    static func credit(
+        _ claim: CreditClaim, _ state: PurchaseState, _ policy: OwnershipPolicy, _ sandbox: SandboxPolicy
+    ) -> LedgerDecision {
+        if claim.ownership == .familyShared, case .grant(.item) = claim.credit {
+            // Someone else paid: Family Sharing shares entitlements, never items or currency.
+            return LedgerDecision(state: state, actions: [.declined(reason: .familySharedItems)])
+        }
         switch state.status {
         case .none, .pendingOwner:
             guard let owner = claim.owner else {
@@ -38,22 +60,37 @@ public enum CreditingRules {
                 waiting.productId = claim.productId
                 return LedgerDecision(state: waiting, actions: [.waitForOwner])
             }
-            return firstCredit(claim, owner: owner, state)
-        case .credited, .recredited, .debited:
+            return firstCredit(claim, owner: owner, state, sandbox)
+        case .credited, .recredited, .debited, .upgraded:
             return laterClaim(claim, state, policy)
         case .refused:
-            return refusedClaim(claim, state)
+            if let percentage = state.refusedPercentage, percentage < fullRevocation, let owner = claim.owner,
+                case .grant(.item) = claim.credit
+            {
+                // A prorated refund came first: the user kept the rest. Credit, then take the refund's share.
+                let credited = firstCredit(claim, owner: owner, state, sandbox)
+                guard credited.state.status == .credited else { return credited }
+                var fresh = credited.state
+                fresh.refusedPercentage = nil
+                let debited = debit(percentage, fresh)
+                return LedgerDecision(state: debited.state, actions: credited.actions + debited.actions)
+            }
+            return refusedClaim(claim, state, sandbox)
         }
     }
 
-    private static func firstCredit(_ claim: CreditClaim, owner: String, _ state: PurchaseState) -> LedgerDecision {
-        let grant: Grant?
+    private static func firstCredit(
+        _ claim: CreditClaim, owner: String, _ state: PurchaseState, _ sandbox: SandboxPolicy
+    ) -> LedgerDecision {
+        var grant: Grant?
         switch claim.credit {
         case .unknown(let description):
             return LedgerDecision(state: state, actions: [.unappliable(reason: "unknown credit shape: \(description)")])
         case .nothing: grant = nil
         case .grant(let known): grant = known
         }
+        let book = book(for: claim.environment, sandbox: sandbox)
+        if book == nil { grant = nil }
         guard claim.quantity >= 1 else {
             return LedgerDecision(state: state, actions: [.unappliable(reason: "quantity \(claim.quantity) is not positive")])
         }
@@ -65,6 +102,8 @@ public enum CreditingRules {
         next.quantity = claim.quantity
         next.expiresDateMs = claim.expiresDateMs
         next.creditedAtMs = claim.atMs
+        next.book = book ?? .production
+        next.purchaseDateMs = claim.purchaseDateMs
         var actions: [LedgerAction] = []
         switch grant {
         case .item(let item, let amount):
@@ -93,7 +132,7 @@ public enum CreditingRules {
             // The same owner again, or an event (its owner comes from the ledger itself): money moved already.
             return LedgerDecision(state: state, actions: [])
         }
-        if policy == .transfer, state.status != .debited, case .entitlement(let entitlement) = state.grant,
+        if policy == .transfer, state.isInForce, case .entitlement(let entitlement) = state.grant,
             let previous = state.owner
         {
             var next = state
@@ -111,19 +150,23 @@ public enum CreditingRules {
 
     /// A claim of a purchase refunded before it was credited: never credited. The first claimant is remembered as
     /// its owner (so a reversal of the refund can credit them), and every claim is recorded as refused.
-    private static func refusedClaim(_ claim: CreditClaim, _ state: PurchaseState) -> LedgerDecision {
+    private static func refusedClaim(_ claim: CreditClaim, _ state: PurchaseState, _ sandbox: SandboxPolicy)
+        -> LedgerDecision
+    {
         guard case .result(let submissionId) = claim.source, let claimant = claim.owner else {
             return LedgerDecision(state: state, actions: [])
         }
         var next = state
         // Remembered only when it could have been credited (a known shape, a usable amount).
-        let wouldBe = firstCredit(claim, owner: claimant, .unknown)
+        let wouldBe = firstCredit(claim, owner: claimant, .unknown, sandbox)
         if next.owner == nil, wouldBe.state.status == .credited {
             next.owner = claimant
             next.productId = wouldBe.state.productId
             next.grant = wouldBe.state.grant
             next.quantity = wouldBe.state.quantity
             next.expiresDateMs = wouldBe.state.expiresDateMs
+            next.book = wouldBe.state.book
+            next.purchaseDateMs = wouldBe.state.purchaseDateMs
         }
         return LedgerDecision(
             state: next, actions: [.recordRefusedClaim(userId: claimant, submissionId: submissionId, atMs: claim.atMs)])
@@ -135,24 +178,31 @@ public enum CreditingRules {
         var next = state
         switch state.status {
         case .none, .pendingOwner:
-            // Refunded before it was credited: kept, and the credit is refused when it comes.
+            // Refunded before it was credited: kept, and the credit is refused when it comes (or, for a prorated
+            // refund of items, applied less the refund's share).
             next.status = .refused
+            next.refusedPercentage = partial(revocationPercentage)
             return LedgerDecision(state: next, actions: [])
         case .refused:
-            return LedgerDecision(state: state, actions: [])
-        case .credited, .recredited, .debited:
+            // Another refund before the credit: the larger share counts (a percentage is of the whole purchase).
+            if let known = state.refusedPercentage {
+                next.refusedPercentage = partial(revocationPercentage).map { max($0, known) }
+            }
+            return LedgerDecision(state: next, actions: [])
+        case .credited, .recredited, .debited, .upgraded:
             break
         }
         guard let owner = state.owner else { return LedgerDecision(state: state, actions: []) }
         let wanted = share(of: state.fullAmount, revocationPercentage: revocationPercentage)
-        // A further debit while debited (a second partial refund) takes only what its share adds to the last one.
-        let alreadyTaken = state.status == .debited ? state.lastDebit : 0
+        // A further debit while debited (a second partial refund) takes only what its share adds to the last one;
+        // after an upgrade, only what it adds to the unused share already taken.
+        let alreadyTaken = state.status == .debited || state.status == .upgraded ? state.lastDebit : 0
         let take = max(wanted - alreadyTaken, 0)
         var actions: [LedgerAction] = []
         if take > 0, case .item(let item, _) = state.grant {
             actions.append(.adjustBalance(owner: owner, item: item, delta: -take))
         }
-        if state.status != .debited, case .entitlement = state.grant {
+        if state.isInForce, case .entitlement = state.grant {
             actions.append(.endEntitlement)
         }
         next.status = .debited
@@ -199,9 +249,10 @@ public enum CreditingRules {
                 break
             }
             next.status = .recredited
+            next.refusedPercentage = nil
             return LedgerDecision(state: next, actions: actions)
-        case .none, .pendingOwner, .credited, .recredited:
-            // Nothing was taken back: nothing to give back.
+        case .none, .pendingOwner, .credited, .recredited, .upgraded:
+            // Nothing was refunded (an upgrade is not a refund to reverse): nothing to give back.
             return LedgerDecision(state: state, actions: [])
         }
     }
@@ -210,8 +261,9 @@ public enum CreditingRules {
         var next = state
         switch state.status {
         case .none, .pendingOwner:
-            // Withdrawn before it was credited: like a refund that came first.
+            // Withdrawn before it was credited: like a full refund that came first.
             next.status = .refused
+            next.refusedPercentage = nil
             return LedgerDecision(state: next, actions: [])
         case .credited, .recredited:
             // Family sharing shares entitlements only; no money is taken back.
@@ -219,9 +271,15 @@ public enum CreditingRules {
             next.status = .debited
             next.lastDebit = 0
             return LedgerDecision(state: next, actions: [.endEntitlement])
-        case .debited, .refused:
+        case .debited, .refused, .upgraded:
             return LedgerDecision(state: state, actions: [])
         }
+    }
+
+    /// A percentage below 100% (a prorated refund), else nil (all of it).
+    private static func partial(_ revocationPercentage: Int64?) -> Int64? {
+        guard let revocationPercentage, revocationPercentage < fullRevocation else { return nil }
+        return max(revocationPercentage, 0)
     }
 
     private static func subscriptionStatus(_ expiresDateMs: Int64?, _ state: PurchaseState) -> LedgerDecision {

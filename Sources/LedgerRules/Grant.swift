@@ -22,3 +22,37 @@ public enum OwnershipPolicy: String, Sendable, CaseIterable {
     /// An entitlement moves to the latest verified claimant; item amounts never move.
     case transfer
 }
+
+/// The Apple environment a purchase was made in (Apple's own data says it: the result's or event's `environment`,
+/// and the purchase's key).
+public enum PurchaseEnvironment: String, Sendable, CaseIterable {
+    case production
+    /// App Review, TestFlight and sandbox testers: nobody paid.
+    case sandbox
+}
+
+/// `LEDGER_SANDBOX_POLICY`: what a Sandbox purchase is worth in this deployment.
+public enum SandboxPolicy: String, Sendable, CaseIterable {
+    /// Applied by the same rules into balances and entitlements kept apart (the `sandbox` book).
+    case separate
+    /// Mixed with production (a sandbox-only deployment).
+    case credit
+    /// Recorded (owner, state) and nothing granted.
+    case ignore
+}
+
+/// Where a purchase's balances and entitlements are kept. Production money never mixes with sandbox money unless
+/// `LEDGER_SANDBOX_POLICY=credit` says so.
+public enum Book: String, Sendable, CaseIterable {
+    case production
+    case sandbox
+}
+
+/// Who paid for a transaction (Apple's `in_app_ownership_type`).
+public enum Ownership: Sendable, Equatable {
+    /// The user's own purchase.
+    case purchased
+    /// Shared by the family organizer (Family Sharing): someone else's payment. It may grant entitlements, never
+    /// items or currency.
+    case familyShared
+}

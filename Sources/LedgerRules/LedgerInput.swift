@@ -1,5 +1,6 @@
 /// A claim to credit one purchase: a `verified` result's creditable transaction (owner known), or a `credit` event's
-/// transaction (owner known only when a result tied its `original_transaction_id` or `app_account_token` to one).
+/// transaction (owner known only when a result tied its `app_account_token`, else its `original_transaction_id`, to
+/// one).
 public struct CreditClaim: Sendable, Equatable {
     public enum Source: Sendable, Equatable {
         /// A verified result: the owner is its `user_id` (else `client_id`).
@@ -17,10 +18,15 @@ public struct CreditClaim: Sendable, Equatable {
     public var expiresDateMs: Int64?
     /// When the ledger applies it (the message's time), for `credited_at_ms` and refused claims.
     public var atMs: Int64
+    public var environment: PurchaseEnvironment
+    public var ownership: Ownership
+    /// Apple's `purchase_date_ms`: where a subscription period starts (upgrades compare periods by it).
+    public var purchaseDateMs: Int64?
 
     public init(
         source: Source, owner: String?, productId: String, credit: CreditShape, quantity: Int64,
-        expiresDateMs: Int64?, atMs: Int64
+        expiresDateMs: Int64?, atMs: Int64, environment: PurchaseEnvironment = .production,
+        ownership: Ownership = .purchased, purchaseDateMs: Int64? = nil
     ) {
         self.source = source
         self.owner = owner
@@ -29,11 +35,14 @@ public struct CreditClaim: Sendable, Equatable {
         self.quantity = quantity
         self.expiresDateMs = expiresDateMs
         self.atMs = atMs
+        self.environment = environment
+        self.ownership = ownership
+        self.purchaseDateMs = purchaseDateMs
     }
 }
 
 /// What can happen to one purchase.
-public enum LedgerInput: Sendable, Equatable {
+public indirect enum LedgerInput: Sendable, Equatable {
     case credit(CreditClaim)
     /// A refund. `revocationPercentage` in thousandths of a percent (50000 = half); nil = all of it.
     case debit(revocationPercentage: Int64?)
@@ -43,9 +52,17 @@ public enum LedgerInput: Sendable, Equatable {
     case revoke
     /// A subscription's state changed; `expiresDateMs` is the transaction's expiry now (nil: unchanged).
     case subscriptionStatus(expiresDateMs: Int64?)
+    /// A money event as Apple signed it (`signed_date_ms`): it takes effect only if it was not signed before the
+    /// last money event applied to this purchase (Apple retries for 72 hours and a backfill re-posts, so a
+    /// `REFUND` can arrive after its own `REFUND_REVERSED`).
+    case signed(atMs: Int64, LedgerInput)
+    /// This subscription period was replaced by an upgrade to a period that starts at `newPurchaseDateMs`: its
+    /// unused share is taken back and its entitlement ends (`UpgradeRule` decides when this applies).
+    case upgrade(newPurchaseDateMs: Int64)
 }
 
-/// A change the store makes to the ledger's other tables. Balances and entitlements change only through these.
+/// A change the store makes to the ledger's other tables. Balances and entitlements change only through these, in
+/// the purchase's `book`.
 public enum LedgerAction: Sendable, Equatable {
     /// Add `delta` (negative to take back) to `owner`'s balance of `item`.
     case adjustBalance(owner: String, item: String, delta: Int64)
@@ -64,6 +81,17 @@ public enum LedgerAction: Sendable, Equatable {
     case waitForOwner
     /// The input cannot be applied as it is (an unknown `credit` shape, an impossible amount): dead-lettered.
     case unappliable(reason: String)
+    /// The claim is valid but grants nothing by rule (a family-shared purchase of items): counted, nothing moves,
+    /// the purchase stays unclaimed.
+    case declined(reason: DeclineReason)
+    /// A money event signed before the last one applied to this purchase: recorded, nothing moves.
+    case staleEvent
+}
+
+/// Why a valid claim grants nothing.
+public enum DeclineReason: String, Sendable, Equatable {
+    /// Family Sharing shares entitlements, never items or currency: someone else paid.
+    case familySharedItems = "family_shared_items"
 }
 
 /// The rules' answer: the purchase's next state and what to change elsewhere.

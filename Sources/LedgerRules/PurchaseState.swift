@@ -10,8 +10,11 @@ public enum PurchaseStatus: String, Sendable, CaseIterable {
     case debited
     /// Given back after a reversed refund.
     case recredited
-    /// Refunded or revoked before it was credited: no credit is ever applied (until a reversal).
+    /// Refunded or revoked before it was credited: no credit is ever applied (until a reversal). A prorated refund
+    /// before the credit is not this: the credit is applied and its share taken (`refusedPercentage`).
     case refused
+    /// A subscription period replaced by an upgrade: its unused share was taken back, its entitlement ended.
+    case upgraded
 }
 
 /// The ledger's whole memory of one purchase: what the rules read and write. Amounts are whole units of the
@@ -33,11 +36,22 @@ public struct PurchaseState: Sendable, Equatable {
     /// further debit of the same purchase adds to).
     public var lastDebit: Int64
     public var creditedAtMs: Int64?
+    /// The book its balances and entitlements are kept in (sandbox purchases apart from production money).
+    public var book: Book
+    /// Apple's `purchase_date_ms` of the credited transaction (where a subscription period starts).
+    public var purchaseDateMs: Int64?
+    /// While `refused`: the share the refund that came first took, in thousandths of a percent; nil = all of it.
+    public var refusedPercentage: Int64?
+    /// The `signed_date_ms` of the last money event applied (events signed before it move nothing).
+    public var lastEventSignedMs: Int64?
+    /// Apple said this period was replaced by an upgrade (`is_upgraded`): evidence for `UpgradeRule`.
+    public var upgradeReported: Bool
 
     public init(
         status: PurchaseStatus = .none, owner: String? = nil, productId: String? = nil, grant: Grant? = nil,
         quantity: Int64 = 1, expiresDateMs: Int64? = nil, amountCredited: Int64 = 0, amountDebited: Int64 = 0,
-        lastDebit: Int64 = 0, creditedAtMs: Int64? = nil
+        lastDebit: Int64 = 0, creditedAtMs: Int64? = nil, book: Book = .production, purchaseDateMs: Int64? = nil,
+        refusedPercentage: Int64? = nil, lastEventSignedMs: Int64? = nil, upgradeReported: Bool = false
     ) {
         self.status = status
         self.owner = owner
@@ -49,6 +63,11 @@ public struct PurchaseState: Sendable, Equatable {
         self.amountDebited = amountDebited
         self.lastDebit = lastDebit
         self.creditedAtMs = creditedAtMs
+        self.book = book
+        self.purchaseDateMs = purchaseDateMs
+        self.refusedPercentage = refusedPercentage
+        self.lastEventSignedMs = lastEventSignedMs
+        self.upgradeReported = upgradeReported
     }
 
     /// A purchase the ledger has never seen.
@@ -59,4 +78,7 @@ public struct PurchaseState: Sendable, Equatable {
         if case .item(_, let amount) = grant { return amount * quantity }
         return 0
     }
+
+    /// Credited and nothing taken back since: the states a new claim, an upgrade or a refund start from.
+    public var isInForce: Bool { status == .credited || status == .recredited }
 }

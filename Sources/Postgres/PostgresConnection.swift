@@ -286,6 +286,7 @@ private struct BoundParameters {
                 case .bool(let flag): Array((flag ? "t" : "f").utf8)
                 case .bytes(let bytes): bytes
                 case .textArray(let elements): Array(PostgresValue.arrayLiteral(elements).utf8)
+                case .nullableArray(let elements): Array(PostgresValue.arrayLiteral(elements).utf8)
                 }
             let binary: Bool = if case .bytes = value { true } else { false }
             formats.append(binary ? 1 : 0)

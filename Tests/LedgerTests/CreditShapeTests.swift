@@ -39,7 +39,7 @@ import Testing
 
     @Test func theNewTransactionFieldsAreReadWhenPresentAndNullWhenAbsent() throws {
         let withFields = try LedgerDecoding.result(
-            Array(#"{"schema_version":1,"submission_id":"s","outcome":"verified","transactions":[{"credit_key":"k","creditable":true,"is_upgraded":true,"price":990,"currency":"EUR","transaction_reason":"RENEWAL"}]}"#.utf8))
+            Array(#"{"schema_version":1,"submission_id":"s","outcome":"verified","environment":"Production","transactions":[{"credit_key":"k","transaction_id":"t","creditable":true,"is_upgraded":true,"price":990,"currency":"EUR","transaction_reason":"RENEWAL"}]}"#.utf8))
         let transaction = try #require(withFields.transactions.first)
         #expect(transaction.isUpgraded == true)
         #expect(transaction.price == 990)
@@ -47,7 +47,7 @@ import Testing
         #expect(transaction.transactionReason == "RENEWAL")
         #expect(!transaction.shouldCredit, "an upgraded-away period is never credited")
         let without = try LedgerDecoding.result(
-            Array(#"{"schema_version":1,"submission_id":"s","outcome":"verified","transactions":[{"credit_key":"k","creditable":true}]}"#.utf8))
+            Array(#"{"schema_version":1,"submission_id":"s","outcome":"verified","environment":"Production","transactions":[{"credit_key":"k","transaction_id":"t","creditable":true}]}"#.utf8))
         #expect(without.transactions.first?.isUpgraded == nil)
         #expect(without.transactions.first?.shouldCredit == true)
     }

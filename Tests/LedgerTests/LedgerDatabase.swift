@@ -12,11 +12,11 @@ final class LedgerDatabase {
     let store: LedgerStore
     private var nextOffsets: [PartitionKey: Int64] = [:]
 
-    init(_ name: String, policy: OwnershipPolicy = .keep) throws {
+    init(_ name: String, policy: OwnershipPolicy = .keep, sandbox: SandboxPolicy = .separate) throws {
         connectionString = try TestPostgresServer.freshDatabase(name)
         connection = try PostgresConnection(connectionString: connectionString)
         try LedgerSchema.migrate(connection)
-        store = LedgerStore(topics: LedgerFixtures.topics, policy: policy)
+        store = LedgerStore(topics: LedgerFixtures.topics, policy: policy, sandboxPolicy: sandbox)
     }
 
     /// The records `values` become when appended to `topic`'s `partition`.

@@ -27,11 +27,11 @@ import Testing
         #expect(again.applied == 0)
         #expect(again.alreadyApplied == 2)
         #expect(try db.user("u1").balance("gems") == 300)
-        let purchase = try #require(try db.purchase("k1"))
+        let purchase = try #require(try db.purchase(F.key("k1")))
         #expect(purchase.owner == "u1")
         #expect(purchase.state == "credited")
         #expect(purchase.amountCredited == 300)
-        #expect(try db.user("u1").purchases.map(\.creditKey) == ["k1"])
+        #expect(try db.user("u1").purchases.map(\.creditKey) == [F.key("k1")])
     }
 
     @Test func rejectedResultsAndUncreditableTransactionsCreditNothing() throws {
@@ -40,7 +40,7 @@ import Testing
             F.result(submissionId: "s1", userId: "u1", transactions: [F.transaction(creditKey: "k1")], outcome: "rejected"),
             F.result(submissionId: "s2", userId: "u1", transactions: [F.transaction(creditKey: "k2", creditable: false)]))
         #expect(try db.user("u1").balances.isEmpty)
-        #expect(try db.purchase("k1") == nil)
+        #expect(try db.purchase(F.key("k1")) == nil)
     }
 
     @Test func aCreditEventAfterAResultForTheSamePurchaseCreditsNothingMore() throws {
@@ -59,7 +59,7 @@ import Testing
         let summary = try db.applyEvents(refund, refund)
         #expect(summary.duplicateEvents == 1)
         #expect(try db.user("u1").balance("gems") == 0)
-        #expect(try db.purchase("k1")?.amountDebited == 100)
+        #expect(try db.purchase(F.key("k1"))?.amountDebited == 100)
     }
 
     @Test func refundReversalRefundAppliesTheSecondRefund() throws {
@@ -72,7 +72,7 @@ import Testing
         #expect(try db.user("u1").balance("gems") == 100)
         try db.applyEvents(F.event(eventId: "e3", type: "debit", transaction: transaction))
         #expect(try db.user("u1").balance("gems") == 0)
-        let purchase = try #require(try db.purchase("k1"))
+        let purchase = try #require(try db.purchase(F.key("k1")))
         #expect(purchase.state == "debited")
         #expect(purchase.amountCredited == 200)
         #expect(purchase.amountDebited == 200)
@@ -97,7 +97,7 @@ import Testing
         let summary = try db.applyResults(F.result(submissionId: "s1", userId: "u1", transactions: [transaction]))
         #expect(summary.refusedClaims == 1)
         #expect(try db.user("u1").balance("gems") == 0)
-        let purchase = try #require(try db.purchase("k1"))
+        let purchase = try #require(try db.purchase(F.key("k1")))
         #expect(purchase.state == "refused")
         #expect(purchase.refusedClaims.map(\.userId) == ["u1"])
     }
@@ -111,7 +111,7 @@ import Testing
             F.result(submissionId: "s2", userId: "u2", transactions: [transaction]))
         #expect(try db.user("u1").entitlements.map(\.entitlement) == ["pro"])
         #expect(try db.user("u2").entitlements.isEmpty)
-        let purchase = try #require(try db.purchase("k1"))
+        let purchase = try #require(try db.purchase(F.key("k1")))
         #expect(purchase.owner == "u1")
         #expect(purchase.refusedClaims.map { "\($0.userId)/\($0.submissionId)" } == ["u2/s2"])
     }
@@ -125,15 +125,15 @@ import Testing
             F.result(submissionId: "s1", userId: "u1", transactions: [subscription, gems]),
             F.result(submissionId: "s2", userId: "u2", transactions: [subscription, gems]))
         #expect(try db.user("u1").entitlements.isEmpty)
-        #expect(try db.user("u2").entitlements.map(\.creditKey) == ["k1"])
+        #expect(try db.user("u2").entitlements.map(\.creditKey) == [F.key("k1")])
         #expect(try db.user("u2").entitlements.first?.expiresDateMs == 9_999)
         #expect(try db.user("u1").balance("gems") == 100)
         #expect(try db.user("u2").balance("gems") == 0)
-        #expect(try db.purchase("k2")?.refusedClaims.map(\.userId) == ["u2"])
+        #expect(try db.purchase(F.key("k2"))?.refusedClaims.map(\.userId) == ["u2"])
         // A renewal event now goes to the latest claimant.
         let renewal = F.transaction(creditKey: "k3", originalTransactionId: "o1", productId: "pro", credit: F.pro, expiresDateMs: 19_999)
         try db.applyEvents(F.event(eventId: "e1", type: "credit", transaction: renewal))
-        #expect(try db.purchase("k3")?.owner == "u2")
+        #expect(try db.purchase(F.key("k3"))?.owner == "u2")
     }
 
     @Test func anEventWithNoKnownOwnerWaitsUntilAResultNamesOne() throws {
@@ -141,15 +141,15 @@ import Testing
         let renewal = F.transaction(creditKey: "k2", originalTransactionId: "o1", productId: "pro", credit: F.pro, expiresDateMs: 2_000)
         let parked = try db.applyEvents(F.event(eventId: "e1", type: "credit", transaction: renewal))
         #expect(parked.parkedClaims == 1)
-        #expect(try db.purchase("k2")?.state == "pending_owner")
+        #expect(try db.purchase(F.key("k2"))?.state == "pending_owner")
         #expect(try db.count("pending_claims") == 1)
         // A result for the first period names the owner of original_transaction_id o1: the renewal is applied.
         let first = F.transaction(creditKey: "k1", originalTransactionId: "o1", productId: "pro", credit: F.pro, expiresDateMs: 1_000)
         let resolved = try db.applyResults(F.result(submissionId: "s1", userId: "u1", transactions: [first]))
         #expect(resolved.resolvedClaims == 1)
-        #expect(try db.purchase("k2")?.owner == "u1")
-        #expect(try db.purchase("k2")?.state == "credited")
-        #expect(try db.user("u1").entitlements.map(\.creditKey) == ["k1", "k2"])
+        #expect(try db.purchase(F.key("k2"))?.owner == "u1")
+        #expect(try db.purchase(F.key("k2"))?.state == "credited")
+        #expect(try db.user("u1").entitlements.map(\.creditKey) == [F.key("k1"), F.key("k2")])
         #expect(try db.count("pending_claims") == 0)
     }
 
@@ -172,7 +172,7 @@ import Testing
         #expect(try db.user("u1").entitlements.first?.expiresDateMs == 5_000)
         try db.applyEvents(F.event(eventId: "e2", type: "revoke", transaction: extended))
         #expect(try db.user("u1").entitlements.isEmpty)
-        #expect(try db.purchase("k1")?.state == "debited")
+        #expect(try db.purchase(F.key("k1"))?.state == "debited")
     }
 
     @Test func whatCannotBeReadOrAppliedIsDeadLetteredAndThePartitionMovesOn() throws {
@@ -200,7 +200,7 @@ import Testing
         #expect(try reasons.map { try $0.int64(0) } == [0, 1, 2, 3])
         #expect(try reasons[0].string(1) == "malformed JSON")
         #expect(try reasons[1].string(1) == "unknown schema_version 2")
-        #expect(try reasons[2].string(1).hasPrefix("k1: unknown credit shape"))
+        #expect(try reasons[2].string(1).hasPrefix(F.key("k1") + ": unknown credit shape"))
         #expect(try reasons[0].bytes(2) == Array("{not json".utf8))
     }
 

@@ -11,6 +11,8 @@ struct LedgerResult: Decodable, Sendable {
     var clientId: String?
     var transactions: [LedgerTransaction]
     var verifiedAtMs: Int64?
+    /// Apple's environment (`Production`, `Sandbox`); null on results without a verdict.
+    var environment: String?
 
     enum CodingKeys: String, CodingKey {
         case schemaVersion = "schema_version"
@@ -20,6 +22,7 @@ struct LedgerResult: Decodable, Sendable {
         case clientId = "client_id"
         case transactions
         case verifiedAtMs = "verified_at_ms"
+        case environment
     }
 
     init(from decoder: any Decoder) throws {
@@ -32,6 +35,13 @@ struct LedgerResult: Decodable, Sendable {
         clientId = try c.decodeIfPresent(String.self, forKey: .clientId)
         transactions = try c.decodeIfPresent([LedgerTransaction].self, forKey: .transactions) ?? []
         verifiedAtMs = try c.decodeIfPresent(Int64.self, forKey: .verifiedAtMs)
+        environment = try c.decodeIfPresent(String.self, forKey: .environment)
+        try Identifier.check(submissionId, "submission_id")
+        try Identifier.check(userId, "user_id")
+        try Identifier.check(clientId, "client_id")
+        for index in transactions.indices {
+            try transactions[index].derivePurchaseKey(environment: environment)
+        }
     }
 
     /// The owner the contract names: `user_id`, else `client_id` (empty strings count as absent).
@@ -50,6 +60,11 @@ struct LedgerEvent: Decodable, Sendable {
     var transaction: LedgerTransaction?
     var subscriptionStatus: Int?
     var receivedAtMs: Int64?
+    /// When Apple signed the notification: money events of one purchase take effect in this order.
+    var signedDateMs: Int64?
+    var environment: String?
+    /// Apple's `subtype` (`UPGRADE` is an upgrade's evidence).
+    var subtype: String?
 
     enum CodingKeys: String, CodingKey {
         case schemaVersion = "schema_version"
@@ -57,6 +72,8 @@ struct LedgerEvent: Decodable, Sendable {
         case type, transaction
         case subscriptionStatus = "subscription_status"
         case receivedAtMs = "received_at_ms"
+        case signedDateMs = "signed_date_ms"
+        case environment, subtype
     }
 
     init(from decoder: any Decoder) throws {
@@ -69,6 +86,31 @@ struct LedgerEvent: Decodable, Sendable {
         transaction = try c.decodeIfPresent(LedgerTransaction.self, forKey: .transaction)
         subscriptionStatus = try c.decodeIfPresent(Int.self, forKey: .subscriptionStatus)
         receivedAtMs = try c.decodeIfPresent(Int64.self, forKey: .receivedAtMs)
+        signedDateMs = try c.decodeIfPresent(Int64.self, forKey: .signedDateMs)
+        environment = try c.decodeIfPresent(String.self, forKey: .environment)
+        subtype = try c.decodeIfPresent(String.self, forKey: .subtype)
+        try Identifier.check(eventId, "event_id")
+        try transaction?.derivePurchaseKey(environment: environment)
+    }
+
+    /// The event reports an upgrade (`DID_CHANGE_RENEWAL_PREF` or `OFFER_REDEEMED` with subtype `UPGRADE`): the
+    /// period it credits replaces the one it overlaps.
+    var reportsUpgrade: Bool { subtype == "UPGRADE" }
+}
+
+/// Identifiers the database stores as text: a control character (a NUL, which libpq would cut the text at, or any
+/// other C0/C1 control or DEL) makes the message unreadable instead of truncated or credited to another user.
+enum Identifier {
+    static func check(_ value: String?, _ member: String) throws(UnreadableMessage) {
+        guard let value else { return }
+        for scalar in value.unicodeScalars where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) {
+            throw UnreadableMessage("\(member) contains a control character (U+\(hex(scalar.value)))")
+        }
+    }
+
+    private static func hex(_ value: UInt32) -> String {
+        let digits = String(value, radix: 16, uppercase: true)
+        return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
     }
 }
 

@@ -5,8 +5,16 @@ import ReceiptModel
 /// not need may be absent or added (`is_upgraded`, `price`, `currency`, `transaction_reason` are read when present);
 /// a member it needs that has the wrong type makes the whole message unreadable (dead-lettered, never guessed).
 struct LedgerTransaction: Decodable, Sendable, Equatable {
-    /// Opaque: the purchase's identity as the pipeline wrote it.
+    /// The purchase's identity as the ledger derives it from the environment and the ids (the contract's purchase
+    /// identity rule), whatever key the message was written with: results still on the topic with the
+    /// pre-2026-12 key (`apple:<env>:<transaction_id>`) are the same purchase as new ones.
     var creditKey: String
+    /// The `credit_key` as the message carried it.
+    var writtenCreditKey: String
+    var environment: PurchaseEnvironment = .production
+    var webOrderLineItemId: String?
+    var inAppOwnershipType: String?
+    var purchaseDateMs: Int64?
     var transactionId: String?
     var originalTransactionId: String?
     var productId: String?
@@ -34,28 +42,15 @@ struct LedgerTransaction: Decodable, Sendable, Equatable {
         case isUpgraded = "is_upgraded"
         case price, currency
         case transactionReason = "transaction_reason"
-    }
-
-    init(
-        creditKey: String, transactionId: String? = nil, originalTransactionId: String? = nil,
-        productId: String? = "p", quantity: Int64? = 1, expiresDateMs: Int64? = nil, appAccountToken: String? = nil,
-        creditable: Bool = true, credit: JSONValue? = nil, revocationPercentage: Int64? = nil
-    ) {
-        self.creditKey = creditKey
-        self.transactionId = transactionId
-        self.originalTransactionId = originalTransactionId
-        self.productId = productId
-        self.quantity = quantity
-        self.expiresDateMs = expiresDateMs
-        self.appAccountToken = appAccountToken
-        self.creditable = creditable
-        self.credit = credit
-        self.revocationPercentage = revocationPercentage
+        case webOrderLineItemId = "web_order_line_item_id"
+        case inAppOwnershipType = "in_app_ownership_type"
+        case purchaseDateMs = "purchase_date_ms"
     }
 
     init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        creditKey = try c.decode(String.self, forKey: .creditKey)
+        writtenCreditKey = try c.decode(String.self, forKey: .creditKey)
+        creditKey = writtenCreditKey
         transactionId = try c.decodeIfPresent(String.self, forKey: .transactionId)
         originalTransactionId = try c.decodeIfPresent(String.self, forKey: .originalTransactionId)
         productId = try c.decodeIfPresent(String.self, forKey: .productId)
@@ -69,7 +64,51 @@ struct LedgerTransaction: Decodable, Sendable, Equatable {
         price = try c.decodeIfPresent(Int64.self, forKey: .price)
         currency = try c.decodeIfPresent(String.self, forKey: .currency)
         transactionReason = try c.decodeIfPresent(String.self, forKey: .transactionReason)
+        webOrderLineItemId = try c.decodeIfPresent(String.self, forKey: .webOrderLineItemId)
+        inAppOwnershipType = try c.decodeIfPresent(String.self, forKey: .inAppOwnershipType)
+        purchaseDateMs = try c.decodeIfPresent(Int64.self, forKey: .purchaseDateMs)
+        try Identifier.check(writtenCreditKey, "transaction.credit_key")
+        try Identifier.check(transactionId, "transaction.transaction_id")
+        try Identifier.check(originalTransactionId, "transaction.original_transaction_id")
+        try Identifier.check(webOrderLineItemId, "transaction.web_order_line_item_id")
+        try Identifier.check(productId, "transaction.product_id")
+        try Identifier.check(appAccountToken, "transaction.app_account_token")
     }
+
+    /// Sets `creditKey` to the purchase identity of this transaction in `environment` (the message's; where the
+    /// message names none, the environment of the key it was written with).
+    /// - Throws: `UnreadableMessage` when neither tells the environment, or the transaction has no id.
+    mutating func derivePurchaseKey(environment named: String?) throws(UnreadableMessage) {
+        let environment: AppStoreEnvironment
+        if let named {
+            guard let known = AppStoreEnvironment(rawValue: named) else {
+                throw UnreadableMessage("environment '\(named.prefix(40))' is neither Production nor Sandbox")
+            }
+            environment = known
+        } else if let fromKey = AppStoreEnvironment.allCases.first(where: {
+            writtenCreditKey.hasPrefix("apple:\($0.rawValue.lowercased()):")
+        }) {
+            environment = fromKey
+        } else {
+            throw UnreadableMessage("the message names no environment and its credit_key none either")
+        }
+        guard let transactionId = transactionId.flatMap({ $0.isEmpty ? nil : $0 }) else {
+            throw UnreadableMessage("transaction.transaction_id is missing")
+        }
+        self.environment = environment == .sandbox ? .sandbox : .production
+        creditKey = PurchaseIdentity.creditKey(
+            environment: environment, transactionId: transactionId, originalTransactionId: originalTransactionId,
+            webOrderLineItemId: webOrderLineItemId)
+    }
+
+    /// The message carried another key than the one derived (a pre-2026-12 key, or a producer's own): counted.
+    var keyWasRederived: Bool { creditKey != writtenCreditKey }
+
+    /// Apple's `in_app_ownership_type`: `FAMILY_SHARED` is someone else's payment.
+    var ownership: Ownership { inAppOwnershipType == "FAMILY_SHARED" ? .familyShared : .purchased }
+
+    /// A subscription period (its key is the period's): what upgrades compare.
+    var isPeriod: Bool { creditKey.contains(":\(PurchaseIdentity.periodNamespace):") }
 
     /// Creditable as the pipeline says, and not upgraded away (a transaction the pipeline marks `is_upgraded` is
     /// never credited, whatever `creditable` says).
@@ -84,11 +123,14 @@ struct LedgerTransaction: Decodable, Sendable, Equatable {
         guard let credit, credit != .null else { return .nothing }
         guard case .object(let members) = credit else { return .unknown(description: describe(credit)) }
         if members.count == 2, case .string(let item)? = members["item"], !item.isEmpty,
+            (try? Identifier.check(item, "credit.item")) != nil,
             case .integer(let amount)? = members["amount"], amount > 0
         {
             return .grant(.item(name: item, amount: amount))
         }
-        if case .string(let entitlement)? = members["entitlement"], !entitlement.isEmpty {
+        if case .string(let entitlement)? = members["entitlement"], !entitlement.isEmpty,
+            (try? Identifier.check(entitlement, "credit.entitlement")) != nil
+        {
             let others = members.filter { $0.key != "entitlement" }
             if others.isEmpty { return .grant(.entitlement(name: entitlement)) }
             if others.count == 1, case .string? = others["period"] { return .grant(.entitlement(name: entitlement)) }

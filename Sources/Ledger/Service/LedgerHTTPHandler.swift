@@ -83,17 +83,25 @@ struct LedgerHTTPHandler: HTTPHandler {
         let view = try database.withConnection { connection throws(PostgresError) in
             try LedgerQueries.user(userId, on: connection)
         }
-        let balances = view.balances.map { "\(JSONText.quoted($0.item)):\($0.amount)" }.joined(separator: ",")
-        let entitlements = view.entitlements.map {
-            #"{"entitlement":\#(JSONText.quoted($0.entitlement)),"expires_date_ms":\#(Self.number($0.expiresDateMs)),"credit_key":\#(JSONText.quoted($0.creditKey))}"#
-        }.joined(separator: ",")
+        let balances = Self.balances(view.balances)
+        let entitlements = Self.entitlements(view.entitlements)
         let purchases = view.purchases.map {
             #"{"credit_key":\#(JSONText.quoted($0.creditKey)),"product_id":\#(Self.string($0.productId)),"state":\#(JSONText.quoted($0.state)),"credited_at_ms":\#(Self.number($0.creditedAtMs))}"#
         }.joined(separator: ",")
         return .json(
             200,
-            #"{"user_id":\#(JSONText.quoted(userId)),"balances":{\#(balances)},"entitlements":[\#(entitlements)],"purchases":[\#(purchases)]}"#
+            #"{"user_id":\#(JSONText.quoted(userId)),"balances":{\#(balances)},"entitlements":[\#(entitlements)],"purchases":[\#(purchases)],"sandbox":{"balances":{\#(Self.balances(view.sandbox.balances))},"entitlements":[\#(Self.entitlements(view.sandbox.entitlements))]}}"#
         )
+    }
+
+    private static func balances(_ balances: [(item: String, amount: Int64)]) -> String {
+        balances.map { "\(JSONText.quoted($0.item)):\($0.amount)" }.joined(separator: ",")
+    }
+
+    private static func entitlements(_ entitlements: [LedgerQueries.Entitlement]) -> String {
+        entitlements.map {
+            #"{"entitlement":\#(JSONText.quoted($0.entitlement)),"expires_date_ms":\#(Self.number($0.expiresDateMs)),"credit_key":\#(JSONText.quoted($0.creditKey))}"#
+        }.joined(separator: ",")
     }
 
     private func purchaseResponse(_ creditKey: String) throws(PostgresError) -> HTTPResponse {

@@ -1,3 +1,4 @@
+import LedgerRules
 import ServiceSupport
 
 /// The ledger's own metrics (the consumer adds `kafka_consumer_lag` and friends to the same registry).
@@ -11,6 +12,11 @@ struct LedgerMetrics: Sendable {
     let transfers: Counter
     let deadLetters: Counter
     let resolvedClaims: Counter
+    let rederivedKeys: Counter
+    let sandboxCredits: Counter
+    let declinedClaims: Counter
+    let staleEvents: Counter
+    let upgrades: Counter
     let batches: Counter
     let databaseErrors: Counter
     let batchSeconds: Histogram
@@ -21,7 +27,7 @@ struct LedgerMetrics: Sendable {
     let databaseUp: Gauge
     let bufferedMessages: Gauge
 
-    init(registry: MetricsRegistry) {
+    init(registry: MetricsRegistry, sandboxPolicy: SandboxPolicy = .separate) {
         self.registry = registry
         appliedResults = registry.counter(
             "ledger_messages_applied_total", help: "Messages applied (including dead-lettered ones)",
@@ -42,6 +48,19 @@ struct LedgerMetrics: Sendable {
             "ledger_dead_letters_total", help: "Messages (or parts) recorded in dead_letters instead of applied")
         resolvedClaims = registry.counter(
             "ledger_resolved_claims_total", help: "Claims that waited for their owner and were applied")
+        rederivedKeys = registry.counter(
+            "ledger_credit_key_rederived_total",
+            help: "Transactions whose credit_key differed from the key the ledger derives from their ids (old keys)")
+        sandboxCredits = registry.counter(
+            "ledger_sandbox_credits_total", help: "Sandbox purchases credited (App Review, TestFlight: nobody paid)",
+            labels: [("policy", sandboxPolicy.rawValue)])
+        declinedClaims = registry.counter(
+            "ledger_declined_claims_total", help: "Valid claims granting nothing by rule (family-shared items)")
+        staleEvents = registry.counter(
+            "ledger_stale_events_total",
+            help: "Money events signed before the last one applied to their purchase (recorded, nothing moved)")
+        upgrades = registry.counter(
+            "ledger_upgrades_total", help: "Subscription periods replaced by an upgrade (unused share taken back)")
         batches = registry.counter("ledger_batches_total", help: "Database transactions committed with messages")
         databaseErrors = registry.counter(
             "ledger_database_errors_total", help: "Batches that failed on a database error and were retried")

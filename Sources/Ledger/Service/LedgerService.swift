@@ -37,7 +37,7 @@ public final class LedgerService: Sendable {
     public init(settings: LedgerSettings, logger: Logger) throws(LedgerStartupError) {
         self.settings = settings
         self.logger = logger
-        let metrics = LedgerMetrics(registry: registry)
+        let metrics = LedgerMetrics(registry: registry, sandboxPolicy: settings.sandboxPolicy)
         let buffer = RecordBuffer(highWater: settings.maxBufferedMessages)
         let bridge = LedgerConsumerBridge(buffer: buffer, logger: logger)
         let consumerBox = Locked<KafkaConsumer?>(nil)

@@ -12,6 +12,8 @@ public struct LedgerSettings: Sendable {
     /// Bearer keys accepted by the API; empty = no authentication (logged as a warning).
     public var apiKeys: [String]
     public var ownershipPolicy: OwnershipPolicy
+    /// What a Sandbox purchase is worth here (`LEDGER_SANDBOX_POLICY`).
+    public var sandboxPolicy: SandboxPolicy
     /// Most messages applied in one database transaction.
     public var batchSize: Int
     /// Most messages fetched and not yet applied; fetching pauses above it (memory stays bounded).
@@ -22,7 +24,7 @@ public struct LedgerSettings: Sendable {
     public init(
         kafka: KafkaConfiguration, topics: LedgerTopics, databaseURL: String, groupId: String = "iap-ledger",
         listen: ListenAddress = ListenAddress(host: "0.0.0.0", port: 8081), apiKeys: [String] = [],
-        ownershipPolicy: OwnershipPolicy = .keep, batchSize: Int = 500, maxBufferedMessages: Int = 20_000,
+        ownershipPolicy: OwnershipPolicy = .keep, sandboxPolicy: SandboxPolicy = .separate, batchSize: Int = 500, maxBufferedMessages: Int = 20_000,
         shutdownTimeout: Duration = .seconds(30)
     ) {
         self.kafka = kafka
@@ -32,6 +34,7 @@ public struct LedgerSettings: Sendable {
         self.listen = listen
         self.apiKeys = apiKeys
         self.ownershipPolicy = ownershipPolicy
+        self.sandboxPolicy = sandboxPolicy
         self.batchSize = batchSize
         self.maxBufferedMessages = maxBufferedMessages
         self.shutdownTimeout = shutdownTimeout
@@ -47,6 +50,8 @@ public struct LedgerSettings: Sendable {
         let names = try TopicNames.fromEnvironment(settings, reading: [.results, .events])
         let policyName = try settings.choice(
             "LEDGER_OWNERSHIP_POLICY", from: OwnershipPolicy.allCases.map(\.rawValue), default: "keep")
+        let sandboxName = try settings.choice(
+            "LEDGER_SANDBOX_POLICY", from: SandboxPolicy.allCases.map(\.rawValue), default: "separate")
         let apiKeys = settings.list("LEDGER_API_KEYS").map { entry in
             // `name:key` (as the ingest's keys) or a bare key.
             entry.split(separator: ":", maxSplits: 1).last.map(String.init) ?? entry
@@ -57,6 +62,7 @@ public struct LedgerSettings: Sendable {
             groupId: settings.string("LEDGER_GROUP_ID", default: "iap-ledger"),
             listen: try settings.listenAddress("LEDGER_LISTEN", default: "0.0.0.0:8081"), apiKeys: apiKeys,
             ownershipPolicy: OwnershipPolicy(rawValue: policyName) ?? .keep,
+            sandboxPolicy: SandboxPolicy(rawValue: sandboxName) ?? .separate,
             batchSize: try settings.int("LEDGER_BATCH_SIZE", default: 500, range: 1...10_000),
             maxBufferedMessages: try settings.int("LEDGER_MAX_BUFFERED_MESSAGES", default: 20_000, range: 1...1_000_000),
             shutdownTimeout: .milliseconds(try settings.int("LEDGER_SHUTDOWN_TIMEOUT_MS", default: 30_000, range: 0...600_000)))
@@ -74,6 +80,9 @@ public struct LedgerSettings: Sendable {
           LEDGER_API_KEYS           comma-separated bearer keys for the API (name:key or key); empty = no auth
           LEDGER_OWNERSHIP_POLICY   keep (a purchase stays with its first owner, default) or transfer (an
                                     entitlement moves to the latest verified claimant; item amounts never move)
+          LEDGER_SANDBOX_POLICY     separate (Sandbox purchases - App Review, TestFlight - go to balances and
+                                    entitlements kept apart, reported under "sandbox"; default), credit (mixed
+                                    with production: a sandbox-only deployment) or ignore (recorded, nothing granted)
           LEDGER_BATCH_SIZE         most messages per database transaction (default 500)
           LEDGER_MAX_BUFFERED_MESSAGES  most messages fetched and not yet applied (default 20000)
           LEDGER_SHUTDOWN_TIMEOUT_MS    how long SIGTERM waits for the batch being applied (default 30000)

@@ -25,7 +25,8 @@ final class LedgerWorker: Sendable {
         afterBatch: @escaping @Sendable (BatchSummary) -> Void
     ) {
         self.settings = settings
-        self.store = LedgerStore(topics: settings.topics, policy: settings.ownershipPolicy)
+        self.store = LedgerStore(
+            topics: settings.topics, policy: settings.ownershipPolicy, sandboxPolicy: settings.sandboxPolicy)
         self.buffer = buffer
         self.metrics = metrics
         self.logger = logger
@@ -150,6 +151,11 @@ final class LedgerWorker: Sendable {
         metrics.transfers.increment(by: summary.transfers)
         metrics.deadLetters.increment(by: summary.deadLettered)
         metrics.resolvedClaims.increment(by: summary.resolvedClaims)
+        metrics.rederivedKeys.increment(by: summary.rederivedKeys)
+        metrics.sandboxCredits.increment(by: summary.sandboxCredits)
+        metrics.declinedClaims.increment(by: summary.declinedClaims)
+        metrics.staleEvents.increment(by: summary.staleEvents)
+        metrics.upgrades.increment(by: summary.upgrades)
         if summary.deadLettered > 0 {
             logger.warning("messages dead-lettered (see the dead_letters table)", ["count": .int(summary.deadLettered)])
         }

@@ -4,48 +4,61 @@ import Postgres
 /// Asking the rules about one purchase and writing what they decided.
 extension BatchWork {
     /// Runs the rules for one purchase and writes what they decided.
+    /// - Parameter upgradeNotified: the credit came with an `UPGRADE` notification (evidence for `UpgradeRule`).
     /// - Returns: why the input cannot be applied (dead-letter it), or nil.
-    mutating func decide(_ input: LedgerInput, transaction: LedgerTransaction, claimId: String? = nil)
-        throws(PostgresError) -> String?
-    {
+    mutating func decide(
+        _ input: LedgerInput, transaction: LedgerTransaction, claimId: String? = nil, upgradeNotified: Bool = false
+    ) throws(PostgresError) -> String? {
         try decide(
             input, creditKey: transaction.creditKey, originalTransactionId: transaction.originalTransactionId,
-            appAccountToken: transaction.appAccountToken, claimId: claimId)
+            appAccountToken: transaction.appAccountToken, claimId: claimId, isPeriod: transaction.isPeriod,
+            upgradeNotified: upgradeNotified)
     }
 
     mutating func decide(
         _ input: LedgerInput, creditKey: String, originalTransactionId: String?, appAccountToken: String?,
-        claimId: String?
+        claimId: String?, isPeriod: Bool, upgradeNotified: Bool
     ) throws(PostgresError) -> String? {
         var purchase = try load(creditKey)
-        let decision = CreditingRules.apply(input, to: purchase.state, policy: policy)
+        let before = purchase.state
+        let decision = CreditingRules.apply(input, to: before, policy: policy, sandbox: sandboxPolicy)
         for case .unappliable(let reason) in decision.actions { return "\(creditKey): \(reason)" }
         if decision.actions.contains(.waitForOwner), case .credit(let claim) = input {
-            // Parked only if it could be applied once its owner is known; otherwise dead-lettered now, while the
-            // message is at hand.
-            var probe = claim
-            probe.owner = "owner"
-            for case .unappliable(let reason) in CreditingRules.apply(.credit(probe), to: .unknown, policy: policy).actions {
+            if let reason = CreditingRules.reasonItCannotWait(claim, sandbox: sandboxPolicy) {
                 return "\(creditKey): \(reason)"
             }
-            try park(claim, claimId: claimId ?? creditKey, creditKey: creditKey, originalTransactionId: originalTransactionId, appAccountToken: appAccountToken)
+            try park(
+                claim, claimId: claimId ?? creditKey, creditKey: creditKey,
+                originalTransactionId: originalTransactionId, appAccountToken: appAccountToken,
+                upgradeNotified: upgradeNotified)
         }
-        if decision.state != purchase.state {
+        if decision.state != before {
             var next = decision.state
             if next.creditedAtMs == nil, next.status == .credited || next.status == .recredited {
                 next.creditedAtMs = claimTime(input)
             }
-            try save(creditKey, next, exists: purchase.exists, originalTransactionId: originalTransactionId)
-            if purchase.state.status == .pendingOwner, next.status != .pendingOwner {
+            if before.status == .pendingOwner, next.status != .pendingOwner {
                 // Credited (or refused) some other way: what waited for this purchase has nothing left to do.
                 try write("DELETE FROM pending_claims WHERE credit_key = $1", [.text(creditKey)])
             }
             purchase.state = next
-            purchase.exists = next.status != .none
+            if purchase.originalTransactionId == nil { purchase.originalTransactionId = originalTransactionId }
             purchases[creditKey] = purchase
+            dirtyPurchases.insert(creditKey)
         }
         for action in decision.actions {
-            try perform(action, creditKey: creditKey)
+            try perform(action, creditKey: creditKey, book: decision.state.book)
+        }
+        if case .credit(let claim) = input, claim.environment == .sandbox, !before.isCreditedOnce,
+            decision.state.isCreditedOnce
+        {
+            summary.sandboxCredits += 1
+        }
+        if isPeriod, let originalTransactionId, decision.state.isInForce,
+            !before.isInForce || upgradeNotified
+        {
+            try applyUpgrades(
+                subscription: originalTransactionId, upgradeNotified: upgradeNotified ? [creditKey] : [])
         }
         return nil
     }
@@ -55,22 +68,19 @@ extension BatchWork {
         return nowMs
     }
 
-    mutating func perform(_ action: LedgerAction, creditKey: String) throws(PostgresError) {
+    mutating func perform(_ action: LedgerAction, creditKey: String, book: Book) throws(PostgresError) {
         switch action {
         case .adjustBalance(let owner, let item, let delta):
-            try write(
-                """
-                INSERT INTO balances (user_id, item, amount) VALUES ($1, $2, $3)
-                ON CONFLICT (user_id, item) DO UPDATE SET amount = balances.amount + EXCLUDED.amount
-                """, [.text(owner), .text(item), .int(delta)])
+            balanceDeltas[BalanceKey(user: owner, book: book, item: item), default: 0] += delta
         case .grantEntitlement(let owner, let entitlement, let expiresDateMs):
             try write(
                 """
-                INSERT INTO entitlements (credit_key, user_id, entitlement, expires_date_ms, active)
-                VALUES ($1, $2, $3, $4, true)
+                INSERT INTO entitlements (credit_key, user_id, entitlement, expires_date_ms, active, book)
+                VALUES ($1, $2, $3, $4, true, $5)
                 ON CONFLICT (credit_key) DO UPDATE SET user_id = EXCLUDED.user_id, entitlement = EXCLUDED.entitlement,
-                    expires_date_ms = EXCLUDED.expires_date_ms, active = true
-                """, [.text(creditKey), .text(owner), .text(entitlement), .optional(expiresDateMs)])
+                    expires_date_ms = EXCLUDED.expires_date_ms, active = true, book = EXCLUDED.book
+                """,
+                [.text(creditKey), .text(owner), .text(entitlement), .optional(expiresDateMs), .text(book.rawValue)])
         case .endEntitlement:
             try write("UPDATE entitlements SET active = false WHERE credit_key = $1", [.text(creditKey)])
         case .setEntitlementExpiry(let expiresDateMs):
@@ -84,8 +94,17 @@ extension BatchWork {
                 """, [.text(creditKey), .text(userId), .text(submissionId ?? ""), .int(atMs)], counted: .refusedClaim)
         case .recordTransfer:
             summary.transfers += 1
+        case .declined:
+            summary.declinedClaims += 1
+        case .staleEvent:
+            summary.staleEvents += 1
         case .waitForOwner, .unappliable:
             break  // handled in decide
         }
     }
+}
+
+extension PurchaseState {
+    /// The purchase was credited at some point (what a sandbox credit counts).
+    var isCreditedOnce: Bool { status != .none && status != .pendingOwner && status != .refused }
 }

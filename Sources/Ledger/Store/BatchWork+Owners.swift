@@ -2,51 +2,67 @@ import LedgerRules
 import Postgres
 
 /// Who owns what: the links results make, the owners events find, the claims that wait for one.
+enum LinkKind: String, Sendable {
+    case originalTransactionId = "original_transaction_id"
+    case appAccountToken = "app_account_token"
+}
+
+struct LinkKey: Hashable, Sendable {
+    let kind: LinkKind
+    let value: String
+}
+
 extension BatchWork {
-    enum LinkKind: String {
-        case originalTransactionId = "original_transaction_id"
-        case appAccountToken = "app_account_token"
+    /// The user `value` is linked to, from the batch's links (read at its start for every id and token it carries).
+    func linkedOwner(_ kind: LinkKind, _ value: String?) -> String? {
+        guard let value, !value.isEmpty else { return nil }
+        return ownerLinks[LinkKey(kind: kind, value: value)] ?? nil
     }
 
-    /// The owner a result tied to the transaction's `original_transaction_id`, else to its `app_account_token`.
+    /// The owner of a transaction whose message names none (an event, or a result without `user_id`): the user its
+    /// `app_account_token` is linked to; only a transaction without a token falls back to the user its
+    /// `original_transaction_id` is linked to (one Apple ID may serve several app accounts; the token says which).
+    /// nil: it waits for its owner (on the token when it has one).
     mutating func resolveOwner(_ transaction: LedgerTransaction) throws(PostgresError) -> String? {
-        let original = transaction.originalTransactionId.flatMap { $0.isEmpty ? nil : $0 }
-        let token = transaction.appAccountToken.flatMap { $0.isEmpty ? nil : $0 }
-        guard original != nil || token != nil else { return nil }
-        let rows = try read(
-            """
-            SELECT user_id FROM owner_links
-            WHERE (kind = 'original_transaction_id' AND value = $1) OR (kind = 'app_account_token' AND value = $2)
-            ORDER BY kind DESC LIMIT 1
-            """, [.optional(original), .optional(token)]
-        ).rows
-        return rows.first?.optionalString(0)
+        if let token = transaction.appAccountToken, !token.isEmpty {
+            return try knownOwner(.appAccountToken, token)
+        }
+        return try knownOwner(.originalTransactionId, transaction.originalTransactionId)
     }
 
-    /// Ties `value` to `owner` (first claim under `keep`, latest claimant under `transfer`) and applies the claims
-    /// that were waiting for it.
+    private mutating func knownOwner(_ kind: LinkKind, _ value: String?) throws(PostgresError) -> String? {
+        guard let value, !value.isEmpty else { return nil }
+        let key = LinkKey(kind: kind, value: value)
+        if let known = ownerLinks[key] { return known }
+        // Not among the batch's own ids (a claim resolved from another message's link): read it.
+        let owner = try read(
+            "SELECT user_id FROM owner_links WHERE kind = $1 AND value = $2", [.text(kind.rawValue), .text(value)]
+        ).rows.first?.optionalString(0)
+        ownerLinks[key] = .some(owner)
+        return owner
+    }
+
+    /// Ties `value` to `owner` (first claim under `keep`, latest owner under `transfer`) and applies the claims
+    /// that were waiting for it. Writes nothing when the link is already there.
     mutating func link(_ kind: LinkKind, _ value: String?, to owner: String) throws(PostgresError) {
         guard let value, !value.isEmpty else { return }
-        let conflict =
-            policy == .keep
-            ? "DO NOTHING"
-            : "DO UPDATE SET user_id = EXCLUDED.user_id WHERE owner_links.user_id <> EXCLUDED.user_id"
-        let statement =
-            "INSERT INTO owner_links (kind, value, user_id) VALUES ($1, $2, $3) ON CONFLICT (kind, value) " + conflict
-        let parameters: [PostgresValue] = [.text(kind.rawValue), .text(value), .text(owner)]
-        guard awaitedValues.contains(value) else {
-            // No claim waits for this value: whether the link is new does not matter now.
-            try write(statement, parameters)
-            return
-        }
-        let changed = try read(statement, parameters)
-        guard changed.affectedRows == 1 else { return }
+        let key = LinkKey(kind: kind, value: value)
+        let current = try knownOwner(kind, value)
+        if current == owner || (current != nil && policy == .keep) { return }
+        ownerLinks[key] = .some(owner)
+        try write(
+            """
+            INSERT INTO owner_links (kind, value, user_id) VALUES ($1, $2, $3)
+            ON CONFLICT (kind, value) DO UPDATE SET user_id = EXCLUDED.user_id
+            """, [.text(kind.rawValue), .text(value), .text(owner)])
+        guard current == nil, awaitedValues.contains(value) else { return }
         let column = kind == .originalTransactionId ? "original_transaction_id" : "app_account_token"
         let waiting = try read(
             """
             DELETE FROM pending_claims WHERE \(column) = $1
             RETURNING claim_id, credit_key, source_kind, source_id, product_id, grant_kind, grant_name, grant_amount,
-                quantity, expires_date_ms, at_ms, original_transaction_id, app_account_token
+                quantity, expires_date_ms, at_ms, original_transaction_id, app_account_token, environment, ownership,
+                purchase_date_ms, upgrade_notified
             """, [.text(value)]
         ).rows
         let ordered = waiting.sorted { (a: PostgresRow, b: PostgresRow) in
@@ -59,36 +75,48 @@ extension BatchWork {
             let claim = CreditClaim(
                 source: source, owner: owner, productId: try row.string(4),
                 credit: try Self.readShape(row, kind: 5, name: 6, amount: 7), quantity: try row.int64(8),
-                expiresDateMs: try row.optionalInt64(9), atMs: try row.int64(10))
+                expiresDateMs: try row.optionalInt64(9), atMs: try row.int64(10),
+                environment: PurchaseEnvironment(rawValue: try row.string(13)) ?? .production,
+                ownership: try row.string(14) == "family_shared" ? .familyShared : .purchased,
+                purchaseDateMs: try row.optionalInt64(15))
+            let creditKey = try row.string(1)
             summary.resolvedClaims += 1
             _ = try decide(
-                .credit(claim), creditKey: try row.string(1), originalTransactionId: row.optionalString(11),
-                appAccountToken: row.optionalString(12), claimId: try row.string(0))
+                .credit(claim), creditKey: creditKey, originalTransactionId: row.optionalString(11),
+                appAccountToken: row.optionalString(12), claimId: try row.string(0),
+                isPeriod: creditKey.contains(":period:"), upgradeNotified: try row.bool(16))
         }
     }
 
+    /// Parks a claim until its owner is known: on its `app_account_token` when it has one (never falling back to
+    /// the `original_transaction_id`), else on its `original_transaction_id`.
     mutating func park(
         _ claim: CreditClaim, claimId: String, creditKey: String, originalTransactionId: String?,
-        appAccountToken: String?
+        appAccountToken: String?, upgradeNotified: Bool
     ) throws(PostgresError) {
         let (sourceKind, sourceId): (String, String) =
             switch claim.source {
             case .event(let eventId): ("event", eventId)
             case .result(let submissionId): ("result", submissionId)
             }
+        let token = appAccountToken.flatMap { $0.isEmpty ? nil : $0 }
+        let original = token == nil ? originalTransactionId : nil
         let grant = Self.grantColumns(claim.credit)
-        if let originalTransactionId { awaitedValues.insert(originalTransactionId) }
-        if let appAccountToken { awaitedValues.insert(appAccountToken) }
+        if let original { awaitedValues.insert(original) }
+        if let token { awaitedValues.insert(token) }
         try write(
             """
             INSERT INTO pending_claims (claim_id, credit_key, original_transaction_id, app_account_token, source_kind,
-                source_id, product_id, grant_kind, grant_name, grant_amount, quantity, expires_date_ms, at_ms)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT DO NOTHING
+                source_id, product_id, grant_kind, grant_name, grant_amount, quantity, expires_date_ms, at_ms,
+                environment, ownership, purchase_date_ms, upgrade_notified)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) ON CONFLICT DO NOTHING
             """,
             [
-                .text(claimId), .text(creditKey), .optional(originalTransactionId), .optional(appAccountToken),
+                .text(claimId), .text(creditKey), .optional(original), .optional(token),
                 .text(sourceKind), .text(sourceId), .text(claim.productId), grant.kind, grant.name, grant.amount,
                 .int(claim.quantity), .optional(claim.expiresDateMs), .int(claim.atMs),
+                .text(claim.environment.rawValue), .text(claim.ownership == .familyShared ? "family_shared" : "purchased"),
+                .optional(claim.purchaseDateMs), .bool(upgradeNotified),
             ], counted: .parkedClaim)
     }
 }

@@ -1,88 +1,154 @@
 import LedgerRules
 import Postgres
 
-/// Purchase rows (read once per batch, written as decided) and dead letters.
+/// Purchase rows (read once per batch, locked; written once per batch with array parameters) and dead letters.
 extension BatchWork {
-    mutating func load(_ creditKey: String) throws(PostgresError) -> CachedPurchase {
-        if let cached = purchases[creditKey] { return cached }
-        let rows = try read(Self.purchaseColumns + " WHERE credit_key = $1 FOR UPDATE", [.text(creditKey)]).rows
-        let loaded: CachedPurchase
-        if let row = rows.first {
-            loaded = CachedPurchase(state: try Self.readState(row, creditKey), exists: true)
-        } else {
-            loaded = CachedPurchase(state: .unknown, exists: false)
-        }
-        purchases[creditKey] = loaded
-        return loaded
-    }
-
     static let purchaseColumns = """
-        SELECT status, owner, product_id, grant_kind, grant_name, grant_amount, quantity, expires_date_ms,
-            amount_credited, amount_debited, last_debit, credited_at_ms, credit_key
+        SELECT credit_key, status, owner, product_id, grant_kind, grant_name, grant_amount, quantity, expires_date_ms,
+            amount_credited, amount_debited, last_debit, credited_at_ms, original_transaction_id, book,
+            purchase_date_ms, refused_percentage, last_event_signed_ms, upgrade_reported
         FROM purchases
         """
 
+    /// A purchase from the batch's cache, else read (and locked) now.
+    mutating func load(_ creditKey: String) throws(PostgresError) -> CachedPurchase {
+        if let cached = purchases[creditKey] { return cached }
+        try flush()
+        try loadPurchases(keys: [creditKey], subscriptions: [], periodsEndingAfter: .max)
+        return purchases[creditKey] ?? CachedPurchase(state: .unknown, exists: false, originalTransactionId: nil)
+    }
+
+    /// Reads and locks, in key order, the purchases `keys` and the periods in force of the subscriptions
+    /// `subscriptions` that end after `periodsEndingAfter` (what an upgrade may replace); keys without a row are
+    /// cached as never seen.
+    mutating func loadPurchases(keys: Set<String>, subscriptions: Set<String>, periodsEndingAfter: Int64)
+        throws(PostgresError)
+    {
+        let wanted = keys.subtracting(purchases.keys)
+        guard !wanted.isEmpty || !subscriptions.isEmpty else { return }
+        let rows = try session.execute(
+            Self.purchaseColumns + """
+                 WHERE credit_key = ANY($1::text[])
+                    OR (original_transaction_id = ANY($2::text[]) AND status IN ('credited','recredited')
+                        AND credit_key LIKE '%:period:%' AND expires_date_ms > $3)
+                ORDER BY credit_key FOR UPDATE
+                """, [.textArray(Array(wanted)), .textArray(Array(subscriptions)), .int(periodsEndingAfter)]
+        ).rows
+        for row in rows {
+            let key = try row.string(0)
+            guard purchases[key] == nil else { continue }
+            purchases[key] = CachedPurchase(
+                state: try Self.readState(row, key), exists: true, originalTransactionId: row.optionalString(13))
+        }
+        for key in wanted where purchases[key] == nil {
+            purchases[key] = CachedPurchase(state: .unknown, exists: false, originalTransactionId: nil)
+        }
+    }
+
     static func readState(_ row: PostgresRow, _ creditKey: String) throws(PostgresError) -> PurchaseState {
-        guard let status = PurchaseStatus(rawValue: try row.string(0)) else {
+        guard let status = PurchaseStatus(rawValue: try row.string(1)), let book = Book(rawValue: try row.string(14))
+        else {
             throw PostgresError(
-                sqlState: nil, message: "purchase \(creditKey) has an unknown status", isConnectionBroken: false)
+                sqlState: nil, message: "purchase \(creditKey) has an unknown status or book", isConnectionBroken: false)
         }
         let grant: Grant? =
-            switch try readShape(row, kind: 3, name: 4, amount: 5) {
+            switch try readShape(row, kind: 4, name: 5, amount: 6) {
             case .grant(let grant): grant
             default: nil
             }
         return PurchaseState(
-            status: status, owner: row.optionalString(1), productId: row.optionalString(2), grant: grant,
-            quantity: try row.int64(6), expiresDateMs: try row.optionalInt64(7),
-            amountCredited: try row.int64(8), amountDebited: try row.int64(9), lastDebit: try row.int64(10),
-            creditedAtMs: try row.optionalInt64(11))
+            status: status, owner: row.optionalString(2), productId: row.optionalString(3), grant: grant,
+            quantity: try row.int64(7), expiresDateMs: try row.optionalInt64(8),
+            amountCredited: try row.int64(9), amountDebited: try row.int64(10), lastDebit: try row.int64(11),
+            creditedAtMs: try row.optionalInt64(12), book: book, purchaseDateMs: try row.optionalInt64(15),
+            refusedPercentage: try row.optionalInt64(16), lastEventSignedMs: try row.optionalInt64(17),
+            upgradeReported: try row.bool(18))
     }
 
-    mutating func save(_ creditKey: String, _ state: PurchaseState, exists: Bool, originalTransactionId: String?)
-        throws(PostgresError)
-    {
-        guard state.status != .none else {
-            // Back to never seen (a refund before any claim, then reversed): no row.
-            if exists {
-                try write("DELETE FROM purchases WHERE credit_key = $1", [.text(creditKey)])
+    /// Writes every changed purchase: new ones in one `INSERT` (a concurrent instance inserting the same purchase
+    /// makes this batch fail and retry, never overwrite), existing ones in one `UPDATE`, both from arrays.
+    mutating func writePurchases() throws(PostgresError) {
+        guard !dirtyPurchases.isEmpty else { return }
+        var inserted: [(String, CachedPurchase)] = []
+        var updated: [(String, CachedPurchase)] = []
+        var deleted: [String] = []
+        for key in dirtyPurchases.sorted() {
+            guard let purchase = purchases[key] else { continue }
+            if purchase.state.status == .none {
+                // Back to never seen (a refund before any claim, then reversed): no row.
+                if purchase.exists { deleted.append(key) }
+            } else if purchase.exists {
+                updated.append((key, purchase))
+            } else {
+                inserted.append((key, purchase))
             }
-            return
+            purchases[key]?.exists = purchase.state.status != .none
         }
-        let grant = Self.grantColumns(state.grant.map(CreditShape.grant) ?? .nothing)
-        let values: [PostgresValue] = [
-            .text(creditKey), .text(state.status.rawValue), .optional(state.owner), .optional(state.productId),
-            grant.kind, grant.name, grant.amount, .int(state.quantity), .optional(state.expiresDateMs),
-            .int(state.amountCredited), .int(state.amountDebited), .int(state.lastDebit),
-            .optional(state.creditedAtMs), .optional(originalTransactionId), .int(nowMs),
+        dirtyPurchases.removeAll(keepingCapacity: true)
+        let columns = """
+            credit_key, status, owner, product_id, grant_kind, grant_name, grant_amount, quantity, expires_date_ms,
+            amount_credited, amount_debited, last_debit, credited_at_ms, original_transaction_id, book,
+            purchase_date_ms, refused_percentage, last_event_signed_ms, upgrade_reported, updated_at_ms
+            """
+        let arrays = """
+            unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[],
+                $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::text[],
+                $15::text[], $16::bigint[], $17::bigint[], $18::bigint[], $19::boolean[], $20::bigint[])
+            """
+        var statements: [(sql: String, parameters: [PostgresValue])] = []
+        if !inserted.isEmpty {
+            statements.append(("INSERT INTO purchases (\(columns)) SELECT * FROM \(arrays)", rowArrays(inserted)))
+        }
+        if !updated.isEmpty {
+            statements.append(
+                (
+                    """
+                    UPDATE purchases p SET status = u.status, owner = u.owner, product_id = u.product_id,
+                        grant_kind = u.grant_kind, grant_name = u.grant_name, grant_amount = u.grant_amount,
+                        quantity = u.quantity, expires_date_ms = u.expires_date_ms,
+                        amount_credited = u.amount_credited, amount_debited = u.amount_debited,
+                        last_debit = u.last_debit, credited_at_ms = u.credited_at_ms,
+                        original_transaction_id = coalesce(u.original_transaction_id, p.original_transaction_id),
+                        book = u.book, purchase_date_ms = u.purchase_date_ms,
+                        refused_percentage = u.refused_percentage, last_event_signed_ms = u.last_event_signed_ms,
+                        upgrade_reported = u.upgrade_reported, updated_at_ms = u.updated_at_ms
+                    FROM \(arrays) AS u(\(columns))
+                    WHERE p.credit_key = u.credit_key
+                    """, rowArrays(updated)
+                ))
+        }
+        if !deleted.isEmpty {
+            statements.append(("DELETE FROM purchases WHERE credit_key = ANY($1::text[])", [.textArray(deleted)]))
+        }
+        _ = try session.pipeline(statements)
+    }
+
+    private func rowArrays(_ rows: [(String, CachedPurchase)]) -> [PostgresValue] {
+        func text(_ value: (PurchaseState) -> String?) -> PostgresValue { .nullableArray(rows.map { value($0.1.state) }) }
+        func int(_ value: (PurchaseState) -> Int64?) -> PostgresValue { .intArray(rows.map { value($0.1.state) }) }
+        let grants = rows.map { Self.grantTexts($0.1.state.grant) }
+        return [
+            .textArray(rows.map(\.0)), text { $0.status.rawValue }, text(\.owner), text(\.productId),
+            .nullableArray(grants.map(\.kind)), .nullableArray(grants.map(\.name)), .intArray(grants.map(\.amount)),
+            int(\.quantity), int(\.expiresDateMs), int(\.amountCredited), int(\.amountDebited), int(\.lastDebit),
+            int(\.creditedAtMs), .nullableArray(rows.map(\.1.originalTransactionId)), text { $0.book.rawValue },
+            int(\.purchaseDateMs), int(\.refusedPercentage), int(\.lastEventSignedMs),
+            .nullableArray(rows.map { $0.1.state.upgradeReported ? "t" : "f" }), .intArray(rows.map { _ in nowMs }),
         ]
-        if exists {
-            try write(
-                """
-                UPDATE purchases SET status = $2, owner = $3, product_id = $4, grant_kind = $5, grant_name = $6,
-                    grant_amount = $7, quantity = $8, expires_date_ms = $9, amount_credited = $10,
-                    amount_debited = $11, last_debit = $12, credited_at_ms = $13,
-                    original_transaction_id = coalesce($14, original_transaction_id), updated_at_ms = $15
-                WHERE credit_key = $1
-                """, values)
-        } else {
-            // A plain INSERT: a concurrent instance inserting the same purchase makes this batch fail and retry.
-            try write(
-                """
-                INSERT INTO purchases (credit_key, status, owner, product_id, grant_kind, grant_name, grant_amount,
-                    quantity, expires_date_ms, amount_credited, amount_debited, last_debit, credited_at_ms,
-                    original_transaction_id, updated_at_ms)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
-                """, values)
+    }
+
+    static func grantTexts(_ grant: Grant?) -> (kind: String?, name: String?, amount: Int64?) {
+        switch grant {
+        case .item(let name, let amount): ("item", name, amount)
+        case .entitlement(let name): ("entitlement", name, nil)
+        case nil: (nil, nil, nil)
         }
     }
 
     static func grantColumns(_ shape: CreditShape) -> (kind: PostgresValue, name: PostgresValue, amount: PostgresValue) {
-        switch shape {
-        case .grant(.item(let name, let amount)): (.text("item"), .text(name), .int(amount))
-        case .grant(.entitlement(let name)): (.text("entitlement"), .text(name), .null)
-        case .nothing, .unknown: (.null, .null, .null)
-        }
+        let grant: Grant? = if case .grant(let known) = shape { known } else { nil }
+        let texts = grantTexts(grant)
+        return (.optional(texts.kind), .optional(texts.name), .optional(texts.amount))
     }
 
     static func readShape(_ row: PostgresRow, kind: Int, name: Int, amount: Int) throws(PostgresError)

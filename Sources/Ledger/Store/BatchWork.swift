@@ -1,20 +1,29 @@
 import LedgerRules
 import Postgres
 
-/// One batch's application of messages: decodes each, asks the rules, and writes the decisions. Purchase states are
-/// read once per batch (`FOR UPDATE`, so concurrent instances serialize on a purchase) and kept in `purchases`.
+/// One batch's application of messages: decodes each, asks the rules, and writes the decisions. Everything the
+/// batch touches is read at its start (`prefetch`: the purchases, locked, the owner links and the awaited ids), the
+/// rules run in memory, and the writes go out together: purchases and balances once per batch with array
+/// parameters, the rest pipelined.
 struct BatchWork {
     let session: PostgresSession
     let topics: LedgerTopics
     let policy: OwnershipPolicy
+    let sandboxPolicy: SandboxPolicy
     let nowMs: Int64
     var summary = BatchSummary()
     var purchases: [String: CachedPurchase] = [:]
+    /// Purchases whose state changed since they were last written.
+    var dirtyPurchases: Set<String> = []
+    /// Balance changes, summed per (user, book, item) and written once at the end of the batch.
+    var balanceDeltas: [BalanceKey: Int64] = [:]
+    /// Owner links known in this batch: `nil` = read and absent.
+    var ownerLinks: [LinkKey: String?] = [:]
     /// Writes whose results the batch does not need at once, sent together (one round trip, `pipeline`) before
     /// the next read and at the end of the batch.
     var writes: [(sql: String, parameters: [PostgresValue], counted: CountedWrite)] = []
     /// Ids and tokens some claim waits for (read at the start of the batch, plus those parked since): linking
-    /// any other value cannot resolve a claim, so its link is a deferred write.
+    /// any other value cannot resolve a claim.
     var awaitedValues: Set<String> = []
 
     enum CountedWrite {
@@ -30,13 +39,29 @@ struct BatchWork {
 
     struct CachedPurchase {
         var state: PurchaseState
+        /// The row exists in the database (insert or update when written).
         var exists: Bool
+        var originalTransactionId: String?
     }
 
-    init(session: PostgresSession, topics: LedgerTopics, policy: OwnershipPolicy, nowMs: Int64) {
+    struct BalanceKey: Hashable, Comparable {
+        let user: String
+        let book: Book
+        let item: String
+
+        static func < (lhs: BalanceKey, rhs: BalanceKey) -> Bool {
+            (lhs.user, lhs.book.rawValue, lhs.item) < (rhs.user, rhs.book.rawValue, rhs.item)
+        }
+    }
+
+    init(
+        session: PostgresSession, topics: LedgerTopics, policy: OwnershipPolicy, sandboxPolicy: SandboxPolicy,
+        nowMs: Int64
+    ) {
         self.session = session
         self.topics = topics
         self.policy = policy
+        self.sandboxPolicy = sandboxPolicy
         self.nowMs = nowMs
     }
 
@@ -49,49 +74,60 @@ struct BatchWork {
         }
     }
 
-    /// Reads, in two statements, the purchases the batch touches (locking them) and which of its ids and tokens
-    /// claims wait for.
+    /// Reads what the batch touches, in a fixed lock order (so two instances never wait on each other in a cycle):
+    /// the ids and tokens its transactions carry (advisory locks: a claim parked for an owner and the result that
+    /// links that owner serialize, whichever instance commits first), then the purchases (`FOR UPDATE`, by key),
+    /// with the credited periods of the same subscriptions (what an upgrade replaces), the owner links of those ids
+    /// and tokens, and which of them claims wait for.
     mutating func prefetch(_ decoded: [Decoded]) throws(PostgresError) {
         var keys: Set<String> = []
         var linkable: Set<String> = []
-        for message in decoded {
-            switch message {
-            case .result(let result):
-                for transaction in result.transactions {
-                    keys.insert(transaction.creditKey)
-                    if let value = transaction.originalTransactionId { linkable.insert(value) }
-                    if let value = transaction.appAccountToken { linkable.insert(value) }
-                }
-            case .event(let event):
-                if let key = event.transaction?.creditKey { keys.insert(key) }
-            case .unreadable:
-                break
+        var subscriptions: Set<String> = []
+        var earliestPeriod = Int64.max
+        func touch(_ transaction: LedgerTransaction) {
+            keys.insert(transaction.creditKey)
+            if let value = transaction.originalTransactionId, !value.isEmpty { linkable.insert(value) }
+            if let value = transaction.appAccountToken, !value.isEmpty { linkable.insert(value) }
+            if transaction.isPeriod, let original = transaction.originalTransactionId, !original.isEmpty {
+                subscriptions.insert(original)
+                earliestPeriod = min(earliestPeriod, transaction.purchaseDateMs ?? Int64.min)
             }
         }
-        keys.subtract(purchases.keys)
-        if !keys.isEmpty {
-            let rows = try session.execute(
-                Self.purchaseColumns + " WHERE credit_key = ANY($1::text[]) FOR UPDATE", [.textArray(Array(keys))]
-            ).rows
-            for row in rows {
-                let key = try row.string(12)
-                purchases[key] = CachedPurchase(state: try Self.readState(row, key), exists: true)
-            }
-            for key in keys where purchases[key] == nil {
-                purchases[key] = CachedPurchase(state: .unknown, exists: false)
+        for message in decoded {
+            switch message {
+            case .result(let result): result.transactions.forEach(touch)
+            case .event(let event): event.transaction.map(touch)
+            case .unreadable: break
             }
         }
         if !linkable.isEmpty {
-            let values: PostgresValue = .textArray(Array(linkable))
-            for row in try session.execute(
+            try session.execute(
                 """
-                SELECT original_transaction_id, app_account_token FROM pending_claims
-                WHERE original_transaction_id = ANY($1::text[]) OR app_account_token = ANY($1::text[])
-                """, [values]
-            ).rows {
-                if let value = row.optionalString(0) { awaitedValues.insert(value) }
-                if let value = row.optionalString(1) { awaitedValues.insert(value) }
-            }
+                SELECT pg_advisory_xact_lock(\(LedgerSchema.linkLockNamespace), h)
+                FROM (SELECT DISTINCT hashtext(v) AS h FROM unnest($1::text[]) AS v ORDER BY 1) AS l
+                """, [.textArray(Array(linkable))])
+        }
+        try loadPurchases(keys: keys, subscriptions: subscriptions, periodsEndingAfter: earliestPeriod)
+        guard !linkable.isEmpty else { return }
+        let values: PostgresValue = .textArray(Array(linkable))
+        for value in linkable {
+            ownerLinks[LinkKey(kind: .originalTransactionId, value: value)] = .some(nil)
+            ownerLinks[LinkKey(kind: .appAccountToken, value: value)] = .some(nil)
+        }
+        for row in try session.execute(
+            "SELECT kind, value, user_id FROM owner_links WHERE value = ANY($1::text[])", [values]
+        ).rows {
+            guard let kind = LinkKind(rawValue: try row.string(0)) else { continue }
+            ownerLinks[LinkKey(kind: kind, value: try row.string(1))] = .some(try row.string(2))
+        }
+        for row in try session.execute(
+            """
+            SELECT original_transaction_id, app_account_token FROM pending_claims
+            WHERE original_transaction_id = ANY($1::text[]) OR app_account_token = ANY($1::text[])
+            """, [values]
+        ).rows {
+            if let value = row.optionalString(0) { awaitedValues.insert(value) }
+            if let value = row.optionalString(1) { awaitedValues.insert(value) }
         }
     }
 
@@ -109,8 +145,10 @@ struct BatchWork {
         }
     }
 
-    /// Sends the deferred writes (call before reading what they change, and before the batch commits).
+    /// Sends the deferred writes (call before reading what they change, and before the batch commits): the
+    /// changed purchases first (other tables refer to them).
     mutating func flush() throws(PostgresError) {
+        try writePurchases()
         guard !writes.isEmpty else { return }
         let pending = writes
         writes.removeAll(keepingCapacity: true)
@@ -125,6 +163,26 @@ struct BatchWork {
         }
     }
 
+    /// The end of the batch: every deferred write, then the balances, once per (user, book, item).
+    mutating func finish() throws(PostgresError) {
+        let changes = balanceDeltas.filter { $0.value != 0 }.sorted { $0.key < $1.key }
+        balanceDeltas.removeAll()
+        if !changes.isEmpty {
+            // In key order, so two instances changing the same balances lock them in the same order.
+            try write(
+                """
+                INSERT INTO balances (user_id, book, item, amount)
+                SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) ORDER BY 1, 2, 3
+                ON CONFLICT (user_id, book, item) DO UPDATE SET amount = balances.amount + EXCLUDED.amount
+                """,
+                [
+                    .textArray(changes.map(\.key.user)), .textArray(changes.map(\.key.book.rawValue)),
+                    .textArray(changes.map(\.key.item)), .textArray(changes.map { String($0.value) }),
+                ])
+        }
+        try flush()
+    }
+
     mutating func write(_ sql: String, _ parameters: [PostgresValue], counted: CountedWrite = .none)
         throws(PostgresError)
     {
@@ -133,90 +191,10 @@ struct BatchWork {
         if writes.count >= 256 { try flush() }
     }
 
-    /// A write sent with the batch's others (its answer is not needed).
-    mutating func deferWrite(_ sql: String, _ parameters: [PostgresValue]) throws(PostgresError) {
-        try write(sql, parameters)
-    }
-
     /// A statement whose answer is needed now: the deferred writes go first.
     @discardableResult
     mutating func read(_ sql: String, _ parameters: [PostgresValue]) throws(PostgresError) -> PostgresResult {
         try flush()
         return try session.execute(sql, parameters)
-    }
-
-    // MARK: Results
-
-    /// - Returns: why (parts of) the result could not be applied; empty when all of it was.
-    private mutating func applyResult(_ result: LedgerResult, atMs: Int64) throws(PostgresError) -> [String] {
-        guard result.outcome == "verified" else { return [] }
-        var problems: [String] = []
-        for transaction in result.transactions where transaction.shouldCredit {
-            guard let productId = transaction.productId, let quantity = transaction.quantity else {
-                problems.append("\(transaction.creditKey): creditable without product_id or quantity")
-                continue
-            }
-            var owner = result.owner
-            if owner == nil { owner = try resolveOwner(transaction) }
-            let claim = CreditClaim(
-                source: .result(submissionId: result.submissionId), owner: owner, productId: productId,
-                credit: transaction.creditShape, quantity: quantity, expiresDateMs: transaction.expiresDateMs,
-                atMs: atMs)
-            if let problem = try decide(
-                .credit(claim), transaction: transaction,
-                claimId: "result:\(result.submissionId):\(transaction.creditKey)")
-            {
-                problems.append(problem)
-            }
-            if let resultOwner = result.owner {
-                try link(.originalTransactionId, transaction.originalTransactionId, to: resultOwner)
-                try link(.appAccountToken, transaction.appAccountToken, to: resultOwner)
-            }
-        }
-        return problems
-    }
-
-    // MARK: Events
-
-    private static let moneyTypes: Set<String> = ["credit", "debit", "recredit", "revoke", "subscription_status"]
-    private static let otherTypes: Set<String> = ["consumption_request", "test", "info"]
-
-    private mutating func applyEvent(_ event: LedgerEvent, atMs: Int64) throws(PostgresError) -> [String] {
-        if Self.otherTypes.contains(event.type) { return [] }
-        guard Self.moneyTypes.contains(event.type) else { return ["unknown event type '\(event.type)'"] }
-        guard let transaction = event.transaction else { return ["a \(event.type) event without a transaction"] }
-        let inserted = try read(
-            "INSERT INTO applied_events (event_id, type, credit_key, applied_at_ms) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-            [.text(event.eventId), .text(event.type), .text(transaction.creditKey), .int(nowMs)])
-        guard inserted.affectedRows == 1 else {
-            summary.duplicateEvents += 1
-            return []
-        }
-        let problem: String?
-        switch event.type {
-        case "credit":
-            guard transaction.shouldCredit else { return [] }
-            guard let productId = transaction.productId, let quantity = transaction.quantity else {
-                problem = "\(transaction.creditKey): creditable without product_id or quantity"
-                break
-            }
-            let claim = CreditClaim(
-                source: .event(eventId: event.eventId), owner: try resolveOwner(transaction), productId: productId,
-                credit: transaction.creditShape, quantity: quantity, expiresDateMs: transaction.expiresDateMs,
-                atMs: atMs)
-            problem = try decide(.credit(claim), transaction: transaction, claimId: "event:\(event.eventId)")
-        case "debit":
-            problem = try decide(.debit(revocationPercentage: transaction.revocationPercentage), transaction: transaction)
-        case "recredit":
-            problem = try decide(.recredit, transaction: transaction)
-        case "revoke":
-            problem = try decide(.revoke, transaction: transaction)
-        default:
-            problem = try decide(.subscriptionStatus(expiresDateMs: transaction.expiresDateMs), transaction: transaction)
-        }
-        guard let problem else { return [] }
-        // Dead-lettered, not applied: a replay of the same event after a fix must not be taken for a duplicate.
-        try write("DELETE FROM applied_events WHERE event_id = $1", [.text(event.eventId)])
-        return [problem]
     }
 }

@@ -1,17 +1,40 @@
+import LedgerRules
 import Postgres
 
 /// What the HTTP API reads. Each query is one consistent snapshot (`REPEATABLE READ`, read only).
 public enum LedgerQueries {
     public struct UserView: Sendable, Equatable {
         public var userId: String
+        /// The production book.
         public var balances: [(item: String, amount: Int64)]
-        public var entitlements: [(entitlement: String, expiresDateMs: Int64?, creditKey: String)]
+        public var entitlements: [Entitlement]
         public var purchases: [(creditKey: String, productId: String?, state: String, creditedAtMs: Int64?)]
+        /// The sandbox book (`LEDGER_SANDBOX_POLICY=separate`): App Review and TestFlight purchases.
+        public var sandbox: BookView
 
         public static func == (lhs: UserView, rhs: UserView) -> Bool {
             lhs.userId == rhs.userId && lhs.balances.elementsEqual(rhs.balances, by: ==)
-                && lhs.entitlements.elementsEqual(rhs.entitlements, by: ==)
-                && lhs.purchases.elementsEqual(rhs.purchases, by: ==)
+                && lhs.entitlements == rhs.entitlements
+                && lhs.purchases.elementsEqual(rhs.purchases, by: ==) && lhs.sandbox == rhs.sandbox
+        }
+
+        /// The production balance of `item` (0 when none).
+        public func balance(_ item: String) -> Int64 { balances.first { $0.item == item }?.amount ?? 0 }
+    }
+
+    public struct Entitlement: Sendable, Equatable {
+        public var entitlement: String
+        public var expiresDateMs: Int64?
+        public var creditKey: String
+    }
+
+    /// One book's balances and entitlements.
+    public struct BookView: Sendable, Equatable {
+        public var balances: [(item: String, amount: Int64)] = []
+        public var entitlements: [Entitlement] = []
+
+        public static func == (lhs: BookView, rhs: BookView) -> Bool {
+            lhs.balances.elementsEqual(rhs.balances, by: ==) && lhs.entitlements == rhs.entitlements
         }
 
         /// The balance of `item` (0 when none).
@@ -35,20 +58,25 @@ public enum LedgerQueries {
 
     public static func user(_ userId: String, on connection: PostgresConnection) throws(PostgresError) -> UserView {
         try connection.transaction(isolation: "REPEATABLE READ") { session throws(PostgresError) -> UserView in
-            var view = UserView(userId: userId, balances: [], entitlements: [], purchases: [])
+            var books: [String: BookView] = [:]
             for row in try session.execute(
-                "SELECT item, amount FROM balances WHERE user_id = $1 ORDER BY item", [.text(userId)]
+                "SELECT book, item, amount FROM balances WHERE user_id = $1 ORDER BY book, item", [.text(userId)]
             ).rows {
-                view.balances.append((try row.string(0), try row.int64(1)))
+                books[try row.string(0), default: BookView()].balances.append((try row.string(1), try row.int64(2)))
             }
             for row in try session.execute(
                 """
-                SELECT entitlement, expires_date_ms, credit_key FROM entitlements WHERE user_id = $1 AND active
-                ORDER BY entitlement, credit_key
+                SELECT book, entitlement, expires_date_ms, credit_key FROM entitlements WHERE user_id = $1 AND active
+                ORDER BY book, entitlement, credit_key
                 """, [.text(userId)]
             ).rows {
-                view.entitlements.append((try row.string(0), try row.optionalInt64(1), try row.string(2)))
+                books[try row.string(0), default: BookView()].entitlements.append(
+                    Entitlement(entitlement: try row.string(1), expiresDateMs: try row.optionalInt64(2), creditKey: try row.string(3)))
             }
+            let production = books[Book.production.rawValue] ?? BookView()
+            var view = UserView(
+                userId: userId, balances: production.balances, entitlements: production.entitlements, purchases: [],
+                sandbox: books[Book.sandbox.rawValue] ?? BookView())
             for row in try session.execute(
                 """
                 SELECT credit_key, product_id, status, credited_at_ms FROM purchases WHERE owner = $1

@@ -47,6 +47,17 @@ public struct BatchSummary: Sendable, Equatable {
     public var transfers = 0
     public var parkedClaims = 0
     public var resolvedClaims = 0
+    /// Transactions whose `credit_key` differed from the key the ledger derived (pre-2026-12 keys).
+    public var rederivedKeys = 0
+    /// Sandbox purchases credited (into the sandbox book, or mixed under `LEDGER_SANDBOX_POLICY=credit`, or
+    /// recorded without a grant under `ignore`).
+    public var sandboxCredits = 0
+    /// Valid claims that grant nothing by rule (family-shared items).
+    public var declinedClaims = 0
+    /// Money events signed before the last one applied to their purchase: recorded, nothing moved.
+    public var staleEvents = 0
+    /// Subscription periods replaced by an upgrade: their unused share taken back.
+    public var upgrades = 0
     /// The next offset to read per partition after this batch.
     public var nextOffsets: [PartitionKey: Int64] = [:]
 

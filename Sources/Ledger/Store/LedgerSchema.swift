@@ -6,6 +6,9 @@ import Postgres
 public enum LedgerSchema {
     /// Any 64-bit number unique to this application's advisory locks.
     static let migrationLockKey: Int64 = 0x1ed6_e0a1
+    /// The first key of the two-key advisory locks a batch takes on the ids and tokens it links or waits on (a
+    /// key space apart from `migrationLockKey`'s).
+    static let linkLockNamespace: Int32 = 0x1ed6
 
     static let migrations: [(version: Int64, statements: [String])] = [
         (
@@ -120,7 +123,52 @@ public enum LedgerSchema {
                 )
                 """,
             ]
-        )
+        ),
+        (
+            2,
+            [
+                // Round 4 ("money moves only where it should"): upgrades, Apple's event order, prorated refunds
+                // before the credit, and sandbox purchases in a book of their own.
+                "ALTER TABLE purchases DROP CONSTRAINT purchases_status_check",
+                """
+                ALTER TABLE purchases ADD CONSTRAINT purchases_status_check
+                    CHECK (status IN ('pending_owner','credited','debited','recredited','refused','upgraded'))
+                """,
+                """
+                ALTER TABLE purchases
+                    ADD COLUMN book text NOT NULL DEFAULT 'production' CHECK (book IN ('production','sandbox')),
+                    ADD COLUMN purchase_date_ms bigint,
+                    ADD COLUMN refused_percentage bigint,
+                    ADD COLUMN last_event_signed_ms bigint,
+                    ADD COLUMN upgrade_reported boolean NOT NULL DEFAULT false
+                """,
+                // A sandbox purchase recorded before this version was credited into production balances; its
+                // book stays production (what was paid out), new ones follow LEDGER_SANDBOX_POLICY.
+                """
+                CREATE INDEX purchases_subscription ON purchases (original_transaction_id)
+                    WHERE original_transaction_id IS NOT NULL
+                """,
+                """
+                ALTER TABLE balances
+                    ADD COLUMN book text NOT NULL DEFAULT 'production' CHECK (book IN ('production','sandbox'))
+                """,
+                "ALTER TABLE balances DROP CONSTRAINT balances_pkey",
+                "ALTER TABLE balances ADD PRIMARY KEY (user_id, book, item)",
+                """
+                ALTER TABLE entitlements
+                    ADD COLUMN book text NOT NULL DEFAULT 'production' CHECK (book IN ('production','sandbox'))
+                """,
+                """
+                ALTER TABLE pending_claims
+                    ADD COLUMN environment text NOT NULL DEFAULT 'production'
+                        CHECK (environment IN ('production','sandbox')),
+                    ADD COLUMN ownership text NOT NULL DEFAULT 'purchased'
+                        CHECK (ownership IN ('purchased','family_shared')),
+                    ADD COLUMN purchase_date_ms bigint,
+                    ADD COLUMN upgrade_notified boolean NOT NULL DEFAULT false
+                """,
+            ]
+        ),
     ]
 
     /// The newest schema version this build knows.

@@ -8,10 +8,12 @@ import Postgres
 public struct LedgerStore: Sendable {
     public let topics: LedgerTopics
     public let policy: OwnershipPolicy
+    public let sandboxPolicy: SandboxPolicy
 
-    public init(topics: LedgerTopics, policy: OwnershipPolicy) {
+    public init(topics: LedgerTopics, policy: OwnershipPolicy, sandboxPolicy: SandboxPolicy = .separate) {
         self.topics = topics
         self.policy = policy
+        self.sandboxPolicy = sandboxPolicy
     }
 
     /// Applies `records` (in order; any partitions of the two topics) within the caller's transaction.
@@ -19,7 +21,8 @@ public struct LedgerStore: Sendable {
     public func apply(_ records: [LedgerRecord], in session: PostgresSession, nowMs: Int64) throws(PostgresError)
         -> BatchSummary
     {
-        var work = BatchWork(session: session, topics: topics, policy: policy, nowMs: nowMs)
+        var work = BatchWork(
+            session: session, topics: topics, policy: policy, sandboxPolicy: sandboxPolicy, nowMs: nowMs)
         // Locked in a fixed order, so two instances never wait on each other's partitions in a cycle.
         let partitions = Set(records.map(\.partitionKey)).sorted()
         var next = try Self.lockOffsets(partitions, in: session)
@@ -52,7 +55,7 @@ public struct LedgerStore: Sendable {
         }
         let moved = next.filter { stored[$0.key] != $0.value }.sorted { $0.key < $1.key }
         if !moved.isEmpty {
-            try work.deferWrite(
+            try work.write(
                 """
                 UPDATE consumer_offsets c SET next_offset = u.n
                 FROM unnest($1::text[], $2::int[], $3::bigint[]) AS u(t, p, n)
@@ -63,7 +66,7 @@ public struct LedgerStore: Sendable {
                     .textArray(moved.map { String($0.value) }),
                 ])
         }
-        try work.flush()
+        try work.finish()
         work.summary.nextOffsets = next
         return work.summary
     }

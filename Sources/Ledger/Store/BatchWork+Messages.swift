@@ -1,0 +1,114 @@
+import LedgerRules
+import Postgres
+
+/// A result's and an event's way to the rules.
+extension BatchWork {
+    // MARK: Results
+
+    /// - Returns: why (parts of) the result could not be applied; empty when all of it was.
+    mutating func applyResult(_ result: LedgerResult, atMs: Int64) throws(PostgresError) -> [String] {
+        guard result.outcome == "verified" else { return [] }
+        var problems: [String] = []
+        for transaction in result.transactions {
+            if transaction.keyWasRederived { summary.rederivedKeys += 1 }
+            if transaction.isUpgraded == true { try reportUpgrade(of: transaction) }
+            guard transaction.shouldCredit else { continue }
+            guard let productId = transaction.productId, let quantity = transaction.quantity else {
+                problems.append("\(transaction.creditKey): creditable without product_id or quantity")
+                continue
+            }
+            let claimant = result.owner
+            // A token linked to a user says whose purchase it is, whoever submitted it; the submitter's claim is
+            // then recorded as refused when it is someone else's.
+            let tokenOwner = linkedOwner(.appAccountToken, transaction.appAccountToken)
+            var owner = tokenOwner ?? claimant
+            if owner == nil { owner = try resolveOwner(transaction) }
+            let claim = claim(
+                transaction, source: .result(submissionId: result.submissionId), owner: owner, productId: productId,
+                quantity: quantity, atMs: atMs)
+            if let problem = try decide(
+                .credit(claim), transaction: transaction,
+                claimId: "result:\(result.submissionId):\(transaction.creditKey)")
+            {
+                problems.append(problem)
+                continue
+            }
+            if let claimant, let tokenOwner, claimant != tokenOwner,
+                purchases[transaction.creditKey]?.state.status ?? PurchaseStatus.none != PurchaseStatus.none
+            {
+                try perform(
+                    .recordRefusedClaim(userId: claimant, submissionId: result.submissionId, atMs: atMs),
+                    creditKey: transaction.creditKey, book: .production)
+            }
+            // Links go to the purchase's owner only: a refused claimant moves no link, under either policy.
+            if let claimant, purchases[transaction.creditKey]?.state.owner == claimant {
+                if transaction.isPeriod || awaitedValues.contains(transaction.originalTransactionId ?? "") {
+                    // A consumable's or a non-consumable's id is never looked up again once it is credited (its
+                    // later events find the purchase by key); a subscription's serves its renewals.
+                    try link(.originalTransactionId, transaction.originalTransactionId, to: claimant)
+                }
+                try link(.appAccountToken, transaction.appAccountToken, to: claimant)
+            }
+        }
+        return problems
+    }
+
+    func claim(
+        _ transaction: LedgerTransaction, source: CreditClaim.Source, owner: String?, productId: String,
+        quantity: Int64, atMs: Int64
+    ) -> CreditClaim {
+        CreditClaim(
+            source: source, owner: owner, productId: productId, credit: transaction.creditShape, quantity: quantity,
+            expiresDateMs: transaction.expiresDateMs, atMs: atMs, environment: transaction.environment,
+            ownership: transaction.ownership, purchaseDateMs: transaction.purchaseDateMs)
+    }
+
+    // MARK: Events
+
+    mutating func applyEvent(_ event: LedgerEvent, atMs: Int64) throws(PostgresError) -> [String] {
+        let kind: LedgerEventKind
+        switch LedgerEventKind.of(event.type) {
+        case .none: return ["unknown event type '\(event.type)'"]
+        case .some(.noMoney): return []
+        case .some(let money): kind = money
+        }
+        guard let transaction = event.transaction else { return ["a \(event.type) event without a transaction"] }
+        if transaction.keyWasRederived { summary.rederivedKeys += 1 }
+        let inserted = try read(
+            "INSERT INTO applied_events (event_id, type, credit_key, applied_at_ms) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+            [.text(event.eventId), .text(event.type), .text(transaction.creditKey), .int(nowMs)])
+        guard inserted.affectedRows == 1 else {
+            summary.duplicateEvents += 1
+            return []
+        }
+        if transaction.isUpgraded == true { try reportUpgrade(of: transaction) }
+        let problem: String?
+        if case .credit = kind {
+            guard transaction.shouldCredit else { return [] }
+            guard let productId = transaction.productId, let quantity = transaction.quantity else {
+                return try undoEvent(event, "\(transaction.creditKey): creditable without product_id or quantity")
+            }
+            let claim = claim(
+                transaction, source: .event(eventId: event.eventId), owner: try resolveOwner(transaction),
+                productId: productId, quantity: quantity, atMs: atMs)
+            problem = try decide(
+                .credit(claim), transaction: transaction, claimId: "event:\(event.eventId)",
+                upgradeNotified: event.reportsUpgrade)
+        } else {
+            guard
+                let input = kind.input(
+                    revocationPercentage: transaction.revocationPercentage, expiresDateMs: transaction.expiresDateMs,
+                    signedDateMs: event.signedDateMs)
+            else { return [] }
+            problem = try decide(input, transaction: transaction)
+        }
+        guard let problem else { return [] }
+        return try undoEvent(event, problem)
+    }
+
+    /// Dead-lettered, not applied: a replay of the same event after a fix must not be taken for a duplicate.
+    private mutating func undoEvent(_ event: LedgerEvent, _ problem: String) throws(PostgresError) -> [String] {
+        try write("DELETE FROM applied_events WHERE event_id = $1", [.text(event.eventId)])
+        return [problem]
+    }
+}
