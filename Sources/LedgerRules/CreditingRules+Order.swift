@@ -30,6 +30,8 @@ extension CreditingRules {
         var next = state
         next.status = .upgraded
         next.lastDebit = take
+        next.upgradeTaken = take
+        next.upgradedAtMs = newPurchaseDateMs
         next.amountDebited = state.amountDebited + take
         var actions: [LedgerAction] = []
         switch state.grant {

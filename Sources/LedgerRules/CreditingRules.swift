@@ -196,7 +196,8 @@ public enum CreditingRules {
         let wanted = share(of: state.fullAmount, revocationPercentage: revocationPercentage)
         // A further debit while debited (a second partial refund) takes only what its share adds to the last one;
         // after an upgrade, only what it adds to the unused share already taken.
-        let alreadyTaken = state.status == .debited || state.status == .upgraded ? state.lastDebit : 0
+        let alreadyTaken = max(
+            state.status == .debited || state.status == .upgraded ? state.lastDebit : 0, state.upgradeTaken)
         let take = max(wanted - alreadyTaken, 0)
         var actions: [LedgerAction] = []
         if take > 0, case .item(let item, _) = state.grant {
@@ -216,18 +217,20 @@ public enum CreditingRules {
         switch state.status {
         case .debited:
             guard let owner = state.owner else { return LedgerDecision(state: state, actions: []) }
+            // What the refund took; an upgrade's share stays taken (it was not a refund).
+            let refunded = max(state.lastDebit - state.upgradeTaken, 0)
             var actions: [LedgerAction] = []
             switch state.grant {
-            case .item(let item, _) where state.lastDebit > 0:
-                actions.append(.adjustBalance(owner: owner, item: item, delta: state.lastDebit))
-            case .entitlement(let entitlement):
+            case .item(let item, _) where refunded > 0:
+                actions.append(.adjustBalance(owner: owner, item: item, delta: refunded))
+            case .entitlement(let entitlement) where state.upgradedAtMs == nil:
                 actions.append(
                     .grantEntitlement(owner: owner, entitlement: entitlement, expiresDateMs: state.expiresDateMs))
             default:
                 break
             }
             next.status = .recredited
-            next.amountCredited = state.amountCredited + state.lastDebit
+            next.amountCredited = state.amountCredited + refunded
             next.lastDebit = 0
             return LedgerDecision(state: next, actions: actions)
         case .refused:

@@ -46,12 +46,17 @@ public struct PurchaseState: Sendable, Equatable {
     public var lastEventSignedMs: Int64?
     /// Apple said this period was replaced by an upgrade (`is_upgraded`): evidence for `UpgradeRule`.
     public var upgradeReported: Bool
+    /// When the upgrade that replaced this period took effect (the new period's purchase), once applied.
+    public var upgradedAtMs: Int64?
+    /// Units the upgrade took back: never given back by a refund's reversal, and already taken for a later refund.
+    public var upgradeTaken: Int64
 
     public init(
         status: PurchaseStatus = .none, owner: String? = nil, productId: String? = nil, grant: Grant? = nil,
         quantity: Int64 = 1, expiresDateMs: Int64? = nil, amountCredited: Int64 = 0, amountDebited: Int64 = 0,
         lastDebit: Int64 = 0, creditedAtMs: Int64? = nil, book: Book = .production, purchaseDateMs: Int64? = nil,
-        refusedPercentage: Int64? = nil, lastEventSignedMs: Int64? = nil, upgradeReported: Bool = false
+        refusedPercentage: Int64? = nil, lastEventSignedMs: Int64? = nil, upgradeReported: Bool = false,
+        upgradedAtMs: Int64? = nil, upgradeTaken: Int64 = 0
     ) {
         self.status = status
         self.owner = owner
@@ -68,6 +73,8 @@ public struct PurchaseState: Sendable, Equatable {
         self.refusedPercentage = refusedPercentage
         self.lastEventSignedMs = lastEventSignedMs
         self.upgradeReported = upgradeReported
+        self.upgradedAtMs = upgradedAtMs
+        self.upgradeTaken = upgradeTaken
     }
 
     /// A purchase the ledger has never seen.

@@ -8,12 +8,14 @@ import Testing
     struct Row: CustomTestStringConvertible, Sendable {
         let name: String
         var policy: OwnershipPolicy = .keep
+        var sandbox: SandboxPolicy = .separate
         let inputs: [LedgerInput]
         let actions: [LedgerAction]
         let status: PurchaseStatus
         var owner: String? = nil
         var credited: Int64 = 0
         var debited: Int64 = 0
+        var book: Book = .production
         var testDescription: String { name }
     }
 
@@ -22,13 +24,22 @@ import Testing
 
     static func result(
         _ user: String, _ credit: CreditShape = gems, quantity: Int64 = 1, expires: Int64? = nil, at: Int64 = 1_000,
-        submission: String = "s1"
+        submission: String = "s1", environment: PurchaseEnvironment = .production,
+        ownership: Ownership = .purchased, purchased: Int64? = nil
     ) -> LedgerInput {
         .credit(
             CreditClaim(
                 source: .result(submissionId: submission), owner: user, productId: "p", credit: credit,
-                quantity: quantity, expiresDateMs: expires, atMs: at))
+                quantity: quantity, expiresDateMs: expires, atMs: at, environment: environment, ownership: ownership,
+                purchaseDateMs: purchased))
     }
+
+    /// A month of 300 gems bought at 0 that would expire at 30 days (in ms).
+    static func period(_ credit: CreditShape = .grant(.item(name: "gems", amount: 300))) -> LedgerInput {
+        result("u1", credit, expires: 30 * day, purchased: 0)
+    }
+
+    static let day: Int64 = 86_400_000
 
     static func creditEvent(_ owner: String?, _ credit: CreditShape = gems, expires: Int64? = nil) -> LedgerInput {
         .credit(
@@ -211,12 +222,128 @@ import Testing
             ], status: .recredited, owner: "u1", credited: 200),
     ]
 
-    @Test(arguments: rows)
+    /// Round 4: sandbox money, Family Sharing, upgrades, Apple's signing order, prorated refunds before the credit.
+    static let roundFourRows: [Row] = [
+        Row(
+            name: "separate: a sandbox purchase is credited by the same rules into the sandbox book",
+            inputs: [result("u1", environment: .sandbox)],
+            actions: [.adjustBalance(owner: "u1", item: "gems", delta: 100)], status: .credited, owner: "u1",
+            credited: 100, book: .sandbox),
+        Row(
+            name: "separate: a sandbox refund takes back from the sandbox book",
+            inputs: [result("u1", environment: .sandbox), .debit(revocationPercentage: nil)],
+            actions: [
+                .adjustBalance(owner: "u1", item: "gems", delta: 100), .adjustBalance(owner: "u1", item: "gems", delta: -100),
+            ], status: .debited, owner: "u1", credited: 100, debited: 100, book: .sandbox),
+        Row(
+            name: "credit: a sandbox purchase is mixed with production (a sandbox-only deployment)", sandbox: .credit,
+            inputs: [result("u1", environment: .sandbox)],
+            actions: [.adjustBalance(owner: "u1", item: "gems", delta: 100)], status: .credited, owner: "u1",
+            credited: 100, book: .production),
+        Row(
+            name: "ignore: a sandbox purchase is recorded with its owner and grants nothing", sandbox: .ignore,
+            inputs: [result("u1", pro, environment: .sandbox), .debit(revocationPercentage: nil)],
+            actions: [], status: .debited, owner: "u1"),
+        Row(
+            name: "ignore: production purchases are credited as always", sandbox: .ignore,
+            inputs: [result("u1")], actions: [.adjustBalance(owner: "u1", item: "gems", delta: 100)],
+            status: .credited, owner: "u1", credited: 100),
+        Row(
+            name: "a family-shared purchase of items is declined: someone else paid, the purchase stays unclaimed",
+            inputs: [result("u1", ownership: .familyShared)], actions: [.declined(reason: .familySharedItems)],
+            status: .none),
+        Row(
+            name: "a family-shared entitlement is granted, and a revoke ends it",
+            inputs: [result("u1", pro, ownership: .familyShared), .revoke],
+            actions: [.grantEntitlement(owner: "u1", entitlement: "pro", expiresDateMs: nil), .endEntitlement],
+            status: .debited, owner: "u1"),
+        Row(
+            name: "an upgrade a third into the period takes back the unused two thirds of its items",
+            inputs: [period(), .upgrade(newPurchaseDateMs: 10 * day)],
+            actions: [
+                .adjustBalance(owner: "u1", item: "gems", delta: 300), .adjustBalance(owner: "u1", item: "gems", delta: -200),
+            ], status: .upgraded, owner: "u1", credited: 300, debited: 200),
+        Row(
+            name: "the unused share rounds half up (1 of 3 units, half a period left, is 0.5: 1)",
+            inputs: [period(.grant(.item(name: "gems", amount: 1))), .upgrade(newPurchaseDateMs: 15 * day)],
+            actions: [
+                .adjustBalance(owner: "u1", item: "gems", delta: 1), .adjustBalance(owner: "u1", item: "gems", delta: -1),
+            ], status: .upgraded, owner: "u1", credited: 1, debited: 1),
+        Row(
+            name: "an upgrade applies once; its entitlement ends at the upgrade",
+            inputs: [period(pro), .upgrade(newPurchaseDateMs: 10 * day), .upgrade(newPurchaseDateMs: 12 * day)],
+            actions: [.grantEntitlement(owner: "u1", entitlement: "pro", expiresDateMs: 30 * day), .endEntitlement],
+            status: .upgraded, owner: "u1"),
+        Row(
+            name: "an upgraded period's entitlement is not granted again by a reversal; a reversal of nothing gives nothing",
+            inputs: [period(pro), .upgrade(newPurchaseDateMs: 10 * day), .recredit, .debit(revocationPercentage: nil), .recredit],
+            actions: [.grantEntitlement(owner: "u1", entitlement: "pro", expiresDateMs: 30 * day), .endEntitlement],
+            status: .recredited, owner: "u1"),
+        Row(
+            name: "a new period outside the old one's span is no upgrade (a downgrade starts at renewal)",
+            inputs: [period(), .upgrade(newPurchaseDateMs: 30 * day)],
+            actions: [.adjustBalance(owner: "u1", item: "gems", delta: 300)], status: .credited, owner: "u1",
+            credited: 300),
+        Row(
+            name: "a refund after an upgrade takes only what the upgrade left; its reversal gives back only that",
+            inputs: [
+                period(), .upgrade(newPurchaseDateMs: 10 * day), .debit(revocationPercentage: nil), .recredit,
+                .debit(revocationPercentage: nil),
+            ],
+            actions: [
+                .adjustBalance(owner: "u1", item: "gems", delta: 300), .adjustBalance(owner: "u1", item: "gems", delta: -200),
+                .adjustBalance(owner: "u1", item: "gems", delta: -100), .adjustBalance(owner: "u1", item: "gems", delta: 100),
+                .adjustBalance(owner: "u1", item: "gems", delta: -100),
+            ], status: .debited, owner: "u1", credited: 400, debited: 400),
+        Row(
+            name: "a refund signed before the reversal that already arrived moves nothing",
+            inputs: [result("u1"), .signed(atMs: 20, .recredit), .signed(atMs: 10, .debit(revocationPercentage: nil))],
+            actions: [.adjustBalance(owner: "u1", item: "gems", delta: 100), .staleEvent], status: .credited,
+            owner: "u1", credited: 100),
+        Row(
+            name: "refund then reversal in Apple's order: the credit is given back",
+            inputs: [result("u1"), .signed(atMs: 10, .debit(revocationPercentage: nil)), .signed(atMs: 20, .recredit)],
+            actions: [
+                .adjustBalance(owner: "u1", item: "gems", delta: 100), .adjustBalance(owner: "u1", item: "gems", delta: -100),
+                .adjustBalance(owner: "u1", item: "gems", delta: 100),
+            ], status: .recredited, owner: "u1", credited: 200, debited: 100),
+        Row(
+            name: "events signed at the same millisecond apply in arrival order",
+            inputs: [result("u1"), .signed(atMs: 10, .debit(revocationPercentage: nil)), .signed(atMs: 10, .recredit)],
+            actions: [
+                .adjustBalance(owner: "u1", item: "gems", delta: 100), .adjustBalance(owner: "u1", item: "gems", delta: -100),
+                .adjustBalance(owner: "u1", item: "gems", delta: 100),
+            ], status: .recredited, owner: "u1", credited: 200, debited: 100),
+        Row(
+            name: "a prorated refund before the credit: the credit is applied less the refund's share",
+            inputs: [.debit(revocationPercentage: 25_000), result("u1", quantity: 2)],
+            actions: [
+                .adjustBalance(owner: "u1", item: "gems", delta: 200), .adjustBalance(owner: "u1", item: "gems", delta: -50),
+            ], status: .debited, owner: "u1", credited: 200, debited: 50),
+        Row(
+            name: "two prorated refunds before the credit: the larger share counts",
+            inputs: [.debit(revocationPercentage: 25_000), .debit(revocationPercentage: 40_000), result("u1")],
+            actions: [
+                .adjustBalance(owner: "u1", item: "gems", delta: 100), .adjustBalance(owner: "u1", item: "gems", delta: -40),
+            ], status: .debited, owner: "u1", credited: 100, debited: 40),
+        Row(
+            name: "a prorated refund then a full one before the credit refuses it",
+            inputs: [.debit(revocationPercentage: 25_000), .debit(revocationPercentage: nil), result("u1")],
+            actions: [.recordRefusedClaim(userId: "u1", submissionId: "s1", atMs: 1_000)], status: .refused,
+            owner: "u1"),
+        Row(
+            name: "a prorated refund of an entitlement before its credit refuses it (the subscription was revoked)",
+            inputs: [.debit(revocationPercentage: 25_000), result("u1", pro)],
+            actions: [.recordRefusedClaim(userId: "u1", submissionId: "s1", atMs: 1_000)], status: .refused,
+            owner: "u1"),
+    ]
+
+    @Test(arguments: rows + roundFourRows)
     func row(_ row: Row) {
         var state = PurchaseState.unknown
         var actions: [LedgerAction] = []
         for input in row.inputs {
-            let decision = CreditingRules.apply(input, to: state, policy: row.policy)
+            let decision = CreditingRules.apply(input, to: state, policy: row.policy, sandbox: row.sandbox)
             state = decision.state
             actions += decision.actions
         }
@@ -225,6 +352,16 @@ import Testing
         #expect(state.owner == row.owner)
         #expect(state.amountCredited == row.credited)
         #expect(state.amountDebited == row.debited)
+        #expect(state.book == row.book)
+    }
+
+    @Test func theUnusedShareOfAnUpgradedPeriod() {
+        #expect(CreditingRules.unusedShare(of: 300, purchaseDateMs: 0, expiresDateMs: 30, upgradedAtMs: 10) == 200)
+        #expect(CreditingRules.unusedShare(of: 100, purchaseDateMs: 0, expiresDateMs: 3, upgradedAtMs: 1) == 67)
+        #expect(CreditingRules.unusedShare(of: 100, purchaseDateMs: 0, expiresDateMs: 8, upgradedAtMs: 7) == 13)
+        #expect(CreditingRules.unusedShare(of: 100, purchaseDateMs: 0, expiresDateMs: 30, upgradedAtMs: 40) == 0)
+        #expect(CreditingRules.unusedShare(of: 100, purchaseDateMs: 10, expiresDateMs: 10, upgradedAtMs: 10) == 0)
+        #expect(CreditingRules.unusedShare(of: Int64.max, purchaseDateMs: 0, expiresDateMs: 2, upgradedAtMs: 0) == Int64.max)
     }
 
     @Test func shareRoundsHalfUpToWholeUnits() {

@@ -6,7 +6,7 @@ extension BatchWork {
     static let purchaseColumns = """
         SELECT credit_key, status, owner, product_id, grant_kind, grant_name, grant_amount, quantity, expires_date_ms,
             amount_credited, amount_debited, last_debit, credited_at_ms, original_transaction_id, book,
-            purchase_date_ms, refused_percentage, last_event_signed_ms, upgrade_reported
+            purchase_date_ms, refused_percentage, last_event_signed_ms, upgrade_reported, upgraded_at_ms, upgrade_taken
         FROM purchases
         """
 
@@ -62,7 +62,7 @@ extension BatchWork {
             amountCredited: try row.int64(9), amountDebited: try row.int64(10), lastDebit: try row.int64(11),
             creditedAtMs: try row.optionalInt64(12), book: book, purchaseDateMs: try row.optionalInt64(15),
             refusedPercentage: try row.optionalInt64(16), lastEventSignedMs: try row.optionalInt64(17),
-            upgradeReported: try row.bool(18))
+            upgradeReported: try row.bool(18), upgradedAtMs: try row.optionalInt64(19), upgradeTaken: try row.int64(20))
     }
 
     /// Writes every changed purchase: new ones in one `INSERT` (a concurrent instance inserting the same purchase
@@ -88,12 +88,14 @@ extension BatchWork {
         let columns = """
             credit_key, status, owner, product_id, grant_kind, grant_name, grant_amount, quantity, expires_date_ms,
             amount_credited, amount_debited, last_debit, credited_at_ms, original_transaction_id, book,
-            purchase_date_ms, refused_percentage, last_event_signed_ms, upgrade_reported, updated_at_ms
+            purchase_date_ms, refused_percentage, last_event_signed_ms, upgrade_reported, upgraded_at_ms,
+            upgrade_taken, updated_at_ms
             """
         let arrays = """
             unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[],
                 $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::text[],
-                $15::text[], $16::bigint[], $17::bigint[], $18::bigint[], $19::boolean[], $20::bigint[])
+                $15::text[], $16::bigint[], $17::bigint[], $18::bigint[], $19::boolean[], $20::bigint[],
+                $21::bigint[], $22::bigint[])
             """
         var statements: [(sql: String, parameters: [PostgresValue])] = []
         if !inserted.isEmpty {
@@ -111,7 +113,8 @@ extension BatchWork {
                         original_transaction_id = coalesce(u.original_transaction_id, p.original_transaction_id),
                         book = u.book, purchase_date_ms = u.purchase_date_ms,
                         refused_percentage = u.refused_percentage, last_event_signed_ms = u.last_event_signed_ms,
-                        upgrade_reported = u.upgrade_reported, updated_at_ms = u.updated_at_ms
+                        upgrade_reported = u.upgrade_reported, upgraded_at_ms = u.upgraded_at_ms,
+                        upgrade_taken = u.upgrade_taken, updated_at_ms = u.updated_at_ms
                     FROM \(arrays) AS u(\(columns))
                     WHERE p.credit_key = u.credit_key
                     """, rowArrays(updated)
@@ -133,7 +136,8 @@ extension BatchWork {
             int(\.quantity), int(\.expiresDateMs), int(\.amountCredited), int(\.amountDebited), int(\.lastDebit),
             int(\.creditedAtMs), .nullableArray(rows.map(\.1.originalTransactionId)), text { $0.book.rawValue },
             int(\.purchaseDateMs), int(\.refusedPercentage), int(\.lastEventSignedMs),
-            .nullableArray(rows.map { $0.1.state.upgradeReported ? "t" : "f" }), .intArray(rows.map { _ in nowMs }),
+            .nullableArray(rows.map { $0.1.state.upgradeReported ? "t" : "f" }), int(\.upgradedAtMs),
+            int { $0.upgradeTaken }, .intArray(rows.map { _ in nowMs }),
         ]
     }
 

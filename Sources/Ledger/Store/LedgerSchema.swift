@@ -140,7 +140,9 @@ public enum LedgerSchema {
                     ADD COLUMN purchase_date_ms bigint,
                     ADD COLUMN refused_percentage bigint,
                     ADD COLUMN last_event_signed_ms bigint,
-                    ADD COLUMN upgrade_reported boolean NOT NULL DEFAULT false
+                    ADD COLUMN upgrade_reported boolean NOT NULL DEFAULT false,
+                    ADD COLUMN upgraded_at_ms bigint,
+                    ADD COLUMN upgrade_taken bigint NOT NULL DEFAULT 0
                 """,
                 // A sandbox purchase recorded before this version was credited into production balances; its
                 // book stays production (what was paid out), new ones follow LEDGER_SANDBOX_POLICY.
