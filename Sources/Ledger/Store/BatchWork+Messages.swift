@@ -74,10 +74,7 @@ extension BatchWork {
         }
         guard let transaction = event.transaction else { return ["a \(event.type) event without a transaction"] }
         if transaction.keyWasRederived { summary.rederivedKeys += 1 }
-        let inserted = try read(
-            "INSERT INTO applied_events (event_id, type, credit_key, applied_at_ms) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-            [.text(event.eventId), .text(event.type), .text(transaction.creditKey), .int(nowMs)])
-        guard inserted.affectedRows == 1 else {
+        guard newEvents.remove(event.eventId) != nil else {
             summary.duplicateEvents += 1
             return []
         }

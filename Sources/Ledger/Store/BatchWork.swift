@@ -25,6 +25,9 @@ struct BatchWork {
     /// Ids and tokens some claim waits for (read at the start of the batch, plus those parked since): linking
     /// any other value cannot resolve a claim.
     var awaitedValues: Set<String> = []
+    /// Money events of this batch not applied before (recorded in `applied_events` by `prefetch`); an event id
+    /// leaves the set when it is applied, so a second copy in the same batch is a duplicate too.
+    var newEvents: Set<String> = []
 
     enum CountedWrite {
         case none, refusedClaim, parkedClaim, deadLetter
@@ -93,13 +96,19 @@ struct BatchWork {
                 earliestPeriod = min(earliestPeriod, transaction.purchaseDateMs ?? Int64.min)
             }
         }
+        var events: [(id: String, type: String, creditKey: String)] = []
         for message in decoded {
             switch message {
             case .result(let result): result.transactions.forEach(touch)
-            case .event(let event): event.transaction.map(touch)
+            case .event(let event):
+                event.transaction.map(touch)
+                if let transaction = event.transaction, let kind = LedgerEventKind.of(event.type), kind != .noMoney {
+                    events.append((event.eventId, event.type, transaction.creditKey))
+                }
             case .unreadable: break
             }
         }
+        try recordEvents(events)
         if !linkable.isEmpty {
             try session.execute(
                 """
@@ -128,6 +137,23 @@ struct BatchWork {
         ).rows {
             if let value = row.optionalString(0) { awaitedValues.insert(value) }
             if let value = row.optionalString(1) { awaitedValues.insert(value) }
+        }
+    }
+
+    /// Records the batch's money events in `applied_events` in one statement; those already there are duplicates.
+    private mutating func recordEvents(_ events: [(id: String, type: String, creditKey: String)]) throws(PostgresError) {
+        guard !events.isEmpty else { return }
+        var seen: Set<String> = []
+        let unique = events.filter { seen.insert($0.id).inserted }
+        for row in try session.execute(
+            """
+            INSERT INTO applied_events (event_id, type, credit_key, applied_at_ms)
+            SELECT e, t, k, $4 FROM unnest($1::text[], $2::text[], $3::text[]) AS u(e, t, k)
+            ON CONFLICT DO NOTHING RETURNING event_id
+            """,
+            [.textArray(unique.map(\.id)), .textArray(unique.map(\.type)), .textArray(unique.map(\.creditKey)), .int(nowMs)]
+        ).rows {
+            newEvents.insert(try row.string(0))
         }
     }
 
