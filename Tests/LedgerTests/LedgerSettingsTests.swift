@@ -12,6 +12,8 @@ import Testing
         #expect(settings.listen == ListenAddress(host: "0.0.0.0", port: 8081))
         #expect(settings.apiKeys.isEmpty)
         #expect(settings.ownershipPolicy == .keep)
+        #expect(settings.sandboxPolicy == .separate, "sandbox money is kept apart unless told otherwise")
+        #expect(settings.rebind.isEmpty)
         #expect(settings.topics == LedgerTopics(results: "iap.receipts.results", events: "iap.purchase.events"))
         #expect(settings.databaseURL == "dbname=ledger")
     }
@@ -21,8 +23,10 @@ import Testing
             Self.minimal.merging([
                 "LEDGER_GROUP_ID": "g", "LEDGER_LISTEN": "127.0.0.1:9000", "LEDGER_API_KEYS": "ops:k1, k2",
                 "LEDGER_OWNERSHIP_POLICY": "TRANSFER", "RESULTS_TOPIC": "r", "EVENTS_TOPIC": "e",
-                "LEDGER_BATCH_SIZE": "50",
+                "LEDGER_BATCH_SIZE": "50", "LEDGER_SANDBOX_POLICY": "ignore", "LEDGER_REBIND": "topics, cluster",
             ]) { $1 })
+        #expect(settings.sandboxPolicy == .ignore)
+        #expect(settings.rebind == [.topics, .cluster])
         #expect(settings.groupId == "g")
         #expect(settings.listen.port == 9000)
         #expect(settings.apiKeys == ["k1", "k2"])
@@ -44,6 +48,8 @@ import Testing
         #expect(variable(["KAFKA_BOOTSTRAP_SERVERS": "k"]) == "LEDGER_DATABASE_URL")
         #expect(variable(Self.minimal.merging(["LEDGER_OWNERSHIP_POLICY": "share"]) { $1 }) == "LEDGER_OWNERSHIP_POLICY")
         #expect(variable(Self.minimal.merging(["LEDGER_BATCH_SIZE": "0"]) { $1 }) == "LEDGER_BATCH_SIZE")
+        #expect(variable(Self.minimal.merging(["LEDGER_SANDBOX_POLICY": "mix"]) { $1 }) == "LEDGER_SANDBOX_POLICY")
+        #expect(variable(Self.minimal.merging(["LEDGER_REBIND": "everything"]) { $1 }) == "LEDGER_REBIND")
         #expect(variable(Self.minimal.merging(["RESULTS_TOPIC": "bad topic"]) { $1 }) == "RESULTS_TOPIC")
         #expect(variable(Self.minimal.merging(["LEDGER_LISTEN": "nowhere"]) { $1 }) == "LEDGER_LISTEN")
     }

@@ -14,6 +14,8 @@ public struct LedgerSettings: Sendable {
     public var ownershipPolicy: OwnershipPolicy
     /// What a Sandbox purchase is worth here (`LEDGER_SANDBOX_POLICY`).
     public var sandboxPolicy: SandboxPolicy
+    /// What the ledger may rebind when its database was bound to another cluster or topic (`LEDGER_REBIND`).
+    public var rebind: Set<KafkaBinding.Rebind>
     /// Most messages applied in one database transaction.
     public var batchSize: Int
     /// Most messages fetched and not yet applied; fetching pauses above it (memory stays bounded).
@@ -24,7 +26,8 @@ public struct LedgerSettings: Sendable {
     public init(
         kafka: KafkaConfiguration, topics: LedgerTopics, databaseURL: String, groupId: String = "iap-ledger",
         listen: ListenAddress = ListenAddress(host: "0.0.0.0", port: 8081), apiKeys: [String] = [],
-        ownershipPolicy: OwnershipPolicy = .keep, sandboxPolicy: SandboxPolicy = .separate, batchSize: Int = 500, maxBufferedMessages: Int = 20_000,
+        ownershipPolicy: OwnershipPolicy = .keep, sandboxPolicy: SandboxPolicy = .separate,
+        rebind: Set<KafkaBinding.Rebind> = [], batchSize: Int = 500, maxBufferedMessages: Int = 20_000,
         shutdownTimeout: Duration = .seconds(30)
     ) {
         self.kafka = kafka
@@ -35,6 +38,7 @@ public struct LedgerSettings: Sendable {
         self.apiKeys = apiKeys
         self.ownershipPolicy = ownershipPolicy
         self.sandboxPolicy = sandboxPolicy
+        self.rebind = rebind
         self.batchSize = batchSize
         self.maxBufferedMessages = maxBufferedMessages
         self.shutdownTimeout = shutdownTimeout
@@ -52,6 +56,15 @@ public struct LedgerSettings: Sendable {
             "LEDGER_OWNERSHIP_POLICY", from: OwnershipPolicy.allCases.map(\.rawValue), default: "keep")
         let sandboxName = try settings.choice(
             "LEDGER_SANDBOX_POLICY", from: SandboxPolicy.allCases.map(\.rawValue), default: "separate")
+        var rebind: Set<KafkaBinding.Rebind> = []
+        for name in settings.list("LEDGER_REBIND") {
+            guard let value = KafkaBinding.Rebind(rawValue: name) else {
+                throw ConfigurationError(
+                    variable: "LEDGER_REBIND",
+                    problem: "'\(name)' is not one of \(KafkaBinding.Rebind.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            rebind.insert(value)
+        }
         let apiKeys = settings.list("LEDGER_API_KEYS").map { entry in
             // `name:key` (as the ingest's keys) or a bare key.
             entry.split(separator: ":", maxSplits: 1).last.map(String.init) ?? entry
@@ -62,7 +75,7 @@ public struct LedgerSettings: Sendable {
             groupId: settings.string("LEDGER_GROUP_ID", default: "iap-ledger"),
             listen: try settings.listenAddress("LEDGER_LISTEN", default: "0.0.0.0:8081"), apiKeys: apiKeys,
             ownershipPolicy: OwnershipPolicy(rawValue: policyName) ?? .keep,
-            sandboxPolicy: SandboxPolicy(rawValue: sandboxName) ?? .separate,
+            sandboxPolicy: SandboxPolicy(rawValue: sandboxName) ?? .separate, rebind: rebind,
             batchSize: try settings.int("LEDGER_BATCH_SIZE", default: 500, range: 1...10_000),
             maxBufferedMessages: try settings.int("LEDGER_MAX_BUFFERED_MESSAGES", default: 20_000, range: 1...1_000_000),
             shutdownTimeout: .milliseconds(try settings.int("LEDGER_SHUTDOWN_TIMEOUT_MS", default: 30_000, range: 0...600_000)))
@@ -83,6 +96,9 @@ public struct LedgerSettings: Sendable {
           LEDGER_SANDBOX_POLICY     separate (Sandbox purchases - App Review, TestFlight - go to balances and
                                     entitlements kept apart, reported under "sandbox"; default), credit (mixed
                                     with production: a sandbox-only deployment) or ignore (recorded, nothing granted)
+          LEDGER_REBIND             empty (default), or cluster and/or topics: rebind a database bound to another
+                                    Kafka cluster, or apply again from their beginning the partitions of a topic
+                                    created again (the ledger refuses to run against either otherwise)
           LEDGER_BATCH_SIZE         most messages per database transaction (default 500)
           LEDGER_MAX_BUFFERED_MESSAGES  most messages fetched and not yet applied (default 20000)
           LEDGER_SHUTDOWN_TIMEOUT_MS    how long SIGTERM waits for the batch being applied (default 30000)

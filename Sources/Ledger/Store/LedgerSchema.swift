@@ -169,6 +169,14 @@ public enum LedgerSchema {
                     ADD COLUMN purchase_date_ms bigint,
                     ADD COLUMN upgrade_notified boolean NOT NULL DEFAULT false
                 """,
+                // The Kafka cluster this database applied (KafkaBinding): a guard against the wrong database.
+                """
+                CREATE TABLE kafka_bindings (
+                    name text PRIMARY KEY,
+                    value text NOT NULL,
+                    bound_at_ms bigint NOT NULL
+                )
+                """,
             ]
         ),
     ]
