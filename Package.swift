@@ -85,6 +85,9 @@ let package = Package(
             dependencies: ["Kafka", "ReceiptModel", "ServiceSupport", "FakeAppStore", "SignedData", "Verifier"],
             path: "bench/verifier-bench"),
         .executableTarget(name: "jws-bench", dependencies: ["SignedData", "Crypto", "ServiceSupport"], path: "bench/jws-bench"),
+        .executableTarget(
+            name: "ledger-apply-bench", dependencies: ["Ledger", "LedgerRules", "Postgres"],
+            path: "bench/ledger-apply-bench"),
 
         // MARK: Tests (unit tests need no network; IntegrationTests start the real executables)
         .target(name: "TestSupport", dependencies: ["ServiceSupport"], path: "Tests/TestSupport"),

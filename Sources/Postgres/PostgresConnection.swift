@@ -285,8 +285,8 @@ private struct BoundParameters {
                 case .int(let number): Array(String(number).utf8)
                 case .bool(let flag): Array((flag ? "t" : "f").utf8)
                 case .bytes(let bytes): bytes
-                case .textArray(let elements): Array(PostgresValue.arrayLiteral(elements).utf8)
-                case .nullableArray(let elements): Array(PostgresValue.arrayLiteral(elements).utf8)
+                case .textArray(let elements): PostgresValue.arrayLiteral(elements)
+                case .nullableArray(let elements): PostgresValue.arrayLiteral(elements)
                 }
             let binary: Bool = if case .bytes = value { true } else { false }
             formats.append(binary ? 1 : 0)

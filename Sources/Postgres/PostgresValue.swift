@@ -1,5 +1,3 @@
-import Foundation
-
 /// A statement parameter. Values always travel as parameters (`$1`, `$2`, ...), never inside the SQL text.
 public enum PostgresValue: Sendable, Equatable {
     case null
@@ -17,12 +15,26 @@ public enum PostgresValue: Sendable, Equatable {
     /// `.text`, or `.null` for nil.
     public static func optional(_ value: String?) -> PostgresValue { value.map { .text($0) } ?? .null }
 
-    /// The array literal of `.textArray`: `{"a","b"}` with `"` and `\` escaped.
-    static func arrayLiteral(_ elements: [String?]) -> String {
-        "{" + elements.map { element in
-            guard let element else { return "NULL" }
-            return "\"" + element.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
-        }.joined(separator: ",") + "}"
+    /// The array literal of `.textArray` and `.nullableArray`: `{"a","b",NULL}` with `"` and `\` escaped, built
+    /// as bytes (a batch's arrays hold thousands of elements: no per-element string searching).
+    static func arrayLiteral(_ elements: [String?]) -> [UInt8] {
+        var bytes: [UInt8] = [UInt8(ascii: "{")]
+        bytes.reserveCapacity(elements.count * 16 + 2)
+        for (index, element) in elements.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            guard let element else {
+                bytes.append(contentsOf: [UInt8(ascii: "N"), UInt8(ascii: "U"), UInt8(ascii: "L"), UInt8(ascii: "L")])
+                continue
+            }
+            bytes.append(UInt8(ascii: "\""))
+            for byte in element.utf8 {
+                if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { bytes.append(UInt8(ascii: "\\")) }
+                bytes.append(byte)
+            }
+            bytes.append(UInt8(ascii: "\""))
+        }
+        bytes.append(UInt8(ascii: "}"))
+        return bytes
     }
 
     /// `.nullableArray` of integers.

@@ -1,9 +1,8 @@
-import Foundation
 import LedgerRules
 import ReceiptModel
 
 /// A result (`RESULTS_TOPIC`) as the ledger reads it.
-struct LedgerResult: Decodable, Sendable {
+struct LedgerResult: Sendable {
     var schemaVersion: Int
     var submissionId: String
     var outcome: String
@@ -14,28 +13,18 @@ struct LedgerResult: Decodable, Sendable {
     /// Apple's environment (`Production`, `Sandbox`); null on results without a verdict.
     var environment: String?
 
-    enum CodingKeys: String, CodingKey {
-        case schemaVersion = "schema_version"
-        case submissionId = "submission_id"
-        case outcome
-        case userId = "user_id"
-        case clientId = "client_id"
-        case transactions
-        case verifiedAtMs = "verified_at_ms"
-        case environment
-    }
 
-    init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        schemaVersion = try c.decode(Int.self, forKey: .schemaVersion)
+    init(_ c: JSONFields) throws(UnreadableMessage) {
+        schemaVersion = Int(try c.requiredInt64("schema_version"))
         guard schemaVersion == 1 else { throw UnreadableMessage("unknown schema_version \(schemaVersion)") }
-        submissionId = try c.decode(String.self, forKey: .submissionId)
-        outcome = try c.decode(String.self, forKey: .outcome)
-        userId = try c.decodeIfPresent(String.self, forKey: .userId)
-        clientId = try c.decodeIfPresent(String.self, forKey: .clientId)
-        transactions = try c.decodeIfPresent([LedgerTransaction].self, forKey: .transactions) ?? []
-        verifiedAtMs = try c.decodeIfPresent(Int64.self, forKey: .verifiedAtMs)
-        environment = try c.decodeIfPresent(String.self, forKey: .environment)
+        submissionId = try c.requiredString("submission_id")
+        outcome = try c.requiredString("outcome")
+        userId = try c.string("user_id")
+        clientId = try c.string("client_id")
+        transactions = []
+        for fields in try c.objects("transactions") { transactions.append(try LedgerTransaction(fields)) }
+        verifiedAtMs = try c.int64("verified_at_ms")
+        environment = try c.string("environment")
         try Identifier.check(submissionId, "submission_id")
         try Identifier.check(userId, "user_id")
         try Identifier.check(clientId, "client_id")
@@ -53,7 +42,7 @@ struct LedgerResult: Decodable, Sendable {
 }
 
 /// A purchase event (`EVENTS_TOPIC`) as the ledger reads it.
-struct LedgerEvent: Decodable, Sendable {
+struct LedgerEvent: Sendable {
     var schemaVersion: Int
     var eventId: String
     var type: String
@@ -66,29 +55,19 @@ struct LedgerEvent: Decodable, Sendable {
     /// Apple's `subtype` (`UPGRADE` is an upgrade's evidence).
     var subtype: String?
 
-    enum CodingKeys: String, CodingKey {
-        case schemaVersion = "schema_version"
-        case eventId = "event_id"
-        case type, transaction
-        case subscriptionStatus = "subscription_status"
-        case receivedAtMs = "received_at_ms"
-        case signedDateMs = "signed_date_ms"
-        case environment, subtype
-    }
 
-    init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        schemaVersion = try c.decode(Int.self, forKey: .schemaVersion)
+    init(_ c: JSONFields) throws(UnreadableMessage) {
+        schemaVersion = Int(try c.requiredInt64("schema_version"))
         guard schemaVersion == 1 else { throw UnreadableMessage("unknown schema_version \(schemaVersion)") }
-        eventId = try c.decode(String.self, forKey: .eventId)
+        eventId = try c.requiredString("event_id")
         guard !eventId.isEmpty else { throw UnreadableMessage("event_id is empty") }
-        type = try c.decode(String.self, forKey: .type)
-        transaction = try c.decodeIfPresent(LedgerTransaction.self, forKey: .transaction)
-        subscriptionStatus = try c.decodeIfPresent(Int.self, forKey: .subscriptionStatus)
-        receivedAtMs = try c.decodeIfPresent(Int64.self, forKey: .receivedAtMs)
-        signedDateMs = try c.decodeIfPresent(Int64.self, forKey: .signedDateMs)
-        environment = try c.decodeIfPresent(String.self, forKey: .environment)
-        subtype = try c.decodeIfPresent(String.self, forKey: .subtype)
+        type = try c.requiredString("type")
+        transaction = try c.object("transaction").map { fields throws(UnreadableMessage) in try LedgerTransaction(fields) }
+        subscriptionStatus = try c.int64("subscription_status").map { Int(clamping: $0) }
+        receivedAtMs = try c.int64("received_at_ms")
+        signedDateMs = try c.int64("signed_date_ms")
+        environment = try c.string("environment")
+        subtype = try c.string("subtype")
         try Identifier.check(eventId, "event_id")
         try transaction?.derivePurchaseKey(environment: environment)
     }
@@ -118,34 +97,15 @@ enum Identifier {
 struct UnreadableMessage: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
-
-    /// A short reason for any decoding failure (which member, what was wrong), without the message's contents.
-    static func reason(for error: any Error) -> String {
-        if let unreadable = error as? UnreadableMessage { return unreadable.description }
-        guard let decoding = error as? DecodingError else { return "not JSON" }
-        func path(_ context: DecodingError.Context) -> String {
-            context.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
-        }
-        switch decoding {
-        case .dataCorrupted(let context):
-            if let underlying = context.underlyingError as? UnreadableMessage { return underlying.description }
-            return context.codingPath.isEmpty ? "malformed JSON" : "unreadable value at \(path(context))"
-        case .keyNotFound(let key, let context):
-            let prefix = path(context)
-            return "missing \(prefix.isEmpty ? "" : prefix + ".")\(key.stringValue)"
-        case .typeMismatch(_, let context): return "wrong type at \(path(context))"
-        case .valueNotFound(_, let context): return "null at \(path(context))"
-        @unknown default: return "unreadable"
-        }
-    }
 }
 
+/// A message read once, with the lean parser (`JSONParser`: the result's shape is fixed, so no Codable machinery).
 enum LedgerDecoding {
-    static func result(_ bytes: [UInt8]) throws -> LedgerResult {
-        try JSONDecoder().decode(LedgerResult.self, from: Data(bytes))
+    static func result(_ bytes: [UInt8]) throws(UnreadableMessage) -> LedgerResult {
+        try LedgerResult(JSONFields.message(bytes))
     }
 
-    static func event(_ bytes: [UInt8]) throws -> LedgerEvent {
-        try JSONDecoder().decode(LedgerEvent.self, from: Data(bytes))
+    static func event(_ bytes: [UInt8]) throws(UnreadableMessage) -> LedgerEvent {
+        try LedgerEvent(JSONFields.message(bytes))
     }
 }

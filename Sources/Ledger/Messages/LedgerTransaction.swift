@@ -4,7 +4,7 @@ import ReceiptModel
 /// The members of a result's or event's transaction the ledger reads. Decoded tolerantly: members the ledger does
 /// not need may be absent or added (`is_upgraded`, `price`, `currency`, `transaction_reason` are read when present);
 /// a member it needs that has the wrong type makes the whole message unreadable (dead-lettered, never guessed).
-struct LedgerTransaction: Decodable, Sendable, Equatable {
+struct LedgerTransaction: Sendable, Equatable {
     /// The purchase's identity as the ledger derives it from the environment and the ids (the contract's purchase
     /// identity rule), whatever key the message was written with: results still on the topic with the
     /// pre-2026-12 key (`apple:<env>:<transaction_id>`) are the same purchase as new ones.
@@ -29,44 +29,26 @@ struct LedgerTransaction: Decodable, Sendable, Equatable {
     var currency: String?
     var transactionReason: String?
 
-    enum CodingKeys: String, CodingKey {
-        case creditKey = "credit_key"
-        case transactionId = "transaction_id"
-        case originalTransactionId = "original_transaction_id"
-        case productId = "product_id"
-        case quantity
-        case expiresDateMs = "expires_date_ms"
-        case appAccountToken = "app_account_token"
-        case creditable, credit
-        case revocationPercentage = "revocation_percentage"
-        case isUpgraded = "is_upgraded"
-        case price, currency
-        case transactionReason = "transaction_reason"
-        case webOrderLineItemId = "web_order_line_item_id"
-        case inAppOwnershipType = "in_app_ownership_type"
-        case purchaseDateMs = "purchase_date_ms"
-    }
 
-    init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        writtenCreditKey = try c.decode(String.self, forKey: .creditKey)
+    init(_ c: JSONFields) throws(UnreadableMessage) {
+        writtenCreditKey = try c.requiredString("credit_key")
         creditKey = writtenCreditKey
-        transactionId = try c.decodeIfPresent(String.self, forKey: .transactionId)
-        originalTransactionId = try c.decodeIfPresent(String.self, forKey: .originalTransactionId)
-        productId = try c.decodeIfPresent(String.self, forKey: .productId)
-        quantity = try c.decodeIfPresent(Int64.self, forKey: .quantity)
-        expiresDateMs = try c.decodeIfPresent(Int64.self, forKey: .expiresDateMs)
-        appAccountToken = try c.decodeIfPresent(String.self, forKey: .appAccountToken)
-        creditable = try c.decodeIfPresent(Bool.self, forKey: .creditable) ?? false
-        credit = try c.decodeIfPresent(JSONValue.self, forKey: .credit)
-        revocationPercentage = try c.decodeIfPresent(Int64.self, forKey: .revocationPercentage)
-        isUpgraded = try c.decodeIfPresent(Bool.self, forKey: .isUpgraded)
-        price = try c.decodeIfPresent(Int64.self, forKey: .price)
-        currency = try c.decodeIfPresent(String.self, forKey: .currency)
-        transactionReason = try c.decodeIfPresent(String.self, forKey: .transactionReason)
-        webOrderLineItemId = try c.decodeIfPresent(String.self, forKey: .webOrderLineItemId)
-        inAppOwnershipType = try c.decodeIfPresent(String.self, forKey: .inAppOwnershipType)
-        purchaseDateMs = try c.decodeIfPresent(Int64.self, forKey: .purchaseDateMs)
+        transactionId = try c.string("transaction_id")
+        originalTransactionId = try c.string("original_transaction_id")
+        productId = try c.string("product_id")
+        quantity = try c.int64("quantity")
+        expiresDateMs = try c.int64("expires_date_ms")
+        appAccountToken = try c.string("app_account_token")
+        creditable = try c.bool("creditable") ?? false
+        credit = c.value("credit")
+        revocationPercentage = try c.int64("revocation_percentage")
+        isUpgraded = try c.bool("is_upgraded")
+        price = try c.int64("price")
+        currency = try c.string("currency")
+        transactionReason = try c.string("transaction_reason")
+        webOrderLineItemId = try c.string("web_order_line_item_id")
+        inAppOwnershipType = try c.string("in_app_ownership_type")
+        purchaseDateMs = try c.int64("purchase_date_ms")
         try Identifier.check(writtenCreditKey, "transaction.credit_key")
         try Identifier.check(transactionId, "transaction.transaction_id")
         try Identifier.check(originalTransactionId, "transaction.original_transaction_id")
@@ -108,7 +90,7 @@ struct LedgerTransaction: Decodable, Sendable, Equatable {
     var ownership: Ownership { inAppOwnershipType == "FAMILY_SHARED" ? .familyShared : .purchased }
 
     /// A subscription period (its key is the period's): what upgrades compare.
-    var isPeriod: Bool { creditKey.contains(":\(PurchaseIdentity.periodNamespace):") }
+    var isPeriod: Bool { PurchaseKey.isPeriod(creditKey) }
 
     /// Creditable as the pipeline says, and not upgraded away (a transaction the pipeline marks `is_upgraded` is
     /// never credited, whatever `creditable` says).
@@ -142,5 +124,16 @@ struct LedgerTransaction: Decodable, Sendable, Equatable {
         guard let bytes = try? MessageCoding.encode(value) else { return "unencodable" }
         let text = String(decoding: bytes, as: UTF8.self)
         return text.count > 200 ? String(text.prefix(200)) + "..." : text
+    }
+}
+
+/// What a purchase key says about itself (the ledger derives every key, so its shape is known).
+enum PurchaseKey {
+    /// `apple:<env>:period:<id>`: a subscription period.
+    static func isPeriod(_ key: String) -> Bool {
+        for environment in ["apple:production:period:", "apple:sandbox:period:"] where key.hasPrefix(environment) {
+            return true
+        }
+        return false
     }
 }

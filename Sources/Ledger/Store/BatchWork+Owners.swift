@@ -84,7 +84,7 @@ extension BatchWork {
             _ = try decide(
                 .credit(claim), creditKey: creditKey, originalTransactionId: row.optionalString(11),
                 appAccountToken: row.optionalString(12), claimId: try row.string(0),
-                isPeriod: creditKey.contains(":period:"), upgradeNotified: try row.bool(16))
+                isPeriod: PurchaseKey.isPeriod(creditKey), upgradeNotified: try row.bool(16))
         }
     }
 

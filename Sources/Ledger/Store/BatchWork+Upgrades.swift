@@ -18,7 +18,7 @@ extension BatchWork {
     /// Takes back the unused share of every period of `subscription` that a credited period replaced.
     mutating func applyUpgrades(subscription: String, upgradeNotified: Set<String>) throws(PostgresError) {
         let periods = purchases.compactMap { key, purchase -> UpgradeRule.Period? in
-            guard purchase.originalTransactionId == subscription, key.contains(":period:"),
+            guard purchase.originalTransactionId == subscription, PurchaseKey.isPeriod(key),
                 let productId = purchase.state.productId, let purchased = purchase.state.purchaseDateMs,
                 let expires = purchase.state.expiresDateMs
             else { return nil }

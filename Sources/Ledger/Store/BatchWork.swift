@@ -73,7 +73,7 @@ struct BatchWork {
             return record.topic == topics.results
                 ? .result(try LedgerDecoding.result(record.value)) : .event(try LedgerDecoding.event(record.value))
         } catch {
-            return .unreadable(UnreadableMessage.reason(for: error))
+            return .unreadable(error.description)
         }
     }
 

@@ -1,0 +1,162 @@
+import Foundation
+import ReceiptModel
+import Testing
+
+/// The lean parser against Foundation's JSON decoding as the oracle: the same value for every document both read,
+/// and the same verdict (JSON or not) for mutated documents. Inputs come from a fixed seed, so a run is repeatable.
+@Suite struct JSONParserTests {
+    /// A fixed-seed generator (SplitMix64): the same inputs on every run.
+    struct Seeded {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+        mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
+    }
+
+    static let strings = [
+        "", "gems", "a\"b", "back\\slash", "tab\there", "é", "日本", "😀", "\u{7F}", "line\nbreak", "/",
+    ]
+    static let numbers = [
+        "0", "-0", "1", "-17", "9223372036854775807", "-9223372036854775808", "9223372036854775808", "1.5", "-0.25",
+        "1e2", "1E-2", "2.5e+3", "10.0", "12345678901234567890", "1234567890123456789.75", "0.1",
+    ]
+
+    static func text(_ string: String, _ random: inout Seeded) -> String {
+        var out = "\""
+        for scalar in string.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\t": out += random.below(2) == 0 ? "\\t" : "\\u0009"
+            case "/": out += random.below(2) == 0 ? "/" : "\\/"
+            default:
+                if scalar.value > 0xFFFF, random.below(2) == 0 {
+                    let v = scalar.value - 0x10000
+                    out += String(format: "\\u%04X\\u%04x", 0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF))
+                } else if scalar.value > 0x7F, random.below(3) == 0, scalar.value <= 0xFFFF {
+                    out += String(format: "\\u%04x", scalar.value)
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out + "\""
+    }
+
+    static func space(_ random: inout Seeded) -> String { ["", " ", "\n", "\t ", "\r\n"][random.below(5)] }
+
+    static func document(_ random: inout Seeded, depth: Int = 0) -> String {
+        let kind = depth > 3 ? random.below(4) : random.below(6)
+        switch kind {
+        case 0: return text(strings[random.below(strings.count)], &random)
+        case 1: return numbers[random.below(numbers.count)]
+        case 2: return ["true", "false", "null"][random.below(3)]
+        case 3: return text("k\(random.below(100))", &random)
+        case 4:
+            let count = random.below(4)
+            let elements = (0..<count).map { _ in space(&random) + document(&random, depth: depth + 1) + space(&random) }
+            return "[" + elements.joined(separator: ",") + "]"
+        default:
+            let count = random.below(5)
+            let members = (0..<count).map { index in
+                space(&random) + text("m\(index)", &random) + space(&random) + ":" + space(&random)
+                    + document(&random, depth: depth + 1)
+            }
+            return "{" + members.joined(separator: ",") + space(&random) + "}"
+        }
+    }
+
+    static func oracle(_ bytes: [UInt8]) -> JSONValue? {
+        try? JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+    }
+
+    @Test func readsWhatFoundationReadsAsFoundationDoes() throws {
+        var random = Seeded(state: 20_261_202)
+        for _ in 0..<3_000 {
+            let bytes = Array(Self.document(&random).utf8)
+            let expected = try #require(Self.oracle(bytes), "\(String(decoding: bytes, as: UTF8.self))")
+            #expect(try JSONParser.parse(bytes) == expected, "\(String(decoding: bytes, as: UTF8.self))")
+        }
+    }
+
+    @Test func refusesWhatFoundationRefuses() {
+        var random = Seeded(state: 7)
+        let alphabet = Array("{}[]\":,\\ 0-1.eEtrufalsn\u{0}".utf8) + [0xFF, 0xC3]
+        var compared = 0
+        for _ in 0..<4_000 {
+            var bytes = Array(Self.document(&random).utf8)
+            guard !bytes.isEmpty else { continue }
+            for _ in 0...random.below(2) {
+                let position = random.below(bytes.count)
+                switch random.below(3) {
+                case 0: bytes[position] = alphabet[random.below(alphabet.count)]
+                case 1: bytes.remove(at: position)
+                default: bytes.insert(alphabet[random.below(alphabet.count)], at: position)
+                }
+                if bytes.isEmpty { break }
+            }
+            let theirs = Self.oracle(bytes)
+            switch Result(catching: { () throws(JSONParser.Failure) in try JSONParser.parse(bytes) }) {
+            case .success(let ours):
+                if let theirs {
+                    #expect(Self.same(ours, theirs), "\(bytes)")
+                } else {
+                    Issue.record("Foundation refuses what the parser read: \(bytes)")
+                }
+            case .failure(let failure):
+                if theirs != nil {
+                    #expect(Self.isKnownLeniency(bytes, failure), "Foundation reads what the parser refused: \(bytes)")
+                }
+            }
+            compared += 1
+        }
+        #expect(compared > 3_500)
+    }
+
+    /// Where Foundation reads more than RFC 8259 (and the parser, by design, does not): a trailing comma, a NUL
+    /// outside strings, a duplicate member name (Foundation keeps the last one).
+    static func isKnownLeniency(_ bytes: [UInt8], _ failure: JSONParser.Failure) -> Bool {
+        if failure.description.hasPrefix("duplicate member") { return true }
+        if bytes.contains(0) { return true }
+        guard failure.offset < bytes.count, bytes[failure.offset] == UInt8(ascii: "}") || bytes[failure.offset] == UInt8(ascii: "]")
+        else { return false }
+        let before = bytes[..<failure.offset].last { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
+        return before == UInt8(ascii: ",")
+    }
+
+    /// Equal values; numbers equal within a double's precision (a number with a fraction beyond 2^53 has no exact
+    /// reading: Foundation truncates its fraction where the parser rounds it to the nearest double; integers that
+    /// fit 64 bits must be exact).
+    static func same(_ a: JSONValue, _ b: JSONValue) -> Bool {
+        func close(_ x: Double, _ y: Double) -> Bool { x == y || abs(x - y) <= abs(x) * 1e-15 }
+        switch (a, b) {
+        case (.integer(let x), .integer(let y)): return x == y || (abs(Double(x)) > 0x1p53 && close(Double(x), Double(y)))
+        case (.integer(let x), .number(let y)), (.number(let y), .integer(let x)): return close(Double(x), y)
+        case (.number(let x), .number(let y)): return close(x, y)
+        case (.array(let x), .array(let y)): return x.count == y.count && zip(x, y).allSatisfy { same($0, $1) }
+        case (.object(let x), .object(let y)):
+            return x.count == y.count && x.allSatisfy { key, value in y[key].map { same(value, $0) } ?? false }
+        default: return a == b
+        }
+    }
+
+    @Test func edgeCases() throws {
+        #expect(try JSONParser.parse(Array(#"{"a":1,"b":[true,null,"x"]}"#.utf8))
+            == .object(["a": .integer(1), "b": .array([.bool(true), .null, .string("x")])]))
+        #expect(try JSONParser.parse(Array(#""\ud83d\ude00""#.utf8)) == .string("😀"))
+        #expect(try JSONParser.parse(Array("1234567890123456789.75".utf8)) == .integer(1_234_567_890_123_456_768))
+        for invalid in [
+            #"{"a":1,"a":2}"#, #""\ud800""#, "[1,]", "{\"a\":1,}", "01", "1.", "-", "\"a\u{1}\"", "nul", "[1] 2", "",
+            String(repeating: "[", count: 70) + String(repeating: "]", count: 70),
+        ] {
+            #expect(throws: JSONParser.Failure.self, "\(invalid)") { try JSONParser.parse(Array(invalid.utf8)) }
+        }
+        #expect(throws: JSONParser.Failure.self) { try JSONParser.parse([0x22, 0xFF, 0x22]) }
+    }
+}
