@@ -30,6 +30,8 @@ public struct VerifiedTransaction: Codable, Sendable, Equatable {
     /// False when refunded, revoked, upgraded away, unreadable where money depends on it, or not in a configured
     /// product catalog: credit exactly the creditable ones.
     public var creditable: Bool
+    /// Why `creditable` is false (`not_creditable_reason`); nil exactly when creditable.
+    public var notCreditableReason: NotCreditableReason?
     /// The product catalog entry's `credit` object, or null (no catalog, or the product is not in it). Granted
     /// `quantity` times.
     public var credit: JSONValue?
@@ -50,7 +52,7 @@ public struct VerifiedTransaction: Codable, Sendable, Equatable {
         appAccountToken: String? = nil, productType: ProductType? = nil, revocationType: String? = nil,
         revocationPercentage: Int? = nil, creditable: Bool = true, credit: JSONValue? = nil, isUpgraded: Bool = false,
         price: Int64? = nil, currency: String? = nil, transactionReason: String? = nil,
-        environment: AppStoreEnvironment
+        notCreditableReason: NotCreditableReason? = nil, environment: AppStoreEnvironment
     ) {
         self.transactionId = transactionId
         self.originalTransactionId = originalTransactionId
@@ -71,6 +73,7 @@ public struct VerifiedTransaction: Codable, Sendable, Equatable {
             environment: environment, transactionId: transactionId, originalTransactionId: originalTransactionId,
             webOrderLineItemId: webOrderLineItemId)
         self.creditable = creditable
+        self.notCreditableReason = notCreditableReason
         self.credit = credit
         self.isUpgraded = isUpgraded
         self.price = price
@@ -96,6 +99,7 @@ public struct VerifiedTransaction: Codable, Sendable, Equatable {
         case revocationPercentage = "revocation_percentage"
         case creditKey = "credit_key"
         case creditable
+        case notCreditableReason = "not_creditable_reason"
         case credit
         case isUpgraded = "is_upgraded"
         case price
@@ -123,6 +127,7 @@ public struct VerifiedTransaction: Codable, Sendable, Equatable {
         try c.encode(revocationPercentage, forKey: .revocationPercentage)
         try c.encode(creditKey, forKey: .creditKey)
         try c.encode(creditable, forKey: .creditable)
+        try c.encode(notCreditableReason, forKey: .notCreditableReason)
         try c.encode(credit ?? .null, forKey: .credit)
         try c.encode(isUpgraded, forKey: .isUpgraded)
         try c.encode(price, forKey: .price)
@@ -149,6 +154,8 @@ public struct VerifiedTransaction: Codable, Sendable, Equatable {
         revocationPercentage = try c.decodeIfPresent(Int.self, forKey: .revocationPercentage)
         creditKey = try c.decode(String.self, forKey: .creditKey)
         creditable = try c.decode(Bool.self, forKey: .creditable)
+        // Absent in messages written before 2026-12.
+        notCreditableReason = try c.decodeIfPresent(NotCreditableReason.self, forKey: .notCreditableReason)
         let credit = try c.decodeIfPresent(JSONValue.self, forKey: .credit)
         self.credit = credit == .null ? nil : credit
         isUpgraded = try c.decodeIfPresent(Bool.self, forKey: .isUpgraded) ?? false

@@ -64,6 +64,8 @@ enum PurchaseEventJSON {
         out.bool(transaction.isTrialPeriod)
         out.member("is_upgraded")
         out.bool(transaction.isUpgraded)
+        out.member("not_creditable_reason")
+        out.string(transaction.notCreditableReason?.rawValue)
         out.member("original_transaction_id")
         out.string(transaction.originalTransactionId)
         out.member("price")
