@@ -204,6 +204,8 @@ public enum VerdictRules {
                 revocationType: apple.revocationType, revocationPercentage: apple.revocationPercentage,
                 creditable: reason == nil, credit: entry?.credit, isUpgraded: apple.isUpgraded, price: apple.price,
                 currency: apple.currency, transactionReason: apple.transactionReason, notCreditableReason: reason,
+                offerDiscountType: apple.offerDiscountType, offerPeriod: apple.offerPeriod,
+                billingPlanType: apple.billingPlanType, commitmentInfo: apple.commitmentInfo,
                 environment: environment)
         }
 
