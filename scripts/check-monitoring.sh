@@ -60,11 +60,11 @@ wait_for "$work/fake.out" "^FAKE_APPSTORE_URL=" "${pids[-1]}"
 apple="$(grep -m1 "^FAKE_APPSTORE_URL=" "$work/fake.out" | cut -d= -f2-)"
 
 common=(KAFKA_BOOTSTRAP_SERVERS="$bootstrap" KAFKA_FETCH_WAIT_MAX_MS=10 KAFKA_SESSION_TIMEOUT_MS=6000)
-# Two named keys, the in-app one limited to receipts and signed transactions (INGEST_KEY_PROOFS), so the refusal
-# metrics exist too.
+# Two named keys: the backend one granted bare transaction ids (INGEST_KEY_PROOFS), the in-app one with the default
+# (receipts and signed transactions), so the refusal metrics exist too.
 env "${common[@]}" INGEST_LISTEN=127.0.0.1:0 RESULT_INDEX_READY_TIMEOUT_SECONDS=5 \
     INGEST_API_KEYS=backend:monitoring-backend-key,app:monitoring-app-key \
-    INGEST_KEY_PROOFS=app:receipt_data+signed_transaction \
+    INGEST_KEY_PROOFS=backend:receipt_data+signed_transaction+transaction_id \
     "$bin/receipt-ingest" >"$work/ingest.out" 2>"$work/ingest.log" &
 pids+=($!)
 wait_for "$work/ingest.log" '"msg":"HTTP server listening"' "${pids[-1]}"

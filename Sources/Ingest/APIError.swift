@@ -95,6 +95,11 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
         APIError(status: 400, code: "invalid_field", message: "\(field) \(problem)")
     }
 
+    /// An identifier holding a control character (C0, DEL, C1): refused, never truncated (`IdentifierText`).
+    static func invalidIdentifier(_ problem: String) -> APIError {
+        APIError(status: 400, code: "invalid_identifier", message: problem)
+    }
+
     static func conflictingFields(_ first: String, _ second: String) -> APIError {
         APIError(
             status: 400, code: "conflicting_fields",
@@ -124,8 +129,15 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
     /// 403: the caller's key may not submit this kind of proof (`INGEST_KEY_PROOFS`). Names only the caller's own
     /// allowed kinds: nothing about other keys.
     static func proofNotAllowed(_ kind: ProofKind, allowed: [ProofKind]) -> APIError {
-        let sentAs = kind == .signedTransaction ? " (a StoreKit 2 signed transaction counts as one also when sent as "
-            + "receipt_data)" : ""
+        let sentAs: String
+        switch kind {
+        case .signedTransaction:
+            sentAs = " (a StoreKit 2 signed transaction counts as one also when sent as receipt_data)"
+        case .transactionId:
+            sentAs = " (a bare transaction id needs a grant for this key in INGEST_KEY_PROOFS)"
+        case .receiptData:
+            sentAs = ""
+        }
         return APIError(
             status: 403, code: "proof_not_allowed",
             message: "this API key may not submit \(kind.rawValue)\(sentAs); it may submit "

@@ -173,7 +173,8 @@ final class IngestHandler: HTTPHandler {
             let parsed = try SubmissionRequest.parse(request.body)
             // Before anything else: a refused kind never reaches the result index or Kafka.
             let kind = ProofKind(parsed.proof)
-            if let refusal = settings.keyProofs.refusal(of: kind, for: caller) {
+            if let refusal = settings.keyProofs.refusal(
+                of: kind, for: caller, authenticationEnabled: !settings.apiKeys.isEmpty) {
                 metrics.recordProofRefusal(client: caller.clientId ?? "", proof: kind)
                 throw refusal
             }

@@ -9,7 +9,8 @@ public struct IngestSettings: Sendable {
     public var listen: ListenAddress
     /// Accepted `Authorization: Bearer` keys, optionally named (`INGEST_API_KEYS`); empty = no authentication.
     public var apiKeys: [APIKey]
-    /// The proof kinds named keys are limited to (`INGEST_KEY_PROOFS`); a key not listed may submit every kind.
+    /// The proof kinds each key may submit (`INGEST_KEY_PROOFS`); a key not listed may submit
+    /// `KeyProofLimits.defaultKinds` (no bare `transaction_id`), every kind when `apiKeys` is empty.
     public var keyProofs: KeyProofLimits
     /// Largest `POST /v1/receipts` body (`INGEST_MAX_BODY_BYTES`).
     public var maxBodyBytes: Int
@@ -256,15 +257,20 @@ public struct IngestSettings: Sendable {
                                            key writes its name as client_id and sees only its own submissions'
                                            results; unnamed keys see every result. Empty = no authentication
                                            (logged as a warning)
-          INGEST_KEY_PROOFS                the proof kinds a named key may submit, comma-separated entries
+          INGEST_KEY_PROOFS                the proof kinds each key may submit, comma-separated entries
                                            'name:kind+kind' with kinds receipt_data, signed_transaction,
-                                           transaction_id (e.g. app:receipt_data+signed_transaction: a key
-                                           shipped in an app must not claim bare transaction ids, which anyone
-                                           who learns one could submit). Another kind is 403 proof_not_allowed,
-                                           before anything is written. The kind is the effective one: a signed
-                                           transaction sent as receipt_data is signed_transaction. The name must
-                                           be one of INGEST_API_KEYS (all its keys share the limit); keys not
-                                           listed, and unnamed keys, may submit every kind (default: empty)
+                                           transaction_id. A key without an entry may submit receipt_data and
+                                           signed_transaction only: a bare transaction_id, which anyone who
+                                           learns one could submit, needs a grant (server-to-server keys, e.g.
+                                           backend:receipt_data+signed_transaction+transaction_id). The name
+                                           '*' sets every key not listed, unnamed keys included
+                                           ('*:receipt_data+signed_transaction+transaction_id' is the default
+                                           before 2026-12). Another kind is 403 proof_not_allowed, before
+                                           anything is written. The kind is the effective one: a signed
+                                           transaction sent as receipt_data is signed_transaction. A name must
+                                           be one of INGEST_API_KEYS (all its keys share the entry). With
+                                           INGEST_API_KEYS empty (no authentication) every kind is accepted and
+                                           this must be empty (default: empty)
           INGEST_MAX_BODY_BYTES            largest POST /v1/receipts body, 1024..67108864 (default 1048576);
                                            larger = 413
           INGEST_MAX_BUFFERED_BYTES        request body bytes held across all connections while they arrive,

@@ -19,44 +19,70 @@ public enum ProofKind: String, Sendable, Hashable, CaseIterable {
     }
 }
 
-/// `INGEST_KEY_PROOFS`: the proof kinds each listed named key may submit. A key whose name is not listed (and every
-/// unnamed key) may submit every kind.
+/// `INGEST_KEY_PROOFS`: the proof kinds each API key may submit.
+///
+/// By default (issue 24, 2026-12) a key may submit app receipts and signed transactions (`defaultKinds`), and a bare
+/// `transaction_id` only when granted: anyone who learns a transaction id (it is on the customer's e-mail receipt,
+/// in logs, in support tickets) could otherwise claim the purchase first with a key shipped inside an app. Grant it to
+/// server-to-server keys by name (`backend:receipt_data+signed_transaction+transaction_id`). The name `*` sets the
+/// kinds of every key not listed by name, unnamed keys included (`*:receipt_data+signed_transaction+transaction_id`
+/// is the behaviour before 2026-12). With no keys at all (`INGEST_API_KEYS` empty: no authentication, logged as a
+/// warning) there is no key to grant anything to, and every kind is accepted, as every caller is.
 ///
 /// Entry syntax: `name:kind+kind...` (`app:receipt_data+signed_transaction`), entries separated by commas. The name
 /// is one of `INGEST_API_KEYS`' names, so every key under it (a rotation) shares the limit. The kind is the effective
 /// one (`ProofKind.init(_:)`): a signed transaction sent as `receipt_data` needs `signed_transaction`.
 public struct KeyProofLimits: Sendable, Equatable {
-    /// Allowed kinds by key name; names not here are unlimited.
+    /// What a key may submit without an entry of its own: receipts and signed transactions, no bare transaction id.
+    public static let defaultKinds: Set<ProofKind> = [.receiptData, .signedTransaction]
+    /// The entry name that sets the kinds of every key not listed by name (unnamed keys included). Never a key
+    /// name: names are `[A-Za-z0-9._-]`.
+    public static let everyOtherKey = "*"
+
+    /// Allowed kinds by key name.
     public private(set) var allowedByName: [String: Set<ProofKind>]
+    /// The kinds of every key not in `allowedByName`, and of unnamed keys (`*`; `defaultKinds` unless set).
+    public private(set) var unlisted: Set<ProofKind>
 
-    public init(_ allowedByName: [String: Set<ProofKind>] = [:]) {
+    public init(_ allowedByName: [String: Set<ProofKind>] = [:], unlisted: Set<ProofKind> = KeyProofLimits.defaultKinds) {
         self.allowedByName = allowedByName
+        self.unlisted = unlisted
     }
 
-    /// No key is limited.
-    public var isEmpty: Bool { allowedByName.isEmpty }
+    /// Nothing configured: every key has `defaultKinds`.
+    public var isEmpty: Bool { allowedByName.isEmpty && unlisted == Self.defaultKinds }
 
-    /// The kinds `caller` may submit, or nil when it may submit every kind.
-    public func allowedKinds(for caller: Caller) -> Set<ProofKind>? {
-        guard case .client(let name) = caller else { return nil }
-        return allowedByName[name]
+    /// The kinds `caller` may submit. `authenticationEnabled` is false when `INGEST_API_KEYS` is empty: then every
+    /// caller is anonymous and may submit every kind (there are no keys to grant anything to).
+    public func allowedKinds(for caller: Caller, authenticationEnabled: Bool) -> Set<ProofKind> {
+        guard authenticationEnabled else { return Set(ProofKind.allCases) }
+        guard case .client(let name) = caller, let listed = allowedByName[name] else { return unlisted }
+        return listed
     }
 
-    /// Whether `caller` may submit a proof of `kind`.
-    public func allows(_ kind: ProofKind, for caller: Caller) -> Bool {
-        allowedKinds(for: caller)?.contains(kind) ?? true
+    /// Whether `caller` may submit a proof of `kind` (see `allowedKinds(for:authenticationEnabled:)`).
+    public func allows(_ kind: ProofKind, for caller: Caller, authenticationEnabled: Bool) -> Bool {
+        allowedKinds(for: caller, authenticationEnabled: authenticationEnabled).contains(kind)
     }
 
     /// Parses the entries of `INGEST_KEY_PROOFS` (already split at commas, blanks dropped) against the keys of
     /// `INGEST_API_KEYS`.
     /// - Throws: `ConfigurationError` naming the entry by position and what is wrong (an entry without `:`, a name
-    ///   no key of `INGEST_API_KEYS` has, a name listed twice, no kind or an unknown one).
+    ///   no key of `INGEST_API_KEYS` has, a name listed twice, no kind or an unknown one, any entry while
+    ///   `INGEST_API_KEYS` is empty).
     public static func parseList(
         _ entries: [String], keys: [APIKey], variable: String = "INGEST_KEY_PROOFS"
     ) throws(ConfigurationError) -> KeyProofLimits {
         let names = Set(keys.compactMap(\.name))
         let kinds = ProofKind.allCases.map(\.rawValue).joined(separator: ", ")
+        if !entries.isEmpty, keys.isEmpty {
+            throw ConfigurationError(
+                variable: variable,
+                problem: "is set but INGEST_API_KEYS is empty: without keys there is no authentication and every "
+                    + "proof kind is accepted; set INGEST_API_KEYS (named keys) to limit them")
+        }
         var allowed: [String: Set<ProofKind>] = [:]
+        var unlisted: Set<ProofKind>?
         for (index, entry) in entries.enumerated() {
             let position = "entry \(index + 1)"
             guard let colon = entry.firstIndex(of: ":") else {
@@ -70,15 +96,17 @@ public struct KeyProofLimits: Sendable, Equatable {
                 throw ConfigurationError(
                     variable: variable,
                     problem: "\(position) gives a key of INGEST_API_KEYS where its name belongs (only named keys "
-                        + "can be limited: name it there as name:key, and list the name here)")
+                        + "can be granted by name: name it there as name:key, and list the name here, or use "
+                        + "\(everyOtherKey) for every key not listed)")
             }
-            guard names.contains(name) else {
+            let isEveryOther = name == everyOtherKey
+            guard isEveryOther || names.contains(name) else {
                 throw ConfigurationError(
                     variable: variable,
                     problem: "\(position): '\(name.prefix(APIKey.maximumNameLength))' is not the name of a key in "
-                        + "INGEST_API_KEYS (only named keys can be limited: name them there, name:key)")
+                        + "INGEST_API_KEYS (name keys there, name:key, or use \(everyOtherKey) for every key not listed)")
             }
-            guard allowed[name] == nil else {
+            guard isEveryOther ? unlisted == nil : allowed[name] == nil else {
                 throw ConfigurationError(variable: variable, problem: "\(position): '\(name)' is listed twice")
             }
             var set: Set<ProofKind> = []
@@ -93,14 +121,15 @@ public struct KeyProofLimits: Sendable, Equatable {
                 }
                 set.insert(kind)
             }
-            allowed[name] = set
+            if isEveryOther { unlisted = set } else { allowed[name] = set }
         }
-        return KeyProofLimits(allowed)
+        return KeyProofLimits(allowed, unlisted: unlisted ?? defaultKinds)
     }
 
     /// The 403 for `caller` submitting a proof of `kind`, or nil when it may.
-    func refusal(of kind: ProofKind, for caller: Caller) -> APIError? {
-        guard let allowed = allowedKinds(for: caller), !allowed.contains(kind) else { return nil }
+    func refusal(of kind: ProofKind, for caller: Caller, authenticationEnabled: Bool) -> APIError? {
+        let allowed = allowedKinds(for: caller, authenticationEnabled: authenticationEnabled)
+        guard !allowed.contains(kind) else { return nil }
         // In contract order: receipt_data, signed_transaction, transaction_id.
         return .proofNotAllowed(kind, allowed: ProofKind.allCases.filter(allowed.contains))
     }

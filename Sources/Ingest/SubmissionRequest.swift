@@ -222,6 +222,11 @@ public struct SubmissionRequest: Sendable, Equatable {
         if limited, text.utf8.count > maximumFieldLength {
             throw .invalidField(name, "is longer than \(maximumFieldLength) bytes")
         }
+        // Identifiers (the limited fields; the proofs are checked by their own rules, and base64 may hold line
+        // breaks): a control character is refused, never stored truncated (`IdentifierText`).
+        if limited, let problem = IdentifierText.problem(field: name, text) {
+            throw .invalidIdentifier(problem)
+        }
         return text
     }
 

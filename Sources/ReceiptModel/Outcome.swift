@@ -57,6 +57,29 @@ public enum VerificationSource: String, Codable, Sendable, CaseIterable {
 }
 
 /// What kind of in-app product a transaction is for (`product_type`).
+/// Why a transaction is `creditable: false` (`not_creditable_reason`; null when creditable). A closed set: the
+/// money rules (`VerdictRules`) decide it, the first that applies in this order.
+public enum NotCreditableReason: String, Codable, Sendable, CaseIterable {
+    /// Apple's data for the purchase shows a refund (a cancellation date or reason, a `REFUND_*` revocation type or a
+    /// revocation percentage).
+    case refunded
+    /// Apple revoked a family-shared entitlement (`revocationType` `FAMILY_REVOKE`).
+    case revoked
+    /// A field money depends on is present but unreadable (a cancellation field, the whole entry, `quantity`,
+    /// `is_upgraded`): fail closed.
+    case unreadable
+    /// The subscription period was replaced by an upgrade (`is_upgraded`); the upgrade's period is the one to credit.
+    case upgraded
+    /// `PRODUCT_CATALOG_FILE` is set and does not list the product.
+    case unknownProduct = "unknown_product"
+    /// A `FAMILY_SHARED` transaction whose catalog credit is an item (`{"item", "amount"}`): someone else paid, so
+    /// it grants entitlements only, never items or currency.
+    case familySharedItem = "family_shared_item"
+    /// The result is `rejected` (its `reason` says why: the product or account did not match, ...), and the
+    /// transaction would otherwise have been creditable.
+    case rejected
+}
+
 public enum ProductType: String, Codable, Sendable, CaseIterable {
     case consumable
     case nonConsumable = "non_consumable"

@@ -25,11 +25,15 @@ public struct RenewalSummary: Codable, Sendable, Equatable {
     public var expirationIntent: Int?
     public var gracePeriodExpiresDateMs: Int64?
     public var isInBillingRetryPeriod: Bool?
+    /// The billing plan of the next renewal (`renewalBillingPlanType`, 2026 commitment plans: `BILLED_UPFRONT`,
+    /// `MONTHLY`); null when Apple's data has none.
+    public var renewalBillingPlanType: String?
 
     public init(
         autoRenewStatus: Int?, autoRenewProductId: String?, expirationIntent: Int?, gracePeriodExpiresDateMs: Int64?,
-        isInBillingRetryPeriod: Bool?
+        isInBillingRetryPeriod: Bool?, renewalBillingPlanType: String? = nil
     ) {
+        self.renewalBillingPlanType = renewalBillingPlanType
         self.autoRenewStatus = autoRenewStatus
         self.autoRenewProductId = autoRenewProductId
         self.expirationIntent = expirationIntent
@@ -43,6 +47,7 @@ public struct RenewalSummary: Codable, Sendable, Equatable {
         case expirationIntent = "expiration_intent"
         case gracePeriodExpiresDateMs = "grace_period_expires_date_ms"
         case isInBillingRetryPeriod = "is_in_billing_retry_period"
+        case renewalBillingPlanType = "renewal_billing_plan_type"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -52,6 +57,7 @@ public struct RenewalSummary: Codable, Sendable, Equatable {
         try c.encode(expirationIntent, forKey: .expirationIntent)
         try c.encode(gracePeriodExpiresDateMs, forKey: .gracePeriodExpiresDateMs)
         try c.encode(isInBillingRetryPeriod, forKey: .isInBillingRetryPeriod)
+        try c.encode(renewalBillingPlanType, forKey: .renewalBillingPlanType)
     }
 }
 

@@ -143,6 +143,7 @@ extension Submission {
             guard string.utf8.count <= maximumFieldLength else {
                 throw FieldProblem("\(name) is longer than \(maximumFieldLength) bytes")
             }
+            if let problem = IdentifierText.problem(field: name, string) { throw FieldProblem(problem) }
             return string.isEmpty ? nil : string
         case let number as NSNumber where !JSONNumbers.isBoolean(number):
             guard let digits = JSONNumbers.integerText(number) else {
@@ -163,6 +164,10 @@ extension Submission {
         case let string as String:
             if let maximumLength, string.utf8.count > maximumLength {
                 throw FieldProblem("\(name) is longer than \(maximumLength) bytes")
+            }
+            // Identifiers only: the proofs (unlimited) tolerate line breaks, and are checked by their own rules.
+            if maximumLength != nil, let problem = IdentifierText.problem(field: name, string) {
+                throw FieldProblem(problem)
             }
             return string.isEmpty ? nil : string
         default:

@@ -30,6 +30,16 @@ public struct VerifiedTransaction: Codable, Sendable, Equatable {
     /// False when refunded, revoked, upgraded away, unreadable where money depends on it, or not in a configured
     /// product catalog: credit exactly the creditable ones.
     public var creditable: Bool
+    /// Why `creditable` is false (`not_creditable_reason`); nil exactly when creditable.
+    public var notCreditableReason: NotCreditableReason?
+    /// Signed data's offer fields (2025): `offerDiscountType` (`FREE_TRIAL`, `PAY_AS_YOU_GO`, `PAY_UP_FRONT`,
+    /// `ONE_TIME`) and `offerPeriod` (ISO 8601 duration, `P1M`); null from verifyReceipt.
+    public var offerDiscountType: String?
+    public var offerPeriod: String?
+    /// The commitment plan's billing (2026: `BILLED_UPFRONT`, `MONTHLY`) and Apple's `commitmentInfo` object,
+    /// unchanged; null when Apple's data has none.
+    public var billingPlanType: String?
+    public var commitmentInfo: JSONValue?
     /// The product catalog entry's `credit` object, or null (no catalog, or the product is not in it). Granted
     /// `quantity` times.
     public var credit: JSONValue?
@@ -50,8 +60,13 @@ public struct VerifiedTransaction: Codable, Sendable, Equatable {
         appAccountToken: String? = nil, productType: ProductType? = nil, revocationType: String? = nil,
         revocationPercentage: Int? = nil, creditable: Bool = true, credit: JSONValue? = nil, isUpgraded: Bool = false,
         price: Int64? = nil, currency: String? = nil, transactionReason: String? = nil,
-        environment: AppStoreEnvironment
+        notCreditableReason: NotCreditableReason? = nil, offerDiscountType: String? = nil, offerPeriod: String? = nil,
+        billingPlanType: String? = nil, commitmentInfo: JSONValue? = nil, environment: AppStoreEnvironment
     ) {
+        self.offerDiscountType = offerDiscountType
+        self.offerPeriod = offerPeriod
+        self.billingPlanType = billingPlanType
+        self.commitmentInfo = commitmentInfo
         self.transactionId = transactionId
         self.originalTransactionId = originalTransactionId
         self.productId = productId
@@ -71,6 +86,7 @@ public struct VerifiedTransaction: Codable, Sendable, Equatable {
             environment: environment, transactionId: transactionId, originalTransactionId: originalTransactionId,
             webOrderLineItemId: webOrderLineItemId)
         self.creditable = creditable
+        self.notCreditableReason = notCreditableReason
         self.credit = credit
         self.isUpgraded = isUpgraded
         self.price = price
@@ -96,6 +112,11 @@ public struct VerifiedTransaction: Codable, Sendable, Equatable {
         case revocationPercentage = "revocation_percentage"
         case creditKey = "credit_key"
         case creditable
+        case notCreditableReason = "not_creditable_reason"
+        case offerDiscountType = "offer_discount_type"
+        case offerPeriod = "offer_period"
+        case billingPlanType = "billing_plan_type"
+        case commitmentInfo = "commitment_info"
         case credit
         case isUpgraded = "is_upgraded"
         case price
@@ -123,6 +144,11 @@ public struct VerifiedTransaction: Codable, Sendable, Equatable {
         try c.encode(revocationPercentage, forKey: .revocationPercentage)
         try c.encode(creditKey, forKey: .creditKey)
         try c.encode(creditable, forKey: .creditable)
+        try c.encode(notCreditableReason, forKey: .notCreditableReason)
+        try c.encode(offerDiscountType, forKey: .offerDiscountType)
+        try c.encode(offerPeriod, forKey: .offerPeriod)
+        try c.encode(billingPlanType, forKey: .billingPlanType)
+        try c.encode(commitmentInfo ?? .null, forKey: .commitmentInfo)
         try c.encode(credit ?? .null, forKey: .credit)
         try c.encode(isUpgraded, forKey: .isUpgraded)
         try c.encode(price, forKey: .price)
@@ -149,6 +175,13 @@ public struct VerifiedTransaction: Codable, Sendable, Equatable {
         revocationPercentage = try c.decodeIfPresent(Int.self, forKey: .revocationPercentage)
         creditKey = try c.decode(String.self, forKey: .creditKey)
         creditable = try c.decode(Bool.self, forKey: .creditable)
+        // Absent in messages written before 2026-12.
+        notCreditableReason = try c.decodeIfPresent(NotCreditableReason.self, forKey: .notCreditableReason)
+        offerDiscountType = try c.decodeIfPresent(String.self, forKey: .offerDiscountType)
+        offerPeriod = try c.decodeIfPresent(String.self, forKey: .offerPeriod)
+        billingPlanType = try c.decodeIfPresent(String.self, forKey: .billingPlanType)
+        let commitment = try c.decodeIfPresent(JSONValue.self, forKey: .commitmentInfo)
+        commitmentInfo = commitment == .null ? nil : commitment
         let credit = try c.decodeIfPresent(JSONValue.self, forKey: .credit)
         self.credit = credit == .null ? nil : credit
         isUpgraded = try c.decodeIfPresent(Bool.self, forKey: .isUpgraded) ?? false

@@ -21,6 +21,9 @@ public struct SignedDataError: Error, Sendable, Equatable, CustomStringConvertib
         case leafMarkerMissing
         /// The intermediate lacks Apple's WWDR marker 1.2.840.113635.100.6.2.1.
         case intermediateMarkerMissing
+        /// The leaf is a CA certificate (basic constraints `CA:TRUE`): Apple's signing leaf is an end entity
+        /// (`AppleSigningPathPolicy`).
+        case leafIsCertificateAuthority
         /// The ES256 signature does not verify with the leaf's key over `header.payload`.
         case invalidSignature
         /// The payload is not a JSON object.

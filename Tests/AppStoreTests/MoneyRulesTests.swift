@@ -15,7 +15,7 @@ import Testing
 
     static let rows: [Row] =
         refunds + environments + receiptChecks + productTypes + catalogRows + accountRows + purchaseIdentity
-        + quantities + upgrades + tokenPolicy
+        + quantities + upgrades + tokenPolicy + familySharing + notCreditableReasons
 
     static let refunds: [Row] = [
         Row(
@@ -464,6 +464,109 @@ import Testing
             .rejected(.accountMismatch), [.init("1", creditable: false)]),
     ]
 
+    /// Family Sharing (issue 24 item 2): a `FAMILY_SHARED` transaction is someone else's payment. It grants
+    /// entitlements, never items or currency.
+    static let familySharing: [Row] = [
+        Row(
+            "a family-shared transaction whose catalog credit is an item is not creditable: family_shared_item",
+            .evidence([apple("1", ownership: "FAMILY_SHARED")]), transaction: "1", catalog: catalog,
+            .verified, [
+                .init("1", creditable: false, type: .consumable, credit: gemsCredit, reason: .familySharedItem),
+            ]),
+        Row(
+            "a family-shared transaction whose catalog credit is an entitlement stays creditable",
+            .evidence([apple("1", product: "season_pass", ownership: "FAMILY_SHARED")]), transaction: "1",
+            catalog: catalog,
+            .verified, [.init("1", creditable: true, type: .nonRenewing, credit: seasonCredit)]),
+        Row(
+            "verifyReceipt's in_app_ownership_type FAMILY_SHARED with an item credit: family_shared_item",
+            .verifyReceipt(body(inApp: [entry("1", ownership: "FAMILY_SHARED"), entry("2")])), catalog: catalog,
+            .verified, [
+                .init("1", creditable: false, type: .consumable, credit: gemsCredit, reason: .familySharedItem),
+                .init("2", creditable: true, type: .consumable, credit: gemsCredit),
+            ]),
+        Row(
+            "the purchaser's own transaction of the same product (PURCHASED) is creditable",
+            .evidence([apple("1", ownership: "PURCHASED")]), transaction: "1", catalog: catalog,
+            .verified, [.init("1", creditable: true, type: .consumable, credit: gemsCredit)]),
+        Row(
+            "without a catalog there is no credit to judge: a family-shared transaction stays creditable",
+            .evidence([apple("1", ownership: "FAMILY_SHARED")]), transaction: "1",
+            .verified, [.init("1", creditable: true)]),
+        Row(
+            "a family-shared entitlement Apple revoked (FAMILY_REVOKE) is revoked",
+            .evidence([
+                apple(
+                    "1", product: "season_pass", cancelledAtMs: 9, revocationType: "FAMILY_REVOKE",
+                    ownership: "FAMILY_SHARED"),
+            ]),
+            catalog: catalog,
+            .rejected(.refunded), [
+                .init(
+                    "1", creditable: false, type: .nonRenewing, credit: seasonCredit, cancelledAtMs: 9,
+                    reason: .revoked),
+            ]),
+    ]
+
+    /// `not_creditable_reason`: every value the rules give, one row each (the other rows check that it is null
+    /// exactly when creditable).
+    static let notCreditableReasons: [Row] = [
+        Row(
+            "not_creditable_reason refunded: a readable cancellation date",
+            .verifyReceipt(body(inApp: [entry("1", cancelledMs), entry("2")])),
+            .verified, [.init("1", creditable: false, reason: .refunded), .init("2", creditable: true)]),
+        Row(
+            "not_creditable_reason refunded: a prorated refund (revocation type and percentage)",
+            .evidence([apple("1", revocationType: "REFUND_PRORATED", percentage: 50_000), apple("2")]),
+            .verified, [.init("1", creditable: false, reason: .refunded), .init("2", creditable: true)]),
+        Row(
+            "not_creditable_reason unreadable: only an unreadable cancellation field",
+            .verifyReceipt(body(inApp: [entry("1", #","cancellation_date_ms":"soon""#), entry("2")])),
+            .verified, [.init("1", creditable: false, reason: .unreadable), .init("2", creditable: true)],
+            unreadable: ["1"]),
+        Row(
+            "not_creditable_reason unreadable: an unreadable quantity",
+            .verifyReceipt(body(inApp: [entry("1", quantity: "lots"), entry("2")])),
+            .verified, [.init("1", creditable: false, reason: .unreadable), .init("2", creditable: true)],
+            unreadableCrediting: ["1"]),
+        Row(
+            "not_creditable_reason upgraded",
+            .evidence([
+                apple("500", original: "500", type: .autoRenewable, period: "8001", upgraded: true),
+                apple("501", original: "500", product: "pro_yearly", type: .autoRenewable, period: "8002"),
+            ]),
+            .verified, [
+                .init(
+                    "500", creditable: false, type: .autoRenewable, key: "period:8001", upgraded: true,
+                    reason: .upgraded),
+                .init("501", creditable: true, type: .autoRenewable, key: "period:8002"),
+            ]),
+        Row(
+            "not_creditable_reason unknown_product beside a listed product",
+            .evidence([apple("1"), apple("2", product: "gems_999")]), catalog: catalog,
+            .verified, [
+                .init("1", creditable: true, type: .consumable, credit: gemsCredit),
+                .init("2", creditable: false, reason: .unknownProduct),
+            ]),
+        Row(
+            "not_creditable_reason rejected: a transaction shown in a product_mismatch rejection",
+            .evidence([apple("1")]), transaction: "1", product: "gems_500",
+            .rejected(.productMismatch), [.init("1", creditable: false, reason: .rejected)]),
+        Row(
+            "a rejection keeps the transaction's own reason: refunded, not rejected",
+            .evidence([apple("1", cancelledAtMs: 5)]), transaction: "1",
+            .rejected(.refunded), [.init("1", creditable: false, cancelledAtMs: 5, reason: .refunded)]),
+        Row(
+            "a refund wins over the family-shared item rule",
+            .evidence([apple("1", cancelledAtMs: 5, ownership: "FAMILY_SHARED"), apple("2")]), catalog: catalog,
+            .verified, [
+                .init(
+                    "1", creditable: false, type: .consumable, credit: gemsCredit, cancelledAtMs: 5,
+                    reason: .refunded),
+                .init("2", creditable: true, type: .consumable, credit: gemsCredit),
+            ]),
+    ]
+
     // MARK: Running a row
 
     @Test(arguments: rows)
@@ -492,6 +595,12 @@ import Testing
                 "credit_key of \(expected.id)")
             #expect(actual.quantity == expected.quantity, "quantity of \(expected.id)")
             #expect(actual.isUpgraded == expected.upgraded, "is_upgraded of \(expected.id)")
+            // not_creditable_reason: null exactly when creditable, and the row's value where it names one.
+            #expect(
+                (actual.notCreditableReason == nil) == actual.creditable, "not_creditable_reason of \(expected.id)")
+            if let reason = expected.reason {
+                #expect(actual.notCreditableReason == reason, "not_creditable_reason of \(expected.id)")
+            }
             if let cancelledAtMs = expected.cancelledAtMs {
                 #expect(actual.cancellationDateMs == cancelledAtMs, "cancellation_date_ms of \(expected.id)")
             }
@@ -502,6 +611,12 @@ import Testing
         }
         #expect(verdict.unreadableCancellationIds == row.unreadable)
         #expect(verdict.unreadableCreditingIds == row.unreadableCrediting)
+    }
+
+    @Test func theTableCoversEveryNotCreditableReason() {
+        let named = Set(Self.rows.flatMap { $0.transactions.compactMap(\.reason) })
+        let all = Set(NotCreditableReason.allCases)
+        #expect(named == all, "missing: \(all.subtracting(named))")
     }
 
     @Test func theTableCoversEveryRejectionReasonTheRulesCanGive() {
@@ -540,6 +655,13 @@ import Testing
             Self.apple("20", original: "10", type: .autoRenewable, period: "30"), .production)
         #expect(renewal.creditKey == "apple:production:period:30")
         #expect(VerdictRules.normalize(Self.apple("3"), .production).creditable)
+        // Events are judged by the same rules: a family-shared item credit is not creditable, and says why.
+        let family = VerdictRules.normalize(
+            Self.apple("4", ownership: "FAMILY_SHARED"), .production, catalog: Self.catalog)
+        #expect(!family.creditable)
+        #expect(family.notCreditableReason == .familySharedItem)
+        #expect(refunded.notCreditableReason == .refunded)
+        #expect(unlisted.notCreditableReason == .unknownProduct)
     }
 
     @Test func normalizeCarriesEveryContractField() {
@@ -590,12 +712,12 @@ import Testing
     /// One `in_app` / `latest_receipt_info` entry as Apple writes it (every value a string), plus `extra` fields.
     static func entry(
         _ id: String, original: String? = nil, product: String = "gems_100", quantity: String = "1",
-        _ extra: String = ""
+        ownership: String = "PURCHASED", _ extra: String = ""
     ) -> String {
         #"{"quantity":"\#(quantity)","product_id":"\#(product)","transaction_id":"\#(id)","#
             + #""original_transaction_id":"\#(original ?? id)","#
             + #""purchase_date":"2018-10-19 10:50:48 Etc/GMT","purchase_date_ms":"1539946248000","#
-            + #""is_trial_period":"false","in_app_ownership_type":"PURCHASED"\#(extra)}"#
+            + #""is_trial_period":"false","in_app_ownership_type":"\#(ownership)"\#(extra)}"#
     }
 
     /// A status-0 verifyReceipt body.
@@ -616,13 +738,13 @@ import Testing
     static func apple(
         _ id: String, original: String? = nil, product: String = "gems_100", quantity: Int = 1,
         cancelledAtMs: Int64? = nil, revocationType: String? = nil, percentage: Int? = nil, token: String? = nil,
-        type: ProductType? = nil, period: String? = nil, upgraded: Bool = false
+        type: ProductType? = nil, period: String? = nil, upgraded: Bool = false, ownership: String? = nil
     ) -> AppleTransaction {
         AppleTransaction(
             transactionId: id, originalTransactionId: original ?? id, productId: product, quantity: quantity,
             purchaseDateMs: 1_700_000_000_000, expiresDateMs: period == nil ? nil : 1_702_000_000_000,
             cancellationDateMs: cancelledAtMs, cancellationReason: cancelledAtMs == nil ? nil : "0",
-            webOrderLineItemId: period, appAccountToken: token, productType: type, revocationType: revocationType,
+            webOrderLineItemId: period, inAppOwnershipType: ownership, appAccountToken: token, productType: type, revocationType: revocationType,
             revocationPercentage: percentage, isUpgraded: upgraded)
     }
 }
@@ -677,11 +799,15 @@ extension MoneyRulesTests {
         var key: String?
         var quantity: Int
         var upgraded: Bool
+        /// `not_creditable_reason`, checked when set (and always null exactly when creditable).
+        var reason: NotCreditableReason?
 
         init(
             _ id: String, creditable: Bool, type: ProductType? = nil, credit: JSONValue? = nil, token: String? = nil,
-            cancelledAtMs: Int64? = nil, key: String? = nil, quantity: Int = 1, upgraded: Bool = false
+            cancelledAtMs: Int64? = nil, key: String? = nil, quantity: Int = 1, upgraded: Bool = false,
+            reason: NotCreditableReason? = nil
         ) {
+            self.reason = reason
             self.id = id
             self.creditable = creditable
             self.type = type

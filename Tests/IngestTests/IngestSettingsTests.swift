@@ -199,7 +199,7 @@ struct IngestSettingsTests {
         }
     }
 
-    @Test("INGEST_KEY_PROOFS: named keys limited to proof kinds; every key under a name shares it; others unlimited")
+    @Test("INGEST_KEY_PROOFS: kinds per key name, shared by every key under it; unlisted keys without transaction_id")
     func keyProofs() throws {
         let settings = try IngestSettings.fromEnvironment([
             "KAFKA_BOOTSTRAP_SERVERS": "k:1",
@@ -209,16 +209,56 @@ struct IngestSettingsTests {
         #expect(
             settings.keyProofs
                 == KeyProofLimits(["app": [.receiptData, .signedTransaction], "partner": [.transactionId]]))
-        #expect(!settings.keyProofs.allows(.transactionId, for: .client("app")))
-        #expect(settings.keyProofs.allows(.signedTransaction, for: .client("app")))
-        #expect(!settings.keyProofs.allows(.receiptData, for: .client("partner")))
-        for kind in ProofKind.allCases {
-            #expect(settings.keyProofs.allows(kind, for: .client("backend")))
-            #expect(settings.keyProofs.allows(kind, for: .unrestricted))
+        #expect(!settings.keyProofs.allows(.transactionId, for: .client("app"), authenticationEnabled: true))
+        #expect(settings.keyProofs.allows(.signedTransaction, for: .client("app"), authenticationEnabled: true))
+        #expect(!settings.keyProofs.allows(.receiptData, for: .client("partner"), authenticationEnabled: true))
+        #expect(settings.keyProofs.allows(.transactionId, for: .client("partner"), authenticationEnabled: true))
+        // Not listed (a named key, an unnamed one): receipts and signed transactions, no bare transaction id.
+        for caller in [Caller.client("backend"), .unrestricted] {
+            #expect(settings.keyProofs.allowedKinds(for: caller, authenticationEnabled: true) == [
+                .receiptData, .signedTransaction,
+            ])
+            #expect(!settings.keyProofs.allows(.transactionId, for: caller, authenticationEnabled: true))
         }
-        // Unset: nobody is limited (backwards compatible).
+        // Unset: every key has the default, which grants no transaction_id (the 2026-12 breaking default).
         let unset = try IngestSettings.fromEnvironment(["KAFKA_BOOTSTRAP_SERVERS": "k:1", "INGEST_API_KEYS": "app:k1"])
         #expect(unset.keyProofs.isEmpty)
+        #expect(unset.keyProofs == KeyProofLimits())
+        #expect(!unset.keyProofs.allows(.transactionId, for: .client("app"), authenticationEnabled: true))
+        #expect(unset.keyProofs.allows(.receiptData, for: .client("app"), authenticationEnabled: true))
+        #expect(unset.keyProofs.allows(.signedTransaction, for: .client("app"), authenticationEnabled: true))
+        // No keys at all: no authentication, so nobody to grant anything to; every kind is accepted.
+        let open = try IngestSettings.fromEnvironment(["KAFKA_BOOTSTRAP_SERVERS": "k:1"])
+        for kind in ProofKind.allCases {
+            #expect(open.keyProofs.allows(kind, for: .unrestricted, authenticationEnabled: false))
+        }
+    }
+
+    @Test("INGEST_KEY_PROOFS '*' sets every key not listed by name, unnamed keys included; named entries still win")
+    func keyProofsEveryOtherKey() throws {
+        let settings = try IngestSettings.fromEnvironment([
+            "KAFKA_BOOTSTRAP_SERVERS": "k:1", "INGEST_API_KEYS": "app:k1,backend:k2,k3",
+            "INGEST_KEY_PROOFS": "*:receipt_data+signed_transaction+transaction_id,app:signed_transaction",
+        ])
+        #expect(
+            settings.keyProofs
+                == KeyProofLimits(["app": [.signedTransaction]], unlisted: Set(ProofKind.allCases)))
+        #expect(!settings.keyProofs.isEmpty)
+        for caller in [Caller.client("backend"), .unrestricted] {
+            #expect(settings.keyProofs.allows(.transactionId, for: caller, authenticationEnabled: true))
+        }
+        #expect(!settings.keyProofs.allows(.transactionId, for: .client("app"), authenticationEnabled: true))
+        #expect(!settings.keyProofs.allows(.receiptData, for: .client("app"), authenticationEnabled: true))
+        // Without keys there is nothing to grant: an entry is a mistake, refused at start.
+        do {
+            _ = try IngestSettings.fromEnvironment([
+                "KAFKA_BOOTSTRAP_SERVERS": "k:1", "INGEST_KEY_PROOFS": "*:receipt_data",
+            ])
+            Issue.record("INGEST_KEY_PROOFS without INGEST_API_KEYS was accepted")
+        } catch {
+            #expect(error.variable == "INGEST_KEY_PROOFS")
+            #expect(error.problem.contains("INGEST_API_KEYS is empty"), "\(error.problem)")
+        }
     }
 
     @Test("INGEST_KEY_PROOFS problems are refused at start, saying what is wrong", arguments: [
@@ -230,6 +270,8 @@ struct IngestSettingsTests {
         ("app:", "needs at least one proof kind"),
         ("app:receipt_data+", "needs at least one proof kind"),
         ("app:receipt_data,app:transaction_id", "entry 2: 'app' is listed twice"),
+        ("*:receipt_data,*:transaction_id", "entry 2: '*' is listed twice"),
+        ("*:", "needs at least one proof kind"),
     ])
     func invalidKeyProofs(value: String, problem: String) {
         do {

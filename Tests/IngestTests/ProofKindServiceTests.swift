@@ -14,16 +14,18 @@ struct ProofKindServiceTests {
     private static let receiptsOnly = [("Authorization", "Bearer receipts-key")]
     private static let backend = [("Authorization", "Bearer backend-key")]
     private static let unnamed = [("Authorization", "Bearer unnamed-key")]
+    private static let server = [("Authorization", "Bearer server-key")]
 
     private func start() throws -> InProcessIngest {
         try InProcessIngest.start {
             $0.apiKeys = [
                 APIKey(name: "app", key: "app-key"), APIKey(name: "app", key: "app-key-2"),
                 APIKey(name: "receipts", key: "receipts-key"), APIKey(name: "backend", key: "backend-key"),
-                APIKey(key: "unnamed-key"),
+                APIKey(key: "unnamed-key"), APIKey(name: "server", key: "server-key"),
             ]
             $0.keyProofs = KeyProofLimits([
                 "app": [.receiptData, .signedTransaction], "receipts": [.receiptData],
+                "server": [.receiptData, .signedTransaction, .transactionId],
             ])
         }
     }
@@ -39,7 +41,7 @@ struct ProofKindServiceTests {
             let message = try #require(refused.errorMessage)
             #expect(message.contains("transaction_id") && message.contains("receipt_data, signed_transaction"))
             // Nothing about other keys: their names or limits.
-            for other in ["receipts", "backend", "unnamed"] { #expect(!message.contains(other)) }
+            for other in ["receipts", "backend", "unnamed", "server"] { #expect(!message.contains(other)) }
             #expect(refused.jsonObject?["submission_id"] == nil)
         }
         #expect(ingest.publisher.published.isEmpty)
@@ -69,16 +71,49 @@ struct ProofKindServiceTests {
         #expect(try ingest.post(#"{"receipt_data":"aGVsbG8="}"#, headers: Self.receiptsOnly).status == 202)
     }
 
-    @Test("keys not listed, and unnamed keys, may submit every kind")
-    func unlistedKeysUnlimited() throws {
+    @Test("keys not listed, and unnamed keys, may submit receipts and signed transactions, no bare transaction id")
+    func unlistedKeysDefault() throws {
         let ingest = try start()
         defer { ingest.service.drain() }
         for headers in [Self.backend, Self.unnamed] {
-            #expect(try ingest.post(#"{"transaction_id":"2000000123456789"}"#, headers: headers).status == 202)
+            let refused = try ingest.post(#"{"transaction_id":"2000000123456789"}"#, headers: headers)
+            #expect(refused.status == 403)
+            #expect(refused.errorCode == "proof_not_allowed")
+            #expect(refused.errorMessage?.contains("INGEST_KEY_PROOFS") == true)
             #expect(try ingest.post(#"{"receipt_data":"aGVsbG8="}"#, headers: headers).status == 202)
             #expect(try ingest.post(#"{"signed_transaction":"\#(sampleJWS)"}"#, headers: headers).status == 202)
         }
-        #expect(try ingest.writtenSubmissions().count == 6)
+        #expect(try ingest.writtenSubmissions().count == 4)
+        #expect(ingest.scrape().contains(#"ingest_proof_refusals_total{client="backend",proof="transaction_id"} 1"#))
+    }
+
+    @Test("a key granted transaction_id by name, or by '*', submits it")
+    func grantedTransactionIds() throws {
+        let ingest = try InProcessIngest.start {
+            $0.apiKeys = [APIKey(name: "backend", key: "backend-key"), APIKey(key: "unnamed-key")]
+            $0.keyProofs = KeyProofLimits(["backend": Set(ProofKind.allCases)])
+        }
+        defer { ingest.service.drain() }
+        #expect(try ingest.post(#"{"transaction_id":"2000000123456789"}"#, headers: Self.backend).status == 202)
+        #expect(try ingest.post(#"{"transaction_id":"2000000123456789"}"#, headers: Self.unnamed).status == 403)
+        #expect(try ingest.writtenSubmissions().map(\.proof) == [.transactionId("2000000123456789")])
+
+        let everyKey = try InProcessIngest.start {
+            $0.apiKeys = [APIKey(key: "unnamed-key")]
+            $0.keyProofs = KeyProofLimits(unlisted: Set(ProofKind.allCases))
+        }
+        defer { everyKey.service.drain() }
+        #expect(try everyKey.post(#"{"transaction_id":"2000000123456789"}"#, headers: Self.unnamed).status == 202)
+    }
+
+    @Test("without INGEST_API_KEYS (no authentication) every kind is accepted, bare transaction ids included")
+    func noKeysAcceptEveryKind() throws {
+        let ingest = try InProcessIngest.start { $0.apiKeys = [] }
+        defer { ingest.service.drain() }
+        #expect(try ingest.post(#"{"transaction_id":"2000000123456789"}"#).status == 202)
+        #expect(try ingest.post(#"{"receipt_data":"aGVsbG8="}"#).status == 202)
+        #expect(try ingest.post(#"{"signed_transaction":"\#(sampleJWS)"}"#).status == 202)
+        #expect(try ingest.writtenSubmissions().count == 3)
     }
 
     @Test("decided before the result index: another client's submission_id or a known verdict does not change the 403")
@@ -86,8 +121,8 @@ struct ProofKindServiceTests {
         let ingest = try start()
         defer { ingest.service.drain() }
         let body = #"{"transaction_id":"2000000123456789","submission_id":"p-1"}"#
-        #expect(try ingest.post(body, headers: Self.backend).status == 202)
-        ingest.feed.emit(try ResultFixtures.bytes("p-1", clientId: "backend"))
+        #expect(try ingest.post(body, headers: Self.server).status == 202)
+        ingest.feed.emit(try ResultFixtures.bytes("p-1", clientId: "server"))
         // Not 404 (another client's id) and not the verdict: the kind alone decides, so the answer says nothing
         // about whether the id exists.
         let refused = try ingest.post(body, headers: Self.app)

@@ -182,6 +182,28 @@ struct SubmissionRequestTests {
         #expect(code(body) == expected)
     }
 
+    /// Issue 24 item 9: a control character in an identifier is refused with 400 `invalid_identifier`, never
+    /// stored truncated (libpq would cut `victim\u0000x` to `victim`).
+    @Test("an identifier with a control character (C0, DEL, C1) is 400 invalid_identifier naming the field", arguments: [
+        ("user_id", #"victim\u0000x"#), ("user_id", #"u\n"#), ("order_id", #"o\u007f"#), ("orderNo", #"o\u0080"#),
+        ("expected_transaction_id", #"1000\u0000"#), ("transactionId", #"1000\u001b"#),
+        ("expected_product_id", #"gems\u009f"#), ("submission_id", #"s\u00001"#), ("user_id", #"\t"#),
+    ])
+    func controlCharactersRefused(field: String, value: String) {
+        let refused = error(#"{"receipt_data":"aGVsbG8=","\#(field)":"\#(value)"}"#)
+        #expect(refused?.status == 400)
+        #expect(refused?.code == "invalid_identifier", "\(refused?.description ?? "accepted")")
+        #expect(refused?.message.hasPrefix(field) == true, "\(refused?.message ?? "accepted")")
+        #expect(refused?.message.contains("U+") == true)
+    }
+
+    @Test("identifiers in other scripts, with spaces or emoji, are kept unchanged")
+    func printableIdentifiersKept() throws {
+        let request = try parse(#"{"receipt_data":"aGVs\nbG8=","user_id":"Jürgen 🎮","order_id":"注文 1"}"#)
+        #expect(request.userId == "Jürgen 🎮")
+        #expect(request.orderId == "注文 1")
+    }
+
     @Test("a field of the wrong JSON type is named in the message", arguments: [
         ("order_id", "1.5"), ("user_id", "true"), ("expected_transaction_id", "[]"), ("expected_product_id", "{}"),
         ("signed_transaction", "1"), ("submission_id", "false"), ("expected_app_account_token", "7"),

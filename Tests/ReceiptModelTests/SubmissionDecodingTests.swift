@@ -117,6 +117,47 @@ import Testing
         if field != "schema_version" { #expect(error?.submissionId == "s-1") }
     }
 
+    /// Issue 24 item 9: libpq ends text at a NUL, so `victim\u0000x` would be credited as `victim`. A direct
+    /// producer's identifier with a control character is malformed (never truncated), and the failed result does not
+    /// echo it.
+    @Test(arguments: [
+        ("user_id", #"victim\u0000x"#), ("user_id", #"a\u001fb"#), ("order_id", #"o\u007f"#),
+        ("order_id", #"o\u0085"#), ("client_id", #"app\u0000"#), ("expected_product_id", #"gems\u0000"#),
+        ("expected_transaction_id", #"1000\u0000"#), ("user_id", #"\n"#), ("user_id", #"u\t1"#),
+        ("user_id", #"\u009f"#),
+    ])
+    func anIdentifierWithAControlCharacterIsMalformed(field: String, value: String) {
+        let error = problem(
+            #"{"schema_version":1,"submission_id":"s-1","receipt_data":"YQ==","\#(field)":"\#(value)"}"#)
+        #expect(error != nil, "\(field): \(value) was accepted")
+        #expect(error?.problem.contains(field) == true, "\(error?.problem ?? "")")
+        #expect(error?.problem.contains("control character") == true, "\(error?.problem ?? "")")
+        #expect(error?.submissionId == "s-1")
+        // The failed result names no identifier holding the character.
+        for echoed in [error?.userId, error?.orderId, error?.clientId] {
+            let text: String? = echoed ?? nil
+            #expect(text.flatMap(IdentifierText.firstControlCharacter(in:)) == nil)
+        }
+    }
+
+    @Test func aSubmissionIdWithAControlCharacterIsMalformedWithoutId() {
+        let error = problem(#"{"schema_version":1,"submission_id":"s\u00001","receipt_data":"YQ==","user_id":"u"}"#)
+        #expect(error?.problem.contains("submission_id") == true)
+        #expect(error?.submissionId == nil)
+        #expect(error?.userId == "u")
+    }
+
+    @Test func identifiersWithoutControlCharactersAreKept() throws {
+        // Spaces, other scripts and emoji are not control characters; line breaks in base64 stay tolerated.
+        let submission = try decode(
+            #"{"schema_version":1,"submission_id":"s-1","receipt_data":"Y\nQ==","user_id":"Jürgen 🎮 ユーザー","#
+                + #""order_id":"o 1\u00a0x"}"#)
+        #expect(submission.userId == "Jürgen 🎮 ユーザー")
+        #expect(submission.orderId == "o 1\u{00A0}x")
+        #expect(IdentifierText.firstControlCharacter(in: "a\u{0}b") == "\u{0}")
+        #expect(IdentifierText.firstControlCharacter(in: "a\u{A0}b") == nil)
+    }
+
     @Test func nullCountsAsAbsent() throws {
         let submission = try decode(
             #"{"schema_version":1,"submission_id":"s","receipt_data":"YQ==","expected_transaction_id":null,"order_id":null}"#)

@@ -23,6 +23,7 @@ struct AppleSignedDataVerifierTests {
         (.leafMissingMarker, .leafMarkerMissing),
         (.intermediateMissingMarker, .intermediateMarkerMissing),
         (.chainOfTwo, .invalidChainLength),
+        (.leafIsCertificateAuthority, .leafIsCertificateAuthority),
         (.leafExpired, .certificateNotValidAtSignedDate),
         (.leafNotYetValid, .certificateNotValidAtSignedDate),
         (.tamperedPayload, .invalidSignature),

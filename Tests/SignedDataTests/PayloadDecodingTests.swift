@@ -37,6 +37,25 @@ struct PayloadDecodingTests {
         #expect(decoded.expiresDate == 1_698_149_000_000)
     }
 
+    @Test("decodes the 2025-26 fields: offer discount type and period, billing plan, commitment info, renewal plan")
+    func fieldsOf2025And2026() throws {
+        let decoded = try transaction("""
+            {"transactionId":"1","offerType":1,"offerDiscountType":"FREE_TRIAL","offerPeriod":"P1W",
+            "revocationType":"FAMILY_REVOKE","billingPlanType":"BILLED_UPFRONT",
+            "commitmentInfo":{"commitmentPeriod":"P1Y","billingCount":12}}
+            """)
+        #expect(decoded.offerDiscountType == "FREE_TRIAL" && decoded.offerPeriod == "P1W")
+        #expect(decoded.revocationType == .familyRevoke)
+        #expect(decoded.billingPlanType == "BILLED_UPFRONT")
+        #expect(decoded.commitmentInfo == .object(["commitmentPeriod": .string("P1Y"), "billingCount": .number(12)]))
+        // Not an object: absent, never a failure.
+        #expect(try transaction(#"{"commitmentInfo":"soon","billingPlanType":7}"#).commitmentInfo == nil)
+        #expect(try transaction(#"{"commitmentInfo":"soon","billingPlanType":7}"#).billingPlanType == "7")
+        let renewal = try SignedPayloadDecoder.decode(
+            JWSRenewalInfoPayload.self, from: Array(#"{"renewalBillingPlanType":"MONTHLY","offerPeriod":"P1M"}"#.utf8))
+        #expect(renewal.renewalBillingPlanType == "MONTHLY" && renewal.offerPeriod == "P1M")
+    }
+
     @Test("decodes Xcode's fractional-millisecond dates and keeps unknown enum values as they are")
     func xcodeFractionalDates() throws {
         let jws = try SignedDataFixtures.text("apple-mock-signed-data/xcode-signed-transaction")

@@ -92,6 +92,31 @@ struct MessageTriageTests {
         #expect(result.outcome == .failed && result.reason == .malformedSubmission && result.attempts == 0)
     }
 
+    /// Issue 24 item 9: a direct producer's identifier with a control character (libpq would store `victim\u0000x`
+    /// as `victim`) is malformed: DLQ plus `failed` / `malformed_submission`, no Apple call, and the result echoes no
+    /// such identifier, so the ledger never receives one from the pipeline.
+    @Test(arguments: ["user_id", "order_id", "client_id", "expected_product_id", "expected_transaction_id"])
+    func anIdentifierWithAControlCharacterIsMalformedAndNotEchoed(field: String) throws {
+        let json = #"{"schema_version":1,"submission_id":"s-c","user_id":"u-c","order_id":"o-c","#
+            + #""receipt_data":"YQ==","\#(field)":"victim\u0000x"}"#
+        let message = InputMessage(
+            partition: Samples.receipts, offset: 3, key: Array("u-c".utf8), value: Array(json.utf8))
+        guard case .malformed(let records, let problem, let submissionId) = triage.triage(message, nowMs: nowMs) else {
+            Issue.record("expected malformed")
+            return
+        }
+        #expect(submissionId == "s-c")
+        #expect(problem.contains(field) && problem.contains("U+0000"), "\(problem)")
+        #expect(records.map(\.kind) == [.deadLetter, .result])
+        let result = try MessageCoding.decode(VerificationResult.self, from: records[1].value)
+        #expect(result.outcome == .failed && result.reason == .malformedSubmission && result.attempts == 0)
+        #expect(result.userId == (field == "user_id" ? nil : "u-c"))
+        #expect(result.orderId == (field == "order_id" ? nil : "o-c"))
+        #expect(result.clientId == nil)
+        let written = String(decoding: records[1].value, as: UTF8.self)
+        #expect(!written.contains("\\u0000") && !written.contains("\u{0}"))
+    }
+
     @Test func retryRecordsWaitUntilDueThenVerifyWithTheirRoundCount() throws {
         let record = RetryRecord(
             submission: Samples.submission("s-2"), round: 2, attempts: 7, notBeforeMs: nowMs + 5_000,

@@ -167,14 +167,18 @@ struct PurchaseEventJSONTests {
             credit: .object([
                 "item": .string("gems"), "amount": .integer(100), "bonus": .array([.bool(true), .null, .integer(-1)]),
                 "nested": .object(["z": .string("ü"), "a": .integer(0)]),
-            ]), environment: .sandbox)
+            ]), notCreditableReason: .refunded, offerDiscountType: "PAY_UP_FRONT", offerPeriod: "P1Y",
+            billingPlanType: "MONTHLY",
+            commitmentInfo: .object(["commitmentPeriod": .string("P1Y"), "billingCount": .integer(12)]),
+            environment: .sandbox)
         return PurchaseEvent(
             eventId: "002e14d5-51f5-4503-b5a8-c3a1af68eb20", type: .debit, notificationType: "REFUND",
             subtype: "SOME_SUBTYPE", environment: .sandbox, bundleId: "com.example.game", appAppleId: 1_234_567_890,
             transaction: transaction,
             renewal: RenewalSummary(
                 autoRenewStatus: 0, autoRenewProductId: "com.example.pro", expirationIntent: 2,
-                gracePeriodExpiresDateMs: 1_765_000_000_000, isInBillingRetryPeriod: true),
+                gracePeriodExpiresDateMs: 1_765_000_000_000, isInBillingRetryPeriod: true,
+                renewalBillingPlanType: "BILLED_UPFRONT"),
             subscriptionStatus: 4, familyShared: true, signedDateMs: 1_764_575_900_500, receivedAtMs: 1_764_575_901_000)
     }()
 

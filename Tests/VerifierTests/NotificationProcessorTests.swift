@@ -43,7 +43,10 @@ struct MappingCase: Sendable, CustomTestStringConvertible {
             ("CONSUMPTION_REQUEST", [nil], .consumptionRequest),
             ("TEST", [nil], .test),
             ("REFUND_DECLINED", [nil], .info),
-            ("EXTERNAL_PURCHASE_TOKEN", ["UNREPORTED"], .info),
+            // External Purchase API tokens: no App Store money, whatever the subtype (2025: ACTIVE_TOKEN_REMINDER,
+            // CREATED).
+            ("EXTERNAL_PURCHASE_TOKEN", ["UNREPORTED", "ACTIVE_TOKEN_REMINDER", "CREATED"], .info),
+            // A parent or guardian withdrew consent (appData, no transaction): an account matter, no money moves.
             ("RESCIND_CONSENT", [nil], .info),
             ("METADATA_UPDATE", [nil], .info),
             ("MIGRATION", [nil], .info),
@@ -93,6 +96,46 @@ struct NotificationProcessorTests {
         }
         #expect((event.renewal != nil) == (notification.renewal != nil))
         #expect(event.subscriptionStatus == notification.status)
+    }
+
+    /// Issue 29 item 3: the 2025-26 fields, signed by the test PKI, decoded by the real decoder, carried in the event
+    /// with snake_case names; no money rule reads them.
+    @Test func theOfferAndCommitmentPlanFieldsOfSignedDataTravelInTheEvent() throws {
+        var notification = samples.notification("DID_RENEW")
+        notification.transaction?.offerType = 2
+        notification.transaction?.offerDiscountType = "PAY_AS_YOU_GO"
+        notification.transaction?.offerPeriod = "P3M"
+        notification.transaction?.billingPlanType = "MONTHLY"
+        notification.transaction?.commitmentInfoJSON = #"{"commitmentPeriod":"P1Y","billingCount":12,"note":"x"}"#
+        notification.renewal?.renewalBillingPlanType = "BILLED_UPFRONT"
+        let result = samples.processor().process(try samples.record(notification))
+        let event = try result.event()
+        let transaction = try #require(event.transaction)
+        #expect(event.type == .credit && transaction.creditable)
+        #expect(transaction.offerDiscountType == "PAY_AS_YOU_GO" && transaction.offerPeriod == "P3M")
+        #expect(transaction.billingPlanType == "MONTHLY")
+        #expect(
+            transaction.commitmentInfo
+                == .object(["commitmentPeriod": .string("P1Y"), "billingCount": .integer(12), "note": .string("x")]))
+        #expect(event.renewal?.renewalBillingPlanType == "BILLED_UPFRONT")
+        // As the engine publishes it.
+        let json = try #require(
+            try JSONSerialization.jsonObject(with: Data(PurchaseEventJSON.encode(event))) as? [String: Any])
+        let written = try #require(json["transaction"] as? [String: Any])
+        #expect(written["offer_discount_type"] as? String == "PAY_AS_YOU_GO")
+        #expect(written["offer_period"] as? String == "P3M")
+        #expect(written["billing_plan_type"] as? String == "MONTHLY")
+        #expect(((written["commitment_info"] as? [String: Any])?["billingCount"] as? NSNumber)?.intValue == 12)
+        #expect((json["renewal"] as? [String: Any])?["renewal_billing_plan_type"] as? String == "BILLED_UPFRONT")
+        // Absent in Apple's data: null, never omitted.
+        let plain = samples.processor().process(try samples.record(samples.notification("DID_RENEW")))
+        let plainJSON = try #require(
+            try JSONSerialization.jsonObject(with: Data(PurchaseEventJSON.encode(try plain.event()))) as? [String: Any])
+        let plainTransaction = try #require(plainJSON["transaction"] as? [String: Any])
+        for name in ["offer_discount_type", "offer_period", "billing_plan_type", "commitment_info"] {
+            #expect(plainTransaction[name] is NSNull, "\(name)")
+        }
+        #expect((plainJSON["renewal"] as? [String: Any])?["renewal_billing_plan_type"] is NSNull)
     }
 
     @Test func aTypeAppleAddsLaterIsAnInfoEventNotAFailure() throws {

@@ -73,7 +73,22 @@ public enum SignedTransactionMapping {
             revocationPercentage: payload.revocationPercentage.value.map { Int(clamping: $0) },
             unreadableCancellationFields: unreadable, isUpgraded: payload.isUpgraded.value ?? false,
             price: payload.price, currency: payload.currency, transactionReason: payload.transactionReason?.rawValue,
-            unreadableCreditingFields: unreadableCrediting)
+            unreadableCreditingFields: unreadableCrediting, offerDiscountType: payload.offerDiscountType,
+            offerPeriod: payload.offerPeriod, billingPlanType: payload.billingPlanType,
+            commitmentInfo: payload.commitmentInfo.map(messageValue))
+    }
+
+    /// A payload's JSON as the messages' `JSONValue` (whole numbers as integers, as every message writes them).
+    static func messageValue(_ value: SignedData.JSONValue) -> ReceiptModel.JSONValue {
+        switch value {
+        case .null: .null
+        case .bool(let flag): .bool(flag)
+        case .number(let number):
+            number == number.rounded() && abs(number) < 9.0e15 ? .integer(Int64(number)) : .number(number)
+        case .string(let text): .string(text)
+        case .array(let elements): .array(elements.map(messageValue))
+        case .object(let members): .object(members.mapValues(messageValue))
+        }
     }
 
     /// The verdict rules' input for verified payloads of one app and environment: `named` are the transactions the

@@ -51,6 +51,13 @@ public struct AppleTransaction: Sendable, Equatable {
     /// `quantity` or `is_upgraded` present but unreadable: how much to credit, or whether to credit at all, is
     /// unknown, so the transaction is never creditable.
     public var unreadableCreditingFields: [String]
+    /// Signed data's 2025-26 fields, carried to results and events (no money rule reads them): `offerDiscountType`
+    /// (`FREE_TRIAL`, `PAY_AS_YOU_GO`, `PAY_UP_FRONT`, `ONE_TIME`), `offerPeriod` (ISO 8601, `P1M`),
+    /// `billingPlanType` (`BILLED_UPFRONT`, `MONTHLY`), `commitmentInfo` (Apple's object, unchanged).
+    public var offerDiscountType: String?
+    public var offerPeriod: String?
+    public var billingPlanType: String?
+    public var commitmentInfo: JSONValue?
 
     public init(
         transactionId: String, originalTransactionId: String? = nil, productId: String, quantity: Int = 1,
@@ -59,8 +66,13 @@ public struct AppleTransaction: Sendable, Equatable {
         isTrialPeriod: Bool = false, appAccountToken: String? = nil, productType: ProductType? = nil,
         revocationType: String? = nil, revocationPercentage: Int? = nil, unreadableCancellationFields: [String] = [],
         isUpgraded: Bool = false, price: Int64? = nil, currency: String? = nil, transactionReason: String? = nil,
-        unreadableCreditingFields: [String] = []
+        unreadableCreditingFields: [String] = [], offerDiscountType: String? = nil, offerPeriod: String? = nil,
+        billingPlanType: String? = nil, commitmentInfo: JSONValue? = nil
     ) {
+        self.offerDiscountType = offerDiscountType
+        self.offerPeriod = offerPeriod
+        self.billingPlanType = billingPlanType
+        self.commitmentInfo = commitmentInfo
         self.transactionId = transactionId
         self.originalTransactionId = originalTransactionId
         self.productId = productId

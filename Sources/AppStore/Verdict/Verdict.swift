@@ -26,13 +26,17 @@ public struct Verdict: Sendable, Equatable {
             unreadableCancellationIds: unreadableCancellationIds, unreadableCreditingIds: unreadableCreditingIds)
     }
 
-    /// A permanent no; every transaction it shows is marked not creditable.
+    /// A permanent no; every transaction it shows is marked not creditable (`not_creditable_reason` its own, else
+    /// `rejected`).
     public static func rejected(
         _ reason: Reason, _ message: String, _ transactions: [VerifiedTransaction] = [],
         unreadableCancellationIds: [String] = []
     ) -> Verdict {
         var shown = transactions
-        for index in shown.indices { shown[index].creditable = false }
+        for index in shown.indices {
+            shown[index].creditable = false
+            if shown[index].notCreditableReason == nil { shown[index].notCreditableReason = .rejected }
+        }
         return Verdict(
             outcome: .rejected, reason: reason, message: message, transactions: shown,
             unreadableCancellationIds: unreadableCancellationIds)

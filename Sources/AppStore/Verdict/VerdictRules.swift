@@ -37,8 +37,14 @@ import ReceiptModel
 /// - Upgraded when Apple says so (`is_upgraded`, `isUpgraded`): the period was replaced by the upgrade's new period,
 ///   which is the one to credit.
 /// - `quantity` or `is_upgraded` present but unreadable: how much to credit is unknown (fail closed).
-/// - `creditable`: not refunded or revoked, not upgraded, nothing unreadable, and, with a catalog, listed in it.
-///   Never true in a rejected verdict. A crediting service grants `credit` x `quantity`.
+/// - `creditable`: not refunded or revoked, not upgraded, nothing unreadable, with a catalog listed in it, and not a
+///   `FAMILY_SHARED` transaction whose credit is an item (a family member did not pay: entitlements only, never
+///   items or currency; an entitlement credit stays creditable). Never true in a rejected verdict. A crediting
+///   service grants `credit` x `quantity`.
+/// - `not_creditable_reason`: why not, the first that applies: `refunded` or `revoked` (`FAMILY_REVOKE`) when
+///   Apple's readable data shows it, `unreadable` (a cancellation field or entry that could not be read, then
+///   `quantity` / `is_upgraded`), `upgraded`, `unknown_product`, `family_shared_item`; `rejected` for a transaction
+///   of a rejected verdict that had none of these. Null exactly when creditable.
 /// - `credit`: the catalog entry's `credit` object, unchanged; null without a catalog or for an unlisted product.
 /// - `product_type`: Apple's (signed transactions), else the catalog entry's `type`, else `auto_renewable` when
 ///   Apple's data shows a subscription (an expires date or a web order line item id), else null.
@@ -186,7 +192,7 @@ public enum VerdictRules {
             unreadable = apple.unreadableCancellationFields
             listed = catalog == nil || entry != nil
             let subscription = apple.expiresDateMs != nil || apple.webOrderLineItemId != nil
-            let creditable = !refunded && !apple.isUpgraded && apple.unreadableCreditingFields.isEmpty && listed
+            let reason = Self.notCreditableReason(apple, listed: listed, credit: entry?.credit)
             transaction = VerifiedTransaction(
                 transactionId: apple.transactionId, originalTransactionId: apple.originalTransactionId,
                 productId: apple.productId, quantity: apple.quantity, purchaseDateMs: apple.purchaseDateMs,
@@ -196,8 +202,39 @@ public enum VerdictRules {
                 appAccountToken: Self.token(apple),
                 productType: apple.productType ?? entry?.type ?? (subscription ? .autoRenewable : nil),
                 revocationType: apple.revocationType, revocationPercentage: apple.revocationPercentage,
-                creditable: creditable, credit: entry?.credit, isUpgraded: apple.isUpgraded, price: apple.price,
-                currency: apple.currency, transactionReason: apple.transactionReason, environment: environment)
+                creditable: reason == nil, credit: entry?.credit, isUpgraded: apple.isUpgraded, price: apple.price,
+                currency: apple.currency, transactionReason: apple.transactionReason, notCreditableReason: reason,
+                offerDiscountType: apple.offerDiscountType, offerPeriod: apple.offerPeriod,
+                billingPlanType: apple.billingPlanType, commitmentInfo: apple.commitmentInfo,
+                environment: environment)
+        }
+
+        /// Why `apple` is not creditable, the first rule that applies; nil when it is creditable.
+        static func notCreditableReason(
+            _ apple: AppleTransaction, listed: Bool, credit: JSONValue?
+        ) -> NotCreditableReason? {
+            if apple.showsCancellation {
+                // Readable evidence of a refund or revocation decides; only unreadable fields: fail closed.
+                let readable = apple.cancellationDateMs != nil || apple.cancellationReason != nil
+                    || apple.revocationType != nil || apple.revocationPercentage != nil
+                guard readable else { return .unreadable }
+                return apple.revocationType == familyRevoke ? .revoked : .refunded
+            }
+            if !apple.unreadableCreditingFields.isEmpty { return .unreadable }
+            if apple.isUpgraded { return .upgraded }
+            if !listed { return .unknownProduct }
+            if apple.inAppOwnershipType == familyShared, grantsItem(credit) { return .familySharedItem }
+            return nil
+        }
+
+        static let familyShared = "FAMILY_SHARED"
+        static let familyRevoke = "FAMILY_REVOKE"
+
+        /// A catalog credit that grants an item or currency (`{"item": I, "amount": A}`), as opposed to an
+        /// entitlement (`{"entitlement": E}`).
+        static func grantsItem(_ credit: JSONValue?) -> Bool {
+            guard case .object(let members)? = credit else { return false }
+            return members["item"] != nil
         }
 
         var refundDescription: String {

@@ -20,7 +20,7 @@ public enum FakeNotificationTypes {
         "RENEWAL_EXTENDED": [nil],
         "RENEWAL_EXTENSION": ["SUMMARY", "FAILURE"],
         "TEST": [nil],
-        "EXTERNAL_PURCHASE_TOKEN": ["UNREPORTED"],
+        "EXTERNAL_PURCHASE_TOKEN": ["UNREPORTED", "ACTIVE_TOKEN_REMINDER", "CREATED"],
         "RESCIND_CONSENT": [nil],
         "METADATA_UPDATE": [nil],
         "MIGRATION": [nil],

@@ -12,6 +12,8 @@ public struct FakeRenewalInfo: Sendable, Equatable {
     public var environment: String
     public var signedDateMs: Int64
     public var renewalDateMs: Int64?
+    /// The plan the next renewal bills under (2026 commitment plans: `BILLED_UPFRONT`, `MONTHLY`), written when set.
+    public var renewalBillingPlanType: String?
 
     public init(
         originalTransactionId: String, productId: String, environment: String, signedDateMs: Int64
@@ -37,6 +39,7 @@ public struct FakeRenewalInfo: Sendable, Equatable {
         fields.string("environment", environment)
         fields.integer("renewalDate", renewalDateMs)
         fields.integer("recentSubscriptionStartDate", renewalDateMs.map { $0 - 30 * 86_400_000 })
+        fields.string("renewalBillingPlanType", renewalBillingPlanType)
         return fields.bytes
     }
 }

@@ -27,6 +27,14 @@ public struct FakeSignedTransaction: Sendable, Equatable {
     /// Set on a period replaced by an upgrade.
     public var isUpgraded: Bool?
     public var price: Int64 = 990
+    /// 2025-26 fields, written when set: `offerType` (1 introductory ... 4 win-back), `offerDiscountType`,
+    /// `offerPeriod` (ISO 8601 duration), `billingPlanType` (`BILLED_UPFRONT`, `MONTHLY`), `commitmentInfo` (a JSON
+    /// object, written as given).
+    public var offerType: Int?
+    public var offerDiscountType: String?
+    public var offerPeriod: String?
+    public var billingPlanType: String?
+    public var commitmentInfoJSON: String?
     public var currency: String = "USD"
 
     public init(
@@ -70,6 +78,11 @@ public struct FakeSignedTransaction: Sendable, Equatable {
         fields.string("storefrontId", "143441")
         fields.integer("price", price)
         fields.string("currency", currency)
+        fields.integer("offerType", offerType.map(Int64.init))
+        fields.string("offerDiscountType", offerDiscountType)
+        fields.string("offerPeriod", offerPeriod)
+        fields.string("billingPlanType", billingPlanType)
+        fields.raw("commitmentInfo", commitmentInfoJSON)
         return fields.bytes
     }
 }

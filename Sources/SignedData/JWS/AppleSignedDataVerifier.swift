@@ -155,10 +155,11 @@ public final class AppleSignedDataVerifier: Sendable {
     }
 
     /// Apple's chain policy, uncached: `leaf` → `intermediate` → one of our roots at `atEpochSeconds`, exactly that
-    /// path, both marker OIDs, a P-256 leaf key. Returns the leaf's key.
+    /// path, both marker OIDs, a leaf that is not a CA (`AppleSigningPathPolicy`, shared with receipts), a P-256 leaf
+    /// key. Returns the leaf's key.
     ///
     /// - Throws: `SignedDataError` (`.untrustedChain`, `.certificateNotValidAtSignedDate`, `.leafMarkerMissing`,
-    ///   `.intermediateMarkerMissing`, `.unreadableCertificate`).
+    ///   `.intermediateMarkerMissing`, `.leafIsCertificateAuthority`, `.unreadableCertificate`).
     public func verifyChain(
         leaf: Certificate, intermediate: Certificate, atEpochSeconds: Int64
     ) throws(SignedDataError) -> ECPublicKey {
@@ -180,23 +181,33 @@ public final class AppleSignedDataVerifier: Sendable {
                 throw SignedDataError(.untrustedChain, error.message)
             }
         }
-        // Exactly leaf → intermediate → root: a leaf issued directly by a root, or a longer path, is not Apple's shape.
-        guard chain.certificates.count == 3, chain.certificates[1] == intermediate else {
+        // Apple's path shape, the same policy as a receipt's signer (`AppleSigningPathPolicy`): exactly leaf →
+        // x5c[1] → root, both markers, a leaf that is no CA.
+        let path = chain.certificates
+        if path.count == AppleSigningPathPolicy.pathLength, path[1] != intermediate {
             throw SignedDataError(
-                .untrustedChain,
-                "the certificate path has \(chain.certificates.count) certificates instead of leaf, x5c[1], root")
+                .untrustedChain, "the certificate path does not run through x5c[1]: not leaf, x5c[1], root")
         }
-        guard intermediate.hasExtension(oid: CertificateAuthority.intermediateMarkerOID) else {
+        switch AppleSigningPathPolicy.violation(of: path) {
+        case nil:
+            break
+        case .pathLength(let count):
+            // A leaf issued directly by a root, or a longer path, is not Apple's shape.
+            throw SignedDataError(
+                .untrustedChain, "the certificate path has \(count) certificates instead of leaf, x5c[1], root")
+        case .intermediateMarkerMissing(let subject):
             throw SignedDataError(
                 .intermediateMarkerMissing,
-                "the intermediate '\(intermediate.subject)' lacks Apple's WWDR marker extension "
-                    + CertificateAuthority.intermediateMarkerOID)
-        }
-        guard leaf.hasExtension(oid: CertificateAuthority.leafMarkerOID) else {
+                "the intermediate '\(subject)' lacks Apple's WWDR marker extension " + AppleMarkerOID.wwdrIntermediate)
+        case .leafMarkerMissing(let subject):
             throw SignedDataError(
                 .leafMarkerMissing,
-                "the leaf '\(leaf.subject)' lacks Apple's App Store receipt-signing marker extension "
-                    + CertificateAuthority.leafMarkerOID)
+                "the leaf '\(subject)' lacks Apple's App Store receipt-signing marker extension "
+                    + AppleMarkerOID.receiptSigning)
+        case .leafIsCertificateAuthority(let subject):
+            throw SignedDataError(
+                .leafIsCertificateAuthority,
+                "the leaf '\(subject)' is a CA certificate (basic constraints); Apple's signing leaf is an end entity")
         }
         let publicKey: ECPublicKey
         do {

@@ -27,6 +27,8 @@ public struct JWSRenewalInfoPayload: Sendable, Equatable, Decodable {
     public var eligibleWinBackOfferIds: [String]?
     public var appAccountToken: String?
     public var appTransactionId: String?
+    /// The billing plan of the next renewal (2026 commitment plans: `BILLED_UPFRONT`, `MONTHLY`).
+    public var renewalBillingPlanType: String?
 
     public init(from decoder: any Decoder) throws {
         let fields = try decoder.container(keyedBy: AnyCodingKey.self)
@@ -51,5 +53,6 @@ public struct JWSRenewalInfoPayload: Sendable, Equatable, Decodable {
         eligibleWinBackOfferIds = fields.lenientStrings("eligibleWinBackOfferIds")
         appAccountToken = fields.lenientString("appAccountToken")
         appTransactionId = fields.lenientString("appTransactionId")
+        renewalBillingPlanType = fields.lenientString("renewalBillingPlanType")
     }
 }

@@ -48,6 +48,11 @@ public struct JWSTransactionPayload: Sendable, Equatable, Decodable {
     /// Milliunits of `currency` (10990 = 10.99).
     public var price: Int64?
     public var appTransactionId: String?
+    /// How a commitment plan bills (2026: `BILLED_UPFRONT`, `MONTHLY`; a value Apple adds later is kept).
+    public var billingPlanType: String?
+    /// The 12-month commitment plan's details (2026), kept as the JSON object Apple wrote; nil when absent or not
+    /// an object.
+    public var commitmentInfo: JSONValue?
 
     public init(from decoder: any Decoder) throws {
         let fields = try decoder.container(keyedBy: AnyCodingKey.self)
@@ -81,5 +86,7 @@ public struct JWSTransactionPayload: Sendable, Equatable, Decodable {
         currency = fields.lenientString("currency")
         price = fields.lenientInt("price")
         appTransactionId = fields.lenientString("appTransactionId")
+        billingPlanType = fields.lenientString("billingPlanType")
+        commitmentInfo = fields.lenientObject("commitmentInfo")
     }
 }

@@ -47,6 +47,14 @@ extension KeyedDecodingContainer where Key == AnyCodingKey {
         return nil
     }
 
+    /// A JSON object, as it is; nil when absent, null or anything but an object.
+    func lenientObject(_ name: String) -> JSONValue? {
+        guard let value = try? decodeIfPresent(JSONValue.self, forKey: AnyCodingKey(name)),
+            case .object = value
+        else { return nil }
+        return value
+    }
+
     /// An array of strings, skipping elements that are not strings.
     func lenientStrings(_ name: String) -> [String]? {
         guard let values = try? decodeIfPresent([JSONValue].self, forKey: AnyCodingKey(name)) else { return nil }

@@ -29,4 +29,8 @@ public struct NotificationSubtype: RawRepresentable, Sendable, Hashable, Decodab
     public static let summary = NotificationSubtype(rawValue: "SUMMARY")
     public static let failure = NotificationSubtype(rawValue: "FAILURE")
     public static let unreported = NotificationSubtype(rawValue: "UNREPORTED")
+    /// `EXTERNAL_PURCHASE_TOKEN`: a token is still active and must be reported (External Purchase API).
+    public static let activeTokenReminder = NotificationSubtype(rawValue: "ACTIVE_TOKEN_REMINDER")
+    /// `EXTERNAL_PURCHASE_TOKEN`: a token was created (External Purchase API).
+    public static let created = NotificationSubtype(rawValue: "CREATED")
 }

@@ -4,7 +4,8 @@ import Crypto
 ///
 /// A path that validates to Apple Inc. Root says only "someone Apple certified signed this": Apple issues every
 /// developer's certificates under the same root. `appStore` is Apple's receipt signer and nothing else, checked on
-/// the path OpenSSL built (at the receipt's creation date, from the certificates the receipt embeds):
+/// the path OpenSSL built (at the receipt's creation date, from the certificates the receipt embeds), by
+/// `AppleSigningPathPolicy`, the same policy a JWS's `x5c` path meets:
 ///
 /// 1. exactly three certificates, signer → intermediate → configured root (not signed by an intermediate or root
 ///    itself, no extra CA in between);
@@ -45,8 +46,22 @@ public enum ReceiptSignerPolicy: Sendable, Equatable {
     private static func checkAppStore(_ chain: CertificateChain) throws(SignedDataError) {
         let path = chain.certificates
         guard let signer = path.first else { throw refused("the signer's certificate path is empty") }
+        switch AppleSigningPathPolicy.violation(of: path) {
+        case nil:
+            return
+        case .pathLength:
+            break
+        case .intermediateMarkerMissing(let subject):
+            throw refused(
+                "the intermediate '\(subject)' lacks Apple's WWDR marker extension " + AppleMarkerOID.wwdrIntermediate)
+        case .leafMarkerMissing(let subject):
+            throw refused(
+                "the signer '\(subject)' lacks Apple's receipt-signing marker extension " + AppleMarkerOID.receiptSigning)
+        case .leafIsCertificateAuthority(let subject):
+            throw refused("the signer '\(subject)' is a CA certificate; Apple's receipt signer is an end entity")
+        }
+        // The path length: say which wrong shape it is.
         switch path.count {
-        case 3: break
         case 1:
             throw refused(
                 "the receipt is signed directly by the trusted self-signed certificate '\(signer.subject)', as Xcode's "
@@ -61,20 +76,6 @@ public enum ReceiptSignerPolicy: Sendable, Equatable {
             throw refused(
                 "the signer's certificate path has \(path.count) certificates: \(path.count - 3) extra between the "
                     + "signer and the root; App Store receipts have exactly signer → WWDR intermediate → root")
-        }
-        let intermediate = path[1]
-        guard intermediate.hasExtension(oid: AppleMarkerOID.wwdrIntermediate) else {
-            throw refused(
-                "the intermediate '\(intermediate.subject)' lacks Apple's WWDR marker extension "
-                    + AppleMarkerOID.wwdrIntermediate)
-        }
-        guard signer.hasExtension(oid: AppleMarkerOID.receiptSigning) else {
-            throw refused(
-                "the signer '\(signer.subject)' lacks Apple's receipt-signing marker extension "
-                    + AppleMarkerOID.receiptSigning)
-        }
-        guard !signer.isCertificateAuthority else {
-            throw refused("the signer '\(signer.subject)' is a CA certificate; Apple's receipt signer is an end entity")
         }
     }
 

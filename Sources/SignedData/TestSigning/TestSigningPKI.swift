@@ -26,6 +26,8 @@ public struct TestSigningPKI: Sendable {
         case intermediateMissingMarker
         /// `x5c` holds only leaf and intermediate.
         case chainOfTwo
+        /// The leaf carries the receipt-signing marker but is a CA certificate (basic constraints `CA:TRUE`).
+        case leafIsCertificateAuthority
         /// The leaf expired a day before `referenceTime`.
         case leafExpired
         /// The leaf becomes valid a day after `referenceTime`.
@@ -110,6 +112,13 @@ public struct TestSigningPKI: Sendable {
                 .sign(payload: payload)
         case .chainOfTwo:
             return try JWSSigner(privateKey: leaf.privateKey, chain: [leaf.certificate, intermediateCertificate])
+                .sign(payload: payload)
+        case .leafIsCertificateAuthority:
+            let authority = try intermediate.issueIntermediate(
+                commonName: "Test App Store Signing CA", notBefore: leaf.certificate.notBefore,
+                notAfter: leaf.certificate.notAfter, markerOIDs: [CertificateAuthority.leafMarkerOID])
+            return try JWSSigner(privateKey: authority.authority.privateKey,
+                                 chain: [authority.authority.certificate, intermediateCertificate, rootCertificate])
                 .sign(payload: payload)
         case .leafExpired, .leafNotYetValid:
             let window = defect == .leafExpired

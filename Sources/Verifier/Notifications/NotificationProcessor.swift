@@ -227,6 +227,7 @@ public struct NotificationProcessor: Sendable {
             autoRenewProductId: renewal.autoRenewProductId,
             expirationIntent: renewal.expirationIntent.map { Int(clamping: $0) },
             gracePeriodExpiresDateMs: renewal.gracePeriodExpiresDate,
-            isInBillingRetryPeriod: renewal.isInBillingRetryPeriod)
+            isInBillingRetryPeriod: renewal.isInBillingRetryPeriod,
+            renewalBillingPlanType: renewal.renewalBillingPlanType)
     }
 }

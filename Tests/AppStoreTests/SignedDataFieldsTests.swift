@@ -1,0 +1,35 @@
+import AppStore
+import ReceiptModel
+import SignedData
+import Testing
+
+/// Signed data's 2025-26 fields (issue 29 item 3) in results: decoded, mapped and judged by the real code.
+@Suite struct SignedDataFieldsTests {
+    static let gems = ReceiptModel.JSONValue.object(["item": .string("gems"), "amount": .integer(100)])
+    static let catalog = ProductCatalog(products: ["gems_100": .init(type: .consumable, credit: gems)])
+
+    /// Issue 29 item 3: a signed transaction's 2025-26 fields, through the real decoder and mapping, in the result's
+    /// transaction; they change nothing about money.
+    @Test func signedDataOfferAndCommitmentFieldsAreCarried() throws {
+        let payload = try SignedPayloadDecoder.decode(
+            JWSTransactionPayload.self,
+            from: Array(
+                #"""
+                {"transactionId":"7","originalTransactionId":"7","productId":"gems_100","purchaseDate":1700000000000,
+                "type":"Consumable","offerType":2,"offerDiscountType":"PAY_UP_FRONT","offerPeriod":"P6M",
+                "billingPlanType":"MONTHLY","commitmentInfo":{"commitmentPeriod":"P1Y","billingCount":12}}
+                """#.utf8))
+        let apple = try SignedTransactionMapping.transaction(payload)
+        let carried = VerdictRules.normalize(apple, .production, catalog: Self.catalog)
+        #expect(carried.offerDiscountType == "PAY_UP_FRONT" && carried.offerPeriod == "P6M")
+        #expect(carried.billingPlanType == "MONTHLY")
+        #expect(carried.commitmentInfo == ReceiptModel.JSONValue.object(["commitmentPeriod": .string("P1Y"), "billingCount": .integer(12)]))
+        #expect(carried.creditable && carried.notCreditableReason == nil && carried.credit == Self.gems)
+        let json = String(decoding: try MessageCoding.encode(carried), as: UTF8.self)
+        #expect(json.contains(#""offer_discount_type":"PAY_UP_FRONT""#) && json.contains(#""offer_period":"P6M""#))
+        #expect(json.contains(#""billing_plan_type":"MONTHLY""#))
+        #expect(json.contains(#""commitment_info":{"billingCount":12,"commitmentPeriod":"P1Y"}"#))
+        #expect(try MessageCoding.decode(VerifiedTransaction.self, from: Array(json.utf8)) == carried)
+    }
+
+}
