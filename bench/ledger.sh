@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
 # The ledger benchmark: one receipt-ledger (release build) over a throwaway PostgreSQL (fsync off, as a benchmark of
-# the ledger rather than of the disk; same machine) and embedded-kafka (another process). Results are produced onto
-# RESULTS_TOPIC with kcat, each crediting 10 gems of a distinct purchase to one of 1,000 users. Three runs, each on a
-# fresh topic and a fresh database:
+# the ledger rather than of the disk; --durable: PostgreSQL's durable defaults, fsync and synchronous_commit on; same
+# machine) and embedded-kafka (another process). Results are produced onto RESULTS_TOPIC with kcat, each crediting 10
+# gems of a distinct purchase to one of 1,000 users. Four runs, each on a fresh topic and a fresh database:
 #   "backlog, batched"          --count results preloaded, then a fresh ledger (LEDGER_BATCH_SIZE=--batch) drains
 #                               them: applied/s from its first commit to its last.
-#   "backlog, one per transaction"  the same with LEDGER_BATCH_SIZE=1 (--single-count results): the gain of batching.
+#   "peer, backlog"             the same backlog drained by bench/ledger-peer.py, a plain-Python crediting service
+#                               (confluent-kafka + psycopg, batches of --batch, offsets in the transaction, unnest
+#                               inserts; far fewer rules than the ledger, see its header), then the ratios ledger / peer.
+#   "backlog, one per transaction"  the ledger with LEDGER_BATCH_SIZE=1 (--single-count results): the gain of batching.
 #   "paced"                     a running ledger, results produced at --rate per second for --seconds: p50/p99 of
 #                               produce-to-commit latency (ledger_apply_latency_seconds, interpolated in its buckets).
-# Every run checks the balances exactly (sum of all gems = 10 × results). Prints the figures and the machine.
+# Every run checks the balances exactly (sum of all gems = 10 × results). A backlog run reports the service's CPU per
+# result (its process, all threads) and PostgreSQL's: the CPU of the whole server (postmaster, every backend and
+# background process, and the children it reaped) over the drain, less the benchmark's own polling connection; each
+# run has the server to itself. Prints the figures and the machine.
 # Topics have 8 partitions: the mock cluster keeps only ~6 MB per partition and drops a larger backlog's oldest
 # messages (a result here is ~700 bytes), which would read as missing credits.
+# Needs Python's confluent-kafka and psycopg 3 (scripts/install-deps.sh installs them).
 #
-#   bench/ledger.sh [--count N] [--single-count N] [--batch N] [--rate N] [--seconds N]
+#   bench/ledger.sh [--count N] [--single-count N] [--batch N] [--rate N] [--seconds N] [--durable]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +28,7 @@ SINGLE_COUNT=6000
 BATCH=500
 RATE=3000
 SECONDS_PACED=20
+DURABLE=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --count) COUNT="$2"; shift 2 ;;
@@ -28,9 +36,14 @@ while [ $# -gt 0 ]; do
         --batch) BATCH="$2"; shift 2 ;;
         --rate) RATE="$2"; shift 2 ;;
         --seconds) SECONDS_PACED="$2"; shift 2 ;;
+        --durable) DURABLE=1; shift ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
+
+python="$(python3 -c 'import sys; print(sys.executable)')"  # the interpreter itself: its pid is the peer's
+"$python" -c 'import confluent_kafka, psycopg' 2>/dev/null \
+    || { echo "bench/ledger.sh needs confluent-kafka and psycopg: run scripts/install-deps.sh" >&2; exit 2; }
 
 swift build -c release --product receipt-ledger >/dev/null
 swift build -c release --product embedded-kafka >/dev/null
@@ -45,6 +58,12 @@ cleanup() {
 trap cleanup EXIT
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
+pg_settings=(-c fsync=off -c synchronous_commit=off -c full_page_writes=off)
+pg_mode="fsync off, synchronous_commit off"
+if [ "$DURABLE" -eq 1 ]; then
+    pg_settings=()
+    pg_mode="durable defaults: fsync on, synchronous_commit on"
+fi
 
 # PostgreSQL, root-safe (the server refuses root: as root it runs as the `postgres` system user).
 pg_bin="$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)"
@@ -58,12 +77,14 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 "${as_postgres[@]}" "$pg_bin/initdb" -D "$work/pg/data" -U postgres --auth=trust -E UTF8 --no-sync >/dev/null
 "${as_postgres[@]}" "$pg_bin/postgres" -D "$work/pg/data" -p "$pg_port" -k "$work/pg" -c listen_addresses=127.0.0.1 \
-    -c fsync=off -c synchronous_commit=off -c full_page_writes=off 2>"$work/postgres.log" &
+    "${pg_settings[@]}" 2>"$work/postgres.log" &
 pids+=($!)
 for _ in $(seq 1 100); do "$pg_bin/pg_isready" -q -h 127.0.0.1 -p "$pg_port" && break; sleep 0.1; done
+postmaster_pid="$(head -1 "$work/pg/data/postmaster.pid")"
+echo "PostgreSQL $("$pg_bin/postgres" --version | awk '{print $3}') ($pg_mode)"
 psql_base=(psql -X -q -t -A -h 127.0.0.1 -p "$pg_port" -U postgres)
 
-"$bin_dir/embedded-kafka" --brokers 1 --topics "r-batched:8,r-single:8,r-paced:8,iap.purchase.events:4" \
+"$bin_dir/embedded-kafka" --brokers 1 --topics "r-batched:8,r-peer:8,r-single:8,r-paced:8,iap.purchase.events:4" \
     >"$work/kafka.out" 2>"$work/kafka.log" &
 pids+=($!)
 for _ in $(seq 1 100); do grep -q '^KAFKA_BOOTSTRAP_SERVERS=' "$work/kafka.out" && break; sleep 0.1; done
@@ -100,9 +121,93 @@ start_ledger() {
     LEDGER_PORT="$(grep -m1 '"receipt-ledger started"' "$work/ledger-$1.log" | sed -n 's/.*"port":\([0-9]*\).*/\1/p')"
 }
 
+# start_peer DB TOPIC BATCH: a fresh database and bench/ledger-peer.py over it; leaves its pid in PEER_PID.
+start_peer() {
+    "${psql_base[@]}" -d postgres -c "CREATE DATABASE $1" >/dev/null
+    "$python" bench/ledger-peer.py --bootstrap "$bootstrap" --topic "$2" --group "bench-$1" --batch "$3" \
+        --dsn "host=127.0.0.1 port=$pg_port user=postgres dbname=$1" 2>"$work/peer-$1.log" &
+    PEER_PID=$!
+    pids+=("$PEER_PID")
+    for _ in $(seq 1 200); do grep -q '"ledger-peer started"' "$work/peer-$1.log" && break; sleep 0.1; done
+    grep -q '"ledger-peer started"' "$work/peer-$1.log" || { echo "the peer did not start:" >&2; cat "$work/peer-$1.log" >&2; exit 1; }
+}
+
 applied() { "${psql_base[@]}" -d "$1" -c "SELECT coalesce(sum(next_offset), 0) FROM consumer_offsets" 2>/dev/null || echo 0; }
 gems_total() { "${psql_base[@]}" -d "$1" -c "SELECT coalesce(sum(amount), 0) FROM balances WHERE item = 'gems'"; }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# measure DB N SERVICE_PID NAME: waits until the service at SERVICE_PID has applied N results to DB, polling its
+# consumer_offsets every 20 ms over one connection. Prints applied/s (first commit to last), the service's CPU per
+# result and PostgreSQL's (the whole server's CPU over the drain: postmaster, its live children, and the children it
+# reaped, less the polling connection's backend), and writes "rate service_us postgres_us" to $work/DB.figures.
+measure() {
+    "$python" - "host=127.0.0.1 port=$pg_port user=postgres dbname=$1" "$2" "$3" "$postmaster_pid" "$4" \
+        "$work/$1.figures" <<'PY'
+import os, sys, time
+import psycopg
+dsn, count, service, postmaster, name, figures = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6]
+tick_us = 1e6 / os.sysconf("SC_CLK_TCK")
+
+def stat(pid):
+    """(ppid, utime + stime, cutime + cstime) of a process, in ticks; None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return int(fields[1]), int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14])
+
+def server_ticks():
+    """The server's CPU so far: its live processes' own, and what its reaped children used."""
+    live = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            s = stat(int(entry))
+            if s is not None and s[0] == postmaster:
+                live += s[1]
+    _, own, reaped = stat(postmaster)
+    return live + own + reaped
+
+db = psycopg.connect(dsn, autocommit=True)
+poller = db.execute("SELECT pg_backend_pid()").fetchone()[0]
+def applied():
+    try:
+        return db.execute("SELECT coalesce(sum(next_offset), 0)::bigint FROM consumer_offsets").fetchone()[0]
+    except psycopg.errors.UndefinedTable:
+        return 0
+
+service_before, server_before, poller_before = stat(service)[1], server_ticks(), stat(poller)[1]
+first = first_count = None
+last_progress, last_count = time.monotonic(), -1
+while True:
+    done = applied()
+    now = time.monotonic()
+    if first is None and done > 0:
+        first, first_count = now, done
+    if done >= count:
+        break
+    if done != last_count:
+        last_progress, last_count = now, done
+    elif now - last_progress > 120:
+        sys.exit(f"{name}: no progress for 120 s at {done} of {count} results")
+    time.sleep(0.02)
+service_after, server_after, poller_after = stat(service)[1], server_ticks(), stat(poller)[1]
+db.close()
+rate = (count - first_count) / max(now - first, 1e-9)
+service_us = (service_after - service_before) * tick_us / count
+postgres_us = ((server_after - server_before) - (poller_after - poller_before)) * tick_us / count
+print(f"  {count} results, {rate:,.0f} applied/s, {name} CPU {service_us:.0f} µs per result, "
+      f"PostgreSQL CPU {postgres_us:.0f} µs per result", end="")
+with open(figures, "w") as f:
+    f.write(f"{rate} {service_us} {postgres_us}\n")
+PY
+}
+
+# check_balances DB N: the gems credited are exactly 10 × N.
+check_balances() {
+    local total; total="$(gems_total "$1")"
+    [ "$total" -eq $(($2 * 10)) ] || { echo; echo "balances wrong: $total gems, expected $(($2 * 10))" >&2; exit 1; }
+    echo " (balances exact)"
+}
 
 # drain DB TOPIC BATCH N: preloaded backlog of N, a fresh ledger drains it.
 drain() {
@@ -110,25 +215,20 @@ drain() {
     generate "$db" "$count" >"$work/$db.txt"
     kcat -P -b "$bootstrap" -t "$topic" -K $'\t' -l "$work/$db.txt"
     start_ledger "$db" "$topic" "$batch"
-    local ticks_before; ticks_before="$(cpu_ticks "$LEDGER_PID")"
-    local first="" now
-    while :; do
-        local done_count; done_count="$(applied "$db")"
-        now="$(date +%s.%N)"
-        if [ -z "$first" ] && [ "$done_count" -gt 0 ]; then first="$now"; first_count="$done_count"; fi
-        [ "$done_count" -ge "$count" ] && break
-        sleep 0.05
-    done
-    local ticks_after; ticks_after="$(cpu_ticks "$LEDGER_PID")"
-    local total; total="$(gems_total "$db")"
-    [ "$total" -eq $((count * 10)) ] || { echo "balances wrong: $total gems, expected $((count * 10))" >&2; exit 1; }
-    python3 -c "
-import sys
-n, first_count, t0, t1, ticks = $count, $first_count, $first, $now, $ticks_after - $ticks_before
-rate = (n - first_count) / max(t1 - t0, 1e-9)
-print(f'  {n} results, {rate:,.0f} applied/s, ledger CPU {ticks * 10000 / max(n, 1):.0f} µs per result (balances exact)')
-"
+    measure "$db" "$count" "$LEDGER_PID" ledger
+    check_balances "$db" "$count"
     kill -TERM "$LEDGER_PID"; wait "$LEDGER_PID" || true
+}
+
+# drain_peer DB TOPIC BATCH N: the same backlog drained by the Python peer.
+drain_peer() {
+    local db="$1" topic="$2" batch="$3" count="$4"
+    generate "$db" "$count" >"$work/$db.txt"
+    kcat -P -b "$bootstrap" -t "$topic" -K $'\t' -l "$work/$db.txt"
+    start_peer "$db" "$topic" "$batch"
+    measure "$db" "$count" "$PEER_PID" peer
+    check_balances "$db" "$count"
+    kill -TERM "$PEER_PID"; wait "$PEER_PID" || true
 }
 
 quantiles() {
@@ -159,6 +259,16 @@ print(f"  {int(count)} results, p50 {quantile(0.5) * 1000:.0f} ms, p99 {quantile
 echo
 echo "backlog, batched (LEDGER_BATCH_SIZE=$BATCH):"
 drain batched r-batched "$BATCH" "$COUNT"
+echo
+echo "peer, backlog (bench/ledger-peer.py, batches of $BATCH):"
+drain_peer peer r-peer "$BATCH" "$COUNT"
+read -r ledger_rate ledger_us ledger_pg_us <"$work/batched.figures"
+read -r peer_rate peer_us peer_pg_us <"$work/peer.figures"
+python3 -c "
+lr, lu, lp, pr, pu, pp = $ledger_rate, $ledger_us, $ledger_pg_us, $peer_rate, $peer_us, $peer_pg_us
+ratio = lambda a, b: f'{a / b:.2f}' if b > 0 else 'n/a'
+print(f'  ledger / peer: applied/s {ratio(lr, pr)}, service CPU per result {ratio(lu, pu)}, PostgreSQL CPU per result {ratio(lp, pp)}')
+"
 echo
 echo "backlog, one per transaction (LEDGER_BATCH_SIZE=1):"
 drain single r-single 1 "$SINGLE_COUNT"

@@ -44,6 +44,10 @@ command -v kubernetes-validate >/dev/null 2>&1 || python_missing+=(kubernetes-va
 # KEDA's and the Prometheus Operator's objects are checked against models generated from their CRDs' schemas.
 python3 -c 'import cloudcoil.models.keda' 2>/dev/null || python_missing+=(cloudcoil-models-keda)
 python3 -c 'import cloudcoil.models.prometheus_operator' 2>/dev/null || python_missing+=(cloudcoil-models-prometheus-operator)
+# The ledger benchmark's peer (bench/ledger-peer.py, a plain-Python crediting service) and its measuring loop:
+# confluent-kafka bundles its own librdkafka, psycopg[binary] its own libpq.
+python3 -c 'import confluent_kafka' 2>/dev/null || python_missing+=(confluent-kafka)
+python3 -c 'import psycopg' 2>/dev/null || python_missing+=('psycopg[binary]')
 # The API conformance run (scripts/api-conformance.sh): pinned, because schemathesis's CLI and checks change between
 # versions; this one runs offline (no telemetry, nothing fetched at run time).
 schemathesis_version=4.32.5
