@@ -15,6 +15,9 @@ let package = Package(
             name: "fuzz-submission-message",
             dependencies: ["FuzzSupport", .product(name: "ReceiptModel", package: "receipt-verification")]),
         .executableTarget(
+            name: "fuzz-lean-json",
+            dependencies: ["FuzzSupport", .product(name: "ReceiptModel", package: "receipt-verification")]),
+        .executableTarget(
             name: "fuzz-verifyreceipt-response",
             dependencies: ["FuzzSupport", .product(name: "AppStore", package: "receipt-verification")]),
         .executableTarget(

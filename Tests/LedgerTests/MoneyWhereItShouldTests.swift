@@ -259,10 +259,11 @@ import Testing
         #expect(try db.user("victim").balances.isEmpty)
         #expect(try db.count("purchases") == 0)
         let reasons = try db.connection.execute(#"SELECT reason FROM dead_letters ORDER BY "offset""#).rows.map { try $0.string(0) }
-        #expect(reasons == [
-            "user_id contains a control character (U+0000)",
-            "transaction.credit_key contains a control character (U+0007)",
+        #expect(reasons.map { $0.prefix(50) } == [
+            "user_id contains the control character U+0000 (ide",
+            "transaction.credit_key contains the control charac",
         ])
+        #expect(reasons.last?.contains("U+0007") == true)
     }
 }
 

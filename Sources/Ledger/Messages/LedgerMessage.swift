@@ -77,19 +77,13 @@ struct LedgerEvent: Sendable {
     var reportsUpgrade: Bool { subtype == "UPGRADE" }
 }
 
-/// Identifiers the database stores as text: a control character (a NUL, which libpq would cut the text at, or any
-/// other C0/C1 control or DEL) makes the message unreadable instead of truncated or credited to another user.
+/// Identifiers the database stores as text: a control character (`IdentifierText`: a NUL, which libpq would cut
+/// the text at, or any other C0/C1 control or DEL) makes the message unreadable instead of truncated or credited to
+/// another user.
 enum Identifier {
     static func check(_ value: String?, _ member: String) throws(UnreadableMessage) {
-        guard let value else { return }
-        for scalar in value.unicodeScalars where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) {
-            throw UnreadableMessage("\(member) contains a control character (U+\(hex(scalar.value)))")
-        }
-    }
-
-    private static func hex(_ value: UInt32) -> String {
-        let digits = String(value, radix: 16, uppercase: true)
-        return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+        guard let value, let problem = IdentifierText.problem(field: member, value) else { return }
+        throw UnreadableMessage(problem)
     }
 }
 
