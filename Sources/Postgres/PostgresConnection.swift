@@ -73,10 +73,10 @@ public final class PostgresConnection: Sendable {
     /// Runs `body` inside `BEGIN` ... `COMMIT`; any error rolls back (when the connection still allows it) and is
     /// rethrown. `COMMIT` failing is an error too: nothing of `body` was kept.
     public func transaction<T>(
-        isolation: String = "READ COMMITTED", _ body: (PostgresSession) throws(PostgresError) -> T
+        isolation: IsolationLevel = .readCommitted, _ body: (PostgresSession) throws(PostgresError) -> T
     ) throws(PostgresError) -> T {
         try withSession { session throws(PostgresError) -> T in
-            try session.execute("BEGIN ISOLATION LEVEL " + Self.checkedIsolation(isolation))
+            try session.execute("BEGIN ISOLATION LEVEL " + isolation.rawValue)
             let value: T
             do throws(PostgresError) {
                 value = try body(session)
@@ -87,10 +87,6 @@ public final class PostgresConnection: Sendable {
             try session.execute("COMMIT")
             return value
         }
-    }
-
-    private static func checkedIsolation(_ level: String) -> String {
-        ["READ COMMITTED", "REPEATABLE READ", "SERIALIZABLE"].contains(level) ? level : "READ COMMITTED"
     }
 
     private static func connect(_ connectionString: String, connectTimeoutSeconds: Int) throws(PostgresError)

@@ -57,7 +57,7 @@ public enum LedgerQueries {
     }
 
     public static func user(_ userId: String, on connection: PostgresConnection) throws(PostgresError) -> UserView {
-        try connection.transaction(isolation: "REPEATABLE READ") { session throws(PostgresError) -> UserView in
+        try connection.transaction(isolation: .repeatableRead) { session throws(PostgresError) -> UserView in
             var books: [String: BookView] = [:]
             for row in try session.execute(
                 "SELECT book, item, amount FROM balances WHERE user_id = $1 ORDER BY book, item", [.text(userId)]
@@ -93,7 +93,7 @@ public enum LedgerQueries {
     public static func purchase(_ creditKey: String, on connection: PostgresConnection) throws(PostgresError)
         -> PurchaseView?
     {
-        try connection.transaction(isolation: "REPEATABLE READ") { session throws(PostgresError) -> PurchaseView? in
+        try connection.transaction(isolation: .repeatableRead) { session throws(PostgresError) -> PurchaseView? in
             guard
                 let row = try session.execute(
                     "SELECT owner, status, amount_credited, amount_debited FROM purchases WHERE credit_key = $1",
