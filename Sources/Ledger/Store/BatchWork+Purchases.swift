@@ -121,7 +121,11 @@ extension BatchWork {
                 ))
         }
         if !deleted.isEmpty {
-            statements.append(("DELETE FROM purchases WHERE credit_key = ANY($1::text[])", [.textArray(deleted)]))
+            // Back to never seen: what referred to the purchase goes with it (a refused claim of an unreadable
+            // shape, say), so the delete cannot fail the batch forever.
+            for table in ["refused_claims", "entitlements", "purchases"] {
+                statements.append(("DELETE FROM \(table) WHERE credit_key = ANY($1::text[])", [.textArray(deleted)]))
+            }
         }
         _ = try session.pipeline(statements)
     }
