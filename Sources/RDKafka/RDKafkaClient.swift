@@ -33,7 +33,6 @@ package final class RDKafkaClient: @unchecked Sendable {
     package static let offsetBeginning = Int64(RD_KAFKA_OFFSET_BEGINNING)
     package static let offsetEnd = Int64(RD_KAFKA_OFFSET_END)
 
-    package let kind: Kind
     private let pointer: OpaquePointer
     private let context: Unmanaged<RDKafkaCallbackContext>
     private let lock: UnsafeMutablePointer<pthread_rwlock_t>
@@ -82,7 +81,6 @@ package final class RDKafkaClient: @unchecked Sendable {
         if kind == .consumer {
             rd_kafka_poll_set_consumer(client)
         }
-        self.kind = kind
         self.pointer = client
         self.context = retained
         self.closedError = closedError
@@ -159,9 +157,6 @@ package final class RDKafkaClient: @unchecked Sendable {
         rd_kafka_destroy(pointer)
         context.release()
     }
-
-    /// The client's name (`rdkafka#consumer-1`).
-    package var name: String { withClient { String(cString: rd_kafka_name($0)) } ?? "" }
 
     // MARK: Consumer
 

@@ -85,11 +85,6 @@ struct ClientLifecycle<Client>: Sendable where Client: Sendable {
         }
     }
 
-    var hasStarted: Bool {
-        if case .idle = state { return false }
-        return true
-    }
-
     mutating func handle(_ event: Event) -> [Action] {
         switch (state, event) {
         case (.idle(let client), .start):
