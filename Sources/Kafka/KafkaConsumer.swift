@@ -32,10 +32,10 @@ public final class KafkaConsumer: Sendable {
 
     public let groupId: String
     public let topics: [String]
-    /// The client (held by the lifecycle state while it may be used) and the poll thread.
-    private let runtime: ClientRuntime
+    /// The client and the delegate (held by the lifecycle state while they may be used: closing drops both) and
+    /// the poll thread.
+    private let runtime: ClientRuntime<Resources>
     private let context: RDKafkaCallbackContext
-    private let delegateBox: Locked<(any KafkaConsumerDelegate)?>
     private let assigned = Locked<Set<TopicPartition>>([])
     private let rebalances = Atomic<Int>(0)
     private let allBrokersDown = Atomic<Bool>(false)
@@ -48,6 +48,12 @@ public final class KafkaConsumer: Sendable {
     /// transaction as the work): given the partitions being assigned, the next offset to read of each; a partition
     /// left out starts at its beginning. Called on the poll thread inside the assignment, before any message of
     /// those partitions is fetched (it may block, bounded, for example to reach its database).
+    /// What the lifecycle state holds until the consumer is closed.
+    struct Resources: Sendable {
+        let client: RDKafkaClient
+        let delegate: any KafkaConsumerDelegate
+    }
+
     public typealias StartingOffsets = @Sendable ([TopicPartition]) -> [TopicPartition: Int64]
 
     /// - Parameters:
@@ -82,9 +88,9 @@ public final class KafkaConsumer: Sendable {
             closedError: Self.closedError)
         self.groupId = groupId
         self.topics = topics
-        self.runtime = ClientRuntime(client: client, threadName: "kafka-consumer-poll")
+        self.runtime = ClientRuntime(
+            Resources(client: client, delegate: delegate), threadName: "kafka-consumer-poll")
         self.context = context
-        self.delegateBox = Locked(delegate)
         self.commitPacer = Locked(CommitPacer(minimumInterval: commitInterval))
         self.startingOffsets = startingOffsets
         self.logger = logger
@@ -102,7 +108,7 @@ public final class KafkaConsumer: Sendable {
     /// - Throws: `KafkaError` (`invalidState` or unknown partition) when the partition is not assigned to this
     ///   consumer any more (its messages will be processed again by the new owner), or when closed.
     public func storeOffset(_ partition: TopicPartition, nextOffset: Int64) throws(KafkaError) {
-        guard let client = runtime.client else { throw Self.closedError }
+        guard let client = runtime.resources?.client else { throw Self.closedError }
         try client.storeOffset(partition, nextOffset: nextOffset)
     }
 
@@ -135,7 +141,7 @@ public final class KafkaConsumer: Sendable {
     public func committedOffsets(_ partitions: [TopicPartition], timeout: Duration) throws(KafkaError)
         -> [TopicPartition: Int64]
     {
-        guard let client = runtime.client else { throw Self.closedError }
+        guard let client = runtime.resources?.client else { throw Self.closedError }
         return try client.committedOffsets(
             partitions, timeout: timeout, context: "cannot read the committed offsets of group \(groupId)")
     }
@@ -146,7 +152,7 @@ public final class KafkaConsumer: Sendable {
     /// Commits what was stored, synchronously (blocks up to the commit's round trip; do not call on the cooperative
     /// pool in a hot path). Nothing stored is not an error.
     public func commitStoredOffsets() throws(KafkaError) {
-        let outcome = runtime.client?.commitStoredOffsets(
+        let outcome = runtime.resources?.client.commitStoredOffsets(
             async: false, context: "cannot commit stored offsets of group \(groupId)")
         guard let outcome else { throw Self.closedError }
         try outcome.get()
@@ -161,7 +167,7 @@ public final class KafkaConsumer: Sendable {
 
     /// The partitions currently assigned to this consumer (librdkafka's view).
     public var assignment: [TopicPartition] {
-        runtime.client?.assignment ?? []
+        runtime.resources?.client.assignment ?? []
     }
 
     /// Consumer lag per assigned partition (high watermark minus committed offset), from the latest statistics.
@@ -184,13 +190,12 @@ public final class KafkaConsumer: Sendable {
 
     private static let closedError = KafkaError(code: KafkaError.destroyed, message: "the Kafka consumer is closed")
 
-    private var delegate: (any KafkaConsumerDelegate)? { delegateBox.withLock { $0 } }
+    private var delegate: (any KafkaConsumerDelegate)? { runtime.resources?.delegate }
 
     /// Commits the stored offsets of the assignment without waiting for the answer (librdkafka logs a failure).
     private func commitAsynchronously() {
-        guard let outcome = runtime.client?.commitStoredOffsets(async: true, context: "commit not issued") else {
-            return
-        }
+        let outcome = runtime.resources?.client.commitStoredOffsets(async: true, context: "commit not issued")
+        guard let outcome else { return }
         commitRequests.add(1, ordering: .relaxed)
         if case .failure(let error) = outcome {
             logger.debug("commit not issued", ["error": .string(KafkaError.describe(code: error.code))])
@@ -210,7 +215,8 @@ public final class KafkaConsumer: Sendable {
     }
 
     private func changeFetching(_ partitions: [TopicPartition], pause: Bool) {
-        guard !partitions.isEmpty, let failure = runtime.client?.setFetching(partitions, paused: pause) else { return }
+        guard !partitions.isEmpty, let failure = runtime.resources?.client.setFetching(partitions, paused: pause)
+        else { return }
         logger.warning(pause ? "pause failed" : "resume failed", ["error": .string(failure.message)])
     }
 
@@ -250,16 +256,16 @@ public final class KafkaConsumer: Sendable {
 // MARK: Poll thread
 
 extension KafkaConsumer: PolledClientOwner {
-    func willStartPolling(_ client: RDKafkaClient) {
-        if let error = client.subscribe(topics) {
+    func willStartPolling(_ resources: Resources) {
+        if let error = resources.client.subscribe(topics) {
             logger.error("subscribe failed", ["error": .string(error.message)])
-            delegate?.consumer(self, didFail: error)
+            resources.delegate.consumer(self, didFail: error)
         } else {
             logger.info("consumer started", ["topics": .string(topics.joined(separator: ","))])
         }
     }
 
-    func pollOnce(_ client: RDKafkaClient) {
+    func pollOnce(_ resources: Resources) {
         // The trailing edge of requestCommit's pacing: a merged request is committed once its interval has passed,
         // and the poll waits no longer than that.
         let now = SystemTime.monotonicNanoseconds()
@@ -268,16 +274,18 @@ extension KafkaConsumer: PolledClientOwner {
         }
         if commitNow { commitAsynchronously() }
         let timeoutMs = untilDue.map { Int32(clamping: min(max(($0 + 999_999) / 1_000_000, 1), 100)) } ?? 100
-        switch client.consumerPoll(timeoutMs: timeoutMs) {
-        case .message(let message)?: delegate?.consumer(self, didReceive: message)
+        switch resources.client.consumerPoll(timeoutMs: timeoutMs) {
+        case .message(let message)?: resources.delegate.consumer(self, didReceive: message)
         case .error(let error)?: report(error)
         case nil: break
         }
     }
 
     /// After the loop stopped (or on its own thread when never started): serves the final revoke (the delegate's
-    /// `willRevoke`), commits stored offsets, leaves the group and destroys the client.
-    func closeClient(_ client: RDKafkaClient) {
+    /// `willRevoke`), commits stored offsets, leaves the group and destroys the client. The delegate is let go by
+    /// the transition to `closed` that follows.
+    func closeClient(_ resources: Resources) {
+        let client = resources.client
         if let error = client.closeConsumer() {
             logger.warning("consumer close reported an error", ["error": .string(error.message)])
         }
@@ -285,7 +293,6 @@ extension KafkaConsumer: PolledClientOwner {
             client.destroy()
         }
         assigned.withLock { $0.removeAll() }
-        delegateBox.withLock { $0 = nil }
         logger.info("consumer closed")
     }
 

@@ -65,7 +65,7 @@ public final class KafkaProducer: Sendable {
         completion: @escaping @Sendable (Result<KafkaDeliveryReport, KafkaError>) -> Void
     ) throws(KafkaError) {
         // Refused from the moment close was asked (the client itself refuses once it is retired).
-        guard let client = core.runtime.clientForNewWork else { throw Self.closedError }
+        guard let client = core.runtime.resourcesForNewWork else { throw Self.closedError }
         if let refusal = client.produce(
             topic: topic, key: key, value: value, headers: headers, completion: completion)
         {
@@ -135,13 +135,13 @@ public final class KafkaProducer: Sendable {
 /// closing never needs the facade (its deinit may run on any thread, also the poll thread when a completion held
 /// the last reference).
 final class ProducerCore: PolledClientOwner {
-    let runtime: ClientRuntime
+    let runtime: ClientRuntime<RDKafkaClient>
     let context: RDKafkaCallbackContext
     let events: ProducerEvents
     private let logger: Logger
 
     init(client: RDKafkaClient, context: RDKafkaCallbackContext, events: ProducerEvents, logger: Logger) {
-        self.runtime = ClientRuntime(client: client, threadName: "kafka-producer-poll", drainsBeforeStopping: true)
+        self.runtime = ClientRuntime(client, threadName: "kafka-producer-poll", drainsBeforeStopping: true)
         self.context = context
         self.events = events
         self.logger = logger
@@ -152,7 +152,7 @@ final class ProducerCore: PolledClientOwner {
     }
 
     var outstandingMessages: Int {
-        runtime.client?.outstandingCount ?? 0
+        runtime.resources?.outstandingCount ?? 0
     }
 
     func flush(timeout: Duration) -> Bool {

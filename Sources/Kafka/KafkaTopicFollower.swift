@@ -15,7 +15,7 @@ import Synchronization
 public final class KafkaTopicFollower: Sendable {
     public let topic: String
     /// The client (held by the lifecycle state while it may be used) and the poll thread.
-    private let runtime: ClientRuntime
+    private let runtime: ClientRuntime<RDKafkaClient>
     /// The callback context holds its target weakly: the follower keeps it alive, or librdkafka's errors go unlogged.
     private let events: FollowerEvents
     private let startPosition: FollowerStart
@@ -85,7 +85,7 @@ public final class KafkaTopicFollower: Sendable {
         let client = try RDKafkaClient.make(
             .consumer, configuration: effective, context: context,
             closedError: KafkaError(code: KafkaError.invalidArgument, message: "the follower is closed"))
-        self.runtime = ClientRuntime(client: client, threadName: "kafka-follower-poll")
+        self.runtime = ClientRuntime(client, threadName: "kafka-follower-poll")
         self.topic = topic
         self.startPosition = start
         self.onMessage = onMessage
@@ -125,8 +125,10 @@ public final class KafkaTopicFollower: Sendable {
         var result: [Int32: (low: Int64, high: Int64)] = [:]
         for partition in partitions {
             // The client's read lock keeps a concurrent close from destroying it mid-call.
-            guard let answer = runtime.client?.watermarks(topic: topic, partition: partition, timeout: timeout) else {
-                throw KafkaError(code: KafkaError.invalidArgument, message: "watermarks of \(topic): the follower is closed")
+            let answer = runtime.resources?.watermarks(topic: topic, partition: partition, timeout: timeout)
+            guard let answer else {
+                throw KafkaError(
+                    code: KafkaError.invalidArgument, message: "watermarks of \(topic): the follower is closed")
             }
             switch answer {
             case .success(let marks): result[partition] = marks

@@ -278,7 +278,8 @@ package final class RDKafkaClient: @unchecked Sendable {
         withClient { client -> Result<(low: Int64, high: Int64), KafkaError> in
             var low: Int64 = 0
             var high: Int64 = 0
-            let code = rd_kafka_query_watermark_offsets(client, topic, partition, &low, &high, timeout.rdKafkaMilliseconds)
+            let code = rd_kafka_query_watermark_offsets(
+                client, topic, partition, &low, &high, timeout.rdKafkaMilliseconds)
             guard code == RD_KAFKA_RESP_ERR_NO_ERROR else {
                 return .failure(KafkaError(code: code.rawValue, message: KafkaError.describe(code: code.rawValue)))
             }

@@ -23,7 +23,9 @@ package struct RDKafkaRebalance {
     /// The callback's `rd_kafka_topic_partition_list_t *` (typed raw so that no C type leaves this module).
     private let list: UnsafeMutableRawPointer?
 
-    init(client: OpaquePointer, code: rd_kafka_resp_err_t, list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?) {
+    init(
+        client: OpaquePointer, code: rd_kafka_resp_err_t, list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?
+    ) {
         self.client = client
         self.list = UnsafeMutableRawPointer(list)
         self.partitions = RDKafkaTopicPartitionList.partitions(list)

@@ -87,8 +87,12 @@ struct ClientLifecycleTests {
 
         // The loop ended: the poll thread closes the client; the client stays usable until that finished (a
         // consumer's final revoke stores offsets).
-        Row(kind: .polling, state: .closing(c), event: .pollLoopFinished, next: .closing(c), actions: [.closeClient(c)]),
-        Row(kind: .producer, state: .closing(c), event: .pollLoopFinished, next: .closing(c), actions: [.closeClient(c)]),
+        Row(
+            kind: .polling, state: .closing(c), event: .pollLoopFinished, next: .closing(c),
+            actions: [.closeClient(c)]),
+        Row(
+            kind: .producer, state: .closing(c), event: .pollLoopFinished, next: .closing(c),
+            actions: [.closeClient(c)]),
         // It ends only after a stop, which only closing asks for: anywhere else it changes nothing.
         Row(kind: .polling, state: .idle(c), event: .pollLoopFinished, next: .idle(c), actions: []),
         Row(kind: .producer, state: .idle(c), event: .pollLoopFinished, next: .idle(c), actions: []),

@@ -99,8 +99,8 @@ struct ClientLifecycle<Client>: Sendable where Client: Sendable {
             return [.runClosePathAlone(client), .stopPolling, .waitForPollThread]
         case (.running(let client), .close(let onPollThread)):
             state = .closing(client)
-            let sequence: [Action] =
-                drainsBeforeStopping ? [.drain(client), .stopPolling, .waitForPollThread] : [.stopPolling, .waitForPollThread]
+            let stop: [Action] = [.stopPolling, .waitForPollThread]
+            let sequence = drainsBeforeStopping ? [.drain(client)] + stop : stop
             guard onPollThread else { return sequence }
             // A drain needs the poll thread to serve reports, so it must not run on it; a plain stop only must
             // not wait for itself (the close path runs as soon as the callback returns).
