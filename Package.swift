@@ -31,7 +31,13 @@ let package = Package(
 
         // MARK: Libraries
         .target(name: "ServiceSupport"),
-        .target(name: "Kafka", dependencies: ["CRdKafka", "ServiceSupport"]),
+        // The only Swift code over librdkafka: one client class (`RDKafkaClient`) owns the handle and every
+        // rd_kafka_* call, plus the value types (KafkaError, TopicPartition, KafkaMessage, ...) that Kafka re-exports.
+        .target(name: "RDKafka", dependencies: ["CRdKafka", "ServiceSupport"]),
+        // Consumer, topic follower and producer, in Swift types only: no C here (no CRdKafka dependency).
+        .target(name: "Kafka", dependencies: ["RDKafka", "ServiceSupport"]),
+        // librdkafka's mock cluster, a test and development tool (embedded-kafka, KafkaTests), not production code.
+        .target(name: "EmbeddedKafka", dependencies: ["CRdKafka", "RDKafka", "ServiceSupport"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "ServiceSupport"]),
         // The only Swift code over libpq: connections, parameterized statements, transactions, typed rows.
         .target(name: "Postgres", dependencies: ["CPostgres", "ServiceSupport"]),
@@ -63,7 +69,7 @@ let package = Package(
         .executableTarget(name: "receipt-verifier", dependencies: ["Verifier", "ServiceSupport"]),
         .executableTarget(name: "receipt-ledger", dependencies: ["Ledger", "ServiceSupport"]),
         .executableTarget(name: "fake-appstore", dependencies: ["FakeAppStore", "ServiceSupport", "Crypto"]),
-        .executableTarget(name: "embedded-kafka", dependencies: ["Kafka", "ServiceSupport"]),
+        .executableTarget(name: "embedded-kafka", dependencies: ["EmbeddedKafka", "RDKafka", "ServiceSupport"]),
         .executableTarget(name: "receipt-tail", dependencies: ["Kafka", "ReceiptModel", "ServiceSupport"]),
         .target(name: "Replay", dependencies: ["ReceiptModel", "ServiceSupport"]),
         // Get Notification History pages -> NOTIFICATIONS_TOPIC (the paging and writing seams; the executable wires
@@ -93,7 +99,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["ServiceSupport"], path: "Tests/TestSupport"),
         .testTarget(name: "ServiceSupportTests", dependencies: ["ServiceSupport"]),
         .testTarget(name: "ReceiptModelTests", dependencies: ["ReceiptModel"]),
-        .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
+        .testTarget(name: "KafkaTests", dependencies: ["Kafka", "EmbeddedKafka", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(
             name: "AppStoreTests",

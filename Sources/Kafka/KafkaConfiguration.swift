@@ -76,12 +76,6 @@ public struct KafkaConfiguration: Sendable, Equatable {
         return property
     }
 
-    /// Whether `property` may hold a secret, so its value and librdkafka's echo of it must not be printed.
-    static func isSensitive(_ property: String) -> Bool {
-        let lowered = property.lowercased()
-        return ["password", "secret", "key", "token", "jaas"].contains { lowered.contains($0) }
-    }
-
     public static func == (lhs: KafkaConfiguration, rhs: KafkaConfiguration) -> Bool {
         lhs.properties == rhs.properties
     }

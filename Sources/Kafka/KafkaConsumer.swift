@@ -1,4 +1,3 @@
-import CRdKafka
 import Foundation
 import ServiceSupport
 import Synchronization
@@ -16,8 +15,9 @@ import Synchronization
 /// - `auto.offset.reset=earliest` by default: a new group starts at the beginning, nothing written before its first
 ///   start is skipped.
 ///
-/// Lifecycle: `init` validates the configuration; `start` subscribes and starts polling; `close` leaves the group
-/// (bounded) and destroys the client. The consumer stays alive until `close` even when its owner drops it.
+/// Lifecycle (`ClientLifecycle`): `init` validates the configuration; `start` subscribes and starts polling;
+/// `close` leaves the group (bounded) and destroys the client. The consumer stays alive until `close` even when its
+/// owner drops it. Every librdkafka call goes through `RDKafkaClient`.
 public final class KafkaConsumer: Sendable {
     /// Defaults for properties the configuration does not set.
     public static let defaultProperties: [String: String] = [
@@ -32,11 +32,10 @@ public final class KafkaConsumer: Sendable {
 
     public let groupId: String
     public let topics: [String]
-    private let handle: RDKafkaHandle
+    /// The client and the delegate (held by the lifecycle state while they may be used: closing drops both) and
+    /// the poll thread.
+    private let runtime: ClientRuntime<Resources>
     private let context: RDKafkaCallbackContext
-    private let delegateBox: Locked<(any KafkaConsumerDelegate)?>
-    private let pollThread = PollThread(name: "kafka-consumer-poll")
-    private let lifecycle = Locked<Lifecycle>(.created)
     private let assigned = Locked<Set<TopicPartition>>([])
     private let rebalances = Atomic<Int>(0)
     private let allBrokersDown = Atomic<Bool>(false)
@@ -49,11 +48,13 @@ public final class KafkaConsumer: Sendable {
     /// transaction as the work): given the partitions being assigned, the next offset to read of each; a partition
     /// left out starts at its beginning. Called on the poll thread inside the assignment, before any message of
     /// those partitions is fetched (it may block, bounded, for example to reach its database).
-    public typealias StartingOffsets = @Sendable ([TopicPartition]) -> [TopicPartition: Int64]
-
-    private enum Lifecycle {
-        case created, running, closing
+    /// What the lifecycle state holds until the consumer is closed.
+    struct Resources: Sendable {
+        let client: RDKafkaClient
+        let delegate: any KafkaConsumerDelegate
     }
+
+    public typealias StartingOffsets = @Sendable ([TopicPartition]) -> [TopicPartition: Int64]
 
     /// - Parameters:
     ///   - configuration: librdkafka properties (`bootstrap.servers` at least); `group.id` and
@@ -81,15 +82,15 @@ public final class KafkaConsumer: Sendable {
         effective["enable.auto.offset.store"] = "false"
         let logger = logger.named(logger.label + ".kafka-consumer").with(["group_id": .string(groupId)])
         let context = RDKafkaCallbackContext(logger: logger, statistics: KafkaStatisticsStore())
-        let handle = try RDKafkaClient.make(
-            .consumer, configuration: effective, context: context, rebalanceCallback: true)
-        // Everything (rebalances, errors, statistics) is served by rd_kafka_consumer_poll on the poll thread.
-        rd_kafka_poll_set_consumer(handle.pointer)
+        // Everything (rebalances, errors, statistics) is served by the consumer poll on the poll thread.
+        let client = try RDKafkaClient.make(
+            .consumer, configuration: effective, context: context, rebalanceCallback: true,
+            closedError: Self.closedError)
         self.groupId = groupId
         self.topics = topics
-        self.handle = handle
+        self.runtime = ClientRuntime(
+            Resources(client: client, delegate: delegate), threadName: "kafka-consumer-poll")
         self.context = context
-        self.delegateBox = Locked(delegate)
         self.commitPacer = Locked(CommitPacer(minimumInterval: commitInterval))
         self.startingOffsets = startingOffsets
         self.logger = logger
@@ -99,24 +100,7 @@ public final class KafkaConsumer: Sendable {
 
     /// Subscribes to the topics and starts the poll thread. Later calls, and calls after `close`, do nothing.
     public func start() {
-        let shouldStart = lifecycle.withLock { state in
-            guard state == .created else { return false }
-            state = .running
-            return true
-        }
-        guard shouldStart else { return }
-        let subscription = RDKafkaTopicPartitionList.make(
-            topics.map { TopicPartition(topic: $0, partition: -1) })
-        let code = rd_kafka_subscribe(handle.pointer, subscription)
-        rd_kafka_topic_partition_list_destroy(subscription)
-        if code == RD_KAFKA_RESP_ERR_NO_ERROR {
-            logger.info("consumer started", ["topics": .string(topics.joined(separator: ","))])
-        } else {
-            let error = KafkaError.from(code, context: "cannot subscribe to \(topics.joined(separator: ","))")
-            logger.error("subscribe failed", ["error": .string(error.message)])
-            delegate?.consumer(self, didFail: error)
-        }
-        pollThread.start(poll: { [self] in pollOnce() }, finish: { [self] in closeAndDestroy() })
+        runtime.start(self)
     }
 
     /// Stores `nextOffset` (the next offset to read, stored as given: no +1) for `partition`; it is committed with
@@ -124,17 +108,8 @@ public final class KafkaConsumer: Sendable {
     /// - Throws: `KafkaError` (`invalidState` or unknown partition) when the partition is not assigned to this
     ///   consumer any more (its messages will be processed again by the new owner), or when closed.
     public func storeOffset(_ partition: TopicPartition, nextOffset: Int64) throws(KafkaError) {
-        let stored: Void? = try handle.withClient { client throws(KafkaError) in
-            try RDKafkaTopicPartitionList.withList([partition], offsets: [nextOffset]) { list throws(KafkaError) in
-                let code = rd_kafka_offsets_store(client, list)
-                let entryCode = list.pointee.elems[0].err
-                let failure = code != RD_KAFKA_RESP_ERR_NO_ERROR ? code : entryCode
-                guard failure == RD_KAFKA_RESP_ERR_NO_ERROR else {
-                    throw KafkaError.from(failure, context: "cannot store offset \(nextOffset) for \(partition)")
-                }
-            }
-        }
-        guard stored != nil else { throw Self.closedError }
+        guard let client = runtime.resources?.client else { throw Self.closedError }
+        try client.storeOffset(partition, nextOffset: nextOffset)
     }
 
     /// Stops fetching `partitions` (the consumer keeps polling and stays in the group). Messages fetched but not
@@ -166,22 +141,9 @@ public final class KafkaConsumer: Sendable {
     public func committedOffsets(_ partitions: [TopicPartition], timeout: Duration) throws(KafkaError)
         -> [TopicPartition: Int64]
     {
-        let answer = try handle.withClient { client throws(KafkaError) -> [TopicPartition: Int64] in
-            try RDKafkaTopicPartitionList.withList(partitions) { list throws(KafkaError) -> [TopicPartition: Int64] in
-                let code = rd_kafka_committed(client, list, timeout.clampedMilliseconds)
-                guard code == RD_KAFKA_RESP_ERR_NO_ERROR else {
-                    throw KafkaError.from(code, context: "cannot read the committed offsets of group \(groupId)")
-                }
-                var offsets: [TopicPartition: Int64] = [:]
-                for entry in RDKafkaTopicPartitionList.entries(list)
-                where entry.error == RD_KAFKA_RESP_ERR_NO_ERROR && entry.offset >= 0 {
-                    offsets[entry.partition] = entry.offset
-                }
-                return offsets
-            }
-        }
-        guard let answer else { throw Self.closedError }
-        return answer
+        guard let client = runtime.resources?.client else { throw Self.closedError }
+        return try client.committedOffsets(
+            partitions, timeout: timeout, context: "cannot read the committed offsets of group \(groupId)")
     }
 
     /// Asynchronous commits `requestCommit` issued.
@@ -190,48 +152,22 @@ public final class KafkaConsumer: Sendable {
     /// Commits what was stored, synchronously (blocks up to the commit's round trip; do not call on the cooperative
     /// pool in a hot path). Nothing stored is not an error.
     public func commitStoredOffsets() throws(KafkaError) {
-        let code = handle.withClient { rd_kafka_commit($0, nil, 0) }
-        guard let code else { throw Self.closedError }
-        guard code == RD_KAFKA_RESP_ERR_NO_ERROR || code == RD_KAFKA_RESP_ERR__NO_OFFSET else {
-            throw KafkaError.from(code, context: "cannot commit stored offsets of group \(groupId)")
-        }
+        let outcome = runtime.resources?.client.commitStoredOffsets(
+            async: false, context: "cannot commit stored offsets of group \(groupId)")
+        guard let outcome else { throw Self.closedError }
+        try outcome.get()
     }
 
     /// Stops polling, lets the delegate hear `willRevoke`, commits stored offsets, leaves the group and destroys the
     /// client, waiting at most `timeout`. When the time is up (brokers unreachable) it returns anyway and the rest
     /// finishes in the background. Idempotent.
     public func close(timeout: Duration) {
-        let previous = lifecycle.withLock { state in
-            defer { state = .closing }
-            return state
-        }
-        if previous == .created {
-            // Never started: run the close path on the poll thread's slot so it is bounded the same way.
-            pollThread.start(poll: {}, finish: { [self] in closeAndDestroy() })
-        }
-        pollThread.requestStop()
-        // From a delegate callback (the poll thread): the close runs as soon as the callback returns.
-        guard !pollThread.isCurrentThread else { return }
-        if !pollThread.wait(timeout: timeout) {
-            logger.warning("consumer close did not finish in time; continuing in the background")
-        }
-    }
-
-    deinit {
-        // Only reached when never started (the poll thread keeps a started consumer alive until it closed).
-        if handle.retire() {
-            handle.destroy()
-        }
+        runtime.close(self, timeout: timeout)
     }
 
     /// The partitions currently assigned to this consumer (librdkafka's view).
     public var assignment: [TopicPartition] {
-        handle.withClient { client -> [TopicPartition] in
-            var list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?
-            guard rd_kafka_assignment(client, &list) == RD_KAFKA_RESP_ERR_NO_ERROR, let list else { return [] }
-            defer { rd_kafka_topic_partition_list_destroy(list) }
-            return RDKafkaTopicPartitionList.partitions(list)
-        } ?? []
+        runtime.resources?.client.assignment ?? []
     }
 
     /// Consumer lag per assigned partition (high watermark minus committed offset), from the latest statistics.
@@ -254,54 +190,15 @@ public final class KafkaConsumer: Sendable {
 
     private static let closedError = KafkaError(code: KafkaError.destroyed, message: "the Kafka consumer is closed")
 
-    private var delegate: (any KafkaConsumerDelegate)? { delegateBox.withLock { $0 } }
-
-    // MARK: Poll thread
-
-    private func pollOnce() {
-        // The trailing edge of requestCommit's pacing: a merged request is committed once its interval has passed,
-        // and the poll waits no longer than that.
-        let now = SystemTime.monotonicNanoseconds()
-        let (commitNow, untilDue) = commitPacer.withLock { pacer in
-            (pacer.takeDue(nowNs: now), pacer.nanosecondsUntilDue(nowNs: now))
-        }
-        if commitNow { commitAsynchronously() }
-        let timeoutMs = untilDue.map { Int32(clamping: min(max(($0 + 999_999) / 1_000_000, 1), 100)) } ?? 100
-        guard let message = rd_kafka_consumer_poll(handle.pointer, timeoutMs) else { return }
-        defer { rd_kafka_message_destroy(message) }
-        let code = message.pointee.err
-        if code == RD_KAFKA_RESP_ERR_NO_ERROR {
-            delegate?.consumer(self, didReceive: RDKafkaMessageReader.read(message))
-        } else if code != RD_KAFKA_RESP_ERR__PARTITION_EOF {
-            let text =
-                rd_kafka_message_errstr(message).map { String(cString: $0) } ?? KafkaError.describe(code: code.rawValue)
-            report(KafkaError(code: code.rawValue, message: text))
-        }
-    }
-
-    /// Runs on the poll thread after the loop stopped (or on its own thread when never started).
-    private func closeAndDestroy() {
-        // Serves the final revoke (delegate's willRevoke) and commits stored offsets.
-        let code = rd_kafka_consumer_close(handle.pointer)
-        if code != RD_KAFKA_RESP_ERR_NO_ERROR {
-            logger.warning(
-                "consumer close reported an error", ["error": .string(KafkaError.describe(code: code.rawValue))])
-        }
-        if handle.retire() {
-            handle.destroy()
-        }
-        assigned.withLock { $0.removeAll() }
-        delegateBox.withLock { $0 = nil }
-        logger.info("consumer closed")
-    }
+    private var delegate: (any KafkaConsumerDelegate)? { runtime.resources?.delegate }
 
     /// Commits the stored offsets of the assignment without waiting for the answer (librdkafka logs a failure).
     private func commitAsynchronously() {
-        let code = handle.withClient { rd_kafka_commit($0, nil, 1) }
-        guard let code else { return }
+        let outcome = runtime.resources?.client.commitStoredOffsets(async: true, context: "commit not issued")
+        guard let outcome else { return }
         commitRequests.add(1, ordering: .relaxed)
-        if code != RD_KAFKA_RESP_ERR_NO_ERROR && code != RD_KAFKA_RESP_ERR__NO_OFFSET {
-            logger.debug("commit not issued", ["error": .string(KafkaError.describe(code: code.rawValue))])
+        if case .failure(let error) = outcome {
+            logger.debug("commit not issued", ["error": .string(KafkaError.describe(code: error.code))])
         }
     }
 
@@ -318,17 +215,9 @@ public final class KafkaConsumer: Sendable {
     }
 
     private func changeFetching(_ partitions: [TopicPartition], pause: Bool) {
-        guard !partitions.isEmpty else { return }
-        _ = handle.withClient { client in
-            RDKafkaTopicPartitionList.withList(partitions) { list in
-                let code = pause ? rd_kafka_pause_partitions(client, list) : rd_kafka_resume_partitions(client, list)
-                if code != RD_KAFKA_RESP_ERR_NO_ERROR {
-                    logger.warning(
-                        pause ? "pause failed" : "resume failed",
-                        ["error": .string(KafkaError.describe(code: code.rawValue))])
-                }
-            }
-        }
+        guard !partitions.isEmpty, let failure = runtime.resources?.client.setFetching(partitions, paused: pause)
+        else { return }
+        logger.warning(pause ? "pause failed" : "resume failed", ["error": .string(failure.message)])
     }
 
     private func registerMetrics(_ metrics: MetricsRegistry) {
@@ -364,33 +253,65 @@ public final class KafkaConsumer: Sendable {
     }
 }
 
+// MARK: Poll thread
+
+extension KafkaConsumer: PolledClientOwner {
+    func willStartPolling(_ resources: Resources) {
+        if let error = resources.client.subscribe(topics) {
+            logger.error("subscribe failed", ["error": .string(error.message)])
+            resources.delegate.consumer(self, didFail: error)
+        } else {
+            logger.info("consumer started", ["topics": .string(topics.joined(separator: ","))])
+        }
+    }
+
+    func pollOnce(_ resources: Resources) {
+        // The trailing edge of requestCommit's pacing: a merged request is committed once its interval has passed,
+        // and the poll waits no longer than that.
+        let now = SystemTime.monotonicNanoseconds()
+        let (commitNow, untilDue) = commitPacer.withLock { pacer in
+            (pacer.takeDue(nowNs: now), pacer.nanosecondsUntilDue(nowNs: now))
+        }
+        if commitNow { commitAsynchronously() }
+        let timeoutMs = untilDue.map { Int32(clamping: min(max(($0 + 999_999) / 1_000_000, 1), 100)) } ?? 100
+        switch resources.client.consumerPoll(timeoutMs: timeoutMs) {
+        case .message(let message)?: resources.delegate.consumer(self, didReceive: message)
+        case .error(let error)?: report(error)
+        case nil: break
+        }
+    }
+
+    /// After the loop stopped (or on its own thread when never started): serves the final revoke (the delegate's
+    /// `willRevoke`), commits stored offsets, leaves the group and destroys the client. The delegate is let go by
+    /// the transition to `closed` that follows.
+    func closeClient(_ resources: Resources) {
+        let client = resources.client
+        if let error = client.closeConsumer() {
+            logger.warning("consumer close reported an error", ["error": .string(error.message)])
+        }
+        if client.retire() {
+            client.destroy()
+        }
+        assigned.withLock { $0.removeAll() }
+        logger.info("consumer closed")
+    }
+
+    func closeDidTimeOut() {
+        logger.warning("consumer close did not finish in time; continuing in the background")
+    }
+}
+
 extension KafkaConsumer: RDKafkaClientEvents {
-    func rdKafkaDidReport(_ error: KafkaError) {
+    package func rdKafkaDidReport(_ error: KafkaError) {
         report(error)
     }
 
-    func rdKafkaRebalance(
-        _ client: OpaquePointer, _ code: rd_kafka_resp_err_t,
-        _ partitions: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?
-    ) {
-        let list = RDKafkaTopicPartitionList.partitions(partitions)
-        let cooperative = String(cString: rd_kafka_rebalance_protocol(client)) == "COOPERATIVE"
+    package func rdKafkaRebalance(_ rebalance: RDKafkaRebalance) {
+        let list = rebalance.partitions
         rebalances.add(1, ordering: .relaxed)
-        switch code {
-        case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
-            if let startingOffsets, let partitions { Self.setOffsets(of: partitions, from: startingOffsets(list)) }
-            let failure: KafkaError?
-            if cooperative {
-                failure = rd_kafka_incremental_assign(client, partitions).map {
-                    KafkaError.consuming($0, context: "cannot assign partitions")
-                }
-            } else {
-                let assignCode = rd_kafka_assign(client, partitions)
-                failure =
-                    assignCode == RD_KAFKA_RESP_ERR_NO_ERROR
-                    ? nil : KafkaError.from(assignCode, context: "cannot assign partitions")
-            }
-            if let failure {
+        switch rebalance.kind {
+        case .assign:
+            if let failure = rebalance.assign(startingOffsets: startingOffsets.map { $0(list) }) {
                 report(failure)
                 return
             }
@@ -398,39 +319,17 @@ extension KafkaConsumer: RDKafkaClientEvents {
             allBrokersDown.store(false, ordering: .relaxed)
             logger.info("partitions assigned", ["partitions": .string(Self.describe(list))])
             delegate?.consumer(self, didAssign: list)
-        case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
+        case .revoke:
             logger.info(
                 "partitions revoked",
-                ["partitions": .string(Self.describe(list)), "lost": .bool(rd_kafka_assignment_lost(client) != 0)])
+                ["partitions": .string(Self.describe(list)), "lost": .bool(rebalance.isAssignmentLost)])
             delegate?.consumer(self, willRevoke: list)
-            if cooperative {
-                if let error = rd_kafka_incremental_unassign(client, partitions) {
-                    report(KafkaError.consuming(error, context: "cannot unassign partitions"))
-                }
-            } else {
-                rd_kafka_assign(client, nil)
-            }
+            if let error = rebalance.unassign() { report(error) }
             assigned.withLock { $0.subtract(list) }
-        default:
-            report(KafkaError.from(code, context: "rebalance failed"))
-            if cooperative {
-                if let error = rd_kafka_incremental_unassign(client, partitions) { rd_kafka_error_destroy(error) }
-            } else {
-                rd_kafka_assign(client, nil)
-            }
+        case .failed(let error):
+            report(error)
+            rebalance.unassign()
             assigned.withLock { $0.removeAll() }
-        }
-    }
-
-    /// Writes each entry's starting offset into the list about to be assigned (absent: the partition's beginning).
-    private static func setOffsets(
-        of partitions: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>, from offsets: [TopicPartition: Int64]
-    ) {
-        guard let elements = partitions.pointee.elems else { return }
-        for index in 0..<Int(partitions.pointee.cnt) {
-            let partition = TopicPartition(
-                topic: String(cString: elements[index].topic), partition: elements[index].partition)
-            elements[index].offset = offsets[partition] ?? Int64(RD_KAFKA_OFFSET_BEGINNING)
         }
     }
 

@@ -1,4 +1,3 @@
-import CRdKafka
 import Foundation
 import ServiceSupport
 import Synchronization
@@ -6,8 +5,9 @@ import Synchronization
 /// A Kafka producer: idempotent (acks=all) unless the configuration says otherwise, with per-message delivery
 /// results served by the producer's own poll thread.
 ///
-/// Lifecycle: usable from `init` until `close`; `close` delivers (or fails) every outstanding message, so every
-/// `completion` of an accepted `send` is called exactly once. Thread-safe: `send` may be called from any thread.
+/// Lifecycle (`ClientLifecycle`): usable from `init` until `close`; `close` delivers (or fails) every outstanding
+/// message, so every `completion` of an accepted `send` is called exactly once. Thread-safe: `send` may be called
+/// from any thread. Every librdkafka call goes through `RDKafkaClient`.
 public final class KafkaProducer: Sendable {
     /// Defaults applied for properties the configuration does not set. Idempotence gives acks=all, ordered retries
     /// and no duplicates from retries; linger and batch sizes trade ~5 ms of latency for throughput.
@@ -24,7 +24,6 @@ public final class KafkaProducer: Sendable {
     /// Everything the client owns, separate from this facade so that closing never needs `self` (deinit may run
     /// on any thread, including the poll thread when a completion held the last reference).
     private let core: ProducerCore
-    private var handle: RDKafkaHandle { core.handle }
     private var context: RDKafkaCallbackContext { core.context }
 
     /// Creates the producer and starts its poll thread.
@@ -38,15 +37,13 @@ public final class KafkaProducer: Sendable {
         let logger = logger.named(logger.label + ".kafka-producer")
         let statistics = KafkaStatisticsStore()
         let context = RDKafkaCallbackContext(logger: logger, statistics: statistics)
-        let handle = try RDKafkaClient.make(
-            .producer, configuration: configuration.merged(withDefaults: defaults), context: context)
+        let client = try RDKafkaClient.make(
+            .producer, configuration: configuration.merged(withDefaults: defaults), context: context,
+            closedError: Self.closedError)
         let events = ProducerEvents(logger: logger, statistics: statistics)
         context.attach(events)
-        self.core = ProducerCore(handle: handle, context: context, events: events, logger: logger)
-        core.pollThread.start(poll: {
-            // Serves delivery reports, statistics and errors; returns as soon as there is something to serve.
-            _ = handle.withClient { rd_kafka_poll($0, 100) }
-        })
+        self.core = ProducerCore(client: client, context: context, events: events, logger: logger)
+        core.start()
         if let metrics { registerMetrics(metrics) }
     }
 
@@ -67,18 +64,11 @@ public final class KafkaProducer: Sendable {
         topic: String, key: [UInt8]?, value: [UInt8], headers: [KafkaHeader] = [],
         completion: @escaping @Sendable (Result<KafkaDeliveryReport, KafkaError>) -> Void
     ) throws(KafkaError) {
-        guard !core.isClosing.load(ordering: .relaxed) else { throw Self.closedError }
-        let delivery = Unmanaged.passRetained(DeliveryContext(topic: topic, completion: completion))
-        let refusal: KafkaError? =
-            handle.withClient { client -> KafkaError? in
-                guard let topicHandle = core.topicHandle(client, topic) else {
-                    return KafkaError(code: KafkaError.invalidArgument, message: "invalid topic name '\(topic)'")
-                }
-                return RDKafkaProduce.produce(
-                    client, topic: topicHandle, key: key, value: value, headers: headers, opaque: delivery.toOpaque())
-            } ?? Self.closedError
-        if let refusal {
-            delivery.release()
+        // Refused from the moment close was asked (the client itself refuses once it is retired).
+        guard let client = core.runtime.resourcesForNewWork else { throw Self.closedError }
+        if let refusal = client.produce(
+            topic: topic, key: key, value: value, headers: headers, completion: completion)
+        {
             throw refusal
         }
     }
@@ -125,15 +115,15 @@ public final class KafkaProducer: Sendable {
     /// The latest decoded statistics, if any arrived yet.
     public var statistics: KafkaStatistics? { context.statistics.current }
 
-    private static let closedError = KafkaError(code: KafkaError.destroyed, message: "the Kafka producer is closed")
+    fileprivate static let closedError = KafkaError(code: KafkaError.destroyed, message: "the Kafka producer is closed")
 
     private func registerMetrics(_ metrics: MetricsRegistry) {
-        let handle = self.handle
+        let core = self.core
         let events = core.events
         metrics.collect(
             "kafka_producer_queue_messages", help: "Messages produced and not yet delivered or failed", kind: .gauge
         ) {
-            [([], Double(handle.withClient { rd_kafka_outq_len($0) } ?? 0))]
+            [([], Double(core.outstandingMessages))]
         }
         metrics.collect("kafka_producer_connected", help: "1 when a broker connection is up", kind: .gauge) {
             [([], events.isConnected ? 1 : 0)]
@@ -141,38 +131,28 @@ public final class KafkaProducer: Sendable {
     }
 }
 
-/// The producer's client, poll thread and topic handles, and the close sequence.
-final class ProducerCore: Sendable {
-    let handle: RDKafkaHandle
+/// The producer's client (under its lifecycle), poll thread and close sequence: everything but the facade, so that
+/// closing never needs the facade (its deinit may run on any thread, also the poll thread when a completion held
+/// the last reference).
+final class ProducerCore: PolledClientOwner {
+    let runtime: ClientRuntime<RDKafkaClient>
     let context: RDKafkaCallbackContext
     let events: ProducerEvents
-    let pollThread = PollThread(name: "kafka-producer-poll")
-    let isClosing = Atomic<Bool>(false)
-    private let topicHandles = Locked<[String: RDKafkaTopicHandle]>([:])
-    private let closeOnce = Locked<Bool>(false)
     private let logger: Logger
 
-    init(handle: RDKafkaHandle, context: RDKafkaCallbackContext, events: ProducerEvents, logger: Logger) {
-        self.handle = handle
+    init(client: RDKafkaClient, context: RDKafkaCallbackContext, events: ProducerEvents, logger: Logger) {
+        self.runtime = ClientRuntime(client, threadName: "kafka-producer-poll", drainsBeforeStopping: true)
         self.context = context
         self.events = events
         self.logger = logger
     }
 
-    var outstandingMessages: Int {
-        handle.withClient { Int(rd_kafka_outq_len($0)) } ?? 0
+    func start() {
+        runtime.start(self)
     }
 
-    /// The cached `rd_kafka_topic_t` for `topic` (created on first use, destroyed by `close`).
-    func topicHandle(_ client: OpaquePointer, _ topic: String) -> OpaquePointer? {
-        let cached: RDKafkaTopicHandle? = topicHandles.withLock { handles in
-            if let existing = handles[topic] { return existing }
-            guard let created = rd_kafka_topic_new(client, topic, nil) else { return nil }
-            let handle = RDKafkaTopicHandle(pointer: created)
-            handles[topic] = handle
-            return handle
-        }
-        return cached?.pointer
+    var outstandingMessages: Int {
+        runtime.resources?.outstandingCount ?? 0
     }
 
     func flush(timeout: Duration) -> Bool {
@@ -184,56 +164,43 @@ final class ProducerCore: Sendable {
         return true
     }
 
+    /// Refuses new messages, drains, stops the poll thread (which then closes the client). The first call decides;
+    /// later ones return at once. From the poll thread it returns at once and closes on another thread.
     func close(timeout: Duration) {
-        let first = closeOnce.withLock { closed in
-            defer { closed = true }
-            return !closed
-        }
-        guard first else { return }
-        isClosing.store(true, ordering: .relaxed)
-        if pollThread.isCurrentThread {
-            // A completion is closing its own producer: the poll thread must return to serve the flush.
-            Thread.detachNewThread { [self] in finishClose(timeout: timeout) }
-        } else {
-            finishClose(timeout: timeout)
-        }
+        runtime.close(self, timeout: timeout)
     }
 
-    private func finishClose(timeout: Duration) {
-        if !flush(timeout: timeout) {
-            logger.warning(
-                "producer close: messages not delivered in time are failed", ["outstanding": .int(outstandingMessages)])
-            _ = handle.withClient {
-                rd_kafka_purge($0, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT | RD_KAFKA_PURGE_F_NON_BLOCKING)
-            }
-            _ = flush(timeout: .seconds(2))
-        }
-        pollThread.requestStop()
-        guard pollThread.wait(timeout: .seconds(5)) else {
-            logger.error(
-                "producer close: poll thread did not stop (a delivery completion is blocking); abandoning client")
-            return
-        }
-        guard handle.retire() else { return }
-        // rd_kafka_destroy drops queued messages without delivery reports (their completions would never run and
-        // their contexts would leak): purge what is left so each gets a report, and serve them on this thread.
-        rd_kafka_purge(handle.pointer, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT | RD_KAFKA_PURGE_F_NON_BLOCKING)
-        var rounds = 0
-        while rd_kafka_outq_len(handle.pointer) > 0, rounds < 200 {
-            rd_kafka_poll(handle.pointer, 10)
-            rounds += 1
-        }
-        topicHandles.withLock { handles in
-            for topic in handles.values { rd_kafka_topic_destroy(topic.pointer) }
-            handles.removeAll()
-        }
-        handle.destroy()
-    }
-}
+    // MARK: PolledClientOwner
 
-/// An `rd_kafka_topic_t`, owned by the producer's cache; destroyed before the client.
-struct RDKafkaTopicHandle: @unchecked Sendable {
-    let pointer: OpaquePointer
+    func pollOnce(_ client: RDKafkaClient) {
+        // Serves delivery reports, statistics and errors; returns as soon as there is something to serve.
+        client.poll(timeoutMs: 100)
+    }
+
+    func drain(_ client: RDKafkaClient, timeout: Duration) {
+        guard !flush(timeout: timeout) else { return }
+        logger.warning(
+            "producer close: messages not delivered in time are failed", ["outstanding": .int(outstandingMessages)])
+        client.purge()
+        _ = flush(timeout: .seconds(2))
+    }
+
+    /// On the poll thread after its loop: librdkafka's destroy drops queued messages without delivery reports
+    /// (their completions would never run and their contexts would leak), so what is left is purged and its
+    /// reports served here first.
+    func closeClient(_ client: RDKafkaClient) {
+        guard client.retire() else { return }
+        client.purgeAndServeRemaining()
+        client.destroy()
+    }
+
+    func pollThreadWait(closeTimeout: Duration) -> Duration { .seconds(5) }
+
+    func closeDidTimeOut() {
+        logger.error(
+            "producer close: poll thread did not stop (a delivery completion is blocking); it closes the client once "
+                + "the completion returns")
+    }
 }
 
 /// Receives the producer's librdkafka events and keeps the connection state.
@@ -257,7 +224,7 @@ final class ProducerEvents: RDKafkaClientEvents {
         return current.brokersUp > 0
     }
 
-    func rdKafkaDidReport(_ error: KafkaError) {
+    package func rdKafkaDidReport(_ error: KafkaError) {
         if error.code == KafkaError.allBrokersDown {
             allBrokersDown.store(true, ordering: .relaxed)
             statistics.mark()

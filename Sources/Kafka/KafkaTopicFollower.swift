@@ -1,4 +1,3 @@
-import CRdKafka
 import Foundation
 import ServiceSupport
 import Synchronization
@@ -15,7 +14,8 @@ import Synchronization
 /// before the start has then been read (see `FollowerCatchUp`).
 public final class KafkaTopicFollower: Sendable {
     public let topic: String
-    private let handle: RDKafkaHandle
+    /// The client (held by the lifecycle state while it may be used) and the poll thread.
+    private let runtime: ClientRuntime<RDKafkaClient>
     /// The callback context holds its target weakly: the follower keeps it alive, or librdkafka's errors go unlogged.
     private let events: FollowerEvents
     private let startPosition: FollowerStart
@@ -26,8 +26,6 @@ public final class KafkaTopicFollower: Sendable {
     private let caughtUp = Atomic<Bool>(false)
     /// When the poll thread last asked librdkafka for its positions while catching up (poll thread only).
     private let lastPositionCheck = Locked<ContinuousClock.Instant>(.now)
-    private let pollThread = PollThread(name: "kafka-follower-poll")
-    private let lifecycle = Locked<Bool>(false)
     private let followed = Locked(Followed())
 
     private struct Followed {
@@ -84,8 +82,10 @@ public final class KafkaTopicFollower: Sendable {
         effective["enable.auto.offset.store"] = "false"
         let logger = logger.named(logger.label + ".kafka-follower").with(["topic": .string(topic)])
         let context = RDKafkaCallbackContext(logger: logger, statistics: KafkaStatisticsStore())
-        self.handle = try RDKafkaClient.make(.consumer, configuration: effective, context: context)
-        rd_kafka_poll_set_consumer(handle.pointer)
+        let client = try RDKafkaClient.make(
+            .consumer, configuration: effective, context: context,
+            closedError: KafkaError(code: KafkaError.invalidArgument, message: "the follower is closed"))
+        self.runtime = ClientRuntime(client, threadName: "kafka-follower-poll")
         self.topic = topic
         self.startPosition = start
         self.onMessage = onMessage
@@ -99,45 +99,13 @@ public final class KafkaTopicFollower: Sendable {
 
     /// Starts following (the poll thread). Later calls do nothing.
     public func start() {
-        let isFirst = lifecycle.withLock { started in
-            defer { started = true }
-            return !started
-        }
-        guard isFirst else { return }
-        pollThread.start(
-            poll: { [self] in
-                // Only the poll thread touches nextRefresh; the lock is uncontended.
-                if nextRefresh.withLock({ ContinuousClock.now >= $0 }) {
-                    let anyFollowed = refreshPartitions()
-                    let next = ContinuousClock.now + (anyFollowed ? refreshInterval : .seconds(1))
-                    nextRefresh.withLock { $0 = next }
-                }
-                pollOnce()
-            },
-            finish: { [self] in destroy() })
+        runtime.start(self)
     }
 
-    /// Stops following and destroys the client, waiting at most `timeout`. Idempotent.
+    /// Stops following and destroys the client, waiting at most `timeout`. Idempotent. From `onMessage` it
+    /// returns at once (the client closes as soon as the callback returned).
     public func close(timeout: Duration) {
-        let neverStarted = lifecycle.withLock { started in
-            defer { started = true }
-            return !started
-        }
-        if neverStarted {
-            pollThread.start(poll: {}, finish: { [self] in destroy() })
-        }
-        pollThread.requestStop()
-        guard !pollThread.isCurrentThread else { return }  // from onMessage: closes once it returns
-        if !pollThread.wait(timeout: timeout) {
-            logger.warning("topic follower close did not finish in time; continuing in the background")
-        }
-    }
-
-    deinit {
-        // Only reached when never started (the poll thread keeps a started follower alive until it closed).
-        if handle.retire() {
-            handle.destroy()
-        }
+        runtime.close(self, timeout: timeout)
     }
 
     /// The partitions being followed.
@@ -154,61 +122,61 @@ public final class KafkaTopicFollower: Sendable {
     /// partition: call it from a thread of your own, never from `onMessage`.
     /// - Throws: `KafkaError` when a partition's watermarks cannot be had.
     public func watermarks(timeout: Duration = .seconds(5)) throws(KafkaError) -> [Int32: (low: Int64, high: Int64)] {
-        let timeoutMs = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
         var result: [Int32: (low: Int64, high: Int64)] = [:]
         for partition in partitions {
-            var low: Int64 = 0
-            var high: Int64 = 0
-            // Under the handle's read lock: a concurrent close cannot destroy the client mid-call.
-            let answer = handle.withClient { client in
-                rd_kafka_query_watermark_offsets(client, topic, partition, &low, &high, timeoutMs)
+            // The client's read lock keeps a concurrent close from destroying it mid-call.
+            let answer = runtime.resources?.watermarks(topic: topic, partition: partition, timeout: timeout)
+            guard let answer else {
+                throw KafkaError(
+                    code: KafkaError.invalidArgument, message: "watermarks of \(topic): the follower is closed")
             }
-            guard let code = answer else {
-                throw KafkaError(code: KafkaError.invalidArgument, message: "watermarks of \(topic): the follower is closed")
+            switch answer {
+            case .success(let marks): result[partition] = marks
+            case .failure(let error):
+                throw KafkaError(code: error.code, message: "watermarks of \(topic)/\(partition): \(error.message)")
             }
-            guard code == RD_KAFKA_RESP_ERR_NO_ERROR else {
-                throw KafkaError(code: code.rawValue, message: "watermarks of \(topic)/\(partition): \(KafkaError.describe(code: code.rawValue))")
-            }
-            result[partition] = (low, high)
         }
         return result
     }
 
-    private func pollOnce() {
-        guard let message = rd_kafka_consumer_poll(handle.pointer, 100) else {
-            if !caughtUp.load(ordering: .relaxed) { checkPositions() }
-            return
+    /// One round of the poll loop (poll thread only).
+    func pollOnce(_ client: RDKafkaClient) {
+        // Only the poll thread touches nextRefresh; the lock is uncontended.
+        if nextRefresh.withLock({ ContinuousClock.now >= $0 }) {
+            let anyFollowed = refreshPartitions(client)
+            let next = ContinuousClock.now + (anyFollowed ? refreshInterval : .seconds(1))
+            nextRefresh.withLock { $0 = next }
         }
-        defer { rd_kafka_message_destroy(message) }
-        let code = message.pointee.err
-        guard code == RD_KAFKA_RESP_ERR_NO_ERROR else {
-            if code != RD_KAFKA_RESP_ERR__PARTITION_EOF {
-                logger.warning("follower error", ["error": .string(KafkaError.describe(code: code.rawValue))])
-            }
+        let message: KafkaMessage
+        switch client.consumerPoll(timeoutMs: 100) {
+        case nil:
+            if !caughtUp.load(ordering: .relaxed) { checkPositions(client) }
             return
+        case .error(let error)?:
+            logger.warning("follower error", ["error": .string(KafkaError.describe(code: error.code))])
+            return
+        case .message(let received)?:
+            message = received
         }
         if caughtUp.load(ordering: .relaxed) {
-            onMessage(RDKafkaMessageReader.read(message))
+            onMessage(message)
             return
         }
         // Catching up: skip read-back messages older than a `recent` start's time, and record the position.
-        let partition = message.pointee.partition
-        let offset = message.pointee.offset
+        let partition = message.partition
+        let offset = message.offset
         var skip = false
-        if case .recent(_, let notBeforeMs?) = startPosition {
-            var timestampType = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE
-            let timestamp = rd_kafka_message_timestamp(message, &timestampType)
-            let isOld = timestampType != RD_KAFKA_TIMESTAMP_NOT_AVAILABLE && timestamp < notBeforeMs
-            skip = isOld && catchUp.withLock { $0.isReadBack(partition: partition, offset: offset) }
+        if case .recent(_, let notBeforeMs?) = startPosition, let timestamp = message.timestampMs {
+            skip = timestamp < notBeforeMs && catchUp.withLock { $0.isReadBack(partition: partition, offset: offset) }
         }
-        if !skip { onMessage(RDKafkaMessageReader.read(message)) }
+        if !skip { onMessage(message) }
         if catchUp.withLock({ $0.reached(partition: partition, nextOffset: offset + 1) }) { becameCaughtUp() }
     }
 
     /// While catching up and idle: asks librdkafka for the positions of the partitions not reached yet (a position
     /// may pass a watermark without a message: control records, compaction, retention), and looks up targets that
     /// were unknown. At most every 250 ms.
-    private func checkPositions() {
+    private func checkPositions(_ client: RDKafkaClient) {
         let now = ContinuousClock.now
         let due = lastPositionCheck.withLock { last in
             guard now - last >= .milliseconds(250) else { return false }
@@ -218,20 +186,13 @@ public final class KafkaTopicFollower: Sendable {
         guard due else { return }
         let remaining = catchUp.withLock { $0.remaining }
         guard !remaining.isEmpty else { return }
-        let client = handle.pointer
         for (partition, target) in remaining where target == nil {
             if let high = watermarks(of: partition, client: client)?.high {
                 catchUp.withLock { $0.learnedTarget(partition: partition, target: high) }
             }
         }
         let list = remaining.keys.sorted().map { TopicPartition(topic: topic, partition: $0) }
-        let positions: [(Int32, Int64)] = RDKafkaTopicPartitionList.withList(list) { cList in
-            guard rd_kafka_position(client, cList) == RD_KAFKA_RESP_ERR_NO_ERROR else { return [] }
-            return RDKafkaTopicPartitionList.entries(cList).compactMap { entry in
-                entry.error == RD_KAFKA_RESP_ERR_NO_ERROR && entry.offset >= 0
-                    ? (entry.partition.partition, entry.offset) : nil
-            }
-        }
+        let positions = client.positions(list).map { ($0.key.partition, $0.value) }
         var became = false
         for (partition, position) in positions {
             became = catchUp.withLock { $0.reached(partition: partition, nextOffset: position) } || became
@@ -245,23 +206,16 @@ public final class KafkaTopicFollower: Sendable {
         onCaughtUp?()
     }
 
-    private func destroy() {
-        if handle.retire() {
-            handle.destroy()
-        }
-    }
-
     /// Adds partitions not followed yet. Returns whether any partition is followed.
     ///
     /// The partitions that exist when the follower starts begin where the caller asked, and their high watermarks
     /// become the catch-up targets. Partitions that appear later (added to the topic, or the whole topic created
     /// after the follower started) begin at their beginning: all of their messages were written after the follower
     /// started looking.
-    private func refreshPartitions() -> Bool {
-        let client = handle.pointer
+    private func refreshPartitions(_ client: RDKafkaClient) -> Bool {
         let (known, topicExistedAtStart) = followed.withLock { ($0.partitions, $0.topicExistedAtStart) }
         let current: [Int32]
-        switch RDKafkaMetadata.partitions(of: topic, client: client, timeout: .seconds(2)) {
+        switch client.partitionIds(of: topic, timeout: .seconds(2)) {
         case .success(let partitions):
             current = partitions
         case .failure(let error):
@@ -281,16 +235,13 @@ public final class KafkaTopicFollower: Sendable {
         if isInitial {
             placement = initialPlacement(added, client: client)
         } else {
-            placement = added.map { _ in (Int64(RD_KAFKA_OFFSET_BEGINNING), nil) }
+            placement = added.map { _ in (RDKafkaClient.offsetBeginning, nil) }
         }
         let partitions = added.map { TopicPartition(topic: topic, partition: $0) }
-        let failure = RDKafkaTopicPartitionList.withList(partitions, offsets: placement.map(\.start)) { list in
-            rd_kafka_incremental_assign(client, list)
-        }
-        if let failure {
-            logger.warning(
-                "cannot follow partitions",
-                ["error": .string(KafkaError.consuming(failure, context: "incremental assign").message)])
+        if let failure = client.incrementalAssign(
+            partitions, offsets: placement.map(\.start), context: "incremental assign")
+        {
+            logger.warning("cannot follow partitions", ["error": .string(failure.message)])
             return !known.isEmpty
         }
         followed.withLock {
@@ -310,17 +261,17 @@ public final class KafkaTopicFollower: Sendable {
     /// Where each initial partition starts, and its high watermark now (the catch-up target; nil when the
     /// watermarks could not be had). Symbolic starts (beginning, end) are resolved from the watermarks when known,
     /// so "from the end" means messages written after this moment, not after librdkafka resolves it later.
-    private func initialPlacement(_ partitions: [Int32], client: OpaquePointer) -> [(start: Int64, target: Int64?)] {
+    private func initialPlacement(_ partitions: [Int32], client: RDKafkaClient) -> [(start: Int64, target: Int64?)] {
         let marks = partitions.map { watermarks(of: $0, client: client) }
         switch startPosition {
         case .end:
-            return marks.map { mark in (mark?.high ?? Int64(RD_KAFKA_OFFSET_END), mark?.high) }
+            return marks.map { mark in (mark?.high ?? RDKafkaClient.offsetEnd, mark?.high) }
         case .beginning:
-            return marks.map { mark in (Int64(RD_KAFKA_OFFSET_BEGINNING), mark?.high) }
+            return marks.map { mark in (RDKafkaClient.offsetBeginning, mark?.high) }
         case .timestamp(let time):
             let starts = startOffsets(partitions, atTimestampMs: time, client: client)
             return zip(starts, marks).map { start, mark in
-                (start == Int64(RD_KAFKA_OFFSET_END) ? (mark?.high ?? start) : start, mark?.high)
+                (start == RDKafkaClient.offsetEnd ? (mark?.high ?? start) : start, mark?.high)
             }
         case .recent(let messages, _):
             let share = FollowerStart.share(of: messages, partitions: partitions.count)
@@ -328,7 +279,7 @@ public final class KafkaTopicFollower: Sendable {
                 guard let mark else {
                     // Unknown watermarks: the beginning reads more than asked, never less.
                     logger.warning("watermarks unknown; reading the partition from its beginning")
-                    return (Int64(RD_KAFKA_OFFSET_BEGINNING), nil)
+                    return (RDKafkaClient.offsetBeginning, nil)
                 }
                 return (max(mark.low, mark.high - share), mark.high)
             }
@@ -336,40 +287,53 @@ public final class KafkaTopicFollower: Sendable {
     }
 
     /// A partition's low and high watermarks now, or nil when the brokers did not answer.
-    private func watermarks(of partition: Int32, client: OpaquePointer) -> (low: Int64, high: Int64)? {
-        var low: Int64 = 0
-        var high: Int64 = 0
-        let code = rd_kafka_query_watermark_offsets(client, topic, partition, &low, &high, 5000)
-        guard code == RD_KAFKA_RESP_ERR_NO_ERROR, low >= 0, high >= 0 else {
+    private func watermarks(of partition: Int32, client: RDKafkaClient) -> (low: Int64, high: Int64)? {
+        let answer = client.watermarks(topic: topic, partition: partition, timeout: .seconds(5))
+        guard case .success(let marks)? = answer, marks.low >= 0, marks.high >= 0 else {
+            let code: Int32 = if case .failure(let error)? = answer { error.code } else { 0 }
             logger.warning(
                 "watermark lookup failed",
-                ["partition": .int(Int(partition)), "error": .string(KafkaError.describe(code: code.rawValue))])
+                ["partition": .int(Int(partition)), "error": .string(KafkaError.describe(code: code))])
             return nil
         }
-        return (low, high)
+        return marks
     }
 
     /// The first offset at or after `timestamp` per partition (`OFFSET_END` where there is none). When the lookup
     /// fails the partition starts at the beginning (more messages, never fewer).
-    private func startOffsets(_ partitions: [Int32], atTimestampMs timestamp: Int64, client: OpaquePointer) -> [Int64] {
+    private func startOffsets(_ partitions: [Int32], atTimestampMs timestamp: Int64, client: RDKafkaClient)
+        -> [Int64]
+    {
         let list = partitions.map { TopicPartition(topic: topic, partition: $0) }
-        return RDKafkaTopicPartitionList.withList(list, offsets: list.map { _ in timestamp }) { cList in
-            let code = rd_kafka_offsets_for_times(client, cList, 5000)
-            let entries = RDKafkaTopicPartitionList.entries(cList)
-            return partitions.map { partition in
-                guard code == RD_KAFKA_RESP_ERR_NO_ERROR,
-                    let entry = entries.first(where: { $0.partition.partition == partition }),
-                    entry.error == RD_KAFKA_RESP_ERR_NO_ERROR
-                else {
-                    logger.warning(
-                        "offset lookup by time failed; starting at the beginning",
-                        ["partition": .int(Int(partition)), "error": .string(KafkaError.describe(code: code.rawValue))])
-                    return Int64(RD_KAFKA_OFFSET_BEGINNING)
-                }
-                // -1 means no message at or after the timestamp: the end.
-                return entry.offset < 0 ? Int64(RD_KAFKA_OFFSET_END) : entry.offset
+        let answer = client.offsetsForTimes(list, timestampMs: timestamp, timeout: .seconds(5))
+        return list.map { partition in
+            let offset: Int64?
+            let code: Int32
+            switch answer {
+            case .success(let offsets): (offset, code) = (offsets[partition], 0)
+            case .failure(let error): (offset, code) = (nil, error.code)
             }
+            guard let offset else {
+                logger.warning(
+                    "offset lookup by time failed; starting at the beginning",
+                    ["partition": .int(Int(partition.partition)), "error": .string(KafkaError.describe(code: code))])
+                return RDKafkaClient.offsetBeginning
+            }
+            // -1 means no message at or after the timestamp: the end.
+            return offset < 0 ? RDKafkaClient.offsetEnd : offset
         }
+    }
+}
+
+extension KafkaTopicFollower: PolledClientOwner {
+    func closeClient(_ client: RDKafkaClient) {
+        if client.retire() {
+            client.destroy()
+        }
+    }
+
+    func closeDidTimeOut() {
+        logger.warning("topic follower close did not finish in time; continuing in the background")
     }
 }
 
@@ -381,7 +345,7 @@ final class FollowerEvents: RDKafkaClientEvents {
         self.logger = logger
     }
 
-    func rdKafkaDidReport(_ error: KafkaError) {
+    package func rdKafkaDidReport(_ error: KafkaError) {
         logger.warning("Kafka follower error", ["code": .int(Int(error.code)), "error": .string(error.message)])
     }
 }

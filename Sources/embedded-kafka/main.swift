@@ -2,8 +2,9 @@
 // Prints `KAFKA_BOOTSTRAP_SERVERS=<list>` as its first stdout line, then serves until SIGTERM or SIGINT (exit 0).
 
 import Dispatch
+import EmbeddedKafka
 import Foundation
-import Kafka
+import RDKafka
 import ServiceSupport
 
 enum EmbeddedKafkaMain {

@@ -1,3 +1,4 @@
+import EmbeddedKafka
 import Foundation
 import Kafka
 import ServiceSupport

@@ -39,8 +39,6 @@ final class PollThread: Sendable {
         return true
     }
 
-    var hasStarted: Bool { started.load(ordering: .acquiring) }
-
     /// True when called from the poll thread itself (a callback closing its own client must not wait for itself).
     var isCurrentThread: Bool {
         guard let id = threadId.withLock({ $0 }) else { return false }

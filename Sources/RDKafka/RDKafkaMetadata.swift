@@ -1,4 +1,4 @@
-import CRdKafka
+internal import CRdKafka
 
 /// Topic metadata lookups (blocking: call from a client's own thread, never the cooperative pool).
 enum RDKafkaMetadata {
@@ -9,7 +9,7 @@ enum RDKafkaMetadata {
         }
         defer { rd_kafka_topic_destroy(topicHandle) }
         var metadata: UnsafePointer<rd_kafka_metadata>?
-        let code = rd_kafka_metadata(client, 0, topicHandle, &metadata, timeout.clampedMilliseconds)
+        let code = rd_kafka_metadata(client, 0, topicHandle, &metadata, timeout.rdKafkaMilliseconds)
         guard code == RD_KAFKA_RESP_ERR_NO_ERROR, let metadata else {
             return .failure(KafkaError.from(code, context: "cannot read metadata of \(topic)"))
         }

@@ -1,4 +1,4 @@
-import CRdKafka
+internal import CRdKafka
 
 /// An error from librdkafka or from this module's use of it, carrying librdkafka's `rd_kafka_resp_err_t` code.
 ///
@@ -25,7 +25,7 @@ public struct KafkaError: Error, Sendable, CustomStringConvertible, Equatable {
     }
 
     /// An error for `code` whose message is `context` followed by librdkafka's description of the code.
-    static func from(code: Int32, context: String) -> KafkaError {
+    package static func from(code: Int32, context: String) -> KafkaError {
         KafkaError(code: code, message: "\(context): \(describe(code: code))")
     }
 
@@ -70,6 +70,8 @@ public struct KafkaError: Error, Sendable, CustomStringConvertible, Equatable {
     public static let allBrokersDown: Int32 = RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN.rawValue
     /// A fatal error was raised; `rd_kafka_fatal_error` has the underlying one.
     public static let fatal: Int32 = RD_KAFKA_RESP_ERR__FATAL.rawValue
+    /// Nothing was stored to commit (not an error for this module's commits).
+    package static let noOffset: Int32 = RD_KAFKA_RESP_ERR__NO_OFFSET.rawValue
     /// The end of a partition was reached (only reported when `enable.partition.eof` is set).
     public static let partitionEOF: Int32 = RD_KAFKA_RESP_ERR__PARTITION_EOF.rawValue
 

@@ -1,4 +1,4 @@
-import CRdKafka
+internal import CRdKafka
 
 /// `rd_kafka_produceva` (the variadic `rd_kafka_producev` is not callable from Swift) without heap allocations of its
 /// own: the argument vector lives on the stack and key, value and headers are copied by librdkafka (`F_COPY`).

@@ -1,13 +1,13 @@
-import CRdKafka
+internal import CRdKafka
 import ServiceSupport
 
 /// The C callbacks given to librdkafka. They are static members of a nonisolated type (never closures formed in
 /// actor-isolated code: librdkafka calls them on its own threads) and find their Swift target through the opaque.
-enum RDKafkaCallbacks {
+package enum RDKafkaCallbacks {
     /// librdkafka's log lines -> the client's JSON logger (syslog levels: 0-2 error, 3-4 warning, 5-6 info, 7 debug).
     /// librdkafka logs transient connection failures at 3 and reports errors again through `error`, where fatal
     /// ones are logged as errors: logging level 3 as warnings keeps one outage from reading as many errors.
-    static let log: @convention(c) (OpaquePointer?, Int32, UnsafePointer<CChar>?, UnsafePointer<CChar>?) -> Void = {
+    package static let log: @convention(c) (OpaquePointer?, Int32, UnsafePointer<CChar>?, UnsafePointer<CChar>?) -> Void = {
         client, level, facility, text in
         guard let client, let context = RDKafkaCallbackContext.from(rd_kafka_opaque(client)) else { return }
         let logLevel: LogLevel =
@@ -87,7 +87,7 @@ enum RDKafkaCallbacks {
             rd_kafka_assign(client, code == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS ? partitions : nil)
             return
         }
-        target.rdKafkaRebalance(client, code, partitions)
+        target.rdKafkaRebalance(RDKafkaRebalance(client: client, code: code, list: partitions))
     }
 }
 

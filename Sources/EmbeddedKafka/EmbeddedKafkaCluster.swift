@@ -1,4 +1,5 @@
 import CRdKafka
+import RDKafka
 import ServiceSupport
 import Synchronization
 
@@ -7,6 +8,9 @@ import Synchronization
 /// Other processes can connect to `bootstrapServers`. Supports produce (idempotent too), consumer groups with
 /// rebalancing and committed offsets; not transactions or the Admin API (create topics here instead; topics a client
 /// asks for that do not exist are auto-created with 4 partitions). Broker ids are 1...brokers.
+///
+/// A test and development tool (the `embedded-kafka` executable, `KafkaTests`), kept out of the production `Kafka`
+/// target: its own target over librdkafka's mock API, using `RDKafka` only for configuration, logging and errors.
 ///
 /// Invariant: the mock cluster is owned by a private `rd_kafka_t` and is destroyed before it (`shutdown`, or deinit).
 public final class EmbeddedKafkaCluster: Sendable {
@@ -32,11 +36,11 @@ public final class EmbeddedKafkaCluster: Sendable {
             throw KafkaError(
                 code: KafkaError.invalidArgument, message: "a cluster needs at least 1 broker, not \(brokers)")
         }
-        let context = RDKafkaCallbackContext(logger: logger, statistics: KafkaStatisticsStore())
+        let context = RDKafkaCallbackContext(logger: logger)
         let retained = Unmanaged.passRetained(context)
         let conf: OpaquePointer
         do {
-            conf = try RDKafkaClient.makeConf(KafkaConfiguration(["log_level": "4"]))
+            conf = try RDKafkaClient.makeConf(["log_level": "4"])
         } catch {
             retained.release()
             throw error
@@ -87,7 +91,7 @@ public final class EmbeddedKafkaCluster: Sendable {
         }
         let code = withCluster { rd_kafka_mock_topic_create($0, name, Int32(partitions), Int32(replicationFactor)) }
         if let code, code != RD_KAFKA_RESP_ERR_NO_ERROR {
-            throw KafkaError.from(code, context: "cannot create topic \(name)")
+            throw KafkaError.from(code: code.rawValue, context: "cannot create topic \(name)")
         }
     }
 

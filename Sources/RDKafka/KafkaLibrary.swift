@@ -1,4 +1,4 @@
-import CRdKafka
+internal import CRdKafka
 
 /// The librdkafka this process runs with (the shared library loaded, not the headers it was built against).
 public enum KafkaLibrary {

@@ -68,13 +68,15 @@ public struct KafkaStatistics: Sendable, Equatable {
 }
 
 /// The latest statistics of one client, shared between librdkafka's callback and readers (metrics, `/readyz`).
-final class KafkaStatisticsStore: Sendable {
+package final class KafkaStatisticsStore: Sendable {
     private struct State {
         var latest: KafkaStatistics?
         var generation = 0
         var markedGeneration = 0
     }
     private let state = Locked(State())
+
+    package init() {}
 
     func update(_ statistics: KafkaStatistics) {
         state.withLock {
@@ -83,13 +85,13 @@ final class KafkaStatisticsStore: Sendable {
         }
     }
 
-    var current: KafkaStatistics? { state.withLock { $0.latest } }
+    package var current: KafkaStatistics? { state.withLock { $0.latest } }
 
     /// Remembers the current generation (when something made the latest figures stale).
-    func mark() {
+    package func mark() {
         state.withLock { $0.markedGeneration = $0.generation }
     }
 
     /// Whether statistics arrived since the last `mark`.
-    var updatedAfterMark: Bool { state.withLock { $0.generation > $0.markedGeneration } }
+    package var updatedAfterMark: Bool { state.withLock { $0.generation > $0.markedGeneration } }
 }
