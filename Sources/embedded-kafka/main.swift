@@ -1,9 +1,9 @@
 // embedded-kafka: one in-memory Kafka cluster (librdkafka's mock cluster) for tests, benchmarks and `make dev`.
 // Prints `KAFKA_BOOTSTRAP_SERVERS=<list>` as its first stdout line, then serves until SIGTERM or SIGINT (exit 0).
 
-import Dispatch
 import Foundation
 import Kafka
+import ServiceRuntime
 import ServiceSupport
 
 enum EmbeddedKafkaMain {
@@ -62,11 +62,7 @@ enum EmbeddedKafkaMain {
         let level = environment["LOG_LEVEL"].flatMap(LogLevel.init(name:)) ?? .warning
         let logger = Logger(label: "embedded-kafka", threshold: level)
 
-        let stop = DispatchSemaphore(value: 0)
-        let signals = ShutdownSignal { signal in
-            logger.info("stopping", ["signal": .string(signal)])
-            stop.signal()
-        }
+        let shutdown = ShutdownWaiter()
         let cluster: EmbeddedKafkaCluster
         do {
             cluster = try EmbeddedKafkaCluster(brokers: options.brokers, topics: options.topics, logger: logger)
@@ -82,9 +78,8 @@ enum EmbeddedKafkaMain {
                 "bootstrap_servers": .string(cluster.bootstrapServers), "brokers": .int(options.brokers),
                 "topics": .string(options.topics.map { "\($0.name):\($0.partitions)" }.joined(separator: ",")),
             ])
-        stop.wait()
+        logger.info("stopping", ["signal": .string(shutdown.wait())])
         cluster.shutdown()
-        withExtendedLifetime(signals) {}
         return 0
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Kafka
 import Postgres
+import ServiceSupport
 import Testing
 import TestSupport
 
@@ -65,6 +66,42 @@ struct LedgerProcessTests {
         #expect(await ledger.metricSum("ledger_refused_claims_total") == 1)
 
         #expect(await ledger.stop() == 0)
+        await harness.shutdown()
+    }
+
+    /// What the kubelet sets for `Service kafka` next to the pod (not librdkafka properties).
+    static let serviceLinks = [
+        "KAFKA_SERVICE_HOST": "10.0.0.11", "KAFKA_SERVICE_PORT": "9092", "KAFKA_PORT": "tcp://10.0.0.11:9092",
+        "KAFKA_PORT_9092_TCP_ADDR": "10.0.0.11",
+    ]
+
+    @Test("the ledger runs as the other services: build_info, one service-link warning, one bearer-key syntax")
+    func theSharedRuntime() async throws {
+        let harness = try await LedgerHarness.start(
+            settings: Self.serviceLinks.merging(["LEDGER_API_KEYS": "tests:\(H.apiKey),ops:s3cr3t:with:colons"]) { $1 })
+        let ledger = try await harness.startLedger()
+        let metrics = try await TestHTTPClient.send("GET", ledger.url("/metrics"))
+        let labels =
+            "version=\"\(BuildInfo.version)\",swift_version=\"\(BuildInfo.swiftVersion)\","
+            + "librdkafka_version=\"\(KafkaLibrary.version)\"} 1"
+        #expect(String(decoding: metrics.body, as: UTF8.self).contains("ledger_build_info{\(labels)"))
+        let warnings = ledger.process.stderrLines.filter { $0.contains("ignoring Kubernetes service-link variables") }
+        #expect(warnings.count == 1)
+        #expect(warnings.first?.contains(Self.serviceLinks.keys.sorted().joined(separator: ",")) == true)
+        // A named key keeps every ':' after its name; no part of it is a key of its own.
+        #expect(try await harness.get(ledger, "/v1/users/u1", key: "s3cr3t:with:colons").status == 200)
+        #expect(try await harness.get(ledger, "/v1/users/u1", key: "with:colons").status == 401)
+        #expect(try await harness.get(ledger, "/v1/users/u1", key: "colons").status == 401)
+        let ready = try await TestHTTPClient.send("GET", ledger.url("/readyz"))
+        #expect(String(decoding: ready.body, as: UTF8.self) == #"{"status":"ready","ready":true}"#)
+        #expect(await ledger.stop() == 0)
+
+        // A bare key containing ':' is a settings error (exit 2), never a key cut at the colon.
+        let refused = try ManagedProcess(
+            executable: try TestBinaries.path("receipt-ledger"),
+            environment: harness.environment.merging(["LEDGER_API_KEYS": "s3cr3t/+=:tail", "LEDGER_LISTEN": "127.0.0.1:0"]) { $1 })
+        #expect(await refused.waitForExit(timeout: .seconds(10)) == 2)
+        #expect(refused.stderrLines.contains { $0.contains("LEDGER_API_KEYS") && !$0.contains("tail") })
         await harness.shutdown()
     }
 

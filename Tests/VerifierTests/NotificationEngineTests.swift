@@ -1,3 +1,4 @@
+import Kafka
 import FakeAppStore
 import Foundation
 import ReceiptModel
@@ -205,7 +206,7 @@ extension NotificationEngineTests {
             configuration: configuration, verifier: verifier, publisher: publisher, control: control, clock: clock,
             logger: Logger(label: "test", threshold: .error), metrics: VerifierMetrics(registry: registry),
             notifications: samples.processor())
-        let other = PartitionKey(topic: "notifications", partition: 1)
+        let other = TopicPartition(topic: "notifications", partition: 1)
         engine.partitionsAssigned([partition, other])
         publisher.state.withLock { $0.holdAcks = true }
         for (offset, record) in try charges(4).enumerated() {

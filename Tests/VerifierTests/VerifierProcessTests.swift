@@ -31,7 +31,7 @@ struct VerifierProcessTests {
         var environment = kafka.environment.merging(fake.environment) { $1 }
         environment["ALLOWED_BUNDLE_IDS"] = "com.example.game"
         environment["KAFKA_SESSION_TIMEOUT_MS"] = "6000"
-        let verifier = try await VerifierProcess.start(environment: environment)
+        let verifier = try await ServiceProcess.start(.verifier, environment: environment)
         _ = try await verifier.process.waitForStderrLine(timeout: .seconds(20)) {
             $0.contains("\"logger\":\"receipt-verifier\"") && $0.contains("\"msg\":\"partitions assigned\"")
         }
