@@ -47,7 +47,8 @@ let package = Package(
         // The one service runtime: ServiceMain (help, settings errors exit 2, signals, drain, exit), ManagedService,
         // Health and its endpoints, bearer keys, the consumer link.
         .target(name: "ServiceRuntime", dependencies: ["Kafka", "HTTPServer", "ServiceSupport"]),
-        .target(name: "Ingest", dependencies: ["Kafka", "HTTPServer", "ReceiptModel", "ServiceRuntime", "ServiceSupport"]),
+        .target(
+            name: "Ingest", dependencies: ["Kafka", "HTTPServer", "ReceiptModel", "ServiceRuntime", "ServiceSupport"]),
         .target(
             name: "Verifier",
             dependencies: [
@@ -68,7 +69,8 @@ let package = Package(
         .executableTarget(name: "receipt-ingest", dependencies: ["Ingest", "ServiceRuntime"]),
         .executableTarget(name: "receipt-verifier", dependencies: ["Verifier", "ServiceRuntime"]),
         .executableTarget(name: "receipt-ledger", dependencies: ["Ledger", "ServiceRuntime"]),
-        .executableTarget(name: "fake-appstore", dependencies: ["FakeAppStore", "ServiceRuntime", "ServiceSupport", "Crypto"]),
+        .executableTarget(
+            name: "fake-appstore", dependencies: ["FakeAppStore", "ServiceRuntime", "ServiceSupport", "Crypto"]),
         .executableTarget(name: "embedded-kafka", dependencies: ["Kafka", "ServiceRuntime", "ServiceSupport"]),
         .executableTarget(
             name: "receipt-tail", dependencies: ["Kafka", "ReceiptModel", "ServiceRuntime", "ServiceSupport"]),
@@ -83,7 +85,8 @@ let package = Package(
                 "SignedData",
             ]),
         .executableTarget(
-            name: "receipt-replay", dependencies: ["Kafka", "Replay", "ReceiptModel", "ServiceRuntime", "ServiceSupport"]),
+            name: "receipt-replay",
+            dependencies: ["Kafka", "Replay", "ReceiptModel", "ServiceRuntime", "ServiceSupport"]),
 
         // MARK: Benchmarks (bench/, release builds, run by bench/*.sh)
         .executableTarget(
@@ -100,7 +103,8 @@ let package = Package(
         // MARK: Tests (unit tests need no network; IntegrationTests start the real executables)
         .target(name: "TestSupport", dependencies: ["ServiceSupport"], path: "Tests/TestSupport"),
         .testTarget(name: "ServiceSupportTests", dependencies: ["ServiceSupport"]),
-        .testTarget(name: "ServiceRuntimeTests", dependencies: ["ServiceRuntime", "HTTPServer", "Kafka", "ServiceSupport"]),
+        .testTarget(
+            name: "ServiceRuntimeTests", dependencies: ["ServiceRuntime", "HTTPServer", "Kafka", "ServiceSupport"]),
         .testTarget(name: "ReceiptModelTests", dependencies: ["ReceiptModel"]),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),

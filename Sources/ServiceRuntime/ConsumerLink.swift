@@ -40,6 +40,18 @@ public final class ConsumerLink: KafkaConsumerDelegate {
             self.low = min(low ?? self.high / 2, self.high - 1)
             self.level = level
         }
+
+        /// What to do at `level` when fetching is (`paused`) or is not paused: pause at or above `high`, resume at
+        /// or below `low`, else nothing (between the marks the state stays, so fetching does not flap).
+        public func step(level: Int, paused: Bool) -> Step? {
+            if !paused, level >= high { return .pause }
+            if paused, level <= low { return .resume }
+            return nil
+        }
+
+        public enum Step: Sendable, Equatable {
+            case pause, resume
+        }
     }
 
     private let service: String
@@ -81,13 +93,17 @@ public final class ConsumerLink: KafkaConsumerDelegate {
     public func checkWaterline() {
         guard let waterline, let consumer else { return }
         let level = waterline.level()
-        if level >= waterline.high {
-            if !paused.exchange(true, ordering: .relaxed) {
-                consumer.pause(consumer.assignment)
-                logger.debug("fetching paused: over the high water mark", ["buffered": .int(level)])
-            }
-        } else if level <= waterline.low, paused.exchange(false, ordering: .relaxed) {
+        switch waterline.step(level: level, paused: paused.load(ordering: .relaxed)) {
+        case .pause:
+            // The exchange makes one caller (poll thread or worker) do it when both see the same level.
+            guard !paused.exchange(true, ordering: .relaxed) else { return }
+            consumer.pause(consumer.assignment)
+            logger.debug("fetching paused: over the high water mark", ["buffered": .int(level)])
+        case .resume:
+            guard paused.exchange(false, ordering: .relaxed) else { return }
             consumer.resume(consumer.assignment)
+        case nil:
+            break
         }
     }
 

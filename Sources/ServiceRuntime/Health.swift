@@ -48,7 +48,8 @@ public struct HealthEndpoints: Sendable {
     public func response(to request: HTTPRequest) -> HTTPResponse? {
         guard Self.paths.contains(request.path) else { return nil }
         guard request.method == "GET" || request.method == "HEAD" else {
-            return .json(405, #"{"error":{"code":"method_not_allowed","message":"use GET"}}"#, headers: [("Allow", "GET")])
+            return .json(
+                405, #"{"error":{"code":"method_not_allowed","message":"use GET"}}"#, headers: [("Allow", "GET")])
         }
         switch request.path {
         case "/healthz": return health().livenessResponse

@@ -5,6 +5,7 @@
 import Ingest
 import ServiceRuntime
 
-ServiceMain.run(name: "receipt-ingest", settings: IngestSettings.self, metricsPrefix: "ingest") { settings, context throws(ServiceStartupError) in
+ServiceMain.run(name: "receipt-ingest", settings: IngestSettings.self, metricsPrefix: "ingest") {
+    settings, context throws(ServiceStartupError) in
     try IngestService.make(settings: settings, logger: context.logger, metrics: context.metrics)
 }

@@ -5,6 +5,7 @@
 import Ledger
 import ServiceRuntime
 
-ServiceMain.run(name: "receipt-ledger", settings: LedgerSettings.self, metricsPrefix: "ledger") { settings, context throws(ServiceStartupError) in
+ServiceMain.run(name: "receipt-ledger", settings: LedgerSettings.self, metricsPrefix: "ledger") {
+    settings, context throws(ServiceStartupError) in
     try LedgerService(settings: settings, logger: context.logger, metrics: context.metrics)
 }

@@ -129,7 +129,8 @@ import TestSupport
 
         #expect(await old.stop() == 0)
         let trusting = pipeline.verifierEnvironment.merging(harness.verifierSettings(extraRoots: [secondRoot])) { $1 }
-        let verifier = try await ServiceProcess.start(.verifier, environment: trusting, name: "receipt-verifier-trusting")
+        let verifier = try await ServiceProcess.start(
+            .verifier, environment: trusting, name: "receipt-verifier-trusting")
 
         let replay = try ManagedProcess(
             executable: try TestBinaries.path("receipt-replay"), arguments: ["--reason", "invalid_signature"],

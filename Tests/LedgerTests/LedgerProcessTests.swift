@@ -99,7 +99,9 @@ struct LedgerProcessTests {
         // A bare key containing ':' is a settings error (exit 2), never a key cut at the colon.
         let refused = try ManagedProcess(
             executable: try TestBinaries.path("receipt-ledger"),
-            environment: harness.environment.merging(["LEDGER_API_KEYS": "s3cr3t/+=:tail", "LEDGER_LISTEN": "127.0.0.1:0"]) { $1 })
+            environment: harness.environment.merging([
+                "LEDGER_API_KEYS": "s3cr3t/+=:tail", "LEDGER_LISTEN": "127.0.0.1:0",
+            ]) { $1 })
         #expect(await refused.waitForExit(timeout: .seconds(10)) == 2)
         #expect(refused.stderrLines.contains { $0.contains("LEDGER_API_KEYS") && !$0.contains("tail") })
         await harness.shutdown()

@@ -25,10 +25,12 @@ import Testing
         let endpoints = HealthEndpoints(registry: MetricsRegistry()) { state.withLock { $0 } }
         #expect(answer(endpoints, "GET", "/healthz")?.status == 200)
         #expect(answer(endpoints, "GET", "/readyz")?.status == 503)
-        #expect(body(answer(endpoints, "GET", "/readyz")) == #"{"status":"not_ready","ready":false,"reason":"draining"}"#)
+        #expect(
+            body(answer(endpoints, "GET", "/readyz")) == #"{"status":"not_ready","ready":false,"reason":"draining"}"#)
         state.withLock { $0 = .unhealthy("fatal Kafka error: x") }
         #expect(answer(endpoints, "GET", "/healthz")?.status == 503)
-        #expect(body(answer(endpoints, "GET", "/healthz")) == #"{"status":"unhealthy","reason":"fatal Kafka error: x"}"#)
+        #expect(
+            body(answer(endpoints, "GET", "/healthz")) == #"{"status":"unhealthy","reason":"fatal Kafka error: x"}"#)
         #expect(answer(endpoints, "GET", "/readyz")?.status == 503)
     }
 

@@ -75,7 +75,8 @@ public final class VerifierService: ManagedService {
                 topics: settings.topics, limits: settings.limits, retryPolicy: settings.retryPolicy,
                 breaker: settings.breaker),
             verifier: AppStoreSubmissionVerifier(verifier: appleVerifier, roundDeadline: settings.roundDeadline),
-            publisher: KafkaRecordPublisher(producer: producer), control: link, clock: DispatchClock(queue: DispatchQueue(label: "verifier-timers")),
+            publisher: KafkaRecordPublisher(producer: producer), control: link,
+            clock: DispatchClock(queue: DispatchQueue(label: "verifier-timers")),
             logger: logger, metrics: VerifierMetrics(registry: metrics),
             notifications: NotificationProcessor(
                 verifier: signedData, policy: settings.notificationPolicy, catalog: catalog))
