@@ -23,7 +23,7 @@ public final class IngestService: ManagedService {
     private let logger: Logger
     /// The producer `make` created, flushed and closed by `drain`.
     private let ownedProducer: KafkaProducer?
-    private let drained = Locked(false)
+    private let drainOnce = DrainOnce()
 
     /// - Parameters:
     ///   - resultFeed: where results come from; nil = none (the index then only knows what is recorded into it,
@@ -183,11 +183,7 @@ public final class IngestService: ManagedService {
     /// blocks. Idempotent. Returns false when an owned producer did not flush in time.
     @discardableResult
     public func drain(within bound: Duration) -> Bool {
-        let first = drained.withLock { done in
-            defer { done = true }
-            return !done
-        }
-        guard first else { return true }
+        guard drainOnce.claim() else { return true }
         handler.isDraining.store(true, ordering: .relaxed)
         let waiting = server.requestsAwaitingResponse
         logger.info("draining: no new submissions", ["awaiting_response": .int(waiting)])

@@ -20,3 +20,13 @@ import Testing
         #expect(ConsumerLink.Waterline(high: 0) { 0 }.high == 1)
     }
 }
+
+@Suite struct DrainOnceTests {
+    @Test func onlyTheFirstClaimDrains() {
+        let once = DrainOnce()
+        #expect(!once.isClaimed)
+        #expect(once.claim())
+        #expect(!once.claim())
+        #expect(once.isClaimed)
+    }
+}

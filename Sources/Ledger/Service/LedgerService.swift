@@ -23,7 +23,7 @@ public final class LedgerService: ManagedService {
     private let consumer: KafkaConsumer
     private let server: HTTPServer
     private let apiDatabase: DatabaseLink
-    private let shutDown = Locked(false)
+    private let drainOnce = DrainOnce()
 
     /// Defaults for librdkafka properties `KAFKA_*` does not set: statistics every second (lag, `/readyz`), and
     /// a bounded prefetch (memory).
@@ -146,11 +146,7 @@ public final class LedgerService: ManagedService {
     /// fetched but not applied are read again after the restart, from the stored offsets.
     @discardableResult
     public func drain(within bound: Duration) -> Bool {
-        let first = shutDown.withLock { done in
-            defer { done = true }
-            return !done
-        }
-        guard first else { return true }
+        guard drainOnce.claim() else { return true }
         let drained = worker.stop(timeout: bound)
         consumer.close(timeout: .seconds(10))
         server.stop()

@@ -28,7 +28,7 @@ public final class VerifierService: ManagedService {
     private let link: ConsumerLink
     private let server: HTTPServer
     private let ticker: RepeatingTicker
-    private let shutDown = Locked(false)
+    private let drainOnce = DrainOnce()
 
     /// - Parameters:
     ///   - metrics: the process's registry (`ServiceMain` registers `verifier_build_info` in it).
@@ -176,11 +176,7 @@ public final class VerifierService: ManagedService {
     /// Kafka close bounds.
     @discardableResult
     public func drain(within bound: Duration) -> Bool {
-        let first = shutDown.withLock { done in
-            defer { done = true }
-            return !done
-        }
-        guard first else { return true }
+        guard drainOnce.claim() else { return true }
         let drained = engine.drain(within: bound)
         ticker.stop()
         consumer.close(timeout: .seconds(10))
