@@ -75,6 +75,20 @@ struct LedgerProcessTests {
         "KAFKA_PORT_9092_TCP_ADDR": "10.0.0.11",
     ]
 
+    @Test("--help exits 0 with the settings, an argument or a missing setting exits 2 naming it (ServiceMain)")
+    func helpArgumentsAndSettingsErrors() async throws {
+        let binary = try TestBinaries.path("receipt-ledger")
+        let help = try ManagedProcess(executable: binary, arguments: ["--help"])
+        #expect(await help.waitForExit(timeout: .seconds(10)) == 0)
+        #expect(help.stdoutLines.joined(separator: "\n").contains("LEDGER_DATABASE_URL"))
+        let argument = try ManagedProcess(executable: binary, arguments: ["extra"])
+        #expect(await argument.waitForExit(timeout: .seconds(10)) == 2)
+        let unconfigured = try ManagedProcess(
+            executable: binary, environment: ["KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1", "LEDGER_DATABASE_URL": ""])
+        #expect(await unconfigured.waitForExit(timeout: .seconds(10)) == 2)
+        #expect(unconfigured.stderrLines.contains { $0.contains("LEDGER_DATABASE_URL") && $0.contains("is required") })
+    }
+
     @Test("the ledger runs as the other services: build_info, one service-link warning, one bearer-key syntax")
     func theSharedRuntime() async throws {
         let harness = try await LedgerHarness.start(
