@@ -1,5 +1,5 @@
-import Kafka
 import Foundation
+import Kafka
 import Ledger
 import LedgerRules
 import Postgres

@@ -1,6 +1,6 @@
-import Kafka
 import Foundation
 import AppStore
+import Kafka
 import ReceiptModel
 import Synchronization
 import Testing

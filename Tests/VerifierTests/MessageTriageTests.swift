@@ -1,6 +1,6 @@
-import Kafka
 import AppStore
 import Foundation
+import Kafka
 import ReceiptModel
 import Testing
 

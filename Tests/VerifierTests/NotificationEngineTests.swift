@@ -1,6 +1,6 @@
-import Kafka
 import FakeAppStore
 import Foundation
+import Kafka
 import ReceiptModel
 import ServiceSupport
 import SignedData

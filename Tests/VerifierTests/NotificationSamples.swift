@@ -1,7 +1,7 @@
-import Kafka
 import AppStore
 import FakeAppStore
 import Foundation
+import Kafka
 import ReceiptModel
 import ServiceSupport
 import SignedData

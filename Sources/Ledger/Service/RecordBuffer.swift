@@ -1,5 +1,5 @@
-import Kafka
 import Foundation
+import Kafka
 
 /// Messages fetched and not yet applied, between the consumer's poll thread (`append`) and the ledger's worker
 /// thread (`takeBatch`). Bounded by its owner: `isOverHighWater` tells when to pause fetching, `isUnderLowWater`

@@ -1,7 +1,7 @@
-import Kafka
 import AppStore
 import Dispatch
 import Foundation
+import Kafka
 import ReceiptModel
 import ServiceSupport
 import Synchronization
