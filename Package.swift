@@ -50,11 +50,16 @@ let package = Package(
         .target(
             name: "FakeAppStore", dependencies: ["AppStore", "HTTPServer", "ServiceSupport", "SignedData", "Crypto"],
             exclude: ["README.md"]),
-        .target(name: "Ingest", dependencies: ["Kafka", "HTTPServer", "ReceiptModel", "ServiceSupport"]),
+        // The one service runtime: ServiceMain (help, settings errors exit 2, signals, drain, exit), ManagedService,
+        // Health and its endpoints, bearer keys, the consumer link.
+        .target(name: "ServiceRuntime", dependencies: ["Kafka", "HTTPServer", "ServiceSupport"]),
+        .target(
+            name: "Ingest", dependencies: ["Kafka", "HTTPServer", "ReceiptModel", "ServiceRuntime", "ServiceSupport"]),
         .target(
             name: "Verifier",
             dependencies: [
-                "Kafka", "AppStore", "HTTPServer", "ReceiptModel", "ServiceSupport", "SignedData", "Crypto",
+                "Kafka", "AppStore", "HTTPServer", "ReceiptModel", "ServiceRuntime", "ServiceSupport", "SignedData",
+                "Crypto",
             ]),
 
         // receipt-ledger: the crediting rules, pure (per credit_key a state and (state, input) -> (state, actions),
@@ -62,23 +67,33 @@ let package = Package(
         .target(name: "LedgerRules"),
         .target(
             name: "Ledger",
-            dependencies: ["LedgerRules", "Postgres", "Kafka", "HTTPServer", "ReceiptModel", "ServiceSupport"]),
+            dependencies: [
+                "LedgerRules", "Postgres", "Kafka", "HTTPServer", "ReceiptModel", "ServiceRuntime", "ServiceSupport",
+            ]),
 
-        // MARK: Executables (thin: parse settings, run, handle signals)
-        .executableTarget(name: "receipt-ingest", dependencies: ["Ingest", "ServiceSupport"]),
-        .executableTarget(name: "receipt-verifier", dependencies: ["Verifier", "ServiceSupport"]),
-        .executableTarget(name: "receipt-ledger", dependencies: ["Ledger", "ServiceSupport"]),
-        .executableTarget(name: "fake-appstore", dependencies: ["FakeAppStore", "ServiceSupport", "Crypto"]),
-        .executableTarget(name: "embedded-kafka", dependencies: ["EmbeddedKafka", "RDKafka", "ServiceSupport"]),
-        .executableTarget(name: "receipt-tail", dependencies: ["Kafka", "ReceiptModel", "ServiceSupport"]),
+        // MARK: Executables (thin: each service's main.swift is one ServiceMain.run call)
+        .executableTarget(name: "receipt-ingest", dependencies: ["Ingest", "ServiceRuntime"]),
+        .executableTarget(name: "receipt-verifier", dependencies: ["Verifier", "ServiceRuntime"]),
+        .executableTarget(name: "receipt-ledger", dependencies: ["Ledger", "ServiceRuntime"]),
+        .executableTarget(
+            name: "fake-appstore", dependencies: ["FakeAppStore", "ServiceRuntime", "ServiceSupport", "Crypto"]),
+        .executableTarget(
+            name: "embedded-kafka", dependencies: ["EmbeddedKafka", "RDKafka", "ServiceRuntime", "ServiceSupport"]),
+        .executableTarget(
+            name: "receipt-tail", dependencies: ["Kafka", "ReceiptModel", "ServiceRuntime", "ServiceSupport"]),
         .target(name: "Replay", dependencies: ["ReceiptModel", "ServiceSupport"]),
         // Get Notification History pages -> NOTIFICATIONS_TOPIC (the paging and writing seams; the executable wires
         // the App Store Server API client and Kafka).
         .target(name: "NotificationBackfill", dependencies: ["Ingest", "ReceiptModel", "ServiceSupport"]),
         .executableTarget(
             name: "receipt-notifications-backfill",
-            dependencies: ["NotificationBackfill", "AppStore", "Kafka", "ReceiptModel", "ServiceSupport", "SignedData"]),
-        .executableTarget(name: "receipt-replay", dependencies: ["Kafka", "Replay", "ReceiptModel", "ServiceSupport"]),
+            dependencies: [
+                "NotificationBackfill", "AppStore", "Kafka", "ReceiptModel", "ServiceRuntime", "ServiceSupport",
+                "SignedData",
+            ]),
+        .executableTarget(
+            name: "receipt-replay",
+            dependencies: ["Kafka", "Replay", "ReceiptModel", "ServiceRuntime", "ServiceSupport"]),
 
         // MARK: Benchmarks (bench/, release builds, run by bench/*.sh)
         .executableTarget(
@@ -98,6 +113,8 @@ let package = Package(
         // MARK: Tests (unit tests need no network; IntegrationTests start the real executables)
         .target(name: "TestSupport", dependencies: ["ServiceSupport"], path: "Tests/TestSupport"),
         .testTarget(name: "ServiceSupportTests", dependencies: ["ServiceSupport"]),
+        .testTarget(
+            name: "ServiceRuntimeTests", dependencies: ["ServiceRuntime", "HTTPServer", "Kafka", "ServiceSupport"]),
         .testTarget(name: "ReceiptModelTests", dependencies: ["ReceiptModel"]),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "EmbeddedKafka", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
@@ -106,12 +123,13 @@ let package = Package(
             dependencies: ["AppStore", "FakeAppStore", "ReceiptModel", "TestSupport", "SignedData", "Crypto"],
             exclude: ["Fixtures"]),
         .testTarget(
-            name: "IngestTests", dependencies: ["Ingest", "HTTPServer", "Kafka", "ReceiptModel", "TestSupport"]),
+            name: "IngestTests",
+            dependencies: ["Ingest", "HTTPServer", "Kafka", "ReceiptModel", "ServiceRuntime", "TestSupport"]),
         .testTarget(
             name: "VerifierTests",
             dependencies: [
-                "Verifier", "AppStore", "HTTPServer", "ReceiptModel", "TestSupport", "SignedData", "Crypto",
-                "FakeAppStore",
+                "Verifier", "AppStore", "HTTPServer", "Kafka", "ReceiptModel", "ServiceRuntime", "TestSupport",
+                "SignedData", "Crypto", "FakeAppStore",
             ]),
         .testTarget(name: "ReplayTests", dependencies: ["Replay", "ReceiptModel"]),
         .testTarget(name: "NotificationBackfillTests", dependencies: ["NotificationBackfill", "ReceiptModel", "Ingest", "ServiceSupport"]),
@@ -121,7 +139,9 @@ let package = Package(
         .testTarget(name: "LedgerRulesTests", dependencies: ["LedgerRules"]),
         .testTarget(
             name: "LedgerTests",
-            dependencies: ["Ledger", "LedgerRules", "Postgres", "Kafka", "ServiceSupport", "TestSupport"]),
+            dependencies: [
+                "Ledger", "LedgerRules", "Postgres", "Kafka", "ServiceRuntime", "ServiceSupport", "TestSupport",
+            ]),
         .testTarget(
             name: "IntegrationTests",
             dependencies: [

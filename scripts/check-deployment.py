@@ -376,20 +376,20 @@ def check_rendered_services(directory, documents, known):
             finding(f"{directory}: receipt-ingest needs a preStop pause (>= 3 s) so endpoints stop routing first")
         delivery_ms = int(settings.get("INGEST_KAFKA_DELIVERY_TIMEOUT_MS",
                                        documented_default("INGEST_KAFKA_DELIVERY_TIMEOUT_MS", 10000)))
-        main = "Sources/receipt-ingest/main.swift"
         service = "Sources/Ingest/IngestService.swift"
-        # IngestService.drain: the HTTP server's stop grace (IngestHandler.kafkaAnswerTimeoutMs + 500 ms), then the
-        # results follower's close; main's SIGTERM handler: the producer's flush and close.
+        # IngestService.drain(within: drainBound), called by ServiceMain on SIGTERM: the HTTP server's stop grace
+        # (IngestHandler.kafkaAnswerTimeoutMs + 500 ms), the results follower's close, then the owned producer's
+        # flush (within drainBound) and close.
         stop_grace = code_int(service, r"stopGracePeriod = \.milliseconds\(handlerTimeoutMs \+ (\d+)\)",
                               "the HTTP server's stop grace")
         answer = code_int("Sources/Ingest/IngestHandler.swift", r"effectiveDeliveryTimeoutMs \+ (\d+)",
                           "the handler's answer timeout")
-        signal = "ShutdownSignal {"
+        drain = "public func drain(within"
         bound = (pause + (delivery_ms + answer + stop_grace) / 1000
                  + code_int(service, r"resultFeed\?\.close\(timeout: \.seconds\((\d+)\)\)", "the follower's close bound",
-                            "public func drain()")
-                 + code_int(main, r"producer\.flush\(timeout: \.seconds\((\d+)\)\)", "the ingest's flush bound", signal)
-                 + code_int(main, r"producer\.close\(timeout: \.seconds\((\d+)\)\)", "the ingest's close bound", signal))
+                            drain)
+                 + code_int(service, r"var drainBound: Duration \{ \.seconds\((\d+)\) \}", "the ingest's flush bound")
+                 + code_int(service, r"producer\.close\(timeout: \.seconds\((\d+)\)\)", "the ingest's close bound", drain))
         if pod.get("terminationGracePeriodSeconds", 30) < bound:
             finding(f"{directory}: receipt-ingest terminationGracePeriodSeconds "
                     f"{pod.get('terminationGracePeriodSeconds', 30)} is below its shutdown bound {bound} s")
@@ -410,7 +410,8 @@ def check_rendered_services(directory, documents, known):
         shutdown_ms = int(settings.get("VERIFIER_SHUTDOWN_TIMEOUT_MS",
                                        documented_default("VERIFIER_SHUTDOWN_TIMEOUT_MS", 20000)))
         service = "Sources/Verifier/Service/VerifierService.swift"
-        shutdown = "public func shutdown()"
+        # VerifierService.drain(within: drainBound), drainBound being VERIFIER_SHUTDOWN_TIMEOUT_MS.
+        shutdown = "public func drain(within"
         bound = (shutdown_ms / 1000
                  + code_int(service, r"consumer\.close\(timeout: \.seconds\((\d+)\)\)", "the consumer's close bound",
                             shutdown)

@@ -2,6 +2,7 @@ import Foundation
 import HTTPServer
 import Kafka
 import ReceiptModel
+import ServiceRuntime
 import ServiceSupport
 import Synchronization
 
@@ -133,11 +134,11 @@ final class IngestHandler: HTTPHandler {
         case .appleNotification:
             receiveNotification(request, respond: respond)
         case .health:
-            respond(.json(200, "{\"status\":\"ok\"}"))
+            respond(Health().livenessResponse)
         case .readiness:
-            respond(readiness())
+            respond(Health(readiness: readinessProblem()).readinessResponse)
         case .metrics:
-            respond(.text(200, metrics.registry.render(), contentType: "text/plain; version=0.0.4; charset=utf-8"))
+            respond(HealthEndpoints.metricsResponse(metrics.registry))
         case .notFound:
             respond(APIError.notFound.response)
         }
@@ -147,20 +148,14 @@ final class IngestHandler: HTTPHandler {
     /// results is under way. A Kafka outage after that keeps the pod ready: every replica sees the same outage, and
     /// taking them all out of the Service would turn the documented `503` + `Retry-After` (which clients and Apple
     /// retry) into refused connections.
-    private func readiness() -> HTTPResponse {
-        if isDraining.load(ordering: .relaxed) {
-            return .json(503, "{\"ready\":false,\"reason\":\"draining\"}")
-        }
+    func readinessProblem() -> String? {
+        if isDraining.load(ordering: .relaxed) { return "draining" }
         if !hasReachedKafka.load(ordering: .relaxed) {
-            guard publisher.isConnected else {
-                return .json(503, "{\"ready\":false,\"reason\":\"no Kafka broker reachable\"}")
-            }
+            guard publisher.isConnected else { return "no Kafka broker reachable" }
             hasReachedKafka.store(true, ordering: .relaxed)
         }
-        if let resultFeed, !resultFeed.isCaughtUp {
-            return .json(503, "{\"ready\":false,\"reason\":\"reading back recent results\"}")
-        }
-        return .json(200, "{\"ready\":true}")
+        if let resultFeed, !resultFeed.isCaughtUp { return "reading back recent results" }
+        return nil
     }
 
     // MARK: - POST /v1/receipts

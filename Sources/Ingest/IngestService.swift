@@ -2,16 +2,18 @@ import Foundation
 import HTTPServer
 import Kafka
 import ReceiptModel
+import ServiceRuntime
 import ServiceSupport
 
 /// The ingest service: the HTTP API in front of a `SubmissionPublisher`, with a `ResultIndex` fed by a `ResultFeed`
 /// for verdicts. Testable in-process with fakes and port 0; `receipt-ingest` runs it with a `KafkaProducer` and a
 /// `KafkaResultFeed`.
 ///
-/// Lifecycle: `start()` starts the feed and binds; `drain()` stops accepting, answers requests waiting for a
-/// verdict 202 at once, waits for every submission still waiting on Kafka (up to the delivery timeout), closes the
-/// listener and then the feed. The owner closes the publisher afterwards.
-public final class IngestService: Sendable {
+/// A `ManagedService`: `start()` starts the feed and binds; `drain(within:)` stops accepting, answers requests
+/// waiting for a verdict 202 at once, waits for every submission still waiting on Kafka (up to the delivery timeout,
+/// the listener's stop grace), closes the listener and then the feed, and, when the service owns its producer
+/// (`make`), flushes it within the bound and closes it. A publisher passed to `init` stays its owner's to close.
+public final class IngestService: ManagedService {
     public let settings: IngestSettings
     /// The verdicts this instance knows (fed by `resultFeed`; tests may `record` into it directly).
     public let results: ResultIndex
@@ -19,14 +21,26 @@ public final class IngestService: Sendable {
     private let handler: IngestHandler
     private let server: HTTPServer
     private let logger: Logger
+    /// The producer `make` created, flushed and closed by `drain`.
+    private let ownedProducer: KafkaProducer?
+    private let drainOnce = DrainOnce()
 
     /// - Parameters:
     ///   - resultFeed: where results come from; nil = none (the index then only knows what is recorded into it,
     ///     and `/readyz` does not wait for a read-back).
     ///   - results: the index (default: one with `settings.resultIndexLimits`).
-    public init(
+    public convenience init(
         settings: IngestSettings, publisher: any SubmissionPublisher, resultFeed: (any ResultFeed)? = nil,
         results: ResultIndex? = nil, logger: Logger, metrics: MetricsRegistry
+    ) {
+        self.init(
+            settings: settings, publisher: publisher, resultFeed: resultFeed, results: results, logger: logger,
+            metrics: metrics, ownedProducer: nil)
+    }
+
+    private init(
+        settings: IngestSettings, publisher: any SubmissionPublisher, resultFeed: (any ResultFeed)?,
+        results: ResultIndex?, logger: Logger, metrics: MetricsRegistry, ownedProducer: KafkaProducer?
     ) {
         let ingestMetrics = IngestMetrics(registry: metrics)
         let results = results ?? ResultIndex(limits: settings.resultIndexLimits)
@@ -62,15 +76,60 @@ public final class IngestService: Sendable {
         self.resultFeed = resultFeed
         self.handler = handler
         self.logger = logger
+        self.ownedProducer = ownedProducer
         self.server = HTTPServer(
             configuration: configuration, handler: handler, logger: logger.named(logger.label + ".http"),
             onResponse: { ingestMetrics.record($0) })
         ingestMetrics.observe(server)
     }
 
+    /// The service `receipt-ingest` runs: over a `KafkaProducer` (owned: flushed and closed by `drain`) and a
+    /// `KafkaResultFeed` following `RESULTS_TOPIC`.
+    /// - Throws: `ServiceStartupError` (a settings error: exit 2) when a Kafka client cannot be created.
+    public static func make(settings: IngestSettings, logger: Logger, metrics: MetricsRegistry)
+        throws(ServiceStartupError) -> IngestService
+    {
+        let producer: KafkaProducer
+        do {
+            producer = try KafkaProducer(configuration: settings.kafka, logger: logger, metrics: metrics)
+        } catch {
+            throw .settings("cannot create the Kafka producer: \(error.message) (kafka_code \(error.code))")
+        }
+        let resultFeed: KafkaResultFeed
+        do {
+            resultFeed = try KafkaResultFeed(
+                configuration: settings.resultsKafka, topic: settings.resultsTopic, replay: settings.resultReplay,
+                readBackLimit: settings.resultIndexLimits.maxEntries,
+                readinessBound: .seconds(settings.resultReadinessTimeoutSeconds), logger: logger)
+        } catch {
+            producer.close(timeout: .seconds(1))
+            throw .settings("cannot create the results follower: \(error.message) (kafka_code \(error.code))")
+        }
+        return IngestService(
+            settings: settings, publisher: producer, resultFeed: resultFeed, results: nil, logger: logger,
+            metrics: metrics, ownedProducer: producer)
+    }
+
+    /// Always alive (a Kafka outage is answered 503 + Retry-After per request); ready once Kafka was first reached
+    /// and recent results were read back, until draining starts.
+    public var health: Health { Health(readiness: handler.readinessProblem()) }
+
+    /// How long `drain` flushes an owned producer (what Kafka has not acknowledged by then is reported as failed).
+    public var drainBound: Duration { .seconds(10) }
+
     /// Binds the listen address and starts serving.
-    /// - Throws: `HTTPServerError` when the address cannot be bound.
-    public func start() throws {
+    /// - Throws: `ServiceStartupError` when the address cannot be bound.
+    public func start() throws(ServiceStartupError) {
+        do {
+            try startServing()
+        } catch {
+            resultFeed?.close(timeout: .seconds(1))
+            ownedProducer?.close(timeout: .seconds(1))
+            throw ServiceStartupError("cannot start the HTTP server: \(error)")
+        }
+    }
+
+    private func startServing() throws {
         if let resultFeed {
             let results = self.results
             let logger = self.logger
@@ -120,8 +179,11 @@ public final class IngestService: Sendable {
     public var port: UInt16 { server.port }
 
     /// Stops accepting, answers requests waiting for a verdict 202, waits for the submissions still waiting on Kafka
-    /// to be answered, then stops the result feed; blocks. Idempotent.
-    public func drain() {
+    /// to be answered, then stops the result feed, and flushes (within `bound`) and closes an owned producer;
+    /// blocks. Idempotent. Returns false when an owned producer did not flush in time.
+    @discardableResult
+    public func drain(within bound: Duration) -> Bool {
+        guard drainOnce.claim() else { return true }
         handler.isDraining.store(true, ordering: .relaxed)
         let waiting = server.requestsAwaitingResponse
         logger.info("draining: no new submissions", ["awaiting_response": .int(waiting)])
@@ -129,5 +191,13 @@ public final class IngestService: Sendable {
         server.stop()
         handler.kafkaDeadlines.cancel()
         resultFeed?.close(timeout: .seconds(5))
+        guard let producer = ownedProducer else { return true }
+        let flushed = producer.flush(timeout: bound)
+        producer.close(timeout: .seconds(5))
+        logger.info("receipt-ingest stopped", ["flushed": .bool(flushed)])
+        return flushed
     }
 }
+
+/// `ServiceMain` runs the ingest from these settings.
+extension IngestSettings: ServiceSettings {}

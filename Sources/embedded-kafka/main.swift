@@ -5,6 +5,7 @@ import Dispatch
 import EmbeddedKafka
 import Foundation
 import RDKafka
+import ServiceRuntime
 import ServiceSupport
 
 enum EmbeddedKafkaMain {
@@ -63,11 +64,7 @@ enum EmbeddedKafkaMain {
         let level = environment["LOG_LEVEL"].flatMap(LogLevel.init(name:)) ?? .warning
         let logger = Logger(label: "embedded-kafka", threshold: level)
 
-        let stop = DispatchSemaphore(value: 0)
-        let signals = ShutdownSignal { signal in
-            logger.info("stopping", ["signal": .string(signal)])
-            stop.signal()
-        }
+        let shutdown = ShutdownWaiter()
         let cluster: EmbeddedKafkaCluster
         do {
             cluster = try EmbeddedKafkaCluster(brokers: options.brokers, topics: options.topics, logger: logger)
@@ -83,9 +80,8 @@ enum EmbeddedKafkaMain {
                 "bootstrap_servers": .string(cluster.bootstrapServers), "brokers": .int(options.brokers),
                 "topics": .string(options.topics.map { "\($0.name):\($0.partitions)" }.joined(separator: ",")),
             ])
-        stop.wait()
+        logger.info("stopping", ["signal": .string(shutdown.wait())])
         cluster.shutdown()
-        withExtendedLifetime(signals) {}
         return 0
     }
 }

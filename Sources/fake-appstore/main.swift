@@ -1,6 +1,7 @@
 import Crypto
 import FakeAppStore
 import Foundation
+import ServiceRuntime
 import ServiceSupport
 
 // The fake App Store as a process, for tests, benchmarks and `make dev`. See Sources/FakeAppStore/README.md.
@@ -192,12 +193,7 @@ logger.info(
         "api_key_checked": .bool(configuration.apiPublicKey != nil),
     ])
 
-let stopped = DispatchSemaphore(value: 0)
-let signals = ShutdownSignal { name in
-    logger.info("stopping", ["signal": .string(name)])
-    stopped.signal()
-}
-stopped.wait()
+let shutdown = ShutdownWaiter()
+logger.info("stopping", ["signal": .string(shutdown.wait())])
 server.stop()
-withExtendedLifetime(signals) {}
 exit(0)

@@ -6,6 +6,7 @@ import Foundation
 import Kafka
 import NotificationBackfill
 import ReceiptModel
+import ServiceRuntime
 import ServiceSupport
 import SignedData
 
@@ -57,21 +58,14 @@ enum BackfillMain {
         }
         let logger = Logger.fromEnvironment(label: "receipt-notifications-backfill", environment: environment)
         let settings = Settings(environment: environment)
-        let kafka = KafkaConfiguration.fromEnvironment(environment)
-        kafka.logIgnoredServiceLinks(logger)
-        guard kafka.bootstrapServers != nil else {
-            logger.error("KAFKA_BOOTSTRAP_SERVERS is required")
-            return 2
-        }
-        let serverAPI: ServerAPISettings
-        let timeoutMs: Int
-        do {
-            serverAPI = try ServerAPISettings.fromEnvironment(settings)
-            timeoutMs = try settings.int("APPLE_TIMEOUT_MS", default: 30_000, range: 1...600_000)
-        } catch {
-            logger.error("invalid configuration: \(error.description)", ["variable": .string(error.variable)])
-            return 2
-        }
+        guard let kafka = ServiceMain.toolKafkaConfiguration(environment, logger: logger),
+            let (serverAPI, timeoutMs) = ServiceMain.setting(logger: logger, { () throws(ConfigurationError) in
+                (
+                    try ServerAPISettings.fromEnvironment(settings),
+                    try settings.int("APPLE_TIMEOUT_MS", default: 30_000, range: 1...600_000)
+                )
+            })
+        else { return 2 }
         guard let credentials = serverAPI.credentials else {
             logger.error(
                 "APPLE_ISSUER_ID, APPLE_KEY_ID and APPLE_PRIVATE_KEY_FILE are required: Get Notification History is "
@@ -83,13 +77,11 @@ enum BackfillMain {
             logger.error("--bundle-id is required: ALLOWED_BUNDLE_IDS does not name exactly one app")
             return 2
         }
-        let topic: String
-        do {
-            topic = try TopicNames.fromEnvironment(settings, reading: [.notifications]).notifications
-        } catch {
-            logger.error("invalid configuration: \(error.description)", ["variable": .string(error.variable)])
-            return 2
-        }
+        guard
+            let topic = ServiceMain.setting(logger: logger, { () throws(ConfigurationError) in
+                try TopicNames.fromEnvironment(settings, reading: [.notifications]).notifications
+            })
+        else { return 2 }
 
         let http: CurlHTTPClient
         do {

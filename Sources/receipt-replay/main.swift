@@ -4,6 +4,7 @@ import Foundation
 import Kafka
 import ReceiptModel
 import Replay
+import ServiceRuntime
 import ServiceSupport
 
 let usage = """
@@ -81,19 +82,11 @@ func exitCode() -> Int32 {
     let environment = ProcessInfo.processInfo.environment
     let settings = Settings(environment: environment)
     let logger = Logger.fromEnvironment(label: "receipt-replay", environment: environment)
-    let kafka = KafkaConfiguration.fromEnvironment(environment)
-    kafka.logIgnoredServiceLinks(logger)
-    guard kafka.bootstrapServers != nil else {
-        logger.error("KAFKA_BOOTSTRAP_SERVERS is required")
-        return 2
-    }
-    let topics: TopicNames
-    do {
-        topics = try TopicNames.fromEnvironment(settings, reading: [.deadLetter, .receipts, .retry, .notifications])
-    } catch {
-        logger.error("invalid configuration: \(error.description)", ["variable": .string(error.variable)])
-        return 2
-    }
+    guard let kafka = ServiceMain.toolKafkaConfiguration(environment, logger: logger),
+        let topics = ServiceMain.setting(logger: logger, { () throws(ConfigurationError) in
+            try TopicNames.fromEnvironment(settings, reading: [.deadLetter, .receipts, .retry, .notifications])
+        })
+    else { return 2 }
     do {
         let records = try DeadLetterReader.readAll(
             topic: topics.deadLetter, configuration: kafka, timeout: .seconds(options.timeoutSeconds), logger: logger)

@@ -1,8 +1,8 @@
 // receipt-tail: prints the verification results on RESULTS_TOPIC as they arrive, one JSON object per line.
 
-import Dispatch
 import Foundation
 import Kafka
+import ServiceRuntime
 import ServiceSupport
 
 enum ReceiptTailMain {
@@ -41,19 +41,11 @@ enum ReceiptTailMain {
         let environment = ProcessInfo.processInfo.environment
         let settings = Settings(environment: environment)
         let logger = Logger.fromEnvironment(label: "receipt-tail", environment: environment)
-        let configuration = KafkaConfiguration.fromEnvironment(environment)
-        configuration.logIgnoredServiceLinks(logger)
-        guard configuration.bootstrapServers != nil else {
-            logger.error("KAFKA_BOOTSTRAP_SERVERS is required")
-            return 2
-        }
-        let topic: String
-        do {
-            topic = try TopicNames.fromEnvironment(settings, reading: [.results]).results
-        } catch {
-            logger.error("invalid configuration: \(error.description)", ["variable": .string(error.variable)])
-            return 2
-        }
+        guard let configuration = ServiceMain.toolKafkaConfiguration(environment, logger: logger),
+            let topic = ServiceMain.setting(logger: logger, { () throws(ConfigurationError) in
+                try TopicNames.fromEnvironment(settings, reading: [.results]).results
+            })
+        else { return 2 }
 
         let output = LineWriter()
         let follower: KafkaTopicFollower
@@ -68,13 +60,11 @@ enum ReceiptTailMain {
             logger.error("cannot start", ["error": .string(error.message)])
             return 1
         }
-        let stop = DispatchSemaphore(value: 0)
-        let signals = ShutdownSignal { _ in stop.signal() }
+        let shutdown = ShutdownWaiter()
         follower.start()
         logger.info("following", ["topic": .string(topic), "from_beginning": .bool(fromBeginning)])
-        stop.wait()
+        shutdown.wait()
         follower.close(timeout: .seconds(5))
-        withExtendedLifetime(signals) {}
         return 0
     }
 }

@@ -72,7 +72,7 @@ struct IngestProcessTests {
     @Test("the message on the topic is what was posted (aliases normalized), keyed and headed as specified")
     func messageContents() async throws {
         let cluster = try await Self.startCluster()
-        let ingest = try await IngestProcess.start(environment: cluster.environment)
+        let ingest = try await ServiceProcess.start(.ingest, environment: cluster.environment)
         let recorder = try TopicRecorder(bootstrapServers: cluster.bootstrapServers)
 
         let contract = try await TestHTTPClient.postJSON(
@@ -127,7 +127,8 @@ struct IngestProcessTests {
     @Test("every error code through the real process, nothing written for them")
     func errorCodes() async throws {
         let cluster = try await Self.startCluster()
-        let ingest = try await IngestProcess.start(
+        let ingest = try await ServiceProcess.start(
+            .ingest,
             environment: cluster.environment.merging([
                 "INGEST_API_KEYS": "key-a,key-b", "INGEST_MAX_BODY_BYTES": "4096",
             ]) { $1 })
@@ -183,7 +184,7 @@ struct IngestProcessTests {
     @Test("the seed iOS client's exact request: 202, and the message on the topic is what the verifier reads")
     func seedClient() async throws {
         let cluster = try await Self.startCluster()
-        let ingest = try await IngestProcess.start(environment: cluster.environment)
+        let ingest = try await ServiceProcess.start(.ingest, environment: cluster.environment)
         let recorder = try TopicRecorder(bootstrapServers: cluster.bootstrapServers)
         var ids: [String] = []
         for sandbox in ["0", "1"] {
@@ -214,7 +215,8 @@ struct IngestProcessTests {
     @Test("a notification posted while the broker is down gets 503; posted again later it is on the topic once more")
     func notificationDuringOutage() async throws {
         let cluster = try await Self.startCluster()
-        let ingest = try await IngestProcess.start(
+        let ingest = try await ServiceProcess.start(
+            .ingest,
             environment: cluster.environment.merging(["INGEST_KAFKA_DELIVERY_TIMEOUT_MS": "1500"]) { $1 })
         let recorder = try TopicRecorder(
             bootstrapServers: cluster.bootstrapServers, topic: ServiceTopic.notifications.defaultName)
@@ -263,7 +265,7 @@ struct IngestProcessTests {
     @Test("reusing an Idempotency-Key gives the same id; both copies carry it")
     func idempotencyKeyReuse() async throws {
         let cluster = try await Self.startCluster()
-        let ingest = try await IngestProcess.start(environment: cluster.environment)
+        let ingest = try await ServiceProcess.start(.ingest, environment: cluster.environment)
         let recorder = try TopicRecorder(bootstrapServers: cluster.bootstrapServers)
         let headers = ["Idempotency-Key": "retry-me-1"]
         let body: [String: Any] = ["receipt_data": "aGVsbG8=", "order_id": "o-9"]
@@ -288,7 +290,8 @@ struct IngestProcessTests {
     @Test("an unresponsive broker: 503 within the delivery deadline, and every 202 is on the topic")
     func brokerDown() async throws {
         let cluster = try await Self.startCluster()
-        let ingest = try await IngestProcess.start(
+        let ingest = try await ServiceProcess.start(
+            .ingest,
             environment: cluster.environment.merging(["INGEST_KAFKA_DELIVERY_TIMEOUT_MS": "1500"]) { $1 })
         let recorder = try TopicRecorder(bootstrapServers: cluster.bootstrapServers)
         var acknowledged: Set<String> = []
@@ -340,7 +343,7 @@ struct IngestProcessTests {
     @Test("SIGTERM under load: exits 0 and every 202 is on the topic")
     func sigtermUnderLoad() async throws {
         let cluster = try await Self.startCluster()
-        let ingest = try await IngestProcess.start(environment: cluster.environment)
+        let ingest = try await ServiceProcess.start(.ingest, environment: cluster.environment)
         let recorder = try TopicRecorder(bootstrapServers: cluster.bootstrapServers)
         let acknowledged = Locked<Set<String>>([])
         let otherStatuses = Locked<[Int]>([])

@@ -48,24 +48,24 @@ struct VerdictProcessTests {
 
     private static func startIngest(
         _ cluster: EmbeddedKafkaProcess, _ extra: [String: String] = [:]
-    ) async throws -> IngestProcess {
-        try await IngestProcess.start(environment: cluster.environment.merging(extra) { $1 })
+    ) async throws -> ServiceProcess {
+        try await ServiceProcess.start(.ingest, environment: cluster.environment.merging(extra) { $1 })
     }
 
     private static func submit(
-        _ ingest: IngestProcess, _ id: String, waitMs: Int? = nil
+        _ ingest: ServiceProcess, _ id: String, waitMs: Int? = nil
     ) async throws -> TestHTTPResponse {
         let query = waitMs.map { "?wait_ms=\($0)" } ?? ""
         return try await TestHTTPClient.postJSON(
             ingest.url("/v1/receipts\(query)"), ["receipt_data": "aGVsbG8=", "submission_id": id], timeout: 20)
     }
 
-    private static func lookup(_ ingest: IngestProcess, _ id: String) async throws -> TestHTTPResponse {
+    private static func lookup(_ ingest: ServiceProcess, _ id: String) async throws -> TestHTTPResponse {
         try await TestHTTPClient.send("GET", ingest.url("/v1/receipts/\(id)"), timeout: 10)
     }
 
     /// Waits until `GET` on `ingest` answers `status` for `id`.
-    private static func eventuallyStatus(_ ingest: IngestProcess, _ id: String, _ status: Int) async -> Bool {
+    private static func eventuallyStatus(_ ingest: ServiceProcess, _ id: String, _ status: Int) async -> Bool {
         await eventually(timeout: .seconds(10)) { (try? await lookup(ingest, id))?.status == status }
     }
 
@@ -164,7 +164,7 @@ struct VerdictProcessTests {
         let second = try await results.produce("rs-2", outcome: .rejected)
 
         let restarted = try await Self.startIngest(cluster)
-        // Ready (IngestProcess waited for /readyz) means the read-back was consumed: answered at once.
+        // Ready (ServiceProcess waited for /readyz) means the read-back was consumed: answered at once.
         let one = try await Self.lookup(restarted, "rs-1")
         let two = try await Self.lookup(restarted, "rs-2")
         #expect(one.status == 200)
@@ -235,7 +235,8 @@ struct VerdictProcessTests {
         #expect(results.producer.flush(timeout: .seconds(30)))
         #expect(failures.load(ordering: .relaxed) == 0)
         // The readiness bound is far away: only catching up can make it ready.
-        let ingest = try await IngestProcess.start(
+        let ingest = try await ServiceProcess.start(
+            .ingest,
             environment: cluster.environment.merging(["RESULT_INDEX_READY_TIMEOUT_SECONDS": "120"]) { $1 },
             waitUntilReady: false)
         var reasons: Set<String> = []

@@ -22,8 +22,9 @@ struct DeploymentEnvironmentTests {
             topics: Pipeline.topics.values.sorted().map { ($0, 1) })
         let fake = try await FakeAppStoreProcess.start(arguments: ["--latency-ms", "5"])
         let base = kafka.environment.merging(Pipeline.topics) { $1 }.merging(Self.serviceLinks) { $1 }
-        let ingest = try await IngestProcess.start(environment: base)
-        let verifier = try await VerifierProcess.start(
+        let ingest = try await ServiceProcess.start(.ingest, environment: base)
+        let verifier = try await ServiceProcess.start(
+            .verifier,
             environment: base.merging(fake.environment) { $1 }.merging([
                 "ALLOWED_BUNDLE_IDS": "com.example.game", "KAFKA_SESSION_TIMEOUT_MS": "6000",
             ]) { $1 })

@@ -117,7 +117,7 @@ import TestSupport
         let harness = try NotificationHarness()
         // Verifiers started here (not by the pipeline): the first is stopped on purpose.
         let pipeline = try await start(harness, verifiers: 0)
-        let old = try await VerifierProcess.start(environment: pipeline.verifierEnvironment)
+        let old = try await ServiceProcess.start(.verifier, environment: pipeline.verifierEnvironment)
         // A second signing PKI, not yet in APPLE_ROOT_CERTIFICATES (for example a root rotation).
         let second = try TestSigningPKI.mint()
         let secondRoot = harness.directory + "/second-root.pem"
@@ -129,7 +129,8 @@ import TestSupport
 
         #expect(await old.stop() == 0)
         let trusting = pipeline.verifierEnvironment.merging(harness.verifierSettings(extraRoots: [secondRoot])) { $1 }
-        let verifier = try await VerifierProcess.start(environment: trusting, name: "receipt-verifier-trusting")
+        let verifier = try await ServiceProcess.start(
+            .verifier, environment: trusting, name: "receipt-verifier-trusting")
 
         let replay = try ManagedProcess(
             executable: try TestBinaries.path("receipt-replay"), arguments: ["--reason", "invalid_signature"],
@@ -155,7 +156,8 @@ import TestSupport
             verifierSettings: ["APPLE_ROOT_CERTIFICATES": minted.path(FakePKIFiles.rootFile)])
         try harness.collectEvents(pipeline)
         // The ingest answers 503 two seconds after Kafka stops acknowledging (instead of ten).
-        let ingest = try await IngestProcess.start(
+        let ingest = try await ServiceProcess.start(
+            .ingest,
             environment: pipeline.kafka.environment.merging(Pipeline.topics) { $1 }
                 .merging(["INGEST_KAFKA_DELIVERY_TIMEOUT_MS": "2000"]) { $1 })
 

@@ -18,16 +18,16 @@ final class Pipeline: Sendable {
 
     let kafka: EmbeddedKafkaProcess
     let fake: FakeAppStoreProcess
-    let ingest: IngestProcess?
+    let ingest: ServiceProcess?
     let producer: KafkaProducer
     let results: TopicCollector
     let deadLetters: TopicCollector
     let verifierEnvironment: [String: String]
-    private let verifiers = Locked<[VerifierProcess]>([])
+    private let verifiers = Locked<[ServiceProcess]>([])
     private let crashed = Locked<Set<ObjectIdentifier>>([])
 
     private init(
-        kafka: EmbeddedKafkaProcess, fake: FakeAppStoreProcess, ingest: IngestProcess?, producer: KafkaProducer,
+        kafka: EmbeddedKafkaProcess, fake: FakeAppStoreProcess, ingest: ServiceProcess?, producer: KafkaProducer,
         results: TopicCollector, deadLetters: TopicCollector, verifierEnvironment: [String: String]
     ) {
         self.kafka = kafka
@@ -57,7 +57,7 @@ final class Pipeline: Sendable {
             "KAFKA_SESSION_TIMEOUT_MS": "6000", "KAFKA_HEARTBEAT_INTERVAL_MS": "500",
             "APPLE_TIMEOUT_MS": "5000", "LOG_LEVEL": "info",
         ]) { $1 }.merging(verifierSettings) { $1 }
-        let ingest = withIngest ? try await IngestProcess.start(environment: base) : nil
+        let ingest = withIngest ? try await ServiceProcess.start(.ingest, environment: base) : nil
         let producer = try KafkaProducer(
             configuration: KafkaConfiguration(["bootstrap.servers": kafka.bootstrapServers]),
             logger: Logger(label: "test-producer", threshold: .error))
@@ -73,17 +73,17 @@ final class Pipeline: Sendable {
     }
 
     @discardableResult
-    func startVerifier(name: String = "receipt-verifier") async throws -> VerifierProcess {
-        let verifier = try await VerifierProcess.start(environment: verifierEnvironment, name: name)
+    func startVerifier(name: String = "receipt-verifier") async throws -> ServiceProcess {
+        let verifier = try await ServiceProcess.start(.verifier, environment: verifierEnvironment, name: name)
         verifiers.withLock { $0.append(verifier) }
         return verifier
     }
 
-    var runningVerifiers: [VerifierProcess] { verifiers.withLock { $0 }.filter { $0.process.isRunning } }
+    var runningVerifiers: [ServiceProcess] { verifiers.withLock { $0 }.filter { $0.process.isRunning } }
 
     /// SIGKILLs `verifier` on purpose (a crash the test causes); every other verifier must still be running at
     /// shutdown.
-    func crash(_ verifier: VerifierProcess) async {
+    func crash(_ verifier: ServiceProcess) async {
         _ = crashed.withLock { $0.insert(ObjectIdentifier(verifier)) }
         await verifier.kill()
     }

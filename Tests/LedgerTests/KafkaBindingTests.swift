@@ -1,4 +1,5 @@
 import Ledger
+import Kafka
 import Postgres
 import Testing
 
@@ -18,9 +19,9 @@ import Testing
     }
 
     @Test func partitionsStoredBeyondTheirEndAreStale() {
-        let a = PartitionKey(topic: "r", partition: 0)
-        let b = PartitionKey(topic: "r", partition: 1)
-        let c = PartitionKey(topic: "e", partition: 0)
+        let a = TopicPartition(topic: "r", partition: 0)
+        let b = TopicPartition(topic: "r", partition: 1)
+        let c = TopicPartition(topic: "e", partition: 0)
         let stale = KafkaBinding.stalePartitions(
             stored: [a: 500, b: 10, c: 7], highWatermarks: [a: 20, b: 10])
         #expect(stale == [a], "b is at its end, c's end is not known")
@@ -36,7 +37,7 @@ import Testing
             try KafkaBinding.bindCluster("c2", in: session, nowMs: 2)
             #expect(try KafkaBinding.storedCluster(in: session) == "c2")
             try KafkaBinding.forgetOffsets(
-                [PartitionKey(topic: LedgerFixtures.topics.results, partition: 0)], in: session)
+                [TopicPartition(topic: LedgerFixtures.topics.results, partition: 0)], in: session)
         }
         #expect(try db.count("consumer_offsets") == 0)
     }

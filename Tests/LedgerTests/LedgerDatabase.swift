@@ -1,4 +1,5 @@
 import Foundation
+import Kafka
 import Ledger
 import LedgerRules
 import Postgres
@@ -10,7 +11,7 @@ final class LedgerDatabase {
     let connection: PostgresConnection
     let connectionString: String
     let store: LedgerStore
-    private var nextOffsets: [PartitionKey: Int64] = [:]
+    private var nextOffsets: [TopicPartition: Int64] = [:]
 
     init(_ name: String, policy: OwnershipPolicy = .keep, sandbox: SandboxPolicy = .separate) throws {
         connectionString = try TestPostgresServer.freshDatabase(name)
@@ -21,7 +22,7 @@ final class LedgerDatabase {
 
     /// The records `values` become when appended to `topic`'s `partition`.
     func append(_ values: [[UInt8]], to topic: String, partition: Int32 = 0) -> [LedgerRecord] {
-        let key = PartitionKey(topic: topic, partition: partition)
+        let key = TopicPartition(topic: topic, partition: partition)
         return values.map { value in
             let offset = nextOffsets[key, default: 0]
             nextOffsets[key] = offset + 1

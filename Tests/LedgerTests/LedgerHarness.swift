@@ -38,8 +38,8 @@ final class LedgerHarness: Sendable {
         return LedgerHarness(kafka: kafka, postgres: postgres, producer: producer, environment: environment)
     }
 
-    func startLedger(name: String = "receipt-ledger") async throws -> LedgerProcess {
-        try await LedgerProcess.start(environment: environment, name: name)
+    func startLedger(name: String = "receipt-ledger") async throws -> ServiceProcess {
+        try await ServiceProcess.start(.ledger, environment: environment, name: name)
     }
 
     /// Produces `values` to `topic` keyed by `key` one after the other (so they keep their order on the partition),
@@ -50,7 +50,7 @@ final class LedgerHarness: Sendable {
         }
     }
 
-    func get(_ ledger: LedgerProcess, _ path: String, key: String? = apiKey) async throws -> TestHTTPResponse {
+    func get(_ ledger: ServiceProcess, _ path: String, key: String? = apiKey) async throws -> TestHTTPResponse {
         try await TestHTTPClient.send(
             "GET", ledger.url(path), headers: key.map { ["Authorization": "Bearer \($0)"] } ?? [:], timeout: 5)
     }

@@ -37,12 +37,14 @@ struct LedgerPipelineTests {
         let postgres = try TestPostgresServer.start()
         let quickGroups = ["KAFKA_SESSION_TIMEOUT_MS": "6000", "KAFKA_HEARTBEAT_INTERVAL_MS": "500"]
         let base = kafka.environment.merging(Self.topics) { $1 }.merging(quickGroups) { $1 }
-        let ingest = try await IngestProcess.start(environment: base)
-        let verifier = try await VerifierProcess.start(
+        let ingest = try await ServiceProcess.start(.ingest, environment: base)
+        let verifier = try await ServiceProcess.start(
+            .verifier,
             environment: base.merging(fake.environment) { $1 }.merging([
                 "ALLOWED_BUNDLE_IDS": "com.example.game", "PRODUCT_CATALOG_FILE": catalog.path,
             ]) { $1 })
-        let ledger = try await LedgerProcess.start(
+        let ledger = try await ServiceProcess.start(
+            .ledger,
             environment: base.merging(["LEDGER_DATABASE_URL": postgres.connectionString()]) { $1 })
 
         func submit(_ receipt: String, user: String) async throws {

@@ -1,6 +1,7 @@
 import Foundation
 import Kafka
 import Postgres
+import ServiceSupport
 import Testing
 import TestSupport
 
@@ -65,6 +66,58 @@ struct LedgerProcessTests {
         #expect(await ledger.metricSum("ledger_refused_claims_total") == 1)
 
         #expect(await ledger.stop() == 0)
+        await harness.shutdown()
+    }
+
+    /// What the kubelet sets for `Service kafka` next to the pod (not librdkafka properties).
+    static let serviceLinks = [
+        "KAFKA_SERVICE_HOST": "10.0.0.11", "KAFKA_SERVICE_PORT": "9092", "KAFKA_PORT": "tcp://10.0.0.11:9092",
+        "KAFKA_PORT_9092_TCP_ADDR": "10.0.0.11",
+    ]
+
+    @Test("--help exits 0 with the settings, an argument or a missing setting exits 2 naming it (ServiceMain)")
+    func helpArgumentsAndSettingsErrors() async throws {
+        let binary = try TestBinaries.path("receipt-ledger")
+        let help = try ManagedProcess(executable: binary, arguments: ["--help"])
+        #expect(await help.waitForExit(timeout: .seconds(10)) == 0)
+        #expect(help.stdoutLines.joined(separator: "\n").contains("LEDGER_DATABASE_URL"))
+        let argument = try ManagedProcess(executable: binary, arguments: ["extra"])
+        #expect(await argument.waitForExit(timeout: .seconds(10)) == 2)
+        let unconfigured = try ManagedProcess(
+            executable: binary, environment: ["KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1", "LEDGER_DATABASE_URL": ""])
+        #expect(await unconfigured.waitForExit(timeout: .seconds(10)) == 2)
+        #expect(unconfigured.stderrLines.contains { $0.contains("LEDGER_DATABASE_URL") && $0.contains("is required") })
+    }
+
+    @Test("the ledger runs as the other services: build_info, one service-link warning, one bearer-key syntax")
+    func theSharedRuntime() async throws {
+        let harness = try await LedgerHarness.start(
+            settings: Self.serviceLinks.merging(["LEDGER_API_KEYS": "tests:\(H.apiKey),ops:s3cr3t:with:colons"]) { $1 })
+        let ledger = try await harness.startLedger()
+        let metrics = try await TestHTTPClient.send("GET", ledger.url("/metrics"))
+        let labels =
+            "version=\"\(BuildInfo.version)\",swift_version=\"\(BuildInfo.swiftVersion)\","
+            + "librdkafka_version=\"\(KafkaLibrary.version)\"} 1"
+        #expect(String(decoding: metrics.body, as: UTF8.self).contains("ledger_build_info{\(labels)"))
+        let warnings = ledger.process.stderrLines.filter { $0.contains("ignoring Kubernetes service-link variables") }
+        #expect(warnings.count == 1)
+        #expect(warnings.first?.contains(Self.serviceLinks.keys.sorted().joined(separator: ",")) == true)
+        // A named key keeps every ':' after its name; no part of it is a key of its own.
+        #expect(try await harness.get(ledger, "/v1/users/u1", key: "s3cr3t:with:colons").status == 200)
+        #expect(try await harness.get(ledger, "/v1/users/u1", key: "with:colons").status == 401)
+        #expect(try await harness.get(ledger, "/v1/users/u1", key: "colons").status == 401)
+        let ready = try await TestHTTPClient.send("GET", ledger.url("/readyz"))
+        #expect(String(decoding: ready.body, as: UTF8.self) == #"{"status":"ready","ready":true}"#)
+        #expect(await ledger.stop() == 0)
+
+        // A bare key containing ':' is a settings error (exit 2), never a key cut at the colon.
+        let refused = try ManagedProcess(
+            executable: try TestBinaries.path("receipt-ledger"),
+            environment: harness.environment.merging([
+                "LEDGER_API_KEYS": "s3cr3t/+=:tail", "LEDGER_LISTEN": "127.0.0.1:0",
+            ]) { $1 })
+        #expect(await refused.waitForExit(timeout: .seconds(10)) == 2)
+        #expect(refused.stderrLines.contains { $0.contains("LEDGER_API_KEYS") && !$0.contains("tail") })
         await harness.shutdown()
     }
 

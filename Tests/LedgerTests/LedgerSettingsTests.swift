@@ -1,5 +1,6 @@
 import Ledger
 import LedgerRules
+import ServiceRuntime
 import ServiceSupport
 import Testing
 
@@ -29,7 +30,7 @@ import Testing
         #expect(settings.rebind == [.topics, .cluster])
         #expect(settings.groupId == "g")
         #expect(settings.listen.port == 9000)
-        #expect(settings.apiKeys == ["k1", "k2"])
+        #expect(settings.apiKeys == [BearerKey(name: "ops", key: "k1"), BearerKey(key: "k2")])
         #expect(settings.ownershipPolicy == .transfer)
         #expect(settings.topics == LedgerTopics(results: "r", events: "e"))
         #expect(settings.batchSize == 50)
@@ -52,5 +53,15 @@ import Testing
         #expect(variable(Self.minimal.merging(["LEDGER_REBIND": "everything"]) { $1 }) == "LEDGER_REBIND")
         #expect(variable(Self.minimal.merging(["RESULTS_TOPIC": "bad topic"]) { $1 }) == "RESULTS_TOPIC")
         #expect(variable(Self.minimal.merging(["LEDGER_LISTEN": "nowhere"]) { $1 }) == "LEDGER_LISTEN")
+        // The ingest's syntax (one `BearerKey`): a key containing ':' needs a name, it is never cut at the colon.
+        #expect(variable(Self.minimal.merging(["LEDGER_API_KEYS": "s3cr3t/+=:tail"]) { $1 }) == "LEDGER_API_KEYS")
+    }
+}
+
+extension LedgerSettingsTests {
+    @Test func aNamedKeyKeepsTheColonsOfItsKey() throws {
+        let settings = try LedgerSettings.fromEnvironment(
+            Self.minimal.merging(["LEDGER_API_KEYS": "ops:a:b:c"]) { $1 })
+        #expect(settings.apiKeys == [BearerKey(name: "ops", key: "a:b:c")])
     }
 }

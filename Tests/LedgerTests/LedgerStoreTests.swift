@@ -1,4 +1,5 @@
 import Foundation
+import Kafka
 import Ledger
 import LedgerRules
 import Postgres
@@ -194,7 +195,7 @@ import Testing
             ], to: F.topics.events)
         let summary = try db.apply(records + events)
         #expect(summary.deadLettered == 6)
-        #expect(summary.nextOffsets[PartitionKey(topic: F.topics.results, partition: 0)] == 5)
+        #expect(summary.nextOffsets[TopicPartition(topic: F.topics.results, partition: 0)] == 5)
         #expect(try db.user("u1").balance("gems") == 100)
         let reasons = try db.connection.execute(#"SELECT "offset", reason, raw FROM dead_letters WHERE topic = $1 ORDER BY "offset""#, [.text(F.topics.results)]).rows
         #expect(try reasons.map { try $0.int64(0) } == [0, 1, 2, 3])

@@ -1,3 +1,4 @@
+import Kafka
 @testable import Ledger
 import Testing
 
@@ -21,7 +22,7 @@ import Testing
         buffer.append(Self.record(0, 0))
         buffer.append(Self.record(1, 0))
         buffer.append(Self.record(0, 1))
-        buffer.drop([PartitionKey(topic: "t", partition: 0)])
+        buffer.drop([TopicPartition(topic: "t", partition: 0)])
         #expect(buffer.takeBatch(limit: 10, timeout: .zero).map(\.partition) == [1])
     }
 

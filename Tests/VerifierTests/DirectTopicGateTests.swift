@@ -1,3 +1,4 @@
+import Kafka
 import Testing
 
 @testable import Verifier
@@ -7,8 +8,8 @@ import Testing
 @Suite("DispatchState: the direct topics' gate")
 struct DirectTopicGateTests {
     typealias State = DispatchState<Int>
-    let notes0 = PartitionKey(topic: "notes", partition: 0)
-    let notes1 = PartitionKey(topic: "notes", partition: 1)
+    let notes0 = TopicPartition(topic: "notes", partition: 0)
+    let notes1 = TopicPartition(topic: "notes", partition: 1)
     let receipts = Samples.receipts
 
     func makeState(directLimit: Int = 6) -> State {
@@ -21,11 +22,11 @@ struct DirectTopicGateTests {
         return state
     }
 
-    func paused(_ step: State.Step) -> Set<PartitionKey> {
+    func paused(_ step: State.Step) -> Set<TopicPartition> {
         Set(step.controls?.actions.compactMap { if case .pause(let key) = $0 { key } else { nil } } ?? [])
     }
 
-    func resumed(_ step: State.Step) -> Set<PartitionKey> {
+    func resumed(_ step: State.Step) -> Set<TopicPartition> {
         Set(step.controls?.actions.compactMap { if case .resume(let key) = $0 { key } else { nil } } ?? [])
     }
 

@@ -1,3 +1,4 @@
+import Kafka
 import Testing
 
 @testable import Verifier
@@ -40,7 +41,7 @@ struct DispatchStateTests {
         var state = makeState()
         #expect(state.admit(p0, offset: 5).0 != nil)
         #expect(state.admit(p0, offset: 5).0 == nil)
-        #expect(state.admit(PartitionKey(topic: "other", partition: 0), offset: 1).0 == nil)
+        #expect(state.admit(TopicPartition(topic: "other", partition: 0), offset: 1).0 == nil)
     }
 
     @Test func aBackwardsOffsetRestartsThePartitionAndAbandonsTheOldPosition() throws {

@@ -1,5 +1,6 @@
 import Foundation
 import AppStore
+import Kafka
 import ReceiptModel
 import Synchronization
 import Testing
@@ -102,17 +103,17 @@ final class FakeVerifier: SubmissionVerifying {
 /// Records consumer control calls; the paused set is what the consumer would have.
 final class FakeControl: PartitionControl {
     struct State {
-        var paused: Set<PartitionKey> = []
-        var stored: [PartitionKey: [Int64]] = [:]
+        var paused: Set<TopicPartition> = []
+        var stored: [TopicPartition: [Int64]] = [:]
         var refuseStores = false
         var commitRequests = 0
     }
     let state = Locked(State())
 
-    func pause(_ partitions: [PartitionKey]) { state.withLock { $0.paused.formUnion(partitions) } }
-    func resume(_ partitions: [PartitionKey]) { state.withLock { $0.paused.subtract(partitions) } }
+    func pause(_ partitions: [TopicPartition]) { state.withLock { $0.paused.formUnion(partitions) } }
+    func resume(_ partitions: [TopicPartition]) { state.withLock { $0.paused.subtract(partitions) } }
 
-    func storeOffset(_ partition: PartitionKey, nextOffset: Int64) throws {
+    func storeOffset(_ partition: TopicPartition, nextOffset: Int64) throws {
         struct NotAssigned: Error {}
         try state.withLock { state in
             if state.refuseStores { throw NotAssigned() }
@@ -122,9 +123,9 @@ final class FakeControl: PartitionControl {
 
     func requestCommit() { state.withLock { $0.commitRequests += 1 } }
 
-    var paused: Set<PartitionKey> { state.withLock { $0.paused } }
+    var paused: Set<TopicPartition> { state.withLock { $0.paused } }
     var commitRequests: Int { state.withLock { $0.commitRequests } }
-    func stored(_ partition: PartitionKey) -> [Int64] { state.withLock { $0.stored[partition] ?? [] } }
+    func stored(_ partition: TopicPartition) -> [Int64] { state.withLock { $0.stored[partition] ?? [] } }
 }
 
 /// Waits (briefly) for work hopping across Dispatch queues to settle.
@@ -143,9 +144,9 @@ func settles(
 }
 
 enum Samples {
-    static let receipts = PartitionKey(topic: "receipts", partition: 0)
-    static let receipts1 = PartitionKey(topic: "receipts", partition: 1)
-    static let retry = PartitionKey(topic: "retry", partition: 0)
+    static let receipts = TopicPartition(topic: "receipts", partition: 0)
+    static let receipts1 = TopicPartition(topic: "receipts", partition: 1)
+    static let retry = TopicPartition(topic: "retry", partition: 0)
     static let topics = TopicNames(receipts: "receipts", results: "results", retry: "retry", deadLetter: "dlq")
     static let receiptData =
         "TUlJVE5nWUpLb1pJaHZjTkFRY0NvSUlUSnpDQ0V5TUNBUUV4Q3pBSkJnVXJEZ01DR2dVQU1JSURWZ1lKS29aSWh2Y05BUWNC"
@@ -157,7 +158,7 @@ enum Samples {
     }
 
     static func message(
-        _ id: String, offset: Int64, partition: PartitionKey = receipts, key: String? = "user-1"
+        _ id: String, offset: Int64, partition: TopicPartition = receipts, key: String? = "user-1"
     ) -> InputMessage {
         let bytes = try! MessageCoding.encode(submission(id))
         return InputMessage(partition: partition, offset: offset, key: key.map { Array($0.utf8) }, value: bytes)

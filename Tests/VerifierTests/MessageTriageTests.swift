@@ -1,5 +1,6 @@
 import AppStore
 import Foundation
+import Kafka
 import ReceiptModel
 import Testing
 
@@ -17,7 +18,7 @@ struct MessageTriageTests {
             policy: RetryRoundPolicy(maximumRounds: rounds, initialBackoff: .seconds(10), maximumBackoff: .seconds(60)))
     }
 
-    func job(round: Int = 0, attempts: Int = 0, partition: PartitionKey = Samples.receipts) -> VerificationJob {
+    func job(round: Int = 0, attempts: Int = 0, partition: TopicPartition = Samples.receipts) -> VerificationJob {
         VerificationJob(
             submission: Samples.submission("s-1", order: "o-1"),
             message: Samples.message("s-1", offset: 42, partition: partition), completedRounds: round,
@@ -148,7 +149,7 @@ struct MessageTriageTests {
     @Test func aMessageOverTheSizeLimitIsNotReadAndGoesToTheDLQOnly() throws {
         // A valid submission padded with whitespace (valid JSON): read at the limit, refused unread one byte over.
         let submission = try MessageCoding.encode(Samples.submission("s-big"))
-        func padded(to size: Int, partition: PartitionKey) -> InputMessage {
+        func padded(to size: Int, partition: TopicPartition) -> InputMessage {
             let value = submission + [UInt8](repeating: UInt8(ascii: " "), count: size - submission.count)
             return InputMessage(partition: partition, offset: 5, key: Array("k".utf8), value: value)
         }

@@ -1,5 +1,6 @@
 import FakeAppStore
 import Foundation
+import Kafka
 import ReceiptModel
 import ServiceSupport
 import SignedData
@@ -209,7 +210,7 @@ extension NotificationEngineTests {
             configuration: configuration, verifier: verifier, publisher: publisher, control: control, clock: clock,
             logger: Logger(label: "test", threshold: .error), metrics: VerifierMetrics(registry: registry),
             notifications: samples.processor())
-        let other = PartitionKey(topic: "notifications", partition: 1)
+        let other = TopicPartition(topic: "notifications", partition: 1)
         engine.partitionsAssigned([partition, other])
         publisher.state.withLock { $0.holdAcks = true }
         for (offset, record) in try charges(4).enumerated() {

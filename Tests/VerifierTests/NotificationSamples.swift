@@ -1,6 +1,7 @@
 import AppStore
 import FakeAppStore
 import Foundation
+import Kafka
 import ReceiptModel
 import ServiceSupport
 import SignedData
@@ -12,7 +13,7 @@ import Testing
 struct NotificationSamples: Sendable {
     static let bundleId = "com.example.game"
     static let appAppleId: Int64 = 1_234_567_890
-    static let notifications = PartitionKey(topic: "notifications", partition: 0)
+    static let notifications = TopicPartition(topic: "notifications", partition: 0)
     static let topics = TopicNames(
         receipts: "receipts", results: "results", retry: "retry", deadLetter: "dlq", notifications: "notifications",
         events: "events")

@@ -1,6 +1,7 @@
 import AppStore
 import HTTPServer
 import ReceiptModel
+import ServiceRuntime
 import ServiceSupport
 import Synchronization
 import Testing
@@ -9,7 +10,7 @@ import Testing
 
 @Suite("Service adapters: health endpoint and App Store outcome mapping")
 struct ServiceAdapterTests {
-    func answer(_ handler: VerifierHealthHandler, _ method: String, _ path: String) -> HTTPResponse {
+    func answer(_ handler: HealthHandler, _ method: String, _ path: String) -> HTTPResponse {
         let box = Locked<HTTPResponse?>(nil)
         handler.handle(HTTPRequest(method: method, path: path)) { response in box.withLock { $0 = response } }
         return box.withLock { $0 }!
@@ -19,8 +20,8 @@ struct ServiceAdapterTests {
         let registry = MetricsRegistry()
         registry.counter("verifier_retries_total", help: "Retry records").increment()
         let notReady = Locked<String?>("the consumer is not connected to Kafka")
-        let handler = VerifierHealthHandler(
-            registry: registry, liveness: { nil }, readiness: { notReady.withLock { $0 } })
+        let handler = HealthHandler(
+            endpoints: HealthEndpoints(registry: registry) { Health(readiness: notReady.withLock { $0 }) })
         #expect(answer(handler, "GET", "/healthz").status == 200)
         let unready = answer(handler, "GET", "/readyz")
         #expect(unready.status == 503)
@@ -35,8 +36,8 @@ struct ServiceAdapterTests {
     }
 
     @Test func aFatalKafkaErrorMakesTheProcessUnhealthy() {
-        let handler = VerifierHealthHandler(
-            registry: MetricsRegistry(), liveness: { "fatal Kafka error" }, readiness: { "fatal Kafka error" })
+        let handler = HealthHandler(
+            endpoints: HealthEndpoints(registry: MetricsRegistry()) { .unhealthy("fatal Kafka error") })
         #expect(answer(handler, "GET", "/healthz").status == 503)
     }
 

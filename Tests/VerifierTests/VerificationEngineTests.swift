@@ -232,7 +232,7 @@ struct VerificationEngineTests {
             try await Task.sleep(for: .milliseconds(30))
             verifier.answerAll(with: Samples.verified())
         }
-        let drained = await Task.detached { engine.drain(timeout: .seconds(2)) }.value
+        let drained = await Task.detached { engine.drain(within: .seconds(2)) }.value
         try await answer.value
         #expect(drained)
         #expect(control.stored(Samples.receipts) == [1])
@@ -244,7 +244,7 @@ struct VerificationEngineTests {
         let engine = makeEngine()
         engine.consume(Samples.message("s-0", offset: 0))
         await settles("at Apple") { verifier.pendingIds == ["s-0"] }
-        let drained = await Task.detached { engine.drain(timeout: .milliseconds(30)) }.value
+        let drained = await Task.detached { engine.drain(within: .milliseconds(30)) }.value
         #expect(!drained)
         // The App Store client is shut down after the drain: its running rounds end without a verdict.
         #expect(engine.snapshot.appleInFlight == 1)  // still at Apple: the wait below is for its late end

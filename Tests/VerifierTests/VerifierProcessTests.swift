@@ -22,6 +22,18 @@ struct VerifierProcessTests {
             process.stderrLines.contains { $0.contains("\"level\":\"error\"") && $0.contains("ALLOWED_BUNDLE_IDS") })
     }
 
+    @Test("a KAFKA_* property librdkafka refuses is a settings error: exit 2, as the ingest's")
+    func aRefusedKafkaPropertyExitsTwo() async throws {
+        let process = try ManagedProcess(
+            executable: try TestBinaries.path("receipt-verifier"),
+            environment: [
+                "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1", "ALLOWED_BUNDLE_IDS": "com.example.game",
+                "KAFKA_NO_SUCH_PROPERTY": "1",
+            ])
+        #expect(await process.waitForExit(timeout: .seconds(10)) == 2)
+        #expect(process.stderrLines.contains { $0.contains("cannot start") && $0.contains("no.such.property") })
+    }
+
     @Test func servesHealthAndMetricsThenDrainsOnSIGTERMAndExitsZero() async throws {
         let kafka = try await EmbeddedKafkaProcess.start(topics: [
             ("iap.receipts.submitted", 2), ("iap.receipts.retry", 2), ("iap.receipts.results", 2),
@@ -31,7 +43,7 @@ struct VerifierProcessTests {
         var environment = kafka.environment.merging(fake.environment) { $1 }
         environment["ALLOWED_BUNDLE_IDS"] = "com.example.game"
         environment["KAFKA_SESSION_TIMEOUT_MS"] = "6000"
-        let verifier = try await VerifierProcess.start(environment: environment)
+        let verifier = try await ServiceProcess.start(.verifier, environment: environment)
         _ = try await verifier.process.waitForStderrLine(timeout: .seconds(20)) {
             $0.contains("\"logger\":\"receipt-verifier\"") && $0.contains("\"msg\":\"partitions assigned\"")
         }

@@ -38,7 +38,7 @@ final class DatabaseLink: Sendable {
 
     /// Creates or migrates the schema, retrying with backoff until it worked (true) or `shouldStop` (false).
     func migrateWithRetry(until shouldStop: @Sendable () -> Bool) -> Bool {
-        var backoff = 0.1
+        var backoff = Backoff()
         while !shouldStop() {
             do {
                 let applied = try withConnection { connection throws(PostgresError) in try LedgerSchema.migrate(connection) }
@@ -48,8 +48,7 @@ final class DatabaseLink: Sendable {
                 return true
             } catch {
                 logger.error("cannot prepare the database; retrying", ["error": .string(error.description)])
-                Thread.sleep(forTimeInterval: backoff)
-                backoff = min(backoff * 2, 5)
+                backoff.sleep()
             }
         }
         return false

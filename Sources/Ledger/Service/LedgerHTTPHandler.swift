@@ -1,46 +1,26 @@
 import Dispatch
 import HTTPServer
 import Postgres
+import ServiceRuntime
 import ServiceSupport
 
 /// The ledger's HTTP API (`GET /v1/users/{user_id}`, `GET /v1/purchases/{credit_key}`, bearer keys from
 /// `LEDGER_API_KEYS`) and `/healthz`, `/readyz`, `/metrics` (no key). Queries run on a queue of their own, never on
 /// the server's I/O threads.
 struct LedgerHTTPHandler: HTTPHandler {
-    let registry: MetricsRegistry
-    let apiKeys: [[UInt8]]
+    let endpoints: HealthEndpoints
+    let apiKeys: BearerKeys
     let database: DatabaseLink
     let queries: DispatchQueue
-    /// nil when alive, else why not.
-    let liveness: @Sendable () -> String?
-    /// nil when ready, else why not.
-    let readiness: @Sendable () -> String?
 
     func handle(_ request: HTTPRequest, respond: @escaping HTTPResponder) {
         guard request.method == "GET" || request.method == "HEAD" else {
             respond(Self.error(405, "method_not_allowed", "use GET", headers: [("Allow", "GET")]))
             return
         }
-        switch request.path {
-        case "/healthz":
-            if let problem = liveness() {
-                respond(.json(503, #"{"status":"unhealthy","reason":\#(JSONText.quoted(problem))}"#))
-            } else {
-                respond(.json(200, #"{"status":"ok"}"#))
-            }
+        if let response = endpoints.response(to: request) {
+            respond(response)
             return
-        case "/readyz":
-            if let problem = readiness() {
-                respond(.json(503, #"{"status":"not_ready","reason":\#(JSONText.quoted(problem))}"#))
-            } else {
-                respond(.json(200, #"{"status":"ready"}"#))
-            }
-            return
-        case "/metrics":
-            respond(.text(200, registry.render(), contentType: "text/plain; version=0.0.4; charset=utf-8"))
-            return
-        default:
-            break
         }
         let usersPrefix = "/v1/users/"
         let purchasesPrefix = "/v1/purchases/"
@@ -56,7 +36,7 @@ struct LedgerHTTPHandler: HTTPHandler {
             respond(Self.error(404, "not_found", "try /v1/users/{user_id} or /v1/purchases/{credit_key}"))
             return
         }
-        guard isAuthorized(request) else {
+        guard apiKeys.authorizes(authorizationHeader: request.header("authorization")) else {
             respond(
                 Self.error(
                     401, "unauthorized", "send Authorization: Bearer <key>",
@@ -118,23 +98,6 @@ struct LedgerHTTPHandler: HTTPHandler {
             200,
             #"{"credit_key":\#(JSONText.quoted(view.creditKey)),"owner":\#(Self.string(view.owner)),"state":\#(JSONText.quoted(view.state)),"amount_credited":\#(view.amountCredited),"amount_debited":\#(view.amountDebited),"refused_claims":[\#(claims)]}"#
         )
-    }
-
-    private func isAuthorized(_ request: HTTPRequest) -> Bool {
-        guard !apiKeys.isEmpty else { return true }
-        guard let header = request.header("authorization"), header.hasPrefix("Bearer ") else { return false }
-        let presented = Array(header.dropFirst("Bearer ".count).utf8)
-        // Every key is compared in full, so the time taken does not tell how much of a key matched.
-        var matched = false
-        for key in apiKeys where Self.constantTimeEqual(key, presented) { matched = true }
-        return matched
-    }
-
-    private static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        var difference: UInt8 = 0
-        for index in a.indices { difference |= a[index] ^ b[index] }
-        return difference == 0
     }
 
     private static func number(_ value: Int64?) -> String { value.map(String.init) ?? "null" }

@@ -3,30 +3,27 @@ import Foundation
 import HTTPServer
 import Kafka
 import Postgres
+import ServiceRuntime
 import ServiceSupport
 import Synchronization
-
-/// A failure to start (the consumer or the HTTP server); the message says which setting to look at.
-public struct LedgerStartupError: Error, CustomStringConvertible {
-    public let description: String
-}
 
 /// `receipt-ledger`: a consumer of `RESULTS_TOPIC` and `EVENTS_TOPIC` whose worker applies batches to PostgreSQL
 /// (offsets in the same transaction; assigned partitions start from the stored offsets), and the HTTP API.
 ///
-/// Lifecycle: `init` -> `start()` -> `shutdown()` (drains the batch being applied, closes the consumer, stops the
-/// server). The database may be down at start: the worker retries, `/readyz` says so.
-public final class LedgerService: Sendable {
+/// A `ManagedService`: `init` -> `start()` -> `drain(within:)` (lets the batch being applied commit, closes the
+/// consumer, stops the server). The database may be down at start: the worker retries, `/readyz` says so.
+public final class LedgerService: ManagedService {
     private let settings: LedgerSettings
     private let logger: Logger
-    private let registry = MetricsRegistry()
+    private let registry: MetricsRegistry
     private let buffer: RecordBuffer
-    private let bridge: LedgerConsumerBridge
+    /// The consumer's delegate: records into `buffer`, fetching paused while it is over `LEDGER_MAX_BUFFERED_MESSAGES`.
+    private let link: ConsumerLink
     private let worker: LedgerWorker
     private let consumer: KafkaConsumer
     private let server: HTTPServer
     private let apiDatabase: DatabaseLink
-    private let shutDown = Locked(false)
+    private let drainOnce = DrainOnce()
 
     /// Defaults for librdkafka properties `KAFKA_*` does not set: statistics every second (lag, `/readyz`), and
     /// a bounded prefetch (memory).
@@ -34,12 +31,29 @@ public final class LedgerService: Sendable {
         "statistics.interval.ms": "1000", "queued.max.messages.kbytes": "16384",
     ]
 
-    public init(settings: LedgerSettings, logger: Logger) throws(LedgerStartupError) {
+    /// - Parameters:
+    ///   - metrics: the process's registry (`ServiceMain` registers `ledger_build_info` in it).
+    public init(settings: LedgerSettings, logger: Logger, metrics registry: MetricsRegistry = MetricsRegistry())
+        throws(ServiceStartupError)
+    {
         self.settings = settings
         self.logger = logger
+        self.registry = registry
         let metrics = LedgerMetrics(registry: registry, sandboxPolicy: settings.sandboxPolicy)
         let buffer = RecordBuffer(highWater: settings.maxBufferedMessages)
-        let bridge = LedgerConsumerBridge(buffer: buffer, logger: logger)
+        // Revoked partitions' buffered messages are forgotten: their next owner starts from the offsets in the
+        // database, as this instance does on assignment.
+        let link = ConsumerLink(
+            service: "ledger", logger: logger,
+            waterline: ConsumerLink.Waterline(high: buffer.highWater) { buffer.count },
+            handlers: ConsumerLink.Handlers(
+                received: { message in
+                    buffer.append(
+                        LedgerRecord(
+                            topic: message.topic, partition: message.partition, offset: message.offset,
+                            value: message.value, timestampMs: message.timestampMs))
+                },
+                revoking: { partitions in buffer.drop(Set(partitions)) }))
         let consumerBox = Locked<KafkaConsumer?>(nil)
         let worker = LedgerWorker(
             settings: settings, buffer: buffer, metrics: metrics, logger: logger,
@@ -47,11 +61,10 @@ public final class LedgerService: Sendable {
                 guard let consumer = consumerBox.withLock({ $0 }) else { return }
                 // The database holds the truth; the group's offsets follow for lag and monitoring only.
                 for (partition, next) in summary.nextOffsets {
-                    try? consumer.storeOffset(
-                        TopicPartition(topic: partition.topic, partition: partition.partition), nextOffset: next)
+                    try? consumer.storeOffset(partition, nextOffset: next)
                 }
                 consumer.requestCommit()
-                bridge.resumeIfDrained(consumer)
+                link.checkWaterline()
             })
         let database = worker.database
         let consumer: KafkaConsumer
@@ -60,29 +73,24 @@ public final class LedgerService: Sendable {
         do throws(KafkaError) {
             consumer = try KafkaConsumer(
                 configuration: kafka, groupId: settings.groupId,
-                topics: [settings.topics.results, settings.topics.events], delegate: bridge, logger: logger,
+                topics: [settings.topics.results, settings.topics.events], delegate: link, logger: logger,
                 metrics: registry, commitInterval: .milliseconds(500),
                 startingOffsets: { partitions in
                     Self.storedOffsets(partitions, database: database, stopping: { worker.isStopping }, logger: logger)
                 })
         } catch {
-            throw LedgerStartupError(description: "cannot create the Kafka consumer: \(error.message)")
+            throw .settings("cannot create the Kafka consumer: \(error.message)")
         }
         consumerBox.withLock { $0 = consumer }
+        link.attach(consumer: consumer)
         let apiDatabase = DatabaseLink(connectionString: settings.databaseURL, metrics: nil, logger: logger)
         let handler = LedgerHTTPHandler(
-            registry: registry, apiKeys: settings.apiKeys.map { Array($0.utf8) }, database: apiDatabase,
-            queries: DispatchQueue(label: "ledger-api"),
-            liveness: { bridge.fatalError.withLock { $0 }.map { "fatal Kafka error: \($0)" } },
-            readiness: {
-                if worker.isStopping { return "draining" }
-                if let fatal = bridge.fatalError.withLock({ $0 }) { return "fatal Kafka error: \(fatal)" }
-                if !database.isUp { return "the database is not reachable (retrying)" }
-                if !consumer.isConnected { return "the consumer is not connected to Kafka" }
-                return nil
-            })
+            endpoints: HealthEndpoints(registry: registry) {
+                Self.health(link: link, worker: worker, database: database, consumer: consumer)
+            },
+            apiKeys: BearerKeys(settings.apiKeys), database: apiDatabase, queries: DispatchQueue(label: "ledger-api"))
         self.buffer = buffer
-        self.bridge = bridge
+        self.link = link
         self.worker = worker
         self.consumer = consumer
         self.apiDatabase = apiDatabase
@@ -94,12 +102,31 @@ public final class LedgerService: Sendable {
     /// The bound HTTP port (useful with port 0).
     public var port: UInt16 { server.port }
 
+    /// Alive unless the consumer reported a fatal error; ready once the database answers and the consumer is
+    /// connected, until draining starts.
+    static func health(
+        link: ConsumerLink, worker: LedgerWorker, database: DatabaseLink, consumer: KafkaConsumer
+    ) -> Health {
+        if let fatal = link.liveness { return .unhealthy(fatal) }
+        if worker.isStopping { return Health(readiness: "draining") }
+        if !database.isUp { return Health(readiness: "the database is not reachable (retrying)") }
+        if !consumer.isConnected { return Health(readiness: "the consumer is not connected to Kafka") }
+        return Health()
+    }
+
+    public var health: Health {
+        Self.health(link: link, worker: worker, database: worker.database, consumer: consumer)
+    }
+
+    /// `LEDGER_SHUTDOWN_TIMEOUT_MS`.
+    public var drainBound: Duration { settings.shutdownTimeout }
+
     /// Binds the HTTP server, starts the worker (which prepares the schema) and starts consuming.
-    public func start() throws(LedgerStartupError) {
+    public func start() throws(ServiceStartupError) {
         do {
             try server.start()
         } catch {
-            throw LedgerStartupError(description: "cannot listen on LEDGER_LISTEN \(settings.listen): \(error)")
+            throw ServiceStartupError("cannot listen on LEDGER_LISTEN \(settings.listen): \(error)")
         }
         if settings.apiKeys.isEmpty {
             logger.warning("LEDGER_API_KEYS is empty: the API answers anyone who can reach it")
@@ -115,20 +142,18 @@ public final class LedgerService: Sendable {
             ])
     }
 
-    /// Lets the batch being applied commit (within `LEDGER_SHUTDOWN_TIMEOUT_MS`), then leaves the group and stops
-    /// the server. Messages fetched but not applied are read again after the restart, from the stored offsets.
-    public func shutdown() {
-        let first = shutDown.withLock { done in
-            defer { done = true }
-            return !done
-        }
-        guard first else { return }
-        let drained = worker.stop(timeout: settings.shutdownTimeout)
+    /// Lets the batch being applied commit (within `bound`), then leaves the group and stops the server. Messages
+    /// fetched but not applied are read again after the restart, from the stored offsets.
+    @discardableResult
+    public func drain(within bound: Duration) -> Bool {
+        guard drainOnce.claim() else { return true }
+        let drained = worker.stop(timeout: bound)
         consumer.close(timeout: .seconds(10))
         server.stop()
         worker.database.close()
         apiDatabase.close()
         logger.info("receipt-ledger stopped", ["drained": .bool(drained)])
+        return drained
     }
 
     /// The offsets stored in the database for `partitions`, asked on assignment; retried until the database
@@ -136,28 +161,24 @@ public final class LedgerService: Sendable {
     private static func storedOffsets(
         _ partitions: [TopicPartition], database: DatabaseLink, stopping: @Sendable () -> Bool, logger: Logger
     ) -> [TopicPartition: Int64] {
-        let keys = partitions.map { PartitionKey(topic: $0.topic, partition: $0.partition) }
-        var backoff = 0.1
+        var backoff = Backoff()
         while true {
             do {
                 let stored = try database.withConnection { connection throws(PostgresError) in
                     try connection.withSession { session throws(PostgresError) in
-                        try LedgerStore.storedOffsets(keys, in: session)
+                        try LedgerStore.storedOffsets(partitions, in: session)
                     }
                 }
-                var offsets: [TopicPartition: Int64] = [:]
-                for (key, offset) in stored { offsets[TopicPartition(topic: key.topic, partition: key.partition)] = offset }
                 logger.info(
                     "partitions start from the stored offsets",
-                    ["partitions": .int(partitions.count), "known": .int(offsets.count)])
-                return offsets
+                    ["partitions": .int(partitions.count), "known": .int(stored.count)])
+                return stored
             } catch {
                 // The schema may not exist yet (first start): nothing stored means from the beginning.
                 if error.sqlState == "42P01" { return [:] }
                 if stopping() { return [:] }
                 logger.error("cannot read the stored offsets; retrying", ["error": .string(error.description)])
-                Thread.sleep(forTimeInterval: backoff)
-                backoff = min(backoff * 2, 5)
+                backoff.sleep()
             }
         }
     }

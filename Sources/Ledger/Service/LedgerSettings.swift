@@ -1,16 +1,18 @@
 import Kafka
 import LedgerRules
+import ServiceRuntime
 import ServiceSupport
 
 /// Everything `receipt-ledger` reads from its environment, validated. Every variable is described in `helpText`.
-public struct LedgerSettings: Sendable {
+public struct LedgerSettings: ServiceSettings {
     public var kafka: KafkaConfiguration
     public var topics: LedgerTopics
     public var databaseURL: String
     public var groupId: String
     public var listen: ListenAddress
-    /// Bearer keys accepted by the API; empty = no authentication (logged as a warning).
-    public var apiKeys: [String]
+    /// Bearer keys accepted by the API (`name:key` or `key`, parsed as the ingest's: `BearerKey`); empty = no
+    /// authentication (logged as a warning).
+    public var apiKeys: [BearerKey]
     public var ownershipPolicy: OwnershipPolicy
     /// What a Sandbox purchase is worth here (`LEDGER_SANDBOX_POLICY`).
     public var sandboxPolicy: SandboxPolicy
@@ -25,7 +27,7 @@ public struct LedgerSettings: Sendable {
 
     public init(
         kafka: KafkaConfiguration, topics: LedgerTopics, databaseURL: String, groupId: String = "iap-ledger",
-        listen: ListenAddress = ListenAddress(host: "0.0.0.0", port: 8081), apiKeys: [String] = [],
+        listen: ListenAddress = ListenAddress(host: "0.0.0.0", port: 8081), apiKeys: [BearerKey] = [],
         ownershipPolicy: OwnershipPolicy = .keep, sandboxPolicy: SandboxPolicy = .separate,
         rebind: Set<KafkaBinding.Rebind> = [], batchSize: Int = 500, maxBufferedMessages: Int = 20_000,
         shutdownTimeout: Duration = .seconds(30)
@@ -65,10 +67,7 @@ public struct LedgerSettings: Sendable {
             }
             rebind.insert(value)
         }
-        let apiKeys = settings.list("LEDGER_API_KEYS").map { entry in
-            // `name:key` (as the ingest's keys) or a bare key.
-            entry.split(separator: ":", maxSplits: 1).last.map(String.init) ?? entry
-        }
+        let apiKeys = try BearerKey.fromSettings(settings, variable: "LEDGER_API_KEYS")
         return LedgerSettings(
             kafka: kafka, topics: LedgerTopics(results: names.results, events: names.events),
             databaseURL: try settings.required("LEDGER_DATABASE_URL"),
@@ -90,7 +89,8 @@ public struct LedgerSettings: Sendable {
                                     migrated by the ledger)
           LEDGER_GROUP_ID           consumer group (default iap-ledger)
           LEDGER_LISTEN             HTTP address of the API, /healthz, /readyz, /metrics (default 0.0.0.0:8081)
-          LEDGER_API_KEYS           comma-separated bearer keys for the API (name:key or key); empty = no auth
+          LEDGER_API_KEYS           comma-separated bearer keys for the API, name:key or key (as INGEST_API_KEYS:
+                                    a key containing ':' needs a name); empty = no auth
           LEDGER_OWNERSHIP_POLICY   keep (a purchase stays with its first owner, default) or transfer (an
                                     entitlement moves to the latest verified claimant; item amounts never move)
           LEDGER_SANDBOX_POLICY     separate (Sandbox purchases - App Review, TestFlight - go to balances and

@@ -1,4 +1,5 @@
 import Foundation
+import Kafka
 
 /// Messages fetched and not yet applied, between the consumer's poll thread (`append`) and the ledger's worker
 /// thread (`takeBatch`). Bounded by its owner: `isOverHighWater` tells when to pause fetching, `isUnderLowWater`
@@ -50,7 +51,7 @@ final class RecordBuffer: @unchecked Sendable {
     }
 
     /// Forgets the records of `partitions` (revoked: their next owner reads them again from the stored offsets).
-    func drop(_ partitions: Set<PartitionKey>) {
+    func drop(_ partitions: Set<TopicPartition>) {
         condition.lock()
         records = records[head...].filter { !partitions.contains($0.partitionKey) }
         head = 0

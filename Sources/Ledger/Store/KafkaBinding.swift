@@ -1,3 +1,4 @@
+import Kafka
 import Postgres
 
 /// The guard against the wrong database: a ledger database records the Kafka cluster it applied (`kafka_bindings`),
@@ -78,7 +79,7 @@ public enum KafkaBinding {
     }
 
     /// Forgets the stored offsets of `partitions` (they are applied again from their beginning).
-    public static func forgetOffsets(_ partitions: [PartitionKey], in session: PostgresSession) throws(PostgresError) {
+    public static func forgetOffsets(_ partitions: [TopicPartition], in session: PostgresSession) throws(PostgresError) {
         guard !partitions.isEmpty else { return }
         try session.execute(
             """

@@ -1,3 +1,5 @@
+import Kafka
+
 /// One consumed message as the store applies it (copied out of the consumer; no Kafka types below the service).
 public struct LedgerRecord: Sendable, Equatable {
     public let topic: String
@@ -15,24 +17,7 @@ public struct LedgerRecord: Sendable, Equatable {
         self.timestampMs = timestampMs
     }
 
-    public var partitionKey: PartitionKey { PartitionKey(topic: topic, partition: partition) }
-}
-
-/// A topic's partition, as `consumer_offsets` keys it.
-public struct PartitionKey: Hashable, Sendable, Comparable, CustomStringConvertible {
-    public let topic: String
-    public let partition: Int32
-
-    public init(topic: String, partition: Int32) {
-        self.topic = topic
-        self.partition = partition
-    }
-
-    public var description: String { "\(topic)[\(partition)]" }
-
-    public static func < (lhs: PartitionKey, rhs: PartitionKey) -> Bool {
-        (lhs.topic, lhs.partition) < (rhs.topic, rhs.partition)
-    }
+    public var partitionKey: TopicPartition { TopicPartition(topic: topic, partition: partition) }
 }
 
 /// What one batch did, for metrics and logs.
@@ -59,7 +44,7 @@ public struct BatchSummary: Sendable, Equatable {
     /// Subscription periods replaced by an upgrade: their unused share taken back.
     public var upgrades = 0
     /// The next offset to read per partition after this batch.
-    public var nextOffsets: [PartitionKey: Int64] = [:]
+    public var nextOffsets: [TopicPartition: Int64] = [:]
 
     public init() {}
 }

@@ -1,3 +1,4 @@
+import Kafka
 import LedgerRules
 import Postgres
 
@@ -73,8 +74,8 @@ public struct LedgerStore: Sendable {
 
     /// Locks the offset rows of `partitions` (in their order: two instances never wait on each other in a cycle)
     /// and reads their next offsets; partitions without a row are absent.
-    private static func lockOffsets(_ partitions: [PartitionKey], in session: PostgresSession) throws(PostgresError)
-        -> [PartitionKey: Int64]
+    private static func lockOffsets(_ partitions: [TopicPartition], in session: PostgresSession) throws(PostgresError)
+        -> [TopicPartition: Int64]
     {
         let rows = try session.execute(
             """
@@ -83,18 +84,18 @@ public struct LedgerStore: Sendable {
             ORDER BY c.topic, c.partition FOR UPDATE OF c
             """, [.textArray(partitions.map(\.topic)), .textArray(partitions.map { String($0.partition) })]
         ).rows
-        var offsets: [PartitionKey: Int64] = [:]
+        var offsets: [TopicPartition: Int64] = [:]
         for row in rows {
-            offsets[PartitionKey(topic: try row.string(0), partition: Int32(try row.int64(1)))] = try row.int64(2)
+            offsets[TopicPartition(topic: try row.string(0), partition: Int32(try row.int64(1)))] = try row.int64(2)
         }
         return offsets
     }
 
     /// The stored next offsets of `partitions` (absent: nothing applied from that partition yet).
-    public static func storedOffsets(_ partitions: [PartitionKey], in session: PostgresSession) throws(PostgresError)
-        -> [PartitionKey: Int64]
+    public static func storedOffsets(_ partitions: [TopicPartition], in session: PostgresSession) throws(PostgresError)
+        -> [TopicPartition: Int64]
     {
-        var offsets: [PartitionKey: Int64] = [:]
+        var offsets: [TopicPartition: Int64] = [:]
         for partition in partitions {
             let result = try session.execute(
                 "SELECT next_offset FROM consumer_offsets WHERE topic = $1 AND partition = $2",

@@ -1,10 +1,12 @@
+import Kafka
+
 /// Something the dispatch state wants done to the consumer. Computed under the state's lock, applied outside it
 /// by `ConsumerControlApplier`, which uses `sequence` to drop a batch overtaken by a newer one.
 enum ControlAction: Sendable, Equatable {
-    case pause(PartitionKey)
-    case resume(PartitionKey)
+    case pause(TopicPartition)
+    case resume(TopicPartition)
     /// Store `nextOffset` (the next offset to read, as is) for commit. `epoch` is the partition's assignment.
-    case storeOffset(PartitionKey, nextOffset: Int64, epoch: UInt64)
+    case storeOffset(TopicPartition, nextOffset: Int64, epoch: UInt64)
 }
 
 /// The control actions of one transition, numbered in the order the transitions happened.

@@ -1,3 +1,4 @@
+import Kafka
 import ServiceSupport
 
 /// The verifier's per-process dispatch bookkeeping: which messages are admitted, which wait for an Apple slot,
@@ -36,7 +37,7 @@ struct DispatchState<Work: Sendable>: Sendable {
     /// The consumer delivered an offset below one already admitted in the same assignment: librdkafka reset the
     /// partition's position (`auto.offset.reset` after `OFFSET_OUT_OF_RANGE`, for example a truncated log).
     struct PositionReset: Sendable, Equatable {
-        let partition: PartitionKey
+        let partition: TopicPartition
         /// The greatest offset admitted before the reset.
         let previousOffset: Int64
         /// The offset the partition restarted at.
@@ -55,7 +56,7 @@ struct DispatchState<Work: Sendable>: Sendable {
     private(set) var breaker: AppleCircuitBreaker
     private(set) var appleInFlight = 0
     private(set) var isStopping = false
-    private var partitions: [PartitionKey: PartitionDispatchState] = [:]
+    private var partitions: [TopicPartition: PartitionDispatchState] = [:]
     private var waiting = FIFOQueue<Waiting>()
     private var pendingGate = false
     /// Topics whose messages never wait for Apple (notifications); their live messages are bounded together.
@@ -79,15 +80,15 @@ struct DispatchState<Work: Sendable>: Sendable {
     var waitingForApple: Int { waiting.count }
 
     /// The partitions currently assigned (revoking ones included).
-    var assignedPartitions: [PartitionKey] { Array(partitions.keys) }
+    var assignedPartitions: [TopicPartition] { Array(partitions.keys) }
 
     /// The partitions the consumer was told to pause.
-    var pausedPartitions: [PartitionKey] {
+    var pausedPartitions: [TopicPartition] {
         partitions.compactMap { $0.value.toldPaused == true ? $0.key : nil }
     }
 
     /// Admitted messages not yet completed or dropped, in `partitions` (all when nil).
-    func liveCount(in selected: [PartitionKey]? = nil) -> Int {
+    func liveCount(in selected: [TopicPartition]? = nil) -> Int {
         if let selected {
             return selected.reduce(0) { $0 + (partitions[$1]?.live ?? 0) }
         }
@@ -95,7 +96,7 @@ struct DispatchState<Work: Sendable>: Sendable {
     }
 
     /// Messages held by the partition's offset tracker (outstanding plus completed behind an outstanding one).
-    func heldCount(_ partition: PartitionKey) -> Int {
+    func heldCount(_ partition: TopicPartition) -> Int {
         partitions[partition]?.tracker.held ?? 0
     }
 
@@ -115,7 +116,7 @@ struct DispatchState<Work: Sendable>: Sendable {
 
     /// New partitions: fresh offset tracking in a new epoch. Each is explicitly resumed or paused, so no pause
     /// left over from an earlier assignment survives.
-    mutating func assign(_ assigned: [PartitionKey], nowNs: UInt64) -> Step {
+    mutating func assign(_ assigned: [TopicPartition], nowNs: UInt64) -> Step {
         for partition in assigned {
             partitions[partition] = PartitionDispatchState(epoch: nextEpoch)
             nextEpoch += 1
@@ -127,7 +128,7 @@ struct DispatchState<Work: Sendable>: Sendable {
 
     /// Starts revoking: nothing more of these partitions is admitted or dispatched; their waiting and held messages
     /// are dropped at once. The owner then waits (bounded) until `liveCount(in:)` is zero and calls `finishRevoke`.
-    mutating func beginRevoke(_ revoked: [PartitionKey]) -> Step {
+    mutating func beginRevoke(_ revoked: [TopicPartition]) -> Step {
         var step = Step()
         let set = Set(revoked)
         for partition in revoked {
@@ -146,7 +147,7 @@ struct DispatchState<Work: Sendable>: Sendable {
     }
 
     /// Forgets revoked partitions: late completions of their tickets are ignored.
-    mutating func finishRevoke(_ revoked: [PartitionKey]) {
+    mutating func finishRevoke(_ revoked: [TopicPartition]) {
         for partition in revoked { partitions[partition] = nil }
     }
 
@@ -158,7 +159,7 @@ struct DispatchState<Work: Sendable>: Sendable {
     /// An offset below the last one admitted means the consumer's position was reset backwards: the partition's
     /// tracking starts afresh in a new epoch at that offset (`Step.positionReset`), and everything admitted at the
     /// old position is dropped, so no offset is ever stored past the messages the consumer now delivers again.
-    mutating func admit(_ partition: PartitionKey, offset: Int64) -> (MessageTicket?, Step) {
+    mutating func admit(_ partition: TopicPartition, offset: Int64) -> (MessageTicket?, Step) {
         var step = Step()
         guard !isStopping, var index = partitions.index(forKey: partition), !partitions.values[index].revoking else {
             return (nil, step)
@@ -230,17 +231,6 @@ struct DispatchState<Work: Sendable>: Sendable {
         return step
     }
 
-    /// One Apple call's answer observed inside a round (when the client reports calls individually).
-    mutating func observeAppleCall(answered: Bool, nowNs: UInt64) -> Step {
-        var step = Step()
-        step.breakerTransition = breaker.record(success: answered, nowNs: nowNs)
-        if step.breakerTransition != nil {
-            dispatchWaiting(nowNs: nowNs, into: &step)
-            reconcile(into: &step)
-        }
-        return step
-    }
-
     /// Every output of the ticket's message was acknowledged: the offset may be stored once the prefix is complete.
     mutating func complete(_ ticket: MessageTicket) -> Step {
         var step = Step()
@@ -293,7 +283,7 @@ struct DispatchState<Work: Sendable>: Sendable {
     /// Replaces the partition's state by a fresh one in a new epoch (keeping what the consumer was told about
     /// pausing), dropping its held and waiting messages; those in flight become stale tickets.
     private mutating func resetPosition(
-        _ partition: PartitionKey, previousOffset: Int64, newOffset: Int64, into step: inout Step
+        _ partition: TopicPartition, previousOffset: Int64, newOffset: Int64, into step: inout Step
     ) {
         guard var old = partitions[partition] else { return }
         step.dropped += old.heldOffsets.map { MessageTicket(partition: partition, epoch: old.epoch, offset: $0) }

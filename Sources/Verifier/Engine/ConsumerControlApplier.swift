@@ -1,3 +1,4 @@
+import Kafka
 import ServiceSupport
 import Synchronization
 
@@ -11,8 +12,8 @@ import Synchronization
 /// crash redoes little more than the work in flight.
 final class ConsumerControlApplier: Sendable {
     private struct Applied {
-        var pauseSequence: [PartitionKey: UInt64] = [:]
-        var stored: [PartitionKey: (epoch: UInt64, offset: Int64)] = [:]
+        var pauseSequence: [TopicPartition: UInt64] = [:]
+        var stored: [TopicPartition: (epoch: UInt64, offset: Int64)] = [:]
     }
 
     private let control: any PartitionControl
@@ -27,11 +28,6 @@ final class ConsumerControlApplier: Sendable {
         self.logger = logger
     }
 
-    /// The last offset stored for `partition` (for tests and logs).
-    func lastStored(_ partition: PartitionKey) -> Int64? {
-        applied.withLock { $0.stored[partition]?.offset }
-    }
-
     var processedBatches: UInt64 { processed.load(ordering: .acquiring) }
 
     func apply(_ batch: ControlBatch?) {
@@ -40,8 +36,8 @@ final class ConsumerControlApplier: Sendable {
         // The consumer calls are quick and non-blocking; holding the lock across them keeps their order.
         let storedAny = applied.withLock { applied -> Bool in
             var storedAny = false
-            var pause: [PartitionKey] = []
-            var resume: [PartitionKey] = []
+            var pause: [TopicPartition] = []
+            var resume: [TopicPartition] = []
             for action in batch.actions {
                 switch action {
                 case .pause(let partition), .resume(let partition):

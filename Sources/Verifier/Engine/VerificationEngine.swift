@@ -1,6 +1,7 @@
 import AppStore
 import Dispatch
 import Foundation
+import Kafka
 import ReceiptModel
 import ServiceSupport
 import Synchronization
@@ -109,14 +110,11 @@ final class VerificationEngine: Sendable {
     var publishingProblem: String? { publishHealth.readinessProblem }
 
     /// The partitions currently paused (for metrics).
-    var pausedPartitions: [PartitionKey] { state.withLock { $0.pausedPartitions } }
-
-    /// The offset last stored for `partition` (for tests).
-    func lastStoredOffset(_ partition: PartitionKey) -> Int64? { applier.lastStored(partition) }
+    var pausedPartitions: [TopicPartition] { state.withLock { $0.pausedPartitions } }
 
     // MARK: Consumer events
 
-    func partitionsAssigned(_ partitions: [PartitionKey]) {
+    func partitionsAssigned(_ partitions: [TopicPartition]) {
         metrics.assigned.increment()
         logger.info("partitions assigned", ["partitions": .string(Self.describe(partitions))])
         let now = clock.monotonicNanoseconds()
@@ -125,7 +123,7 @@ final class VerificationEngine: Sendable {
 
     /// Stops dispatching the partitions' messages, waits up to `timeout` for their in-flight work to finish (its
     /// offsets are stored as it completes), then forgets them. Blocks the calling (poll) thread.
-    func partitionsRevoking(_ partitions: [PartitionKey], timeout: Duration) {
+    func partitionsRevoking(_ partitions: [TopicPartition], timeout: Duration) {
         metrics.revoked.increment()
         perform(state.withLock { $0.beginRevoke(partitions) })
         let finished = waitUntilNoLiveWork(in: partitions, timeout: timeout)
@@ -153,25 +151,19 @@ final class VerificationEngine: Sendable {
         work.async { self.process(message, ticket: ticket) }
     }
 
-    /// One Apple call observed by the client (feeds the circuit breaker between round ends).
-    func observeAppleCall(answered: Bool) {
-        let now = clock.monotonicNanoseconds()
-        perform(state.withLock { $0.observeAppleCall(answered: answered, nowNs: now) })
-    }
-
     /// Periodic: lets a due probe go while the breaker is open, refreshes gauges.
     func tick() {
         let now = clock.monotonicNanoseconds()
         perform(state.withLock { $0.tick(nowNs: now) })
     }
 
-    /// Shutdown: pauses every partition, drops what has not started, and waits up to `timeout` for in-flight work
+    /// Shutdown: pauses every partition, drops what has not started, and waits up to `bound` for in-flight work
     /// to be written and its offsets stored. Then gives every partition up: work still running is abandoned (rounds
     /// ending later, for example when the App Store client is shut down, write nothing; the messages are read again
     /// after the restart). Returns true when nothing was left unfinished.
-    func drain(timeout: Duration) -> Bool {
+    func drain(within bound: Duration) -> Bool {
         perform(state.withLock { $0.stop() })
-        let finished = waitUntilNoLiveWork(in: nil, timeout: timeout)
+        let finished = waitUntilNoLiveWork(in: nil, timeout: bound)
         let left = state.withLock { state in
             let left = state.liveCount()
             state.finishRevoke(state.assignedPartitions)
@@ -526,7 +518,7 @@ final class VerificationEngine: Sendable {
     /// Polls until no message is live and every control batch emitted so far was applied (so the offsets the last
     /// completions produced are stored before the caller revokes or closes), or until the deadline.
     /// The bound is real elapsed time (not the injected clock): it limits how long a thread is blocked.
-    private func waitUntilNoLiveWork(in partitions: [PartitionKey]?, timeout: Duration) -> Bool {
+    private func waitUntilNoLiveWork(in partitions: [TopicPartition]?, timeout: Duration) -> Bool {
         let deadline = DispatchTime.now().uptimeNanoseconds &+ timeout.clampedNanoseconds
         while true {
             let (live, emitted) = state.withLock { ($0.liveCount(in: partitions), $0.controlSequence) }
@@ -536,7 +528,7 @@ final class VerificationEngine: Sendable {
         }
     }
 
-    private static func describe(_ partitions: [PartitionKey]) -> String {
+    private static func describe(_ partitions: [TopicPartition]) -> String {
         partitions.map(\.description).sorted().joined(separator: ",")
     }
 }

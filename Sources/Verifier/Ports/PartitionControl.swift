@@ -1,10 +1,12 @@
+import Kafka
+
 /// The consumer operations the dispatch state drives. Calls are quick and non-blocking.
 protocol PartitionControl: Sendable {
-    func pause(_ partitions: [PartitionKey])
-    func resume(_ partitions: [PartitionKey])
+    func pause(_ partitions: [TopicPartition])
+    func resume(_ partitions: [TopicPartition])
     /// Stores `nextOffset` (the next offset to read, as is) for the next commit.
     /// - Throws: when the partition is no longer assigned (harmless: the offset is simply not committed).
-    func storeOffset(_ partition: PartitionKey, nextOffset: Int64) throws
+    func storeOffset(_ partition: TopicPartition, nextOffset: Int64) throws
     /// Asks for the stored offsets to be committed soon (paced: at most one commit per interval; never blocks).
     func requestCommit()
 }

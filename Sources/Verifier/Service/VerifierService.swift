@@ -2,24 +2,20 @@ import AppStore
 import Dispatch
 import HTTPServer
 import Kafka
+import ServiceRuntime
 import ServiceSupport
 import SignedData
 import Synchronization
-
-/// Why the verifier could not start.
-public struct VerifierStartupError: Error, CustomStringConvertible, Sendable {
-    public let description: String
-}
 
 /// The receipt verifier as a service: a Kafka consumer (RECEIPTS_TOPIC, RETRY_TOPIC and NOTIFICATIONS_TOPIC, group
 /// VERIFIER_GROUP_ID) feeding the `VerificationEngine`, the App Store client, the notification verifier (anchored to
 /// APPLE_ROOT_CERTIFICATES), an idempotent producer for outputs, and the health/metrics endpoint.
 ///
-/// Lifecycle: `init` creates the clients (nothing runs yet), `start` binds the endpoint and starts consuming,
-/// `shutdown` drains (pause, finish or abandon in-flight work within `shutdownTimeout`, offsets stored as outputs
-/// are acknowledged), closes the consumer (commits stored offsets, leaves the group), stops the App Store client,
-/// flushes and closes the producer, and stops the endpoint. `shutdown` is idempotent.
-public final class VerifierService: Sendable {
+/// A `ManagedService`: `init` creates the clients (nothing runs yet), `start` binds the endpoint and starts
+/// consuming, `drain(within:)` drains (pause, finish or abandon in-flight work within the bound, offsets stored as
+/// outputs are acknowledged), closes the consumer (commits stored offsets, leaves the group), stops the App Store
+/// client, flushes and closes the producer, and stops the endpoint. `drain` is idempotent.
+public final class VerifierService: ManagedService {
     private let settings: VerifierSettings
     private let logger: Logger
     let metrics: MetricsRegistry
@@ -29,19 +25,19 @@ public final class VerifierService: Sendable {
     private let appleVerifier: ReceiptVerifier
     /// `PRODUCT_CATALOG_FILE`, followed (re-read within a second of a change) until shutdown.
     private let catalog: ProductCatalogFile?
-    private let bridge: KafkaConsumerBridge
+    private let link: ConsumerLink
     private let server: HTTPServer
     private let ticker: RepeatingTicker
-    private let shutDown = Locked(false)
+    private let drainOnce = DrainOnce()
 
+    /// - Parameters:
+    ///   - metrics: the process's registry (`ServiceMain` registers `verifier_build_info` in it).
     public init(settings: VerifierSettings, logger: Logger, metrics: MetricsRegistry = MetricsRegistry())
-        throws(VerifierStartupError)
+        throws(ServiceStartupError)
     {
         self.settings = settings
         self.logger = logger
         self.metrics = metrics
-        BuildInfo.register(
-            in: metrics, prefix: "verifier", libraries: [("librdkafka_version", KafkaLibrary.version)])
         for property in settings.overriddenConsumerProperties {
             logger.warning(
                 "KAFKA_* setting ignored for the consumer: auto-commit commits stored offsets on revoke and close",
@@ -51,7 +47,7 @@ public final class VerifierService: Sendable {
         do {
             producer = try KafkaProducer(configuration: settings.kafka, logger: logger, metrics: metrics)
         } catch {
-            throw VerifierStartupError(description: "cannot create the Kafka producer: \(error.message)")
+            throw .settings("cannot create the Kafka producer: \(error.message)")
         }
         var catalog: ProductCatalogFile?
         if let path = settings.appStore.productCatalogFile {
@@ -59,7 +55,7 @@ public final class VerifierService: Sendable {
                 catalog = try ProductCatalogFile(path: path, logger: logger.named("product-catalog"), metrics: metrics)
             } catch {
                 producer.close(timeout: .seconds(1))
-                throw VerifierStartupError(description: "invalid configuration: \(error.description)")
+                throw .settings("invalid configuration: \(error.description)")
             }
         }
         let appleVerifier: ReceiptVerifier
@@ -69,51 +65,55 @@ public final class VerifierService: Sendable {
                 logger: logger.named("appstore"), metrics: metrics)
         } catch {
             producer.close(timeout: .seconds(1))
-            throw VerifierStartupError(description: "cannot create the App Store client: \(error)")
+            throw ServiceStartupError("cannot create the App Store client: \(error)")
         }
         // The notifications' own verifier (its chain and header caches), anchored to APPLE_ROOT_CERTIFICATES.
         let signedData = AppleSignedDataVerifier(trustedRoots: settings.serverAPI.rootCertificates)
-        let bridge = KafkaConsumerBridge(revokeTimeout: settings.revokeTimeout, logger: logger)
+        let link = ConsumerLink(service: "verifier", logger: logger)
         let engine = VerificationEngine(
             configuration: VerificationEngine.Configuration(
                 topics: settings.topics, limits: settings.limits, retryPolicy: settings.retryPolicy,
                 breaker: settings.breaker),
             verifier: AppStoreSubmissionVerifier(verifier: appleVerifier, roundDeadline: settings.roundDeadline),
-            publisher: KafkaRecordPublisher(producer: producer), control: bridge, clock: DispatchClock(queue: DispatchQueue(label: "verifier-timers")),
+            publisher: KafkaRecordPublisher(producer: producer), control: link,
+            clock: DispatchClock(queue: DispatchQueue(label: "verifier-timers")),
             logger: logger, metrics: VerifierMetrics(registry: metrics),
             notifications: NotificationProcessor(
                 verifier: signedData, policy: settings.notificationPolicy, catalog: catalog))
-        bridge.attach(engine: engine)
+        let revokeTimeout = settings.revokeTimeout
+        link.attach(
+            handlers: ConsumerLink.Handlers(
+                received: { message in
+                    engine.consume(
+                        InputMessage(
+                            partition: message.topicPartition, offset: message.offset, key: message.key,
+                            value: message.value))
+                },
+                assigned: { engine.partitionsAssigned($0) },
+                revoking: { engine.partitionsRevoking($0, timeout: revokeTimeout) }))
         let consumer: KafkaConsumer
         do {
             consumer = try KafkaConsumer(
                 configuration: settings.consumerKafka, groupId: settings.groupId,
                 topics: [settings.topics.receipts, settings.topics.retry, settings.topics.notifications],
-                delegate: bridge, logger: logger,
+                delegate: link, logger: logger,
                 metrics: metrics, commitInterval: settings.commitInterval)
         } catch {
             producer.close(timeout: .seconds(1))
-            throw VerifierStartupError(description: "cannot create the Kafka consumer: \(error.message)")
+            throw .settings("cannot create the Kafka consumer: \(error.message)")
         }
-        bridge.attach(consumer: consumer)
+        link.attach(consumer: consumer)
         self.producer = producer
         self.appleVerifier = appleVerifier
         self.catalog = catalog
         self.consumer = consumer
-        self.bridge = bridge
+        self.link = link
         self.engine = engine
         self.ticker = RepeatingTicker(interval: .milliseconds(250)) { engine.tick() }
 
-        let handler = VerifierHealthHandler(
-            registry: metrics,
-            liveness: { bridge.fatalError.withLock { $0 } ?? engine.livenessProblem },
-            readiness: {
-                if engine.snapshot.stopping { return "draining" }
-                if let fatal = bridge.fatalError.withLock({ $0 }) { return "fatal Kafka error: \(fatal)" }
-                if let publishing = engine.publishingProblem { return publishing }
-                if !consumer.isConnected { return "the consumer is not connected to Kafka" }
-                if !producer.isConnected { return "the producer is not connected to Kafka" }
-                return nil
+        let handler = HealthHandler(
+            endpoints: HealthEndpoints(registry: metrics) {
+                Self.health(link: link, engine: engine, consumer: consumer, producer: producer)
             })
         self.server = HTTPServer(
             configuration: HTTPServerConfiguration(
@@ -125,19 +125,41 @@ public final class VerifierService: Sendable {
     /// The bound port of the health/metrics endpoint (useful with port 0).
     var metricsPort: UInt16 { server.port }
 
+    /// Alive unless the consumer reported a fatal error or the engine is stuck; ready once connected, while
+    /// publishing works and until draining starts.
+    static func health(
+        link: ConsumerLink, engine: VerificationEngine, consumer: KafkaConsumer, producer: KafkaProducer
+    ) -> Health {
+        if let fatal = link.liveness { return .unhealthy(fatal) }
+        var health = Health(liveness: engine.livenessProblem)
+        if engine.snapshot.stopping {
+            health.readiness = "draining"
+        } else if let publishing = engine.publishingProblem {
+            health.readiness = publishing
+        } else if !consumer.isConnected {
+            health.readiness = "the consumer is not connected to Kafka"
+        } else if !producer.isConnected {
+            health.readiness = "the producer is not connected to Kafka"
+        }
+        return health
+    }
+
+    public var health: Health { Self.health(link: link, engine: engine, consumer: consumer, producer: producer) }
+
+    /// `VERIFIER_SHUTDOWN_TIMEOUT_MS`.
+    public var drainBound: Duration { settings.shutdownTimeout }
+
     /// Binds the endpoint, starts the probe ticker and starts consuming.
-    /// - Throws: `VerifierStartupError` when the endpoint cannot be bound.
-    public func start() throws(VerifierStartupError) {
+    /// - Throws: `ServiceStartupError` when the endpoint cannot be bound.
+    public func start() throws(ServiceStartupError) {
         do {
             try server.start()
         } catch {
-            throw VerifierStartupError(
-                description: "cannot listen on VERIFIER_METRICS_LISTEN \(settings.metricsListen): \(error)")
+            throw ServiceStartupError("cannot listen on VERIFIER_METRICS_LISTEN \(settings.metricsListen): \(error)")
         }
         ticker.start()
         catalog?.startWatching()
         consumer.start()
-        settings.kafka.logIgnoredServiceLinks(logger)
         logger.info(
             "receipt-verifier started",
             [
@@ -150,15 +172,12 @@ public final class VerifierService: Sendable {
             ])
     }
 
-    /// Drains and closes everything (see the type's documentation). Blocks for at most about
-    /// `shutdownTimeout` plus the Kafka close bounds.
-    public func shutdown() {
-        let first = shutDown.withLock { done in
-            defer { done = true }
-            return !done
-        }
-        guard first else { return }
-        let drained = engine.drain(timeout: settings.shutdownTimeout)
+    /// Drains and closes everything (see the type's documentation). Blocks for at most about `bound` plus the
+    /// Kafka close bounds.
+    @discardableResult
+    public func drain(within bound: Duration) -> Bool {
+        guard drainOnce.claim() else { return true }
+        let drained = engine.drain(within: bound)
         ticker.stop()
         consumer.close(timeout: .seconds(10))
         // Rounds still at Apple end now, without a verdict; the drain gave their partitions up, so they write
@@ -169,6 +188,7 @@ public final class VerifierService: Sendable {
         producer.close(timeout: .seconds(2))
         server.stop()
         logger.info("receipt-verifier stopped", ["drained": .bool(drained), "flushed": .bool(flushed)])
+        return drained && flushed
     }
 
     private func registerGauges(engine: VerificationEngine) {

@@ -1,11 +1,12 @@
 import AppStore
 import Kafka
+import ServiceRuntime
 import ServiceSupport
 
 /// Everything `receipt-verifier` reads from its environment, validated. Every variable is described in `helpText`.
-public struct VerifierSettings: Sendable {
+public struct VerifierSettings: ServiceSettings {
     /// librdkafka properties from `KAFKA_*`, shared by the verifier's consumer and producer.
-    var kafka: KafkaConfiguration
+    public internal(set) var kafka: KafkaConfiguration
     var topics: TopicNames
     var groupId: String
     var metricsListen: ListenAddress

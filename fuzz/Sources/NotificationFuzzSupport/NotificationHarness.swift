@@ -2,6 +2,7 @@ import AppStore
 import Crypto
 import Foundation
 import FuzzSupport
+import Kafka
 import ReceiptModel
 import SignedData
 import Verifier
@@ -180,7 +181,7 @@ public enum NotificationHarness {
             FuzzDriver.violated("a refusal's message quotes the signed payload")
         }
         let message = InputMessage(
-            partition: PartitionKey(topic: factory.topics.notifications, partition: 0), offset: 7, key: nil,
+            partition: TopicPartition(topic: factory.topics.notifications, partition: 0), offset: 7, key: nil,
             value: value)
         let dead = factory.deadLetter(
             message: message, submissionId: nil, reason: rejection.reason, text: rejection.message, appleStatus: nil,
