@@ -23,6 +23,7 @@ if [ -n "${COMMAND_CONFIG:-}" ]; then connection+=(--command-config "$COMMAND_CO
 "$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-ingest --topic iap.receipts.submitted --resource-pattern-type literal --operation Write --operation Describe
 "$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-ingest --topic iap.notifications.submitted --resource-pattern-type literal --operation Write --operation Describe
 "$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-ingest --topic iap.receipts.results --resource-pattern-type literal --operation Read --operation Describe
+"$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-ingest --group follower-iap.receipts.results- --resource-pattern-type prefixed --operation Read --operation Describe
 "$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-verifier --topic iap.receipts.submitted --resource-pattern-type literal --operation Read --operation Describe
 "$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-verifier --topic iap.receipts.retry --resource-pattern-type literal --operation Read --operation Write --operation Describe
 "$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-verifier --topic iap.notifications.submitted --resource-pattern-type literal --operation Read --operation Describe
@@ -34,6 +35,9 @@ if [ -n "${COMMAND_CONFIG:-}" ]; then connection+=(--command-config "$COMMAND_CO
 "$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-replay --topic iap.receipts.submitted --resource-pattern-type literal --operation Write --operation Describe
 "$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-replay --topic iap.receipts.retry --resource-pattern-type literal --operation Write --operation Describe
 "$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-replay --topic iap.notifications.submitted --resource-pattern-type literal --operation Write --operation Describe
+"$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-replay --group follower-iap.receipts.dlq- --resource-pattern-type prefixed --operation Read --operation Describe
+"$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-tail --topic iap.receipts.results --resource-pattern-type literal --operation Read --operation Describe
+"$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-tail --group follower-iap.receipts.results- --resource-pattern-type prefixed --operation Read --operation Describe
 "$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-notifications-backfill --topic iap.notifications.submitted --resource-pattern-type literal --operation Write --operation Describe
 "$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-ledger --topic iap.receipts.results --resource-pattern-type literal --operation Read --operation Describe
 "$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-ledger --topic iap.purchase.events --resource-pattern-type literal --operation Read --operation Describe
