@@ -31,6 +31,7 @@ enum ReceiptIngestMain {
 
         let metrics = MetricsRegistry()
         BuildInfo.register(in: metrics, prefix: "ingest", libraries: [("librdkafka_version", KafkaLibrary.version)])
+        ProcessMetrics.register(in: metrics)
         let producer: KafkaProducer
         do {
             producer = try KafkaProducer(configuration: settings.kafka, logger: logger, metrics: metrics)

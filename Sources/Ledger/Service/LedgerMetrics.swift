@@ -23,6 +23,7 @@ struct LedgerMetrics: Sendable {
 
     init(registry: MetricsRegistry) {
         self.registry = registry
+        ProcessMetrics.register(in: registry)
         appliedResults = registry.counter(
             "ledger_messages_applied_total", help: "Messages applied (including dead-lettered ones)",
             labels: [("topic", "results")])

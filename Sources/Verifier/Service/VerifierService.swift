@@ -42,6 +42,7 @@ public final class VerifierService: Sendable {
         self.metrics = metrics
         BuildInfo.register(
             in: metrics, prefix: "verifier", libraries: [("librdkafka_version", KafkaLibrary.version)])
+        ProcessMetrics.register(in: metrics)
         for property in settings.overriddenConsumerProperties {
             logger.warning(
                 "KAFKA_* setting ignored for the consumer: auto-commit commits stored offsets on revoke and close",
