@@ -42,7 +42,11 @@ NOT_SETTINGS = {"PRODUCT_NOT_FOR_SALE"}
 # Settings another branch adds to the code (merged separately): the docs may name them before the code reads them.
 # Once the code reads one it is checked like every other, and its entry here can go.
 ADDED_ON_OTHER_BRANCHES = {"LEDGER_SANDBOX_POLICY": "the ledger's sandbox policy (separate|credit|ignore)"}
-OFFICIAL_IMAGES = re.compile(r"^(apache/kafka|swift|debian):[\w.\-]+$")
+# Docker's official images, or the upstream projects' own (Apache Kafka, Prometheus, Grafana), each with a version tag.
+OFFICIAL_IMAGES = re.compile(r"^(apache/kafka|swift|debian|postgres|prom/prometheus|grafana/grafana):[\w.\-]+$")
+# The port docker/healthcheck.sh checks when HEALTHCHECK_PORT is not set: the PID 1 service's listen setting.
+HEALTH_LISTEN = {"receipt-ingest": ("INGEST_LISTEN", "8080"), "receipt-verifier": ("VERIFIER_METRICS_LISTEN", "9090"),
+                 "receipt-ledger": ("LEDGER_LISTEN", "8081")}
 
 findings = []
 
@@ -193,8 +197,117 @@ def command_of(service):
     return binary, list(entrypoint[1:]) + list(service.get("command") or [])
 
 
+def check_compose_system(compose):
+    """docker/compose.yaml is the whole system: the compose specification's schema, every service, topics generated
+    from deploy/kafka/topics.yaml, Prometheus scraping each service with the alerts loaded, Grafana with the dashboard."""
+    if shutil.which("check-jsonschema") is None:
+        finding("check-jsonschema is not installed (scripts/install-deps.sh installs it)")
+    else:
+        out = subprocess.run(["check-jsonschema", "--builtin-schema", "vendor.compose-spec",
+                              os.path.join(ROOT, "docker/compose.yaml")], capture_output=True, text=True)
+        if out.returncode != 0:
+            finding("docker/compose.yaml against the compose specification:\n" + (out.stdout + out.stderr).strip())
+    services = compose.get("services", {})
+    runs = {}
+    for name, service in services.items():
+        binary, _ = command_of(service)
+        runs.setdefault(binary, []).append(name)
+    for binary in ("receipt-ingest", "receipt-verifier", "receipt-ledger", "fake-appstore"):
+        if binary not in runs:
+            finding(f"docker/compose.yaml runs no {binary}")
+
+    def mounts(service):
+        found = {}
+        for volume in service.get("volumes", []):
+            parts = volume.split(":") if isinstance(volume, str) else [volume.get("source"), volume.get("target")]
+            if len(parts) >= 2:
+                found[parts[1]] = os.path.normpath(os.path.join("docker", parts[0])) if parts[0].startswith(".") \
+                    else parts[0]
+        return found
+    by_image = {service.get("image", "").split(":")[0]: (name, service) for name, service in services.items()}
+    # Topics: the generated script, not a copy.
+    creator = services.get("create-topics", {})
+    script = next((target for target, source in mounts(creator).items()
+                   if source == "deploy/kafka/create-topics-and-acls.sh"), None)
+    if script is None or script not in " ".join(creator.get("entrypoint") or []):
+        finding("compose service create-topics must run deploy/kafka/create-topics-and-acls.sh (generated from "
+                "deploy/kafka/topics.yaml), not topics of its own")
+    topics = {topic["name"] for topic in topics_spec()["topics"]}
+    anchors = compose.get("x-kafka-client", {})
+    for variable in ("RECEIPTS_TOPIC", "RESULTS_TOPIC", "RETRY_TOPIC", "DLQ_TOPIC", "NOTIFICATIONS_TOPIC", "EVENTS_TOPIC"):
+        if anchors.get(variable) not in topics:
+            finding(f"docker/compose.yaml: {variable}={anchors.get(variable)} is not a topic of deploy/kafka/topics.yaml")
+    # The ledger's database.
+    ledger = services.get(runs.get("receipt-ledger", [None])[0] or "", {})
+    url = urlparse(str((ledger.get("environment") or {}).get("LEDGER_DATABASE_URL", "")))
+    if url.hostname not in services or "postgres" not in services.get(url.hostname, {}).get("image", ""):
+        finding(f"compose: LEDGER_DATABASE_URL names host {url.hostname}, not the compose PostgreSQL service")
+    elif ledger.get("depends_on", {}).get(url.hostname, {}).get("condition") != "service_healthy":
+        finding("compose: the ledger must wait for its PostgreSQL to be healthy")
+    # Prometheus.
+    prometheus_name, prometheus = by_image.get("prom/prometheus", (None, None))
+    if prometheus is None:
+        finding("docker/compose.yaml runs no Prometheus")
+    else:
+        volumes = mounts(prometheus)
+        config_target = next((a.split("=", 1)[1] for a in prometheus.get("command", []) if a.startswith("--config.file=")),
+                             "/etc/prometheus/prometheus.yml")
+        config_path = volumes.get(config_target)
+        if not config_path or not os.path.exists(os.path.join(ROOT, config_path)):
+            finding(f"compose Prometheus: its config {config_target} is not mounted from a file of the repository")
+        else:
+            out = subprocess.run(["promtool", "check", "config", "--syntax-only", os.path.join(ROOT, config_path)],
+                                 capture_output=True, text=True)
+            if out.returncode != 0:
+                finding(f"promtool check config {config_path}:\n{(out.stdout + out.stderr).strip()}")
+            config = yaml.safe_load(read(config_path))
+            for rule_file in config.get("rule_files", []):
+                if volumes.get(rule_file) != "deploy/monitoring/alerts.yaml":
+                    finding(f"compose Prometheus: rule file {rule_file} is not deploy/monitoring/alerts.yaml mounted")
+            if not config.get("rule_files"):
+                finding("compose Prometheus loads no alerts (rule_files)")
+            jobs = {job["job_name"]: job for job in config.get("scrape_configs", [])}
+            for binary in ("receipt-ingest", "receipt-verifier", "receipt-ledger"):
+                job = jobs.get(binary)
+                if job is None:
+                    finding(f"compose Prometheus: no scrape job {binary} (the alerts and the dashboard select job=...)")
+                    continue
+                targets = {target: group.get("labels", {}) for group in job.get("static_configs", [])
+                           for target in group.get("targets", [])}
+                setting, default = HEALTH_LISTEN[binary]
+                expected = {f"{name}:{str((services[name].get('environment') or {}).get(setting, '0.0.0.0:' + default)).split(':')[-1]}"
+                            for name in runs.get(binary, [])}
+                if set(targets) != expected:
+                    finding(f"compose Prometheus job {binary} scrapes {sorted(targets)}, the services are {sorted(expected)}")
+                for target, labels in targets.items():
+                    if "namespace" not in labels or "pod" not in labels:
+                        finding(f"compose Prometheus target {target}: needs namespace and pod labels (the alerts group "
+                                "by them)")
+    # Grafana.
+    grafana_name, grafana = by_image.get("grafana/grafana", (None, None))
+    if grafana is None:
+        finding("docker/compose.yaml runs no Grafana")
+    else:
+        volumes = mounts(grafana)
+        provisioning = volumes.get("/etc/grafana/provisioning")
+        if not provisioning:
+            finding("compose Grafana: /etc/grafana/provisioning is not mounted from the repository")
+        else:
+            providers = [provider for path in glob.glob(os.path.join(ROOT, provisioning, "dashboards", "*.yaml"))
+                         for provider in yaml.safe_load(open(path, encoding="utf-8")).get("providers", [])]
+            paths = {provider.get("options", {}).get("path") for provider in providers}
+            if not any(volumes.get(path) == "deploy/monitoring/dashboards" for path in paths):
+                finding("compose Grafana: no dashboard provider reads deploy/monitoring/dashboards")
+            sources = [source for path in glob.glob(os.path.join(ROOT, provisioning, "datasources", "*.yaml"))
+                       for source in yaml.safe_load(open(path, encoding="utf-8")).get("datasources", [])]
+            if not any(urlparse(source.get("url", "")).hostname == prometheus_name
+                       and urlparse(source.get("url", "")).port == 9090 for source in sources):
+                finding(f"compose Grafana: no data source points at the Prometheus service {prometheus_name}:9090")
+
+
 def check_compose(bin_dir, known):
     compose = yaml.safe_load(read("docker/compose.yaml"))
+    check_compose_system(compose)
     services = compose.get("services", {})
     built_image = None
     for name, service in services.items():
@@ -225,15 +338,21 @@ def check_compose(bin_dir, known):
                     check_apple_url(f"compose service {name}", variable, value)
             ports = [str(port).split(":")[-1] for port in service.get("ports", [])]
             environment = service.get("environment") or {}
-            listen = environment.get("INGEST_LISTEN") or environment.get("VERIFIER_METRICS_LISTEN")
+            setting, default = HEALTH_LISTEN.get(binary, (None, None))
+            listen = environment.get(setting, f"0.0.0.0:{default}") if setting else None
             if listen and ports and listen.split(":")[-1] not in ports:
                 finding(f"compose service {name}: listens on {listen} but publishes {ports}")
-            health = str(environment.get("HEALTHCHECK_PORT", ""))
             served = [listen.split(":")[-1]] if listen else []
             if "--port" in arguments:
                 served.append(str(arguments[arguments.index("--port") + 1]))
-            if health and served and health not in served:
-                finding(f"compose service {name}: HEALTHCHECK_PORT {health} is not a port it serves {served}")
+            health = str(environment.get("HEALTHCHECK_PORT", "") or (served[0] if listen else ""))
+            if (service.get("healthcheck") or {}).get("disable"):
+                pass
+            elif not health:
+                finding(f"compose service {name}: {binary} has no port docker/healthcheck.sh would find "
+                        "(set HEALTHCHECK_PORT)")
+            elif served and health not in served:
+                finding(f"compose service {name}: its health check asks port {health}, it serves {served}")
 
 
 KUSTOMIZATIONS = ["docker/k8s/base", "docker/k8s/jobs", "docker/k8s/overlays/production",

@@ -79,24 +79,10 @@ env "${common[@]}" VERIFIER_METRICS_LISTEN=127.0.0.1:0 ALLOWED_BUNDLE_IDS=com.ex
 pids+=($!)
 wait_for "$work/verifier.log" '"msg":"receipt-verifier started"' "${pids[-1]}"
 verifier="http://127.0.0.1:$(field "$work/verifier.log" '"msg":"receipt-verifier started"' metrics_port)"
-# receipt-ledger over a throwaway PostgreSQL (as scripts/dev.sh: the server runs as the postgres user under root).
-pg_bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)"
-[ -x "$pg_bin/initdb" ] || { echo "check-monitoring: no PostgreSQL server: run scripts/install-deps.sh"; exit 1; }
-pg_dir="$PWD/$work/postgres"
-mkdir -p "$pg_dir"
-as_postgres=()
-if [ "$(id -u)" -eq 0 ]; then
-    chown postgres:postgres "$pg_dir"
-    as_postgres=(setpriv --reuid=postgres --regid=postgres --init-groups --)
-fi
-pg_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"${as_postgres[@]}" "$pg_bin/initdb" -D "$pg_dir/data" -U postgres --auth=trust -E UTF8 --no-sync \
-    >"$work/initdb.log" 2>&1 || { cat "$work/initdb.log"; exit 1; }
-"${as_postgres[@]}" "$pg_bin/postgres" -D "$pg_dir/data" -p "$pg_port" -k "$pg_dir" -c listen_addresses=127.0.0.1 \
-    -c fsync=off 2>"$work/postgres.log" &
-pids+=($!)
-for _ in $(seq 1 100); do "$pg_bin/pg_isready" -q -h 127.0.0.1 -p "$pg_port" && break; sleep 0.1; done
-env "${common[@]}" LEDGER_LISTEN=127.0.0.1:0 LEDGER_DATABASE_URL="host=127.0.0.1 port=$pg_port user=postgres dbname=postgres" \
+# receipt-ledger over a throwaway PostgreSQL.
+. scripts/throwaway-postgres.sh
+start_throwaway_postgres "$PWD/$work/postgres" "$work/postgres.log"
+env "${common[@]}" LEDGER_LISTEN=127.0.0.1:0 LEDGER_DATABASE_URL="$POSTGRES_URL" \
     "$bin/receipt-ledger" >"$work/ledger.out" 2>"$work/ledger.log" &
 pids+=($!)
 wait_for "$work/ledger.log" '"msg":"receipt-ledger started"' "${pids[-1]}"

@@ -85,6 +85,8 @@ def plain_script(spec):
         "# ssl.truststore...). Create the SCRAM users first, e.g.",
         "#   kafka-configs.sh --bootstrap-server \"$BOOTSTRAP\" --command-config \"$COMMAND_CONFIG\" --alter \\",
         "#     --add-config 'SCRAM-SHA-512=[password=...]' --entity-type users --entity-name receipt-ingest",
+        "# TOPICS_ONLY=1 skips the ACLs (a cluster without an authorizer); REPLICATION_FACTOR and MIN_INSYNC_REPLICAS",
+        "# override the replicas and min.insync.replicas for a one-broker cluster (docker/compose.yaml's create-topics).",
         "set -euo pipefail",
         ': "${BOOTSTRAP:?set BOOTSTRAP to host:port of the brokers}"',
         'KAFKA_BIN="${KAFKA_BIN:-/opt/kafka/bin}"',
@@ -93,11 +95,14 @@ def plain_script(spec):
         "",
     ]
     for topic in spec["topics"]:
-        configs = " ".join(f"--config {key}={value}" for key, value in topic["config"].items())
+        configs = " ".join(f"--config {key}=${{MIN_INSYNC_REPLICAS:-{value}}}" if key == "min.insync.replicas"
+                           else f"--config {key}={value}" for key, value in topic["config"].items())
         lines.append(
             f'"$KAFKA_BIN/kafka-topics.sh" "${{connection[@]}}" --create --if-not-exists --topic {topic["name"]} '
-            f'--partitions {topic["partitions"]} --replication-factor {topic["replicas"]} {configs}')
+            f'--partitions {topic["partitions"]} --replication-factor "${{REPLICATION_FACTOR:-{topic["replicas"]}}}" '
+            f'{configs}')
     lines.append("")
+    lines.append('if [ -n "${TOPICS_ONLY:-}" ]; then exit 0; fi')
     for principal, grants in spec["principals"].items():
         for kind, flag, pattern in (("topics", "--topic", "literal"), ("groups", "--group", "literal"),
                                     ("group_prefixes", "--group", "prefixed")):
