@@ -15,6 +15,17 @@
    deploy/kafka/topics.yaml. Core kinds validate with kubernetes-validate, KEDA and Prometheus Operator kinds against
    models of their CRDs; the Dockerfile passes hadolint.
 3. Every setting named in the docs exists in the code, and every setting the code reads is documented.
+4. docker/compose.yaml is the whole system (compose specification's schema via check-jsonschema; topics from the
+   generated script; the ledger over its PostgreSQL; Prometheus scraping each service with the alerts loaded, its
+   config through promtool; Grafana provisioned with the dashboard; every health check asking a port served).
+5. On a cluster: every namespaced object names its namespace; Strimzi (kafka.strimzi.io/v1) and CloudNativePG
+   objects validate against deploy/crds; core kinds against Kubernetes 1.31; no ServiceAccount tokens; replicas
+   spread; KEDA alone owns the verifiers' replica count; a NetworkPolicy per process allowing exactly its peers
+   (Kafka from KAFKA_BOOTSTRAP_SERVERS, DNS, Apple for the callers, PostgreSQL for the ledger, ingress to the ports
+   served); the ledger's database URL from an existing Secret and its grace period against the code; the ledger's
+   CloudNativePG Cluster keeps commits through a failover (synchronous_commit on, a required synchronous standby);
+   the example Strimzi cluster has the listener, authentication, authorization, operators, brokers and Kafka
+   Exporter groups the rest assumes; the topic followers' group-id prefix is granted to each principal that runs one.
 
 Usage: scripts/check-deployment.py <bin-dir>     (exit status 1 on any finding)
 """
