@@ -991,7 +991,25 @@ def check_follower_grants():
                     "but has no Read and Describe on that group prefix")
 
 
+def check_scraped_namespaces():
+    """The PodMonitors scrape every namespace an overlay deploys the services to, and every service is scraped."""
+    namespaces = {d["metadata"]["name"] for directory in ("docker/k8s/overlays/production", "docker/k8s/overlays/sandbox")
+                  for d in render(directory) if d.get("kind") == "Namespace"}
+    monitors = [d for d in render("deploy/monitoring") if d.get("kind") == "PodMonitor"]
+    for monitor in monitors:
+        selected = set(monitor["spec"].get("namespaceSelector", {}).get("matchNames")
+                       or [monitor["metadata"].get("namespace")])
+        if not monitor["spec"].get("namespaceSelector", {}).get("any") and namespaces - selected:
+            finding(f"deploy/monitoring: PodMonitor {monitor['metadata']['name']} does not scrape "
+                    f"{sorted(namespaces - selected)}")
+    scraped = {monitor["spec"]["selector"]["matchLabels"].get("app.kubernetes.io/name") for monitor in monitors}
+    for service in SERVICES:
+        if service not in scraped:
+            finding(f"deploy/monitoring: no PodMonitor scrapes {service}")
+
+
 def check_platform():
+    check_scraped_namespaces()
     for directory in KUSTOMIZATIONS:
         documents = render(directory)
         check_namespaces(directory, documents)
