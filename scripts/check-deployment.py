@@ -316,9 +316,63 @@ def check_compose_system(compose):
                 finding(f"compose Grafana: no data source points at the Prometheus service {prometheus_name}:9090")
 
 
+def shutdown_bound(binary, environment):
+    """Seconds a service may take from SIGTERM to exit (the code's bounds, as for the pods' grace periods)."""
+    def setting(name, default):
+        return int(environment.get(name) or documented_default(name, default))
+    if binary == "receipt-ingest":
+        stop_grace = code_int("Sources/Ingest/IngestService.swift",
+                              r"stopGracePeriod = \.milliseconds\(handlerTimeoutMs \+ (\d+)\)", "the HTTP server's stop grace")
+        answer = code_int("Sources/Ingest/IngestHandler.swift", r"effectiveDeliveryTimeoutMs \+ (\d+)",
+                          "the handler's answer timeout")
+        main = "Sources/receipt-ingest/main.swift"
+        return ((setting("INGEST_KAFKA_DELIVERY_TIMEOUT_MS", 10000) + answer + stop_grace) / 1000
+                + code_int("Sources/Ingest/IngestService.swift", r"resultFeed\?\.close\(timeout: \.seconds\((\d+)\)\)",
+                           "the follower's close bound", "public func drain()")
+                + code_int(main, r"producer\.flush\(timeout: \.seconds\((\d+)\)\)", "the ingest's flush bound",
+                           "ShutdownSignal {")
+                + code_int(main, r"producer\.close\(timeout: \.seconds\((\d+)\)\)", "the ingest's close bound",
+                           "ShutdownSignal {"))
+    if binary == "receipt-verifier":
+        service, shutdown = "Sources/Verifier/Service/VerifierService.swift", "public func shutdown()"
+        return (setting("VERIFIER_SHUTDOWN_TIMEOUT_MS", 20000) / 1000
+                + sum(code_int(service, pattern, what, shutdown) for pattern, what in (
+                    (r"consumer\.close\(timeout: \.seconds\((\d+)\)\)", "the consumer's close bound"),
+                    (r"producer\.flush\(timeout: \.seconds\((\d+)\)\)", "the verifier's flush bound"),
+                    (r"producer\.close\(timeout: \.seconds\((\d+)\)\)", "the verifier's close bound"))))
+    if binary == "receipt-ledger":
+        return (setting("LEDGER_SHUTDOWN_TIMEOUT_MS", 30000) / 1000
+                + code_int("Sources/Ledger/Service/LedgerService.swift", r"consumer\.close\(timeout: \.seconds\((\d+)\)\)",
+                           "the ledger consumer's close bound", "public func shutdown()"))
+    return 0
+
+
+def seconds(duration):
+    match = re.fullmatch(r"(?:(\d+)m)?(?:(\d+)s)?", str(duration or "10s"))
+    return int(match.group(1) or 0) * 60 + int(match.group(2) or 0) if match else 0
+
+
+def check_compose_numbers(compose):
+    """The same numbers as on Kubernetes: stop grace periods against the code, record sizes against librdkafka's."""
+    anchors = compose.get("x-kafka-client", {})
+    for name, service in compose.get("services", {}).items():
+        binary, _ = command_of(service)
+        environment = service.get("environment") or {}
+        bound = shutdown_bound(binary, environment)
+        if bound and seconds(service.get("stop_grace_period")) < bound:
+            finding(f"compose service {name}: stop_grace_period {service.get('stop_grace_period', '10s')} is below "
+                    f"{binary}'s shutdown bound {bound} s (docker would SIGKILL it mid-drain)")
+        if binary in ("receipt-ingest", "receipt-verifier") and \
+                int(environment.get("KAFKA_MESSAGE_MAX_BYTES", anchors.get("KAFKA_MESSAGE_MAX_BYTES", 1000000))) < \
+                max(int(topic["config"].get("max.message.bytes", 0)) for topic in topics_spec()["topics"]):
+            finding(f"compose service {name}: KAFKA_MESSAGE_MAX_BYTES is below the largest topic record "
+                    "(librdkafka would refuse DLQ records locally)")
+
+
 def check_compose(bin_dir, known):
     compose = yaml.safe_load(read("docker/compose.yaml"))
     check_compose_system(compose)
+    check_compose_numbers(compose)
     services = compose.get("services", {})
     built_image = None
     for name, service in services.items():
