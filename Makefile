@@ -19,8 +19,8 @@ build-release: deps
 # Builds every product (the integration tests start the real executables), runs all tests one suite at a time
 # (process tests have timing bounds that other suites on the same 2 cores would disturb), then checks the
 # deployment files against the built binaries, the code and the docs (kustomize renders, CRD models), the monitoring
-# files (promtool: alert unit tests, /metrics of both services live; dashboard queries; about 25 s), runs the HTTP
-# API against its OpenAPI (about 1.5 minutes), the short chaos run (about 2 minutes: verifier, ingest and ledger
+# files (promtool: alert unit tests, /metrics of the three services live, the ledger over a throwaway PostgreSQL;
+# dashboard queries and their labels; about 35 s), runs the HTTP APIs (ingest, ledger) against their OpenAPIs (about 2 minutes), the short chaos run (about 2 minutes: verifier, ingest and ledger
 # kills, a broker freeze and an Apple outage under load, checked by an independent reader down to every user's
 # balance) and a short, repeatable fuzzing pass (TEST_FUZZ_RUNS
 # inputs per target from a fixed seed, about 1.5 minutes after the first build; `make fuzz` explores freely).

@@ -10,6 +10,10 @@
 #   wrong-key   the same keys, requests with an unknown one (401)
 #   kafka-down  no broker reachable: the documented 503s (and /readyz 503) must match the schema too
 # A result is put on the results topic first (the schema's VerifiedResult example), so GET answers 200 for its id.
+# Then receipt-ledger (over a throwaway PostgreSQL) against schemas/ledger-openapi.yaml, having credited that result
+# (its examples' user and credit_key answer 200):
+#   ledger-open       no LEDGER_API_KEYS
+#   ledger-wrong-key  LEDGER_API_KEYS set, requests with an unknown key (401 but health, readiness, metrics)
 #   scripts/api-conformance.sh [BIN_DIR]      (default: swift build --show-bin-path; built beforehand)
 #   CONFORMANCE_EXAMPLES=N   examples per operation and phase (default 20)
 #   CONFORMANCE_SEED=N       schemathesis seed (default 1): the same seed replays the same requests
@@ -46,7 +50,7 @@ wait_for() {
 }
 
 "$bin/embedded-kafka" --brokers 1 \
-    --topics "iap.receipts.submitted:4,iap.receipts.results:4,iap.notifications.submitted:4" \
+    --topics "iap.receipts.submitted:4,iap.receipts.results:4,iap.notifications.submitted:4,iap.purchase.events:4" \
     >"$work/embedded-kafka.out" 2>"$work/embedded-kafka.log" &
 pids+=($!)
 wait_for "$work/embedded-kafka.out" "^KAFKA_BOOTSTRAP_SERVERS=" "${pids[-1]}"
@@ -129,6 +133,56 @@ run_pass wrong-key "$bootstrap" "$keys" -- -H "Authorization: Bearer not-a-key" 
 # waits here, so every wait_ms the schema allows is accepted and the bodies reach the Kafka path.
 run_pass kafka-down 127.0.0.1:9 "INGEST_MAX_WAIT_MS=300000" -- --exclude-checks not_a_server_error \
     --phases examples,coverage,fuzzing
+
+# receipt-ledger: one pass per configuration, each its own process over the same database.
+. scripts/throwaway-postgres.sh
+start_throwaway_postgres "$PWD/$work/postgres" "$work/postgres.log"
+run_ledger_pass() {
+    local name="$1" settings="$2"
+    shift 3
+    env KAFKA_BOOTSTRAP_SERVERS="$bootstrap" KAFKA_FETCH_WAIT_MAX_MS=10 LEDGER_LISTEN=127.0.0.1:0 \
+        LEDGER_DATABASE_URL="$POSTGRES_URL" $settings \
+        "$bin/receipt-ledger" >"$work/$name.out" 2>"$work/$name-ledger.log" &
+    local ledger=$!
+    pids+=("$ledger")
+    wait_for "$work/$name-ledger.log" '"msg":"receipt-ledger started"' "$ledger"
+    local url="http://127.0.0.1:$(grep -m1 '"msg":"receipt-ledger started"' "$work/$name-ledger.log" \
+        | grep -oE '"port":[0-9]+' | cut -d: -f2)"
+    for _ in $(seq 1 150); do curl -fsS -o /dev/null "$url/readyz" 2>/dev/null && break; sleep 0.1; done
+    # The example result is credited before the pass starts (its user and purchase are the schema's examples).
+    for _ in $(seq 1 150); do
+        grep -qE '^ledger_messages_applied_total\{topic="results"\} [1-9]' <(curl -fsS "$url/metrics") && break
+        [ "$name" != ledger-open ] && break
+        sleep 0.1
+    done
+    local pass_started=$SECONDS
+    if schemathesis --config-file scripts/api-conformance.toml run schemas/ledger-openapi.yaml --url "$url" \
+        --seed "$seed" --max-examples "$examples" --workers 1 --no-color --output-sanitize false \
+        --report har --report-har-path "$work/$name.har" "$@" >"$work/$name.log" 2>&1; then
+        echo "api-conformance: $name passed ($((SECONDS - pass_started)) s)"
+    else
+        echo "api-conformance: $name FAILED ($((SECONDS - pass_started)) s); the failures (log: $work/$name.log):"
+        sed -n '/= FAILURES =/,/= SUMMARY =/p' "$work/$name.log" | head -60
+        failed+=("$name")
+    fi
+    python3 - "$work/$name.har" "$name" <<'EOF2'
+import collections, json, re, sys
+counts = collections.defaultdict(collections.Counter)
+for entry in json.load(open(sys.argv[1]))["log"]["entries"]:
+    path = re.sub(r"^https?://[^/]+", "", entry["request"]["url"]).split("?")[0]
+    path = re.sub(r"^/v1/users/.+", "/v1/users/{user_id}", re.sub(r"^/v1/purchases/.+", "/v1/purchases/{credit_key}", path))
+    method = entry["request"]["method"]
+    counts[method + " " + path if method in ("GET", "HEAD") else "undocumented methods"][entry["response"]["status"]] += 1
+for operation in sorted(counts):
+    statuses = ", ".join(f"{status}: {n}" for status, n in sorted(counts[operation].items()))
+    print(f"  {sys.argv[2]}: {operation:34} {sum(counts[operation].values()):4} requests ({statuses})")
+EOF2
+    kill -TERM "$ledger" 2>/dev/null || true
+    wait "$ledger" 2>/dev/null || true
+}
+run_ledger_pass ledger-open "" --
+run_ledger_pass ledger-wrong-key "LEDGER_API_KEYS=billing:conformance-ledger" -- -H "Authorization: Bearer not-a-key" \
+    --phases examples,coverage
 
 echo "api-conformance: schemathesis $(schemathesis --version | grep -oE '[0-9.]+$'), seed $seed, $examples examples" \
     "per operation and phase, $((SECONDS - started)) s in all"

@@ -15,6 +15,17 @@
    deploy/kafka/topics.yaml. Core kinds validate with kubernetes-validate, KEDA and Prometheus Operator kinds against
    models of their CRDs; the Dockerfile passes hadolint.
 3. Every setting named in the docs exists in the code, and every setting the code reads is documented.
+4. docker/compose.yaml is the whole system (compose specification's schema via check-jsonschema; topics from the
+   generated script; the ledger over its PostgreSQL; Prometheus scraping each service with the alerts loaded, its
+   config through promtool; Grafana provisioned with the dashboard; every health check asking a port served).
+5. On a cluster: every namespaced object names its namespace; Strimzi (kafka.strimzi.io/v1) and CloudNativePG
+   objects validate against deploy/crds; core kinds against Kubernetes 1.31; no ServiceAccount tokens; replicas
+   spread; KEDA alone owns the verifiers' replica count; a NetworkPolicy per process allowing exactly its peers
+   (Kafka from KAFKA_BOOTSTRAP_SERVERS, DNS, Apple for the callers, PostgreSQL for the ledger, ingress to the ports
+   served); the ledger's database URL from an existing Secret and its grace period against the code; the ledger's
+   CloudNativePG Cluster keeps commits through a failover (synchronous_commit on, a required synchronous standby);
+   the example Strimzi cluster has the listener, authentication, authorization, operators, brokers and Kafka
+   Exporter groups the rest assumes; the topic followers' group-id prefix is granted to each principal that runs one.
 
 Usage: scripts/check-deployment.py <bin-dir>     (exit status 1 on any finding)
 """
@@ -34,12 +45,19 @@ EXECUTABLES = ["receipt-ingest", "receipt-verifier", "receipt-ledger", "fake-app
                "receipt-tail", "receipt-notifications-backfill"]
 SETTING_PREFIXES = ("KAFKA_", "RECEIPTS_", "RESULTS_", "RETRY_", "DLQ_", "INGEST_", "VERIFIER_", "APPLE_",
                     "ALLOWED_", "SANDBOX_", "LOG_", "FAKE_APPSTORE_", "REPLAY_", "RESULT_INDEX_",
-                    "NOTIFICATIONS_", "EVENTS_", "PRODUCT_", "SIGNED_", "RECEIPT_")
+                    "NOTIFICATIONS_", "EVENTS_", "PRODUCT_", "SIGNED_", "RECEIPT_", "LEDGER_")
 # Allowed outside the code: read by docker/healthcheck.sh, or librdkafka pass-through (KAFKA_<PROPERTY>).
 NON_CODE_SETTINGS = {"HEALTHCHECK_PORT"}
 # Strings in the code that look like settings but are Apple's values (notification subtypes).
 NOT_SETTINGS = {"PRODUCT_NOT_FOR_SALE"}
-OFFICIAL_IMAGES = re.compile(r"^(apache/kafka|swift|debian):[\w.\-]+$")
+# Settings another branch adds to the code (merged separately): the docs may name them before the code reads them.
+# Once the code reads one it is checked like every other, and its entry here can go.
+ADDED_ON_OTHER_BRANCHES = {"LEDGER_SANDBOX_POLICY": "the ledger's sandbox policy (separate|credit|ignore)"}
+# Docker's official images, or the upstream projects' own (Apache Kafka, Prometheus, Grafana), each with a version tag.
+OFFICIAL_IMAGES = re.compile(r"^(apache/kafka|swift|debian|postgres|prom/prometheus|grafana/grafana):[\w.\-]+$")
+# The port docker/healthcheck.sh checks when HEALTHCHECK_PORT is not set: the PID 1 service's listen setting.
+HEALTH_LISTEN = {"receipt-ingest": ("INGEST_LISTEN", "8080"), "receipt-verifier": ("VERIFIER_METRICS_LISTEN", "9090"),
+                 "receipt-ledger": ("LEDGER_LISTEN", "8081")}
 
 findings = []
 
@@ -190,8 +208,171 @@ def command_of(service):
     return binary, list(entrypoint[1:]) + list(service.get("command") or [])
 
 
+def check_compose_system(compose):
+    """docker/compose.yaml is the whole system: the compose specification's schema, every service, topics generated
+    from deploy/kafka/topics.yaml, Prometheus scraping each service with the alerts loaded, Grafana with the dashboard."""
+    if shutil.which("check-jsonschema") is None:
+        finding("check-jsonschema is not installed (scripts/install-deps.sh installs it)")
+    else:
+        out = subprocess.run(["check-jsonschema", "--builtin-schema", "vendor.compose-spec",
+                              os.path.join(ROOT, "docker/compose.yaml")], capture_output=True, text=True)
+        if out.returncode != 0:
+            finding("docker/compose.yaml against the compose specification:\n" + (out.stdout + out.stderr).strip())
+    services = compose.get("services", {})
+    runs = {}
+    for name, service in services.items():
+        binary, _ = command_of(service)
+        runs.setdefault(binary, []).append(name)
+    for binary in ("receipt-ingest", "receipt-verifier", "receipt-ledger", "fake-appstore"):
+        if binary not in runs:
+            finding(f"docker/compose.yaml runs no {binary}")
+
+    def mounts(service):
+        found = {}
+        for volume in service.get("volumes", []):
+            parts = volume.split(":") if isinstance(volume, str) else [volume.get("source"), volume.get("target")]
+            if len(parts) >= 2:
+                found[parts[1]] = os.path.normpath(os.path.join("docker", parts[0])) if parts[0].startswith(".") \
+                    else parts[0]
+        return found
+    by_image = {service.get("image", "").split(":")[0]: (name, service) for name, service in services.items()}
+    # Topics: the generated script, not a copy.
+    creator = services.get("create-topics", {})
+    script = next((target for target, source in mounts(creator).items()
+                   if source == "deploy/kafka/create-topics-and-acls.sh"), None)
+    if script is None or script not in " ".join(creator.get("entrypoint") or []):
+        finding("compose service create-topics must run deploy/kafka/create-topics-and-acls.sh (generated from "
+                "deploy/kafka/topics.yaml), not topics of its own")
+    topics = {topic["name"] for topic in topics_spec()["topics"]}
+    anchors = compose.get("x-kafka-client", {})
+    for variable in ("RECEIPTS_TOPIC", "RESULTS_TOPIC", "RETRY_TOPIC", "DLQ_TOPIC", "NOTIFICATIONS_TOPIC", "EVENTS_TOPIC"):
+        if anchors.get(variable) not in topics:
+            finding(f"docker/compose.yaml: {variable}={anchors.get(variable)} is not a topic of deploy/kafka/topics.yaml")
+    # The ledger's database.
+    ledger = services.get(runs.get("receipt-ledger", [None])[0] or "", {})
+    url = urlparse(str((ledger.get("environment") or {}).get("LEDGER_DATABASE_URL", "")))
+    if url.hostname not in services or "postgres" not in services.get(url.hostname, {}).get("image", ""):
+        finding(f"compose: LEDGER_DATABASE_URL names host {url.hostname}, not the compose PostgreSQL service")
+    elif ledger.get("depends_on", {}).get(url.hostname, {}).get("condition") != "service_healthy":
+        finding("compose: the ledger must wait for its PostgreSQL to be healthy")
+    # Prometheus.
+    prometheus_name, prometheus = by_image.get("prom/prometheus", (None, None))
+    if prometheus is None:
+        finding("docker/compose.yaml runs no Prometheus")
+    else:
+        volumes = mounts(prometheus)
+        config_target = next((a.split("=", 1)[1] for a in prometheus.get("command", []) if a.startswith("--config.file=")),
+                             "/etc/prometheus/prometheus.yml")
+        config_path = volumes.get(config_target)
+        if not config_path or not os.path.exists(os.path.join(ROOT, config_path)):
+            finding(f"compose Prometheus: its config {config_target} is not mounted from a file of the repository")
+        else:
+            out = subprocess.run(["promtool", "check", "config", "--syntax-only", os.path.join(ROOT, config_path)],
+                                 capture_output=True, text=True)
+            if out.returncode != 0:
+                finding(f"promtool check config {config_path}:\n{(out.stdout + out.stderr).strip()}")
+            config = yaml.safe_load(read(config_path))
+            for rule_file in config.get("rule_files", []):
+                if volumes.get(rule_file) != "deploy/monitoring/alerts.yaml":
+                    finding(f"compose Prometheus: rule file {rule_file} is not deploy/monitoring/alerts.yaml mounted")
+            if not config.get("rule_files"):
+                finding("compose Prometheus loads no alerts (rule_files)")
+            jobs = {job["job_name"]: job for job in config.get("scrape_configs", [])}
+            for binary in ("receipt-ingest", "receipt-verifier", "receipt-ledger"):
+                job = jobs.get(binary)
+                if job is None:
+                    finding(f"compose Prometheus: no scrape job {binary} (the alerts and the dashboard select job=...)")
+                    continue
+                targets = {target: group.get("labels", {}) for group in job.get("static_configs", [])
+                           for target in group.get("targets", [])}
+                setting, default = HEALTH_LISTEN[binary]
+                expected = {f"{name}:{str((services[name].get('environment') or {}).get(setting, '0.0.0.0:' + default)).split(':')[-1]}"
+                            for name in runs.get(binary, [])}
+                if set(targets) != expected:
+                    finding(f"compose Prometheus job {binary} scrapes {sorted(targets)}, the services are {sorted(expected)}")
+                for target, labels in targets.items():
+                    if "namespace" not in labels or "pod" not in labels:
+                        finding(f"compose Prometheus target {target}: needs namespace and pod labels (the alerts group "
+                                "by them)")
+    # Grafana.
+    grafana_name, grafana = by_image.get("grafana/grafana", (None, None))
+    if grafana is None:
+        finding("docker/compose.yaml runs no Grafana")
+    else:
+        volumes = mounts(grafana)
+        provisioning = volumes.get("/etc/grafana/provisioning")
+        if not provisioning:
+            finding("compose Grafana: /etc/grafana/provisioning is not mounted from the repository")
+        else:
+            providers = [provider for path in glob.glob(os.path.join(ROOT, provisioning, "dashboards", "*.yaml"))
+                         for provider in yaml.safe_load(open(path, encoding="utf-8")).get("providers", [])]
+            paths = {provider.get("options", {}).get("path") for provider in providers}
+            if not any(volumes.get(path) == "deploy/monitoring/dashboards" for path in paths):
+                finding("compose Grafana: no dashboard provider reads deploy/monitoring/dashboards")
+            sources = [source for path in glob.glob(os.path.join(ROOT, provisioning, "datasources", "*.yaml"))
+                       for source in yaml.safe_load(open(path, encoding="utf-8")).get("datasources", [])]
+            if not any(urlparse(source.get("url", "")).hostname == prometheus_name
+                       and urlparse(source.get("url", "")).port == 9090 for source in sources):
+                finding(f"compose Grafana: no data source points at the Prometheus service {prometheus_name}:9090")
+
+
+def shutdown_bound(binary, environment):
+    """Seconds a service may take from SIGTERM to exit (the code's bounds, as for the pods' grace periods)."""
+    def setting(name, default):
+        return int(environment.get(name) or documented_default(name, default))
+    if binary == "receipt-ingest":
+        stop_grace = code_int("Sources/Ingest/IngestService.swift",
+                              r"stopGracePeriod = \.milliseconds\(handlerTimeoutMs \+ (\d+)\)", "the HTTP server's stop grace")
+        answer = code_int("Sources/Ingest/IngestHandler.swift", r"effectiveDeliveryTimeoutMs \+ (\d+)",
+                          "the handler's answer timeout")
+        main = "Sources/receipt-ingest/main.swift"
+        return ((setting("INGEST_KAFKA_DELIVERY_TIMEOUT_MS", 10000) + answer + stop_grace) / 1000
+                + code_int("Sources/Ingest/IngestService.swift", r"resultFeed\?\.close\(timeout: \.seconds\((\d+)\)\)",
+                           "the follower's close bound", "public func drain()")
+                + code_int(main, r"producer\.flush\(timeout: \.seconds\((\d+)\)\)", "the ingest's flush bound",
+                           "ShutdownSignal {")
+                + code_int(main, r"producer\.close\(timeout: \.seconds\((\d+)\)\)", "the ingest's close bound",
+                           "ShutdownSignal {"))
+    if binary == "receipt-verifier":
+        service, shutdown = "Sources/Verifier/Service/VerifierService.swift", "public func shutdown()"
+        return (setting("VERIFIER_SHUTDOWN_TIMEOUT_MS", 20000) / 1000
+                + sum(code_int(service, pattern, what, shutdown) for pattern, what in (
+                    (r"consumer\.close\(timeout: \.seconds\((\d+)\)\)", "the consumer's close bound"),
+                    (r"producer\.flush\(timeout: \.seconds\((\d+)\)\)", "the verifier's flush bound"),
+                    (r"producer\.close\(timeout: \.seconds\((\d+)\)\)", "the verifier's close bound"))))
+    if binary == "receipt-ledger":
+        return (setting("LEDGER_SHUTDOWN_TIMEOUT_MS", 30000) / 1000
+                + code_int("Sources/Ledger/Service/LedgerService.swift", r"consumer\.close\(timeout: \.seconds\((\d+)\)\)",
+                           "the ledger consumer's close bound", "public func shutdown()"))
+    return 0
+
+
+def seconds(duration):
+    match = re.fullmatch(r"(?:(\d+)m)?(?:(\d+)s)?", str(duration or "10s"))
+    return int(match.group(1) or 0) * 60 + int(match.group(2) or 0) if match else 0
+
+
+def check_compose_numbers(compose):
+    """The same numbers as on Kubernetes: stop grace periods against the code, record sizes against librdkafka's."""
+    anchors = compose.get("x-kafka-client", {})
+    for name, service in compose.get("services", {}).items():
+        binary, _ = command_of(service)
+        environment = service.get("environment") or {}
+        bound = shutdown_bound(binary, environment)
+        if bound and seconds(service.get("stop_grace_period")) < bound:
+            finding(f"compose service {name}: stop_grace_period {service.get('stop_grace_period', '10s')} is below "
+                    f"{binary}'s shutdown bound {bound} s (docker would SIGKILL it mid-drain)")
+        if binary in ("receipt-ingest", "receipt-verifier") and \
+                int(environment.get("KAFKA_MESSAGE_MAX_BYTES", anchors.get("KAFKA_MESSAGE_MAX_BYTES", 1000000))) < \
+                max(int(topic["config"].get("max.message.bytes", 0)) for topic in topics_spec()["topics"]):
+            finding(f"compose service {name}: KAFKA_MESSAGE_MAX_BYTES is below the largest topic record "
+                    "(librdkafka would refuse DLQ records locally)")
+
+
 def check_compose(bin_dir, known):
     compose = yaml.safe_load(read("docker/compose.yaml"))
+    check_compose_system(compose)
+    check_compose_numbers(compose)
     services = compose.get("services", {})
     built_image = None
     for name, service in services.items():
@@ -222,21 +403,29 @@ def check_compose(bin_dir, known):
                     check_apple_url(f"compose service {name}", variable, value)
             ports = [str(port).split(":")[-1] for port in service.get("ports", [])]
             environment = service.get("environment") or {}
-            listen = environment.get("INGEST_LISTEN") or environment.get("VERIFIER_METRICS_LISTEN")
+            setting, default = HEALTH_LISTEN.get(binary, (None, None))
+            listen = environment.get(setting, f"0.0.0.0:{default}") if setting else None
             if listen and ports and listen.split(":")[-1] not in ports:
                 finding(f"compose service {name}: listens on {listen} but publishes {ports}")
-            health = str(environment.get("HEALTHCHECK_PORT", ""))
             served = [listen.split(":")[-1]] if listen else []
             if "--port" in arguments:
                 served.append(str(arguments[arguments.index("--port") + 1]))
-            if health and served and health not in served:
-                finding(f"compose service {name}: HEALTHCHECK_PORT {health} is not a port it serves {served}")
+            health = str(environment.get("HEALTHCHECK_PORT", "") or (served[0] if listen else ""))
+            if (service.get("healthcheck") or {}).get("disable"):
+                pass
+            elif not health:
+                finding(f"compose service {name}: {binary} has no port docker/healthcheck.sh would find "
+                        "(set HEALTHCHECK_PORT)")
+            elif served and health not in served:
+                finding(f"compose service {name}: its health check asks port {health}, it serves {served}")
 
 
 KUSTOMIZATIONS = ["docker/k8s/base", "docker/k8s/jobs", "docker/k8s/overlays/production",
                   "docker/k8s/overlays/production/jobs", "docker/k8s/overlays/sandbox",
                   "docker/k8s/overlays/sandbox/jobs", "deploy/kafka/strimzi", "deploy/kafka/strimzi-sandbox",
-                  "deploy/monitoring"]
+                  "deploy/kafka/strimzi-cluster", "deploy/postgres", "deploy/postgres-sandbox", "deploy/monitoring"]
+# The oldest Kubernetes the manifests support (docs/OPERATIONS.md, "Supported versions"): validated against it.
+KUBERNETES_VERSION = "1.31.0"
 RENDERED = {}
 
 
@@ -527,7 +716,10 @@ def check_docs(known):
         for name in re.findall(r"`([A-Z][A-Z0-9_]+)(?:=[^`]*)?`", read(path)):
             if name.startswith(SETTING_PREFIXES):
                 documented.add(name)
-                if not is_known_setting(name, known) and not name.endswith("_"):
+                if name in ADDED_ON_OTHER_BRANCHES and name not in known:
+                    print(f"deployment check: {path} names {name}, which the code does not read yet (added on "
+                          f"another branch: {ADDED_ON_OTHER_BRANCHES[name]})")
+                elif not is_known_setting(name, known) and not name.endswith("_"):
                     finding(f"{path} names setting {name}, which no code reads")
     operations = read("docs/OPERATIONS.md") if os.path.exists(os.path.join(ROOT, "docs/OPERATIONS.md")) else ""
     for name in sorted(known):
@@ -561,16 +753,18 @@ def check_with_linters():
                     core.append(path)
                 else:
                     check_custom_resource(directory, document, path)
-        out = subprocess.run(["kubernetes-validate", "--strict", "--quiet"] + core, capture_output=True, text=True)
+        out = subprocess.run(["kubernetes-validate", "--strict", "--quiet", "--kubernetes-version", KUBERNETES_VERSION]
+                             + core, capture_output=True, text=True)
         errors = [line for line in (out.stdout + out.stderr).splitlines() if line.startswith("ERROR")]
         if out.returncode != 0 and errors:
             finding("kubernetes-validate (rendered kustomizations):\n" + "\n".join(errors))
 
 
-# Kinds outside Kubernetes: checked against pydantic models generated from the operators' own CRD schemas
-# (cloudcoil-models-keda, cloudcoil-models-prometheus-operator on PyPI). Those models ignore unknown fields, so a
-# field the model does not give back is reported as unknown (a typo such as maxReplicaCont). No such package exists
-# for Strimzi's CRDs: KafkaTopic and KafkaUser are only rendered (kustomize) and generated from deploy/kafka/topics.yaml.
+# Kinds outside Kubernetes: KEDA's and the Prometheus Operator's against pydantic models generated from the operators'
+# own CRD schemas (cloudcoil-models-keda, cloudcoil-models-prometheus-operator on PyPI, pinned to the oldest versions
+# supported). Those models ignore unknown fields, so a field the model does not give back is reported as unknown (a
+# typo such as maxReplicaCont). Strimzi's and CloudNativePG's against the JSON Schemas in deploy/crds (README.md
+# there: no package ships those CRDs).
 CRD_MODELS = {
     ("keda.sh/v1alpha1", "ScaledObject"): "cloudcoil.models.keda.v1alpha1",
     ("keda.sh/v1alpha1", "TriggerAuthentication"): "cloudcoil.models.keda.v1alpha1",
@@ -578,7 +772,24 @@ CRD_MODELS = {
     ("monitoring.coreos.com/v1", "PodMonitor"): "cloudcoil.models.prometheus_operator.v1",
     ("monitoring.coreos.com/v1", "ServiceMonitor"): "cloudcoil.models.prometheus_operator.v1",
 }
-UNCHECKED_CRDS = {"kafka.strimzi.io/v1beta2"}
+JSON_SCHEMAS = {
+    "kafka.strimzi.io/v1": "deploy/crds/strimzi-v1.schema.yaml",
+    "postgresql.cnpg.io/v1": "deploy/crds/cloudnative-pg-v1.schema.yaml",
+}
+
+
+def check_json_schema(directory, document):
+    """A Strimzi or CloudNativePG object against the definition of its kind in deploy/crds."""
+    import jsonschema
+    schema = yaml.safe_load(read(JSON_SCHEMAS[document["apiVersion"]]))
+    name = f"{directory}: {document['kind']} {document['metadata'].get('name')}"
+    if document["kind"] not in schema["$defs"]:
+        finding(f"{name}: {JSON_SCHEMAS[document['apiVersion']]} defines no {document['kind']}")
+        return
+    validator = jsonschema.Draft202012Validator({**schema, "$ref": f"#/$defs/{document['kind']}"})
+    for error in sorted(validator.iter_errors(document), key=lambda error: list(error.absolute_path)):
+        path = ".".join(str(part) for part in error.absolute_path) or "(top)"
+        finding(f"{name} does not match its CRD schema at {path}: {error.message}")
 
 
 def unknown_fields(given, dumped, path=""):
@@ -596,7 +807,8 @@ def unknown_fields(given, dumped, path=""):
 def check_custom_resource(directory, document, path):
     del path
     key = (document["apiVersion"], document["kind"])
-    if document["apiVersion"] in UNCHECKED_CRDS:
+    if document["apiVersion"] in JSON_SCHEMAS:
+        check_json_schema(directory, document)
         return
     module_name = CRD_MODELS.get(key)
     if module_name is None:
@@ -619,6 +831,251 @@ def check_custom_resource(directory, document, path):
         finding(f"{name}: field {field} is not in the CRD's schema")
 
 
+# ---- 5. what a platform engineer checks on a cluster ------------------------------------------------------------
+# Kinds that live outside namespaces; everything else a kustomization renders must name its namespace, or
+# `kubectl apply` puts it in the context's namespace, away from its Service, Secrets and policies.
+CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "PersistentVolume",
+                  "StorageClass", "PriorityClass", "IngressClass", "ValidatingWebhookConfiguration",
+                  "MutatingWebhookConfiguration", "APIService"}
+SERVICES = ("receipt-ingest", "receipt-verifier", "receipt-ledger")
+# The processes that call Apple over https, and those with a topic follower (its group id prefix must be granted).
+CALLS_APPLE = {"receipt-verifier", "receipt-notifications-backfill"}
+FOLLOWERS = {"receipt-ingest": "RESULTS_TOPIC", "receipt-replay": "DLQ_TOPIC", "receipt-tail": "RESULTS_TOPIC"}
+
+
+def check_namespaces(directory, documents):
+    for document in documents:
+        if document.get("kind") in CLUSTER_SCOPED:
+            continue
+        if not document.get("metadata", {}).get("namespace"):
+            finding(f"{directory}: {document.get('kind')} {document['metadata'].get('name')} has no namespace "
+                    "(it would land in the kubectl context's namespace)")
+
+
+def selects(selector, labels):
+    return all(labels.get(key) == value for key, value in (selector.get("matchLabels") or {}).items())
+
+
+def bootstrap_of(settings):
+    host, _, port = (settings.get("KAFKA_BOOTSTRAP_SERVERS") or "").split(",")[0].rpartition(":")
+    parts = host.split(".")
+    return (parts[1] if len(parts) > 2 and parts[2] == "svc" else None), (int(port) if port.isdigit() else None)
+
+
+def check_pods_on_a_cluster(directory, documents):
+    """Pod hardening, spreading, KEDA ownership of replicas, and NetworkPolicies against what each process talks to."""
+    settings = next((d.get("data", {}) for d in documents if d.get("kind") == "ConfigMap"
+                     and d["metadata"]["name"].startswith("receipt-settings")), {})
+    scaled = {d["spec"]["scaleTargetRef"]["name"] for d in documents if d.get("kind") == "ScaledObject"}
+    policies = [d for d in documents if d.get("kind") == "NetworkPolicy"]
+    kafka_namespace, kafka_port = bootstrap_of(settings)
+    for owner, pod in pod_templates(documents):
+        name = owner["metadata"]["name"]
+        where = f"{directory}: {owner['kind']} {name}"
+        if pod.get("automountServiceAccountToken") is not False:
+            finding(f"{where}: set automountServiceAccountToken: false (no process calls the Kubernetes API)")
+        if owner["kind"] == "Deployment":
+            if name in scaled and "replicas" in owner["spec"]:
+                finding(f"{where}: a ScaledObject owns its replica count; spec.replicas would reset it on every apply")
+            if (name in scaled or owner["spec"].get("replicas", 1) > 1) and not any(
+                    constraint.get("topologyKey") == "kubernetes.io/hostname"
+                    for constraint in pod.get("topologySpreadConstraints", [])):
+                finding(f"{where}: several replicas but no topologySpreadConstraints over kubernetes.io/hostname")
+        if directory.endswith("/jobs") or directory == "docker/k8s/jobs":
+            continue  # the Jobs' policies come with the services (base), not with the Jobs
+        labels = owner["spec"]["template"]["metadata"].get("labels", {})
+        covering = [policy for policy in policies if selects(policy["spec"]["podSelector"], labels)]
+        if not covering:
+            finding(f"{where}: no NetworkPolicy selects its pods")
+            continue
+        policy = covering[0]["spec"]
+        if set(policy.get("policyTypes", [])) != {"Ingress", "Egress"}:
+            finding(f"{where}: its NetworkPolicy must restrict both Ingress and Egress")
+        egress = policy.get("egress", [])
+
+        def allows(port, test=lambda peer: True):
+            return any(any(p.get("port") == port for p in rule.get("ports", []))
+                       and any(test(peer) for peer in rule.get("to", [{}])) for rule in egress)
+        if not allows(53, lambda peer: peer.get("namespaceSelector", {}).get("matchLabels", {}).get(
+                "kubernetes.io/metadata.name") == "kube-system"):
+            finding(f"{where}: its NetworkPolicy allows no DNS (kube-system, port 53)")
+        if kafka_port and not allows(kafka_port, lambda peer: peer.get("namespaceSelector", {}).get(
+                "matchLabels", {}).get("kubernetes.io/metadata.name") == kafka_namespace):
+            finding(f"{where}: its NetworkPolicy allows no egress to Kafka ({kafka_namespace}:{kafka_port}, "
+                    "KAFKA_BOOTSTRAP_SERVERS)")
+        apple = allows(443, lambda peer: "ipBlock" in peer)
+        if name in CALLS_APPLE and not apple:
+            finding(f"{where}: calls Apple but its NetworkPolicy allows no egress on 443")
+        if name not in CALLS_APPLE and apple:
+            finding(f"{where}: never calls Apple but its NetworkPolicy allows egress to the internet on 443")
+        if name == "receipt-ledger":
+            clusters = {d["metadata"]["name"] for d in render("deploy/postgres") if d.get("kind") == "Cluster"}
+            if not allows(5432, lambda peer: peer.get("podSelector", {}).get("matchLabels", {}).get("cnpg.io/cluster")
+                          in clusters):
+                finding(f"{where}: its NetworkPolicy allows no egress to the PostgreSQL Cluster {sorted(clusters)}")
+        for container in pod["containers"]:
+            for port in container.get("ports", []):
+                if not any(any(p.get("port") == port["containerPort"] for p in rule.get("ports", []))
+                           for rule in policy.get("ingress", [])):
+                    finding(f"{where}: port {port['containerPort']} ({port['name']}) is served but no ingress rule "
+                            "allows it (Prometheus and the Service's clients could not reach it)")
+
+
+def check_ledger(directory, documents):
+    """The ledger's Deployment: its database URL from a Secret that exists, and its grace period against the code."""
+    ledger = next((d for d in documents if d.get("kind") == "Deployment"
+                   and d["metadata"]["name"] == "receipt-ledger"), None)
+    if ledger is None:
+        if directory in ("docker/k8s/base", "docker/k8s/overlays/production", "docker/k8s/overlays/sandbox"):
+            finding(f"{directory}: no receipt-ledger Deployment")
+        return
+    pod = ledger["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    secrets = {d["metadata"]["name"] for d in yaml.safe_load_all(read("docker/k8s/secrets.example.yaml")) if d}
+    made_by_cnpg = {d["metadata"]["name"] + "-app" for d in render("deploy/postgres") if d.get("kind") == "Cluster"}
+    url = next((v for v in container.get("env", []) if v["name"] == "LEDGER_DATABASE_URL"), None)
+    reference = (url or {}).get("valueFrom", {}).get("secretKeyRef")
+    if not reference:
+        finding(f"{directory}: receipt-ledger must read LEDGER_DATABASE_URL from a Secret (it holds the password)")
+    elif reference["name"] not in secrets | made_by_cnpg:
+        finding(f"{directory}: LEDGER_DATABASE_URL from Secret {reference['name']}, which neither "
+                f"secrets.example.yaml describes nor deploy/postgres's CloudNativePG Cluster makes {sorted(made_by_cnpg)}")
+    elif reference["name"] in made_by_cnpg and reference["key"] != "uri":
+        finding(f"{directory}: CloudNativePG's app Secret has the connection URI under key uri, not {reference['key']}")
+    settings_text = read("Sources/Ledger/Service/LedgerSettings.swift")
+    match = re.search(r'"LEDGER_SHUTDOWN_TIMEOUT_MS", default: (\d+)', settings_text)
+    env = {v["name"]: v.get("value") for v in container.get("env", [])}
+    shutdown_ms = int(env.get("LEDGER_SHUTDOWN_TIMEOUT_MS") or (match.group(1) if match else 0))
+    if not match:
+        finding("Sources/Ledger/Service/LedgerSettings.swift: cannot find LEDGER_SHUTDOWN_TIMEOUT_MS's default")
+    pre_stop = container.get("lifecycle", {}).get("preStop", {}).get("exec", {}).get("command", [])
+    pause = int(pre_stop[-1]) if pre_stop and pre_stop[-1].isdigit() else 0
+    bound = pause + shutdown_ms / 1000 + code_int(
+        "Sources/Ledger/Service/LedgerService.swift", r"consumer\.close\(timeout: \.seconds\((\d+)\)\)",
+        "the ledger consumer's close bound", "public func shutdown()")
+    if pod.get("terminationGracePeriodSeconds", 30) < bound:
+        finding(f"{directory}: receipt-ledger terminationGracePeriodSeconds {pod.get('terminationGracePeriodSeconds', 30)}"
+                f" is below its shutdown bound {bound} s")
+    if env.get("LEDGER_GROUP_ID", "iap-ledger") not in topics_spec()["principals"]["receipt-ledger"]["groups"]:
+        finding(f"{directory}: receipt-ledger's group {env.get('LEDGER_GROUP_ID')} is not granted to its principal")
+
+
+def check_database():
+    """The ledger's durability rule (docs/OPERATIONS.md, receipt-ledger): a commit must survive a failover."""
+    clusters = [d for d in render("deploy/postgres") if d.get("kind") == "Cluster"]
+    if not clusters:
+        finding("deploy/postgres renders no CloudNativePG Cluster for the ledger")
+    for cluster in clusters:
+        postgresql = cluster["spec"].get("postgresql", {})
+        parameters = postgresql.get("parameters", {})
+        where = f"deploy/postgres: Cluster {cluster['metadata']['name']}"
+        if parameters.get("synchronous_commit", "on") not in ("on", "remote_apply"):
+            finding(f"{where}: synchronous_commit={parameters['synchronous_commit']} loses acknowledged commits")
+        for parameter in ("fsync", "full_page_writes"):
+            if parameters.get(parameter, "on") != "on":
+                finding(f"{where}: {parameter} must stay on")
+        synchronous = postgresql.get("synchronous", {})
+        if cluster["spec"]["instances"] < 2 or synchronous.get("number", 0) < 1 or \
+                synchronous.get("dataDurability", "required") != "required":
+            finding(f"{where}: needs a synchronous standby (instances >= 2, postgresql.synchronous.number >= 1, "
+                    "dataDurability required): a failover to an asynchronous one loses commits the ledger applied")
+
+
+def check_kafka_cluster():
+    """The example Strimzi cluster has what the services' settings, the KafkaUsers and the topics assume."""
+    documents = render("deploy/kafka/strimzi-cluster")
+    kafka = next((d for d in documents if d.get("kind") == "Kafka"), None)
+    if kafka is None:
+        finding("deploy/kafka/strimzi-cluster renders no Strimzi Kafka")
+        return
+    name, namespace = kafka["metadata"]["name"], kafka["metadata"].get("namespace")
+    settings = dict(line.split("=", 1) for line in read("docker/k8s/settings/settings.env").splitlines()
+                    if "=" in line and not line.startswith("#"))
+    host, _, port = settings["KAFKA_BOOTSTRAP_SERVERS"].split(",")[0].rpartition(":")
+    if host != f"{name}-kafka-bootstrap.{namespace}.svc":
+        finding(f"settings.env KAFKA_BOOTSTRAP_SERVERS {host} is not Strimzi's bootstrap Service of {name} in {namespace}")
+    listener = next((item for item in kafka["spec"]["kafka"]["listeners"] if str(item["port"]) == port), None)
+    if listener is None:
+        finding(f"deploy/kafka/strimzi-cluster: no listener on port {port} (KAFKA_BOOTSTRAP_SERVERS)")
+    else:
+        tls = settings.get("KAFKA_SECURITY_PROTOCOL", "PLAINTEXT") in ("SSL", "SASL_SSL")
+        if listener.get("tls") != tls:
+            finding(f"deploy/kafka/strimzi-cluster: listener {listener['name']} tls={listener.get('tls')}, the "
+                    f"services use {settings.get('KAFKA_SECURITY_PROTOCOL')}")
+        mechanism = settings.get("KAFKA_SASL_MECHANISM", "").lower()
+        if (listener.get("authentication") or {}).get("type") != mechanism:
+            finding(f"deploy/kafka/strimzi-cluster: listener {listener['name']} authenticates with "
+                    f"{(listener.get('authentication') or {}).get('type')}, the services with {mechanism}")
+    users = [d for d in render("deploy/kafka/strimzi") if d.get("kind") == "KafkaUser"]
+    for user in users:
+        if user["metadata"]["labels"].get("strimzi.io/cluster") != name:
+            finding(f"deploy/kafka/strimzi: KafkaUser {user['metadata']['name']} belongs to another cluster")
+        if user["spec"]["authentication"]["type"] != (listener or {}).get("authentication", {}).get("type"):
+            finding(f"deploy/kafka/strimzi: KafkaUser {user['metadata']['name']} authenticates otherwise than the listener")
+    if users and (kafka["spec"]["kafka"].get("authorization") or {}).get("type") != "simple":
+        finding("deploy/kafka/strimzi-cluster: the KafkaUsers' ACLs need spec.kafka.authorization type simple")
+    for operator in ("topicOperator", "userOperator"):
+        if operator not in kafka["spec"].get("entityOperator", {}):
+            finding(f"deploy/kafka/strimzi-cluster: no {operator} (the KafkaTopics and KafkaUsers would not apply)")
+    brokers = sum(pool["spec"]["replicas"] for pool in documents if pool.get("kind") == "KafkaNodePool"
+                  and "broker" in pool["spec"]["roles"] and pool["metadata"]["labels"].get("strimzi.io/cluster") == name)
+    most = max(topic["replicas"] for topic in topics_spec()["topics"])
+    if brokers < most:
+        finding(f"deploy/kafka/strimzi-cluster: {brokers} brokers, but topics want {most} replicas")
+    groups = (kafka["spec"].get("kafkaExporter") or {}).get("groupRegex", "")
+    for group in ("iap-verifier", "iap-ledger"):
+        if not re.fullmatch(groups, group):
+            finding(f"deploy/kafka/strimzi-cluster: the Kafka Exporter's groupRegex leaves out {group} (broker-side lag)")
+
+
+def check_follower_grants():
+    """The topic followers' group ids (the code's prefix) are granted to the principals that run them."""
+    match = re.search(r'effective\["group.id"\] = "(follower-)\\\(topic\)(-)', read("Sources/Kafka/KafkaTopicFollower.swift"))
+    if not match:
+        finding("Sources/Kafka/KafkaTopicFollower.swift: the follower's group id is no longer follower-<topic>-...: "
+                "update deploy/kafka/topics.yaml's group_prefixes and scripts/check-deployment.py")
+        return
+    settings = dict(line.split("=", 1) for line in read("docker/k8s/settings/settings.env").splitlines()
+                    if "=" in line and not line.startswith("#"))
+    principals = topics_spec()["principals"]
+    for principal, setting in FOLLOWERS.items():
+        prefix = f"follower-{settings[setting]}-"
+        grants = (principals.get(principal) or {}).get("group_prefixes") or {}
+        if "Read" not in grants.get(prefix, []) or "Describe" not in grants.get(prefix, []):
+            finding(f"deploy/kafka/topics.yaml: {principal} follows {settings[setting]} with group ids {prefix}..., "
+                    "but has no Read and Describe on that group prefix")
+
+
+def check_scraped_namespaces():
+    """The PodMonitors scrape every namespace an overlay deploys the services to, and every service is scraped."""
+    namespaces = {d["metadata"]["name"] for directory in ("docker/k8s/overlays/production", "docker/k8s/overlays/sandbox")
+                  for d in render(directory) if d.get("kind") == "Namespace"}
+    monitors = [d for d in render("deploy/monitoring") if d.get("kind") == "PodMonitor"]
+    for monitor in monitors:
+        selected = set(monitor["spec"].get("namespaceSelector", {}).get("matchNames")
+                       or [monitor["metadata"].get("namespace")])
+        if not monitor["spec"].get("namespaceSelector", {}).get("any") and namespaces - selected:
+            finding(f"deploy/monitoring: PodMonitor {monitor['metadata']['name']} does not scrape "
+                    f"{sorted(namespaces - selected)}")
+    scraped = {monitor["spec"]["selector"]["matchLabels"].get("app.kubernetes.io/name") for monitor in monitors}
+    for service in SERVICES:
+        if service not in scraped:
+            finding(f"deploy/monitoring: no PodMonitor scrapes {service}")
+
+
+def check_platform():
+    check_scraped_namespaces()
+    for directory in KUSTOMIZATIONS:
+        documents = render(directory)
+        check_namespaces(directory, documents)
+        if directory.startswith("docker/k8s"):
+            check_pods_on_a_cluster(directory, documents)
+            check_ledger(directory, documents)
+    check_database()
+    check_kafka_cluster()
+    check_follower_grants()
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__)
@@ -630,6 +1087,7 @@ def main():
     check_kubernetes(known)
     check_docs(known)
     check_with_linters()
+    check_platform()
     for message in findings:
         print(f"deployment check: {message}")
     print(f"deployment checks: {len(findings)} findings")

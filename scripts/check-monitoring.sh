@@ -3,9 +3,10 @@
 #   - promtool check rules + promtool test rules: every alert of deploy/monitoring/alerts.yaml fires on a synthetic
 #     series that must page and stays quiet on a near miss (deploy/monitoring/tests/alerts.test.yaml);
 #   - deploy/monitoring/render.py --check: the PrometheusRule is the same rules;
-#   - embedded-kafka, the fake App Store, receipt-ingest and receipt-verifier started from the built binaries, a few
-#     submissions and notifications through them, then promtool check metrics on both /metrics, and every metric the
-#     alerts and the Grafana dashboard query must be one the services export (scripts/check-monitoring.py).
+#   - embedded-kafka, the fake App Store, receipt-ingest, receipt-verifier and receipt-ledger (over a throwaway
+#     PostgreSQL) started from the built binaries, a few submissions and notifications through them, then promtool
+#     check metrics on the three /metrics, and every metric the alerts and the Grafana dashboard query, with the
+#     labels they group and filter by, must be one the services export (scripts/check-monitoring.py).
 # Usage: scripts/check-monitoring.sh [<bin-dir>]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -78,8 +79,17 @@ env "${common[@]}" VERIFIER_METRICS_LISTEN=127.0.0.1:0 ALLOWED_BUNDLE_IDS=com.ex
 pids+=($!)
 wait_for "$work/verifier.log" '"msg":"receipt-verifier started"' "${pids[-1]}"
 verifier="http://127.0.0.1:$(field "$work/verifier.log" '"msg":"receipt-verifier started"' metrics_port)"
+# receipt-ledger over a throwaway PostgreSQL.
+. scripts/throwaway-postgres.sh
+start_throwaway_postgres "$PWD/$work/postgres" "$work/postgres.log"
+env "${common[@]}" LEDGER_LISTEN=127.0.0.1:0 LEDGER_DATABASE_URL="$POSTGRES_URL" \
+    "$bin/receipt-ledger" >"$work/ledger.out" 2>"$work/ledger.log" &
+pids+=($!)
+wait_for "$work/ledger.log" '"msg":"receipt-ledger started"' "${pids[-1]}"
+ledger="http://127.0.0.1:$(field "$work/ledger.log" '"msg":"receipt-ledger started"' port)"
 for _ in $(seq 1 200); do
-    curl -fsS -o /dev/null "$ingest/readyz" 2>/dev/null && curl -fsS -o /dev/null "$verifier/readyz" 2>/dev/null && break
+    curl -fsS -o /dev/null "$ingest/readyz" 2>/dev/null && curl -fsS -o /dev/null "$verifier/readyz" 2>/dev/null \
+        && curl -fsS -o /dev/null "$ledger/readyz" 2>/dev/null && break
     sleep 0.1
 done
 
@@ -91,17 +101,24 @@ post() {
     curl -sS -o /dev/null -w '%{http_code}\n' "$ingest$1" -H 'Content-Type: application/json' \
         -H "Authorization: Bearer ${3:-monitoring-backend-key}" -d "$2"
 }
-post "/v1/receipts?wait_ms=10000" "{\"receipt_data\":\"$valid\",\"submission_id\":\"monitoring-v\"}" >"$work/codes"
+post "/v1/receipts?wait_ms=10000" "{\"receipt_data\":\"$valid\",\"submission_id\":\"monitoring-v\",\"user_id\":\"monitoring-user\"}" >"$work/codes"
 post "/v1/receipts?wait_ms=10000" "{\"receipt_data\":\"$other\",\"submission_id\":\"monitoring-b\"}" >>"$work/codes"
 post "/v1/receipts?wait_ms=10000" '{"transaction_id":"2000000000000001","submission_id":"monitoring-t"}' >>"$work/codes"
 post /v1/receipts '{"receipt_data":"not base64!"}' >>"$work/codes"
 post /v1/apple/notifications '{"signedPayload":"x.y.z"}' >>"$work/codes"
 post /v1/receipts '{"transaction_id":"2000000000000002"}' monitoring-app-key >>"$work/codes"
 curl -sS -o /dev/null -H 'Authorization: Bearer monitoring-backend-key' "$ingest/v1/receipts/monitoring-v"
+# The ledger applies the verified result (a credit): wait for it, then ask the API once.
+for _ in $(seq 1 100); do
+    grep -qE '^ledger_messages_applied_total\{topic="results"\} [1-9]' <(curl -fsS "$ledger/metrics") && break
+    sleep 0.1
+done
+curl -sS -o /dev/null "$ledger/v1/users/monitoring-user"
 curl -fsS "$ingest/metrics" >"$work/ingest.metrics"
 curl -fsS "$verifier/metrics" >"$work/verifier.metrics"
+curl -fsS "$ledger/metrics" >"$work/ledger.metrics"
 
-for service in ingest verifier; do
+for service in ingest verifier ledger; do
     # promtool check metrics exits non-zero on lint problems (names, help, units) and prints them.
     if ! promtool check metrics <"$work/$service.metrics" >"$work/$service.lint" 2>&1; then
         echo "check-monitoring: promtool check metrics on receipt-$service's /metrics:"
@@ -109,5 +126,5 @@ for service in ingest verifier; do
         exit 1
     fi
 done
-python3 scripts/check-monitoring.py "$work/ingest.metrics" "$work/verifier.metrics"
+python3 scripts/check-monitoring.py "$work/ingest.metrics" "$work/verifier.metrics" "$work/ledger.metrics"
 echo "check-monitoring: passed ($((SECONDS - started)) s; answers $(tr '\n' ' ' <"$work/codes"))"

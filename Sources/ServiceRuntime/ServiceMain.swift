@@ -41,6 +41,7 @@ public enum ServiceMain {
         let metrics = MetricsRegistry()
         BuildInfo.register(
             in: metrics, prefix: metricsPrefix, libraries: [("librdkafka_version", KafkaLibrary.version)])
+        ProcessMetrics.register(in: metrics)
 
         let service: any ManagedService
         do {

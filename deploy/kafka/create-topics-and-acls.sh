@@ -7,22 +7,26 @@
 # ssl.truststore...). Create the SCRAM users first, e.g.
 #   kafka-configs.sh --bootstrap-server "$BOOTSTRAP" --command-config "$COMMAND_CONFIG" --alter \
 #     --add-config 'SCRAM-SHA-512=[password=...]' --entity-type users --entity-name receipt-ingest
+# TOPICS_ONLY=1 skips the ACLs (a cluster without an authorizer); REPLICATION_FACTOR and MIN_INSYNC_REPLICAS
+# override the replicas and min.insync.replicas for a one-broker cluster (docker/compose.yaml's create-topics).
 set -euo pipefail
 : "${BOOTSTRAP:?set BOOTSTRAP to host:port of the brokers}"
 KAFKA_BIN="${KAFKA_BIN:-/opt/kafka/bin}"
 connection=(--bootstrap-server "$BOOTSTRAP")
 if [ -n "${COMMAND_CONFIG:-}" ]; then connection+=(--command-config "$COMMAND_CONFIG"); fi
 
-"$KAFKA_BIN/kafka-topics.sh" "${connection[@]}" --create --if-not-exists --topic iap.receipts.submitted --partitions 12 --replication-factor 3 --config retention.ms=604800000 --config min.insync.replicas=2 --config max.message.bytes=2097152 --config cleanup.policy=delete
-"$KAFKA_BIN/kafka-topics.sh" "${connection[@]}" --create --if-not-exists --topic iap.receipts.results --partitions 12 --replication-factor 3 --config retention.ms=1209600000 --config min.insync.replicas=2 --config max.message.bytes=1048588 --config cleanup.policy=delete
-"$KAFKA_BIN/kafka-topics.sh" "${connection[@]}" --create --if-not-exists --topic iap.receipts.retry --partitions 12 --replication-factor 3 --config retention.ms=604800000 --config min.insync.replicas=2 --config max.message.bytes=2097152 --config cleanup.policy=delete
-"$KAFKA_BIN/kafka-topics.sh" "${connection[@]}" --create --if-not-exists --topic iap.receipts.dlq --partitions 3 --replication-factor 3 --config retention.ms=2592000000 --config min.insync.replicas=2 --config max.message.bytes=8388608 --config cleanup.policy=delete
-"$KAFKA_BIN/kafka-topics.sh" "${connection[@]}" --create --if-not-exists --topic iap.notifications.submitted --partitions 12 --replication-factor 3 --config retention.ms=604800000 --config min.insync.replicas=2 --config max.message.bytes=1048588 --config cleanup.policy=delete
-"$KAFKA_BIN/kafka-topics.sh" "${connection[@]}" --create --if-not-exists --topic iap.purchase.events --partitions 12 --replication-factor 3 --config retention.ms=1209600000 --config min.insync.replicas=2 --config max.message.bytes=1048588 --config cleanup.policy=delete
+"$KAFKA_BIN/kafka-topics.sh" "${connection[@]}" --create --if-not-exists --topic iap.receipts.submitted --partitions 12 --replication-factor "${REPLICATION_FACTOR:-3}" --config retention.ms=604800000 --config min.insync.replicas=${MIN_INSYNC_REPLICAS:-2} --config max.message.bytes=2097152 --config cleanup.policy=delete
+"$KAFKA_BIN/kafka-topics.sh" "${connection[@]}" --create --if-not-exists --topic iap.receipts.results --partitions 12 --replication-factor "${REPLICATION_FACTOR:-3}" --config retention.ms=1209600000 --config min.insync.replicas=${MIN_INSYNC_REPLICAS:-2} --config max.message.bytes=1048588 --config cleanup.policy=delete
+"$KAFKA_BIN/kafka-topics.sh" "${connection[@]}" --create --if-not-exists --topic iap.receipts.retry --partitions 12 --replication-factor "${REPLICATION_FACTOR:-3}" --config retention.ms=604800000 --config min.insync.replicas=${MIN_INSYNC_REPLICAS:-2} --config max.message.bytes=2097152 --config cleanup.policy=delete
+"$KAFKA_BIN/kafka-topics.sh" "${connection[@]}" --create --if-not-exists --topic iap.receipts.dlq --partitions 3 --replication-factor "${REPLICATION_FACTOR:-3}" --config retention.ms=2592000000 --config min.insync.replicas=${MIN_INSYNC_REPLICAS:-2} --config max.message.bytes=8388608 --config cleanup.policy=delete
+"$KAFKA_BIN/kafka-topics.sh" "${connection[@]}" --create --if-not-exists --topic iap.notifications.submitted --partitions 12 --replication-factor "${REPLICATION_FACTOR:-3}" --config retention.ms=604800000 --config min.insync.replicas=${MIN_INSYNC_REPLICAS:-2} --config max.message.bytes=1048588 --config cleanup.policy=delete
+"$KAFKA_BIN/kafka-topics.sh" "${connection[@]}" --create --if-not-exists --topic iap.purchase.events --partitions 12 --replication-factor "${REPLICATION_FACTOR:-3}" --config retention.ms=1209600000 --config min.insync.replicas=${MIN_INSYNC_REPLICAS:-2} --config max.message.bytes=1048588 --config cleanup.policy=delete
 
+if [ -n "${TOPICS_ONLY:-}" ]; then exit 0; fi
 "$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-ingest --topic iap.receipts.submitted --resource-pattern-type literal --operation Write --operation Describe
 "$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-ingest --topic iap.notifications.submitted --resource-pattern-type literal --operation Write --operation Describe
 "$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-ingest --topic iap.receipts.results --resource-pattern-type literal --operation Read --operation Describe
+"$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-ingest --group follower-iap.receipts.results- --resource-pattern-type prefixed --operation Read --operation Describe
 "$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-verifier --topic iap.receipts.submitted --resource-pattern-type literal --operation Read --operation Describe
 "$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-verifier --topic iap.receipts.retry --resource-pattern-type literal --operation Read --operation Write --operation Describe
 "$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-verifier --topic iap.notifications.submitted --resource-pattern-type literal --operation Read --operation Describe
@@ -34,6 +38,9 @@ if [ -n "${COMMAND_CONFIG:-}" ]; then connection+=(--command-config "$COMMAND_CO
 "$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-replay --topic iap.receipts.submitted --resource-pattern-type literal --operation Write --operation Describe
 "$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-replay --topic iap.receipts.retry --resource-pattern-type literal --operation Write --operation Describe
 "$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-replay --topic iap.notifications.submitted --resource-pattern-type literal --operation Write --operation Describe
+"$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-replay --group follower-iap.receipts.dlq- --resource-pattern-type prefixed --operation Read --operation Describe
+"$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-tail --topic iap.receipts.results --resource-pattern-type literal --operation Read --operation Describe
+"$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-tail --group follower-iap.receipts.results- --resource-pattern-type prefixed --operation Read --operation Describe
 "$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-notifications-backfill --topic iap.notifications.submitted --resource-pattern-type literal --operation Write --operation Describe
 "$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-ledger --topic iap.receipts.results --resource-pattern-type literal --operation Read --operation Describe
 "$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-ledger --topic iap.purchase.events --resource-pattern-type literal --operation Read --operation Describe
