@@ -50,9 +50,6 @@ SETTING_PREFIXES = ("KAFKA_", "RECEIPTS_", "RESULTS_", "RETRY_", "DLQ_", "INGEST
 NON_CODE_SETTINGS = {"HEALTHCHECK_PORT"}
 # Strings in the code that look like settings but are Apple's values (notification subtypes).
 NOT_SETTINGS = {"PRODUCT_NOT_FOR_SALE"}
-# Settings another branch adds to the code (merged separately): the docs may name them before the code reads them.
-# Once the code reads one it is checked like every other, and its entry here can go.
-ADDED_ON_OTHER_BRANCHES = {"LEDGER_SANDBOX_POLICY": "the ledger's sandbox policy (separate|credit|ignore)"}
 # Docker's official images, or the upstream projects' own (Apache Kafka, Prometheus, Grafana), each with a version tag.
 OFFICIAL_IMAGES = re.compile(r"^(apache/kafka|swift|debian|postgres|prom/prometheus|grafana/grafana):[\w.\-]+$")
 # The port docker/healthcheck.sh checks when HEALTHCHECK_PORT is not set: the PID 1 service's listen setting.
@@ -716,10 +713,7 @@ def check_docs(known):
         for name in re.findall(r"`([A-Z][A-Z0-9_]+)(?:=[^`]*)?`", read(path)):
             if name.startswith(SETTING_PREFIXES):
                 documented.add(name)
-                if name in ADDED_ON_OTHER_BRANCHES and name not in known:
-                    print(f"deployment check: {path} names {name}, which the code does not read yet (added on "
-                          f"another branch: {ADDED_ON_OTHER_BRANCHES[name]})")
-                elif not is_known_setting(name, known) and not name.endswith("_"):
+                if not is_known_setting(name, known) and not name.endswith("_"):
                     finding(f"{path} names setting {name}, which no code reads")
     operations = read("docs/OPERATIONS.md") if os.path.exists(os.path.join(ROOT, "docs/OPERATIONS.md")) else ""
     for name in sorted(known):

@@ -32,10 +32,6 @@ EXTERNAL = {
 }
 # Metrics that other branches add to the services (merged separately). Until they are exported, queries of them are
 # not checked against live series; once exported they are checked like every other (and this entry can go).
-ADDED_ON_OTHER_BRANCHES = {
-    "ledger_sandbox_credits_total": "the ledger's LEDGER_SANDBOX_POLICY (sandbox purchases credited, label policy)",
-    "ledger_credit_key_rederived_total": "the ledger's own credit_key derivation (messages whose key differed)",
-}
 # Labels Prometheus attaches when it scrapes (PodMonitor: namespace, pod, job, instance, container, endpoint).
 SCRAPE_LABELS = {"namespace", "pod", "job", "instance", "container", "service"}
 AGGREGATIONS = ("sum", "min", "max", "avg", "group", "stddev", "stdvar", "count", "count_values", "bottomk", "topk",
@@ -177,21 +173,18 @@ def main():
                 if inner:
                     queries.append((f"{os.path.basename(path)} variable {variable['name']}", inner.group(1), ""))
     used = set()
-    pending = set()
     for where, expression, legend in queries:
         names = metric_names(expression)
         if not names:
             findings.append(f"{where}: no metric name found in {expression!r}")
         for name in names:
             used.add(name)
-            if name in ADDED_ON_OTHER_BRANCHES and name not in available:
-                pending.add(name)
-            elif name not in available and name not in EXTERNAL:
+            if name not in available and name not in EXTERNAL:
                 findings.append(f"{where}: {name} is not exported by receipt-ingest, receipt-verifier or receipt-ledger")
         ours = [name for name in names if name in live_labels]
         # Only where every metric of the query has live series (a family with none, such as verifier_partition_paused
         # while nothing is paused, says nothing about its labels).
-        if ours and len(ours) == len(names & available) and not (names & (set(EXTERNAL) | pending)):
+        if ours and len(ours) == len(names & available) and not (names & set(EXTERNAL)):
             carried = set().union(*(live_labels[name] for name in ours)) | SCRAPE_LABELS
             for label in sorted(used_labels(expression, legend) - carried - {"le"} - {""}):
                 findings.append(f"{where}: label {label} is on no live series of {', '.join(sorted(ours))}")
@@ -205,9 +198,6 @@ def main():
         for path in sys.argv[1:]:
             if name not in exported([path]):
                 findings.append(f"{path} has no {name}")
-    for name in sorted(pending):
-        print(f"check-monitoring: {name} is not exported yet (added on another branch: "
-              f"{ADDED_ON_OTHER_BRANCHES[name]}); its queries are checked once it is")
     for message in findings:
         print(f"check-monitoring: {message}")
     print(f"check-monitoring: {len(queries)} queries ({len(dashboards)} dashboard(s) and the alerts) name "
