@@ -322,16 +322,15 @@ def shutdown_bound(binary, environment):
                               r"stopGracePeriod = \.milliseconds\(handlerTimeoutMs \+ (\d+)\)", "the HTTP server's stop grace")
         answer = code_int("Sources/Ingest/IngestHandler.swift", r"effectiveDeliveryTimeoutMs \+ (\d+)",
                           "the handler's answer timeout")
-        main = "Sources/receipt-ingest/main.swift"
+        service, drain = "Sources/Ingest/IngestService.swift", "public func drain(within"
         return ((setting("INGEST_KAFKA_DELIVERY_TIMEOUT_MS", 10000) + answer + stop_grace) / 1000
-                + code_int("Sources/Ingest/IngestService.swift", r"resultFeed\?\.close\(timeout: \.seconds\((\d+)\)\)",
-                           "the follower's close bound", "public func drain()")
-                + code_int(main, r"producer\.flush\(timeout: \.seconds\((\d+)\)\)", "the ingest's flush bound",
-                           "ShutdownSignal {")
-                + code_int(main, r"producer\.close\(timeout: \.seconds\((\d+)\)\)", "the ingest's close bound",
-                           "ShutdownSignal {"))
+                + code_int(service, r"resultFeed\?\.close\(timeout: \.seconds\((\d+)\)\)",
+                           "the follower's close bound", drain)
+                + code_int(service, r"var drainBound: Duration \{ \.seconds\((\d+)\) \}", "the ingest's flush bound")
+                + code_int(service, r"producer\.close\(timeout: \.seconds\((\d+)\)\)", "the ingest's close bound",
+                           drain))
     if binary == "receipt-verifier":
-        service, shutdown = "Sources/Verifier/Service/VerifierService.swift", "public func shutdown()"
+        service, shutdown = "Sources/Verifier/Service/VerifierService.swift", "public func drain(within"
         return (setting("VERIFIER_SHUTDOWN_TIMEOUT_MS", 20000) / 1000
                 + sum(code_int(service, pattern, what, shutdown) for pattern, what in (
                     (r"consumer\.close\(timeout: \.seconds\((\d+)\)\)", "the consumer's close bound"),
@@ -340,7 +339,7 @@ def shutdown_bound(binary, environment):
     if binary == "receipt-ledger":
         return (setting("LEDGER_SHUTDOWN_TIMEOUT_MS", 30000) / 1000
                 + code_int("Sources/Ledger/Service/LedgerService.swift", r"consumer\.close\(timeout: \.seconds\((\d+)\)\)",
-                           "the ledger consumer's close bound", "public func shutdown()"))
+                           "the ledger consumer's close bound", "public func drain(within"))
     return 0
 
 
@@ -946,7 +945,7 @@ def check_ledger(directory, documents):
     pause = int(pre_stop[-1]) if pre_stop and pre_stop[-1].isdigit() else 0
     bound = pause + shutdown_ms / 1000 + code_int(
         "Sources/Ledger/Service/LedgerService.swift", r"consumer\.close\(timeout: \.seconds\((\d+)\)\)",
-        "the ledger consumer's close bound", "public func shutdown()")
+        "the ledger consumer's close bound", "public func drain(within")
     if pod.get("terminationGracePeriodSeconds", 30) < bound:
         finding(f"{directory}: receipt-ledger terminationGracePeriodSeconds {pod.get('terminationGracePeriodSeconds', 30)}"
                 f" is below its shutdown bound {bound} s")

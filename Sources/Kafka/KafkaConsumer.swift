@@ -146,6 +146,20 @@ public final class KafkaConsumer: Sendable {
             partitions, timeout: timeout, context: "cannot read the committed offsets of group \(groupId)")
     }
 
+    /// The Kafka cluster's id (blocks up to `timeout`); nil when closed or not known in time.
+    public func clusterId(timeout: Duration) -> String? {
+        runtime.resources?.client.clusterId(timeout: timeout)
+    }
+
+    /// The partition's end (the offset the next message will get), asked of its leader (blocks up to `timeout`);
+    /// nil when closed or not answered.
+    public func highWatermark(_ partition: TopicPartition, timeout: Duration) -> Int64? {
+        guard case .success(let marks)? = runtime.resources?.client.watermarks(
+            topic: partition.topic, partition: partition.partition, timeout: timeout)
+        else { return nil }
+        return marks.high
+    }
+
     /// Asynchronous commits `requestCommit` issued.
     public var commitRequestCount: Int { commitRequests.load(ordering: .relaxed) }
 

@@ -270,6 +270,16 @@ package final class RDKafkaClient: @unchecked Sendable {
         }
     }
 
+    /// The cluster's id, asked of the brokers (blocks up to `timeout`); nil when closed, unanswered or unknown.
+    package func clusterId(timeout: Duration) -> String? {
+        let id = withClient { client -> String? in
+            guard let text = rd_kafka_clusterid(client, timeout.rdKafkaMilliseconds) else { return nil }
+            defer { rd_kafka_mem_free(client, text) }
+            return String(cString: text)
+        }
+        return id ?? nil
+    }
+
     /// The low and high watermarks of a partition, asked of its leader (blocks up to `timeout`).
     /// - Returns: nil when the client is closed; a failure carries librdkafka's code and description.
     package func watermarks(topic: String, partition: Int32, timeout: Duration)

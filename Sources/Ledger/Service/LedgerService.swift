@@ -57,6 +57,7 @@ public final class LedgerService: ManagedService {
         let consumerBox = Locked<KafkaConsumer?>(nil)
         let worker = LedgerWorker(
             settings: settings, buffer: buffer, metrics: metrics, logger: logger,
+            clusterId: { consumerBox.withLock { $0 }?.clusterId(timeout: .seconds(10)) },
             afterBatch: { summary in
                 guard let consumer = consumerBox.withLock({ $0 }) else { return }
                 // The database holds the truth; the group's offsets follow for lag and monitoring only.
@@ -76,7 +77,11 @@ public final class LedgerService: ManagedService {
                 topics: [settings.topics.results, settings.topics.events], delegate: link, logger: logger,
                 metrics: registry, commitInterval: .milliseconds(500),
                 startingOffsets: { partitions in
-                    Self.storedOffsets(partitions, database: database, stopping: { worker.isStopping }, logger: logger)
+                    let stored = Self.storedOffsets(
+                        partitions, database: database, stopping: { worker.isStopping }, logger: logger)
+                    return Self.checkTopics(
+                        stored, consumer: consumerBox.withLock { $0 }, database: database, worker: worker,
+                        rebind: settings.rebind, logger: logger)
                 })
         } catch {
             throw .settings("cannot create the Kafka consumer: \(error.message)")
@@ -108,6 +113,7 @@ public final class LedgerService: ManagedService {
         link: ConsumerLink, worker: LedgerWorker, database: DatabaseLink, consumer: KafkaConsumer
     ) -> Health {
         if let fatal = link.liveness { return .unhealthy(fatal) }
+        if let refusal = worker.refusalReason { return .unhealthy(refusal) }
         if worker.isStopping { return Health(readiness: "draining") }
         if !database.isUp { return Health(readiness: "the database is not reachable (retrying)") }
         if !consumer.isConnected { return Health(readiness: "the consumer is not connected to Kafka") }
@@ -154,6 +160,41 @@ public final class LedgerService: ManagedService {
         apiDatabase.close()
         logger.info("receipt-ledger stopped", ["drained": .bool(drained)])
         return drained
+    }
+
+    /// The guard against an earlier incarnation of a topic: a partition whose stored offset lies beyond the
+    /// partition's end (the topic was created again, or is another cluster's) would take new messages for applied
+    /// ones. Under `LEDGER_REBIND=topics` such partitions are applied again from their beginning; otherwise the
+    /// ledger refuses to run.
+    private static func checkTopics(
+        _ stored: [TopicPartition: Int64], consumer: KafkaConsumer?, database: DatabaseLink, worker: LedgerWorker,
+        rebind: Set<KafkaBinding.Rebind>, logger: Logger
+    ) -> [TopicPartition: Int64] {
+        guard let consumer, !stored.isEmpty else { return stored }
+        var ends: [TopicPartition: Int64] = [:]
+        for partition in stored.keys {
+            ends[partition] = consumer.highWatermark(partition, timeout: .seconds(10))
+        }
+        let stale = KafkaBinding.stalePartitions(stored: stored, highWatermarks: ends)
+        guard !stale.isEmpty else { return stored }
+        guard rebind.contains(.topics) else {
+            worker.refuse(KafkaBinding.topicRefusal(stale.map(\.description)))
+            return stored
+        }
+        do throws(PostgresError) {
+            try database.withConnection { connection throws(PostgresError) in
+                try connection.transaction { session throws(PostgresError) in
+                    try KafkaBinding.forgetOffsets(stale, in: session)
+                }
+            }
+        } catch {
+            worker.refuse("cannot forget the stored offsets of \(stale.map(\.description)) (LEDGER_REBIND=topics): \(error)")
+            return stored
+        }
+        logger.warning(
+            "partitions stored beyond their end are applied again from their beginning (LEDGER_REBIND=topics)",
+            ["partitions": .string(stale.map(\.description).joined(separator: ", "))])
+        return stored.filter { !stale.contains($0.key) }
     }
 
     /// The offsets stored in the database for `partitions`, asked on assignment; retried until the database

@@ -19,11 +19,18 @@ final class LedgerWorker: Sendable {
     private let stopping = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
     private let lastGaugeRefreshNs = Atomic<UInt64>(0)
+    /// Why the ledger refuses to apply anything (a database bound to another Kafka cluster or an earlier topic):
+    /// nil while it may.
+    private let refusal = Locked<String?>(nil)
+    /// The Kafka cluster's id as the consumer reports it (nil: unknown).
+    private let clusterId: @Sendable () -> String?
 
     init(
         settings: LedgerSettings, buffer: RecordBuffer, metrics: LedgerMetrics, logger: Logger,
+        clusterId: @escaping @Sendable () -> String? = { nil },
         afterBatch: @escaping @Sendable (BatchSummary) -> Void
     ) {
+        self.clusterId = clusterId
         self.settings = settings
         self.store = LedgerStore(
             topics: settings.topics, policy: settings.ownershipPolicy, sandboxPolicy: settings.sandboxPolicy)
@@ -35,6 +42,18 @@ final class LedgerWorker: Sendable {
     }
 
     var isStopping: Bool { stopping.load(ordering: .relaxed) }
+
+    /// Why the ledger refuses to run, if it does (reported as not alive: the operator must decide).
+    var refusalReason: String? { refusal.withLock { $0 } }
+
+    /// Stops applying anything, for good in this process: what it would apply might be skipped or misplaced.
+    func refuse(_ reason: String) {
+        let first = refusal.withLock { current in
+            defer { if current == nil { current = reason } }
+            return current == nil
+        }
+        if first { logger.error("the ledger refuses to run against this database", ["reason": .string(reason)]) }
+    }
 
     func start() {
         let thread = Thread { [self] in
@@ -56,13 +75,46 @@ final class LedgerWorker: Sendable {
     private func run() {
         // The schema first: nothing is applied to tables of an older version.
         guard database.migrateWithRetry(until: { self.isStopping }) else { return }
+        bindCluster()
         while !isStopping {
+            guard refusalReason == nil else {
+                Thread.sleep(forTimeInterval: 0.25)
+                continue
+            }
             let batch = buffer.takeBatch(limit: settings.batchSize, timeout: .milliseconds(250))
             metrics.bufferedMessages.set(buffer.count)
             if !batch.isEmpty {
                 applyUntilCommitted(batch, isolating: false)
             }
             refreshGaugesIfDue()
+        }
+    }
+
+    /// Binds a new database to the Kafka cluster, or refuses one bound to another (unless `LEDGER_REBIND=cluster`).
+    /// A cluster that reports no id, or a database that does not answer, is checked again at the next start.
+    private func bindCluster() {
+        let current = clusterId()
+        do throws(PostgresError) {
+            try database.withConnection { connection throws(PostgresError) in
+                try connection.transaction { session throws(PostgresError) in
+                    let stored = try KafkaBinding.storedCluster(in: session)
+                    switch KafkaBinding.cluster(stored: stored, current: current, rebind: settings.rebind) {
+                    case .bound: break
+                    case .bind(let id):
+                        try KafkaBinding.bindCluster(id, in: session, nowMs: SystemTime.wallMilliseconds())
+                        logger.info("the ledger database is bound to its Kafka cluster", ["cluster_id": .string(id)])
+                    case .rebind(let id):
+                        try KafkaBinding.bindCluster(id, in: session, nowMs: SystemTime.wallMilliseconds())
+                        logger.warning(
+                            "the ledger database is bound to another Kafka cluster now (LEDGER_REBIND=cluster)",
+                            ["from": .string(stored ?? ""), "to": .string(id)])
+                    case .refuse(let reason):
+                        refuse(reason)
+                    }
+                }
+            }
+        } catch {
+            logger.error("cannot check the database's Kafka cluster binding", ["error": .string(error.description)])
         }
     }
 
