@@ -24,17 +24,31 @@ extension BatchWork {
     mutating func loadPurchases(keys: Set<String>, subscriptions: Set<String>, periodsEndingAfter: Int64)
         throws(PostgresError)
     {
+        guard let statement = purchasesStatement(keys: keys, subscriptions: subscriptions, periodsEndingAfter: periodsEndingAfter)
+        else { return }
+        try cachePurchases(try session.execute(statement.sql, statement.parameters), wanted: statement.wanted)
+    }
+
+    /// The statement that reads and locks, in key order, the purchases `keys` not cached yet and the periods in
+    /// force of `subscriptions` ending after `periodsEndingAfter`; nil when there is nothing to read.
+    func purchasesStatement(keys: Set<String>, subscriptions: Set<String>, periodsEndingAfter: Int64)
+        -> (sql: String, parameters: [PostgresValue], wanted: Set<String>)?
+    {
         let wanted = keys.subtracting(purchases.keys)
-        guard !wanted.isEmpty || !subscriptions.isEmpty else { return }
-        let rows = try session.execute(
+        guard !wanted.isEmpty || !subscriptions.isEmpty else { return nil }
+        return (
             Self.purchaseColumns + """
                  WHERE credit_key = ANY($1::text[])
                     OR (original_transaction_id = ANY($2::text[]) AND status IN ('credited','recredited')
                         AND credit_key LIKE '%:period:%' AND expires_date_ms > $3)
                 ORDER BY credit_key FOR UPDATE
-                """, [.textArray(Array(wanted)), .textArray(Array(subscriptions)), .int(periodsEndingAfter)]
-        ).rows
-        for row in rows {
+                """, [.textArray(Array(wanted)), .textArray(Array(subscriptions)), .int(periodsEndingAfter)], wanted
+        )
+    }
+
+    /// Caches the rows `purchasesStatement` read; the keys of `wanted` without a row are cached as never seen.
+    mutating func cachePurchases(_ result: PostgresResult, wanted: Set<String>) throws(PostgresError) {
+        for row in result.rows {
             let key = try row.string(0)
             guard purchases[key] == nil else { continue }
             purchases[key] = CachedPurchase(

@@ -85,12 +85,22 @@ struct BatchWork {
     mutating func prefetch(_ decoded: [Decoded]) throws(PostgresError) {
         var keys: Set<String> = []
         var linkable: Set<String> = []
+        // The ids whose owner the batch may look up: tokens, subscriptions' ids, and the ids of transactions whose
+        // message names no owner (a consumable's id with a named owner is never looked up: its link is written
+        // only when a claim waits for it, which the pending-claims read tells).
+        var lookedUp: Set<String> = []
         var subscriptions: Set<String> = []
         var earliestPeriod = Int64.max
-        func touch(_ transaction: LedgerTransaction) {
+        func touch(_ transaction: LedgerTransaction, ownerNamed: Bool) {
             keys.insert(transaction.creditKey)
-            if let value = transaction.originalTransactionId, !value.isEmpty { linkable.insert(value) }
-            if let value = transaction.appAccountToken, !value.isEmpty { linkable.insert(value) }
+            if let value = transaction.originalTransactionId, !value.isEmpty {
+                linkable.insert(value)
+                if !ownerNamed || transaction.isPeriod { lookedUp.insert(value) }
+            }
+            if let value = transaction.appAccountToken, !value.isEmpty {
+                linkable.insert(value)
+                lookedUp.insert(value)
+            }
             if transaction.isPeriod, let original = transaction.originalTransactionId, !original.isEmpty {
                 subscriptions.insert(original)
                 earliestPeriod = min(earliestPeriod, transaction.purchaseDateMs ?? Int64.min)
@@ -99,62 +109,88 @@ struct BatchWork {
         var events: [(id: String, type: String, creditKey: String)] = []
         for message in decoded {
             switch message {
-            case .result(let result): result.transactions.forEach(touch)
+            case .result(let result):
+                for transaction in result.transactions { touch(transaction, ownerNamed: result.owner != nil) }
             case .event(let event):
-                event.transaction.map(touch)
+                if let transaction = event.transaction { touch(transaction, ownerNamed: false) }
                 if let transaction = event.transaction, let kind = LedgerEventKind.of(event.type), kind != .noMoney {
                     events.append((event.eventId, event.type, transaction.creditKey))
                 }
             case .unreadable: break
             }
         }
-        try recordEvents(events)
-        if !linkable.isEmpty {
-            try session.execute(
-                """
-                SELECT pg_advisory_xact_lock(\(LedgerSchema.linkLockNamespace), h)
-                FROM (SELECT DISTINCT hashtext(v) AS h FROM unnest($1::text[]) AS v ORDER BY 1) AS l
-                """, [.textArray(Array(linkable))])
-        }
-        try loadPurchases(keys: keys, subscriptions: subscriptions, periodsEndingAfter: earliestPeriod)
-        guard !linkable.isEmpty else { return }
+        // One round trip: the statements of a pipeline run in order, so the locks are held before the reads.
+        var statements: [(sql: String, parameters: [PostgresValue])] = []
         let values: PostgresValue = .textArray(Array(linkable))
-        for value in linkable {
-            ownerLinks[LinkKey(kind: .originalTransactionId, value: value)] = .some(nil)
-            ownerLinks[LinkKey(kind: .appAccountToken, value: value)] = .some(nil)
+        if !linkable.isEmpty {
+            statements.append(
+                (
+                    """
+                    SELECT pg_advisory_xact_lock(\(LedgerSchema.linkLockNamespace), h)
+                    FROM (SELECT DISTINCT hashtext(v) AS h FROM unnest($1::text[]) AS v ORDER BY 1) AS l
+                    """, [values]
+                ))
         }
-        for row in try session.execute(
-            "SELECT kind, value, user_id FROM owner_links WHERE value = ANY($1::text[])", [values]
-        ).rows {
-            guard let kind = LinkKind(rawValue: try row.string(0)) else { continue }
-            ownerLinks[LinkKey(kind: kind, value: try row.string(1))] = .some(try row.string(2))
+        let purchasesRead = purchasesStatement(
+            keys: keys, subscriptions: subscriptions, periodsEndingAfter: earliestPeriod)
+        if let purchasesRead { statements.append((purchasesRead.sql, purchasesRead.parameters)) }
+        if !lookedUp.isEmpty {
+            statements.append(
+                ("SELECT kind, value, user_id FROM owner_links WHERE value = ANY($1::text[])", [.textArray(Array(lookedUp))]))
         }
-        for row in try session.execute(
-            """
-            SELECT original_transaction_id, app_account_token FROM pending_claims
-            WHERE original_transaction_id = ANY($1::text[]) OR app_account_token = ANY($1::text[])
-            """, [values]
-        ).rows {
-            if let value = row.optionalString(0) { awaitedValues.insert(value) }
-            if let value = row.optionalString(1) { awaitedValues.insert(value) }
+        if !linkable.isEmpty {
+            statements.append(
+                (
+                    """
+                    SELECT original_transaction_id, app_account_token FROM pending_claims
+                    WHERE original_transaction_id = ANY($1::text[]) OR app_account_token = ANY($1::text[])
+                    """, [values]
+                ))
+        }
+        let eventsRecord = recordEventsStatement(events)
+        if let eventsRecord { statements.append(eventsRecord) }
+        var results = try session.pipeline(statements)[...]
+        if !linkable.isEmpty { results = results.dropFirst() }
+        if let purchasesRead {
+            try cachePurchases(results.removeFirst(), wanted: purchasesRead.wanted)
+        }
+        if !lookedUp.isEmpty {
+            for value in lookedUp {
+                ownerLinks[LinkKey(kind: .originalTransactionId, value: value)] = .some(nil)
+                ownerLinks[LinkKey(kind: .appAccountToken, value: value)] = .some(nil)
+            }
+            for row in results.removeFirst().rows {
+                guard let kind = LinkKind(rawValue: try row.string(0)) else { continue }
+                ownerLinks[LinkKey(kind: kind, value: try row.string(1))] = .some(try row.string(2))
+            }
+        }
+        if !linkable.isEmpty {
+            for row in results.removeFirst().rows {
+                if let value = row.optionalString(0) { awaitedValues.insert(value) }
+                if let value = row.optionalString(1) { awaitedValues.insert(value) }
+            }
+        }
+        if eventsRecord != nil {
+            for row in results.removeFirst().rows { newEvents.insert(try row.string(0)) }
         }
     }
 
-    /// Records the batch's money events in `applied_events` in one statement; those already there are duplicates.
-    private mutating func recordEvents(_ events: [(id: String, type: String, creditKey: String)]) throws(PostgresError) {
-        guard !events.isEmpty else { return }
+    /// The statement that records the batch's money events in `applied_events`; those already there (not returned)
+    /// are duplicates.
+    private func recordEventsStatement(_ events: [(id: String, type: String, creditKey: String)])
+        -> (sql: String, parameters: [PostgresValue])?
+    {
+        guard !events.isEmpty else { return nil }
         var seen: Set<String> = []
         let unique = events.filter { seen.insert($0.id).inserted }
-        for row in try session.execute(
+        return (
             """
             INSERT INTO applied_events (event_id, type, credit_key, applied_at_ms)
             SELECT e, t, k, $4 FROM unnest($1::text[], $2::text[], $3::text[]) AS u(e, t, k)
             ON CONFLICT DO NOTHING RETURNING event_id
             """,
             [.textArray(unique.map(\.id)), .textArray(unique.map(\.type)), .textArray(unique.map(\.creditKey)), .int(nowMs)]
-        ).rows {
-            newEvents.insert(try row.string(0))
-        }
+        )
     }
 
     mutating func apply(_ record: LedgerRecord, _ decoded: Decoded) throws(PostgresError) {
