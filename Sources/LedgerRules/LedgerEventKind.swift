@@ -12,7 +12,7 @@ public enum LedgerEventKind: Sendable, Equatable {
         case "recredit": .recredit
         case "revoke": .revoke
         case "subscription_status": .subscriptionStatus
-        case "consumption_request", "test", "info", "consent_withdrawn": .noMoney
+        case "consumption_request", "test", "info": .noMoney
         default: nil
         }
     }
