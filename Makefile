@@ -5,7 +5,7 @@ SHELL := /bin/bash
 # Warnings are errors everywhere, so a developer sees what CI sees.
 SWIFT_FLAGS ?= -Xswiftc -warnings-as-errors
 
-.PHONY: deps build build-release test unit-test dev bench test-sanitize fuzz conformance clean
+.PHONY: deps build build-release test test-unit dev bench test-sanitize fuzz conformance clean
 
 deps:
 	@scripts/install-deps.sh
@@ -34,6 +34,14 @@ test: deps
 	@scripts/api-conformance.sh "$$($(SWIFT) build --show-bin-path)"
 	CHAOS_SHORT=1 CHAOS_BIN="$$($(SWIFT) build --show-bin-path)" bench/chaos.sh
 	@FUZZ_RUNS=$(TEST_FUZZ_RUNS) scripts/fuzz.sh
+
+# The pure suites only (no Kafka, no PostgreSQL, no executables started; the rules' tables among them): seconds once
+# built, for the edit-test loop. `make test` runs them too.
+UNIT_SUITES := ServiceSupportTests|ServiceRuntimeTests|ReceiptModelTests|ReplayTests|CryptoTests|SignedDataTests|LedgerRulesTests|NotificationBackfillTests
+test-unit: deps
+	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
+	$(SWIFT) test --skip-build --filter '$(UNIT_SUITES)' 2>&1 | tee .build/test-unit-output.log
+	@scripts/test-summary.sh .build/test-unit-output.log
 
 dev: build-release
 	@scripts/dev.sh

@@ -110,7 +110,13 @@ let package = Package(
             name: "ledger-apply-bench", dependencies: ["Ledger", "LedgerRules", "Postgres"],
             path: "bench/ledger-apply-bench"),
 
-        // MARK: Tests (unit tests need no network; IntegrationTests start the real executables)
+        // MARK: Tests
+        // Pure (no Kafka, no PostgreSQL, no executables; `make test-unit`): ServiceSupportTests, ServiceRuntimeTests,
+        // ReceiptModelTests, ReplayTests, CryptoTests, SignedDataTests, LedgerRulesTests, NotificationBackfillTests.
+        // Start embedded-kafka (some suites): KafkaTests, IngestTests, VerifierTests, LedgerTests. Start PostgreSQL:
+        // PostgresTests, LedgerTests. Start the real executables: IntegrationTests, and the process suites of
+        // IngestTests, VerifierTests, AppStoreTests (the fake App Store) and LedgerTests. HTTPServerTests and
+        // AppStoreTests also serve on loopback in process.
         .target(name: "TestSupport", dependencies: ["ServiceSupport"], path: "Tests/TestSupport"),
         .testTarget(name: "ServiceSupportTests", dependencies: ["ServiceSupport"]),
         .testTarget(
