@@ -243,3 +243,21 @@ public struct JSONParser {
         guard index > start else { throw failure("expected a digit") }
     }
 }
+
+extension JSONValue {
+    /// The same value as `other`, numbers compared within a double's precision: how `JSONParser` is checked against
+    /// Foundation (a number with a fraction beyond 2^53 has no exact reading: Foundation truncates its fraction
+    /// where the parser rounds to the nearest double; integers that fit 64 bits must be equal exactly).
+    public func agrees(with other: JSONValue) -> Bool {
+        func close(_ x: Double, _ y: Double) -> Bool { x == y || abs(x - y) <= abs(x) * 1e-15 }
+        switch (self, other) {
+        case (.integer(let x), .integer(let y)): return x == y || (abs(Double(x)) > 0x1p53 && close(Double(x), Double(y)))
+        case (.integer(let x), .number(let y)), (.number(let y), .integer(let x)): return close(Double(x), y)
+        case (.number(let x), .number(let y)): return close(x, y)
+        case (.array(let x), .array(let y)): return x.count == y.count && zip(x, y).allSatisfy { $0.agrees(with: $1) }
+        case (.object(let x), .object(let y)):
+            return x.count == y.count && x.allSatisfy { key, value in y[key].map { value.agrees(with: $0) } ?? false }
+        default: return self == other
+        }
+    }
+}
