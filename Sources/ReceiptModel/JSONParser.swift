@@ -171,7 +171,7 @@ public struct JSONParser {
         throw failure("unterminated string")
     }
 
-    /// `\uXXXX` (the `\u` read), with a surrogate pair as two escapes; a lone surrogate is an error.
+    /// `\u` and four hex digits (the `\u` read), with a surrogate pair as two escapes; a lone surrogate is an error.
     private mutating func unicodeEscape(into decoded: inout [UInt8]) throws(Failure) {
         var scalar = try hex4()
         if (0xD800...0xDBFF).contains(scalar) {
