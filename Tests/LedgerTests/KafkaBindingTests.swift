@@ -10,7 +10,10 @@ import Testing
         #expect(KafkaBinding.cluster(stored: "c1", current: "c1", rebind: []) == .bound)
         #expect(KafkaBinding.cluster(stored: "c1", current: nil, rebind: []) == .bound)
         #expect(KafkaBinding.cluster(stored: "c1", current: "c2", rebind: [.cluster]) == .rebind("c2"))
-        #expect(KafkaBinding.cluster(stored: "c1", current: "c2", rebind: [.topics]) != .bound)
+        guard case .refuse = KafkaBinding.cluster(stored: "c1", current: "c2", rebind: [.topics]) else {
+            Issue.record("rebinding topics does not rebind the cluster")
+            return
+        }
         guard case .refuse(let message) = KafkaBinding.cluster(stored: "c1", current: "c2", rebind: []) else {
             Issue.record("another cluster must be refused")
             return

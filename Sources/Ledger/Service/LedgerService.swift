@@ -114,6 +114,7 @@ public final class LedgerService: ManagedService {
     ) -> Health {
         if let fatal = link.liveness { return .unhealthy(fatal) }
         if let refusal = worker.refusalReason { return .unhealthy(refusal) }
+        if !worker.hasCheckedBinding { return Health(readiness: "checking the database's Kafka cluster binding") }
         if worker.isStopping { return Health(readiness: "draining") }
         if !database.isUp { return Health(readiness: "the database is not reachable (retrying)") }
         if !consumer.isConnected { return Health(readiness: "the consumer is not connected to Kafka") }

@@ -22,6 +22,7 @@ final class LedgerWorker: Sendable {
     /// Why the ledger refuses to apply anything (a database bound to another Kafka cluster or an earlier topic):
     /// nil while it may.
     private let refusal = Locked<String?>(nil)
+    private let bindingChecked = Atomic<Bool>(false)
     /// The Kafka cluster's id as the consumer reports it (nil: unknown).
     private let clusterId: @Sendable () -> String?
 
@@ -42,6 +43,9 @@ final class LedgerWorker: Sendable {
     }
 
     var isStopping: Bool { stopping.load(ordering: .relaxed) }
+
+    /// The database's Kafka cluster binding was checked (nothing is applied before).
+    var hasCheckedBinding: Bool { bindingChecked.load(ordering: .relaxed) }
 
     /// Why the ledger refuses to run, if it does (reported as not alive: the operator must decide).
     var refusalReason: String? { refusal.withLock { $0 } }
@@ -91,30 +95,45 @@ final class LedgerWorker: Sendable {
     }
 
     /// Binds a new database to the Kafka cluster, or refuses one bound to another (unless `LEDGER_REBIND=cluster`).
-    /// A cluster that reports no id, or a database that does not answer, is checked again at the next start.
+    /// Nothing is applied before the check is done: until Kafka tells its cluster id and the database answers, it
+    /// is retried with backoff (readiness says so), never skipped.
     private func bindCluster() {
-        let current = clusterId()
-        do throws(PostgresError) {
-            try database.withConnection { connection throws(PostgresError) in
-                try connection.transaction { session throws(PostgresError) in
-                    let stored = try KafkaBinding.storedCluster(in: session)
-                    switch KafkaBinding.cluster(stored: stored, current: current, rebind: settings.rebind) {
-                    case .bound: break
-                    case .bind(let id):
-                        try KafkaBinding.bindCluster(id, in: session, nowMs: SystemTime.wallMilliseconds())
-                        logger.info("the ledger database is bound to its Kafka cluster", ["cluster_id": .string(id)])
-                    case .rebind(let id):
-                        try KafkaBinding.bindCluster(id, in: session, nowMs: SystemTime.wallMilliseconds())
-                        logger.warning(
-                            "the ledger database is bound to another Kafka cluster now (LEDGER_REBIND=cluster)",
-                            ["from": .string(stored ?? ""), "to": .string(id)])
-                    case .refuse(let reason):
-                        refuse(reason)
+        var backoff = Backoff()
+        while !isStopping {
+            guard let current = clusterId() else {
+                logger.warning("the Kafka cluster's id is not known yet; checking the database's binding again")
+                backoff.sleep()
+                continue
+            }
+            do throws(PostgresError) {
+                try database.withConnection { connection throws(PostgresError) in
+                    try connection.transaction { session throws(PostgresError) in
+                        try bind(to: current, in: session)
                     }
                 }
+                bindingChecked.store(true, ordering: .relaxed)
+                return
+            } catch {
+                logger.error("cannot check the database's Kafka cluster binding; retrying", ["error": .string(error.description)])
+                backoff.sleep()
             }
-        } catch {
-            logger.error("cannot check the database's Kafka cluster binding", ["error": .string(error.description)])
+        }
+    }
+
+    private func bind(to current: String, in session: PostgresSession) throws(PostgresError) {
+        let stored = try KafkaBinding.storedCluster(in: session)
+        switch KafkaBinding.cluster(stored: stored, current: current, rebind: settings.rebind) {
+        case .bound: break
+        case .bind(let id):
+            try KafkaBinding.bindCluster(id, in: session, nowMs: SystemTime.wallMilliseconds())
+            logger.info("the ledger database is bound to its Kafka cluster", ["cluster_id": .string(id)])
+        case .rebind(let id):
+            try KafkaBinding.bindCluster(id, in: session, nowMs: SystemTime.wallMilliseconds())
+            logger.warning(
+                "the ledger database is bound to another Kafka cluster now (LEDGER_REBIND=cluster)",
+                ["from": .string(stored ?? ""), "to": .string(id)])
+        case .refuse(let reason):
+            refuse(reason)
         }
     }
 
