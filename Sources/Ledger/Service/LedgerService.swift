@@ -176,6 +176,13 @@ public final class LedgerService: ManagedService {
         for partition in stored.keys {
             ends[partition] = consumer.highWatermark(partition, timeout: .seconds(10))
         }
+        let unknown = stored.keys.filter { ends[$0] == nil }.map(\.description).sorted()
+        if !unknown.isEmpty {
+            // Not judged this time (the leader did not answer); the next assignment checks them again.
+            logger.warning(
+                "the end of some partitions is not known: not checked against their stored offsets",
+                ["partitions": .string(unknown.joined(separator: ", "))])
+        }
         let stale = KafkaBinding.stalePartitions(stored: stored, highWatermarks: ends)
         guard !stale.isEmpty else { return stored }
         guard rebind.contains(.topics) else {
