@@ -159,6 +159,8 @@ final class FakeServerAPI: Sendable {
             route = .history(id)
         } else if request.method == "POST", path == "/inApps/v1/notifications/history" {
             route = .notificationHistory
+        } else if request.method == "GET", let id = Self.suffix(path, after: "/inApps/v2/refund/lookup/") {
+            route = .refundHistory(id)
         } else if path.hasPrefix("/inApps/") {
             return (Self.error(404, 4_040_000, "no such endpoint in the fake"), 0)
         } else {
@@ -173,7 +175,7 @@ final class FakeServerAPI: Sendable {
             return (Self.unauthorized, 0)
         }
         switch route {
-        case .transactionInfo(let id), .history(let id):
+        case .transactionInfo(let id), .history(let id), .refundHistory(let id):
             return transactionCall(route, id: id, bundleId: bundleId, environment: environment, request: request)
         case .notificationHistory:
             return (notificationHistory(request, environment: environment), 0)
@@ -183,6 +185,7 @@ final class FakeServerAPI: Sendable {
     private enum Route {
         case transactionInfo(String)
         case history(String)
+        case refundHistory(String)
         case notificationHistory
     }
 
@@ -228,6 +231,11 @@ final class FakeServerAPI: Sendable {
             case .history:
                 return (try history(of: transaction, bundleId: bundleId, environment: environment, query: request.query),
                         delayMs)
+            case .refundHistory:
+                return (
+                    try refundHistory(
+                        of: transaction, bundleId: bundleId, environment: environment, query: request.query),
+                    delayMs)
             case .notificationHistory:
                 return (Self.error(404, 4_040_000, "no such endpoint"), delayMs)
             }
@@ -241,15 +249,7 @@ final class FakeServerAPI: Sendable {
     private func history(
         of transaction: FakeServerTransaction, bundleId: String, environment: String, query: [String: String]
     ) throws -> HTTPResponse {
-        let customer = transaction.resolvedCustomer
-        var group = state.withLock { state in
-            state.transactions.values.filter {
-                $0.resolvedCustomer == customer
-                    && $0.resolvedEnvironment.caseInsensitiveCompare(environment) == .orderedSame
-                    && ($0.bundleId ?? defaultBundleId) == bundleId
-            }
-        }
-        if !group.contains(where: { $0.id == transaction.id }) { group.append(transaction) }
+        var group = customerGroup(of: transaction, bundleId: bundleId, environment: environment)
         if let product = query["productId"] { group = group.filter { ($0.productId ?? defaultProductId) == product } }
         let descending = query["sort"] == "DESCENDING"
         group.sort { left, right in
@@ -275,6 +275,23 @@ final class FakeServerAPI: Sendable {
             "{\"revision\":\"r\(next)\",\"hasMore\":\(hasMore),\"bundleId\":\(JSONText.quoted(bundleId)),"
                 + "\"environment\":\(JSONText.quoted(environment)),"
                 + "\"signedTransactions\":[\(signed.joined(separator: ","))]}")
+    }
+
+    /// Every transaction of `transaction`'s customer in this app and environment (itself included): what its
+    /// history and refund history answer from.
+    func customerGroup(
+        of transaction: FakeServerTransaction, bundleId: String, environment: String
+    ) -> [FakeServerTransaction] {
+        let customer = transaction.resolvedCustomer
+        var group = state.withLock { state in
+            state.transactions.values.filter {
+                $0.resolvedCustomer == customer
+                    && $0.resolvedEnvironment.caseInsensitiveCompare(environment) == .orderedSame
+                    && ($0.bundleId ?? defaultBundleId) == bundleId
+            }
+        }
+        if !group.contains(where: { $0.id == transaction.id }) { group.append(transaction) }
+        return group
     }
 
     private struct NotificationHistoryBody: Decodable {
@@ -335,7 +352,7 @@ final class FakeServerAPI: Sendable {
     /// The API's signed answer about `transaction`, reused for `signedReuseMs` (a re-registration signs anew): its
     /// JWS, and Get Transaction Info's body built once, so a benchmark's repeated calls cost neither a signature nor
     /// a 4 KB JSON rewrite.
-    private func signedAnswer(_ transaction: FakeServerTransaction) throws -> (jws: String, infoBody: [UInt8]) {
+    func signedAnswer(_ transaction: FakeServerTransaction) throws -> (jws: String, infoBody: [UInt8]) {
         let nowMs = SystemTime.wallMilliseconds()
         let version = state.withLock { $0.versions[transaction.id] ?? 0 }
         let key = "\(transaction.resolvedEnvironment)|\(transaction.id)|\(version)"

@@ -36,6 +36,25 @@ import ServiceSupport
         }
     }
 
+    /// (configured production rate, endpoint, environment) → the pace used: never above Apple's published limit.
+    static let paceRows: [(Double, ServerAPIEndpoint, AppStoreEnvironment, Double)] = [
+        (50.0, .transactionInfo, .production, 50.0),
+        (50.0, .refundHistory, .production, 10.0),
+        (50.0, .refundHistory, .sandbox, 1.0),
+        (5.0, .refundHistory, .production, 5.0),
+        (50.0, .testNotification, .production, 1.0),
+        (50.0, .setAppAccountToken, .sandbox, 2.0),
+        (200.0, .consumptionInformation, .production, 50.0),
+    ]
+
+    @Test(arguments: paceRows)
+    func anEndpointIsNeverPacedAboveApplesPublishedLimit(
+        configured: Double, endpoint: ServerAPIEndpoint, environment: AppStoreEnvironment, expected: Double
+    ) {
+        let pacing = ServerAPIPacing(productionRatePerSecond: configured)
+        #expect(pacing.ratePerSecond(for: ServerAPIPacing.Key(endpoint, environment)) == expected)
+    }
+
     @Test func aCallThatCouldNotStartByItsDeadlineReservesNothing() {
         var bucket = TokenBucket(ratePerSecond: 10, capacity: 1, nowNs: 0)
         do {

@@ -249,6 +249,7 @@ final class CurlMultiLoop: @unchecked Sendable {
         _ = ccurl_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, nil)
         _ = ccurl_easy_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, 0)
         _ = ccurl_easy_setopt_ptr(easy, CURLOPT_POSTFIELDS, nil)
+        _ = ccurl_easy_setopt_ptr(easy, CURLOPT_CUSTOMREQUEST, nil)
         if idleEasyHandles.count < configuration.maxInFlight {
             idleEasyHandles.append(easy)
         } else {

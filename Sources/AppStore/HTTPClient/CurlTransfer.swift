@@ -83,16 +83,23 @@ final class CurlTransfer: @unchecked Sendable {
         let isHTTPS =
             request.url.utf8.count > 6
             && request.url.utf8.prefix(6).map { $0 | 0x20 } == Array("https:".utf8)
-        // Handles are reused: a POST sets its body (which makes it a POST again), a GET says so explicitly.
+        // Handles are reused: a POST sets its body (which makes it a POST again), a PUT is a POST with its verb
+        // replaced (libcurl copies the string), a GET says so explicitly; a recycled handle has no verb left over.
         let method: [CURLcode] =
             switch request.method {
-            case .post:
+            case .post, .put:
                 [
                     ccurl_easy_setopt_ptr(easy, CURLOPT_POSTFIELDS, body.baseAddress),
                     ccurl_easy_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count)),
+                    request.method == .put
+                        ? ccurl_easy_setopt_string(easy, CURLOPT_CUSTOMREQUEST, "PUT")
+                        : ccurl_easy_setopt_ptr(easy, CURLOPT_CUSTOMREQUEST, nil),
                 ]
             case .get:
-                [ccurl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1)]
+                [
+                    ccurl_easy_setopt_long(easy, CURLOPT_HTTPGET, 1),
+                    ccurl_easy_setopt_ptr(easy, CURLOPT_CUSTOMREQUEST, nil),
+                ]
             }
         let codes: [CURLcode] = method + [
             ccurl_easy_setopt_string(easy, CURLOPT_URL, request.url),

@@ -4,6 +4,8 @@ public enum HTTPMethod: String, Sendable, Equatable {
     case post = "POST"
     /// `body` is ignored (Get Transaction Info, Get Transaction History).
     case get = "GET"
+    /// `body` is sent (Send Consumption Information, Set App Account Token, Extend Subscription Renewal Date).
+    case put = "PUT"
 }
 
 /// One HTTP request to send.

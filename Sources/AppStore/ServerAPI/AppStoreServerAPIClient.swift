@@ -191,7 +191,9 @@ public final class AppStoreServerAPIClient: Sendable {
         let deadline: DispatchTime
     }
 
-    private func call<Value: Decodable & Sendable>(
+    /// One call of `endpoint` (paced, signed, classified); endpoint methods in extensions of this type build on it.
+    /// A `Value` of `ServerAPINoContent` takes any 2xx without reading its body (Apple's `Void` answers).
+    func call<Value: Decodable & Sendable>(
         _ endpoint: ServerAPIEndpoint, environment: AppStoreEnvironment, method: HTTPMethod, path: String,
         body: [UInt8], bundleId: String, deadline: DispatchTime,
         completion: @escaping @Sendable (Answer<Value>) -> Void
@@ -269,7 +271,7 @@ public final class AppStoreServerAPIClient: Sendable {
             return
         }
         var headers = ["Authorization: " + token.authorizationHeader, "Accept: application/json"]
-        if context.method == .post { headers.append("Content-Type: application/json") }
+        if context.method != .get { headers.append("Content-Type: application/json") }
         let request = HTTPClientRequest(
             method: context.method, url: context.url, body: context.body, headers: headers,
             timeoutMs: min(requestTimeoutMs, leftMs), responseHeaders: ["Retry-After"])
@@ -336,6 +338,7 @@ public final class AppStoreServerAPIClient: Sendable {
         let prefix = "\(environment.rawValue) \(key.endpoint.rawValue)"
         switch response.status {
         case 200...299:
+            if let noContent = ServerAPINoContent() as? Value { return .success(noContent) }
             do {
                 return .success(try JSONDecoder().decode(Value.self, from: Data(response.body)))
             } catch {

@@ -7,12 +7,35 @@ public enum ServerAPIEndpoint: String, Sendable, Hashable, CaseIterable {
     case transactionHistory = "transaction_history"
     /// Get Notification History: `POST /inApps/v1/notifications/history` (50 requests/s in production).
     case notificationHistory = "notification_history"
+    /// Send Consumption Information v2: `PUT /inApps/v2/transactions/consumption/{transactionId}` (50/s).
+    case consumptionInformation = "consumption_information"
+    /// Get Refund History v2: `GET /inApps/v2/refund/lookup/{transactionId}` (10/s).
+    case refundHistory = "refund_history"
+    /// Look Up Order ID: `GET /inApps/v1/lookup/{orderId}` (10/s).
+    case orderLookup = "order_lookup"
+    /// Get All Subscription Statuses: `GET /inApps/v1/subscriptions/{transactionId}` (50/s).
+    case subscriptionStatuses = "subscription_statuses"
+    /// Set App Account Token: `PUT /inApps/v1/transactions/{originalTransactionId}/appAccountToken` (20/s).
+    case setAppAccountToken = "set_app_account_token"
+    /// Extend a Subscription Renewal Date: `PUT /inApps/v1/subscriptions/extend/{originalTransactionId}`, and the
+    /// mass extension and its status (`/inApps/v1/subscriptions/extend/mass`) (20/s).
+    case extendRenewal = "extend_renewal"
+    /// Request a Test Notification and Get Test Notification Status (`/inApps/v1/notifications/test`) (1/s).
+    case testNotification = "test_notification"
+    /// Get App Transaction Info: `GET /inApps/v1/transactions/appTransactions/{transactionId}` (50/s).
+    case appTransactionInfo = "app_transaction_info"
 
     /// Apple's published production limit for this endpoint, requests per second per app ("Identifying rate
-    /// limits"; the sandbox allows a tenth).
+    /// limits"; the sandbox allows a tenth). A process never paces an endpoint faster than this, whatever
+    /// `APPLE_SERVER_API_MAX_RPS` says.
     public var publishedProductionLimitPerSecond: Double {
         switch self {
-        case .transactionInfo, .transactionHistory, .notificationHistory: 50
+        case .transactionInfo, .transactionHistory, .notificationHistory, .consumptionInformation,
+            .subscriptionStatuses, .appTransactionInfo:
+            50
+        case .setAppAccountToken, .extendRenewal: 20
+        case .refundHistory, .orderLookup: 10
+        case .testNotification: 1
         }
     }
 }

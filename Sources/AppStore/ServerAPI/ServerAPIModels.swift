@@ -227,3 +227,8 @@ enum URLComponent {
         return output
     }
 }
+
+/// The answer of an endpoint that returns no body (Send Consumption Information, Set App Account Token): any 2xx.
+public struct ServerAPINoContent: Decodable, Sendable, Equatable {
+    public init() {}
+}

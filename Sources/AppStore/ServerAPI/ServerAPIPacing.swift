@@ -53,13 +53,21 @@ public struct ServerAPIPacing: Sendable {
         environment == .production ? productionRatePerSecond : sandboxRatePerSecond
     }
 
+    /// The pace of one endpoint: the configured rate, never above Apple's published limit for it (a tenth of it
+    /// in the sandbox).
+    public func ratePerSecond(for key: Key) -> Double {
+        let published = key.endpoint.publishedProductionLimitPerSecond
+        let limit = key.environment == .production ? published : published / 10
+        return min(ratePerSecond(for: key.environment), limit)
+    }
+
     /// Admits a call to `key` at `nowNs` that is useless after `deadlineNs`.
     public mutating func admit(_ key: Key, nowNs: UInt64, deadlineNs: UInt64?) -> Admission {
         if let remaining = holdRemaining(key, nowNs: nowNs) {
             return .heldBack(remainingNanoseconds: remaining)
         }
         var bucket =
-            buckets[key] ?? TokenBucket(ratePerSecond: ratePerSecond(for: key.environment), nowNs: nowNs)
+            buckets[key] ?? TokenBucket(ratePerSecond: ratePerSecond(for: key), nowNs: nowNs)
         defer { buckets[key] = bucket }
         guard let wait = bucket.reserve(nowNs: nowNs, latestStartNs: deadlineNs) else {
             return .tooLate(waitNanoseconds: bucket.waitNs(nowNs: nowNs))
