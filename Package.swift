@@ -48,7 +48,8 @@ let package = Package(
         .target(name: "SignedData", dependencies: ["Crypto", "ServiceSupport"]),
         .target(name: "AppStore", dependencies: ["CCurl", "ReceiptModel", "ServiceSupport", "SignedData", "Crypto"]),
         .target(
-            name: "FakeAppStore", dependencies: ["AppStore", "HTTPServer", "ServiceSupport", "SignedData", "Crypto"],
+            name: "FakeAppStore",
+            dependencies: ["AppStore", "HTTPServer", "ReceiptModel", "ServiceSupport", "SignedData", "Crypto"],
             exclude: ["README.md"]),
         // The one service runtime: ServiceMain (help, settings errors exit 2, signals, drain, exit), ManagedService,
         // Health and its endpoints, bearer keys, the consumer link.
@@ -69,6 +70,7 @@ let package = Package(
             name: "Ledger",
             dependencies: [
                 "LedgerRules", "Postgres", "Kafka", "HTTPServer", "ReceiptModel", "ServiceRuntime", "ServiceSupport",
+                "AppStore", "SignedData",
             ]),
 
         // MARK: Executables (thin: each service's main.swift is one ServiceMain.run call)

@@ -75,6 +75,9 @@ final class FakeAppStoreHandler: HTTPHandler {
             respond(appendNotification(request))
         case ("GET", "/admin/server-api/counters"):
             respond(serverAPICounters(request))
+        case ("GET", "/admin/consumption"):
+            // The Send Consumption Information bodies received for ?transaction=ID.
+            respond(.json(200, serverAPI.consumptionAnswersJSON(transactionId: request.query["transaction"] ?? "")))
         case ("GET", "/admin/signing-root"):
             respond(.text(200, serverAPI.signing.rootCertificate.pem, contentType: "application/x-pem-file"))
         case ("GET", "/healthz"):

@@ -59,6 +59,8 @@ final class FakeServerAPI: Sendable {
     let defaultBundleId: String
     let defaultProductId: String
     private let state = Locked(State())
+    /// The Send Consumption Information bodies received, per transaction id, in order.
+    let consumptionAnswers = Locked<[String: [ConsumptionAnswer]]>([:])
     private let logger: Logger
 
     init(
@@ -84,6 +86,7 @@ final class FakeServerAPI: Sendable {
 
     func reset() {
         state.withLock { $0 = State() }
+        consumptionAnswers.withLock { $0 = [:] }
     }
 
     func calls(transaction id: String) -> Calls {
@@ -161,6 +164,8 @@ final class FakeServerAPI: Sendable {
             route = .notificationHistory
         } else if request.method == "GET", let id = Self.suffix(path, after: "/inApps/v2/refund/lookup/") {
             route = .refundHistory(id)
+        } else if request.method == "PUT", let id = Self.suffix(path, after: "/inApps/v2/transactions/consumption/") {
+            route = .consumptionInformation(id)
         } else if path.hasPrefix("/inApps/") {
             return (Self.error(404, 4_040_000, "no such endpoint in the fake"), 0)
         } else {
@@ -175,7 +180,7 @@ final class FakeServerAPI: Sendable {
             return (Self.unauthorized, 0)
         }
         switch route {
-        case .transactionInfo(let id), .history(let id), .refundHistory(let id):
+        case .transactionInfo(let id), .history(let id), .refundHistory(let id), .consumptionInformation(let id):
             return transactionCall(route, id: id, bundleId: bundleId, environment: environment, request: request)
         case .notificationHistory:
             return (notificationHistory(request, environment: environment), 0)
@@ -186,6 +191,7 @@ final class FakeServerAPI: Sendable {
         case transactionInfo(String)
         case history(String)
         case refundHistory(String)
+        case consumptionInformation(String)
         case notificationHistory
     }
 
@@ -231,6 +237,8 @@ final class FakeServerAPI: Sendable {
             case .history:
                 return (try history(of: transaction, bundleId: bundleId, environment: environment, query: request.query),
                         delayMs)
+            case .consumptionInformation:
+                return (consumptionInformation(for: transaction, body: request.body), delayMs)
             case .refundHistory:
                 return (
                     try refundHistory(

@@ -9,7 +9,10 @@ import Testing
         #expect(LedgerEventKind.of("recredit") == .recredit)
         #expect(LedgerEventKind.of("revoke") == .revoke)
         #expect(LedgerEventKind.of("subscription_status") == .subscriptionStatus)
-        for quiet in ["consumption_request", "test", "info"] { #expect(LedgerEventKind.of(quiet) == .noMoney) }
+        #expect(LedgerEventKind.of("consumption_request") == .consumptionRequest)
+        for quiet in ["test", "info"] { #expect(LedgerEventKind.of(quiet) == .noMoney) }
+        #expect(LedgerEventKind.credit.movesMoney && LedgerEventKind.subscriptionStatus.movesMoney)
+        #expect(!LedgerEventKind.consumptionRequest.movesMoney && !LedgerEventKind.noMoney.movesMoney)
         for unknown in ["Credit", "refund", "", "consent_withdrawn"] { #expect(LedgerEventKind.of(unknown) == nil) }
     }
 
@@ -23,5 +26,8 @@ import Testing
                 == .signed(atMs: 3, .subscriptionStatus(expiresDateMs: 9)))
         #expect(LedgerEventKind.credit.input(revocationPercentage: nil, expiresDateMs: nil, signedDateMs: 1) == nil)
         #expect(LedgerEventKind.noMoney.input(revocationPercentage: nil, expiresDateMs: nil, signedDateMs: 1) == nil)
+        #expect(
+            LedgerEventKind.consumptionRequest.input(revocationPercentage: nil, expiresDateMs: nil, signedDateMs: 1)
+                == nil)
     }
 }

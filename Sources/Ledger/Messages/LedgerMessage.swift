@@ -52,6 +52,7 @@ struct LedgerEvent: Sendable {
     /// When Apple signed the notification: money events of one purchase take effect in this order.
     var signedDateMs: Int64?
     var environment: String?
+    var bundleId: String?
     /// Apple's `subtype` (`UPGRADE` is an upgrade's evidence).
     var subtype: String?
 
@@ -67,6 +68,7 @@ struct LedgerEvent: Sendable {
         receivedAtMs = try c.int64("received_at_ms")
         signedDateMs = try c.int64("signed_date_ms")
         environment = try c.string("environment")
+        bundleId = try c.string("bundle_id")
         subtype = try c.string("subtype")
         try Identifier.check(eventId, "event_id")
         try transaction?.derivePurchaseKey(environment: environment)

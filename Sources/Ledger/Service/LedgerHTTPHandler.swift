@@ -1,11 +1,12 @@
 import Dispatch
 import HTTPServer
 import Postgres
+import ReceiptModel
 import ServiceRuntime
 import ServiceSupport
 
-/// The ledger's HTTP API (`GET /v1/users/{user_id}`, `GET /v1/purchases/{credit_key}`, bearer keys from
-/// `LEDGER_API_KEYS`) and `/healthz`, `/readyz`, `/metrics` (no key). Queries run on a queue of their own, never on
+/// The ledger's HTTP API (`GET /v1/users/{user_id}`, `GET /v1/purchases/{credit_key}`, `PUT`/`DELETE`/`GET
+/// /v1/users/{user_id}/consent`, `GET /v1/consumption-requests/{event_id}`, bearer keys from `LEDGER_API_KEYS`) and `/healthz`, `/readyz`, `/metrics` (no key). Queries run on a queue of their own, never on
 /// the server's I/O threads.
 struct LedgerHTTPHandler: HTTPHandler {
     let endpoints: HealthEndpoints
@@ -13,27 +14,59 @@ struct LedgerHTTPHandler: HTTPHandler {
     let database: DatabaseLink
     let queries: DispatchQueue
 
-    func handle(_ request: HTTPRequest, respond: @escaping HTTPResponder) {
-        guard request.method == "GET" || request.method == "HEAD" else {
-            respond(Self.error(405, "method_not_allowed", "use GET", headers: [("Allow", "GET")]))
-            return
+    /// Epoch milliseconds (consent times).
+    let nowMs: @Sendable () -> Int64
+
+    /// What a path asks for.
+    enum Route: Equatable {
+        case user(String)
+        case purchase(String)
+        case consent(String)
+        case consumptionRequest(String)
+    }
+
+    /// The route of `path`, nil when it is none of the API's; an empty argument is a route to nothing (404).
+    static func route(_ path: String) -> Route? {
+        if let rest = suffix(path, "/v1/users/") {
+            if rest.hasSuffix("/consent") { return .consent(String(rest.dropLast("/consent".count))) }
+            return .user(rest)
         }
-        if let response = endpoints.response(to: request) {
+        if let rest = suffix(path, "/v1/purchases/") { return .purchase(rest) }
+        if let rest = suffix(path, "/v1/consumption-requests/") { return .consumptionRequest(rest) }
+        return nil
+    }
+
+    private static func suffix(_ path: String, _ prefix: String) -> String? {
+        path.hasPrefix(prefix) ? String(path.dropFirst(prefix.count)) : nil
+    }
+
+    /// The methods each route takes.
+    static func allowed(_ route: Route) -> [String] {
+        switch route {
+        case .consent: ["GET", "HEAD", "PUT", "DELETE"]
+        case .user, .purchase, .consumptionRequest: ["GET", "HEAD"]
+        }
+    }
+
+    func handle(_ request: HTTPRequest, respond: @escaping HTTPResponder) {
+        if request.method == "GET" || request.method == "HEAD", let response = endpoints.response(to: request) {
             respond(response)
             return
         }
-        let usersPrefix = "/v1/users/"
-        let purchasesPrefix = "/v1/purchases/"
-        let isUser: Bool
-        let argument: String
-        if request.path.hasPrefix(usersPrefix) {
-            argument = String(request.path.dropFirst(usersPrefix.count))
-            isUser = true
-        } else if request.path.hasPrefix(purchasesPrefix) {
-            argument = String(request.path.dropFirst(purchasesPrefix.count))
-            isUser = false
-        } else {
-            respond(Self.error(404, "not_found", "try /v1/users/{user_id} or /v1/purchases/{credit_key}"))
+        guard let route = Self.route(request.path) else {
+            respond(
+                Self.error(
+                    404, "not_found",
+                    "try /v1/users/{user_id}, /v1/users/{user_id}/consent, /v1/purchases/{credit_key} or "
+                        + "/v1/consumption-requests/{event_id}"))
+            return
+        }
+        let allowed = Self.allowed(route)
+        guard allowed.contains(request.method) else {
+            respond(
+                Self.error(
+                    405, "method_not_allowed", "use \(allowed.joined(separator: ", "))",
+                    headers: [("Allow", allowed.joined(separator: ", "))]))
             return
         }
         guard apiKeys.authorizes(authorizationHeader: request.header("authorization")) else {
@@ -43,13 +76,28 @@ struct LedgerHTTPHandler: HTTPHandler {
                     headers: [("WWW-Authenticate", "Bearer")]))
             return
         }
-        guard !argument.isEmpty else {
-            respond(Self.error(404, "not_found", "the path names no user or purchase"))
+        let argument: String
+        switch route {
+        case .user(let value), .purchase(let value), .consent(let value), .consumptionRequest(let value):
+            argument = value
+        }
+        guard !argument.isEmpty, !argument.contains("/") else {
+            respond(Self.error(404, "not_found", "the path names no user, purchase or request"))
             return
         }
+        if case .consent = route, let problem = IdentifierText.problem(field: "user_id", argument) {
+            respond(Self.error(400, "invalid_identifier", problem))
+            return
+        }
+        let method = request.method
         queries.async {
             do throws(PostgresError) {
-                respond(isUser ? try userResponse(argument) : try purchaseResponse(argument))
+                switch route {
+                case .user(let userId): respond(try userResponse(userId))
+                case .purchase(let creditKey): respond(try purchaseResponse(creditKey))
+                case .consent(let userId): respond(try consentResponse(userId, method: method))
+                case .consumptionRequest(let eventId): respond(try consumptionRequestResponse(eventId))
+                }
             } catch {
                 respond(
                     Self.error(
@@ -57,6 +105,31 @@ struct LedgerHTTPHandler: HTTPHandler {
                         headers: [("Retry-After", "1")]))
             }
         }
+    }
+
+    /// PUT records the user's consent, DELETE its withdrawal (both answer the consent as it now is); GET reads it.
+    private func consentResponse(_ userId: String, method: String) throws(PostgresError) -> HTTPResponse {
+        if method == "PUT" || method == "DELETE" {
+            let now = nowMs()
+            try database.withConnection { connection throws(PostgresError) in
+                try ConsumptionStore.setConsent(userId, consented: method == "PUT", nowMs: now, on: connection)
+            }
+        }
+        let consent = try database.withConnection { connection throws(PostgresError) in
+            try ConsumptionStore.consent(userId, on: connection)
+        }
+        return .json(
+            200,
+            #"{"user_id":\#(JSONText.quoted(userId)),"consented":\#(consent?.consented ?? false),"updated_at_ms":\#(Self.number(consent?.updatedAtMs))}"#
+        )
+    }
+
+    private func consumptionRequestResponse(_ eventId: String) throws(PostgresError) -> HTTPResponse {
+        let audit = try database.withConnection { connection throws(PostgresError) in
+            try ConsumptionStore.auditJSON(eventId, on: connection)
+        }
+        guard let audit else { return Self.error(404, "not_found", "the ledger has recorded no consumption request with this event_id") }
+        return .json(200, audit)
     }
 
     private func userResponse(_ userId: String) throws(PostgresError) -> HTTPResponse {

@@ -1,3 +1,5 @@
+import AppStore
+import SignedData
 import Dispatch
 import Foundation
 import HTTPServer
@@ -23,6 +25,8 @@ public final class LedgerService: ManagedService {
     private let consumer: KafkaConsumer
     private let server: HTTPServer
     private let apiDatabase: DatabaseLink
+    /// Answers CONSUMPTION_REQUESTs (`LEDGER_CONSUMPTION_RESPONSES`); its own database connection.
+    private let responder: ConsumptionResponder
     private let drainOnce = DrainOnce()
 
     /// Defaults for librdkafka properties `KAFKA_*` does not set: statistics every second (lag, `/readyz`), and
@@ -40,6 +44,14 @@ public final class LedgerService: ManagedService {
         self.logger = logger
         self.registry = registry
         let metrics = LedgerMetrics(registry: registry, sandboxPolicy: settings.sandboxPolicy)
+        let consumptionMetrics = ConsumptionMetrics(registry: registry)
+        let responder = ConsumptionResponder(
+            configuration: ConsumptionResponder.Configuration(
+                mode: settings.consumption.mode, policy: settings.consumption.policy,
+                retryBaseMs: settings.consumption.retryBaseMs),
+            sender: try Self.consumptionSender(settings.consumption, logger: logger, registry: registry),
+            database: DatabaseLink(connectionString: settings.databaseURL, metrics: nil, logger: logger),
+            metrics: consumptionMetrics, logger: logger.named("consumption-responder"))
         let buffer = RecordBuffer(highWater: settings.maxBufferedMessages)
         // Revoked partitions' buffered messages are forgotten: their next owner starts from the offsets in the
         // database, as this instance does on assignment.
@@ -66,6 +78,10 @@ public final class LedgerService: ManagedService {
                 }
                 consumer.requestCommit()
                 link.checkWaterline()
+                if summary.consumptionRequests > 0 {
+                    consumptionMetrics.recorded.increment(by: summary.consumptionRequests)
+                    responder.wake()
+                }
             })
         let database = worker.database
         let consumer: KafkaConsumer
@@ -93,12 +109,14 @@ public final class LedgerService: ManagedService {
             endpoints: HealthEndpoints(registry: registry) {
                 Self.health(link: link, worker: worker, database: database, consumer: consumer)
             },
-            apiKeys: BearerKeys(settings.apiKeys), database: apiDatabase, queries: DispatchQueue(label: "ledger-api"))
+            apiKeys: BearerKeys(settings.apiKeys), database: apiDatabase, queries: DispatchQueue(label: "ledger-api"),
+            nowMs: { SystemTime.wallMilliseconds() })
         self.buffer = buffer
         self.link = link
         self.worker = worker
         self.consumer = consumer
         self.apiDatabase = apiDatabase
+        self.responder = responder
         self.server = HTTPServer(
             configuration: HTTPServerConfiguration(listen: settings.listen, threadCount: 2, connectionLimit: 1_024),
             handler: handler, logger: logger.named("ledger-http"))
@@ -139,6 +157,7 @@ public final class LedgerService: ManagedService {
             logger.warning("LEDGER_API_KEYS is empty: the API answers anyone who can reach it")
         }
         worker.start()
+        responder.start()
         consumer.start()
         logger.info(
             "receipt-ledger started",
@@ -146,6 +165,7 @@ public final class LedgerService: ManagedService {
                 "group_id": .string(settings.groupId), "results_topic": .string(settings.topics.results),
                 "events_topic": .string(settings.topics.events), "port": .int(Int(server.port)),
                 "ownership_policy": .string(settings.ownershipPolicy.rawValue), "batch_size": .int(settings.batchSize),
+                "consumption_responses": .string(settings.consumption.mode.rawValue),
             ])
     }
 
@@ -154,13 +174,33 @@ public final class LedgerService: ManagedService {
     @discardableResult
     public func drain(within bound: Duration) -> Bool {
         guard drainOnce.claim() else { return true }
-        let drained = worker.stop(timeout: bound)
+        let responderStopped = responder.stop(timeout: bound)
+        let drained = worker.stop(timeout: bound) && responderStopped
         consumer.close(timeout: .seconds(10))
         server.stop()
         worker.database.close()
         apiDatabase.close()
         logger.info("receipt-ledger stopped", ["drained": .bool(drained)])
         return drained
+    }
+
+    /// The App Store Server API client the responder sends with, under `send` only: its own libcurl client, the
+    /// same JWT signing and pacing as the verifier's (`APPLE_*`).
+    private static func consumptionSender(
+        _ settings: ConsumptionSettings, logger: Logger, registry: MetricsRegistry
+    ) throws(ServiceStartupError) -> (any ConsumptionSending)? {
+        guard settings.mode == .send, let api = settings.serverAPI, let credentials = api.credentials else { return nil }
+        let http: CurlHTTPClient
+        do {
+            http = try CurlHTTPClient(configuration: HTTPClientConfiguration(maxInFlight: 4, requestTimeoutMs: 30_000))
+        } catch {
+            throw .settings("cannot start the HTTP client for the App Store Server API: \(error)")
+        }
+        let client = AppStoreServerAPIClient(
+            http: http, endpoints: api.endpoints, tokens: AppStoreServerAPITokenProvider(credentials: credentials),
+            pacer: ServerAPIPacer(pacing: ServerAPIPacing(productionRatePerSecond: api.maxRequestsPerSecond)),
+            logger: logger.named("server-api"), metrics: registry)
+        return ServerAPIConsumptionSender(client: client)
     }
 
     /// The guard against an earlier incarnation of a topic: a partition whose stored offset lies beyond the

@@ -24,13 +24,15 @@ public struct LedgerSettings: ServiceSettings {
     public var maxBufferedMessages: Int
     /// How long SIGTERM waits for the batch being applied.
     public var shutdownTimeout: Duration
+    /// The refund responder (`LEDGER_CONSUMPTION_*`).
+    public var consumption: ConsumptionSettings
 
     public init(
         kafka: KafkaConfiguration, topics: LedgerTopics, databaseURL: String, groupId: String = "iap-ledger",
         listen: ListenAddress = ListenAddress(host: "0.0.0.0", port: 8081), apiKeys: [BearerKey] = [],
         ownershipPolicy: OwnershipPolicy = .keep, sandboxPolicy: SandboxPolicy = .separate,
         rebind: Set<KafkaBinding.Rebind> = [], batchSize: Int = 500, maxBufferedMessages: Int = 20_000,
-        shutdownTimeout: Duration = .seconds(30)
+        shutdownTimeout: Duration = .seconds(30), consumption: ConsumptionSettings = ConsumptionSettings()
     ) {
         self.kafka = kafka
         self.topics = topics
@@ -44,6 +46,7 @@ public struct LedgerSettings: ServiceSettings {
         self.batchSize = batchSize
         self.maxBufferedMessages = maxBufferedMessages
         self.shutdownTimeout = shutdownTimeout
+        self.consumption = consumption
     }
 
     /// - Throws: `ConfigurationError` naming the first variable that is missing or invalid.
@@ -77,10 +80,11 @@ public struct LedgerSettings: ServiceSettings {
             sandboxPolicy: SandboxPolicy(rawValue: sandboxName) ?? .separate, rebind: rebind,
             batchSize: try settings.int("LEDGER_BATCH_SIZE", default: 500, range: 1...10_000),
             maxBufferedMessages: try settings.int("LEDGER_MAX_BUFFERED_MESSAGES", default: 20_000, range: 1...1_000_000),
-            shutdownTimeout: .milliseconds(try settings.int("LEDGER_SHUTDOWN_TIMEOUT_MS", default: 30_000, range: 0...600_000)))
+            shutdownTimeout: .milliseconds(try settings.int("LEDGER_SHUTDOWN_TIMEOUT_MS", default: 30_000, range: 0...600_000)),
+            consumption: try ConsumptionSettings.fromEnvironment(settings))
     }
 
-    public static let helpText = """
+    public static let helpText: String = """
         receipt-ledger: applies verification results and purchase events to a PostgreSQL ledger exactly once, and
         answers what a user owns (docs/CREDITING.md has the rules).
 
@@ -102,6 +106,7 @@ public struct LedgerSettings: ServiceSettings {
           LEDGER_BATCH_SIZE         most messages per database transaction (default 500)
           LEDGER_MAX_BUFFERED_MESSAGES  most messages fetched and not yet applied (default 20000)
           LEDGER_SHUTDOWN_TIMEOUT_MS    how long SIGTERM waits for the batch being applied (default 30000)
+        """ + "\n" + ConsumptionSettings.helpText + "\n" + """
           KAFKA_BOOTSTRAP_SERVERS   required; KAFKA_<PROPERTY> sets any librdkafka property
           RESULTS_TOPIC             default iap.receipts.results
           EVENTS_TOPIC              default iap.purchase.events

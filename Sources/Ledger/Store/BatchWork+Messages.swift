@@ -70,6 +70,7 @@ extension BatchWork {
         switch LedgerEventKind.of(event.type) {
         case .none: return ["unknown event type '\(event.type)'"]
         case .some(.noMoney): return []
+        case .some(.consumptionRequest): return try recordConsumptionRequest(event)
         case .some(let money): kind = money
         }
         guard let transaction = event.transaction else { return ["a \(event.type) event without a transaction"] }
@@ -101,6 +102,33 @@ extension BatchWork {
         }
         guard let problem else { return [] }
         return try undoEvent(event, problem)
+    }
+
+    /// A `CONSUMPTION_REQUEST` for the refund responder, once per `event_id` (a redelivery records nothing more). Its
+    /// deadline runs from when Apple signed it.
+    private mutating func recordConsumptionRequest(_ event: LedgerEvent) throws(PostgresError) -> [String] {
+        guard let transaction = event.transaction, let transactionId = transaction.transactionId else {
+            return ["a consumption_request event without a transaction id"]
+        }
+        guard let environment = event.environment, environment == "Production" || environment == "Sandbox" else {
+            return ["a consumption_request event from environment '\(event.environment ?? "")' (Apple asks only in Production and Sandbox)"]
+        }
+        guard let bundleId = event.bundleId, !bundleId.isEmpty else {
+            return ["a consumption_request event without bundle_id"]
+        }
+        let signedAtMs = event.signedDateMs ?? event.receivedAtMs ?? nowMs
+        try write(
+            """
+            INSERT INTO consumption_requests (event_id, credit_key, transaction_id, environment, bundle_id,
+                signed_at_ms, deadline_ms, recorded_at_ms, status, next_attempt_at_ms)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $8)
+            ON CONFLICT (event_id) DO NOTHING
+            """,
+            [
+                .text(event.eventId), .text(transaction.creditKey), .text(transactionId), .text(environment),
+                .text(bundleId), .int(signedAtMs), .int(signedAtMs + ConsumptionRules.answerWindowMs), .int(nowMs),
+            ], counted: .consumptionRequest)
+        return []
     }
 
     /// Dead-lettered, not applied: a replay of the same event after a fix must not be taken for a duplicate.

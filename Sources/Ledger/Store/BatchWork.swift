@@ -30,7 +30,7 @@ struct BatchWork {
     var newEvents: Set<String> = []
 
     enum CountedWrite {
-        case none, refusedClaim, parkedClaim, deadLetter
+        case none, refusedClaim, parkedClaim, deadLetter, consumptionRequest
     }
 
     /// A message decoded once, before the batch reads what it touches.
@@ -113,7 +113,7 @@ struct BatchWork {
                 for transaction in result.transactions { touch(transaction, ownerNamed: result.owner != nil) }
             case .event(let event):
                 if let transaction = event.transaction { touch(transaction, ownerNamed: false) }
-                if let transaction = event.transaction, let kind = LedgerEventKind.of(event.type), kind != .noMoney {
+                if let transaction = event.transaction, let kind = LedgerEventKind.of(event.type), kind.movesMoney {
                     events.append((event.eventId, event.type, transaction.creditKey))
                 }
             case .unreadable: break
@@ -221,6 +221,7 @@ struct BatchWork {
             case .refusedClaim: summary.refusedClaims += result.affectedRows
             case .parkedClaim: summary.parkedClaims += result.affectedRows
             case .deadLetter: summary.deadLettered += result.affectedRows
+            case .consumptionRequest: summary.consumptionRequests += result.affectedRows
             }
         }
     }

@@ -43,6 +43,8 @@ public struct BatchSummary: Sendable, Equatable {
     public var staleEvents = 0
     /// Subscription periods replaced by an upgrade: their unused share taken back.
     public var upgrades = 0
+    /// `CONSUMPTION_REQUEST`s recorded for the refund responder (redeliveries not counted).
+    public var consumptionRequests = 0
     /// The next offset to read per partition after this batch.
     public var nextOffsets: [TopicPartition: Int64] = [:]
 

@@ -179,6 +179,53 @@ public enum LedgerSchema {
                 """,
             ]
         ),
+        (
+            version: 3,
+            statements: [
+                // Each user's consent to share consumption data with Apple (the API's PUT/DELETE); a withdrawal keeps
+                // the row (consented false) so the audit tells when.
+                """
+                CREATE TABLE consents (
+                    user_id text PRIMARY KEY,
+                    consented boolean NOT NULL,
+                    updated_at_ms bigint NOT NULL
+                )
+                """,
+                // One row per CONSUMPTION_REQUEST (event_id): recorded with the event's batch, then answered once by
+                // the refund responder. The row is the audit record: the facts, the rule, the body sent, Apple's
+                // answer and the times.
+                """
+                CREATE TABLE consumption_requests (
+                    event_id text PRIMARY KEY,
+                    credit_key text NOT NULL,
+                    transaction_id text NOT NULL,
+                    environment text NOT NULL CHECK (environment IN ('Production','Sandbox')),
+                    bundle_id text NOT NULL,
+                    signed_at_ms bigint NOT NULL,
+                    deadline_ms bigint NOT NULL,
+                    recorded_at_ms bigint NOT NULL,
+                    status text NOT NULL
+                        CHECK (status IN ('pending','answered','unanswered','dry_run','refused')),
+                    unanswered_reason text,
+                    attempts integer NOT NULL DEFAULT 0,
+                    next_attempt_at_ms bigint NOT NULL,
+                    owner text,
+                    delivery_status text,
+                    consumption_percentage bigint,
+                    rule integer,
+                    refund_preference text,
+                    body text,
+                    apple_status integer,
+                    apple_error text,
+                    finished_at_ms bigint
+                )
+                """,
+                """
+                CREATE INDEX consumption_requests_due ON consumption_requests (next_attempt_at_ms)
+                    WHERE status = 'pending'
+                """,
+            ]
+        ),
     ]
 
     /// The newest schema version this build knows.

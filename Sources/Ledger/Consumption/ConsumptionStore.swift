@@ -1,0 +1,167 @@
+import LedgerRules
+import Postgres
+
+/// The refund responder's reads and writes: claiming due requests, the facts of their purchases, the outcome of
+/// each, consents, and the audit record the API shows.
+enum ConsumptionStore {
+    /// A recorded request due for an answer (claimed for `leaseMs`: another instance does not take it meanwhile).
+    struct DueRequest: Sendable, Equatable {
+        var eventId: String
+        var creditKey: String
+        var transactionId: String
+        var environment: String
+        var bundleId: String
+        var deadlineMs: Int64
+        var attempts: Int
+    }
+
+    /// What the rules need of the purchase now.
+    struct PurchaseFacts: Sendable {
+        var state: PurchaseState
+        /// The owner's balance of the purchase's item in its book (items only).
+        var balance: Int64?
+        /// The owner's consent (nil: never recorded).
+        var consented: Bool?
+    }
+
+    /// How a request ended, or why it waits (`pending` with a later attempt).
+    struct Outcome: Sendable, Equatable {
+        var status: String
+        var unansweredReason: String? = nil
+        var owner: String? = nil
+        var answer: ConsumptionRules.Answer? = nil
+        var body: String? = nil
+        var appleStatus: Int? = nil
+        var appleError: String? = nil
+        var attempts: Int
+        /// Set when the request stays pending.
+        var nextAttemptAtMs: Int64? = nil
+    }
+
+    /// Claims up to `limit` pending requests whose next attempt is due, earliest deadline first, moving their next
+    /// attempt `leaseMs` ahead (a responder that dies mid-call leaves them to be taken again then).
+    static func claimDue(nowMs: Int64, leaseMs: Int64, limit: Int, on connection: PostgresConnection)
+        throws(PostgresError) -> [DueRequest]
+    {
+        try connection.execute(
+            """
+            UPDATE consumption_requests SET next_attempt_at_ms = $1 + $2
+            WHERE event_id IN (
+                SELECT event_id FROM consumption_requests WHERE status = 'pending' AND next_attempt_at_ms <= $1
+                ORDER BY deadline_ms LIMIT $3 FOR UPDATE SKIP LOCKED)
+            RETURNING event_id, credit_key, transaction_id, environment, bundle_id, deadline_ms, attempts
+            """, [.int(nowMs), .int(leaseMs), .int(Int64(limit))]
+        ).rows.map { row throws(PostgresError) in
+            DueRequest(
+                eventId: try row.string(0), creditKey: try row.string(1), transactionId: try row.string(2),
+                environment: try row.string(3), bundleId: try row.string(4), deadlineMs: try row.int64(5),
+                attempts: Int(try row.int64(6)))
+        }.sorted { ($0.deadlineMs, $0.eventId) < ($1.deadlineMs, $1.eventId) }
+    }
+
+    /// The purchase's state, its owner's balance of its item and the owner's consent, in one snapshot.
+    static func facts(of creditKey: String, on connection: PostgresConnection) throws(PostgresError) -> PurchaseFacts {
+        try connection.transaction(isolation: .repeatableRead) { session throws(PostgresError) -> PurchaseFacts in
+            guard
+                let row = try session.execute(
+                    BatchWork.purchaseColumns + " WHERE credit_key = $1", [.text(creditKey)]
+                ).rows.first
+            else { return PurchaseFacts(state: .unknown, balance: nil, consented: nil) }
+            let state = try BatchWork.readState(row, creditKey)
+            guard let owner = state.owner else { return PurchaseFacts(state: state, balance: nil, consented: nil) }
+            var balance: Int64?
+            if case .item(let item, _) = state.grant {
+                balance = try session.execute(
+                    "SELECT amount FROM balances WHERE user_id = $1 AND book = $2 AND item = $3",
+                    [.text(owner), .text(state.book.rawValue), .text(item)]
+                ).rows.first.map { row throws(PostgresError) in try row.int64(0) } ?? 0
+            }
+            let consented = try session.execute(
+                "SELECT consented FROM consents WHERE user_id = $1", [.text(owner)]
+            ).rows.first.map { row throws(PostgresError) in try row.bool(0) }
+            return PurchaseFacts(state: state, balance: balance, consented: consented)
+        }
+    }
+
+    /// Writes what happened to a claimed request (only while it is still pending: an answer is recorded once).
+    @discardableResult
+    static func record(_ outcome: Outcome, eventId: String, nowMs: Int64, on connection: PostgresConnection)
+        throws(PostgresError) -> Bool
+    {
+        let answer = outcome.answer
+        let result = try connection.execute(
+            """
+            UPDATE consumption_requests SET status = $2, unanswered_reason = $3, owner = coalesce($4, owner),
+                delivery_status = coalesce($5, delivery_status),
+                consumption_percentage = coalesce($6, consumption_percentage), rule = coalesce($7, rule),
+                refund_preference = coalesce($8, refund_preference), body = coalesce($9, body),
+                apple_status = coalesce($10, apple_status), apple_error = $11, attempts = $12,
+                next_attempt_at_ms = coalesce($13, next_attempt_at_ms),
+                finished_at_ms = CASE WHEN $2 = 'pending' THEN NULL ELSE $14 END
+            WHERE event_id = $1 AND status = 'pending'
+            """,
+            [
+                .text(eventId), .text(outcome.status), .optional(outcome.unansweredReason),
+                .optional(outcome.owner), .optional(answer?.facts.deliveryStatus.rawValue),
+                .optional(answer?.facts.consumedPercentage), .optional(answer?.rule.map(Int64.init)),
+                .optional(answer?.preference?.rawValue), .optional(outcome.body),
+                .optional(outcome.appleStatus.map(Int64.init)), .optional(outcome.appleError),
+                .int(Int64(outcome.attempts)), .optional(outcome.nextAttemptAtMs), .int(nowMs),
+            ])
+        return result.affectedRows == 1
+    }
+
+    // MARK: Consent
+
+    static func setConsent(_ userId: String, consented: Bool, nowMs: Int64, on connection: PostgresConnection)
+        throws(PostgresError)
+    {
+        try connection.execute(
+            """
+            INSERT INTO consents (user_id, consented, updated_at_ms) VALUES ($1, $2, $3)
+            ON CONFLICT (user_id) DO UPDATE SET consented = EXCLUDED.consented, updated_at_ms = EXCLUDED.updated_at_ms
+            """, [.text(userId), .bool(consented), .int(nowMs)])
+    }
+
+    /// nil when the user's consent was never recorded.
+    static func consent(_ userId: String, on connection: PostgresConnection) throws(PostgresError)
+        -> (consented: Bool, updatedAtMs: Int64)?
+    {
+        try connection.execute(
+            "SELECT consented, updated_at_ms FROM consents WHERE user_id = $1", [.text(userId)]
+        ).rows.first.map { row throws(PostgresError) in (try row.bool(0), try row.int64(1)) }
+    }
+
+    // MARK: Audit and gauges
+
+    /// One request's audit record as the API shows it (JSON text), nil when unknown.
+    static func auditJSON(_ eventId: String, on connection: PostgresConnection) throws(PostgresError) -> String? {
+        try connection.execute(
+            """
+            SELECT json_build_object('event_id', event_id, 'credit_key', credit_key, 'transaction_id', transaction_id,
+                'environment', environment, 'status', status, 'unanswered_reason', unanswered_reason,
+                'owner', owner, 'signed_at_ms', signed_at_ms, 'deadline_ms', deadline_ms,
+                'recorded_at_ms', recorded_at_ms, 'finished_at_ms', finished_at_ms, 'attempts', attempts,
+                'facts', CASE WHEN delivery_status IS NULL THEN NULL ELSE json_build_object(
+                    'delivery_status', delivery_status, 'consumption_percentage', consumption_percentage) END,
+                'rule', rule, 'refund_preference', refund_preference,
+                'body', CASE WHEN body IS NULL THEN NULL ELSE body::json END,
+                'apple_status', apple_status, 'apple_error', apple_error)::text
+            FROM consumption_requests WHERE event_id = $1
+            """, [.text(eventId)]
+        ).rows.first.map { row throws(PostgresError) in try row.string(0) }
+    }
+
+    /// Pending requests, and those of them whose deadline is within `warningMs`.
+    static func backlog(nowMs: Int64, warningMs: Int64, on connection: PostgresConnection) throws(PostgresError)
+        -> (pending: Int64, nearDeadline: Int64)
+    {
+        let row = try connection.execute(
+            """
+            SELECT count(*), count(*) FILTER (WHERE deadline_ms <= $1 + $2)
+            FROM consumption_requests WHERE status = 'pending'
+            """, [.int(nowMs), .int(warningMs)]
+        ).rows[0]
+        return (try row.int64(0), try row.int64(1))
+    }
+}

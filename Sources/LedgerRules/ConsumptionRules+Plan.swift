@@ -1,0 +1,90 @@
+/// What the refund responder does with one recorded `CONSUMPTION_REQUEST` now: the order of the checks is the rule.
+extension ConsumptionRules {
+    /// `LEDGER_CONSUMPTION_RESPONSES`.
+    public enum Mode: String, Sendable, CaseIterable {
+        /// Every request is recorded as unanswered (`responder_off`): nothing is computed or sent.
+        case off
+        /// The answer is computed and recorded as what would be sent; nothing is sent.
+        case dryRun = "dry-run"
+        /// The answer is sent to Apple.
+        case send
+    }
+
+    /// Why a request gets no answer.
+    public enum UnansweredReason: String, Sendable, CaseIterable {
+        case responderOff = "responder_off"
+        /// Apple's 12 hours passed before an answer could be sent (counted late).
+        case deadlinePassed = "deadline_passed"
+        /// The ledger knows no owner of the purchase, so no one can have consented.
+        case noOwner = "no_owner"
+        /// The owner has not consented (or withdrew): Apple takes `customerConsented` true only.
+        case noConsent = "no_consent"
+    }
+
+    /// The answer to send (or, on a dry run, to record).
+    public struct Answer: Sendable, Equatable {
+        public var facts: Facts
+        /// The position of the policy rule that gave the preference; nil when none matched.
+        public var rule: Int?
+        public var preference: RefundPreference?
+        public var sampleContentProvided: Bool
+
+        public init(facts: Facts, rule: Int?, preference: RefundPreference?, sampleContentProvided: Bool) {
+            self.facts = facts
+            self.rule = rule
+            self.preference = preference
+            self.sampleContentProvided = sampleContentProvided
+        }
+    }
+
+    public enum Plan: Sendable, Equatable {
+        case unanswered(UnansweredReason)
+        case send(Answer)
+        case dryRun(Answer)
+    }
+
+    /// The deployment's refund policy (`LEDGER_CONSUMPTION_POLICY_FILE`).
+    public struct Policy: Sendable, Equatable {
+        public var rules: [PolicyRule]
+        /// Apple's `sampleContentProvided`: the app offers a free sample or trial of its content.
+        public var sampleContentProvided: Bool
+
+        public init(rules: [PolicyRule] = [], sampleContentProvided: Bool = false) {
+            self.rules = rules
+            self.sampleContentProvided = sampleContentProvided
+        }
+    }
+
+    /// - Parameters:
+    ///   - consented: the owner's consent as recorded (nil: never asked).
+    ///   - deadlineMs: Apple's deadline (12 hours after it signed the request).
+    public static func plan(
+        mode: Mode, nowMs: Int64, deadlineMs: Int64, state: PurchaseState, balance: Int64?, consented: Bool?,
+        policy: Policy
+    ) -> Plan {
+        if mode == .off { return .unanswered(.responderOff) }
+        if nowMs >= deadlineMs { return .unanswered(.deadlinePassed) }
+        guard state.owner != nil else { return .unanswered(.noOwner) }
+        guard consented == true else { return .unanswered(.noConsent) }
+        let facts = facts(of: state, balance: balance, nowMs: nowMs)
+        let chosen = preference(for: facts, rules: policy.rules)
+        let answer = Answer(
+            facts: facts, rule: chosen?.rule, preference: chosen?.preference,
+            sampleContentProvided: policy.sampleContentProvided)
+        return mode == .dryRun ? .dryRun(answer) : .send(answer)
+    }
+
+    /// Apple waits 12 hours for an answer.
+    public static let answerWindowMs: Int64 = 12 * 3_600_000
+
+    /// When the next try after `attempts` failed ones (Apple busy, rate-limited, unreachable) may start: doubling
+    /// from `baseMs`, at most an hour apart, never after the deadline (a last try just before it instead), nil when
+    /// the deadline leaves no time.
+    public static func retryAtMs(attempts: Int, nowMs: Int64, deadlineMs: Int64, baseMs: Int64) -> Int64? {
+        let exponent = min(max(attempts - 1, 0), 20)
+        let delay = min(baseMs << Int64(exponent), 3_600_000)
+        let lastChance = deadlineMs - 1
+        guard nowMs < lastChance else { return nil }
+        return min(nowMs + delay, lastChance)
+    }
+}
