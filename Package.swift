@@ -149,6 +149,7 @@ let package = Package(
             name: "LedgerTests",
             dependencies: [
                 "Ledger", "LedgerRules", "Postgres", "Kafka", "ServiceRuntime", "ServiceSupport", "TestSupport",
+                "FakeAppStore",
             ]),
         .testTarget(
             name: "IntegrationTests",

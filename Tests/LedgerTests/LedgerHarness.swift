@@ -55,6 +55,28 @@ final class LedgerHarness: Sendable {
             "GET", ledger.url(path), headers: key.map { ["Authorization": "Bearer \($0)"] } ?? [:], timeout: 5)
     }
 
+    /// Any method on the ledger's API, with the test key unless `key` says otherwise.
+    func send(_ ledger: ServiceProcess, _ method: String, _ path: String, key: String? = apiKey) async throws
+        -> TestHTTPResponse
+    {
+        try await TestHTTPClient.send(
+            method, ledger.url(path), headers: key.map { ["Authorization": "Bearer \($0)"] } ?? [:], timeout: 5)
+    }
+
+    /// Runs one statement on the ledger's database (what the app's own code would change, e.g. spending).
+    func execute(_ sql: String) throws {
+        let connection = try PostgresConnection(connectionString: postgres.connectionString())
+        defer { connection.close() }
+        try connection.execute(sql)
+    }
+
+    /// The first column of the first row of `sql`, an integer.
+    func count(_ sql: String) throws -> Int64 {
+        let connection = try PostgresConnection(connectionString: postgres.connectionString())
+        defer { connection.close() }
+        return try connection.execute(sql).rows[0].int64(0)
+    }
+
     /// Every user's balance of `item`, read from the database directly.
     func balances(item: String) throws -> [String: Int64] {
         let connection = try PostgresConnection(connectionString: postgres.connectionString())

@@ -72,6 +72,15 @@ public final class FakeAppStoreProcess: Sendable {
         return jws
     }
 
+    /// The Send Consumption Information bodies the fake accepted for transaction `id`, in order.
+    public func consumptionAnswers(transaction id: String) async throws -> [[String: Any]] {
+        let response = try await TestHTTPClient.send("GET", url + "/admin/consumption?transaction=" + id)
+        guard response.status == 200, let answers = response.jsonObject?["answers"] as? [[String: Any]] else {
+            throw TestSupportError("unexpected consumption answer \(response.status): \(response.text)")
+        }
+        return answers.compactMap { $0["body"] as? [String: Any] }
+    }
+
     /// Server API calls the fake received about transaction `id`, by environment.
     public func serverAPICalls(transaction id: String) async throws -> (production: Int, sandbox: Int) {
         let response = try await TestHTTPClient.send("GET", url + "/admin/server-api/counters?transaction=" + id)

@@ -45,10 +45,10 @@ enum ConsumptionStore {
     {
         try connection.execute(
             """
-            UPDATE consumption_requests SET next_attempt_at_ms = $1 + $2
+            UPDATE consumption_requests SET next_attempt_at_ms = $1::bigint + $2::bigint
             WHERE event_id IN (
-                SELECT event_id FROM consumption_requests WHERE status = 'pending' AND next_attempt_at_ms <= $1
-                ORDER BY deadline_ms LIMIT $3 FOR UPDATE SKIP LOCKED)
+                SELECT event_id FROM consumption_requests WHERE status = 'pending' AND next_attempt_at_ms <= $1::bigint
+                ORDER BY deadline_ms LIMIT $3::bigint FOR UPDATE SKIP LOCKED)
             RETURNING event_id, credit_key, transaction_id, environment, bundle_id, deadline_ms, attempts
             """, [.int(nowMs), .int(leaseMs), .int(Int64(limit))]
         ).rows.map { row throws(PostgresError) in
@@ -97,7 +97,7 @@ enum ConsumptionStore {
                 refund_preference = coalesce($8, refund_preference), body = coalesce($9, body),
                 apple_status = coalesce($10, apple_status), apple_error = $11, attempts = $12,
                 next_attempt_at_ms = coalesce($13, next_attempt_at_ms),
-                finished_at_ms = CASE WHEN $2 = 'pending' THEN NULL ELSE $14 END
+                finished_at_ms = CASE WHEN $2::text = 'pending' THEN NULL ELSE $14::bigint END
             WHERE event_id = $1 AND status = 'pending'
             """,
             [
@@ -158,7 +158,7 @@ enum ConsumptionStore {
     {
         let row = try connection.execute(
             """
-            SELECT count(*), count(*) FILTER (WHERE deadline_ms <= $1 + $2)
+            SELECT count(*), count(*) FILTER (WHERE deadline_ms <= $1::bigint + $2::bigint)
             FROM consumption_requests WHERE status = 'pending'
             """, [.int(nowMs), .int(warningMs)]
         ).rows[0]
