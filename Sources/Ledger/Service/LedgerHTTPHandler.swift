@@ -5,7 +5,7 @@ import ReceiptModel
 import ServiceRuntime
 import ServiceSupport
 
-/// The ledger's HTTP API (`GET /v1/users/{user_id}`, `GET /v1/purchases/{credit_key}`, `PUT`/`DELETE`/`GET
+/// The ledger's HTTP API (`GET /v1/users/{user_id}`, `GET /v1/purchases/{credit_key}`, `PUT`/`DELETE
 /// /v1/users/{user_id}/consent`, `GET /v1/consumption-requests/{event_id}`, bearer keys from `LEDGER_API_KEYS`) and `/healthz`, `/readyz`, `/metrics` (no key). Queries run on a queue of their own, never on
 /// the server's I/O threads.
 struct LedgerHTTPHandler: HTTPHandler {
@@ -25,7 +25,8 @@ struct LedgerHTTPHandler: HTTPHandler {
         case consumptionRequest(String)
     }
 
-    /// The route of `path`, nil when it is none of the API's; an empty argument is a route to nothing (404).
+    /// The route of `path` (percent-decoded), nil when it is none of the API's; an empty argument is a route to
+    /// nothing (404). A user id may hold '/', but one ending in `/consent` names that user's consent.
     static func route(_ path: String) -> Route? {
         if let rest = suffix(path, "/v1/users/") {
             if rest.hasSuffix("/consent") { return .consent(String(rest.dropLast("/consent".count))) }
@@ -43,13 +44,13 @@ struct LedgerHTTPHandler: HTTPHandler {
     /// The methods each route takes.
     static func allowed(_ route: Route) -> [String] {
         switch route {
-        case .consent: ["GET", "HEAD", "PUT", "DELETE"]
+        case .consent: ["PUT", "DELETE"]
         case .user, .purchase, .consumptionRequest: ["GET", "HEAD"]
         }
     }
 
     func handle(_ request: HTTPRequest, respond: @escaping HTTPResponder) {
-        if request.method == "GET" || request.method == "HEAD", let response = endpoints.response(to: request) {
+        if let response = endpoints.response(to: request) {
             respond(response)
             return
         }
@@ -81,11 +82,15 @@ struct LedgerHTTPHandler: HTTPHandler {
         case .user(let value), .purchase(let value), .consent(let value), .consumptionRequest(let value):
             argument = value
         }
-        guard !argument.isEmpty, !argument.contains("/") else {
+        guard !argument.isEmpty else {
             respond(Self.error(404, "not_found", "the path names no user, purchase or request"))
             return
         }
-        if case .consent = route, let problem = IdentifierText.problem(field: "user_id", argument) {
+        // No one can own an id with a control character (results naming one are dead-lettered), and libpq would cut
+        // the text at a NUL: refused rather than read or written as another user's.
+        if route == .consent(argument) || route == .user(argument),
+            let problem = IdentifierText.problem(field: "user_id", argument)
+        {
             respond(Self.error(400, "invalid_identifier", problem))
             return
         }
@@ -107,13 +112,11 @@ struct LedgerHTTPHandler: HTTPHandler {
         }
     }
 
-    /// PUT records the user's consent, DELETE its withdrawal (both answer the consent as it now is); GET reads it.
+    /// PUT records the user's consent, DELETE its withdrawal; both answer the consent as it now is.
     private func consentResponse(_ userId: String, method: String) throws(PostgresError) -> HTTPResponse {
-        if method == "PUT" || method == "DELETE" {
-            let now = nowMs()
-            try database.withConnection { connection throws(PostgresError) in
-                try ConsumptionStore.setConsent(userId, consented: method == "PUT", nowMs: now, on: connection)
-            }
+        let now = nowMs()
+        try database.withConnection { connection throws(PostgresError) in
+            try ConsumptionStore.setConsent(userId, consented: method == "PUT", nowMs: now, on: connection)
         }
         let consent = try database.withConnection { connection throws(PostgresError) in
             try ConsumptionStore.consent(userId, on: connection)
