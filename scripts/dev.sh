@@ -128,6 +128,9 @@ if [ -z "${APPLE_VERIFY_RECEIPT_URL:-}" ]; then
     export APPLE_SERVER_API_URL="$fake_url"
     export APPLE_SERVER_API_SANDBOX_URL="$fake_url/sandbox"
     echo "fake App Store:  $fake_url (verifyReceipt and the App Store Server API; PKI and API key in $pki_dir)"
+    # The ledger answers the fake's CONSUMPTION_REQUESTs with Send Consumption Information (same API key).
+    export LEDGER_CONSUMPTION_RESPONSES="${LEDGER_CONSUMPTION_RESPONSES:-send}"
+    export LEDGER_CONSUMPTION_POLICY_FILE="${LEDGER_CONSUMPTION_POLICY_FILE:-$PWD/scripts/dev-refund-policy.json}"
     # The fake's products (gems_100, one_month_subscription): results carry their credit objects.
     export PRODUCT_CATALOG_FILE="${PRODUCT_CATALOG_FILE:-$PWD/scripts/dev-product-catalog.json}"
 else
@@ -236,6 +239,14 @@ answers 200; types and options: fake-appstore send-notification --help), as Appl
   curl -s -X POST "$fake_url/admin/notifications/send?type=REFUND&url=http://127.0.0.1:$ingest_port/v1/apple/notifications"
   $bin_dir/fake-appstore send-notification --signing-key $pki_dir/signing-key.pem --signing-chain $pki_dir/chain.pem \\
     --type DID_RENEW --url http://127.0.0.1:$ingest_port/v1/apple/notifications
+
+Refund defence (docs/CREDITING.md): user-1 consents in the app, the customer asks Apple for a refund of the gems
+above, Apple sends CONSUMPTION_REQUEST, and the ledger answers from its state (scripts/dev-refund-policy.json):
+
+  curl -s -X PUT http://127.0.0.1:$ledger_port/v1/users/user-1/consent
+  curl -s -X POST "$fake_url/admin/notifications/send?type=CONSUMPTION_REQUEST&transaction_id=1000000000000001&original_transaction_id=1000000000000001&notification_uuid=8f1c2d3e-0000-4000-8000-000000000001&url=http://127.0.0.1:$ingest_port/v1/apple/notifications"
+  curl -s http://127.0.0.1:$ledger_port/v1/consumption-requests/8f1c2d3e-0000-4000-8000-000000000001
+  curl -s "$fake_url/admin/consumption?transaction=1000000000000001"
 EOT
 fi
 cat <<EOT
