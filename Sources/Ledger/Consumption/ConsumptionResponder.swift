@@ -60,6 +60,7 @@ final class ConsumptionResponder: Sendable {
                 let worked = runOnce()
                 if !worked { _ = wakeUp.wait(timeout: .now() + configuration.pollInterval.timeInterval) }
             }
+            database.close()
             stopped.signal()
         }
         thread.name = "consumption-responder"
