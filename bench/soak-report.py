@@ -242,6 +242,26 @@ def command_report(args):
     return 1 if failed else 0
 
 
+def step_cpu_table(samples_path, steps, cpus):
+    """Where each step's CPU went (means over the judged half of the step): what the machine could not give."""
+    header, rows = read_rows(samples_path)
+    processes = [name[: -len("_cpu_pct")] for name in header if name.endswith("_cpu_pct")]
+    out = ["\nCPU in the second half of each step (% of one core; the machine has "
+           f"{cpus * 100} %):\n", "| offered /s | machine busy | outside the soak | " + " | ".join(processes) + " |",
+           "|---|---|---|" + "---|" * len(processes)]
+    for step in steps:
+        low, high = float(step["judged_from_epoch"]), float(step["judged_to_epoch"])
+        inside = [row for row in rows if row.get("epoch_s") and low <= float(row["epoch_s"]) <= high]
+
+        def average(column):
+            values = [float(row[column]) for row in inside if row.get(column)]
+            return f"{mean(values):.0f}" if values else "–"
+
+        out.append(f"| {step['rate']} | {average('cpu_machine_pct')} | {average('cpu_other_pct')} | "
+                   + " | ".join(average(f"{p}_cpu_pct") for p in processes) + " |")
+    return out
+
+
 def command_find_report(args):
     """find-rate.md: the steps, the rate found, and the check of everything the steps sent."""
     with open(args.steps) as lines:
@@ -276,6 +296,8 @@ def command_find_report(args):
                    f"{step['max_verifier_lag']} | {step['max_ledger_lag']} | {step['lag_bound']} | "
                    f"{step['latency_p50_ms']} / {step['latency_p99_ms']} | {step['skipped']} | {step['load1_mean']} | "
                    f"{verdict} |")
+    if args.samples:
+        out.extend(step_cpu_table(args.samples, steps, args.cpus))
     out.append("\n## Everything the steps sent, checked after the drain\n")
     out.append(f"**{'PASS' if not failed else 'FAIL'}**" + (f" ({', '.join(failed)})" if failed else "") + "\n")
     out.append("| criterion | measured | bound | verdict |")
@@ -363,6 +385,8 @@ def main():
 
     find = commands.add_parser("find-report")
     find.add_argument("--steps", required=True, help="find-rate.csv")
+    find.add_argument("--samples", help="find-samples.csv (the CPU of each step)")
+    find.add_argument("--cpus", type=int, default=1)
     find.add_argument("--check", required=True)
     find.add_argument("--sustained", required=True)
     find.add_argument("--out", required=True)

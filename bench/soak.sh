@@ -160,6 +160,7 @@ if [ "$SOAK_FIND_RATE" = 1 ]; then
     : "${SOAK_FIND_START:=100}" "${SOAK_FIND_FACTOR:=1.25}" "${SOAK_FIND_STEP_S:=60}" "${SOAK_FIND_MAX:=3000}"
     echo "finding the rate: from $SOAK_FIND_START/s, x$SOAK_FIND_FACTOR every $SOAK_FIND_STEP_S s," \
         "$SOAK_NOTIFICATION_RATE notifications/s"
+    : >"$WORK/find-rate.out"
     python3 bench/soak-tool.py find-rate --ingest "$INGEST_URL" --fake "$FAKE_URL" \
         --notification-rate "$SOAK_NOTIFICATION_RATE" --load-out "$WORK/load.tsv" --csv "$SOAK_OUT/find-rate.csv" \
         --start "$SOAK_FIND_START" --factor "$SOAK_FIND_FACTOR" --step-s "$SOAK_FIND_STEP_S" \
@@ -177,6 +178,7 @@ if [ "$SOAK_FIND_RATE" = 1 ]; then
     echo "steps finished after $((SECONDS - started_s)) s; draining and checking"
     drain_and_check "$SOAK_OUT/find-check.txt"
     python3 bench/soak-report.py find-report --steps "$SOAK_OUT/find-rate.csv" --check "$SOAK_OUT/find-check.txt" \
+        --samples "$SOAK_OUT/find-samples.csv" --cpus "$(nproc)" \
         --sustained "$(cut -d= -f2 "$SOAK_OUT/find-rate.txt")" --out "$SOAK_OUT/find-rate.md" \
         --setting "machine: $machine; load average at the end $(cut -d' ' -f1-3 /proc/loadavg)" \
         --setting "system: $system" \
