@@ -283,7 +283,8 @@ def run_step(args, step, rate):
     if other:
         reasons.append(f"answers other than 202: {other}")
     if offered and summary.get("skipped", 0) > 0.01 * offered:
-        reasons.append(f"{summary['skipped']} of {offered} not sent: all the load generator's connections were waiting on the ingest")
+        reasons.append(f"{summary['skipped']} of {offered} not sent: all the load generator's connections were "
+                       "waiting on the ingest")
     if acknowledged < 0.97 * rate * args.step_s:
         reasons.append(f"{acknowledged / args.step_s:.0f}/s acknowledged")
     if max_v is None or max_v > lag_bound:
