@@ -28,7 +28,7 @@
 # verdict index is full: RESULT_INDEX_MAX_ENTRIES / SOAK_RATE + 60 s), SOAK_MAX_LAG and SOAK_MAX_LEDGER_LAG
 # (messages; 10 s of traffic), SOAK_MAX_MB_PER_HOUR (5), SOAK_MAX_OTHER_CPU (15 % of a core), SOAK_BIN (use the
 # executables there as they are instead of a release build), BENCH_KEEP_WORK=1 keeps the logs and topic copies.
-# Output (SOAK_OUT, default .build/soak): report.md, soak.csv, soak.png, soak.gnuplot, check.txt; find-rate.md,
+# Output (SOAK_OUT, default .build/soak): report.md, soak.csv, soak.png, check.txt; find-rate.md,
 # find-rate.csv (the steps), find-samples.csv, find-rate.png, find-check.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -241,8 +241,8 @@ generator: $load_summary" \
 python3 bench/soak-report.py plot-script --csv "$SOAK_OUT/soak.csv" --png "$SOAK_OUT/soak.png" \
     --title "soak: $SOAK_RATE submissions/s for $SOAK_MINUTES min (ingest, $CHAOS_VERIFIERS verifiers, \
 $CHAOS_LEDGERS ledger(s), PostgreSQL durable, embedded-kafka, fake App Store)" "${judged[@]/#/--judge=}" \
-    >"$SOAK_OUT/soak.gnuplot"
-gnuplot "$SOAK_OUT/soak.gnuplot"
+    >"$WORK/soak.gnuplot"
+gnuplot "$WORK/soak.gnuplot"
 grep -E '^\| |^\*\*' "$SOAK_OUT/report.md" | head -30
 echo "report $SOAK_OUT/report.md, plot $SOAK_OUT/soak.png, samples $SOAK_OUT/soak.csv"
 echo "soak finished in $((SECONDS - started_s)) s, load average $(cut -d' ' -f1-3 /proc/loadavg):" \
