@@ -10,10 +10,8 @@
 #   stop_followers        SIGTERM them (kcat flushes what it read).
 #   pipeline_stop         SIGTERM the ledgers, the verifiers and the ingest (each must exit 0 within 30 s: drained,
 #                         offsets committed), then the fake and the cluster.
-#   postgres_start        a throwaway PostgreSQL in $WORK/postgres (initdb once; loopback port PG_PORT, fsync off; as
-#                         root the server runs as the `postgres` system user), LEDGER_DATABASE_URL; postgres_run
-#                         (re)starts the server on the same data, postgres_crash is an immediate shutdown (SIGQUIT:
-#                         no checkpoint, crash recovery at the next start), postgres_stop a fast shutdown.
+#   postgres_start ...    a throwaway PostgreSQL and LEDGER_DATABASE_URL: in bench/lib.sh (bench/soak.sh runs it
+#                         durable, this run with fsync off).
 #   start_ledgers / start_ledger N   CHAOS_LEDGERS receipt-ledger instances (LEDGER_PID[n], LEDGER_URL[n]) in one
 #                         group over that database, consuming the results and events topics.
 #
@@ -36,10 +34,6 @@ FOLLOWER_PIDS=()
 declare -a VERIFIER_PID VERIFIER_PORT VERIFIER_METRICS
 CHAOS_LEDGERS="${CHAOS_LEDGERS:-2}"
 declare -a LEDGER_PID LEDGER_PORT LEDGER_URL
-
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 
 # wait_http URL WHAT PID: waits up to 30 s for URL to answer 2xx while PID lives.
 wait_http() {
@@ -185,61 +179,7 @@ verifier_metrics_args() {
     for ((n = 1; n <= CHAOS_VERIFIERS; n++)); do printf -- '--metrics\n%s\n' "${VERIFIER_METRICS[$n]}"; done
 }
 
-# ---- PostgreSQL and receipt-ledger --------------------------------------------------------------------------------
-postgres_start() {
-    PG_BIN="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)"
-    [ -x "$PG_BIN/initdb" ] || { echo "no PostgreSQL server found: run scripts/install-deps.sh" >&2; return 1; }
-    PG_DIR="$WORK/postgres"
-    PG_PORT="$(free_port)"
-    mkdir -p "$PG_DIR"
-    AS_POSTGRES=()
-    if [ "$(id -u)" -eq 0 ]; then
-        # PostgreSQL refuses to run as root: the `postgres` system user (Debian's package creates it) owns the data
-        # and must be able to reach it through the run's directory.
-        chmod 711 "$WORK"
-        chown postgres:postgres "$PG_DIR"
-        AS_POSTGRES=(setpriv --reuid=postgres --regid=postgres --init-groups --)
-    fi
-    "${AS_POSTGRES[@]}" "$PG_BIN/initdb" -D "$PG_DIR/data" -U postgres --auth=trust -E UTF8 --no-sync \
-        >"$WORK/initdb.log" 2>&1 || { cat "$WORK/initdb.log" >&2; return 1; }
-    LEDGER_DATABASE_URL="host=127.0.0.1 port=$PG_PORT user=postgres dbname=postgres connect_timeout=5"
-    postgres_run
-}
-
-# postgres_run: starts the server (setpriv execs: POSTGRES_PID is the postmaster) and waits until it accepts.
-# fsync off survives the server's crash (what it wrote is in the OS's page cache), not the machine's; synchronous_commit
-# stays on: off, a crash loses the last commits the server had acknowledged (the ledger's offsets with them), which a
-# real deployment does not do to the ledger either (seed 424242 lost 25 purchases so).
-postgres_run() {
-    "${AS_POSTGRES[@]}" "$PG_BIN/postgres" -D "$PG_DIR/data" -p "$PG_PORT" -k "$PG_DIR" \
-        -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off \
-        -c max_connections=50 2>>"$WORK/postgres.log" &
-    POSTGRES_PID=$!
-    PIDS+=("$POSTGRES_PID")
-    for _ in $(seq 1 300); do
-        "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" && return 0
-        kill -0 "$POSTGRES_PID" 2>/dev/null || break
-        sleep 0.1
-    done
-    echo "PostgreSQL did not start (log: $WORK/postgres.log)" >&2
-    tail -5 "$WORK/postgres.log" >&2
-    return 1
-}
-
-# postgres_crash: an immediate shutdown (SIGQUIT), as close to a crash as a live machine gets.
-postgres_crash() {
-    kill -QUIT "$POSTGRES_PID" 2>/dev/null || true
-    wait "$POSTGRES_PID" 2>/dev/null || true
-}
-
-# postgres_stop: a fast shutdown (SIGINT), waited for; nothing to do when it is not running.
-postgres_stop() {
-    [ -n "${POSTGRES_PID:-}" ] || return 0
-    kill -INT "$POSTGRES_PID" 2>/dev/null || return 0
-    wait "$POSTGRES_PID" 2>/dev/null || true
-    POSTGRES_PID=
-}
-
+# ---- receipt-ledger (PostgreSQL: postgres_start and friends in bench/lib.sh) ------------------------------------
 start_ledgers() {
     local n
     for ((n = 1; n <= CHAOS_LEDGERS; n++)); do
