@@ -34,15 +34,14 @@ extension IngestHandler {
             return respond(APIError.internalError("the notification could not be encoded").response)
         }
         let retryAfter = settings.retryAfterSeconds
+        let deliveryTimeoutMs = settings.effectiveDeliveryTimeoutMs
         guard publisher.isConnected else {
             metrics.notificationsUnavailable.increment()
             logger.warning(
                 "notification not written: no Kafka broker is reachable",
                 ["notification_uuid": .string(notification.notificationUUID ?? "")])
             return respond(
-                APIError.notificationNotWritten(
-                    code: "kafka_unavailable", retryAfter: retryAfter, "no Kafka broker is reachable"
-                ).response)
+                kafkaWriteAnswer(.noBroker, of: .notification, id: notification.notificationUUID ?? "").response)
         }
         var headers: [KafkaHeader] = []
         if let uuid = notification.notificationUUID {
@@ -73,9 +72,11 @@ extension IngestHandler {
                     logger.warning(
                         "notification not acknowledged by Kafka",
                         ["notification_uuid": .string(uuid), "kafka_code": .int(Int(error.code))])
-                    let code = error.code == KafkaError.messageTimedOut ? "kafka_timeout" : "kafka_unavailable"
                     respond(
-                        APIError.notificationNotWritten(code: code, retryAfter: retryAfter, "delivery failed").response)
+                        APIError.kafkaWrite(
+                            .failed(error), of: .notification, id: uuid, retryAfter: retryAfter,
+                            deliveryTimeoutMs: deliveryTimeoutMs
+                        ).response)
                 }
             }
         } catch {
@@ -84,9 +85,7 @@ extension IngestHandler {
             logger.warning(
                 "notification refused by the Kafka producer",
                 ["notification_uuid": .string(uuid), "kafka_code": .int(Int(error.code))])
-            let code = error.isQueueFull ? "kafka_queue_full" : "kafka_unavailable"
-            respond(
-                APIError.notificationNotWritten(code: code, retryAfter: retryAfter, "refused by the producer").response)
+            respond(kafkaWriteAnswer(.refused(error), of: .notification, id: uuid).response)
         }
     }
 }

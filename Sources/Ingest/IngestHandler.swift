@@ -66,16 +66,12 @@ final class IngestHandler: HTTPHandler {
     private static func answerLate(
         _ pending: PendingKafkaAnswer, retryAfter: Int, deliveryTimeoutMs: Int, metrics: IngestMetrics, logger: Logger
     ) {
-        let answer: APIError
+        let answer = APIError.kafkaWrite(
+            .noReport(afterMs: deliveryTimeoutMs), of: pending.kind, id: pending.id, retryAfter: retryAfter,
+            deliveryTimeoutMs: deliveryTimeoutMs)
         switch pending.kind {
-        case .submission:
-            answer = APIError.kafkaTimeout(retryAfter: retryAfter, timeoutMs: deliveryTimeoutMs)
-                .about(pending.id)
-            metrics.recordRejection(code: answer.code)
-        case .notification:
-            answer = APIError.notificationNotWritten(
-                code: "kafka_timeout", retryAfter: retryAfter, "no acknowledgement within \(deliveryTimeoutMs) ms")
-            metrics.notificationsUnavailable.increment()
+        case .submission: metrics.recordRejection(code: answer.code)
+        case .notification: metrics.notificationsUnavailable.increment()
         }
         logger.warning(
             "no delivery report from Kafka in time; answered kafka_timeout",
@@ -212,10 +208,7 @@ final class IngestHandler: HTTPHandler {
         }
         guard publisher.isConnected else {
             results.abandoned(reservation)
-            reject(
-                APIError.kafkaUnavailable(retryAfter: settings.retryAfterSeconds, "no Kafka broker is reachable")
-                    .about(id),
-                bodyBytes: request.body.count, respond: respond)
+            reject(kafkaWriteAnswer(.noBroker, id: id), bodyBytes: request.body.count, respond: respond)
             return
         }
         publish(submission, value: value, reservation: reservation, caller: caller, waitMs: waitMs, respond: respond)
@@ -271,20 +264,19 @@ final class IngestHandler: HTTPHandler {
                     }
                 case .failure(let error):
                     metrics.kafkaFailed.increment()
+                    let failure = KafkaWriteFailure.failed(error)
                     // A timed-out message may still be written (idempotent producer): its id stays reserved.
-                    if error.code != KafkaError.messageTimedOut { results.abandoned(reservation) }
+                    if !failure.mayHaveBeenWritten { results.abandoned(reservation) }
                     guard mayAnswer else { return }
-                    let retryAfter = settings.retryAfterSeconds
-                    let answer = error.code == KafkaError.messageTimedOut
-                        ? APIError.kafkaTimeout(
-                            retryAfter: retryAfter, timeoutMs: settings.effectiveDeliveryTimeoutMs)
-                        : APIError.kafkaUnavailable(retryAfter: retryAfter, "delivery failed")
+                    let answer = APIError.kafkaWrite(
+                        failure, of: .submission, id: id, retryAfter: settings.retryAfterSeconds,
+                        deliveryTimeoutMs: settings.effectiveDeliveryTimeoutMs)
                     metrics.recordRejection(code: answer.code)
                     logger.warning(
                         "submission not acknowledged by Kafka",
                         ["submission_id": .string(id), "kafka_code": .int(Int(error.code)),
                          "kafka_error": .string(error.message)])
-                    respond(answer.about(id).response)
+                    respond(answer.response)
                 }
             }
         } catch {
@@ -292,21 +284,23 @@ final class IngestHandler: HTTPHandler {
             results.abandoned(reservation)
             metrics.waitingForKafka.decrement()
             metrics.kafkaRefused.increment()
-            let answer: APIError
-            if error.isQueueFull {
-                answer = .kafkaQueueFull(retryAfter: settings.retryAfterSeconds)
-            } else if error.code == KafkaError.messageSizeTooLarge {
-                answer = .messageTooLarge()
-            } else {
-                answer = .kafkaUnavailable(retryAfter: settings.retryAfterSeconds, "refused by the producer")
-            }
+            let answer = kafkaWriteAnswer(.refused(error), id: id)
             metrics.recordRejection(code: answer.code)
             logger.warning(
                 "submission refused by the Kafka producer",
                 ["submission_id": .string(id), "kafka_code": .int(Int(error.code)),
                  "kafka_error": .string(error.message)])
-            respond(answer.about(id).response)
+            respond(answer.response)
         }
+    }
+
+    /// `APIError.kafkaWrite` with this handler's settings.
+    func kafkaWriteAnswer(
+        _ failure: KafkaWriteFailure, of kind: PendingKafkaAnswer.Kind = .submission, id: String
+    ) -> APIError {
+        APIError.kafkaWrite(
+            failure, of: kind, id: id, retryAfter: settings.retryAfterSeconds,
+            deliveryTimeoutMs: settings.effectiveDeliveryTimeoutMs)
     }
 
     func reject(_ error: APIError, bodyBytes: Int, respond: HTTPResponder) {

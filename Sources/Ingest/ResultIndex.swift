@@ -1,7 +1,5 @@
-import Dispatch
 import ReceiptModel
 import ServiceSupport
-import Synchronization
 
 /// The ingest's bounded in-memory view of `RESULTS_TOPIC`, by `submission_id`, plus the submissions this instance
 /// is writing or accepted that have no result yet ("pending") and the requests waiting for a result
@@ -29,6 +27,9 @@ import Synchronization
 ///   no closure behind.
 /// - Completions run outside the index's lock, on the thread that recorded the result (the follower's thread), the
 ///   timer's thread, or the caller's thread when the result was already there.
+///
+/// The bookkeeping is the pure `ResultIndexState`; this owner holds it behind a lock, reads the time from its
+/// `ServiceClock`, decodes result messages, runs the completions the state returns and sets the timers it asks for.
 public final class ResultIndex: Sendable {
     /// The bounds of the index.
     public struct Limits: Sendable, Equatable {
@@ -115,77 +116,18 @@ public final class ResultIndex: Sendable {
         public var pendingEvicted = 0
     }
 
-    /// Runs `work` after `milliseconds` without holding a thread meanwhile.
-    public typealias Scheduler = @Sendable (_ milliseconds: Int, _ work: @escaping @Sendable () -> Void) -> Void
+    public typealias Completion = @Sendable (WaitOutcome) -> Void
 
     public let limits: Limits
-    private let now: @Sendable () -> Int64
-    private let schedule: Scheduler
-    private let state: Locked<State>
-
-    private struct Entry {
-        let value: [UInt8]
-        let timestampMs: Int64
-        /// Matches this entry's place in `resultOrder` (a replaced entry leaves a stale one).
-        let sequence: UInt64
-        let outcome: Outcome
-        let clientId: String?
-        let fingerprint: String?
-
-        /// `verified` and `rejected` are final; `failed` is not (a replay or a fresh attempt may follow).
-        var isFinal: Bool { outcome != .failed }
-    }
-
-    private struct PendingMark {
-        var sinceMs: Int64
-        /// Matches this mark's place in `pendingOrder`; also when it was reserved.
-        let sequence: UInt64
-        let fingerprint: String?
-        let clientId: String?
-        /// Kafka acknowledged a write of it (only then is it "pending" to lookups).
-        var acknowledged: Bool
-        /// Writes reserved and not reported yet.
-        var writing: Int
-    }
-
-    private struct Waiter {
-        let token: UInt64
-        let caller: Caller
-        let completion: @Sendable (WaitOutcome) -> Void
-    }
-
-    private struct State {
-        var results: [String: Entry] = [:]
-        /// Insertion order of `results`; entries whose sequence no longer matches `results` are stale and skipped.
-        var resultOrder = FIFOQueue<(id: String, sequence: UInt64)>()
-        var pending: [String: PendingMark] = [:]
-        /// Marking order; entries whose sequence no longer matches `pending` are stale and skipped.
-        var pendingOrder = FIFOQueue<(id: String, sequence: UInt64)>()
-        var waiters: [String: [Waiter]] = [:]
-        var waiterDeadlines = WaiterDeadlines()
-        /// When the current wait timer fires (nil: none set), and its number: a timer superseded by an earlier one
-        /// still fires, but only the current one sets the next.
-        var timerDueMs: Int64?
-        var timerGeneration: UInt64 = 0
-        var nextSequence: UInt64 = 0
-        /// Set by `stopWaiting()`: new waits end at once.
-        var waitingStopped = false
-        var statistics = Statistics()
-    }
+    private let clock: any ServiceClock
+    private let state: Locked<ResultIndexState<Completion>>
 
     /// - Parameters:
-    ///   - now: wall-clock milliseconds (injectable for tests).
-    ///   - schedule: the wait timer (default: a global Dispatch queue's `asyncAfter`).
-    public init(
-        limits: Limits = Limits(), now: @escaping @Sendable () -> Int64 = { SystemTime.wallMilliseconds() },
-        schedule: @escaping Scheduler = { milliseconds, work in
-            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds), execute: work)
-        }
-    ) {
+    ///   - clock: wall-clock milliseconds and the wait timer (tests pass a `ManualClock`).
+    public init(limits: Limits = Limits(), clock: any ServiceClock = DispatchClock()) {
         self.limits = limits
-        self.now = now
-        self.schedule = schedule
-        self.state = Locked(State())
+        self.clock = clock
+        self.state = Locked(ResultIndexState(limits: limits))
     }
 
     // MARK: - Results
@@ -198,61 +140,16 @@ public final class ResultIndex: Sendable {
         do {
             result = try MessageCoding.decode(VerificationResult.self, from: value)
         } catch {
-            state.withLock { $0.statistics.undecodable += 1 }
+            state.withLock { $0.countUndecodable() }
             return .undecodable
         }
-        let id = result.submissionId
-        let time = timestampMs ?? result.verifiedAtMs
-        let now = self.now()
-        let (outcome, waiters): (RecordOutcome, [Waiter]) = state.withLock { state in
-            evictExpired(&state, now: now)
-            if time < now - limits.maxAgeMs {
-                state.statistics.expired += 1
-                return (.expired(submissionId: id), [])
-            }
-            var replacing = false
-            if let existing = state.results[id] {
-                let isLive = existing.timestampMs >= now - limits.maxAgeMs
-                if isLive, existing.isFinal {
-                    state.statistics.duplicates += 1
-                    return (.duplicate(submissionId: id), [])
-                }
-                // Expired but not evicted yet (behind a newer entry), or a failed result: the new one replaces it.
-                state.results[id] = nil
-                state.statistics.bytes -= existing.value.count
-                if isLive {
-                    replacing = true
-                    state.statistics.replaced += 1
-                } else {
-                    state.statistics.evictedForAge += 1
-                }
-            }
-            let sequence = state.nextSequence
-            state.nextSequence += 1
-            state.results[id] = Entry(
-                value: value, timestampMs: time, sequence: sequence, outcome: result.outcome,
-                clientId: result.clientId, fingerprint: result.submissionFingerprint)
-            state.resultOrder.append((id, sequence))
-            state.statistics.bytes += value.count
-            if !replacing { state.statistics.indexed += 1 }
-            state.pending[id] = nil
-            // Waiters that may not see this result keep waiting (their own submission's result may follow).
-            var completed: [Waiter] = []
-            if let waiting = state.waiters[id] {
-                let (visible, hidden) = waiting.partitioned { $0.caller.maySee(clientId: result.clientId) }
-                completed = visible
-                state.waiters[id] = hidden.isEmpty ? nil : hidden
-                state.statistics.waiters -= visible.count
-            }
-            evictOverLimits(&state)
-            compactPendingOrder(&state)
-            let outcome: RecordOutcome = replacing
-                ? .replaced(submissionId: id, waitersCompleted: completed.count)
-                : .indexed(submissionId: id, waitersCompleted: completed.count)
-            return (outcome, completed)
-        }
-        for waiter in waiters {
-            waiter.completion(.verdict(value))
+        let message = ResultIndexState<Completion>.ResultMessage(
+            value: value, submissionId: result.submissionId, outcome: result.outcome, clientId: result.clientId,
+            fingerprint: result.submissionFingerprint, timestampMs: timestampMs ?? result.verifiedAtMs)
+        let now = clock.wallMilliseconds()
+        let (outcome, completions) = state.withLock { $0.record(message, nowMs: now) }
+        for completion in completions {
+            completion(.verdict(value))
         }
         return outcome
     }
@@ -260,21 +157,8 @@ public final class ResultIndex: Sendable {
     /// What `caller` may know about `id` now: a final result; a `failed` result unless a newer write of the id is
     /// pending; pending once Kafka acknowledged a write; otherwise unknown (also for another client's id).
     public func lookup(_ id: String, for caller: Caller = .unrestricted) -> Lookup {
-        let now = self.now()
-        return state.withLock { lookup(in: $0, id, caller: caller, now: now) }
-    }
-
-    private func lookup(in state: borrowing State, _ id: String, caller: Caller, now: Int64) -> Lookup {
-        let oldestAllowed = now - limits.maxAgeMs
-        let entry = state.results[id].flatMap { $0.timestampMs >= oldestAllowed ? $0 : nil }
-        let mark = state.pending[id].flatMap { $0.sinceMs >= oldestAllowed && $0.acknowledged ? $0 : nil }
-        if let entry, entry.isFinal || mark == nil {
-            return caller.maySee(clientId: entry.clientId) ? .result(entry.value) : .unknown
-        }
-        if let mark {
-            return caller.maySee(clientId: mark.clientId) ? .pending : .unknown
-        }
-        return .unknown
+        let now = clock.wallMilliseconds()
+        return state.withLock { $0.lookup(id, caller: caller, nowMs: now) }
     }
 
     // MARK: - Writing submissions
@@ -285,81 +169,21 @@ public final class ResultIndex: Sendable {
     /// `write`. A result without a fingerprint counts as different, except a `failed` one (its proof was
     /// unreadable; a fresh attempt may follow).
     public func admit(_ id: String, fingerprint: String, caller: Caller) -> Admission {
-        let now = self.now()
-        return state.withLock { state in
-            evictExpired(&state, now: now)
-            let oldestAllowed = now - limits.maxAgeMs
-            if let entry = state.results[id], entry.timestampMs >= oldestAllowed {
-                guard caller.maySee(clientId: entry.clientId) else { return .foreign }
-                if entry.isFinal {
-                    return entry.fingerprint == fingerprint ? .answer(entry.value) : .conflict
-                }
-                if let previous = entry.fingerprint, previous != fingerprint { return .conflict }
-            }
-            if var mark = state.pending[id], mark.sinceMs >= oldestAllowed {
-                guard caller.maySee(clientId: mark.clientId) else { return .foreign }
-                guard mark.fingerprint == fingerprint else { return .conflict }
-                mark.writing += 1
-                state.pending[id] = mark
-                return .write(
-                    Reservation(
-                        submissionId: id, fingerprint: fingerprint, clientId: caller.clientId,
-                        sequence: mark.sequence))
-            }
-            let sequence = state.nextSequence
-            state.nextSequence += 1
-            state.pending[id] = PendingMark(
-                sinceMs: now, sequence: sequence, fingerprint: fingerprint, clientId: caller.clientId,
-                acknowledged: false, writing: 1)
-            state.pendingOrder.append((id, sequence))
-            evictOverLimits(&state)
-            compactPendingOrder(&state)
-            return .write(
-                Reservation(
-                    submissionId: id, fingerprint: fingerprint, clientId: caller.clientId, sequence: sequence))
-        }
+        let now = clock.wallMilliseconds()
+        return state.withLock { $0.admit(id, fingerprint: fingerprint, caller: caller, nowMs: now) }
     }
 
     /// Kafka acknowledged the reserved write: the id is pending (until its result arrives), unless a result was
     /// recorded for it since the reservation was made.
     public func accepted(_ reservation: Reservation) {
-        let now = self.now()
-        let id = reservation.submissionId
-        state.withLock { state in
-            if var mark = state.pending[id] {
-                mark.writing = max(0, mark.writing - 1)
-                mark.acknowledged = true
-                mark.sinceMs = now
-                state.pending[id] = mark
-                return
-            }
-            // The mark went (a result arrived, or it was evicted): mark again only if no result came since.
-            if let entry = state.results[id], entry.sequence > reservation.sequence || entry.isFinal { return }
-            let sequence = state.nextSequence
-            state.nextSequence += 1
-            state.pending[id] = PendingMark(
-                sinceMs: now, sequence: sequence, fingerprint: reservation.fingerprint,
-                clientId: reservation.clientId, acknowledged: true, writing: 0)
-            state.pendingOrder.append((id, sequence))
-            evictExpired(&state, now: now)
-            evictOverLimits(&state)
-            compactPendingOrder(&state)
-        }
+        let now = clock.wallMilliseconds()
+        state.withLock { $0.accepted(reservation, nowMs: now) }
     }
 
     /// The reserved write did not happen (refused or failed): a mark that no write acknowledged and none is still
     /// writing goes away.
     public func abandoned(_ reservation: Reservation) {
-        state.withLock { state in
-            let id = reservation.submissionId
-            guard var mark = state.pending[id], mark.sequence <= reservation.sequence else { return }
-            mark.writing = max(0, mark.writing - 1)
-            if mark.writing == 0, !mark.acknowledged {
-                state.pending[id] = nil
-            } else {
-                state.pending[id] = mark
-            }
-        }
+        state.withLock { $0.abandoned(reservation) }
     }
 
     // MARK: - Waiting
@@ -367,165 +191,46 @@ public final class ResultIndex: Sendable {
     /// Completes `completion` with the result of `id` as soon as `caller` may see one (at once when `lookup` already
     /// answers one), or with `.timedOut` after `timeoutMs`. Exactly one completion, outside the index's lock.
     public func wait(
-        for id: String, caller: Caller = .unrestricted, timeoutMs: Int,
-        completion: @escaping @Sendable (WaitOutcome) -> Void
+        for id: String, caller: Caller = .unrestricted, timeoutMs: Int, completion: @escaping Completion
     ) {
-        let now = self.now()
-        let timeoutMs = max(0, timeoutMs)
-        let registration: (registered: Bool, timer: (ms: Int, generation: UInt64)?) = state.withLock { state in
-            if case .result = lookup(in: state, id, caller: caller, now: now) { return (false, nil) }
-            if state.waitingStopped { return (false, nil) }
-            let token = state.nextSequence
-            state.nextSequence += 1
-            state.waiters[id, default: []].append(Waiter(token: token, caller: caller, completion: completion))
-            state.statistics.waiters += 1
-            let dueMs = now + Int64(timeoutMs)
-            state.waiterDeadlines.insert(.init(dueMs: dueMs, id: id, token: token))
-            // One timer, for the earliest deadline: set a new one only when this waiter is due before it.
-            if let timerDueMs = state.timerDueMs, timerDueMs <= dueMs { return (true, nil) }
-            state.timerDueMs = dueMs
-            state.timerGeneration += 1
-            return (true, (timeoutMs, state.timerGeneration))
+        let now = clock.wallMilliseconds()
+        let registration = state.withLock {
+            $0.addWaiter(for: id, caller: caller, timeoutMs: timeoutMs, nowMs: now, completion: completion)
         }
-        guard registration.registered else {
-            if case .result(let value) = lookup(id, for: caller) {
-                completion(.verdict(value))
-            } else {
-                // Waiting stopped (draining), or the result expired between the two looks.
-                completion(.timedOut)
-            }
-            return
+        switch registration {
+        case .answerNow(let value):
+            completion(.verdict(value))
+        case .stopped:
+            completion(.timedOut)
+        case .registered(let timer):
+            if let timer { setTimer(timer) }
         }
-        if let timer = registration.timer { setTimer(timer) }
     }
 
     /// Ends every waiting request with `.timedOut`, and every later `wait` at once (draining: answer them now rather
     /// than at their deadline). Idempotent.
     public func stopWaiting() {
-        let waiters = state.withLock { state in
-            defer {
-                state.waitingStopped = true
-                state.waiters = [:]
-                state.waiterDeadlines.removeAll()
-                state.statistics.waiters = 0
-            }
-            return state.waiters.values.flatMap { $0 }
-        }
-        for waiter in waiters {
-            waiter.completion(.timedOut)
+        for completion in state.withLock({ $0.stopWaiting() }) {
+            completion(.timedOut)
         }
     }
 
-    private func setTimer(_ timer: (ms: Int, generation: UInt64)) {
-        schedule(timer.ms) { [self] in expireDueWaiters(generation: timer.generation) }
+    private func setTimer(_ timer: ResultIndexState<Completion>.TimerRequest) {
+        clock.schedule(after: .milliseconds(timer.delayMs)) { [self] in expireDueWaiters(generation: timer.generation) }
     }
 
-    /// The wait timer: ends the waiters whose time has come; the current timer then sets the next one, for the
-    /// earliest deadline left.
+    /// The wait timer: ends the waiters whose time has come and sets the next timer the state asks for.
     private func expireDueWaiters(generation: UInt64) {
-        let now = self.now()
-        let (expired, nextTimer): ([Waiter], (ms: Int, generation: UInt64)?) = state.withLock { state in
-            var expired: [Waiter] = []
-            for deadline in state.waiterDeadlines.popDue(nowMs: now) {
-                guard var list = state.waiters[deadline.id],
-                    let position = list.firstIndex(where: { $0.token == deadline.token })
-                else { continue }  // answered by its verdict, or by stopWaiting
-                expired.append(list.remove(at: position))
-                state.waiters[deadline.id] = list.isEmpty ? nil : list
-                state.statistics.waiters -= 1
-            }
-            guard generation == state.timerGeneration else { return (expired, nil) }  // superseded
-            state.timerDueMs = nil
-            guard let earliest = state.waiterDeadlines.earliestMs else { return (expired, nil) }
-            state.timerDueMs = earliest
-            state.timerGeneration += 1
-            // At least 1 ms: a timer that fired a little before the index's clock reached the deadline tries again.
-            return (expired, (Int(max(1, earliest - now)), state.timerGeneration))
-        }
-        if let nextTimer { setTimer(nextTimer) }
-        for waiter in expired {
-            waiter.completion(.timedOut)
+        let now = clock.wallMilliseconds()
+        let (expired, next) = state.withLock { $0.expireDueWaiters(nowMs: now, generation: generation) }
+        if let next { setTimer(next) }
+        for completion in expired {
+            completion(.timedOut)
         }
     }
-
-    // MARK: - Bounds
 
     /// Current sizes and counters.
     public var statistics: Statistics {
-        state.withLock { state in
-            var statistics = state.statistics
-            statistics.entries = state.results.count
-            statistics.pending = state.pending.count
-            return statistics
-        }
-    }
-
-    /// Removes results and pending marks older than the age limit from the front (oldest inserted first). An older
-    /// entry behind a newer one stays until it reaches the front; `lookup` already treats it as gone.
-    private func evictExpired(_ state: inout State, now: Int64) {
-        let oldestAllowed = now - limits.maxAgeMs
-        while let (id, sequence) = state.resultOrder.first {
-            if let entry = state.results[id], entry.sequence == sequence {
-                guard entry.timestampMs < oldestAllowed else { break }
-                state.results[id] = nil
-                state.statistics.bytes -= entry.value.count
-                state.statistics.evictedForAge += 1
-            }
-            state.resultOrder.removeFirst()
-        }
-        while let (id, sequence) = state.pendingOrder.first {
-            if let mark = state.pending[id], mark.sequence == sequence {
-                guard mark.sinceMs < oldestAllowed else { break }
-                state.pending[id] = nil
-                state.statistics.pendingEvicted += 1
-            }
-            state.pendingOrder.removeFirst()
-        }
-    }
-
-    private func evictOverLimits(_ state: inout State) {
-        while state.results.count > limits.maxEntries {
-            removeFirstResult(&state)
-            state.statistics.evictedForEntries += 1
-        }
-        while state.statistics.bytes > limits.maxBytes, !state.resultOrder.isEmpty {
-            removeFirstResult(&state)
-            state.statistics.evictedForBytes += 1
-        }
-        while state.pending.count > limits.maxPending, let (id, sequence) = state.pendingOrder.removeFirst() {
-            if let mark = state.pending[id], mark.sequence == sequence {
-                state.pending[id] = nil
-                state.statistics.pendingEvicted += 1
-            }
-        }
-    }
-
-    /// Removes the oldest inserted result (a stale place in the order removes nothing).
-    private func removeFirstResult(_ state: inout State) {
-        guard let (id, sequence) = state.resultOrder.removeFirst(), let entry = state.results[id],
-            entry.sequence == sequence
-        else { return }
-        state.results[id] = nil
-        state.statistics.bytes -= entry.value.count
-    }
-
-    /// Pending marks removed by results or abandoned writes leave stale entries in `pendingOrder`; drop them once
-    /// they dominate.
-    private func compactPendingOrder(_ state: inout State) {
-        guard state.pendingOrder.count > 2 * state.pending.count + 1024 else { return }
-        let pending = state.pending
-        _ = state.pendingOrder.removeAll { pending[$0.id]?.sequence != $0.sequence }
-    }
-}
-
-extension Array {
-    /// The elements for which `belongs` is true, and the others, each in their order.
-    fileprivate func partitioned(by belongs: (Element) -> Bool) -> (matching: [Element], others: [Element]) {
-        var matching: [Element] = []
-        var others: [Element] = []
-        for element in self {
-            if belongs(element) { matching.append(element) } else { others.append(element) }
-        }
-        return (matching, others)
+        state.withLock { $0.statistics }
     }
 }

@@ -17,7 +17,7 @@ struct ResultIndexResubmissionTests {
     private func makeIndex(_ time: ManualTime) -> ResultIndex {
         ResultIndex(
             limits: .init(maxEntries: 1000, maxBytes: 1 << 20, maxPending: 1000, maxAgeMs: 60_000),
-            now: { time.now }, schedule: { time.schedule($0, $1) })
+            clock: time.clock)
     }
 
     private func reservation(_ admission: ResultIndex.Admission) -> ResultIndex.Reservation? {

@@ -8,27 +8,17 @@ import ServiceSupport
 /// The result index alone: bounds, eviction order, pending, waiters (with a manual clock and timer, no network).
 @Suite("result index")
 struct ResultIndexTests {
-    /// A wall clock and a timer the test moves by hand.
+    /// The index's clock, moved by hand in milliseconds (a `ManualClock` starting at 1,000,000 ms).
     final class ManualTime: Sendable {
-        private let state = Locked<(now: Int64, timers: [(due: Int64, work: @Sendable () -> Void)])>((1_000_000, []))
+        let clock = ManualClock(wallMilliseconds: 1_000_000)
 
-        var now: Int64 { state.withLock { $0.now } }
-        var scheduledCount: Int { state.withLock { $0.timers.count } }
+        var now: Int64 { clock.wallMilliseconds() }
+        /// Timers set and not run yet.
+        var scheduledCount: Int { clock.pendingTimers }
 
-        func schedule(_ milliseconds: Int, _ work: @escaping @Sendable () -> Void) {
-            state.withLock { $0.timers.append((due: $0.now + Int64(milliseconds), work: work)) }
-        }
-
-        /// Moves the clock and runs the timers that came due (outside the lock, in due order).
+        /// Moves the clock and runs the timers that came due (in due order, on this thread).
         func advance(by milliseconds: Int64) {
-            let due = state.withLock { state -> [@Sendable () -> Void] in
-                state.now += milliseconds
-                let now = state.now
-                let due = state.timers.filter { $0.due <= now }.sorted { $0.due < $1.due }
-                state.timers.removeAll { $0.due <= now }
-                return due.map(\.work)
-            }
-            for work in due { work() }
+            clock.advance(by: .milliseconds(milliseconds))
         }
     }
 
@@ -52,7 +42,7 @@ struct ResultIndexTests {
     ) -> ResultIndex {
         ResultIndex(
             limits: .init(maxEntries: maxEntries, maxBytes: maxBytes, maxPending: maxPending, maxAgeMs: maxAgeMs),
-            now: { time.now }, schedule: { time.schedule($0, $1) })
+            clock: time.clock)
     }
 
     /// Reserves `id` as a POST would and reports Kafka's acknowledgement; records an issue when the index refuses.

@@ -110,12 +110,13 @@ final class ConsumptionResponder: Sendable {
         let plan = ConsumptionRules.plan(
             mode: configuration.mode, nowMs: now, deadlineMs: request.deadlineMs, state: facts.state,
             balance: facts.balance, consented: facts.consented, policy: configuration.policy)
-        var outcome = ConsumptionStore.Outcome(status: "unanswered", owner: facts.state.owner, attempts: request.attempts)
+        var outcome = ConsumptionStore.Outcome(
+            status: .unanswered, owner: facts.state.owner, attempts: request.attempts)
         switch plan {
         case .unanswered(let reason):
             outcome.unansweredReason = reason.rawValue
         case .dryRun(let answer):
-            outcome.status = "dry_run"
+            outcome.status = .dryRun
             outcome.answer = answer
             outcome.body = Self.bodyText(answer)
         case .send(let answer):
@@ -132,7 +133,7 @@ final class ConsumptionResponder: Sendable {
         logger.info(
             "consumption request",
             [
-                "event_id": .string(request.eventId), "status": .string(outcome.status),
+                "event_id": .string(request.eventId), "status": .string(outcome.status.rawValue),
                 "reason": .string(outcome.unansweredReason ?? ""), "attempts": .int(outcome.attempts),
                 "apple_status": .int(outcome.appleStatus ?? 0),
             ])
@@ -145,7 +146,7 @@ final class ConsumptionResponder: Sendable {
         guard let sender, let environment = AppStoreEnvironment(rawValue: request.environment) else {
             // Neither happens (the mode needs a sender; the table admits Production and Sandbox only): recorded as
             // refused with why, rather than sent anywhere.
-            outcome.status = "refused"
+            outcome.status = .refused
             outcome.appleError = "no sender, or an environment Apple does not answer in: \(request.environment)"
             return
         }
@@ -164,10 +165,10 @@ final class ConsumptionResponder: Sendable {
         done.wait()
         switch result.withLock({ $0 }) {
         case .accepted(let status):
-            outcome.status = "answered"
+            outcome.status = .answered
             outcome.appleStatus = status
         case .refused(let status, let error):
-            outcome.status = "refused"
+            outcome.status = .refused
             outcome.appleStatus = status
             outcome.appleError = String(error.prefix(500))
         case .retry(let status, let error, let afterMs):
@@ -183,24 +184,24 @@ final class ConsumptionResponder: Sendable {
                 return
             }
             metrics.retries.increment()
-            outcome.status = "pending"
+            outcome.status = .pending
             outcome.nextAttemptAtMs = min(max(next, now + (afterMs ?? 0)), request.deadlineMs - 1)
         case nil:
-            outcome.status = "pending"
+            outcome.status = .pending
             outcome.nextAttemptAtMs = nowMs() + configuration.retryBaseMs
         }
     }
 
     private func count(_ outcome: ConsumptionStore.Outcome) {
         switch outcome.status {
-        case "answered": metrics.answered.increment()
-        case "dry_run": metrics.dryRuns.increment()
-        case "refused": metrics.refused.increment()
-        case "unanswered":
+        case .answered: metrics.answered.increment()
+        case .dryRun: metrics.dryRuns.increment()
+        case .refused: metrics.refused.increment()
+        case .unanswered:
             if let reason = outcome.unansweredReason.flatMap(ConsumptionRules.UnansweredReason.init(rawValue:)) {
                 metrics.unanswered[reason]?.increment()
             }
-        default: break
+        case .pending: break
         }
     }
 

@@ -24,9 +24,23 @@ enum ConsumptionStore {
         var consented: Bool?
     }
 
+    /// Where a request stands; the table's CHECK constraint admits exactly these values.
+    enum Status: String, Sendable, Equatable {
+        /// Waiting for its next attempt.
+        case pending
+        /// Apple accepted the answer.
+        case answered
+        /// Nothing was sent (a reason says why: off, no consent, no owner, past the deadline...).
+        case unanswered
+        /// The dry run recorded what it would have sent.
+        case dryRun = "dry_run"
+        /// Apple refused the answer (a 4xx other than 401/429): recorded, not retried.
+        case refused
+    }
+
     /// How a request ended, or why it waits (`pending` with a later attempt).
     struct Outcome: Sendable, Equatable {
-        var status: String
+        var status: Status
         var unansweredReason: String? = nil
         var owner: String? = nil
         var answer: ConsumptionRules.Answer? = nil
@@ -101,7 +115,7 @@ enum ConsumptionStore {
             WHERE event_id = $1 AND status = 'pending'
             """,
             [
-                .text(eventId), .text(outcome.status), .optional(outcome.unansweredReason),
+                .text(eventId), .text(outcome.status.rawValue), .optional(outcome.unansweredReason),
                 .optional(outcome.owner), .optional(answer?.facts.deliveryStatus.rawValue),
                 .optional(answer?.facts.consumedPercentage), .optional(answer?.rule.map(Int64.init)),
                 .optional(answer?.preference?.rawValue), .optional(outcome.body),

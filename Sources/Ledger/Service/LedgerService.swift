@@ -131,9 +131,7 @@ public final class LedgerService: ManagedService {
         link: ConsumerLink, worker: LedgerWorker, database: DatabaseLink, consumer: KafkaConsumer
     ) -> Health {
         if let fatal = link.liveness { return .unhealthy(fatal) }
-        if let refusal = worker.refusalReason { return .unhealthy(refusal) }
-        if !worker.hasCheckedBinding { return Health(readiness: "checking the database's Kafka cluster binding") }
-        if worker.isStopping { return Health(readiness: "draining") }
+        if let workerHealth = worker.health { return workerHealth }
         if !database.isUp { return Health(readiness: "the database is not reachable (retrying)") }
         if !consumer.isConnected { return Health(readiness: "the consumer is not connected to Kafka") }
         return Health()

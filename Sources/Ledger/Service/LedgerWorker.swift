@@ -1,12 +1,14 @@
 import Foundation
 import LedgerRules
 import Postgres
+import ServiceRuntime
 import ServiceSupport
 import Synchronization
 
 /// The ledger's one writer: takes batches from the buffer and applies each in one database transaction, retrying a
 /// failed batch with backoff until it commits (nothing is skipped; readiness is false meanwhile). Runs on a thread of
-/// its own; `stop` lets the batch in progress finish (or abandons its retries) and ends the loop.
+/// its own; `stop` lets the batch in progress finish (or abandons its retries) and ends the loop. Where it stands
+/// (preparing the schema, checking the binding, applying, refused, stopping) is one `LedgerWorkerLifecycle`.
 final class LedgerWorker: Sendable {
     private let settings: LedgerSettings
     private let store: LedgerStore
@@ -16,13 +18,9 @@ final class LedgerWorker: Sendable {
     /// Called after each commit with what it did (stores offsets in Kafka for lag, resumes fetching).
     private let afterBatch: @Sendable (BatchSummary) -> Void
     let database: DatabaseLink
-    private let stopping = Atomic<Bool>(false)
+    private let lifecycle = Locked(LedgerWorkerLifecycle())
     private let finished = DispatchSemaphore(value: 0)
     private let lastGaugeRefreshNs = Atomic<UInt64>(0)
-    /// Why the ledger refuses to apply anything (a database bound to another Kafka cluster or an earlier topic):
-    /// nil while it may.
-    private let refusal = Locked<String?>(nil)
-    private let bindingChecked = Atomic<Bool>(false)
     /// The Kafka cluster's id as the consumer reports it (nil: unknown).
     private let clusterId: @Sendable () -> String?
 
@@ -42,26 +40,26 @@ final class LedgerWorker: Sendable {
         self.database = DatabaseLink(connectionString: settings.databaseURL, metrics: metrics, logger: logger)
     }
 
-    var isStopping: Bool { stopping.load(ordering: .relaxed) }
+    /// Where the worker stands now.
+    var phase: LedgerWorkerLifecycle.Phase { lifecycle.withLock { $0.phase } }
 
-    /// The database's Kafka cluster binding was checked (nothing is applied before).
-    var hasCheckedBinding: Bool { bindingChecked.load(ordering: .relaxed) }
+    var isStopping: Bool { lifecycle.withLock { $0.isStopping } }
 
-    /// Why the ledger refuses to run, if it does (reported as not alive: the operator must decide).
-    var refusalReason: String? { refusal.withLock { $0 } }
+    /// The worker's part of the service's health (nil: applying; the service checks the rest).
+    var health: Health? { lifecycle.withLock { $0.health } }
 
     /// Stops applying anything, for good in this process: what it would apply might be skipped or misplaced.
     func refuse(_ reason: String) {
-        let first = refusal.withLock { current in
-            defer { if current == nil { current = reason } }
-            return current == nil
+        if handle(.refuse(reason)) {
+            logger.error("the ledger refuses to run against this database", ["reason": .string(reason)])
         }
-        if first { logger.error("the ledger refuses to run against this database", ["reason": .string(reason)]) }
     }
 
     func start() {
+        guard handle(.start) else { return }
         let thread = Thread { [self] in
             run()
+            handle(.loopEnded)
             finished.signal()
         }
         thread.name = "ledger-worker"
@@ -71,17 +69,25 @@ final class LedgerWorker: Sendable {
     /// Ends the loop after the batch in progress; waits up to `timeout`. Returns false when it did not end in time.
     @discardableResult
     func stop(timeout: Duration) -> Bool {
-        stopping.store(true, ordering: .relaxed)
+        handle(.stop)
         buffer.close()
+        // Never started: no loop to wait for.
+        if case .stopped = phase { return true }
         return finished.wait(timeout: .now() + .milliseconds(Int(timeout / .milliseconds(1)))) == .success
+    }
+
+    @discardableResult
+    private func handle(_ event: LedgerWorkerLifecycle.Event) -> Bool {
+        lifecycle.withLock { $0.handle(event) }
     }
 
     private func run() {
         // The schema first: nothing is applied to tables of an older version.
         guard database.migrateWithRetry(until: { self.isStopping }) else { return }
+        handle(.schemaReady)
         bindCluster()
         while !isStopping {
-            guard refusalReason == nil else {
+            guard lifecycle.withLock({ $0.mayApply }) else {
                 Thread.sleep(forTimeInterval: 0.25)
                 continue
             }
@@ -111,7 +117,7 @@ final class LedgerWorker: Sendable {
                         try bind(to: current, in: session)
                     }
                 }
-                bindingChecked.store(true, ordering: .relaxed)
+                handle(.bindingChecked)
                 return
             } catch {
                 logger.error("cannot check the database's Kafka cluster binding; retrying", ["error": .string(error.description)])
@@ -141,7 +147,7 @@ final class LedgerWorker: Sendable {
     /// exception (the database refusing a value) is retried message by message, and the message it refuses is
     /// dead-lettered with its offset.
     private func applyUntilCommitted(_ batch: [LedgerRecord], isolating: Bool) {
-        var backoff = Duration.milliseconds(100)
+        var backoff = Backoff()
         while true {
             let started = SystemTime.monotonicNanoseconds()
             do {
@@ -171,15 +177,14 @@ final class LedgerWorker: Sendable {
                 logger.error(
                     "cannot apply a batch; retrying",
                     [
-                        "messages": .int(batch.count), "retry_in_ms": .int(Int(backoff / .milliseconds(1))),
+                        "messages": .int(batch.count), "retry_in_ms": .int(Int(backoff.current / .milliseconds(1))),
                         "error": .string(error.description),
                     ])
                 if isStopping {
                     logger.warning("stopping: the batch is abandoned and applied after the restart", ["messages": .int(batch.count)])
                     return
                 }
-                Thread.sleep(forTimeInterval: backoff / .seconds(1))
-                backoff = min(backoff * 2, .seconds(5))
+                backoff.sleep()
             }
         }
     }

@@ -1,0 +1,106 @@
+import ServiceRuntime
+
+/// The ledger worker's lifecycle as a value: (phase, event) → phase. The worker holds it under one lock; its thread
+/// and the service feed it events, and everything that asks "may it apply?", "is it stopping?", "why is it not
+/// healthy?" reads the phase instead of separate flags (`LedgerWorkerLifecycleTests` checks every transition).
+///
+/// Invariants:
+/// - Nothing is applied before the schema is prepared and the database's Kafka cluster binding is checked
+///   (`mayApply` only in `applying`).
+/// - A refusal is for good in this process: no event leads from `refused` back to `applying`, and the first reason
+///   is kept (through stopping too, so health keeps saying why).
+/// - `stop` is final: from any phase it leads to `stopping` (or `stopped` when the loop never started), and only
+///   `loopEnded` leaves `stopping`.
+struct LedgerWorkerLifecycle: Sendable, Equatable {
+    enum Phase: Sendable, Equatable {
+        /// Created; the worker's thread has not started.
+        case created
+        /// Migrating the schema (retried with backoff until it succeeds).
+        case preparingSchema
+        /// Checking (or making) the database's binding to this Kafka cluster.
+        case checkingBinding
+        /// Taking batches from the buffer and applying them.
+        case applying
+        /// Applying nothing, for good in this process: the operator must decide (a database bound to another
+        /// cluster, or partitions stored beyond their end).
+        case refused(String)
+        /// Stop was asked; the batch in progress may still commit. Keeps the refusal, if there was one.
+        case stopping(refusal: String?)
+        /// The worker's loop ended.
+        case stopped(refusal: String?)
+    }
+
+    enum Event: Sendable, Equatable {
+        case start
+        case schemaReady
+        case bindingChecked
+        case refuse(String)
+        case stop
+        case loopEnded
+    }
+
+    private(set) var phase: Phase = .created
+
+    init(phase: Phase = .created) {
+        self.phase = phase
+    }
+
+    /// Applies `event`. Returns false (and changes nothing) when the event has no effect in this phase.
+    @discardableResult
+    mutating func handle(_ event: Event) -> Bool {
+        guard let next = Self.next(after: phase, on: event) else { return false }
+        phase = next
+        return true
+    }
+
+    /// The phase after `event` in `phase`; nil when the event has no effect there.
+    static func next(after phase: Phase, on event: Event) -> Phase? {
+        switch (phase, event) {
+        case (.created, .start): .preparingSchema
+        case (.preparingSchema, .schemaReady): .checkingBinding
+        case (.checkingBinding, .bindingChecked): .applying
+        case (.created, .refuse(let reason)), (.preparingSchema, .refuse(let reason)),
+            (.checkingBinding, .refuse(let reason)), (.applying, .refuse(let reason)):
+            .refused(reason)
+        case (.stopping(nil), .refuse(let reason)): .stopping(refusal: reason)
+        case (.created, .stop): .stopped(refusal: nil)
+        case (.preparingSchema, .stop), (.checkingBinding, .stop), (.applying, .stop): .stopping(refusal: nil)
+        case (.refused(let reason), .stop): .stopping(refusal: reason)
+        case (.stopping(let refusal), .loopEnded): .stopped(refusal: refusal)
+        default: nil
+        }
+    }
+
+    /// Batches may be applied.
+    var mayApply: Bool { phase == .applying }
+
+    /// Stop was asked (the loop ends after the batch in progress).
+    var isStopping: Bool {
+        switch phase {
+        case .stopping, .stopped: true
+        default: false
+        }
+    }
+
+    /// Why the ledger refuses to apply anything, if it does.
+    var refusal: String? {
+        switch phase {
+        case .refused(let reason): reason
+        case .stopping(let refusal), .stopped(let refusal): refusal
+        default: nil
+        }
+    }
+
+    /// The worker's part of the service's health: nil in `applying` (the owner then checks the database and the
+    /// consumer); a refusal is not alive (the operator must decide); the other phases are alive but not ready.
+    var health: Health? {
+        switch phase {
+        case .refused(let reason), .stopping(refusal: let reason?), .stopped(refusal: let reason?):
+            .unhealthy(reason)
+        case .created, .preparingSchema: Health(readiness: "preparing the database schema")
+        case .checkingBinding: Health(readiness: "checking the database's Kafka cluster binding")
+        case .applying: nil
+        case .stopping(refusal: nil), .stopped(refusal: nil): Health(readiness: "draining")
+        }
+    }
+}
