@@ -42,7 +42,7 @@ import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXECUTABLES = ["receipt-ingest", "receipt-verifier", "receipt-ledger", "fake-appstore", "receipt-replay",
-               "receipt-tail", "receipt-notifications-backfill"]
+               "receipt-tail", "receipt-notifications-backfill", "receipt-admin"]
 SETTING_PREFIXES = ("KAFKA_", "RECEIPTS_", "RESULTS_", "RETRY_", "DLQ_", "INGEST_", "VERIFIER_", "APPLE_",
                     "ALLOWED_", "SANDBOX_", "LOG_", "FAKE_APPSTORE_", "REPLAY_", "RESULT_INDEX_",
                     "NOTIFICATIONS_", "EVENTS_", "PRODUCT_", "SIGNED_", "RECEIPT_", "LEDGER_")
@@ -832,7 +832,7 @@ CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResou
                   "MutatingWebhookConfiguration", "APIService"}
 SERVICES = ("receipt-ingest", "receipt-verifier", "receipt-ledger")
 # The processes that call Apple over https, and those with a topic follower (its group id prefix must be granted).
-CALLS_APPLE = {"receipt-verifier", "receipt-notifications-backfill"}
+CALLS_APPLE = {"receipt-verifier", "receipt-notifications-backfill", "receipt-admin"}
 FOLLOWERS = {"receipt-ingest": "RESULTS_TOPIC", "receipt-replay": "DLQ_TOPIC", "receipt-tail": "RESULTS_TOPIC"}
 
 
