@@ -190,7 +190,8 @@ public struct AdminOptions: Sendable, Equatable {
                 try only([])
                 let values = try arguments("ORIGINAL_TRANSACTION_ID", "TOKEN")
                 guard let uuid = UUID(uuidString: values[1]) else {
-                    throw .usage("TOKEN must be a UUID (the app's account token), like 7e3fb20b-4cdb-47cc-936d-99d65f608138")
+                    throw .usage(
+                        "TOKEN must be a UUID (the app's account token), like 7e3fb20b-4cdb-47cc-936d-99d65f608138")
                 }
                 return .setAccountToken(originalTransactionId: values[0], token: uuid.uuidString.lowercased())
             case "extend-renewal":
@@ -202,7 +203,8 @@ public struct AdminOptions: Sendable, Equatable {
                 }
                 return .extendRenewal(
                     originalTransactionId: id,
-                    ExtendRenewalDateRequest(extendByDays: days, extendReasonCode: reason, requestIdentifier: requestId),
+                    ExtendRenewalDateRequest(
+                        extendByDays: days, extendReasonCode: reason, requestIdentifier: requestId),
                     dryRun: dryRun)
             case "mass-extend":
                 try only(["--product", "--days", "--reason", "--request-id", "--storefront", "--dry-run"])

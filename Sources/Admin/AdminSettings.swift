@@ -45,7 +45,8 @@ public struct AdminSettings: Sendable {
         guard allowedBundleIds.count == 1 else {
             throw ConfigurationError(
                 variable: "ALLOWED_BUNDLE_IDS",
-                problem: "names \(allowedBundleIds.count) apps: pass --bundle-id (the token's bid is the app asked about)")
+                problem: "names \(allowedBundleIds.count) apps: pass --bundle-id (the token's bid is the app asked "
+                    + "about)")
         }
         return allowedBundleIds[0]
     }

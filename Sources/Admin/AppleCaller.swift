@@ -55,7 +55,8 @@ public struct AppleCaller: Sendable {
             switch error.kind {
             case .rateLimited:
                 // A little past the hold, so the next attempt is not refused by the client's own hold-back.
-                waitMs = (error.retryAfterMs ?? Int(backoff.next() / .milliseconds(1))) + 50
+                let backoffMs = Int(backoff.next() / .milliseconds(1))
+                waitMs = (error.retryAfterMs ?? backoffMs) + 50
             case .retryable:
                 waitMs = Int(backoff.next() / .milliseconds(1))
             default:

@@ -33,7 +33,8 @@ enum RenewalExtensions {
         let name = "extend-renewal"
         let fields: [String: AdminJSON] = [
             "original_transaction_id": .string(originalTransactionId),
-            "environment": .string(context.environment.rawValue), "request_identifier": .string(request.requestIdentifier),
+            "environment": .string(context.environment.rawValue),
+            "request_identifier": .string(request.requestIdentifier),
         ]
         if dryRun {
             return Self.dryRun(
@@ -69,7 +70,8 @@ enum RenewalExtensions {
             ? "extended subscription \(originalTransactionId) by \(request.extendByDays) day(s): it now renews "
                 + AdminTime.text(response.effectiveDate)
             : "Apple did not extend subscription \(originalTransactionId) (success false)"
-        return AdminReport(command: "extend-renewal", exitCode: success ? .ok : .refused, lines: [line], fields: members)
+        return AdminReport(
+            command: "extend-renewal", exitCode: success ? .ok : .refused, lines: [line], fields: members)
     }
 
     static func extendMany(_ request: MassExtendRenewalDateRequest, dryRun: Bool, _ context: AdminContext) async

@@ -48,11 +48,16 @@ enum SubscriptionStatus {
             for last in group.lastTransactions {
                 var subscription = Subscription(status: last.status, originalTransactionId: last.originalTransactionId)
                 do throws(SignedAnswers.Unverified) {
-                    if let jws = last.signedTransactionInfo { subscription.transaction = try context.signed.transaction(jws).get() }
-                    if let jws = last.signedRenewalInfo { subscription.renewal = try context.signed.renewal(jws).get() }
+                    if let jws = last.signedTransactionInfo {
+                        subscription.transaction = try context.signed.transaction(jws).get()
+                    }
+                    if let jws = last.signedRenewalInfo {
+                        subscription.renewal = try context.signed.renewal(jws).get()
+                    }
                 } catch {
                     return .failure(
-                        name, .unverified, message: error.description, fields: ["transaction_id": .string(transactionId)])
+                        name, .unverified, message: error.description,
+                        fields: ["transaction_id": .string(transactionId)])
                 }
                 subscriptions.append(subscription)
             }

@@ -62,7 +62,8 @@ enum TestNotification {
         }
         return report(
             token: token, environment: context.environment, attempts: last.sendAttemptResults,
-            notificationUUID: notification?.notificationUUID, notificationType: notification?.notificationType?.rawValue,
+            notificationUUID: notification?.notificationUUID,
+            notificationType: notification?.notificationType?.rawValue,
             waitSeconds: waitSeconds)
     }
 

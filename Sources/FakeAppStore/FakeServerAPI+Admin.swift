@@ -57,9 +57,9 @@ extension FakeServerAPI {
             renewal.renewalDateMs = latest.expiresDateMs
             renewal.autoRenewStatus = status == 1 ? 1 : 0
             let signedRenewal = try signing.signer.sign(payload: renewal.json)
+            let signedTransaction = try signedAnswer(latest).jws
             let item = "{\"status\":\(status),\"originalTransactionId\":\(JSONText.quoted(originalId)),"
-                + "\"signedTransactionInfo\":\"\(try signedAnswer(latest).jws)\","
-                + "\"signedRenewalInfo\":\"\(signedRenewal)\"}"
+                + "\"signedTransactionInfo\":\"\(signedTransaction)\",\"signedRenewalInfo\":\"\(signedRenewal)\"}"
             groups[latest.subscriptionGroup ?? FakeServerTransaction.defaultSubscriptionGroup, default: []].append(item)
         }
         let data = groups.keys.sorted().map { group in
@@ -92,8 +92,8 @@ extension FakeServerAPI {
     /// transaction id (else 4000187), not a family-shared purchase (4000185). Every registered transaction of that
     /// original transaction carries the token from then on (signed anew); 200 with no body.
     func setAppAccountToken(_ transaction: FakeServerTransaction, id: String, body: [UInt8]) -> HTTPResponse {
-        guard case .object(let object)? = try? JSONParser.parse(body), case .string(let token)? = object["appAccountToken"],
-            let uuid = UUID(uuidString: token)
+        guard case .object(let object)? = try? JSONParser.parse(body),
+            case .string(let token)? = object["appAccountToken"], let uuid = UUID(uuidString: token)
         else {
             return Self.error(400, 4_000_183, "Invalid app account token. The token must be a UUID.")
         }

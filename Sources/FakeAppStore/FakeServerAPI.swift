@@ -342,7 +342,8 @@ final class FakeServerAPI: Sendable {
                 return (setAppAccountToken(transaction, id: id, body: request.body), delayMs)
             case .extendRenewal:
                 return (
-                    extendRenewal(transaction, id: id, body: request.body, bundleId: bundleId, environment: environment),
+                    extendRenewal(
+                        transaction, id: id, body: request.body, bundleId: bundleId, environment: environment),
                     delayMs)
             case .notificationHistory, .orderLookup, .massExtend, .massExtendStatus, .requestTestNotification,
                 .testNotificationStatus:
@@ -525,7 +526,9 @@ extension FakeServerAPI {
                 return .massExtendStatus(productId: String(parts[0]), requestIdentifier: String(parts[1]))
             }
             if let id = suffix(path, after: "/inApps/v1/subscriptions/") { return .subscriptionStatuses(id) }
-            if let token = suffix(path, after: "/inApps/v1/notifications/test/") { return .testNotificationStatus(token) }
+            if let token = suffix(path, after: "/inApps/v1/notifications/test/") {
+                return .testNotificationStatus(token)
+            }
         case "PUT":
             if let id = suffix(path, after: "/inApps/v1/subscriptions/extend/") { return .extendRenewal(id) }
             let tokenSuffix = "/appAccountToken"

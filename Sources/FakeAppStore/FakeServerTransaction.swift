@@ -202,8 +202,8 @@ public struct FakeServerTransaction: Codable, Sendable, Equatable {
         if let offerType { fields.append("\"offerType\":\(offerType)") }
         if let offerDiscountType { fields.append("\"offerDiscountType\":\(JSONText.quoted(offerDiscountType))") }
         if isAutoRenewable {
-            fields.append(
-                "\"subscriptionGroupIdentifier\":\(JSONText.quoted(subscriptionGroup ?? Self.defaultSubscriptionGroup))")
+            let group = subscriptionGroup ?? Self.defaultSubscriptionGroup
+            fields.append("\"subscriptionGroupIdentifier\":\(JSONText.quoted(group))")
         }
         return "{" + fields.joined(separator: ",") + "}"
     }

@@ -5,4 +5,6 @@
 import Admin
 import Foundation
 
-exit(await AdminTool.run(arguments: Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment))
+exit(
+    await AdminTool.run(
+        arguments: Array(CommandLine.arguments.dropFirst()), environment: ProcessInfo.processInfo.environment))

@@ -44,8 +44,10 @@ import Testing
                     dryRun: true))
         #expect(extend.bundleId == "com.example.other" && extend.deadlineSeconds == 5)
         #expect(
-            try parse(["mass-extend", "--product", "monthly", "--days", "90", "--reason", "0", "--storefront", "usa,CAN",
-                       "--storefront", "DEU"]).command
+            try parse([
+                "mass-extend", "--product", "monthly", "--days", "90", "--reason", "0", "--storefront", "usa,CAN",
+                "--storefront", "DEU",
+            ]).command
                 == .massExtend(
                     MassExtendRenewalDateRequest(
                         extendByDays: 90, extendReasonCode: 0, requestIdentifier: "generated-id", productId: "monthly",
@@ -71,8 +73,8 @@ import Testing
             (["extend-renewal", "1", "--days", "5", "--reason", "4", "--request-id", "r"], "extendReasonCode"),
             (["extend-renewal", "1", "--days", "5", "--reason", "1"], "--request-id is required"),
             (["extend-renewal", "1", "--reason", "1", "--request-id", "r"], "--days is required"),
-            (["extend-renewal", "1", "--days", "5", "--reason", "1", "--request-id", String(repeating: "x", count: 129)],
-             "1 to 128 characters"),
+            (["extend-renewal", "1", "--days", "5", "--reason", "1", "--request-id",
+              String(repeating: "x", count: 129)], "1 to 128 characters"),
             (["mass-extend", "--days", "5", "--reason", "1"], "--product is required"),
             (["mass-extend", "--product", "p", "--days", "5", "--reason", "1", "--storefront", "US"], "alpha-3"),
             (["subscription-status", "1", "--status", "6"], "--status takes"),

@@ -53,6 +53,16 @@ final class AdminProcessHarness: Sendable {
             }
         }
 
+        /// The `--json` object, empty when there is none (`json` fails the test instead).
+        var object: [String: Any] {
+            stdout.last { $0.hasPrefix("{") }
+                .flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] } ?? [:]
+        }
+
+        /// Apple's `errorCode` and HTTP status in the `--json` object's `error`.
+        var errorCode: Int? { (object["error"] as? [String: Any])?["error_code"] as? Int }
+        var httpStatus: Int? { (object["error"] as? [String: Any])?["http_status"] as? Int }
+
         var text: String { stdout.joined(separator: "\n") }
 
         /// The audit lines, in order.

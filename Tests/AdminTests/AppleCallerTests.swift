@@ -28,7 +28,9 @@ import Testing
     final class Lines: Sendable {
         private let lines = Locked<[String]>([])
         var all: [[String: Any]] {
-            lines.withLock { $0 }.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            lines.withLock { $0 }.compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }
         }
         var log: AuditLog { AuditLog { line in self.lines.withLock { $0.append(line) } } }
     }

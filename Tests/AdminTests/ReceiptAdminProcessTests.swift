@@ -36,7 +36,7 @@ struct ReceiptAdminProcessTests {
         #expect(text.status == 0 && text.text.contains("credit_key apple:production:2000000000000101"))
         let unknown = try await harness.admin(["lookup-order", "NOSUCHORDER", "--json"])
         #expect(unknown.status == 1)
-        #expect(try unknown.json["order_status"] as? Int == 1 && (try unknown.json["outcome"] as? String) == "not_found")
+        #expect(unknown.object["order_status"] as? Int == 1 && (unknown.object["outcome"] as? String) == "not_found")
         let sandbox = try await harness.admin(["lookup-order", "MK5TTTVWJH", "--environment", "sandbox"])
         #expect(sandbox.status == 1, "the order is production's")
     }
@@ -49,7 +49,7 @@ struct ReceiptAdminProcessTests {
             ["lookup-order", "FORGEDORDR", "--json"],
             settings: ["APPLE_ROOT_CERTIFICATES": other.path(FakePKIFiles.rootFile)])
         #expect(run.status == 5)
-        #expect(try run.json["outcome"] as? String == "unverified")
+        #expect(run.object["outcome"] as? String == "unverified")
         let wrongApp = try await harness.admin(["lookup-order", "FORGEDORDR", "--bundle-id", "com.example.other"])
         #expect(wrongApp.status == 1, "another app's order is not found (the token's bid is the app asked about)")
     }
@@ -63,7 +63,7 @@ struct ReceiptAdminProcessTests {
         ])
         let run = try await harness.admin(["subscription-status", "2000000000000201", "--json"])
         #expect(run.status == 0, "\(run.stderr)")
-        let groups = try #require(try run.json["subscription_groups"] as? [[String: Any]])
+        let groups = try #require(run.object["subscription_groups"] as? [[String: Any]])
         let subscriptions = groups.flatMap { $0["subscriptions"] as? [[String: Any]] ?? [] }
         #expect(Set(subscriptions.compactMap { $0["status_name"] as? String }) == ["active", "expired"])
         let active = try #require(subscriptions.first { $0["status"] as? Int == 1 })
@@ -72,17 +72,17 @@ struct ReceiptAdminProcessTests {
 
         let onlyActive = try await harness.admin(["subscription-status", "2000000000000202", "--status", "1", "--json"])
         #expect(onlyActive.status == 0)
-        let filtered = try #require(try onlyActive.json["subscription_groups"] as? [[String: Any]])
+        let filtered = try #require(onlyActive.object["subscription_groups"] as? [[String: Any]])
         #expect(filtered.flatMap { $0["subscriptions"] as? [[String: Any]] ?? [] }.count == 1)
 
         #expect(try await harness.admin(["subscription-status", "2000000000000203"]).status == 1, "no subscription")
         let invalid = try await harness.admin(["subscription-status", "not-a-transaction", "--json"])
         #expect(invalid.status == 3)
-        #expect((try invalid.json["error"] as? [String: Any])?["error_code"] as? Int == 4_000_006)
+        #expect(invalid.errorCode == 4_000_006)
         let elsewhere = try await harness.admin(["subscription-status", "2000000000000201", "--environment", "sandbox",
                                                  "--json"])
         #expect(elsewhere.status == 1)
-        #expect((try elsewhere.json["error"] as? [String: Any])?["error_code"] as? Int == 4_040_010)
+        #expect(elsewhere.errorCode == 4_040_010)
         #expect(try await harness.admin(["subscription-status", "2000000000000201", "--status", "9"]).status == 2)
     }
 
@@ -120,7 +120,7 @@ struct ReceiptAdminProcessTests {
         let token = "7e3fb20b-4cdb-47cc-936d-99d65f608138"
         let run = try await harness.admin(["set-account-token", "2000000000000401", token.uppercased(), "--json"])
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(try run.json["set"] as? Bool == true && (try run.json["app_account_token"] as? String) == token)
+        #expect(run.object["set"] as? Bool == true && (run.object["app_account_token"] as? String) == token)
         #expect(try await harness.currentPayload("2000000000000401")["appAccountToken"] as? String == token)
         #expect(try await harness.currentPayload("2000000000000402")["appAccountToken"] as? String == token)
         #expect(run.audit.first?["endpoint"] as? String == "set_app_account_token")
@@ -128,9 +128,9 @@ struct ReceiptAdminProcessTests {
 
         let notOriginal = try await harness.admin(["set-account-token", "2000000000000402", token, "--json"])
         #expect(notOriginal.status == 3)
-        #expect((try notOriginal.json["error"] as? [String: Any])?["error_code"] as? Int == 4_000_187)
+        #expect(notOriginal.errorCode == 4_000_187)
         let family = try await harness.admin(["set-account-token", "2000000000000403", token, "--json"])
-        #expect(family.status == 3 && (try family.json["error"] as? [String: Any])?["error_code"] as? Int == 4_000_185)
+        #expect(family.status == 3 && family.errorCode == 4_000_185)
         let calls = try await harness.endpointCalls()["set_app_account_token"]
         let badToken = try await harness.admin(["set-account-token", "2000000000000401", "not-a-uuid"])
         #expect(badToken.status == 2)
@@ -152,30 +152,30 @@ struct ReceiptAdminProcessTests {
 
         let dry = try await extend("2000000000000501", "outage-1", ["--dry-run"])
         #expect(dry.status == 0)
-        let body = try #require((try dry.json["request"] as? [String: Any])?["body"] as? [String: Any])
+        let body = try #require((dry.object["request"] as? [String: Any])?["body"] as? [String: Any])
         #expect(body["extendByDays"] as? Int == 5 && body["requestIdentifier"] as? String == "outage-1")
         #expect(try await harness.endpointCalls()["extend_renewal"] == nil, "a dry run sends nothing")
         #expect(dry.audit.isEmpty)
 
         let first = try await extend("2000000000000501", "outage-1", [])
         #expect(first.status == 0, "\(first.stderr)")
-        let effective = try #require(try first.json["effective_date_ms"] as? Int)
+        let effective = try #require(first.object["effective_date_ms"] as? Int)
         #expect(effective == before + 5 * H.dayMs)
         #expect(try await harness.currentPayload("2000000000000501")["expiresDate"] as? Int == effective)
         let again = try await extend("2000000000000501", "outage-1", [])
-        #expect(again.status == 0 && (try again.json["effective_date_ms"] as? Int) == effective, "same request")
+        #expect(again.status == 0 && (again.object["effective_date_ms"] as? Int) == effective, "same request")
         #expect(try await harness.currentPayload("2000000000000501")["expiresDate"] as? Int == effective)
 
         #expect(try await extend("2000000000000501", "outage-2", []).status == 0)
         let third = try await extend("2000000000000501", "outage-3", [])
-        #expect(third.status == 3 && (try third.json["error"] as? [String: Any])?["error_code"] as? Int == 4_030_005)
+        #expect(third.status == 3 && third.errorCode == 4_030_005)
         let expired = try await extend("2000000000000502", "outage-1", [])
-        #expect(expired.status == 3 && (try expired.json["error"] as? [String: Any])?["error_code"] as? Int == 4_030_004)
+        #expect(expired.status == 3 && expired.errorCode == 4_030_004)
         let consumable = try await extend("2000000000000503", "outage-1", [])
         #expect(consumable.status == 3)
         let elsewhere = try await extend("2000000000000501", "outage-1", ["--environment", "sandbox"])
         #expect(elsewhere.status == 1)
-        #expect((try elsewhere.json["error"] as? [String: Any])?["error_code"] as? Int == 4_040_005)
+        #expect(elsewhere.errorCode == 4_040_005)
         let tooLong = try await harness.admin(
             ["extend-renewal", "2000000000000501", "--days", "91", "--reason", "3", "--request-id", "r"])
         #expect(tooLong.status == 2 && tooLong.stderr.joined().contains("1 to 90"))
@@ -193,13 +193,13 @@ struct ReceiptAdminProcessTests {
         let dry = try await harness.admin(
             ["mass-extend", "--product", "monthly", "--days", "3", "--reason", "3", "--dry-run", "--json"])
         #expect(dry.status == 0)
-        #expect((try dry.json["request"] as? [String: Any])?["path"] as? String == "/inApps/v1/subscriptions/extend/mass")
+        #expect((dry.object["request"] as? [String: Any])?["path"] as? String == "/inApps/v1/subscriptions/extend/mass")
         #expect(try await harness.endpointCalls()["extend_renewal"] == nil, "a dry run sends nothing")
 
         let run = try await harness.admin(
             ["mass-extend", "--product", "monthly", "--days", "3", "--reason", "3", "--request-id", "mass-1", "--json"])
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(try run.json["request_identifier"] as? String == "mass-1")
+        #expect(run.object["request_identifier"] as? String == "mass-1")
         #expect(try await harness.currentPayload("2000000000000601")["expiresDate"] as? Int == before + 3 * H.dayMs)
         let status = try await harness.admin(["mass-extend-status", "monthly", "mass-1", "--json"])
         #expect(status.status == 0)
@@ -212,17 +212,17 @@ struct ReceiptAdminProcessTests {
              "--request-id", "mass-2"])
         #expect(elsewhere.status == 0)
         let none = try await harness.admin(["mass-extend-status", "yearly", "mass-2", "--json"])
-        #expect(try none.json["succeeded_count"] as? Int == 0, "no subscriber in Canada")
+        #expect(none.object["succeeded_count"] as? Int == 0, "no subscriber in Canada")
         let unknown = try await harness.admin(["mass-extend-status", "monthly", "no-such-request", "--json"])
         #expect(unknown.status == 1)
-        #expect((try unknown.json["error"] as? [String: Any])?["error_code"] as? Int == 4_040_009)
+        #expect(unknown.errorCode == 4_040_009)
     }
 
     @Test func testNotificationReportsWhetherApplesTestReachedTheNotificationURL() async throws {
         let harness = try await H.start()
         let missing = try await harness.admin(["test-notification", "--json"])
         #expect(missing.status == 3)
-        #expect((try missing.json["error"] as? [String: Any])?["error_code"] as? Int == 4_040_007)
+        #expect(missing.errorCode == 4_040_007)
 
         // The fake's own Get Notification History entry endpoint takes Apple's POST body and answers 200.
         let receiver = harness.fake.url + "/admin/notification-history"
@@ -243,8 +243,9 @@ struct ReceiptAdminProcessTests {
             "POST", harness.fake.url + "/admin/notification-url?url=http%3A%2F%2F127.0.0.1%3A9%2Fnowhere")
         let undelivered = try await harness.admin(["test-notification", "--json", "--wait-seconds", "20"])
         #expect(undelivered.status == 1)
-        #expect(try undelivered.json["delivered"] as? Bool == false)
-        #expect((try undelivered.json["send_attempts"] as? [[String: Any]])?.first?["result"] as? String == "SOCKET_ISSUE")
+        #expect(undelivered.object["delivered"] as? Bool == false)
+        let attempts = undelivered.object["send_attempts"] as? [[String: Any]]
+        #expect(attempts?.first?["result"] as? String == "SOCKET_ISSUE")
     }
 
     @Test func anOutageExitsFourAfterRetryingAndAWrongKeyExitsThree() async throws {
@@ -252,7 +253,7 @@ struct ReceiptAdminProcessTests {
         try await harness.fake.setOutage(true)
         let down = try await harness.admin(["refund-history", "2000000000000701", "--json", "--deadline-seconds", "3"])
         #expect(down.status == 4)
-        #expect(try down.json["outcome"] as? String == "unavailable")
+        #expect(down.object["outcome"] as? String == "unavailable")
         #expect(down.audit.count >= 2 && down.audit.allSatisfy { $0["http_status"] as? Int == 503 })
         #expect(down.audit.last?["retry_in_ms"] is NSNull && down.audit.first?["retry_in_ms"] is Int)
         try await harness.fake.setOutage(false)
@@ -262,14 +263,14 @@ struct ReceiptAdminProcessTests {
             ["refund-history", "2000000000000701", "--json"],
             settings: ["APPLE_PRIVATE_KEY_FILE": other.path(FakePKIFiles.apiKeyFile)])
         #expect(refused.status == 3)
-        #expect((try refused.json["error"] as? [String: Any])?["http_status"] as? Int == 401)
+        #expect(refused.httpStatus == 401)
     }
 
     @Test func missingSettingsAreExitTwoAndSendNothing() async throws {
         let harness = try await H.start()
         let run = try await harness.admin(["lookup-order", "X", "--json"], settings: ["APPLE_KEY_ID": ""])
         #expect(run.status == 2)
-        #expect(try run.json["outcome"] as? String == "usage")
+        #expect(run.object["outcome"] as? String == "usage")
         let twoApps = try await harness.admin(["lookup-order", "X"], settings: ["ALLOWED_BUNDLE_IDS": "a.b,c.d"])
         #expect(twoApps.status == 2 && twoApps.text.contains("--bundle-id"))
         #expect(try await harness.endpointCalls().isEmpty)
