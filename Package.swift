@@ -119,7 +119,9 @@ let package = Package(
 
         // MARK: Tests
         // Pure (no Kafka, no PostgreSQL, no executables; `make test-unit`): ServiceSupportTests, ServiceRuntimeTests,
-        // ReceiptModelTests, ReplayTests, CryptoTests, SignedDataTests, LedgerRulesTests, NotificationBackfillTests.
+        // ReceiptModelTests, ReplayTests, CryptoTests, SignedDataTests, LedgerRulesTests, NotificationBackfillTests, and
+        // AdminTests' AdminArgumentsTests, AdminReportTests, AppleCallerTests (its process suite starts fake-appstore
+        // and receipt-admin).
         // Start embedded-kafka (some suites): KafkaTests, IngestTests, VerifierTests, LedgerTests. Start PostgreSQL:
         // PostgresTests, LedgerTests. Start the real executables: IntegrationTests, and the process suites of
         // IngestTests, VerifierTests, AppStoreTests (the fake App Store) and LedgerTests. HTTPServerTests and
