@@ -119,4 +119,66 @@ import Testing
             "duration_ms", "retry_in_ms",
         ])
     }
+
+    @Test func subscriptionsRefundsAndTestNotificationsSayWhenNothingMatched() throws {
+        let period = TransactionFacts(
+            transactionId: "2000000000000021", originalTransactionId: "2000000000000020",
+            webOrderLineItemId: "2000000000000888", productId: "monthly", productType: "Auto-Renewable Subscription",
+            purchaseDateMs: 1_767_225_600_000, expiresDateMs: 1_769_904_000_000, environment: .sandbox)
+        let renewal = RenewalFacts(autoRenewProductId: "monthly", autoRenewStatus: 1, renewalDateMs: 1_769_904_000_000)
+        let active = SubscriptionStatus.report(
+            transactionId: "2000000000000021", environment: .sandbox,
+            groups: [
+                .init(identifier: "21000001", subscriptions: [
+                    .init(status: 1, originalTransactionId: "2000000000000020", transaction: period, renewal: renewal)
+                ])
+            ])
+        #expect(active.exitCode == .ok)
+        let groups = try #require(try object(active)["subscription_groups"] as? [[String: Any]])
+        let subscription = try #require((groups.first?["subscriptions"] as? [[String: Any]])?.first)
+        #expect(subscription["status_name"] as? String == "active")
+        #expect((subscription["transaction"] as? [String: Any])?["credit_key"] as? String
+            == "apple:sandbox:period:2000000000000888")
+        #expect((subscription["renewal"] as? [String: Any])?["auto_renew_status"] as? Int == 1)
+        #expect(active.rendered(json: false).contains("auto-renew on (monthly)"))
+        let none = SubscriptionStatus.report(transactionId: "1", environment: .production, groups: [])
+        #expect(none.exitCode == .notFound && none.rendered(json: false).contains("no subscription"))
+
+        let noRefund = RefundHistory.report(
+            transactionId: "1", environment: .production, refunds: [], pages: 1, complete: true)
+        #expect(noRefund.exitCode == .notFound)
+        #expect(try object(noRefund)["refunds"] as? [Any] != nil)
+
+        let attempts = try JSONDecoder().decode(
+            [CheckTestNotificationResponse.SendAttempt].self,
+            from: Data(#"[{"attemptDate":1767225600000,"sendAttemptResult":"SOCKET_ISSUE"}]"#.utf8))
+        let failed = TestNotification.report(
+            token: "t", environment: .production, attempts: attempts, notificationUUID: "u", notificationType: "TEST",
+            waitSeconds: 30)
+        #expect(failed.exitCode == .notFound)
+        #expect(try object(failed)["delivered"] as? Bool == false)
+        #expect(failed.rendered(json: false).contains("SOCKET_ISSUE"))
+        let waited = TestNotification.report(
+            token: "t", environment: .production, attempts: [], notificationUUID: nil, notificationType: nil,
+            waitSeconds: 5)
+        #expect(waited.exitCode == .notFound && waited.rendered(json: false).contains("within 5 s"))
+    }
+
+    @Test func theLedgersOwnerAndHowToMoveItFollowANewAccountToken() throws {
+        let report = SetAccountToken.report(
+            originalTransactionId: "2000000000000030", token: "7e3fb20b-4cdb-47cc-936d-99d65f608138",
+            environment: .production,
+            ledger: .init(
+                creditKey: "apple:production:2000000000000030",
+                purchase: .found(owner: "u-981", state: "credited", amountCredited: 100, amountDebited: 0)))
+        #expect(report.exitCode == .ok)
+        let ledger = try #require(try object(report)["ledger"] as? [String: Any])
+        #expect((ledger["purchase"] as? [String: Any])?["owner"] as? String == "u-981")
+        #expect((ledger["how_to_move"] as? String)?.contains("LEDGER_OWNERSHIP_POLICY=transfer") == true)
+        #expect(report.rendered(json: false).contains("ledger: credited, owner u-981"))
+        let withoutLedger = SetAccountToken.report(
+            originalTransactionId: "2000000000000030", token: "7e3fb20b-4cdb-47cc-936d-99d65f608138",
+            environment: .production, ledger: nil)
+        #expect(try object(withoutLedger)["ledger"] == nil)
+    }
 }
