@@ -41,29 +41,25 @@ final class AdminProcessHarness: Sendable {
 
     /// One run of `receipt-admin`.
     struct Run {
-        let status: Int32
-        let stdout: [String]
-        let stderr: [String]
+        let tool: ToolRun
 
-        /// The `--json` object.
+        var status: Int32 { tool.status }
+        var stdout: [String] { tool.stdoutLines }
+        var stderr: [String] { tool.stderrLines }
+
+        /// The `--json` object (fails the test when there is none).
         var json: [String: Any] {
-            get throws {
-                let line = try #require(stdout.last { $0.hasPrefix("{") }, "no JSON on stdout: \(stdout) \(stderr)")
-                return try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
-            }
+            get throws { try #require(tool.lastJSONObject, "no JSON on stdout: \(stdout) \(stderr)") }
         }
 
         /// The `--json` object, empty when there is none (`json` fails the test instead).
-        var object: [String: Any] {
-            stdout.last { $0.hasPrefix("{") }
-                .flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] } ?? [:]
-        }
+        var object: [String: Any] { tool.lastJSONObject ?? [:] }
 
         /// Apple's `errorCode` and HTTP status in the `--json` object's `error`.
         var errorCode: Int? { (object["error"] as? [String: Any])?["error_code"] as? Int }
         var httpStatus: Int? { (object["error"] as? [String: Any])?["http_status"] as? Int }
 
-        var text: String { stdout.joined(separator: "\n") }
+        var text: String { tool.stdout }
 
         /// The audit lines, in order.
         var audit: [[String: Any]] {
@@ -75,14 +71,10 @@ final class AdminProcessHarness: Sendable {
     func admin(_ arguments: [String], settings overrides: [String: String] = [:], timeout: Duration = .seconds(60))
         async throws -> Run
     {
-        let process = try ManagedProcess(
-            executable: try TestBinaries.path("receipt-admin"), arguments: arguments,
-            environment: settings.merging(overrides) { $1 })
-        let status = try #require(await process.waitForExit(timeout: timeout), "receipt-admin did not finish")
-        // Everything is written before the exit; the pipe readers may still be delivering it.
-        _ = try? await process.waitForStdoutLine(timeout: .seconds(5)) { _ in true }
-        try await Task.sleep(for: .milliseconds(100))
-        return Run(status: status, stdout: process.stdoutLines, stderr: process.stderrLines)
+        Run(
+            tool: try await ToolRun.run(
+                try TestBinaries.path("receipt-admin"), arguments: arguments,
+                environment: settings.merging(overrides) { $1 }, timeout: timeout))
     }
 
     /// Registers transactions with the fake (`POST /admin/transactions`).

@@ -24,15 +24,13 @@ import TestSupport
                 + (target.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? target))
         #expect(configured.status == 200)
 
-        let admin = try ManagedProcess(
-            executable: try TestBinaries.path("receipt-admin"),
-            arguments: ["test-notification", "--json", "--wait-seconds", "30"],
+        let admin = try await ToolRun.run(
+            try TestBinaries.path("receipt-admin"), arguments: ["test-notification", "--json", "--wait-seconds", "30"],
             environment: minted.verifierSettings.merging(pipeline.fake.environment) { $1 }.merging([
                 "ALLOWED_BUNDLE_IDS": "com.example.game"
-            ]) { $1 })
-        #expect(await admin.waitForExit(timeout: .seconds(90)) == 0, "\(admin.stderrTail())")
-        let line = try await admin.waitForStdoutLine(timeout: .seconds(5)) { $0.hasPrefix("{") }
-        let report = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            ]) { $1 }, timeout: .seconds(90))
+        #expect(admin.status == 0, "\(admin.stdout) \(admin.stderr)")
+        let report = try #require(admin.lastJSONObject, "\(admin.stdout) \(admin.stderr)")
         #expect(report["delivered"] as? Bool == true && report["notification_type"] as? String == "TEST")
         let uuid = try #require(report["notification_uuid"] as? String)
 

@@ -14,12 +14,9 @@ struct ReceiptAdminLedgerProcessTests {
     private func admin(_ arguments: [String], settings: [String: String]) async throws
         -> (status: Int32, json: [String: Any])
     {
-        let process = try ManagedProcess(
-            executable: try TestBinaries.path("receipt-admin"), arguments: arguments + ["--json"],
-            environment: settings)
-        let status = try #require(await process.waitForExit(timeout: .seconds(60)))
-        let line = try await process.waitForStdoutLine(timeout: .seconds(5)) { $0.hasPrefix("{") }
-        return (status, try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]))
+        let run = try await ToolRun.run(
+            try TestBinaries.path("receipt-admin"), arguments: arguments + ["--json"], environment: settings)
+        return (run.status, try #require(run.lastJSONObject, "\(run.stdout) \(run.stderr)"))
     }
 
     @Test func lookupOrderAndSetAccountTokenShowTheLedgersStateAndOwner() async throws {
