@@ -48,8 +48,9 @@ SETTING_PREFIXES = ("KAFKA_", "RECEIPTS_", "RESULTS_", "RETRY_", "DLQ_", "INGEST
                     "NOTIFICATIONS_", "EVENTS_", "PRODUCT_", "SIGNED_", "RECEIPT_", "LEDGER_")
 # Allowed outside the code: read by docker/healthcheck.sh, or librdkafka pass-through (KAFKA_<PROPERTY>).
 NON_CODE_SETTINGS = {"HEALTHCHECK_PORT"}
-# Strings in the code that look like settings but are Apple's values (notification subtypes).
-NOT_SETTINGS = {"PRODUCT_NOT_FOR_SALE"}
+# Strings in the code that look like settings but are Apple's values (notification subtypes) or a tool's argument
+# placeholders (receipt-admin mass-extend-status PRODUCT_ID REQUEST_ID).
+NOT_SETTINGS = {"PRODUCT_NOT_FOR_SALE", "PRODUCT_ID"}
 # Docker's official images, or the upstream projects' own (Apache Kafka, Prometheus, Grafana), each with a version tag.
 OFFICIAL_IMAGES = re.compile(r"^(apache/kafka|swift|debian|postgres|prom/prometheus|grafana/grafana):[\w.\-]+$")
 # The port docker/healthcheck.sh checks when HEALTHCHECK_PORT is not set: the PID 1 service's listen setting.
