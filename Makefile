@@ -37,7 +37,7 @@ test: deps
 
 # The pure suites only (no Kafka, no PostgreSQL, no executables started; the rules' tables among them): seconds once
 # built, for the edit-test loop. `make test` runs them too.
-UNIT_SUITES := ServiceSupportTests|ServiceRuntimeTests|ReceiptModelTests|ReplayTests|CryptoTests|SignedDataTests|LedgerRulesTests|NotificationBackfillTests
+UNIT_SUITES := ServiceSupportTests|ServiceRuntimeTests|ReceiptModelTests|ReplayTests|CryptoTests|SignedDataTests|LedgerRulesTests|NotificationBackfillTests|AdminTests.AdminArgumentsTests|AdminTests.AdminReportTests|AdminTests.AppleCallerTests
 test-unit: deps
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	$(SWIFT) test --skip-build --filter '$(UNIT_SUITES)' 2>&1 | tee .build/test-unit-output.log

@@ -13,6 +13,7 @@ let package = Package(
         .executable(name: "receipt-ledger", targets: ["receipt-ledger"]),
         .executable(name: "fake-appstore", targets: ["fake-appstore"]),
         .executable(name: "embedded-kafka", targets: ["embedded-kafka"]),
+        .executable(name: "receipt-admin", targets: ["receipt-admin"]),
         // Libraries the fuzz targets (fuzz/Package.swift) link against.
         .library(name: "ReceiptModel", targets: ["ReceiptModel"]),
         .library(name: "AppStore", targets: ["AppStore"]),
@@ -93,6 +94,10 @@ let package = Package(
                 "NotificationBackfill", "AppStore", "Kafka", "ReceiptModel", "ServiceRuntime", "ServiceSupport",
                 "SignedData",
             ]),
+        // receipt-admin: support and operations calls to the App Store Server API over the same client (retries,
+        // audit lines, verified answers); the executable is one call.
+        .target(name: "Admin", dependencies: ["AppStore", "ReceiptModel", "ServiceSupport", "SignedData"]),
+        .executableTarget(name: "receipt-admin", dependencies: ["Admin"]),
         .executableTarget(
             name: "receipt-replay",
             dependencies: ["Kafka", "Replay", "ReceiptModel", "ServiceRuntime", "ServiceSupport"]),
@@ -114,7 +119,9 @@ let package = Package(
 
         // MARK: Tests
         // Pure (no Kafka, no PostgreSQL, no executables; `make test-unit`): ServiceSupportTests, ServiceRuntimeTests,
-        // ReceiptModelTests, ReplayTests, CryptoTests, SignedDataTests, LedgerRulesTests, NotificationBackfillTests.
+        // ReceiptModelTests, ReplayTests, CryptoTests, SignedDataTests, LedgerRulesTests, NotificationBackfillTests, and
+        // AdminTests' AdminArgumentsTests, AdminReportTests, AppleCallerTests (its process suite starts fake-appstore
+        // and receipt-admin).
         // Start embedded-kafka (some suites): KafkaTests, IngestTests, VerifierTests, LedgerTests. Start PostgreSQL:
         // PostgresTests, LedgerTests. Start the real executables: IntegrationTests, and the process suites of
         // IngestTests, VerifierTests, AppStoreTests (the fake App Store) and LedgerTests. HTTPServerTests and
@@ -145,6 +152,12 @@ let package = Package(
         .testTarget(name: "SignedDataTests", dependencies: ["SignedData", "Crypto", "ServiceSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "LedgerRulesTests", dependencies: ["LedgerRules"]),
+        .testTarget(
+            name: "AdminTests",
+            dependencies: [
+                "Admin", "AppStore", "ReceiptModel", "ServiceSupport", "SignedData", "Crypto", "FakeAppStore",
+                "TestSupport",
+            ]),
         .testTarget(
             name: "LedgerTests",
             dependencies: [

@@ -42,14 +42,15 @@ import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXECUTABLES = ["receipt-ingest", "receipt-verifier", "receipt-ledger", "fake-appstore", "receipt-replay",
-               "receipt-tail", "receipt-notifications-backfill"]
+               "receipt-tail", "receipt-notifications-backfill", "receipt-admin"]
 SETTING_PREFIXES = ("KAFKA_", "RECEIPTS_", "RESULTS_", "RETRY_", "DLQ_", "INGEST_", "VERIFIER_", "APPLE_",
                     "ALLOWED_", "SANDBOX_", "LOG_", "FAKE_APPSTORE_", "REPLAY_", "RESULT_INDEX_",
                     "NOTIFICATIONS_", "EVENTS_", "PRODUCT_", "SIGNED_", "RECEIPT_", "LEDGER_")
 # Allowed outside the code: read by docker/healthcheck.sh, or librdkafka pass-through (KAFKA_<PROPERTY>).
 NON_CODE_SETTINGS = {"HEALTHCHECK_PORT"}
-# Strings in the code that look like settings but are Apple's values (notification subtypes).
-NOT_SETTINGS = {"PRODUCT_NOT_FOR_SALE"}
+# Strings in the code that look like settings but are Apple's values (notification subtypes) or a tool's argument
+# placeholders (receipt-admin mass-extend-status PRODUCT_ID REQUEST_ID).
+NOT_SETTINGS = {"PRODUCT_NOT_FOR_SALE", "PRODUCT_ID"}
 # Docker's official images, or the upstream projects' own (Apache Kafka, Prometheus, Grafana), each with a version tag.
 OFFICIAL_IMAGES = re.compile(r"^(apache/kafka|swift|debian|postgres|prom/prometheus|grafana/grafana):[\w.\-]+$")
 # The port docker/healthcheck.sh checks when HEALTHCHECK_PORT is not set: the PID 1 service's listen setting.
@@ -832,7 +833,7 @@ CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResou
                   "MutatingWebhookConfiguration", "APIService"}
 SERVICES = ("receipt-ingest", "receipt-verifier", "receipt-ledger")
 # The processes that call Apple over https, and those with a topic follower (its group id prefix must be granted).
-CALLS_APPLE = {"receipt-verifier", "receipt-notifications-backfill"}
+CALLS_APPLE = {"receipt-verifier", "receipt-notifications-backfill", "receipt-admin"}
 FOLLOWERS = {"receipt-ingest": "RESULTS_TOPIC", "receipt-replay": "DLQ_TOPIC", "receipt-tail": "RESULTS_TOPIC"}
 
 

@@ -78,6 +78,11 @@ final class FakeAppStoreHandler: HTTPHandler {
         case ("GET", "/admin/consumption"):
             // The Send Consumption Information bodies received for ?transaction=ID.
             respond(.json(200, serverAPI.consumptionAnswersJSON(transactionId: request.query["transaction"] ?? "")))
+        case ("POST", "/admin/notification-url"):
+            // Request a Test Notification's target (App Store Connect's setting); no url clears it.
+            let url = request.query["url"].flatMap { $0.isEmpty ? nil : $0 }
+            serverAPI.testNotifications.url = url
+            respond(.json(200, "{\"notification_url\":\(url.map(JSONText.quoted) ?? "null")}"))
         case ("GET", "/admin/signing-root"):
             respond(.text(200, serverAPI.signing.rootCertificate.pem, contentType: "application/x-pem-file"))
         case ("GET", "/healthz"):
@@ -197,10 +202,12 @@ final class FakeAppStoreHandler: HTTPHandler {
                     + "\"sandbox\":\(calls.sandbox),\"total\":\(calls.total)}")
         }
         let (calls, unauthorized) = serverAPI.totals
+        let endpoints = serverAPI.endpointCalls.sorted { $0.key < $1.key }
+            .map { "\(JSONText.quoted($0.key)):\($0.value)" }.joined(separator: ",")
         return .json(
             200,
             "{\"production\":\(calls.production),\"sandbox\":\(calls.sandbox),\"total\":\(calls.total),"
-                + "\"unauthorized\":\(unauthorized)}")
+                + "\"unauthorized\":\(unauthorized),\"endpoints\":{\(endpoints)}}")
     }
 
     private struct VerifyRequest: Decodable {

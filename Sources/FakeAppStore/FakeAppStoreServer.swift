@@ -29,6 +29,9 @@ public final class FakeAppStoreServer: Sendable {
         public var defaultProductId: String
         /// Waits between notification delivery attempts after failures (Apple's 1, 12, 24, 48, 72 h by default).
         public var notificationRetrySchedule: [Duration] = FakeNotificationSender.appleRetrySchedule
+        /// Where Request a Test Notification sends its TEST notification (App Store Connect's production or sandbox
+        /// server URL; one for both here); nil: Apple's 4040007 until `POST /admin/notification-url` sets one.
+        public var notificationURL: String?
 
         public init(
             listen: ListenAddress = ListenAddress(host: "127.0.0.1", port: 0), latencyMs: Int = 0, jitterMs: Int = 0,
@@ -74,10 +77,13 @@ public final class FakeAppStoreServer: Sendable {
                 keyId: configuration.apiKeyId),
             defaultBundleId: configuration.defaultBundleId, defaultProductId: configuration.defaultProductId,
             logger: logger.named("fake-server-api"))
+        let notifications = Self.notificationAdmin(
+            configuration, signing: signing, serverAPI: serverAPI, logger: logger)
+        serverAPI.testNotifications.attach(notifications, url: configuration.notificationURL)
         handler = FakeAppStoreHandler(
             latency: .init(fixedMs: max(0, configuration.latencyMs), jitterMs: max(0, configuration.jitterMs)),
             sharedSecret: configuration.sharedSecret, serverAPI: serverAPI, logger: logger,
-            notifications: Self.notificationAdmin(configuration, signing: signing, serverAPI: serverAPI, logger: logger))
+            notifications: notifications)
         server = HTTPServer(
             configuration: HTTPServerConfiguration(
                 listen: configuration.listen, maxBodyBytes: 32 << 20, threadCount: configuration.threadCount,
@@ -177,6 +183,12 @@ public final class FakeAppStoreServer: Sendable {
     /// key.
     public static func apiPublicKey(path: String) throws -> ECPublicKey {
         try FakeBearerVerifier.loadKey(path: path)
+    }
+
+    /// Where Request a Test Notification sends (nil: none configured, Apple's 4040007).
+    public var notificationURL: String? {
+        get { handler.serverAPI.testNotifications.url }
+        set { handler.serverAPI.testNotifications.url = newValue }
     }
 
     /// Server API requests refused with 401 (bad or missing bearer token).

@@ -1,3 +1,4 @@
+import AppStore
 import Crypto
 import Foundation
 import HTTPServer
@@ -40,6 +41,8 @@ final class FakeServerAPI: Sendable {
         var failuresLeft: [String: [Int]] = [:]
         var calls: [String: Calls] = [:]
         var totals = Calls()
+        /// Requests per endpoint (`ServerAPIEndpoint` raw values), after the bearer token was accepted.
+        var endpointCalls: [String: Int] = [:]
         var unauthorized = 0
         var notifications: [String: [NotificationEntry]] = [:]
         /// Signed answers reused for `signedReuseMs`: the JWS and Get Transaction Info's whole body.
@@ -61,6 +64,10 @@ final class FakeServerAPI: Sendable {
     private let state = Locked(State())
     /// The Send Consumption Information bodies received, per transaction id, in order.
     let consumptionAnswers = Locked<[String: [ConsumptionAnswer]]>([:])
+    /// Renewal date extensions (one and mass) and their status bookkeeping.
+    let extensions = Locked(ExtensionState())
+    /// Request a Test Notification: where to send it and the tokens handed out.
+    let testNotifications = FakeTestNotifications()
     private let logger: Logger
 
     init(
@@ -84,9 +91,41 @@ final class FakeServerAPI: Sendable {
         }
     }
 
+    /// Replaces what the API answers about a transaction (Apple changed it: a new token, a later renewal date),
+    /// signed anew; its scripted failures go on where they were.
+    func update(_ transaction: FakeServerTransaction) {
+        state.withLock { state in
+            if state.failuresLeft[transaction.id] == nil {
+                state.failuresLeft[transaction.id] = (transaction.failures ?? []).map { max(1, $0.times ?? 1) }
+            }
+            state.transactions[transaction.id] = transaction
+            state.versions[transaction.id, default: 0] += 1
+        }
+    }
+
     func reset() {
         state.withLock { $0 = State() }
         consumptionAnswers.withLock { $0 = [:] }
+        extensions.withLock { $0 = ExtensionState() }
+        testNotifications.reset()
+    }
+
+    /// Every registered transaction.
+    var registeredTransactions: [FakeServerTransaction] {
+        state.withLock { Array($0.transactions.values) }
+    }
+
+    /// Counts a call about `id` that did not go through `transactionCall` (an order id).
+    func countCall(_ id: String, sandbox: Bool) {
+        state.withLock { state in
+            state.calls[id, default: Calls()].add(sandbox: sandbox)
+            state.totals.add(sandbox: sandbox)
+        }
+    }
+
+    /// Requests per endpoint since the start (or the last reset).
+    var endpointCalls: [String: Int] {
+        state.withLock { $0.endpointCalls }
     }
 
     func calls(transaction id: String) -> Calls {
@@ -166,6 +205,8 @@ final class FakeServerAPI: Sendable {
             route = .refundHistory(id)
         } else if request.method == "PUT", let id = Self.suffix(path, after: "/inApps/v2/transactions/consumption/") {
             route = .consumptionInformation(id)
+        } else if let admin = Self.adminRoute(method: request.method, path: path) {
+            route = admin
         } else if path.hasPrefix("/inApps/") {
             return (Self.error(404, 4_040_000, "no such endpoint in the fake"), 0)
         } else {
@@ -179,29 +220,77 @@ final class FakeServerAPI: Sendable {
             logger.info("Server API 401", ["reason": .string(refusal.reason), "environment": .string(environment)])
             return (Self.unauthorized, 0)
         }
+        state.withLock { $0.endpointCalls[route.endpoint.rawValue, default: 0] += 1 }
         switch route {
-        case .transactionInfo(let id), .history(let id), .refundHistory(let id), .consumptionInformation(let id):
+        case .transactionInfo(let id), .history(let id), .refundHistory(let id), .consumptionInformation(let id),
+            .subscriptionStatuses(let id), .setAppAccountToken(let id):
             return transactionCall(route, id: id, bundleId: bundleId, environment: environment, request: request)
+        case .extendRenewal(let id):
+            // Apple names the original transaction here: its own codes for a bad or unknown one.
+            return transactionCall(
+                route, id: id, bundleId: bundleId, environment: environment, request: request,
+                invalid: (4_000_008, "Invalid original transaction id."),
+                notFound: (4_040_005, "Original transaction id not found."))
         case .notificationHistory:
             return (notificationHistory(request, environment: environment), 0)
+        case .orderLookup(let id):
+            return (orderLookup(id.removingPercentEncoding ?? id, bundleId: bundleId, environment: environment), 0)
+        case .massExtend:
+            return (massExtend(body: request.body, bundleId: bundleId, environment: environment), 0)
+        case .massExtendStatus(let productId, let requestIdentifier):
+            return (
+                massExtendStatus(
+                    productId: productId.removingPercentEncoding ?? productId,
+                    requestIdentifier: requestIdentifier.removingPercentEncoding ?? requestIdentifier,
+                    environment: environment), 0)
+        case .requestTestNotification:
+            return (testNotifications.request(bundleId: bundleId, environment: environment), 0)
+        case .testNotificationStatus(let token):
+            return (testNotifications.status(token: token.removingPercentEncoding ?? token), 0)
         }
     }
 
-    private enum Route {
+    enum Route {
         case transactionInfo(String)
         case history(String)
         case refundHistory(String)
         case consumptionInformation(String)
         case notificationHistory
+        case orderLookup(String)
+        case subscriptionStatuses(String)
+        case setAppAccountToken(String)
+        case extendRenewal(String)
+        case massExtend
+        case massExtendStatus(productId: String, requestIdentifier: String)
+        case requestTestNotification
+        case testNotificationStatus(String)
+
+        /// The endpoint it is, as the client's pacing names them.
+        var endpoint: ServerAPIEndpoint {
+            switch self {
+            case .transactionInfo: .transactionInfo
+            case .history: .transactionHistory
+            case .refundHistory: .refundHistory
+            case .consumptionInformation: .consumptionInformation
+            case .notificationHistory: .notificationHistory
+            case .orderLookup: .orderLookup
+            case .subscriptionStatuses: .subscriptionStatuses
+            case .setAppAccountToken: .setAppAccountToken
+            case .extendRenewal, .massExtend, .massExtendStatus: .extendRenewal
+            case .requestTestNotification, .testNotificationStatus: .testNotification
+            }
+        }
     }
 
     private func transactionCall(
-        _ route: Route, id rawId: String, bundleId: String, environment: String, request: HTTPRequest
+        _ route: Route, id rawId: String, bundleId: String, environment: String, request: HTTPRequest,
+        invalid: (code: Int, message: String) = (4_000_006, "Invalid transaction id."),
+        notFound: (code: Int, message: String) = (4_040_010, "Transaction id not found.")
     ) -> (HTTPResponse, delayMs: Int) {
         let id = rawId.removingPercentEncoding ?? rawId
         let sandbox = environment == "Sandbox"
         guard let transaction = transaction(id) else {
-            return (Self.error(400, 4_000_006, "Invalid transaction id."), 0)
+            return (Self.error(400, invalid.code, invalid.message), 0)
         }
         let failure = state.withLock { state -> FakeServerTransaction.Failure? in
             state.calls[id, default: Calls()].add(sandbox: sandbox)
@@ -225,7 +314,7 @@ final class FakeServerAPI: Sendable {
         guard transaction.resolvedEnvironment.caseInsensitiveCompare(environment) == .orderedSame,
             (transaction.bundleId ?? defaultBundleId) == bundleId
         else {
-            return (Self.error(404, 4_040_010, "Transaction id not found."), delayMs)
+            return (Self.error(404, notFound.code, notFound.message), delayMs)
         }
         do {
             switch route {
@@ -244,7 +333,20 @@ final class FakeServerAPI: Sendable {
                     try refundHistory(
                         of: transaction, bundleId: bundleId, environment: environment, query: request.query),
                     delayMs)
-            case .notificationHistory:
+            case .subscriptionStatuses:
+                return (
+                    try subscriptionStatuses(
+                        of: transaction, bundleId: bundleId, environment: environment, query: request.query),
+                    delayMs)
+            case .setAppAccountToken:
+                return (setAppAccountToken(transaction, id: id, body: request.body), delayMs)
+            case .extendRenewal:
+                return (
+                    extendRenewal(
+                        transaction, id: id, body: request.body, bundleId: bundleId, environment: environment),
+                    delayMs)
+            case .notificationHistory, .orderLookup, .massExtend, .massExtendStatus, .requestTestNotification,
+                .testNotificationStatus:
                 return (Self.error(404, 4_040_000, "no such endpoint"), delayMs)
             }
         } catch {
@@ -407,5 +509,40 @@ final class FakeServerAPI: Sendable {
     static func unverifiedJSON(_ jws: String) -> [String: Any]? {
         guard let payload = try? CompactJWS.unverifiedPayload(jws) else { return nil }
         return try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any]
+    }
+}
+
+extension FakeServerAPI {
+    /// The routes of the support and operations endpoints (`FakeServerAPI+Admin.swift`,
+    /// `FakeServerAPI+Extensions.swift`, `FakeTestNotifications`), nil for any other path.
+    static func adminRoute(method: String, path: String) -> Route? {
+        switch method {
+        case "GET":
+            if let id = suffix(path, after: "/inApps/v1/lookup/") { return .orderLookup(id) }
+            if path.hasPrefix("/inApps/v1/subscriptions/extend/mass/") {
+                let parts = path.dropFirst("/inApps/v1/subscriptions/extend/mass/".count)
+                    .split(separator: "/", omittingEmptySubsequences: false)
+                guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else { return nil }
+                return .massExtendStatus(productId: String(parts[0]), requestIdentifier: String(parts[1]))
+            }
+            if let id = suffix(path, after: "/inApps/v1/subscriptions/") { return .subscriptionStatuses(id) }
+            if let token = suffix(path, after: "/inApps/v1/notifications/test/") {
+                return .testNotificationStatus(token)
+            }
+        case "PUT":
+            if let id = suffix(path, after: "/inApps/v1/subscriptions/extend/") { return .extendRenewal(id) }
+            let tokenSuffix = "/appAccountToken"
+            if path.hasSuffix(tokenSuffix),
+                let id = suffix(String(path.dropLast(tokenSuffix.count)), after: "/inApps/v1/transactions/")
+            {
+                return .setAppAccountToken(id)
+            }
+        case "POST":
+            if path == "/inApps/v1/subscriptions/extend/mass" { return .massExtend }
+            if path == "/inApps/v1/notifications/test" { return .requestTestNotification }
+        default:
+            break
+        }
+        return nil
     }
 }

@@ -78,6 +78,11 @@ public struct FakeServerTransaction: Codable, Sendable, Equatable {
     public var productionUnauthorized: Bool?
     /// Extra latency for calls about it.
     public var delayMs: Int?
+    /// The order id of the customer's e-mailed receipt (Look Up Order ID finds the transactions that carry it).
+    public var orderId: String?
+    /// A subscription's group (`subscriptionGroupIdentifier`; Get All Subscription Statuses groups by it, default
+    /// `FakeServerTransaction.defaultSubscriptionGroup`).
+    public var subscriptionGroup: String?
 
     public init(
         id: String, environment: String? = nil, bundleId: String? = nil, productId: String? = nil, type: String? = nil,
@@ -87,7 +92,8 @@ public struct FakeServerTransaction: Codable, Sendable, Equatable {
         familyShared: Bool? = nil, ownership: String? = nil, webOrderLineItemId: String? = nil,
         customer: String? = nil, offerType: Int? = nil, offerDiscountType: String? = nil,
         priceMilliunits: Int64? = nil, currency: String? = nil, failures: [Failure]? = nil,
-        productionUnauthorized: Bool? = nil, delayMs: Int? = nil
+        productionUnauthorized: Bool? = nil, delayMs: Int? = nil, orderId: String? = nil,
+        subscriptionGroup: String? = nil
     ) {
         self.id = id
         self.environment = environment
@@ -115,6 +121,8 @@ public struct FakeServerTransaction: Codable, Sendable, Equatable {
         self.failures = failures
         self.productionUnauthorized = productionUnauthorized
         self.delayMs = delayMs
+        self.orderId = orderId
+        self.subscriptionGroup = subscriptionGroup
     }
 
     enum CodingKeys: String, CodingKey {
@@ -137,7 +145,13 @@ public struct FakeServerTransaction: Codable, Sendable, Equatable {
         case priceMilliunits = "price_milliunits"
         case productionUnauthorized = "production_unauthorized"
         case delayMs = "delay_ms"
+        case orderId = "order_id"
+        case subscriptionGroup = "subscription_group"
     }
+
+    /// The group of subscriptions registered without one.
+    public static let defaultSubscriptionGroup = "21000001"
+
 
     /// The purchase date of unregistered transactions: fixed, so the same id always describes the same purchase.
     public static let defaultPurchaseDateMs: Int64 = 1_700_000_000_000
@@ -152,6 +166,8 @@ public struct FakeServerTransaction: Codable, Sendable, Equatable {
     var resolvedEnvironment: String { environment ?? "Production" }
     var resolvedOriginalId: String { originalId ?? id }
     var resolvedCustomer: String { customer ?? resolvedOriginalId }
+    var isAutoRenewable: Bool { type == "Auto-Renewable Subscription" }
+    var isFamilyShared: Bool { ownership == "FAMILY_SHARED" || (ownership == nil && familyShared == true) }
 
     /// The `JWSTransactionDecodedPayload` JSON Apple would sign for it, signed at `signedDateMs`.
     func payloadJSON(bundleId defaultBundleId: String, productId defaultProductId: String, signedDateMs: Int64)
@@ -185,6 +201,10 @@ public struct FakeServerTransaction: Codable, Sendable, Equatable {
         if let revocationPercentage { fields.append("\"revocationPercentage\":\(revocationPercentage)") }
         if let offerType { fields.append("\"offerType\":\(offerType)") }
         if let offerDiscountType { fields.append("\"offerDiscountType\":\(JSONText.quoted(offerDiscountType))") }
+        if isAutoRenewable {
+            let group = subscriptionGroup ?? Self.defaultSubscriptionGroup
+            fields.append("\"subscriptionGroupIdentifier\":\(JSONText.quoted(group))")
+        }
         return "{" + fields.joined(separator: ",") + "}"
     }
 }

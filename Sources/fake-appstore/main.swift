@@ -10,7 +10,7 @@ let usage = """
     Usage: fake-appstore [--host H] [--port P] [--latency-ms N] [--jitter-ms N] [--shared-secret S] [--threads N]
                          [--hang-seconds N] [--signing-key FILE --signing-chain FILE] [--api-key FILE]
                          [--issuer-id ID] [--key-id ID] [--bundle-id B] [--default-product P]
-                         [--notification-retry-seconds 1,12,24|apple|none]
+                         [--notification-retry-seconds 1,12,24|apple|none] [--notification-url URL]
            fake-appstore mint-pki --out DIR
            fake-appstore send-notification --url URL --type TYPE [...]   (see fake-appstore send-notification --help)
 
@@ -33,8 +33,11 @@ let usage = """
            answered 200-206; parameters as the flags of send-notification, with _ for -; deliver=0 only records
            it); each one is also a Get Notification History entry, its send attempts kept up to date
       GET  /admin/notifications[?uuid=U]                   notifications signed so far and their attempts
+      POST /admin/notification-url?url=U                   where Request a Test Notification sends (no url: none)
     --notification-retry-seconds: waits between delivery attempts after failures (default apple: 1, 12, 24, 48,
     72 hours; Production notifications only, as Apple: a Sandbox one is sent once).
+    --notification-url: the app's notification URL (App Store Connect's), where Request a Test Notification
+    (POST /inApps/v1/notifications/test) sends its signed TEST notification; unset: 404 / 4040007.
     Prints FAKE_APPSTORE_URL=http://127.0.0.1:<port> as the first stdout line. Logs JSON on stderr.
 
     mint-pki writes root.pem, intermediate.pem, leaf.pem, chain.pem, signing-key.pem, api-key.p8 and settings.env
@@ -43,7 +46,7 @@ let usage = """
 
     Environment (flags win): FAKE_APPSTORE_HOST (127.0.0.1), FAKE_APPSTORE_PORT (0 = ephemeral),
     FAKE_APPSTORE_LATENCY_MS (0), FAKE_APPSTORE_JITTER_MS (0), FAKE_APPSTORE_SHARED_SECRET, FAKE_APPSTORE_THREADS (2),
-    FAKE_APPSTORE_NOTIFICATION_RETRY_SECONDS (apple), LOG_LEVEL (info).
+    FAKE_APPSTORE_NOTIFICATION_RETRY_SECONDS (apple), FAKE_APPSTORE_NOTIFICATION_URL, LOG_LEVEL (info).
     """
 
 /// A flag value or setting the fake cannot run with (bad usage: exit 2).
@@ -55,7 +58,7 @@ struct ConfigurationProblem: Error, CustomStringConvertible {
 let servingFlags: Set<String> = [
         "--host", "--port", "--latency-ms", "--jitter-ms", "--shared-secret", "--threads", "--hang-seconds",
         "--signing-key", "--signing-chain", "--api-key", "--issuer-id", "--key-id", "--bundle-id", "--default-product",
-    "--notification-retry-seconds",
+    "--notification-retry-seconds", "--notification-url",
 ]
 
 func parseConfiguration(
@@ -120,6 +123,8 @@ func configuration(from values: [String: String], settings: Settings) throws -> 
         signing: signing, apiPublicKey: apiKey, apiIssuerId: values["--issuer-id"], apiKeyId: values["--key-id"],
         defaultBundleId: values["--bundle-id"] ?? "com.example.game",
         defaultProductId: values["--default-product"] ?? "gems_100")
+    configuration.notificationURL =
+        values["--notification-url"] ?? settings.string("FAKE_APPSTORE_NOTIFICATION_URL")
     do {
         configuration.notificationRetrySchedule = try FakeNotificationRequest.retrySchedule(schedule)
     } catch {

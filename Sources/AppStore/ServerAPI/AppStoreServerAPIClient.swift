@@ -44,10 +44,14 @@ public final class AppStoreServerAPIClient: Sendable {
     public struct Answer<Value: Sendable>: Sendable {
         public var result: Result<Value, ServerAPIError>
         public var calls: Int
+        /// The HTTP status of the last answer (nil when no request was answered: refused before one, or a transport
+        /// failure), for audit lines.
+        public var httpStatus: Int?
 
-        public init(result: Result<Value, ServerAPIError>, calls: Int) {
+        public init(result: Result<Value, ServerAPIError>, calls: Int, httpStatus: Int? = nil) {
             self.result = result
             self.calls = calls
+            self.httpStatus = httpStatus
         }
     }
 
@@ -295,7 +299,7 @@ public final class AppStoreServerAPIClient: Sendable {
                         "bundle_id": .string(context.bundleId),
                     ])
             }
-            completion(Answer(result: outcome, calls: calls))
+            completion(Answer(result: outcome, calls: calls, httpStatus: (try? result.get())?.status))
         }
     }
 

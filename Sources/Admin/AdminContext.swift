@@ -1,0 +1,65 @@
+import AppStore
+import Foundation
+import ReceiptModel
+
+/// What every subcommand works with: the client, the retrying caller, the signed-data check, the app asked about,
+/// and the ledger when `LEDGER_URL` is set.
+public struct AdminContext: Sendable {
+    public let client: AppStoreServerAPIClient
+    public let caller: AppleCaller
+    public let signed: SignedAnswers
+    public let ledger: LedgerLookup?
+    public let bundleId: String
+
+    public init(
+        client: AppStoreServerAPIClient, caller: AppleCaller, signed: SignedAnswers, ledger: LedgerLookup?,
+        bundleId: String
+    ) {
+        self.client = client
+        self.caller = caller
+        self.signed = signed
+        self.ledger = ledger
+        self.bundleId = bundleId
+    }
+
+    public var environment: AppStoreEnvironment { caller.environment }
+
+    /// The report of a call that failed after its retries.
+    static func failure(_ command: String, _ error: ServerAPIError, fields: [String: AdminJSON] = [:]) -> AdminReport {
+        .failure(
+            command, AdminExitCode.of(error), message: error.message, httpStatus: error.httpStatus,
+            errorCode: error.errorCode, fields: fields)
+    }
+
+    /// Verifies every signed transaction, in order; the first that does not verify ends it.
+    func verifiedTransactions(_ signed: [String]) -> Result<[TransactionFacts], SignedAnswers.Unverified> {
+        var transactions: [TransactionFacts] = []
+        for jws in signed {
+            switch self.signed.transaction(jws) {
+            case .success(let facts): transactions.append(facts)
+            case .failure(let problem): return .failure(problem)
+            }
+        }
+        return .success(transactions)
+    }
+
+    /// The ledger's view of each distinct `credit_key`, nil without a ledger.
+    func ledgerPurchases(_ transactions: [TransactionFacts]) async -> [String: LedgerPurchase]? {
+        guard let ledger else { return nil }
+        var purchases: [String: LedgerPurchase] = [:]
+        for transaction in transactions where purchases[transaction.creditKey] == nil {
+            purchases[transaction.creditKey] = await ledger.purchase(creditKey: transaction.creditKey)
+        }
+        return purchases
+    }
+}
+
+/// A request body as JSON, for dry runs.
+enum RequestBody {
+    static func json(_ request: some Encodable) -> AdminJSON {
+        guard let body = try? request.serverAPIBody(),
+            let value = try? JSONDecoder().decode(AdminJSON.self, from: Data(body))
+        else { return .null }
+        return value
+    }
+}

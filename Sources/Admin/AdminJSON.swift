@@ -1,0 +1,38 @@
+import Foundation
+import ReceiptModel
+
+/// The JSON `receipt-admin` prints (`--json`) and writes in audit lines: ReceiptModel's value type (SignedData has a
+/// `JSONValue` of its own).
+public typealias AdminJSON = ReceiptModel.JSONValue
+
+extension ReceiptModel.JSONValue {
+    /// A string, or null.
+    static func text(_ value: String?) -> AdminJSON { value.map(AdminJSON.string) ?? .null }
+    /// An integer, or null.
+    static func int(_ value: Int64?) -> AdminJSON { value.map(AdminJSON.integer) ?? .null }
+    static func int(_ value: Int?) -> AdminJSON { value.map { AdminJSON.integer(Int64($0)) } ?? .null }
+
+    /// One line of JSON, keys sorted.
+    public var line: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(self) else { return "null" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// The member `key` of an object.
+    public subscript(key: String) -> AdminJSON? {
+        if case .object(let members) = self { return members[key] }
+        return nil
+    }
+}
+
+/// Times for people: `2026-01-31T12:00:00Z`.
+enum AdminTime {
+    static func text(_ epochMs: Int64?) -> String {
+        guard let epochMs else { return "-" }
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.string(from: Date(timeIntervalSince1970: Double(epochMs) / 1000))
+    }
+}

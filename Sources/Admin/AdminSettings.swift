@@ -1,0 +1,83 @@
+import AppStore
+import ServiceSupport
+import SignedData
+
+/// `receipt-admin`'s settings: the App Store Server API's `APPLE_*` as the verifier reads them (key, URLs, pace,
+/// `APPLE_ROOT_CERTIFICATES` for the answers' signed data), `ALLOWED_BUNDLE_IDS` for the app, and optionally the
+/// ledger's HTTP API (`LEDGER_URL`, `LEDGER_API_KEY`).
+public struct AdminSettings: Sendable {
+    public var serverAPI: ServerAPISettings
+    public var credentials: AppStoreServerAPICredentials
+    /// `APPLE_TIMEOUT_MS`: the longest one HTTP request may take.
+    public var timeoutMs: Int
+    public var allowedBundleIds: [String]
+    public var ledger: LedgerSettings?
+
+    public init(
+        serverAPI: ServerAPISettings, credentials: AppStoreServerAPICredentials, timeoutMs: Int,
+        allowedBundleIds: [String], ledger: LedgerSettings?
+    ) {
+        self.serverAPI = serverAPI
+        self.credentials = credentials
+        self.timeoutMs = timeoutMs
+        self.allowedBundleIds = allowedBundleIds
+        self.ledger = ledger
+    }
+
+    /// - Throws: `ConfigurationError` naming the first variable that is missing or wrong.
+    public static func fromEnvironment(_ settings: Settings) throws(ConfigurationError) -> AdminSettings {
+        let serverAPI = try ServerAPISettings.fromEnvironment(settings)
+        guard let credentials = serverAPI.credentials else {
+            throw ConfigurationError(
+                variable: "APPLE_ISSUER_ID",
+                problem: "APPLE_ISSUER_ID, APPLE_KEY_ID and APPLE_PRIVATE_KEY_FILE are required: every subcommand is "
+                    + "an App Store Server API call")
+        }
+        let timeoutMs = try settings.int("APPLE_TIMEOUT_MS", default: 30_000, range: 1...600_000)
+        return AdminSettings(
+            serverAPI: serverAPI, credentials: credentials, timeoutMs: timeoutMs,
+            allowedBundleIds: settings.list("ALLOWED_BUNDLE_IDS"), ledger: try LedgerSettings.fromEnvironment(settings))
+    }
+
+    /// The app to ask about: `--bundle-id`, else the one app `ALLOWED_BUNDLE_IDS` names.
+    public func bundleId(_ option: String?) throws(ConfigurationError) -> String {
+        if let option { return option }
+        guard allowedBundleIds.count == 1 else {
+            throw ConfigurationError(
+                variable: "ALLOWED_BUNDLE_IDS",
+                problem: "names \(allowedBundleIds.count) apps: pass --bundle-id (the token's bid is the app asked "
+                    + "about)")
+        }
+        return allowedBundleIds[0]
+    }
+}
+
+/// The ledger's HTTP API (`GET /v1/purchases/{credit_key}`), read-only.
+public struct LedgerSettings: Sendable, Equatable {
+    /// `LEDGER_URL`, e.g. `http://receipt-ledger:8081`, without a trailing slash.
+    public var url: String
+    /// `LEDGER_API_KEY`: one of the ledger's `LEDGER_API_KEYS` (the key part), sent as a bearer token.
+    public var apiKey: String?
+
+    public init(url: String, apiKey: String?) {
+        var url = url
+        while url.hasSuffix("/") { url.removeLast() }
+        self.url = url
+        self.apiKey = apiKey
+    }
+
+    /// nil when `LEDGER_URL` is not set.
+    static func fromEnvironment(_ settings: Settings) throws(ConfigurationError) -> LedgerSettings? {
+        guard let url = settings.string("LEDGER_URL") else {
+            if settings.string("LEDGER_API_KEY") != nil {
+                throw ConfigurationError(variable: "LEDGER_URL", problem: "is required when LEDGER_API_KEY is set")
+            }
+            return nil
+        }
+        let lower = url.lowercased()
+        guard lower.hasPrefix("http://") || lower.hasPrefix("https://"), !url.contains(" "), url.count > 8 else {
+            throw ConfigurationError(variable: "LEDGER_URL", problem: "'\(url)' is not an http(s) URL")
+        }
+        return LedgerSettings(url: url, apiKey: settings.string("LEDGER_API_KEY"))
+    }
+}
