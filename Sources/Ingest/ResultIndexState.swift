@@ -7,9 +7,9 @@ import ServiceSupport
 ///
 /// `Completion` is what a waiter is ended with (the owner stores its closure; a test stores a name). The invariants
 /// are those `ResultIndex` documents.
-struct ResultIndexState<Completion> {
+struct ResultIndexState<Completion: Sendable>: Sendable {
     /// A result message, decoded as far as the index needs it.
-    struct ResultMessage {
+    struct ResultMessage: Sendable {
         let value: [UInt8]
         let submissionId: String
         let outcome: Outcome
@@ -20,13 +20,13 @@ struct ResultIndexState<Completion> {
     }
 
     /// A timer the owner must set: after `delayMs`, call `expireDueWaiters(nowMs:generation:)` with `generation`.
-    struct TimerRequest: Equatable {
+    struct TimerRequest: Sendable, Equatable {
         let delayMs: Int
         let generation: UInt64
     }
 
     /// What `addWaiter` did.
-    enum WaitRegistration {
+    enum WaitRegistration: Sendable {
         /// A result the caller may see is already here: answer it now (nothing was registered).
         case answerNow([UInt8])
         /// Waiting stopped (draining): end the wait now.
@@ -356,4 +356,3 @@ struct ResultIndexState<Completion> {
     }
 }
 
-extension ResultIndexState: Sendable where Completion: Sendable {}

@@ -108,7 +108,8 @@ struct ResultIndexStateTests {
         #expect(value == Self.message("done", atMs: 0).value)
         _ = state.addWaiter(for: "s1", caller: .unrestricted, timeoutMs: 1000, nowMs: 1, completion: "a")
         _ = state.addWaiter(for: "s2", caller: .unrestricted, timeoutMs: 1000, nowMs: 1, completion: "b")
-        #expect(state.stopWaiting().sorted() == ["a", "b"])
+        let ended = state.stopWaiting()
+        #expect(ended.sorted() == ["a", "b"])
         #expect(state.statistics.waiters == 0)
         guard case .stopped = state.addWaiter(
             for: "s3", caller: .unrestricted, timeoutMs: 1000, nowMs: 2, completion: "c")
@@ -116,7 +117,8 @@ struct ResultIndexStateTests {
             Issue.record("a wait after stopWaiting was registered")
             return
         }
-        #expect(state.stopWaiting().isEmpty)
+        let endedAgain = state.stopWaiting()
+        #expect(endedAgain.isEmpty)
     }
 
     /// What `record` answers for a second result of the same id, by the first's outcome and the second's age.

@@ -82,6 +82,7 @@ struct LedgerWorkerLifecycleTests {
         lifecycle.handle(.loopEnded)
         #expect(lifecycle.phase == .stopped(refusal: nil))
         // Nothing starts it again.
-        #expect(!lifecycle.handle(.start))
+        let restarted = lifecycle.handle(.start)
+        #expect(!restarted)
     }
 }
