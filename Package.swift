@@ -86,7 +86,18 @@ let package = Package(
         .target(name: "Replay", dependencies: ["ReceiptModel", "ServiceSupport"]),
         // Get Notification History pages -> NOTIFICATIONS_TOPIC (the paging and writing seams; the executable wires
         // the App Store Server API client and Kafka).
-        .target(name: "NotificationBackfill", dependencies: ["Ingest", "ReceiptModel", "ServiceSupport"]),
+        .target(name: "NotificationBackfill", dependencies: ["Ingest", "ReceiptModel", "ServiceSupport", "AppStore"]),
+        // The reconciliation sweep: Apple's notification and refund history against the ledger's tables, the
+        // corrections (LedgerRules.ReconcileRules decides them) recorded in its own tables and produced once.
+        .target(
+            name: "Reconcile",
+            dependencies: [
+                "NotificationBackfill", "Verifier", "AppStore", "SignedData", "ReceiptModel", "LedgerRules", "Postgres",
+                "ServiceSupport",
+            ]),
+        .executableTarget(
+            name: "receipt-reconcile",
+            dependencies: ["Reconcile", "AppStore", "Kafka", "ServiceRuntime", "ServiceSupport", "SignedData", "Verifier"]),
         .executableTarget(
             name: "receipt-notifications-backfill",
             dependencies: [
@@ -140,6 +151,12 @@ let package = Package(
                 "SignedData", "Crypto", "FakeAppStore",
             ]),
         .testTarget(name: "ReplayTests", dependencies: ["Replay", "ReceiptModel"]),
+        .testTarget(
+            name: "ReconcileTests",
+            dependencies: [
+                "Reconcile", "Ledger", "LedgerRules", "Postgres", "Kafka", "ReceiptModel", "ServiceSupport", "TestSupport",
+                "FakeAppStore",
+            ]),
         .testTarget(name: "NotificationBackfillTests", dependencies: ["NotificationBackfill", "ReceiptModel", "Ingest", "ServiceSupport"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], exclude: ["Fixtures"]),
         .testTarget(name: "SignedDataTests", dependencies: ["SignedData", "Crypto", "ServiceSupport"], exclude: ["Fixtures"]),
