@@ -34,8 +34,11 @@ public protocol NotificationRecordWriting: Sendable {
 /// Why the backfill could not go on.
 public struct BackfillError: Error, Sendable, Equatable, CustomStringConvertible {
     public let description: String
+    /// App Store Server API requests made before giving up (what a call budget counts).
+    public var calls: Int
 
-    public init(_ description: String) {
+    public init(_ description: String, calls: Int = 0) {
         self.description = description
+        self.calls = calls
     }
 }

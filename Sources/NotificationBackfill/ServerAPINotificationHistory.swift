@@ -52,9 +52,9 @@ public struct ServerAPINotificationHistory: NotificationHistoryPaging {
                 try? await Task.sleep(for: .milliseconds(delay))
                 waitMs = min(waitMs * 2, maximumWaitMs)
             case .failure(let error):
-                return .failure(BackfillError("Get Notification History (\(environment.rawValue)) failed: \(error)"))
+                return .failure(BackfillError("Get Notification History (\(environment.rawValue)) failed: \(error)", calls: calls))
             }
         }
-        return .failure(BackfillError("Get Notification History did not answer after \(maximumAttempts) attempts"))
+        return .failure(BackfillError("Get Notification History did not answer after \(maximumAttempts) attempts", calls: calls))
     }
 }
