@@ -85,12 +85,12 @@ public struct ReconcileSweep: Sendable {
         let sweepId: Int64
         var state: SweepState
         do {
-            try ReconcileSchema.migrate(connection)
             guard try store.checkLedgerTables() else {
                 return .failed(
                     "the ledger's tables (purchases, applied_events) are not in LEDGER_DATABASE_URL: start "
                         + "receipt-ledger on this database first")
             }
+            try ReconcileSchema.migrate(connection)
             guard try store.tryLockSweep() else {
                 return .failed("another receipt-reconcile sweep is running on this database; try again after it")
             }
