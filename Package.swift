@@ -155,7 +155,7 @@ let package = Package(
             name: "ReconcileTests",
             dependencies: [
                 "Reconcile", "Ledger", "LedgerRules", "Postgres", "Kafka", "ReceiptModel", "ServiceSupport", "TestSupport",
-                "FakeAppStore",
+                "FakeAppStore", "Verifier", "SignedData", "NotificationBackfill",
             ]),
         .testTarget(name: "NotificationBackfillTests", dependencies: ["NotificationBackfill", "ReceiptModel", "Ingest", "ServiceSupport"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], exclude: ["Fixtures"]),

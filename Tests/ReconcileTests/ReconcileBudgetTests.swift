@@ -1,0 +1,104 @@
+import Foundation
+import Ledger
+import NotificationBackfill
+import Postgres
+import Reconcile
+import ServiceSupport
+import SignedData
+import Testing
+import TestSupport
+import Verifier
+
+/// The hourly call budget, in process over a PostgreSQL database with the ledger's schema: Apple's histories are
+/// stand-ins that answer empty pages (one call each), the clock is the test's. Purchases beyond the budget wait for
+/// the next sweep, never-checked first, so every credited purchase is eventually checked.
+@Suite("reconcile budget", .serialized)
+struct ReconcileBudgetTests {
+    struct EmptyNotifications: NotificationHistoryPaging {
+        let calls = Locked(0)
+        func page(startMs: Int64, endMs: Int64, onlyFailures: Bool, paginationToken: String?) async
+            -> Result<NotificationHistoryPage, BackfillError>
+        {
+            calls.withLock { $0 += 1 }
+            return .success(NotificationHistoryPage(signedPayloads: [], hasMore: false, paginationToken: nil))
+        }
+    }
+
+    struct EmptyRefunds: RefundHistoryPaging {
+        let asked = Locked<[String]>([])
+        func page(transactionId: String, revision: String?) async -> Result<RefundHistoryPage, RefundHistoryFailure> {
+            asked.withLock { $0.append(transactionId) }
+            return .success(RefundHistoryPage(signedTransactions: [], hasMore: false, revision: nil))
+        }
+    }
+
+    static let hourMs: Int64 = 3_600_000
+
+    func sweep(
+        _ connectionString: String, nowMs: Int64, notifications: EmptyNotifications, refunds: EmptyRefunds,
+        budget: Int = 3
+    ) async throws -> (ReconcileOutcome, [String: Any]) {
+        let connection = try PostgresConnection(connectionString: connectionString)
+        defer { connection.close() }
+        let verifier = AppleSignedDataVerifier(trustedRoots: [])
+        let policy = NotificationPolicy(allowedBundleIds: ["com.example.game"])
+        let lines = Locked<[String]>([])
+        let outcome = await ReconcileSweep(
+            options: ReconcileOptions(),
+            settings: ReconcileSettings(
+                databaseURL: connectionString, maxCallsPerHour: budget, creditedWithinDays: 30, notificationLagMinutes: 0),
+            topics: TopicNames(), connection: connection, notifications: notifications, refunds: refunds,
+            processor: NotificationProcessor(verifier: verifier, policy: policy),
+            refundEvents: RefundDebitEvent(verifier: verifier, policy: policy), producer: nil,
+            logger: Logger(label: "reconcile-test", threshold: .error),
+            output: { line in lines.withLock { $0.append(line) } }, nowMs: { nowMs }
+        ).run()
+        let last = try #require(lines.withLock { $0 }.last)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
+        return (outcome, try #require(object["summary"] as? [String: Any]))
+    }
+
+    @Test func purchasesBeyondTheBudgetWaitForTheNextSweepOldestUncheckedFirst() async throws {
+        let database = try TestPostgresServer.freshDatabase("reconcile_budget")
+        let now: Int64 = 1_800_000_000_000
+        do {
+            let connection = try PostgresConnection(connectionString: database)
+            defer { connection.close() }
+            try LedgerSchema.migrate(connection)
+            // Three credited purchases (credited an hour apart), one credited long ago (outside the window).
+            for (id, creditedAt) in [("11", now - 3 * Self.hourMs), ("12", now - 2 * Self.hourMs), ("13", now - Self.hourMs), ("99", now - 90 * 24 * Self.hourMs)] {
+                try connection.execute(
+                    """
+                    INSERT INTO purchases (credit_key, status, owner, original_transaction_id, credited_at_ms, updated_at_ms)
+                    VALUES ($1, 'credited', 'u', $2, $3, $3)
+                    """, [.text("apple:production:\(id)"), .text(id), .int(creditedAt)])
+            }
+        }
+        let notifications = EmptyNotifications()
+        let refunds = EmptyRefunds()
+
+        // A budget of 3: one Notification History page, then the two oldest credits.
+        let (first, summary) = try await sweep(database, nowMs: now, notifications: notifications, refunds: refunds)
+        #expect(first == .succeeded)
+        #expect(refunds.asked.withLock { $0 } == ["11", "12"])
+        #expect(summary["server_api_calls"] as? Int == 3)
+        #expect(summary["budget_exhausted"] as? Bool == true)
+        #expect(summary["purchases_checked"] as? Int == 2)
+        #expect(summary["purchases_unchecked"] as? Int == 1)
+
+        // Ten minutes later the hour's budget is spent: nothing is asked.
+        let (second, spent) = try await sweep(
+            database, nowMs: now + 600_000, notifications: notifications, refunds: refunds)
+        #expect(second == .succeeded)
+        #expect(spent["server_api_calls"] as? Int == 0)
+        #expect(refunds.asked.withLock { $0 }.count == 2 && notifications.calls.withLock { $0 } == 1)
+
+        // An hour on: the never-checked purchase first, then the longest unchecked.
+        let (third, next) = try await sweep(
+            database, nowMs: now + Self.hourMs + 1, notifications: notifications, refunds: refunds)
+        #expect(third == .succeeded)
+        #expect(refunds.asked.withLock { $0 } == ["11", "12", "13", "11"])
+        #expect(next["purchases_unchecked"] as? Int == 0)
+        #expect(notifications.calls.withLock { $0 } == 2)
+    }
+}
