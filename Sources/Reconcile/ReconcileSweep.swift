@@ -363,7 +363,7 @@ public struct ReconcileSweep: Sendable {
     ) async throws {
         state.pages += 1
         state.found += corrections.count
-        guard producer != nil else {
+        guard !options.dryRun else {
             try store.updateSweep(state.sweepId, figures: state.figures)
             if let stop = options.stopAfterPages, state.pages >= stop { throw SweepStop.drill }
             return

@@ -32,6 +32,10 @@ struct ReconcileBudgetTests {
         }
     }
 
+    struct AcknowledgingProducer: CorrectionProducing {
+        func produce(topic: String, key: [UInt8]?, value: [UInt8]) async -> String? { nil }
+    }
+
     static let hourMs: Int64 = 3_600_000
 
     func sweep(
@@ -49,7 +53,7 @@ struct ReconcileBudgetTests {
                 databaseURL: connectionString, maxCallsPerHour: budget, creditedWithinDays: 30, notificationLagMinutes: 0),
             topics: TopicNames(), connection: connection, notifications: notifications, refunds: refunds,
             processor: NotificationProcessor(verifier: verifier, policy: policy),
-            refundEvents: RefundDebitEvent(verifier: verifier, policy: policy), producer: nil,
+            refundEvents: RefundDebitEvent(verifier: verifier, policy: policy), producer: AcknowledgingProducer(),
             logger: Logger(label: "reconcile-test", threshold: .error),
             output: { line in lines.withLock { $0.append(line) } }, nowMs: { nowMs }
         ).run()
