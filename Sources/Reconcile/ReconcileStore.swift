@@ -206,7 +206,7 @@ struct ReconcileStore {
     /// message), the purchases it checked, the cursor moved, the sweep's figures.
     /// - Returns: the corrections newly recorded (those to produce).
     func commitPage(
-        sweepId: Int64, corrections: [Correction], checked: [String], cursor: (environment: String, NotificationCursor)?,
+        sweepId: Int64, corrections: [Correction], checked: [String], environment: String, cursor: NotificationCursor?,
         figures: SweepFigures, nowMs: Int64
     ) throws(PostgresError) -> [Correction] {
         try connection.transaction { session throws(PostgresError) -> [Correction] in
@@ -220,7 +220,8 @@ struct ReconcileStore {
                     """,
                     [
                         .text(correction.id), .text(correction.kind.rawValue), .text(correction.eventType),
-                        .optional(correction.creditKey), .text(correction.topic), correction.key.map { .bytes($0) } ?? .null,
+                        .optional(correction.creditKey), .text(correction.topic),
+                        correction.key.map { PostgresValue.bytes($0) } ?? PostgresValue.null,
                         .bytes(correction.value), .int(sweepId), .int(nowMs),
                     ]
                 ).affectedRows
@@ -233,7 +234,7 @@ struct ReconcileStore {
                     ON CONFLICT (credit_key) DO UPDATE SET checked_at_ms = EXCLUDED.checked_at_ms
                     """, [.textArray(checked), .int(nowMs)])
             }
-            if let (environment, position) = cursor {
+            if let position = cursor {
                 try session.execute(
                     """
                     INSERT INTO reconcile_cursors (environment, window_start_ms, window_end_ms, pagination_token,

@@ -225,7 +225,7 @@ public struct ReconcileSweep: Sendable {
                     ])
             }
         }
-        let known = try store.knownEventIds(verified.map(\.event.event.eventId))
+        let known = try store.knownEventIds(verified.map { $0.event.event.eventId })
         var corrections: [Correction] = []
         var seen: Set<String> = []
         for (notification, record) in verified {
@@ -323,7 +323,8 @@ public struct ReconcileSweep: Sendable {
         }
         let refundedKeys = Array(Set(appleRefunds.map(\.creditKey))).sorted()
         let ledger = try store.statuses(refundedKeys)
-        let explained = state.explained.union(try store.debitedByNotificationCorrections(refundedKeys))
+        let sentAgain = try store.debitedByNotificationCorrections(refundedKeys)
+        let explained = state.explained.union(sentAgain)
         // Apple not knowing the transaction checks nothing: no drift is judged from an empty history.
         var checked: [String: PurchaseStatus] = [:]
         if history.found { for member in members { checked[member.creditKey] = member.status } }
@@ -370,7 +371,7 @@ public struct ReconcileSweep: Sendable {
         }
         let recorded = try store.commitPage(
             sweepId: state.sweepId, corrections: corrections, checked: checked,
-            cursor: cursor.map { (environment, $0) }, figures: state.figures, nowMs: nowMs())
+            environment: environment, cursor: cursor, figures: state.figures, nowMs: nowMs())
         state.figures.correctionsRecorded += Int64(recorded.count)
         if let stop = options.stopAfterPages, state.pages >= stop { throw SweepStop.drill }
         try await produce(recorded, &state)
@@ -383,7 +384,9 @@ public struct ReconcileSweep: Sendable {
         let failures = await withTaskGroup(of: (String, String?).self) { group in
             for correction in corrections {
                 group.addTask {
-                    (correction.id, await producer.produce(topic: correction.topic, key: correction.key, value: correction.value))
+                    let failure = await producer.produce(
+                        topic: correction.topic, key: correction.key, value: correction.value)
+                    return (correction.id, failure)
                 }
             }
             var failures: [String: String] = [:]

@@ -95,7 +95,7 @@ enum ReconcileMain {
             do {
                 catalog = try ProductCatalogFile(path: path, logger: logger.named("product-catalog"))
             } catch {
-                logger.error("invalid configuration: \(error.description)", ["variable": .string(error.variable)])
+                logger.error("invalid configuration: \(error)", ["variable": "PRODUCT_CATALOG_FILE"])
                 return 2
             }
         }
@@ -103,7 +103,7 @@ enum ReconcileMain {
         do {
             connection = try PostgresConnection(connectionString: reconcile.databaseURL, connectTimeoutSeconds: 10)
         } catch {
-            logger.error("cannot connect to LEDGER_DATABASE_URL", ["error": .string(error.description)])
+            logger.error("cannot connect to LEDGER_DATABASE_URL", ["error": .string("\(error)")])
             return 1
         }
         defer { connection.close() }

@@ -101,7 +101,7 @@ import Testing
     }
 
     @Test func theCorrectionIdIsTheTransactionAndTheRevocation() {
-        #expect(refund("a", "2000000000000042", at: 1_767_225_600_000).correctionId
+        #expect(Self.refund("a", "2000000000000042", at: 1_767_225_600_000).correctionId
             == "reconcile:refund:2000000000000042:1767225600000")
     }
 }

@@ -30,7 +30,7 @@ struct ReconcileProcessTests {
         let minted = try FakePKIFiles.mint(into: directory)
         let fake = try await FakeAppStoreProcess.start(arguments: minted.fakeArguments)
         let kafka = try await EmbeddedKafkaProcess.start(
-            topics: Self.topics.values.sorted().map { ($0, $0.hasSuffix(".dlq") ? 1 : 4) })
+            topics: Self.topics.values.sorted().map { (name: $0, partitions: $0.hasSuffix(".dlq") ? 1 : 4) })
         let postgres = try TestPostgresServer.start()
         defer { postgres.stop() }
         let database = postgres.connectionString()
