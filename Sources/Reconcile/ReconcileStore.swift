@@ -1,5 +1,6 @@
 import LedgerRules
 import Postgres
+import ReceiptModel
 
 /// A correction, as recorded before it is produced: the exact message, so producing it again after a crash sends
 /// the same bytes under the same id.
@@ -19,6 +20,15 @@ public struct Correction: Sendable, Equatable {
     public var topic: String
     public var key: [UInt8]?
     public var value: [UInt8]
+
+    /// The record's headers: a made-up event carries the verifier's `event-id` and `event-type`; a notification
+    /// record none (as the ingest and the backfill write them).
+    public var headers: [(name: String, value: String)] {
+        switch kind {
+        case .notification: []
+        case .refund: [(MessageHeaders.eventId, id), (MessageHeaders.eventType, eventType)]
+        }
+    }
 }
 
 /// A credited purchase whose refund history is due.

@@ -9,7 +9,8 @@ import Verifier
 /// Where corrections go: the notifications and events topics, through an idempotent producer (acks=all).
 public protocol CorrectionProducing: Sendable {
     /// Produces one message; returns nil once Kafka acknowledged it, else why not.
-    func produce(topic: String, key: [UInt8]?, value: [UInt8]) async -> String?
+    func produce(topic: String, key: [UInt8]?, value: [UInt8], headers: [(name: String, value: String)]) async
+        -> String?
 }
 
 /// How a sweep ended (the exit status of `receipt-reconcile`).
@@ -385,7 +386,8 @@ public struct ReconcileSweep: Sendable {
             for correction in corrections {
                 group.addTask {
                     let failure = await producer.produce(
-                        topic: correction.topic, key: correction.key, value: correction.value)
+                        topic: correction.topic, key: correction.key, value: correction.value,
+                        headers: correction.headers)
                     return (correction.id, failure)
                 }
             }

@@ -33,7 +33,9 @@ struct ReconcileBudgetTests {
     }
 
     struct AcknowledgingProducer: CorrectionProducing {
-        func produce(topic: String, key: [UInt8]?, value: [UInt8]) async -> String? { nil }
+        func produce(topic: String, key: [UInt8]?, value: [UInt8], headers: [(name: String, value: String)]) async
+            -> String?
+        { nil }
     }
 
     static let hourMs: Int64 = 3_600_000
