@@ -127,8 +127,8 @@ let package = Package(
         // Pure (no Kafka, no PostgreSQL, no executables; `make test-unit`): ServiceSupportTests, ServiceRuntimeTests,
         // ReceiptModelTests, ReplayTests, CryptoTests, SignedDataTests, LedgerRulesTests, NotificationBackfillTests.
         // Start embedded-kafka (some suites): KafkaTests, IngestTests, VerifierTests, LedgerTests. Start PostgreSQL:
-        // PostgresTests, LedgerTests. Start the real executables: IntegrationTests, and the process suites of
-        // IngestTests, VerifierTests, AppStoreTests (the fake App Store) and LedgerTests. HTTPServerTests and
+        // PostgresTests, LedgerTests, ReconcileTests. Start the real executables: IntegrationTests, and the process
+        // suites of IngestTests, VerifierTests, AppStoreTests (the fake App Store), LedgerTests and ReconcileTests. HTTPServerTests and
         // AppStoreTests also serve on loopback in process.
         .target(name: "TestSupport", dependencies: ["ServiceSupport"], path: "Tests/TestSupport"),
         .testTarget(name: "ServiceSupportTests", dependencies: ["ServiceSupport"]),

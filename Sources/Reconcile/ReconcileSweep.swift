@@ -125,7 +125,7 @@ public struct ReconcileSweep: Sendable {
         do {
             try store.updateSweep(sweepId, figures: state.figures, finished: (status, nowMs(), error))
         } catch {
-            logger.error("cannot record the sweep's end", ["error": .string(error.description)])
+            logger.error("cannot record the sweep's end", ["error": .string("\(error)")])
         }
         output(state.summaryLine(environment: environment, dryRun: options.dryRun, status: status, error: error))
         return outcome
