@@ -150,13 +150,19 @@ struct ReconcileStore {
         return known
     }
 
-    /// Purchases whose `REFUND` notification an earlier sweep sent again: its own event debits them.
-    func debitedByNotificationCorrections(_ creditKeys: [String]) throws(PostgresError) -> Set<String> {
+    /// Purchases whose `REFUND` notification a sweep sent again since `sinceMs`: its own event debits them. An
+    /// older one that still left the purchase credited (the verifier refused it, say) explains nothing any more.
+    func debitedByNotificationCorrections(_ creditKeys: [String], sinceMs: Int64) throws(PostgresError)
+        -> Set<String>
+    {
         guard !creditKeys.isEmpty else { return [] }
         var keys: Set<String> = []
         for row in try connection.execute(
-            "SELECT credit_key FROM reconcile_corrections WHERE kind = 'notification' AND event_type = 'debit' AND credit_key = ANY($1::text[])",
-            [.textArray(creditKeys)]
+            """
+            SELECT credit_key FROM reconcile_corrections
+            WHERE kind = 'notification' AND event_type = 'debit' AND credit_key = ANY($1::text[])
+                AND recorded_at_ms >= $2
+            """, [.textArray(creditKeys), .int(sinceMs)]
         ).rows {
             keys.insert(try row.string(0))
         }

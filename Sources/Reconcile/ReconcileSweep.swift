@@ -80,6 +80,10 @@ public struct ReconcileSweep: Sendable {
     }
 
     var store: ReconcileStore { ReconcileStore(connection: connection) }
+    /// How long a `REFUND` notification sent again explains its purchase's refund: after a day, a purchase still
+    /// credited gets its made-up debit (the notification's event did not reach the ledger; if it does later, the
+    /// ledger's rules take nothing twice: a full refund of a debited purchase moves nothing more).
+    static let notificationExplainsForMs: Int64 = 86_400_000
     var environment: String { options.environment.rawValue }
 
     public func run() async -> ReconcileOutcome {
@@ -324,7 +328,8 @@ public struct ReconcileSweep: Sendable {
         }
         let refundedKeys = Array(Set(appleRefunds.map(\.creditKey))).sorted()
         let ledger = try store.statuses(refundedKeys)
-        let sentAgain = try store.debitedByNotificationCorrections(refundedKeys)
+        let sentAgain = try store.debitedByNotificationCorrections(
+            refundedKeys, sinceMs: state.startedMs - Self.notificationExplainsForMs)
         let explained = state.explained.union(sentAgain)
         // Apple not knowing the transaction checks nothing: no drift is judged from an empty history.
         var checked: [String: PurchaseStatus] = [:]
