@@ -97,7 +97,10 @@ let package = Package(
             ]),
         .executableTarget(
             name: "receipt-reconcile",
-            dependencies: ["Reconcile", "AppStore", "Kafka", "ServiceRuntime", "ServiceSupport", "SignedData", "Verifier"]),
+            dependencies: [
+                "Reconcile", "AppStore", "Kafka", "NotificationBackfill", "Postgres", "ReceiptModel", "ServiceRuntime",
+                "ServiceSupport", "SignedData", "Verifier",
+            ]),
         .executableTarget(
             name: "receipt-notifications-backfill",
             dependencies: [

@@ -1,4 +1,5 @@
 import AppStore
+import ReceiptModel
 import ServiceSupport
 
 /// `receipt-reconcile`'s command line.

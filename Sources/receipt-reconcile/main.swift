@@ -8,6 +8,7 @@ import Kafka
 import NotificationBackfill
 import Postgres
 import Reconcile
+import ReceiptModel
 import ServiceRuntime
 import ServiceSupport
 import SignedData
