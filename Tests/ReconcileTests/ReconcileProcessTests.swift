@@ -53,6 +53,10 @@ struct ReconcileProcessTests {
             _ = try await producer.send(
                 topic: "iap.receipts.results", key: Array(user.utf8), value: Self.result(user: user, transactionId: id))
         }
+        // Credited first (the results and events topics are not ordered with each other).
+        #expect(await eventually(timeout: .seconds(30)) {
+            ["3001", "3002", "3003"].allSatisfy { Self.status(database, $0) == "credited" }
+        })
         let nowMs = SystemTime.wallMilliseconds()
         // The ledger debited 3002 (a refund event Apple's history does not back: the reverse drift).
         _ = try await producer.send(
