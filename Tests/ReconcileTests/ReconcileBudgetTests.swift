@@ -79,6 +79,8 @@ struct ReconcileBudgetTests {
                     VALUES ($1, 'credited', 'u', $2, $3, $3)
                     """, [.text("apple:production:\(id)"), .text(id), .int(creditedAt)])
             }
+            // The ledger reads nothing (and fails nothing) while receipt-reconcile never ran.
+            #expect(try ReconcileFigures.read(on: connection) == nil)
         }
         let notifications = EmptyNotifications()
         let refunds = EmptyRefunds()
@@ -106,5 +108,12 @@ struct ReconcileBudgetTests {
         #expect(refunds.asked.withLock { $0 } == ["11", "12", "13", "11"])
         #expect(next["purchases_unchecked"] as? Int == 0)
         #expect(notifications.calls.withLock { $0 } == 2)
+
+        // What the ledger exports: the last succeeded sweep's figures.
+        let connection = try PostgresConnection(connectionString: database)
+        defer { connection.close() }
+        let figures = try #require(try ReconcileFigures.read(on: connection))
+        #expect(figures.lastSweepFinishedMs == now + Self.hourMs + 1)
+        #expect(figures.uncheckedPurchases == 0 && figures.driftAppleRefunded == 0 && figures.unproducedCorrections == 0)
     }
 }
