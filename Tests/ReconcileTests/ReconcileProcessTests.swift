@@ -151,6 +151,60 @@ struct ReconcileProcessTests {
         await fake.stop()
     }
 
+    /// Kafka refuses the sweep's writes: the correction stays recorded (exit 1) and the next sweep produces it, once.
+    @Test func aCorrectionKafkaDidNotAcknowledgeIsProducedByTheNextSweep() async throws {
+        let directory = NSTemporaryDirectory() + "reconcile-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let minted = try FakePKIFiles.mint(into: directory)
+        let fake = try await FakeAppStoreProcess.start(arguments: minted.fakeArguments)
+        let kafka = try await EmbeddedKafkaProcess.start(
+            topics: [(name: "iap.receipts.results", partitions: 2), (name: "iap.purchase.events", partitions: 2)])
+        let postgres = try TestPostgresServer.start()
+        defer { postgres.stop() }
+        let database = postgres.connectionString()
+        let producer = try KafkaProducer(
+            configuration: KafkaConfiguration(["bootstrap.servers": kafka.bootstrapServers, "linger.ms": "5"]),
+            logger: Logger(label: "test-producer", threshold: .error))
+        defer { producer.close(timeout: .seconds(5)) }
+        let base = kafka.environment.merging(Self.topics) { $1 }.merging([
+            "KAFKA_SESSION_TIMEOUT_MS": "6000", "KAFKA_HEARTBEAT_INTERVAL_MS": "500", "LOG_LEVEL": "info",
+            "LEDGER_DATABASE_URL": database, "ALLOWED_BUNDLE_IDS": Self.bundleId,
+            "RECONCILE_NOTIFICATION_LAG_MINUTES": "0",
+        ]) { $1 }.merging(minted.verifierSettings) { $1 }.merging(fake.environment) { $1 }
+        let ledger = try await ServiceProcess.start(.ledger, environment: base)
+        try await fake.registerTransactions([["id": "4001", "type": "Consumable", "product_id": "gems_100"]])
+        _ = try await producer.send(
+            topic: "iap.receipts.results", key: Array("u4".utf8), value: Self.result(user: "u4", transactionId: "4001"))
+        #expect(await eventually(timeout: .seconds(30)) { Self.status(database, "4001") == "credited" })
+        let revocation = SystemTime.wallMilliseconds() - 1_000
+        try await fake.registerTransactions([
+            ["id": "4001", "type": "Consumable", "product_id": "gems_100", "revocation_date_ms": revocation],
+        ])
+        let refundId = "reconcile:refund:4001:\(revocation)"
+
+        let unreachable = base.merging(["KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1", "KAFKA_MESSAGE_TIMEOUT_MS": "2000"]) { $1 }
+        let failed = try await Self.reconcile(["--once"], unreachable)
+        #expect(failed.status == 1)
+        #expect(failed.stderr.contains("the next sweep produces them again under the same ids"))
+        #expect((failed.summary["corrections"] as? [String: Any])?["recorded"] as? Int == 1)
+        #expect((failed.summary["corrections"] as? [String: Any])?["produced"] as? Int == 0)
+        #expect(try Self.count(database, "SELECT count(*) FROM reconcile_corrections WHERE produced_at_ms IS NULL AND correction_id = '\(refundId)'") == 1)
+        #expect(try Self.count(database, "SELECT count(*) FROM reconcile_sweeps WHERE status = 'failed'") == 1)
+        #expect(Self.status(database, "4001") == "credited", "nothing reached Kafka")
+
+        let next = try await Self.reconcile(["--once"], base)
+        #expect(next.status == 0, "\(next.stderr)")
+        #expect((next.summary["corrections"] as? [String: Any])?["produced"] as? Int == 1)
+        #expect((next.summary["corrections"] as? [String: Any])?["recorded"] as? Int == 0)
+        #expect(await eventually(timeout: .seconds(30)) { Self.status(database, "4001") == "debited" })
+        #expect(try Self.count(database, "SELECT count(*) FROM applied_events WHERE event_id = '\(refundId)'") == 1)
+        #expect(Self.eventsApplied(database) == 1)
+
+        #expect(await ledger.stop() == 0)
+        _ = await kafka.stop()
+        await fake.stop()
+    }
+
     @Test func badSettingsExitTwoAndAMissingLedgerExitsOne() async throws {
         let missing = try await Self.reconcile(["--once"], ["KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1"])
         #expect(missing.status == 2)
