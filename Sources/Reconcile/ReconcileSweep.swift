@@ -186,6 +186,15 @@ public struct ReconcileSweep: Sendable {
             case .success(let next): page = next
             case .failure(let error):
                 state.count(calls: error.calls)
+                if cursor.paginationToken != nil, !options.dryRun {
+                    // A stored token may have expired (a sweep that stopped long ago): the next sweep reads the
+                    // window from its start; what was already recorded is not recorded or produced again.
+                    _ = try store.commitPage(
+                        sweepId: state.sweepId, corrections: [], checked: [], environment: environment,
+                        cursor: NotificationCursor(
+                            windowStartMs: cursor.windowStartMs, windowEndMs: windowEnd, paginationToken: nil),
+                        figures: state.figures, nowMs: nowMs())
+                }
                 throw SweepStop.failed(error.description)
             }
             state.count(calls: page.calls)
