@@ -9,10 +9,10 @@ import Testing
 import TestSupport
 import Verifier
 
-/// The hourly call budget, in process over a PostgreSQL database with the ledger's schema: Apple's histories are
+/// The hourly call budget and the notification cursor, in process over a PostgreSQL database with the ledger's schema: Apple's histories are
 /// stand-ins that answer empty pages (one call each), the clock is the test's. Purchases beyond the budget wait for
 /// the next sweep, never-checked first, so every credited purchase is eventually checked.
-@Suite("reconcile budget", .serialized)
+@Suite("reconcile sweep in process: budget and cursor", .serialized)
 struct ReconcileBudgetTests {
     struct EmptyNotifications: NotificationHistoryPaging {
         let calls = Locked(0)
@@ -21,6 +21,26 @@ struct ReconcileBudgetTests {
         {
             calls.withLock { $0 += 1 }
             return .success(NotificationHistoryPage(signedPayloads: [], hasMore: false, paginationToken: nil))
+        }
+    }
+
+    /// A first page with a token, then an error for that token (an expired one) the first time it is used.
+    struct ExpiringToken: NotificationHistoryPaging {
+        let asked = Locked<[String?]>([])
+        func page(startMs: Int64, endMs: Int64, onlyFailures: Bool, paginationToken: String?) async
+            -> Result<NotificationHistoryPage, BackfillError>
+        {
+            let earlier = asked.withLock { asked in
+                defer { asked.append(paginationToken) }
+                return asked
+            }
+            guard let paginationToken else {
+                return .success(NotificationHistoryPage(signedPayloads: [], hasMore: true, paginationToken: "t1"))
+            }
+            if earlier.contains(paginationToken) {
+                return .success(NotificationHistoryPage(signedPayloads: [], hasMore: false, paginationToken: nil))
+            }
+            return .failure(BackfillError("Get Notification History failed: 400 invalid pagination token", calls: 1))
         }
     }
 
@@ -41,7 +61,7 @@ struct ReconcileBudgetTests {
     static let hourMs: Int64 = 3_600_000
 
     func sweep(
-        _ connectionString: String, nowMs: Int64, notifications: EmptyNotifications, refunds: EmptyRefunds,
+        _ connectionString: String, nowMs: Int64, notifications: any NotificationHistoryPaging, refunds: EmptyRefunds,
         budget: Int = 3
     ) async throws -> (ReconcileOutcome, [String: Any]) {
         let connection = try PostgresConnection(connectionString: connectionString)
@@ -62,6 +82,26 @@ struct ReconcileBudgetTests {
         let last = try #require(lines.withLock { $0 }.last)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
         return (outcome, try #require(object["summary"] as? [String: Any]))
+    }
+
+    @Test func aPageRefusedUnderAStoredTokenRestartsTheWindowAtTheNextSweep() async throws {
+        let database = try TestPostgresServer.freshDatabase("reconcile_token")
+        do {
+            let connection = try PostgresConnection(connectionString: database)
+            defer { connection.close() }
+            try LedgerSchema.migrate(connection)
+        }
+        let notifications = ExpiringToken()
+        let now: Int64 = 1_800_000_000_000
+        let (first, failed) = try await sweep(
+            database, nowMs: now, notifications: notifications, refunds: EmptyRefunds(), budget: 100)
+        #expect(first == .failed("Get Notification History failed: 400 invalid pagination token"))
+        #expect(failed["status"] as? String == "failed")
+        // The next sweep reads the same window from its start, then follows the token to its end.
+        let (second, _) = try await sweep(
+            database, nowMs: now + 60_000, notifications: notifications, refunds: EmptyRefunds(), budget: 100)
+        #expect(second == .succeeded)
+        #expect(notifications.asked.withLock { $0 } == [nil, "t1", nil, "t1"])
     }
 
     @Test func purchasesBeyondTheBudgetWaitForTheNextSweepOldestUncheckedFirst() async throws {
