@@ -87,7 +87,21 @@ let package = Package(
         .target(name: "Replay", dependencies: ["ReceiptModel", "ServiceSupport"]),
         // Get Notification History pages -> NOTIFICATIONS_TOPIC (the paging and writing seams; the executable wires
         // the App Store Server API client and Kafka).
-        .target(name: "NotificationBackfill", dependencies: ["Ingest", "ReceiptModel", "ServiceSupport"]),
+        .target(name: "NotificationBackfill", dependencies: ["Ingest", "ReceiptModel", "ServiceSupport", "AppStore"]),
+        // The reconciliation sweep: Apple's notification and refund history against the ledger's tables, the
+        // corrections (LedgerRules.ReconcileRules decides them) recorded in its own tables and produced once.
+        .target(
+            name: "Reconcile",
+            dependencies: [
+                "NotificationBackfill", "Verifier", "AppStore", "SignedData", "ReceiptModel", "LedgerRules", "Postgres",
+                "ServiceSupport",
+            ]),
+        .executableTarget(
+            name: "receipt-reconcile",
+            dependencies: [
+                "Reconcile", "AppStore", "Kafka", "NotificationBackfill", "Postgres", "ReceiptModel", "ServiceRuntime",
+                "ServiceSupport", "SignedData", "Verifier",
+            ]),
         .executableTarget(
             name: "receipt-notifications-backfill",
             dependencies: [
@@ -123,8 +137,8 @@ let package = Package(
         // AdminTests' AdminArgumentsTests, AdminReportTests, AppleCallerTests (its process suite starts fake-appstore
         // and receipt-admin).
         // Start embedded-kafka (some suites): KafkaTests, IngestTests, VerifierTests, LedgerTests. Start PostgreSQL:
-        // PostgresTests, LedgerTests. Start the real executables: IntegrationTests, and the process suites of
-        // IngestTests, VerifierTests, AppStoreTests (the fake App Store) and LedgerTests. HTTPServerTests and
+        // PostgresTests, LedgerTests, ReconcileTests. Start the real executables: IntegrationTests, and the process
+        // suites of IngestTests, VerifierTests, AppStoreTests (the fake App Store), LedgerTests and ReconcileTests. HTTPServerTests and
         // AppStoreTests also serve on loopback in process.
         .target(name: "TestSupport", dependencies: ["ServiceSupport"], path: "Tests/TestSupport"),
         .testTarget(name: "ServiceSupportTests", dependencies: ["ServiceSupport"]),
@@ -147,6 +161,12 @@ let package = Package(
                 "SignedData", "Crypto", "FakeAppStore",
             ]),
         .testTarget(name: "ReplayTests", dependencies: ["Replay", "ReceiptModel"]),
+        .testTarget(
+            name: "ReconcileTests",
+            dependencies: [
+                "Reconcile", "Ledger", "LedgerRules", "Postgres", "Kafka", "ReceiptModel", "ServiceSupport", "TestSupport",
+                "FakeAppStore", "Verifier", "SignedData", "NotificationBackfill",
+            ]),
         .testTarget(name: "NotificationBackfillTests", dependencies: ["NotificationBackfill", "ReceiptModel", "Ingest", "ServiceSupport"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], exclude: ["Fixtures"]),
         .testTarget(name: "SignedDataTests", dependencies: ["SignedData", "Crypto", "ServiceSupport"], exclude: ["Fixtures"]),

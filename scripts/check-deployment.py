@@ -42,10 +42,10 @@ import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXECUTABLES = ["receipt-ingest", "receipt-verifier", "receipt-ledger", "fake-appstore", "receipt-replay",
-               "receipt-tail", "receipt-notifications-backfill", "receipt-admin"]
+               "receipt-tail", "receipt-notifications-backfill", "receipt-admin", "receipt-reconcile"]
 SETTING_PREFIXES = ("KAFKA_", "RECEIPTS_", "RESULTS_", "RETRY_", "DLQ_", "INGEST_", "VERIFIER_", "APPLE_",
                     "ALLOWED_", "SANDBOX_", "LOG_", "FAKE_APPSTORE_", "REPLAY_", "RESULT_INDEX_",
-                    "NOTIFICATIONS_", "EVENTS_", "PRODUCT_", "SIGNED_", "RECEIPT_", "LEDGER_")
+                    "NOTIFICATIONS_", "EVENTS_", "PRODUCT_", "SIGNED_", "RECEIPT_", "LEDGER_", "RECONCILE_")
 # Allowed outside the code: read by docker/healthcheck.sh, or librdkafka pass-through (KAFKA_<PROPERTY>).
 NON_CODE_SETTINGS = {"HEALTHCHECK_PORT"}
 # Strings in the code that look like settings but are Apple's values (notification subtypes) or a tool's argument
@@ -446,12 +446,17 @@ def render(directory):
     return RENDERED[directory]
 
 
+def pod_template(document):
+    """The pod template of a Deployment, a Job or a CronJob (its Job template's)."""
+    if document.get("kind") == "CronJob":
+        return document["spec"]["jobTemplate"]["spec"]["template"]
+    return document["spec"]["template"]
+
+
 def pod_templates(documents):
     for document in documents:
-        if document.get("kind") == "Deployment":
-            yield document, document["spec"]["template"]["spec"]
-        if document.get("kind") == "Job":
-            yield document, document["spec"]["template"]["spec"]
+        if document.get("kind") in ("Deployment", "Job", "CronJob"):
+            yield document, pod_template(document)["spec"]
 
 
 def topics_spec():
@@ -833,7 +838,9 @@ CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResou
                   "MutatingWebhookConfiguration", "APIService"}
 SERVICES = ("receipt-ingest", "receipt-verifier", "receipt-ledger")
 # The processes that call Apple over https, and those with a topic follower (its group id prefix must be granted).
-CALLS_APPLE = {"receipt-verifier", "receipt-notifications-backfill", "receipt-admin"}
+CALLS_APPLE = {"receipt-verifier", "receipt-notifications-backfill", "receipt-admin", "receipt-reconcile"}
+# The processes that read (or write) the ledger's PostgreSQL.
+USES_LEDGER_DATABASE = {"receipt-ledger", "receipt-reconcile"}
 FOLLOWERS = {"receipt-ingest": "RESULTS_TOPIC", "receipt-replay": "DLQ_TOPIC", "receipt-tail": "RESULTS_TOPIC"}
 
 
@@ -877,7 +884,7 @@ def check_pods_on_a_cluster(directory, documents):
                 finding(f"{where}: several replicas but no topologySpreadConstraints over kubernetes.io/hostname")
         if directory.endswith("/jobs") or directory == "docker/k8s/jobs":
             continue  # the Jobs' policies come with the services (base), not with the Jobs
-        labels = owner["spec"]["template"]["metadata"].get("labels", {})
+        labels = pod_template(owner)["metadata"].get("labels", {})
         covering = [policy for policy in policies if selects(policy["spec"]["podSelector"], labels)]
         if not covering:
             finding(f"{where}: no NetworkPolicy selects its pods")
@@ -902,7 +909,7 @@ def check_pods_on_a_cluster(directory, documents):
             finding(f"{where}: calls Apple but its NetworkPolicy allows no egress on 443")
         if name not in CALLS_APPLE and apple:
             finding(f"{where}: never calls Apple but its NetworkPolicy allows egress to the internet on 443")
-        if name == "receipt-ledger":
+        if name in USES_LEDGER_DATABASE:
             clusters = {d["metadata"]["name"] for d in render("deploy/postgres") if d.get("kind") == "Cluster"}
             if not allows(5432, lambda peer: peer.get("podSelector", {}).get("matchLabels", {}).get("cnpg.io/cluster")
                           in clusters):

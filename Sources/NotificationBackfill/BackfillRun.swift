@@ -106,17 +106,11 @@ public struct BackfillRun: Sendable {
         var skipped = 0
         let receivedAtMs = nowMs()
         for payload in payloads {
-            let body = Array("{\"signedPayload\":\(JSONText.quoted(payload))}".utf8)
-            guard let request = try? NotificationRequest.parse(body),
-                let value = try? MessageCoding.encode(
-                    NotificationRecord(
-                        signedPayload: request.signedPayload, receivedAtMs: receivedAtMs,
-                        origin: .notificationHistory))
-            else {
+            guard let record = NotificationHistoryRecord.make(signedPayload: payload, receivedAtMs: receivedAtMs) else {
                 skipped += 1
                 continue
             }
-            records.append((request.partitionKey.map { Array($0.utf8) }, value))
+            records.append(record)
         }
         guard let writer else { return (0, 0, skipped) }
         let failures = await withTaskGroup(of: Bool.self) { group in

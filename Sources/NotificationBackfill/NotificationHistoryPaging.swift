@@ -5,11 +5,14 @@ public struct NotificationHistoryPage: Sendable, Equatable {
     public var hasMore: Bool
     /// Pass it back for the next page.
     public var paginationToken: String?
+    /// App Store Server API requests this page took (its retries included): what a call budget counts.
+    public var calls: Int
 
-    public init(signedPayloads: [String], hasMore: Bool, paginationToken: String?) {
+    public init(signedPayloads: [String], hasMore: Bool, paginationToken: String?, calls: Int = 1) {
         self.signedPayloads = signedPayloads
         self.hasMore = hasMore
         self.paginationToken = paginationToken
+        self.calls = calls
     }
 }
 
@@ -31,8 +34,11 @@ public protocol NotificationRecordWriting: Sendable {
 /// Why the backfill could not go on.
 public struct BackfillError: Error, Sendable, Equatable, CustomStringConvertible {
     public let description: String
+    /// App Store Server API requests made before giving up (what a call budget counts).
+    public var calls: Int
 
-    public init(_ description: String) {
+    public init(_ description: String, calls: Int = 0) {
         self.description = description
+        self.calls = calls
     }
 }

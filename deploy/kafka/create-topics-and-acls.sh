@@ -42,6 +42,8 @@ if [ -n "${TOPICS_ONLY:-}" ]; then exit 0; fi
 "$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-tail --topic iap.receipts.results --resource-pattern-type literal --operation Read --operation Describe
 "$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-tail --group follower-iap.receipts.results- --resource-pattern-type prefixed --operation Read --operation Describe
 "$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-notifications-backfill --topic iap.notifications.submitted --resource-pattern-type literal --operation Write --operation Describe
+"$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-reconcile --topic iap.notifications.submitted --resource-pattern-type literal --operation Write --operation Describe
+"$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-reconcile --topic iap.purchase.events --resource-pattern-type literal --operation Write --operation Describe
 "$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-ledger --topic iap.receipts.results --resource-pattern-type literal --operation Read --operation Describe
 "$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-ledger --topic iap.purchase.events --resource-pattern-type literal --operation Read --operation Describe
 "$KAFKA_BIN/kafka-acls.sh" "${connection[@]}" --add --allow-principal User:receipt-ledger --group iap-ledger --resource-pattern-type literal --operation Read

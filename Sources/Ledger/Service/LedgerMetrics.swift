@@ -26,6 +26,7 @@ struct LedgerMetrics: Sendable {
     let deadLettersStored: Gauge
     let databaseUp: Gauge
     let bufferedMessages: Gauge
+    let reconcile: ReconcileMetrics
 
     init(registry: MetricsRegistry, sandboxPolicy: SandboxPolicy = .separate) {
         self.registry = registry
@@ -77,5 +78,6 @@ struct LedgerMetrics: Sendable {
         databaseUp = registry.gauge("ledger_database_up", help: "1 when the last database statement succeeded")
         bufferedMessages = registry.gauge(
             "ledger_buffered_messages", help: "Messages fetched from Kafka and not yet applied")
+        reconcile = ReconcileMetrics(registry: registry)
     }
 }

@@ -252,5 +252,11 @@ final class LedgerWorker: Sendable {
             metrics.pendingClaims.set(Double(backlog.pendingClaims))
             metrics.deadLettersStored.set(Double(backlog.deadLetters))
         }
+        // receipt-reconcile's tables may not exist (it never ran): nothing is read then.
+        if let figures = try? database.withConnection({ connection throws(PostgresError) in
+            try ReconcileFigures.read(on: connection)
+        }) {
+            metrics.reconcile.update(figures)
+        }
     }
 }

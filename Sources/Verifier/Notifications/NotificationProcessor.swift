@@ -7,6 +7,9 @@ public struct NotificationEvent: Sendable, Equatable {
     public let event: PurchaseEvent
     /// `original_transaction_id` (of the transaction, else of the renewal info), else `event_id`.
     public let key: [UInt8]
+
+    /// The event's JSON exactly as the verifier writes it to `EVENTS_TOPIC`.
+    public var value: [UInt8] { PurchaseEventJSON.encode(event) }
 }
 
 /// Turns one `NOTIFICATIONS_TOPIC` record into a purchase event, or says why it cannot be one. Pure apart from the

@@ -1,37 +1,45 @@
 import AppStore
 import Dispatch
-import NotificationBackfill
 import ReceiptModel
 import ServiceSupport
 
 /// Get Notification History through the App Store Server API client, for one app and environment. Rate limits
 /// (429) are waited out and transient failures (5xx, timeouts) retried a few times before the backfill gives up.
-struct ServerAPINotificationHistory: NotificationHistoryPaging {
-    let client: AppStoreServerAPIClient
-    let bundleId: String
-    let environment: AppStoreEnvironment
-    let logger: Logger
+public struct ServerAPINotificationHistory: NotificationHistoryPaging {
+    public let client: AppStoreServerAPIClient
+    public let bundleId: String
+    public let environment: AppStoreEnvironment
+    public let logger: Logger
     /// Attempts per page before giving up.
-    var maximumAttempts = 6
+    public var maximumAttempts = 6
     /// The longest single wait (for a 429's Retry-After or a backoff).
-    var maximumWaitMs = 60_000
+    public var maximumWaitMs = 60_000
 
-    func page(startMs: Int64, endMs: Int64, onlyFailures: Bool, paginationToken: String?) async
+    public init(client: AppStoreServerAPIClient, bundleId: String, environment: AppStoreEnvironment, logger: Logger) {
+        self.client = client
+        self.bundleId = bundleId
+        self.environment = environment
+        self.logger = logger
+    }
+
+    public func page(startMs: Int64, endMs: Int64, onlyFailures: Bool, paginationToken: String?) async
         -> Result<NotificationHistoryPage, BackfillError>
     {
         let request = NotificationHistoryRequest(
             startDate: startMs, endDate: endMs, onlyFailures: onlyFailures ? true : nil)
         var waitMs = 1_000
+        var calls = 0
         for attempt in 1...maximumAttempts {
             let answer = await client.notificationHistoryPage(
                 request, paginationToken: paginationToken, bundleId: bundleId, environment: environment,
                 deadline: .now() + .seconds(120))
+            calls += answer.calls
             switch answer.result {
             case .success(let response):
                 return .success(
                     NotificationHistoryPage(
                         signedPayloads: response.notificationHistory.map(\.signedPayload), hasMore: response.hasMore,
-                        paginationToken: response.paginationToken))
+                        paginationToken: response.paginationToken, calls: calls))
             case .failure(let error) where attempt < maximumAttempts
                 && (error.kind == .rateLimited || error.kind == .retryable):
                 let delay = min(error.retryAfterMs ?? waitMs, maximumWaitMs)
@@ -44,9 +52,9 @@ struct ServerAPINotificationHistory: NotificationHistoryPaging {
                 try? await Task.sleep(for: .milliseconds(delay))
                 waitMs = min(waitMs * 2, maximumWaitMs)
             case .failure(let error):
-                return .failure(BackfillError("Get Notification History (\(environment.rawValue)) failed: \(error)"))
+                return .failure(BackfillError("Get Notification History (\(environment.rawValue)) failed: \(error)", calls: calls))
             }
         }
-        return .failure(BackfillError("Get Notification History did not answer after \(maximumAttempts) attempts"))
+        return .failure(BackfillError("Get Notification History did not answer after \(maximumAttempts) attempts", calls: calls))
     }
 }

@@ -1,0 +1,122 @@
+import Postgres
+
+/// `receipt-reconcile`'s own tables in the ledger's database, with their own migrations bookkeeping
+/// (`reconcile_schema_migrations`; the ledger's `schema_migrations` is never touched: the ledger refuses versions it
+/// does not know). The ledger reads `reconcile_sweeps` and `reconcile_corrections` for its gauges and copes with
+/// their absence. Never edit a released migration: add the next version.
+public enum ReconcileSchema {
+    /// An advisory lock key of its own (the ledger's are 0x1ed6_e0a1 and the 0x1ed6 namespace).
+    static let migrationLockKey: Int64 = 0x1ed6_5ec0
+    /// Held for the whole sweep: two sweeps never run at once (the CronJob forbids it too).
+    static let sweepLockKey: Int64 = 0x1ed6_5ec1
+
+    static let migrations: [(version: Int64, statements: [String])] = [
+        (
+            1,
+            [
+                // Get Notification History per environment: notifications signed before `window_start_ms` were
+                // swept; a window in progress (`window_end_ms`) continues at `pagination_token`.
+                """
+                CREATE TABLE reconcile_cursors (
+                    environment text PRIMARY KEY CHECK (environment IN ('Production','Sandbox')),
+                    window_start_ms bigint NOT NULL,
+                    window_end_ms bigint,
+                    pagination_token text,
+                    updated_at_ms bigint NOT NULL
+                )
+                """,
+                // When each credited purchase's refund history was last read: the oldest-unchecked go first.
+                """
+                CREATE TABLE reconcile_checks (
+                    credit_key text PRIMARY KEY,
+                    checked_at_ms bigint NOT NULL
+                )
+                """,
+                // Every correction, recorded (with the exact message) before it is produced, marked produced after
+                // Kafka acknowledged it: a restart produces the unmarked ones again, with the same id.
+                """
+                CREATE TABLE reconcile_corrections (
+                    correction_id text PRIMARY KEY,
+                    kind text NOT NULL CHECK (kind IN ('notification','refund')),
+                    event_type text NOT NULL,
+                    credit_key text,
+                    topic text NOT NULL,
+                    message_key bytea,
+                    value bytea NOT NULL,
+                    sweep_id bigint NOT NULL,
+                    recorded_at_ms bigint NOT NULL,
+                    produced_at_ms bigint
+                )
+                """,
+                """
+                CREATE INDEX reconcile_corrections_unproduced ON reconcile_corrections (recorded_at_ms)
+                    WHERE produced_at_ms IS NULL
+                """,
+                "CREATE INDEX reconcile_corrections_purchase ON reconcile_corrections (credit_key)",
+                // One row per sweep: its figures (what the ledger exports as gauges) and the calls it made (the
+                // hourly budget).
+                """
+                CREATE TABLE reconcile_sweeps (
+                    sweep_id bigserial PRIMARY KEY,
+                    environment text NOT NULL,
+                    dry_run boolean NOT NULL,
+                    status text NOT NULL CHECK (status IN ('running','succeeded','failed')),
+                    started_at_ms bigint NOT NULL,
+                    finished_at_ms bigint,
+                    server_api_calls bigint NOT NULL DEFAULT 0,
+                    notifications_read bigint NOT NULL DEFAULT 0,
+                    purchases_checked bigint NOT NULL DEFAULT 0,
+                    purchases_unchecked bigint NOT NULL DEFAULT 0,
+                    drift_apple_refunded bigint NOT NULL DEFAULT 0,
+                    drift_ledger_debited bigint NOT NULL DEFAULT 0,
+                    corrections_recorded bigint NOT NULL DEFAULT 0,
+                    corrections_produced bigint NOT NULL DEFAULT 0,
+                    budget_exhausted boolean NOT NULL DEFAULT false,
+                    error text
+                )
+                """,
+                "CREATE INDEX reconcile_sweeps_started ON reconcile_sweeps (started_at_ms)",
+            ]
+        )
+    ]
+
+    public static var currentVersion: Int64 { migrations.last?.version ?? 0 }
+
+    /// Applies the migrations not applied yet, each once in its own transaction under an advisory lock.
+    /// - Throws: `PostgresError`, also when the database holds a newer version than this build knows.
+    @discardableResult
+    public static func migrate(_ connection: PostgresConnection) throws(PostgresError) -> [Int64] {
+        try connection.transaction { session throws(PostgresError) in
+            try session.execute("SELECT pg_advisory_xact_lock($1)", [.int(migrationLockKey)])
+            try session.execute(
+                """
+                CREATE TABLE IF NOT EXISTS reconcile_schema_migrations (
+                    version bigint PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())
+                """)
+        }
+        var applied: [Int64] = []
+        for migration in migrations {
+            let ran = try connection.transaction { session throws(PostgresError) -> Bool in
+                try session.execute("SELECT pg_advisory_xact_lock($1)", [.int(migrationLockKey)])
+                let done = try session.execute(
+                    "SELECT 1 FROM reconcile_schema_migrations WHERE version = $1", [.int(migration.version)])
+                guard done.rows.isEmpty else { return false }
+                for statement in migration.statements { try session.execute(statement) }
+                try session.execute(
+                    "INSERT INTO reconcile_schema_migrations (version) VALUES ($1)", [.int(migration.version)])
+                return true
+            }
+            if ran { applied.append(migration.version) }
+        }
+        let newest = try connection.execute("SELECT max(version) FROM reconcile_schema_migrations").rows.first?
+            .optionalInt64(0) ?? 0
+        guard newest <= currentVersion else {
+            throw PostgresError(
+                sqlState: nil,
+                message: "the reconcile tables are version \(newest), newer than this build's \(currentVersion): "
+                    + "upgrade receipt-reconcile",
+                isConnectionBroken: false)
+        }
+        return applied
+    }
+}
