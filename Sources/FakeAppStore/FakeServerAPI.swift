@@ -5,7 +5,8 @@ import ServiceSupport
 import SignedData
 import Synchronization
 
-/// The fake App Store Server API: Get Transaction Info, Get Transaction History v2 and Get Notification History in
+/// The fake App Store Server API: Get Transaction Info, Get Transaction History v2, Get App Transaction Info
+/// (`FakeServerAPI+AppTransactions.swift`) and Get Notification History in
 /// production (`/inApps/...`) and the sandbox (`/sandbox/inApps/...`), bearer tokens checked, every
 /// `signedTransactionInfo` signed with the fake's signing identity. The admin side registers transactions and
 /// notification history entries and hands out the signed transaction a device would hold. See `README.md`.
@@ -61,7 +62,9 @@ final class FakeServerAPI: Sendable {
     private let state = Locked(State())
     /// The Send Consumption Information bodies received, per transaction id, in order.
     let consumptionAnswers = Locked<[String: [ConsumptionAnswer]]>([:])
-    private let logger: Logger
+    /// App transactions (`FakeServerAPI+AppTransactions.swift`).
+    let appTransactionStore = Locked(FakeAppTransactionStore())
+    let logger: Logger
 
     init(
         signing: FakeSigningIdentity, bearer: FakeBearerVerifier, defaultBundleId: String, defaultProductId: String,
@@ -87,6 +90,7 @@ final class FakeServerAPI: Sendable {
     func reset() {
         state.withLock { $0 = State() }
         consumptionAnswers.withLock { $0 = [:] }
+        appTransactionStore.withLock { $0 = FakeAppTransactionStore() }
     }
 
     func calls(transaction id: String) -> Calls {
@@ -156,7 +160,9 @@ final class FakeServerAPI: Sendable {
     func handle(_ request: HTTPRequest, path: String, sandbox: Bool) -> (HTTPResponse, delayMs: Int)? {
         let environment = sandbox ? "Sandbox" : "Production"
         let route: Route
-        if request.method == "GET", let id = Self.suffix(path, after: "/inApps/v1/transactions/") {
+        if request.method == "GET", let id = Self.suffix(path, after: "/inApps/v1/transactions/appTransactions/") {
+            route = .appTransactionInfo(id)
+        } else if request.method == "GET", let id = Self.suffix(path, after: "/inApps/v1/transactions/") {
             route = .transactionInfo(id)
         } else if request.method == "GET", let id = Self.suffix(path, after: "/inApps/v2/history/") {
             route = .history(id)
@@ -184,10 +190,13 @@ final class FakeServerAPI: Sendable {
             return transactionCall(route, id: id, bundleId: bundleId, environment: environment, request: request)
         case .notificationHistory:
             return (notificationHistory(request, environment: environment), 0)
+        case .appTransactionInfo(let id):
+            return appTransactionInfo(id: id, bundleId: bundleId, environment: environment)
         }
     }
 
     private enum Route {
+        case appTransactionInfo(String)
         case transactionInfo(String)
         case history(String)
         case refundHistory(String)
@@ -244,7 +253,7 @@ final class FakeServerAPI: Sendable {
                     try refundHistory(
                         of: transaction, bundleId: bundleId, environment: environment, query: request.query),
                     delayMs)
-            case .notificationHistory:
+            case .notificationHistory, .appTransactionInfo:
                 return (Self.error(404, 4_040_000, "no such endpoint"), delayMs)
             }
         } catch {

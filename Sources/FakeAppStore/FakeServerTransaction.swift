@@ -72,6 +72,9 @@ public struct FakeServerTransaction: Codable, Sendable, Equatable {
     public var offerDiscountType: String?
     public var priceMilliunits: Int64?
     public var currency: String?
+    /// `appTransactionId` (2025): the app download this purchase was made under, written when set; Get App
+    /// Transaction Info with this transaction's id answers that app transaction (registered, or the default one).
+    public var appTransactionId: String?
     /// Scripted failures, consumed in order.
     public var failures: [Failure]?
     /// Production answers 401 to any call about it (an app without a release in production).
@@ -87,8 +90,9 @@ public struct FakeServerTransaction: Codable, Sendable, Equatable {
         familyShared: Bool? = nil, ownership: String? = nil, webOrderLineItemId: String? = nil,
         customer: String? = nil, offerType: Int? = nil, offerDiscountType: String? = nil,
         priceMilliunits: Int64? = nil, currency: String? = nil, failures: [Failure]? = nil,
-        productionUnauthorized: Bool? = nil, delayMs: Int? = nil
+        productionUnauthorized: Bool? = nil, delayMs: Int? = nil, appTransactionId: String? = nil
     ) {
+        self.appTransactionId = appTransactionId
         self.id = id
         self.environment = environment
         self.bundleId = bundleId
@@ -135,6 +139,7 @@ public struct FakeServerTransaction: Codable, Sendable, Equatable {
         case offerType = "offer_type"
         case offerDiscountType = "offer_discount_type"
         case priceMilliunits = "price_milliunits"
+        case appTransactionId = "app_transaction_id"
         case productionUnauthorized = "production_unauthorized"
         case delayMs = "delay_ms"
     }
@@ -185,6 +190,7 @@ public struct FakeServerTransaction: Codable, Sendable, Equatable {
         if let revocationPercentage { fields.append("\"revocationPercentage\":\(revocationPercentage)") }
         if let offerType { fields.append("\"offerType\":\(offerType)") }
         if let offerDiscountType { fields.append("\"offerDiscountType\":\(JSONText.quoted(offerDiscountType))") }
+        if let appTransactionId { fields.append("\"appTransactionId\":\(JSONText.quoted(appTransactionId))") }
         return "{" + fields.joined(separator: ",") + "}"
     }
 }

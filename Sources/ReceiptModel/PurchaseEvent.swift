@@ -28,11 +28,14 @@ public struct RenewalSummary: Codable, Sendable, Equatable {
     /// The billing plan of the next renewal (`renewalBillingPlanType`, 2026 commitment plans: `BILLED_UPFRONT`,
     /// `MONTHLY`); null when Apple's data has none.
     public var renewalBillingPlanType: String?
+    /// The renewal info's `appTransactionId` (2025; the same as its transaction's); null when Apple's data has none.
+    public var appTransactionId: String?
 
     public init(
         autoRenewStatus: Int?, autoRenewProductId: String?, expirationIntent: Int?, gracePeriodExpiresDateMs: Int64?,
-        isInBillingRetryPeriod: Bool?, renewalBillingPlanType: String? = nil
+        isInBillingRetryPeriod: Bool?, renewalBillingPlanType: String? = nil, appTransactionId: String? = nil
     ) {
+        self.appTransactionId = appTransactionId
         self.renewalBillingPlanType = renewalBillingPlanType
         self.autoRenewStatus = autoRenewStatus
         self.autoRenewProductId = autoRenewProductId
@@ -48,6 +51,7 @@ public struct RenewalSummary: Codable, Sendable, Equatable {
         case gracePeriodExpiresDateMs = "grace_period_expires_date_ms"
         case isInBillingRetryPeriod = "is_in_billing_retry_period"
         case renewalBillingPlanType = "renewal_billing_plan_type"
+        case appTransactionId = "app_transaction_id"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -58,6 +62,7 @@ public struct RenewalSummary: Codable, Sendable, Equatable {
         try c.encode(gracePeriodExpiresDateMs, forKey: .gracePeriodExpiresDateMs)
         try c.encode(isInBillingRetryPeriod, forKey: .isInBillingRetryPeriod)
         try c.encode(renewalBillingPlanType, forKey: .renewalBillingPlanType)
+        try c.encode(appTransactionId, forKey: .appTransactionId)
     }
 }
 

@@ -228,6 +228,6 @@ public struct NotificationProcessor: Sendable {
             expirationIntent: renewal.expirationIntent.map { Int(clamping: $0) },
             gracePeriodExpiresDateMs: renewal.gracePeriodExpiresDate,
             isInBillingRetryPeriod: renewal.isInBillingRetryPeriod,
-            renewalBillingPlanType: renewal.renewalBillingPlanType)
+            renewalBillingPlanType: renewal.renewalBillingPlanType, appTransactionId: renewal.appTransactionId)
     }
 }
