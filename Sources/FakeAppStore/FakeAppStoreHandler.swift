@@ -232,6 +232,13 @@ final class FakeAppStoreHandler: HTTPHandler {
     }
 
     private func serverAPICounters(_ request: HTTPRequest) -> HTTPResponse {
+        if let id = request.query["app_transaction"] {
+            let calls = serverAPI.appTransactionCalls(id)
+            return .json(
+                200,
+                "{\"app_transaction\":\(JSONText.quoted(id)),\"production\":\(calls.production),"
+                    + "\"sandbox\":\(calls.sandbox),\"total\":\(calls.total)}")
+        }
         if let id = request.query["transaction"] {
             let calls = serverAPI.calls(transaction: id)
             return .json(
