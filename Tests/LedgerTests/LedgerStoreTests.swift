@@ -44,6 +44,33 @@ import Testing
         #expect(try db.purchase(F.key("k1")) == nil)
     }
 
+    /// Issue 29 item 2: a verified `signed_app_transaction` result (app ownership, an `app_transaction` object and
+    /// no transactions) is applied and records nothing: no purchase, no balance, no dead letter; the user's later
+    /// purchases credit as usual. A transaction's `app_transaction_id` changes nothing about money.
+    @Test func aVerifiedAppTransactionResultRecordsNothingToCredit() throws {
+        let db = try LedgerDatabase("ledger_app_transaction")
+        var app = try #require(
+            try JSONSerialization.jsonObject(with: Data(F.result(submissionId: "a1", userId: "u1", transactions: [])))
+                as? [String: Any])
+        app["app_transaction"] = [
+            "app_transaction_id": "705000000000001", "bundle_id": "com.example.app", "app_apple_id": 1,
+            "application_version": "2.0", "original_application_version": "1.0",
+            "original_purchase_date_ms": 1_600_000_000_000, "receipt_creation_date_ms": 1_700_000_000_000,
+            "preorder_date_ms": NSNull(), "receipt_type": "Production", "original_platform": "iOS",
+            "version_external_identifier": 7, "environment": "Production", "signed_date_ms": 1_700_000_000_000,
+        ] as [String: Any]
+        app["source"] = "server_api"
+        var purchase = F.transaction(creditKey: "k1")
+        purchase["app_transaction_id"] = "705000000000001"
+        let summary = try db.applyResults(
+            F.json(app), F.result(submissionId: "s1", userId: "u1", transactions: [purchase]))
+        #expect(summary.applied == 2)
+        #expect(summary.deadLettered == 0)
+        #expect(try db.connection.execute("SELECT count(*) FROM dead_letters").rows[0].int64(0) == 0)
+        #expect(try db.user("u1").balance("gems") == 100)
+        #expect(try db.user("u1").purchases.map(\.creditKey) == [F.key("k1")])
+    }
+
     @Test func aCreditEventAfterAResultForTheSamePurchaseCreditsNothingMore() throws {
         let db = try LedgerDatabase("ledger_result_event")
         let transaction = F.transaction(creditKey: "k1", originalTransactionId: "o1")

@@ -138,6 +138,29 @@ struct NotificationProcessorTests {
         #expect((plainJSON["renewal"] as? [String: Any])?["renewal_billing_plan_type"] is NSNull)
     }
 
+    /// Issue 29 item 2: `appTransactionId` of the signed transaction and of the renewal info, decoded by the real
+    /// decoder, in the event as `app_transaction_id`; null (never omitted) when Apple's data has none.
+    @Test func theAppTransactionIdOfSignedDataTravelsInTheEventAndIsNullWhenAbsent() throws {
+        var notification = samples.notification("DID_RENEW")
+        notification.transaction?.appTransactionId = "705000000000001"
+        notification.renewal?.appTransactionId = "705000000000001"
+        let event = try samples.processor().process(try samples.record(notification)).event()
+        let transaction = try #require(event.transaction)
+        #expect(transaction.appTransactionId == "705000000000001" && transaction.creditable)
+        #expect(event.renewal?.appTransactionId == "705000000000001")
+        let json = try #require(
+            try JSONSerialization.jsonObject(with: Data(PurchaseEventJSON.encode(event))) as? [String: Any])
+        #expect((json["transaction"] as? [String: Any])?["app_transaction_id"] as? String == "705000000000001")
+        #expect((json["renewal"] as? [String: Any])?["app_transaction_id"] as? String == "705000000000001")
+        let plain = try samples.processor().process(try samples.record(samples.notification("DID_RENEW"))).event()
+        #expect(plain.transaction?.appTransactionId == nil)
+        #expect(plain.transaction?.creditKey == transaction.creditKey)
+        let plainJSON = try #require(
+            try JSONSerialization.jsonObject(with: Data(PurchaseEventJSON.encode(plain))) as? [String: Any])
+        #expect((plainJSON["transaction"] as? [String: Any])?["app_transaction_id"] is NSNull)
+        #expect((plainJSON["renewal"] as? [String: Any])?["app_transaction_id"] is NSNull)
+    }
+
     @Test func aTypeAppleAddsLaterIsAnInfoEventNotAFailure() throws {
         let notification = samples.notification("SOMETHING_APPLE_ADDS_IN_2030", subtype: "WHATEVER")
         let event = try samples.processor().process(try samples.record(notification)).event()
