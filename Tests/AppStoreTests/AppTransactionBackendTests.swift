@@ -70,7 +70,8 @@ import Testing
         #expect(harness.fake.serverAPICalls(appTransaction: Self.id) == (1, 0))
         // As the verifier writes it: the app transaction, no transactions.
         let submission = Submission(submissionId: "s-app", proof: .signedAppTransaction(jws), submittedAtMs: 1)
-        let json = String(decoding: try MessageCoding.encode(outcome.result(for: submission, verifiedAtMs: 2)), as: UTF8.self)
+        let result = outcome.result(for: submission, verifiedAtMs: 2)
+        let json = String(decoding: try MessageCoding.encode(result), as: UTF8.self)
         #expect(json.contains(#""app_transaction":{"app_apple_id":1234567890,"app_transaction_id":"705000000000001""#))
         #expect(json.contains(#""original_application_version":"3.1""#) && json.contains(#""transactions":[]"#))
     }
@@ -105,7 +106,8 @@ import Testing
         #expect(wrongApp.outcome == .rejected && wrongApp.reason == .bundleMismatch)
         #expect(wrongApp.message?.contains("com.other.app") == true)
         let sandbox = try harness.sign(appPayload(harness, environment: "Sandbox"))
-        let refused = try #require(await harness.verify(.signedAppTransaction(sandbox), with: harness.backend()).verdict)
+        let refused = try #require(
+            await harness.verify(.signedAppTransaction(sandbox), with: harness.backend()).verdict)
         #expect(refused.outcome == .rejected && refused.reason == .sandboxNotAllowed)
         #expect(refused.environment == .sandbox)
         #expect(wrongApp.attempts == 0 && refused.attempts == 0)
@@ -161,7 +163,8 @@ import Testing
         #expect(held.failure?.appleStatus == 4_290_000)
         // The hold is Get App Transaction Info's: Get Transaction Info is not held back by it.
         let transaction = try harness.signedTransaction("1000000000000901")
-        #expect(await harness.verify(.signedTransaction(transaction), with: harness.backend()).verdict?.outcome == .verified)
+        let confirmed = await harness.verify(.signedTransaction(transaction), with: harness.backend())
+        #expect(confirmed.verdict?.outcome == .verified)
     }
 
     @Test func anAppTransactionWithoutAnAppTransactionIdIsJudgedOnTheDevicesCopy() async throws {

@@ -42,7 +42,8 @@ import Testing
                 from: Array(
                     (#"{"transactionId":"7","originalTransactionId":"7","productId":"gems_100","#
                         + #""purchaseDate":1700000000000,"type":"Consumable""# + extra + "}").utf8))
-            return VerdictRules.normalize(try SignedTransactionMapping.transaction(payload), .production, catalog: Self.catalog)
+            let apple = try SignedTransactionMapping.transaction(payload)
+            return VerdictRules.normalize(apple, .production, catalog: Self.catalog)
         }
         let with = try carried(#","appTransactionId":"705000000000001""#)
         let without = try carried("")

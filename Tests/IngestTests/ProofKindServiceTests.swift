@@ -99,7 +99,8 @@ struct ProofKindServiceTests {
             #expect(refused.errorCode == "proof_not_allowed")
             #expect(refused.errorMessage?.contains("may not submit signed_app_transaction") == true)
         }
-        #expect(ingest.scrape().contains(#"ingest_proof_refusals_total{client="receipts",proof="signed_app_transaction"} 1"#))
+        #expect(
+            ingest.scrape().contains(#"ingest_proof_refusals_total{client="receipts",proof="signed_app_transaction"} 1"#))
         #expect(try ingest.writtenSubmissions().map(\.proof) == [.signedAppTransaction(sampleJWS), .signedAppTransaction(sampleJWS)])
         let malformed = try ingest.post(#"{"signed_app_transaction":"abc"}"#, headers: Self.backend)
         #expect(malformed.status == 400)

@@ -69,7 +69,8 @@ public enum AppTransactionRules {
                 .bundleMismatch, "the app transaction's bundleId (\(shown)) is not in ALLOWED_BUNDLE_IDS")
         }
         if app.environment == .sandbox, policy.sandboxPolicy == .reject {
-            return .rejected(.sandboxNotAllowed, "the app transaction is from the Sandbox, and SANDBOX_POLICY is reject")
+            return .rejected(
+                .sandboxNotAllowed, "the app transaction is from the Sandbox, and SANDBOX_POLICY is reject")
         }
         return .verified(app.verified(bundleId: bundleId))
     }
