@@ -46,9 +46,13 @@ import TestSupport
         #expect(app.environment == .production && app.bundleId == "com.example.game")
         #expect(try await pipeline.fake.serverAPICalls(appTransaction: "705000000000001") == (1, 0))
 
-        // The ingest answers the verdict with the same object.
+        // The ingest answers the verdict with the same object (once its index has read the result).
         let ingest = try #require(pipeline.ingest)
-        let answer = try await TestHTTPClient.send("GET", ingest.url("/v1/receipts/app-1"))
+        let url = ingest.url("/v1/receipts/app-1")
+        #expect(await eventually(timeout: .seconds(30), interval: .milliseconds(100)) {
+            try await TestHTTPClient.send("GET", url).status == 200
+        })
+        let answer = try await TestHTTPClient.send("GET", url)
         #expect(answer.status == 200)
         let object = try #require(answer.jsonObject?["app_transaction"] as? [String: Any])
         #expect(object["original_application_version"] as? String == "1.4")
