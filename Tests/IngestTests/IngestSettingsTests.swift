@@ -243,7 +243,8 @@ struct IngestSettingsTests {
         ])
         #expect(
             settings.keyProofs
-                == KeyProofLimits(["app": [.signedTransaction]], unlisted: Set(ProofKind.allCases)))
+                == KeyProofLimits(
+                    ["app": [.signedTransaction]], unlisted: [.receiptData, .signedTransaction, .transactionId]))
         #expect(!settings.keyProofs.isEmpty)
         for caller in [Caller.client("backend"), .unrestricted] {
             #expect(settings.keyProofs.allows(.transactionId, for: caller, authenticationEnabled: true))
