@@ -93,13 +93,17 @@ public struct PurchaseEvent: Codable, Sendable, Equatable {
     public var familyShared: Bool
     public var signedDateMs: Int64
     public var receivedAtMs: Int64
+    /// `RESCIND_CONSENT` (2026-12): the verified `appData.signedAppTransactionInfo`'s `appTransactionId`, the app
+    /// download whose owner withdrew consent; null for every other notification.
+    public var appTransactionId: String?
 
     public init(
         eventId: String, type: PurchaseEventType, notificationType: String, subtype: String?,
         environment: AppStoreEnvironment?, bundleId: String?, appAppleId: Int64?, transaction: VerifiedTransaction?,
         renewal: RenewalSummary?, subscriptionStatus: Int?, familyShared: Bool, signedDateMs: Int64,
-        receivedAtMs: Int64
+        receivedAtMs: Int64, appTransactionId: String? = nil
     ) {
+        self.appTransactionId = appTransactionId
         self.schemaVersion = Self.currentSchemaVersion
         self.eventId = eventId
         self.type = type
@@ -124,6 +128,7 @@ public struct PurchaseEvent: Codable, Sendable, Equatable {
         case subtype, environment
         case bundleId = "bundle_id"
         case appAppleId = "app_apple_id"
+        case appTransactionId = "app_transaction_id"
         case transaction, renewal
         case subscriptionStatus = "subscription_status"
         case familyShared = "family_shared"
@@ -142,6 +147,7 @@ public struct PurchaseEvent: Codable, Sendable, Equatable {
         try c.encode(environment, forKey: .environment)
         try c.encode(bundleId, forKey: .bundleId)
         try c.encode(appAppleId, forKey: .appAppleId)
+        try c.encode(appTransactionId, forKey: .appTransactionId)
         try c.encode(transaction, forKey: .transaction)
         try c.encode(renewal, forKey: .renewal)
         try c.encode(subscriptionStatus, forKey: .subscriptionStatus)

@@ -11,6 +11,8 @@ enum PurchaseEventJSON {
         var out = Writer(capacity: 1_536)
         out.member("app_apple_id", first: true)
         out.number(event.appAppleId)
+        out.member("app_transaction_id")
+        out.string(event.appTransactionId)
         out.member("bundle_id")
         out.string(event.bundleId)
         out.member("environment")
