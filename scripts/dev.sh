@@ -219,6 +219,17 @@ Or a StoreKit 2 signed transaction (transaction 2000000000000002, confirmed with
 
 More transactions: curl '$fake_url/admin/signed-transaction?id=<any number>' (or register one: README of the fake).
 EOT
+    # What AppTransaction.shared holds (app ownership: verified with its app_transaction, nothing credited).
+    signed_app_transaction="$(curl -fsS "$fake_url/admin/signed-app-transaction?id=705000000000001" \
+        | sed -n 's/.*"signed_app_transaction":"\([^"]*\)".*/\1/p')"
+    cat <<EOT
+
+Or the app transaction (AppTransaction.shared: the customer owns the app; the result carries "app_transaction" with
+"original_application_version", confirmed with the fake's Get App Transaction Info, and credits nothing):
+
+  curl -s -X POST 'http://127.0.0.1:$ingest_port/v1/receipts?wait_ms=5000' -H 'Content-Type: application/json' \\
+    -d '{"signed_app_transaction":"$signed_app_transaction","user_id":"user-2"}'
+EOT
 fi
 cat <<EOT
 

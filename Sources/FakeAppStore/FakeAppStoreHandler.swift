@@ -71,6 +71,10 @@ final class FakeAppStoreHandler: HTTPHandler {
             respond(registerTransactions(request))
         case ("GET", "/admin/signed-transaction"):
             respond(signedTransaction(request))
+        case ("POST", "/admin/app-transactions"):
+            respond(registerAppTransactions(request))
+        case ("GET", "/admin/signed-app-transaction"):
+            respond(signedAppTransaction(request))
         case ("POST", "/admin/notification-history"):
             respond(appendNotification(request))
         case ("GET", "/admin/server-api/counters"):
@@ -165,6 +169,45 @@ final class FakeAppStoreHandler: HTTPHandler {
         }
     }
 
+    /// `POST /admin/app-transactions`: one app transaction object, or an array of them.
+    private func registerAppTransactions(_ request: HTTPRequest) -> HTTPResponse {
+        let decoder = JSONDecoder()
+        let appTransactions: [FakeAppTransaction]
+        if let many = try? decoder.decode([FakeAppTransaction].self, from: Data(request.body)) {
+            appTransactions = many
+        } else {
+            do {
+                appTransactions = [try decoder.decode(FakeAppTransaction.self, from: Data(request.body))]
+            } catch {
+                return .json(
+                    400,
+                    "{\"error\":{\"code\":\"bad_app_transaction\",\"message\":\(JSONText.quoted("\(error)"))}}")
+            }
+        }
+        for appTransaction in appTransactions { serverAPI.register(appTransaction) }
+        logger.info("app transactions registered", ["count": .int(appTransactions.count)])
+        return .json(200, "{\"registered\":\(appTransactions.count)}")
+    }
+
+    /// `GET /admin/signed-app-transaction?id=N`: the app transaction JWS a device holds (`AppTransaction.shared`).
+    private func signedAppTransaction(_ request: HTTPRequest) -> HTTPResponse {
+        guard let id = request.query["id"], !id.isEmpty else {
+            return .json(400, "{\"error\":{\"code\":\"missing_id\",\"message\":\"id is required\"}}")
+        }
+        do {
+            guard let jws = try serverAPI.signedAppTransaction(id: id) else {
+                return .json(
+                    404,
+                    "{\"error\":{\"code\":\"unknown_app_transaction\",\"message\":\"not registered and not numeric\"}}")
+            }
+            return .json(
+                200,
+                "{\"app_transaction_id\":\(JSONText.quoted(id)),\"signed_app_transaction\":\(JSONText.quoted(jws))}")
+        } catch {
+            return .json(500, "{\"error\":{\"code\":\"signing_failed\",\"message\":\(JSONText.quoted("\(error)"))}}")
+        }
+    }
+
     private struct NotificationEntryBody: Decodable {
         let signedPayload: String
         let environment: String?
@@ -194,6 +237,13 @@ final class FakeAppStoreHandler: HTTPHandler {
     }
 
     private func serverAPICounters(_ request: HTTPRequest) -> HTTPResponse {
+        if let id = request.query["app_transaction"] {
+            let calls = serverAPI.appTransactionCalls(id)
+            return .json(
+                200,
+                "{\"app_transaction\":\(JSONText.quoted(id)),\"production\":\(calls.production),"
+                    + "\"sandbox\":\(calls.sandbox),\"total\":\(calls.total)}")
+        }
         if let id = request.query["transaction"] {
             let calls = serverAPI.calls(transaction: id)
             return .json(

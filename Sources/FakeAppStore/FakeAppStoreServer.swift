@@ -173,6 +173,23 @@ public final class FakeAppStoreServer: Sendable {
         try handler.serverAPI.signedTransaction(id: id)
     }
 
+    /// Registers (or replaces) an app transaction Get App Transaction Info answers about.
+    public func register(_ appTransaction: FakeAppTransaction) {
+        handler.serverAPI.register(appTransaction)
+    }
+
+    /// The app transaction a device would hold for `id` (`AppTransaction.shared`, signed now), or nil for an unknown
+    /// id.
+    public func signedAppTransaction(id: String) throws -> String? {
+        try handler.serverAPI.signedAppTransaction(id: id)
+    }
+
+    /// Get App Transaction Info calls received about app transaction `id`, by environment.
+    public func serverAPICalls(appTransaction id: String) -> (production: Int, sandbox: Int) {
+        let calls = handler.serverAPI.appTransactionCalls(id)
+        return (calls.production, calls.sandbox)
+    }
+
     /// Server API calls received about transaction `id`, by environment (401s before the id was read excluded).
     public func serverAPICalls(transaction id: String) -> (production: Int, sandbox: Int) {
         let calls = handler.serverAPI.calls(transaction: id)

@@ -6,7 +6,8 @@ import ServiceSupport
 import SignedData
 import Synchronization
 
-/// The fake App Store Server API: Get Transaction Info, Get Transaction History v2 and Get Notification History in
+/// The fake App Store Server API: Get Transaction Info, Get Transaction History v2, Get App Transaction Info
+/// (`FakeServerAPI+AppTransactions.swift`) and Get Notification History in
 /// production (`/inApps/...`) and the sandbox (`/sandbox/inApps/...`), bearer tokens checked, every
 /// `signedTransactionInfo` signed with the fake's signing identity. The admin side registers transactions and
 /// notification history entries and hands out the signed transaction a device would hold. See `README.md`.
@@ -68,7 +69,9 @@ final class FakeServerAPI: Sendable {
     let extensions = Locked(ExtensionState())
     /// Request a Test Notification: where to send it and the tokens handed out.
     let testNotifications = FakeTestNotifications()
-    private let logger: Logger
+    /// App transactions (`FakeServerAPI+AppTransactions.swift`).
+    let appTransactionStore = Locked(FakeAppTransactionStore())
+    let logger: Logger
 
     init(
         signing: FakeSigningIdentity, bearer: FakeBearerVerifier, defaultBundleId: String, defaultProductId: String,
@@ -106,6 +109,7 @@ final class FakeServerAPI: Sendable {
     func reset() {
         state.withLock { $0 = State() }
         consumptionAnswers.withLock { $0 = [:] }
+        appTransactionStore.withLock { $0 = FakeAppTransactionStore() }
         extensions.withLock { $0 = ExtensionState() }
         testNotifications.reset()
     }
@@ -195,7 +199,9 @@ final class FakeServerAPI: Sendable {
     func handle(_ request: HTTPRequest, path: String, sandbox: Bool) -> (HTTPResponse, delayMs: Int)? {
         let environment = sandbox ? "Sandbox" : "Production"
         let route: Route
-        if request.method == "GET", let id = Self.suffix(path, after: "/inApps/v1/transactions/") {
+        if request.method == "GET", let id = Self.suffix(path, after: "/inApps/v1/transactions/appTransactions/") {
+            route = .appTransactionInfo(id)
+        } else if request.method == "GET", let id = Self.suffix(path, after: "/inApps/v1/transactions/") {
             route = .transactionInfo(id)
         } else if request.method == "GET", let id = Self.suffix(path, after: "/inApps/v2/history/") {
             route = .history(id)
@@ -247,10 +253,13 @@ final class FakeServerAPI: Sendable {
             return (testNotifications.request(bundleId: bundleId, environment: environment), 0)
         case .testNotificationStatus(let token):
             return (testNotifications.status(token: token.removingPercentEncoding ?? token), 0)
+        case .appTransactionInfo(let id):
+            return appTransactionInfo(id: id, bundleId: bundleId, environment: environment)
         }
     }
 
     enum Route {
+        case appTransactionInfo(String)
         case transactionInfo(String)
         case history(String)
         case refundHistory(String)
@@ -346,7 +355,7 @@ final class FakeServerAPI: Sendable {
                         transaction, id: id, body: request.body, bundleId: bundleId, environment: environment),
                     delayMs)
             case .notificationHistory, .orderLookup, .massExtend, .massExtendStatus, .requestTestNotification,
-                .testNotificationStatus:
+                .testNotificationStatus, .appTransactionInfo:
                 return (Self.error(404, 4_040_000, "no such endpoint"), delayMs)
             }
         } catch {

@@ -72,6 +72,9 @@ public struct FakeServerTransaction: Codable, Sendable, Equatable {
     public var offerDiscountType: String?
     public var priceMilliunits: Int64?
     public var currency: String?
+    /// `appTransactionId` (2025): the app download this purchase was made under, written when set; Get App
+    /// Transaction Info with this transaction's id answers that app transaction (registered, or the default one).
+    public var appTransactionId: String?
     /// Scripted failures, consumed in order.
     public var failures: [Failure]?
     /// Production answers 401 to any call about it (an app without a release in production).
@@ -93,8 +96,9 @@ public struct FakeServerTransaction: Codable, Sendable, Equatable {
         customer: String? = nil, offerType: Int? = nil, offerDiscountType: String? = nil,
         priceMilliunits: Int64? = nil, currency: String? = nil, failures: [Failure]? = nil,
         productionUnauthorized: Bool? = nil, delayMs: Int? = nil, orderId: String? = nil,
-        subscriptionGroup: String? = nil
+        subscriptionGroup: String? = nil, appTransactionId: String? = nil
     ) {
+        self.appTransactionId = appTransactionId
         self.id = id
         self.environment = environment
         self.bundleId = bundleId
@@ -143,6 +147,7 @@ public struct FakeServerTransaction: Codable, Sendable, Equatable {
         case offerType = "offer_type"
         case offerDiscountType = "offer_discount_type"
         case priceMilliunits = "price_milliunits"
+        case appTransactionId = "app_transaction_id"
         case productionUnauthorized = "production_unauthorized"
         case delayMs = "delay_ms"
         case orderId = "order_id"
@@ -201,6 +206,7 @@ public struct FakeServerTransaction: Codable, Sendable, Equatable {
         if let revocationPercentage { fields.append("\"revocationPercentage\":\(revocationPercentage)") }
         if let offerType { fields.append("\"offerType\":\(offerType)") }
         if let offerDiscountType { fields.append("\"offerDiscountType\":\(JSONText.quoted(offerDiscountType))") }
+        if let appTransactionId { fields.append("\"appTransactionId\":\(JSONText.quoted(appTransactionId))") }
         if isAutoRenewable {
             let group = subscriptionGroup ?? Self.defaultSubscriptionGroup
             fields.append("\"subscriptionGroupIdentifier\":\(JSONText.quoted(group))")

@@ -57,18 +57,20 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
         APIError(status: 400, code: "invalid_json", message: "the body must be a JSON object")
     }
 
-    /// None of the three proofs. The code keeps its first name (clients branch on codes).
+    /// None of the proofs. The code keeps its first name (clients branch on codes).
     static func missingProof() -> APIError {
         APIError(
             status: 400, code: "missing_receipt",
             message: "one of receipt_data (or receipt: the base64 app receipt), signed_transaction (StoreKit 2 "
-                + "Transaction.jwsRepresentation) or transaction_id is required")
+                + "Transaction.jwsRepresentation), transaction_id or signed_app_transaction (StoreKit 2 "
+                + "AppTransaction) is required")
     }
 
     static func multipleProofs() -> APIError {
         APIError(
             status: 400, code: "multiple_proofs",
-            message: "send exactly one of receipt_data (or receipt), signed_transaction, transaction_id")
+            message: "send exactly one of receipt_data (or receipt), signed_transaction, transaction_id, "
+                + "signed_app_transaction")
     }
 
     static func invalidReceipt(_ problem: String) -> APIError {
@@ -77,6 +79,10 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
 
     static func invalidSignedTransaction(_ problem: String) -> APIError {
         APIError(status: 400, code: "invalid_signed_transaction", message: problem)
+    }
+
+    static func invalidSignedAppTransaction(_ problem: String) -> APIError {
+        APIError(status: 400, code: "invalid_signed_app_transaction", message: problem)
     }
 
     static func invalidTransactionId() -> APIError {
@@ -135,7 +141,7 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
             sentAs = " (a StoreKit 2 signed transaction counts as one also when sent as receipt_data)"
         case .transactionId:
             sentAs = " (a bare transaction id needs a grant for this key in INGEST_KEY_PROOFS)"
-        case .receiptData:
+        case .receiptData, .signedAppTransaction:
             sentAs = ""
         }
         return APIError(

@@ -259,8 +259,9 @@ public struct IngestSettings: Sendable {
                                            (logged as a warning)
           INGEST_KEY_PROOFS                the proof kinds each key may submit, comma-separated entries
                                            'name:kind+kind' with kinds receipt_data, signed_transaction,
-                                           transaction_id. A key without an entry may submit receipt_data and
-                                           signed_transaction only: a bare transaction_id, which anyone who
+                                           transaction_id, signed_app_transaction. A key without an entry may
+                                           submit receipt_data, signed_transaction and signed_app_transaction
+                                           only: a bare transaction_id, which anyone who
                                            learns one could submit, needs a grant (server-to-server keys, e.g.
                                            backend:receipt_data+signed_transaction+transaction_id). The name
                                            '*' sets every key not listed, unnamed keys included

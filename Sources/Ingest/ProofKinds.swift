@@ -1,11 +1,13 @@
 import ReceiptModel
 import ServiceSupport
 
-/// The three kinds of proof a submission may carry, by their contract field names.
+/// The kinds of proof a submission may carry, by their contract field names.
 public enum ProofKind: String, Sendable, Hashable, CaseIterable {
     case receiptData = "receipt_data"
     case signedTransaction = "signed_transaction"
     case transactionId = "transaction_id"
+    /// A StoreKit 2 app transaction (app ownership; nothing to credit).
+    case signedAppTransaction = "signed_app_transaction"
 
     /// The effective kind of a parsed (normalized) proof: what the verifier will check. A StoreKit 2 signed
     /// transaction sent as `receipt_data` was already made a `signed_transaction` by `SubmissionRequest`, and
@@ -15,13 +17,15 @@ public enum ProofKind: String, Sendable, Hashable, CaseIterable {
         case .receipt: self = .receiptData
         case .signedTransaction: self = .signedTransaction
         case .transactionId: self = .transactionId
+        case .signedAppTransaction: self = .signedAppTransaction
         }
     }
 }
 
 /// `INGEST_KEY_PROOFS`: the proof kinds each API key may submit.
 ///
-/// By default (issue 24, 2026-12) a key may submit app receipts and signed transactions (`defaultKinds`), and a bare
+/// By default (issue 24, 2026-12) a key may submit app receipts, signed transactions and app transactions
+/// (`defaultKinds`: what a device holds, signed by Apple), and a bare
 /// `transaction_id` only when granted: anyone who learns a transaction id (it is on the customer's e-mail receipt,
 /// in logs, in support tickets) could otherwise claim the purchase first with a key shipped inside an app. Grant it to
 /// server-to-server keys by name (`backend:receipt_data+signed_transaction+transaction_id`). The name `*` sets the
@@ -33,8 +37,9 @@ public enum ProofKind: String, Sendable, Hashable, CaseIterable {
 /// is one of `INGEST_API_KEYS`' names, so every key under it (a rotation) shares the limit. The kind is the effective
 /// one (`ProofKind.init(_:)`): a signed transaction sent as `receipt_data` needs `signed_transaction`.
 public struct KeyProofLimits: Sendable, Equatable {
-    /// What a key may submit without an entry of its own: receipts and signed transactions, no bare transaction id.
-    public static let defaultKinds: Set<ProofKind> = [.receiptData, .signedTransaction]
+    /// What a key may submit without an entry of its own: receipts, signed transactions and app transactions, no bare
+    /// transaction id.
+    public static let defaultKinds: Set<ProofKind> = [.receiptData, .signedTransaction, .signedAppTransaction]
     /// The entry name that sets the kinds of every key not listed by name (unnamed keys included). Never a key
     /// name: names are `[A-Za-z0-9._-]`.
     public static let everyOtherKey = "*"
@@ -130,7 +135,7 @@ public struct KeyProofLimits: Sendable, Equatable {
     func refusal(of kind: ProofKind, for caller: Caller, authenticationEnabled: Bool) -> APIError? {
         let allowed = allowedKinds(for: caller, authenticationEnabled: authenticationEnabled)
         guard !allowed.contains(kind) else { return nil }
-        // In contract order: receipt_data, signed_transaction, transaction_id.
+        // In contract order: receipt_data, signed_transaction, transaction_id, signed_app_transaction.
         return .proofNotAllowed(kind, allowed: ProofKind.allCases.filter(allowed.contains))
     }
 }

@@ -4,7 +4,8 @@ import ReceiptModel
 /// The body of `POST /v1/receipts`, validated and normalized: contract fields, or the aliases existing iOS clients
 /// send (`receipt`, `orderNo`, `transactionId`, `sandbox`).
 ///
-/// Exactly one proof: `receipt_data` (alias `receipt`), `signed_transaction` or `transaction_id`. A StoreKit 2
+/// Exactly one proof: `receipt_data` (alias `receipt`), `signed_transaction`, `transaction_id` or
+/// `signed_app_transaction` (a StoreKit 2 app transaction, checked like a signed transaction). A StoreKit 2
 /// signed transaction (a compact JWS) sent as `receipt_data` is taken as `signed_transaction`. Normalization: base64
 /// without whitespace or line breaks; ids given as JSON integers become their decimal text; empty optional strings
 /// count as absent; `expected_app_account_token` lower-cased. Unknown fields are ignored. What `submission(...)`
@@ -102,12 +103,14 @@ public struct SubmissionRequest: Sendable, Equatable {
 
     // MARK: - Fields
 
-    /// Exactly one of the three proofs, normalized.
+    /// Exactly one of the proofs, normalized.
     private static func proof(_ object: [String: Any]) throws(APIError) -> PurchaseProof {
         let receipt = try field(object, "receipt_data", alias: "receipt", allowNumbers: false, limited: false)
         let signed = try field(object, "signed_transaction", alias: nil, allowNumbers: false, limited: false)
         let transactionId = try field(object, "transaction_id", alias: nil)
-        let given = [receipt, signed, transactionId].compactMap { $0 }.count
+        let appTransaction = try field(
+            object, "signed_app_transaction", alias: nil, allowNumbers: false, limited: false)
+        let given = [receipt, signed, transactionId, appTransaction].compactMap { $0 }.count
         guard given == 1 else {
             throw given == 0 ? .missingProof() : .multipleProofs()
         }
@@ -130,6 +133,13 @@ public struct SubmissionRequest: Sendable, Equatable {
         }
         if let signed {
             return .signedTransaction(try signedTransaction(signed, sentAs: nil))
+        }
+        if let appTransaction {
+            do {
+                return .signedAppTransaction(try SignedTransactionText.normalize(appTransaction))
+            } catch {
+                throw .invalidSignedAppTransaction(error.message(for: .signedAppTransaction))
+            }
         }
         guard let transactionId, TransactionIdText.isValid(transactionId) else {
             throw .invalidTransactionId()

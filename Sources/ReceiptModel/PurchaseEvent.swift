@@ -28,11 +28,14 @@ public struct RenewalSummary: Codable, Sendable, Equatable {
     /// The billing plan of the next renewal (`renewalBillingPlanType`, 2026 commitment plans: `BILLED_UPFRONT`,
     /// `MONTHLY`); null when Apple's data has none.
     public var renewalBillingPlanType: String?
+    /// The renewal info's `appTransactionId` (2025; the same as its transaction's); null when Apple's data has none.
+    public var appTransactionId: String?
 
     public init(
         autoRenewStatus: Int?, autoRenewProductId: String?, expirationIntent: Int?, gracePeriodExpiresDateMs: Int64?,
-        isInBillingRetryPeriod: Bool?, renewalBillingPlanType: String? = nil
+        isInBillingRetryPeriod: Bool?, renewalBillingPlanType: String? = nil, appTransactionId: String? = nil
     ) {
+        self.appTransactionId = appTransactionId
         self.renewalBillingPlanType = renewalBillingPlanType
         self.autoRenewStatus = autoRenewStatus
         self.autoRenewProductId = autoRenewProductId
@@ -48,6 +51,7 @@ public struct RenewalSummary: Codable, Sendable, Equatable {
         case gracePeriodExpiresDateMs = "grace_period_expires_date_ms"
         case isInBillingRetryPeriod = "is_in_billing_retry_period"
         case renewalBillingPlanType = "renewal_billing_plan_type"
+        case appTransactionId = "app_transaction_id"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -58,6 +62,7 @@ public struct RenewalSummary: Codable, Sendable, Equatable {
         try c.encode(gracePeriodExpiresDateMs, forKey: .gracePeriodExpiresDateMs)
         try c.encode(isInBillingRetryPeriod, forKey: .isInBillingRetryPeriod)
         try c.encode(renewalBillingPlanType, forKey: .renewalBillingPlanType)
+        try c.encode(appTransactionId, forKey: .appTransactionId)
     }
 }
 
@@ -88,13 +93,17 @@ public struct PurchaseEvent: Codable, Sendable, Equatable {
     public var familyShared: Bool
     public var signedDateMs: Int64
     public var receivedAtMs: Int64
+    /// `RESCIND_CONSENT` (2026-12): the verified `appData.signedAppTransactionInfo`'s `appTransactionId`, the app
+    /// download whose owner withdrew consent; null for every other notification.
+    public var appTransactionId: String?
 
     public init(
         eventId: String, type: PurchaseEventType, notificationType: String, subtype: String?,
         environment: AppStoreEnvironment?, bundleId: String?, appAppleId: Int64?, transaction: VerifiedTransaction?,
         renewal: RenewalSummary?, subscriptionStatus: Int?, familyShared: Bool, signedDateMs: Int64,
-        receivedAtMs: Int64
+        receivedAtMs: Int64, appTransactionId: String? = nil
     ) {
+        self.appTransactionId = appTransactionId
         self.schemaVersion = Self.currentSchemaVersion
         self.eventId = eventId
         self.type = type
@@ -119,6 +128,7 @@ public struct PurchaseEvent: Codable, Sendable, Equatable {
         case subtype, environment
         case bundleId = "bundle_id"
         case appAppleId = "app_apple_id"
+        case appTransactionId = "app_transaction_id"
         case transaction, renewal
         case subscriptionStatus = "subscription_status"
         case familyShared = "family_shared"
@@ -137,6 +147,7 @@ public struct PurchaseEvent: Codable, Sendable, Equatable {
         try c.encode(environment, forKey: .environment)
         try c.encode(bundleId, forKey: .bundleId)
         try c.encode(appAppleId, forKey: .appAppleId)
+        try c.encode(appTransactionId, forKey: .appTransactionId)
         try c.encode(transaction, forKey: .transaction)
         try c.encode(renewal, forKey: .renewal)
         try c.encode(subscriptionStatus, forKey: .subscriptionStatus)

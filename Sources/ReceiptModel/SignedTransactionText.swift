@@ -1,6 +1,6 @@
 import Foundation
 
-/// Why a `signed_transaction` value cannot be a StoreKit 2 signed transaction.
+/// Why a `signed_transaction` (or `signed_app_transaction`) value cannot be StoreKit 2 signed data.
 public enum SignedTransactionProblem: Error, Sendable, Equatable, CustomStringConvertible {
     case empty
     case tooLarge(bytes: Int, limit: Int)
@@ -11,19 +11,37 @@ public enum SignedTransactionProblem: Error, Sendable, Equatable, CustomStringCo
     /// The header names another algorithm than ES256 (Apple signs with ES256 only).
     case unsupportedAlgorithm(String?)
 
-    public var description: String {
+    public var description: String { message(for: .signedTransaction) }
+
+    /// The problem, naming the field the JWS was sent in and what the app should send there.
+    public func message(for field: SignedDataField) -> String {
+        let name = field.rawValue
         switch self {
         case .empty:
-            "signed_transaction is empty"
+            return "\(name) is empty"
         case .tooLarge(let bytes, let limit):
-            "signed_transaction is \(bytes) bytes, over the limit of \(limit)"
+            return "\(name) is \(bytes) bytes, over the limit of \(limit)"
         case .notCompactJWS:
-            "signed_transaction is not a compact JWS (three base64url segments joined by dots): send "
-                + "Transaction.jwsRepresentation unchanged"
+            return "\(name) is not a compact JWS (three base64url segments joined by dots): send "
+                + "\(field.deviceSource) unchanged"
         case .unreadableHeader:
-            "signed_transaction's header is not a base64url JSON object"
+            return "\(name)'s header is not a base64url JSON object"
         case .unsupportedAlgorithm(let alg):
-            "signed_transaction's header names alg \(alg.map { "'\($0)'" } ?? "(none)"); Apple signs with ES256 only"
+            return "\(name)'s header names alg \(alg.map { "'\($0)'" } ?? "(none)"); Apple signs with ES256 only"
+        }
+    }
+}
+
+/// The submission fields that carry StoreKit 2 signed data (both checked by `SignedTransactionText.normalize`).
+public enum SignedDataField: String, Sendable, CaseIterable {
+    case signedTransaction = "signed_transaction"
+    case signedAppTransaction = "signed_app_transaction"
+
+    /// What the app sends in it, as StoreKit names it.
+    public var deviceSource: String {
+        switch self {
+        case .signedTransaction: "Transaction.jwsRepresentation"
+        case .signedAppTransaction: "AppTransaction.shared's jwsRepresentation"
         }
     }
 }

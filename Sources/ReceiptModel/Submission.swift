@@ -7,7 +7,7 @@ public struct Submission: Sendable, Equatable {
     public var schemaVersion: Int
     /// Unique per submission; resubmitting the same id is safe (same verdict).
     public var submissionId: String
-    /// Exactly one of `receipt_data`, `signed_transaction`, `transaction_id`, normalized.
+    /// Exactly one of `receipt_data`, `signed_transaction`, `transaction_id`, `signed_app_transaction`, normalized.
     public var proof: PurchaseProof
     /// The name of the ingest API key that submitted it (named keys only).
     public var clientId: String?
@@ -71,6 +71,7 @@ extension Submission: Codable {
         case receiptData = "receipt_data"
         case signedTransaction = "signed_transaction"
         case transactionId = "transaction_id"
+        case signedAppTransaction = "signed_app_transaction"
         case clientId = "client_id"
         case orderId = "order_id"
         case userId = "user_id"
@@ -89,6 +90,7 @@ extension Submission: Codable {
         case .receipt(let text): try c.encode(text, forKey: .receiptData)
         case .signedTransaction(let text): try c.encode(text, forKey: .signedTransaction)
         case .transactionId(let text): try c.encode(text, forKey: .transactionId)
+        case .signedAppTransaction(let text): try c.encode(text, forKey: .signedAppTransaction)
         }
         try c.encodeIfPresent(clientId, forKey: .clientId)
         try c.encodeIfPresent(orderId, forKey: .orderId)
@@ -107,12 +109,15 @@ extension Submission: Codable {
             try c.decodeIfPresent(String.self, forKey: .receiptData).map(PurchaseProof.receipt),
             try c.decodeIfPresent(String.self, forKey: .signedTransaction).map(PurchaseProof.signedTransaction),
             try c.decodeIfPresent(String.self, forKey: .transactionId).map(PurchaseProof.transactionId),
+            try c.decodeIfPresent(String.self, forKey: .signedAppTransaction).map(PurchaseProof.signedAppTransaction),
         ].compactMap { $0 }
         guard proofs.count == 1, let proof = proofs.first else {
             throw DecodingError.dataCorrupted(
                 .init(
                     codingPath: decoder.codingPath,
-                    debugDescription: "exactly one of receipt_data, signed_transaction, transaction_id is required"))
+                    debugDescription:
+                        "exactly one of receipt_data, signed_transaction, transaction_id, signed_app_transaction is "
+                        + "required"))
         }
         self.init(
             submissionId: try c.decode(String.self, forKey: .submissionId), proof: proof,

@@ -99,17 +99,16 @@ extension Submission {
         init(_ problem: String) { self.problem = problem }
     }
 
-    /// Exactly one of the three proof fields, normalized.
+    /// Exactly one of the four proof fields, normalized.
     private static func proofField(_ object: [String: Any]) throws(FieldProblem) -> PurchaseProof {
         let receipt = try stringField(object, "receipt_data", maximumLength: nil)
         let signed = try stringField(object, "signed_transaction", maximumLength: nil)
         let transactionId = try idField(object, "transaction_id")
-        let present = [receipt, signed, transactionId].compactMap { $0 }.count
+        let appTransaction = try stringField(object, "signed_app_transaction", maximumLength: nil)
+        let present = [receipt, signed, transactionId, appTransaction].compactMap { $0 }.count
+        let names = PurchaseProof.fieldNames.joined(separator: ", ")
         guard present == 1 else {
-            throw FieldProblem(
-                present == 0
-                    ? "none of receipt_data, signed_transaction, transaction_id is present"
-                    : "more than one of receipt_data, signed_transaction, transaction_id is present")
+            throw FieldProblem(present == 0 ? "none of \(names) is present" : "more than one of \(names) is present")
         }
         if let receipt {
             do {
@@ -123,6 +122,13 @@ extension Submission {
                 return .signedTransaction(try SignedTransactionText.normalize(signed))
             } catch {
                 throw FieldProblem(error.description)
+            }
+        }
+        if let appTransaction {
+            do {
+                return .signedAppTransaction(try SignedTransactionText.normalize(appTransaction))
+            } catch {
+                throw FieldProblem(error.message(for: .signedAppTransaction))
             }
         }
         guard let transactionId, TransactionIdText.isValid(transactionId) else {

@@ -40,6 +40,10 @@ public struct VerifiedTransaction: Codable, Sendable, Equatable {
     /// unchanged; null when Apple's data has none.
     public var billingPlanType: String?
     public var commitmentInfo: JSONValue?
+    /// Apple's `appTransactionId` (2025): one id per Apple Account (and family member) that downloaded the app, the
+    /// same after a redownload, a refund or on another device; ties purchases to one app installation history. Null
+    /// when Apple's data has none (verifyReceipt, signed data from before 2025).
+    public var appTransactionId: String?
     /// The product catalog entry's `credit` object, or null (no catalog, or the product is not in it). Granted
     /// `quantity` times.
     public var credit: JSONValue?
@@ -61,8 +65,10 @@ public struct VerifiedTransaction: Codable, Sendable, Equatable {
         revocationPercentage: Int? = nil, creditable: Bool = true, credit: JSONValue? = nil, isUpgraded: Bool = false,
         price: Int64? = nil, currency: String? = nil, transactionReason: String? = nil,
         notCreditableReason: NotCreditableReason? = nil, offerDiscountType: String? = nil, offerPeriod: String? = nil,
-        billingPlanType: String? = nil, commitmentInfo: JSONValue? = nil, environment: AppStoreEnvironment
+        billingPlanType: String? = nil, commitmentInfo: JSONValue? = nil, appTransactionId: String? = nil,
+        environment: AppStoreEnvironment
     ) {
+        self.appTransactionId = appTransactionId
         self.offerDiscountType = offerDiscountType
         self.offerPeriod = offerPeriod
         self.billingPlanType = billingPlanType
@@ -117,6 +123,7 @@ public struct VerifiedTransaction: Codable, Sendable, Equatable {
         case offerPeriod = "offer_period"
         case billingPlanType = "billing_plan_type"
         case commitmentInfo = "commitment_info"
+        case appTransactionId = "app_transaction_id"
         case credit
         case isUpgraded = "is_upgraded"
         case price
@@ -149,6 +156,7 @@ public struct VerifiedTransaction: Codable, Sendable, Equatable {
         try c.encode(offerPeriod, forKey: .offerPeriod)
         try c.encode(billingPlanType, forKey: .billingPlanType)
         try c.encode(commitmentInfo ?? .null, forKey: .commitmentInfo)
+        try c.encode(appTransactionId, forKey: .appTransactionId)
         try c.encode(credit ?? .null, forKey: .credit)
         try c.encode(isUpgraded, forKey: .isUpgraded)
         try c.encode(price, forKey: .price)
@@ -182,6 +190,7 @@ public struct VerifiedTransaction: Codable, Sendable, Equatable {
         billingPlanType = try c.decodeIfPresent(String.self, forKey: .billingPlanType)
         let commitment = try c.decodeIfPresent(JSONValue.self, forKey: .commitmentInfo)
         commitmentInfo = commitment == .null ? nil : commitment
+        appTransactionId = try c.decodeIfPresent(String.self, forKey: .appTransactionId)
         let credit = try c.decodeIfPresent(JSONValue.self, forKey: .credit)
         self.credit = credit == .null ? nil : credit
         isUpgraded = try c.decodeIfPresent(Bool.self, forKey: .isUpgraded) ?? false

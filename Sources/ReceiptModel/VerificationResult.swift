@@ -23,6 +23,9 @@ public struct VerificationResult: Codable, Sendable, Equatable {
     public var environment: AppStoreEnvironment?
     public var bundleId: String?
     public var transactions: [VerifiedTransaction]
+    /// The verified app transaction of a `signed_app_transaction` submission (verified: Apple's copy; rejected: the
+    /// submitted one, when its signature verified); null for every other proof. It credits nothing.
+    public var appTransaction: VerifiedAppTransaction?
     /// Hex SHA-256 of the submission's proof and expectations (see `SubmissionFingerprint`); null only on a `failed`
     /// result for a message whose proof could not be read.
     public var submissionFingerprint: String?
@@ -34,9 +37,10 @@ public struct VerificationResult: Codable, Sendable, Equatable {
         submissionId: String, orderId: String?, userId: String?, clientId: String? = nil, outcome: Outcome,
         reason: Reason?, source: VerificationSource? = nil, message: String?, appleStatus: Int?,
         environment: AppStoreEnvironment?, bundleId: String?, transactions: [VerifiedTransaction],
-        submissionFingerprint: String? = nil, attempts: Int, verifiedAtMs: Int64,
-        schemaVersion: Int = VerificationResult.currentSchemaVersion
+        appTransaction: VerifiedAppTransaction? = nil, submissionFingerprint: String? = nil, attempts: Int,
+        verifiedAtMs: Int64, schemaVersion: Int = VerificationResult.currentSchemaVersion
     ) {
+        self.appTransaction = appTransaction
         self.schemaVersion = schemaVersion
         self.submissionId = submissionId
         self.orderId = orderId
@@ -66,6 +70,7 @@ public struct VerificationResult: Codable, Sendable, Equatable {
         case environment
         case bundleId = "bundle_id"
         case transactions
+        case appTransaction = "app_transaction"
         case submissionFingerprint = "submission_fingerprint"
         case attempts
         case verifiedAtMs = "verified_at_ms"
@@ -87,6 +92,7 @@ public struct VerificationResult: Codable, Sendable, Equatable {
         try c.encode(environment, forKey: .environment)
         try c.encode(bundleId, forKey: .bundleId)
         try c.encode(transactions, forKey: .transactions)
+        try c.encode(appTransaction, forKey: .appTransaction)
         try c.encode(submissionFingerprint, forKey: .submissionFingerprint)
         try c.encode(attempts, forKey: .attempts)
         try c.encode(verifiedAtMs, forKey: .verifiedAtMs)

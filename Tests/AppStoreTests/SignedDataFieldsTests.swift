@@ -32,4 +32,31 @@ import Testing
         #expect(try MessageCoding.decode(VerifiedTransaction.self, from: Array(json.utf8)) == carried)
     }
 
+    /// Issue 29 item 2: a signed transaction's `appTransactionId`, through the real decoder and mapping, in the
+    /// result's transaction as `app_transaction_id`; null (never omitted) when Apple's data has none. Money, the
+    /// credit and the credit key do not depend on it.
+    @Test func signedDataAppTransactionIdIsCarriedAndNullWhenAbsent() throws {
+        func carried(_ extra: String) throws -> VerifiedTransaction {
+            let payload = try SignedPayloadDecoder.decode(
+                JWSTransactionPayload.self,
+                from: Array(
+                    (#"{"transactionId":"7","originalTransactionId":"7","productId":"gems_100","#
+                        + #""purchaseDate":1700000000000,"type":"Consumable""# + extra + "}").utf8))
+            let apple = try SignedTransactionMapping.transaction(payload)
+            return VerdictRules.normalize(apple, .production, catalog: Self.catalog)
+        }
+        let with = try carried(#","appTransactionId":"705000000000001""#)
+        let without = try carried("")
+        #expect(with.appTransactionId == "705000000000001")
+        #expect(without.appTransactionId == nil)
+        #expect(with.creditKey == without.creditKey && with.creditable && without.creditable)
+        #expect(with.credit == without.credit)
+        let withJSON = String(decoding: try MessageCoding.encode(with), as: UTF8.self)
+        let withoutJSON = String(decoding: try MessageCoding.encode(without), as: UTF8.self)
+        #expect(withJSON.contains(#""app_transaction_id":"705000000000001""#))
+        #expect(withoutJSON.contains(#""app_transaction_id":null"#))
+        #expect(try MessageCoding.decode(VerifiedTransaction.self, from: Array(withJSON.utf8)) == with)
+        #expect(try MessageCoding.decode(VerifiedTransaction.self, from: Array(withoutJSON.utf8)) == without)
+    }
+
 }

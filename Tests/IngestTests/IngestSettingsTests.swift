@@ -213,10 +213,11 @@ struct IngestSettingsTests {
         #expect(settings.keyProofs.allows(.signedTransaction, for: .client("app"), authenticationEnabled: true))
         #expect(!settings.keyProofs.allows(.receiptData, for: .client("partner"), authenticationEnabled: true))
         #expect(settings.keyProofs.allows(.transactionId, for: .client("partner"), authenticationEnabled: true))
-        // Not listed (a named key, an unnamed one): receipts and signed transactions, no bare transaction id.
+        // Not listed (a named key, an unnamed one): receipts, signed transactions and app transactions, no bare
+        // transaction id.
         for caller in [Caller.client("backend"), .unrestricted] {
             #expect(settings.keyProofs.allowedKinds(for: caller, authenticationEnabled: true) == [
-                .receiptData, .signedTransaction,
+                .receiptData, .signedTransaction, .signedAppTransaction,
             ])
             #expect(!settings.keyProofs.allows(.transactionId, for: caller, authenticationEnabled: true))
         }
@@ -242,7 +243,8 @@ struct IngestSettingsTests {
         ])
         #expect(
             settings.keyProofs
-                == KeyProofLimits(["app": [.signedTransaction]], unlisted: Set(ProofKind.allCases)))
+                == KeyProofLimits(
+                    ["app": [.signedTransaction]], unlisted: [.receiptData, .signedTransaction, .transactionId]))
         #expect(!settings.keyProofs.isEmpty)
         for caller in [Caller.client("backend"), .unrestricted] {
             #expect(settings.keyProofs.allows(.transactionId, for: caller, authenticationEnabled: true))
@@ -266,7 +268,8 @@ struct IngestSettingsTests {
         ("nobody:receipt_data", "'nobody' is not the name of a key in INGEST_API_KEYS"),
         ("k5:receipt_data", "gives a key of INGEST_API_KEYS where its name belongs"),
         ("secret-1:receipt_data", "gives a key of INGEST_API_KEYS where its name belongs"),
-        ("app:receipts", "'receipts' is not a proof kind (receipt_data, signed_transaction, transaction_id)"),
+        ("app:receipts",
+         "'receipts' is not a proof kind (receipt_data, signed_transaction, transaction_id, signed_app_transaction)"),
         ("app:", "needs at least one proof kind"),
         ("app:receipt_data+", "needs at least one proof kind"),
         ("app:receipt_data,app:transaction_id", "entry 2: 'app' is listed twice"),

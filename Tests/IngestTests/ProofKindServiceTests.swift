@@ -87,6 +87,27 @@ struct ProofKindServiceTests {
         #expect(ingest.scrape().contains(#"ingest_proof_refusals_total{client="backend",proof="transaction_id"} 1"#))
     }
 
+    @Test("an app transaction is a device proof: unlisted keys may submit it, a key limited to others gets 403")
+    func appTransactions() throws {
+        let ingest = try start()
+        defer { ingest.service.drain() }
+        let body = #"{"signed_app_transaction":"\#(sampleJWS)","user_id":"u-1"}"#
+        for headers in [Self.backend, Self.unnamed] { #expect(try ingest.post(body, headers: headers).status == 202) }
+        for headers in [Self.receiptsOnly, Self.app] {
+            let refused = try ingest.post(body, headers: headers)
+            #expect(refused.status == 403)
+            #expect(refused.errorCode == "proof_not_allowed")
+            #expect(refused.errorMessage?.contains("may not submit signed_app_transaction") == true)
+        }
+        #expect(
+            ingest.scrape().contains(#"ingest_proof_refusals_total{client="receipts",proof="signed_app_transaction"} 1"#))
+        #expect(try ingest.writtenSubmissions().map(\.proof) == [.signedAppTransaction(sampleJWS), .signedAppTransaction(sampleJWS)])
+        let malformed = try ingest.post(#"{"signed_app_transaction":"abc"}"#, headers: Self.backend)
+        #expect(malformed.status == 400)
+        #expect(malformed.errorCode == "invalid_signed_app_transaction")
+        #expect(malformed.errorMessage?.contains("AppTransaction.shared") == true)
+    }
+
     @Test("a key granted transaction_id by name, or by '*', submits it")
     func grantedTransactionIds() throws {
         let ingest = try InProcessIngest.start {

@@ -52,8 +52,9 @@ struct SubmissionRequestTests {
                     expectedAppAccountToken: "7e3fb20b-4cdb-47cc-936d-99d65f608138"))
     }
 
-    @Test("the three kinds of proof", arguments: [
+    @Test("the four kinds of proof", arguments: [
         (#"{"receipt_data":"aGVsbG8="}"#, PurchaseProof.receipt("aGVsbG8=")),
+        (#"{"signed_app_transaction":"\t\#(sampleJWS) "}"#, .signedAppTransaction(sampleJWS)),
         (#"{"receipt":"aGVs\nbG8="}"#, .receipt("aGVsbG8=")),
         (#"{"signed_transaction":"  \#(sampleJWS)\n"}"#, .signedTransaction(sampleJWS)),
         (#"{"transaction_id":"2000000123456789"}"#, .transactionId("2000000123456789")),
@@ -150,6 +151,12 @@ struct SubmissionRequestTests {
         (#"{"receipt_data":"aGVsbG8=","signed_transaction":"\#(sampleJWS)"}"#, "multiple_proofs"),
         (#"{"receipt_data":"aGVsbG8=","transaction_id":"1"}"#, "multiple_proofs"),
         (#"{"signed_transaction":"\#(sampleJWS)","transaction_id":"1"}"#, "multiple_proofs"),
+        (#"{"signed_app_transaction":"\#(sampleJWS)","signed_transaction":"\#(sampleJWS)"}"#, "multiple_proofs"),
+        (#"{"signed_app_transaction":"\#(sampleJWS)","receipt":"aGVsbG8="}"#, "multiple_proofs"),
+        (#"{"signed_app_transaction":12}"#, "invalid_field"),
+        (#"{"signed_app_transaction":"abc.def"}"#, "invalid_signed_app_transaction"),
+        (#"{"signed_app_transaction":"eyJhbGciOiJIUzI1NiJ9.eyJ0eCI6MX0.c2ln"}"#, "invalid_signed_app_transaction"),
+        (#"{"signed_app_transaction":"eyJhbGciOiJFUzI1NiJ9.eyJ0eCI6MX0.c2l+"}"#, "invalid_signed_app_transaction"),
         (#"{"receipt_data":"not base64!"}"#, "invalid_receipt"),
         (#"{"receipt_data":"abc"}"#, "invalid_receipt"),
         (#"{"receipt_data":12}"#, "invalid_field"),
@@ -251,6 +258,7 @@ struct SubmissionRequestTests {
         #"{"signed_transaction":"\#(sampleJWS)","expected_app_account_token":"7E3FB20B-4CDB-47CC-936D-99D65F608138"}"#,
         #"{"transaction_id":2000000123456789,"expected_product_id":123,"order_id":null,"user_id":""}"#,
         #"{"transaction_id":"1","expected_transaction_id":"1","expected_product_id":"p","submission_id":"s-9"}"#,
+        #"{"signed_app_transaction":" \#(sampleJWS)\n","user_id":"u-1","order_id":"o-1"}"#,
     ]
 
     @Test(

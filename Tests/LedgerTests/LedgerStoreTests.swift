@@ -44,6 +44,72 @@ import Testing
         #expect(try db.purchase(F.key("k1")) == nil)
     }
 
+    /// Issue 29 item 2: a verified `signed_app_transaction` result (app ownership, an `app_transaction` object and
+    /// no transactions) is applied and records nothing: no purchase, no balance, no dead letter; the user's later
+    /// purchases credit as usual. A transaction's `app_transaction_id` changes nothing about money.
+    @Test func aVerifiedAppTransactionResultRecordsNothingToCredit() throws {
+        let db = try LedgerDatabase("ledger_app_transaction")
+        var app = try #require(
+            try JSONSerialization.jsonObject(with: Data(F.result(submissionId: "a1", userId: "u1", transactions: [])))
+                as? [String: Any])
+        app["app_transaction"] = [
+            "app_transaction_id": "705000000000001", "bundle_id": "com.example.app", "app_apple_id": 1,
+            "application_version": "2.0", "original_application_version": "1.0",
+            "original_purchase_date_ms": 1_600_000_000_000, "receipt_creation_date_ms": 1_700_000_000_000,
+            "preorder_date_ms": NSNull(), "receipt_type": "Production", "original_platform": "iOS",
+            "version_external_identifier": 7, "environment": "Production", "signed_date_ms": 1_700_000_000_000,
+        ] as [String: Any]
+        app["source"] = "server_api"
+        var purchase = F.transaction(creditKey: "k1")
+        purchase["app_transaction_id"] = "705000000000001"
+        let summary = try db.applyResults(
+            F.json(app), F.result(submissionId: "s1", userId: "u1", transactions: [purchase]))
+        #expect(summary.applied == 2)
+        #expect(summary.deadLettered == 0)
+        #expect(try db.connection.execute("SELECT count(*) FROM dead_letters").rows[0].int64(0) == 0)
+        #expect(try db.user("u1").balance("gems") == 100)
+        #expect(try db.user("u1").purchases.map(\.creditKey) == [F.key("k1")])
+    }
+
+    /// Issue 29 item 4: the ledger keeps each credited purchase's `app_transaction_id`; a `RESCIND_CONSENT` event for
+    /// that app download withdraws the consumption-data consent of the purchases' owners, and nobody else's.
+    @Test func rescindConsentWithdrawsTheConsentOfTheDownloadsPurchaseOwners() throws {
+        let db = try LedgerDatabase("ledger_rescind")
+        var mine = F.transaction(creditKey: "k1")
+        mine["app_transaction_id"] = "705000000000001"
+        var theirs = F.transaction(creditKey: "k2")
+        theirs["app_transaction_id"] = "705000000000002"
+        for user in ["u1", "u2", "u3"] {
+            try db.connection.execute(
+                "INSERT INTO consents (user_id, consented, updated_at_ms) VALUES ($1, true, 1)", [.text(user)])
+        }
+        var rescind = try #require(
+            try JSONSerialization.jsonObject(with: Data(F.event(eventId: "r1", type: "info", transaction: nil)))
+                as? [String: Any])
+        rescind["notification_type"] = "RESCIND_CONSENT"
+        rescind["app_transaction_id"] = "705000000000001"
+        // The result and the event in one batch: the purchase credited first counts.
+        let records = db.append(
+            [F.result(submissionId: "s1", userId: "u1", transactions: [mine]),
+             F.result(submissionId: "s2", userId: "u2", transactions: [theirs])], to: F.topics.results)
+            + db.append([F.json(rescind)], to: F.topics.events)
+        let summary = try db.apply(records)
+        #expect(summary.deadLettered == 0)
+        #expect(summary.consentsWithdrawn == 1)
+        let consents = try db.connection.execute("SELECT user_id, consented FROM consents ORDER BY user_id").rows
+        #expect(try consents.map { try $0.string(0) } == ["u1", "u2", "u3"])
+        #expect(try consents.map { try $0.bool(1) } == [false, true, true])
+        // Money is untouched, and a rescind naming no download (or an unknown one) changes nothing.
+        #expect(try db.user("u1").balance("gems") == 100)
+        rescind["event_id"] = "r2"
+        rescind["app_transaction_id"] = NSNull()
+        var unknown = rescind
+        unknown["event_id"] = "r3"
+        unknown["app_transaction_id"] = "705000000000009"
+        let later = try db.applyEvents(F.json(rescind), F.json(unknown))
+        #expect(later.deadLettered == 0 && later.consentsWithdrawn == 0)
+    }
+
     @Test func aCreditEventAfterAResultForTheSamePurchaseCreditsNothingMore() throws {
         let db = try LedgerDatabase("ledger_result_event")
         let transaction = F.transaction(creditKey: "k1", originalTransactionId: "o1")

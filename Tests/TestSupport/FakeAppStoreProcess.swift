@@ -72,6 +72,23 @@ public final class FakeAppStoreProcess: Sendable {
         return jws
     }
 
+    /// Registers app transactions (`POST /admin/app-transactions`, snake_case objects as in the fake's README).
+    public func registerAppTransactions(_ appTransactions: [[String: Any]]) async throws {
+        let body = try JSONSerialization.data(withJSONObject: appTransactions)
+        let response = try await TestHTTPClient.send(
+            "POST", url + "/admin/app-transactions", headers: ["Content-Type": "application/json"], body: body)
+        guard response.status == 200 else { throw TestSupportError("registering failed: \(response.text)") }
+    }
+
+    /// The app transaction a device would hold for `id` (`GET /admin/signed-app-transaction`).
+    public func signedAppTransaction(id: String) async throws -> String {
+        let response = try await TestHTTPClient.send("GET", url + "/admin/signed-app-transaction?id=" + id)
+        guard response.status == 200, let jws = response.jsonObject?["signed_app_transaction"] as? String else {
+            throw TestSupportError("no signed app transaction for \(id): \(response.status) \(response.text)")
+        }
+        return jws
+    }
+
     /// The Send Consumption Information bodies the fake accepted for transaction `id`, in order.
     public func consumptionAnswers(transaction id: String) async throws -> [[String: Any]] {
         let response = try await TestHTTPClient.send("GET", url + "/admin/consumption?transaction=" + id)
@@ -82,6 +99,17 @@ public final class FakeAppStoreProcess: Sendable {
     }
 
     /// Server API calls the fake received about transaction `id`, by environment.
+    /// Get App Transaction Info calls the fake answered about app transaction `id`, by environment.
+    public func serverAPICalls(appTransaction id: String) async throws -> (production: Int, sandbox: Int) {
+        let response = try await TestHTTPClient.send("GET", url + "/admin/server-api/counters?app_transaction=" + id)
+        guard response.status == 200, let json = response.jsonObject,
+            let production = json["production"] as? Int, let sandbox = json["sandbox"] as? Int
+        else {
+            throw TestSupportError("unexpected Server API counters answer \(response.status): \(response.text)")
+        }
+        return (production, sandbox)
+    }
+
     public func serverAPICalls(transaction id: String) async throws -> (production: Int, sandbox: Int) {
         let response = try await TestHTTPClient.send("GET", url + "/admin/server-api/counters?transaction=" + id)
         guard response.status == 200, let json = response.jsonObject,

@@ -138,6 +138,60 @@ struct NotificationProcessorTests {
         #expect((plainJSON["renewal"] as? [String: Any])?["renewal_billing_plan_type"] is NSNull)
     }
 
+    /// Issue 29 item 2: `appTransactionId` of the signed transaction and of the renewal info, decoded by the real
+    /// decoder, in the event as `app_transaction_id`; null (never omitted) when Apple's data has none.
+    @Test func theAppTransactionIdOfSignedDataTravelsInTheEventAndIsNullWhenAbsent() throws {
+        var notification = samples.notification("DID_RENEW")
+        notification.transaction?.appTransactionId = "705000000000001"
+        notification.renewal?.appTransactionId = "705000000000001"
+        let event = try samples.processor().process(try samples.record(notification)).event()
+        let transaction = try #require(event.transaction)
+        #expect(transaction.appTransactionId == "705000000000001" && transaction.creditable)
+        #expect(event.renewal?.appTransactionId == "705000000000001")
+        let json = try #require(
+            try JSONSerialization.jsonObject(with: Data(PurchaseEventJSON.encode(event))) as? [String: Any])
+        #expect((json["transaction"] as? [String: Any])?["app_transaction_id"] as? String == "705000000000001")
+        #expect((json["renewal"] as? [String: Any])?["app_transaction_id"] as? String == "705000000000001")
+        let plain = try samples.processor().process(try samples.record(samples.notification("DID_RENEW"))).event()
+        #expect(plain.transaction?.appTransactionId == nil)
+        #expect(plain.type == event.type && plain.transaction?.creditable == true)
+        let plainJSON = try #require(
+            try JSONSerialization.jsonObject(with: Data(PurchaseEventJSON.encode(plain))) as? [String: Any])
+        #expect((plainJSON["transaction"] as? [String: Any])?["app_transaction_id"] is NSNull)
+        #expect((plainJSON["renewal"] as? [String: Any])?["app_transaction_id"] is NSNull)
+    }
+
+    /// Issue 29 item 4: RESCIND_CONSENT's `appData.signedAppTransactionInfo`, verified like the transaction, gives the
+    /// event its `app_transaction_id`; another app's app transaction is refused.
+    @Test func rescindConsentCarriesTheVerifiedAppTransactionId() throws {
+        let notification = samples.notification("RESCIND_CONSENT")
+        let event = try samples.processor().process(try samples.record(notification)).event()
+        #expect(event.type == .info && event.transaction == nil)
+        #expect(event.appTransactionId == "705000000000001")
+        let json = try #require(
+            try JSONSerialization.jsonObject(with: Data(PurchaseEventJSON.encode(event))) as? [String: Any])
+        #expect(json["app_transaction_id"] as? String == "705000000000001")
+        #expect(try MessageCoding.decode(PurchaseEvent.self, from: PurchaseEventJSON.encode(event)) == event)
+        // Every other notification: null.
+        let renewal = try samples.processor().process(try samples.record(samples.notification("DID_RENEW"))).event()
+        #expect(renewal.appTransactionId == nil)
+        // The app transaction of another app inside this app's notification: bundle_mismatch, no event.
+        let otherApp = try samples.pki.signer.sign(
+            payload: Array(
+                (#"{"appTransactionId":"7","bundleId":"com.other.app","environment":"Production","signedDate":"#
+                    + "\(samples.pki.signedDateMs)}").utf8))
+        let mixed = try samples.pki.signer.sign(
+            payload: notification.payloadJSON(
+                signedTransactionInfo: nil, signedRenewalInfo: nil, signedAppTransactionInfo: otherApp))
+        let refused = samples.processor().process(try NotificationSamples.record(signedPayload: mixed))
+        guard case .failure(let rejection) = refused else {
+            Issue.record("a notification carrying another app's app transaction was accepted")
+            return
+        }
+        #expect(rejection.reason == .bundleMismatch)
+        #expect(rejection.message.contains("appData.signedAppTransactionInfo"))
+    }
+
     @Test func aTypeAppleAddsLaterIsAnInfoEventNotAFailure() throws {
         let notification = samples.notification("SOMETHING_APPLE_ADDS_IN_2030", subtype: "WHATEVER")
         let event = try samples.processor().process(try samples.record(notification)).event()

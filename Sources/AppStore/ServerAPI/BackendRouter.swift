@@ -1,8 +1,9 @@
 import ReceiptModel
 
 /// Picks the backend for each proof: `receipt_data` to verifyReceipt or, with `RECEIPT_BACKEND=server-api`, to the
-/// Server API backend; `signed_transaction` and `transaction_id` always to the Server API backend (which verifies
-/// signed transactions locally and answers `config_error` for a transaction id when it has no API key).
+/// Server API backend; `signed_transaction`, `signed_app_transaction` and `transaction_id` always to the Server API
+/// backend (which verifies signed data locally and answers `config_error` for a transaction id when it has no API
+/// key).
 public final class BackendRouter: ReceiptVerificationBackend {
     private let verifyReceipt: VerifyReceiptBackend
     private let serverAPI: ServerAPIBackend

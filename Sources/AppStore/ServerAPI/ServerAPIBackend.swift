@@ -13,6 +13,9 @@ import SignedData
 ///   (`source: server_api`: a refund after the device signed it makes it not creditable); otherwise the local
 ///   payload is (`source: signed_transaction`). A payload the rules reject anyway (bundle not allowed, a sandbox
 ///   one under `SANDBOX_POLICY=reject`) is judged locally without asking Apple.
+/// - `signed_app_transaction` (`ServerAPIBackend+AppTransactions.swift`): verified locally like a signed
+///   transaction, then, with `confirmSignedTransactions`, confirmed with Get App Transaction Info; judged by
+///   `AppTransactionRules` (app ownership: nothing to credit).
 /// - `transaction_id`: Get Transaction Info, production first, then the sandbox (after 4040010, or a production 401
 ///   with a fresh token: apps without a release), each allowed bundle id in turn (the token names the app). Under
 ///   `SANDBOX_POLICY=reject` the sandbox is never asked: an id known only there is `transaction_not_found`, as
@@ -35,7 +38,8 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
     public struct Configuration: Sendable {
         /// `ALLOWED_BUNDLE_IDS` and `SANDBOX_POLICY` (which bundles to ask about; whether to ask the sandbox).
         public var policy: VerdictPolicy
-        /// `SIGNED_TRANSACTION_CONFIRM=always` (needs a client).
+        /// `SIGNED_TRANSACTION_CONFIRM=always` (needs a client): signed transactions and app transactions are
+        /// confirmed with Apple.
         public var confirmSignedTransactions: Bool
         /// History pages read per receipt at most (20 transactions each); the verdict uses what was read.
         public var maxHistoryPages: Int
@@ -54,10 +58,10 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
         }
     }
 
-    private let client: AppStoreServerAPIClient?
-    private let signedData: AppleSignedDataVerifier
+    let client: AppStoreServerAPIClient?
+    let signedData: AppleSignedDataVerifier
     private let receipts: AppReceiptVerifier?
-    private let configuration: Configuration
+    let configuration: Configuration
     private let logger: Logger
     /// Apple's recent "not found" answers to `transaction_id` lookups.
     let notFoundMemory: TransactionNotFoundMemory
@@ -85,8 +89,13 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
     }
 
     public func source(for proof: PurchaseProof) -> VerificationSource {
-        if case .signedTransaction = proof, !configuration.confirmSignedTransactions { return .signedTransaction }
-        return .serverAPI
+        switch proof {
+        case .signedTransaction, .signedAppTransaction:
+            // A `signed_app_transaction` without an `appTransactionId` is judged locally too (`source` of the answer).
+            return configuration.confirmSignedTransactions ? .serverAPI : .signedTransaction
+        case .receipt, .transactionId:
+            return .serverAPI
+        }
     }
 
     /// Stops the HTTP client the API client uses (shared with verifyReceipt: idempotent).
@@ -102,6 +111,8 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
             verifyTransactionId(id, request: request, completion: completion)
         case .receipt(let base64):
             verifyReceipt(base64, request: request, completion: completion)
+        case .signedAppTransaction(let jws):
+            verifyAppTransaction(jws, request: request, completion: completion)
         }
     }
 
@@ -533,11 +544,11 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
         try signedData.verify(jws).decode(JWSTransactionPayload.self)
     }
 
-    private static func deadline(_ request: BackendRequest) -> DispatchTime {
+    static func deadline(_ request: BackendRequest) -> DispatchTime {
         request.deadline ?? .now() + .milliseconds(request.timeoutMs ?? 30_000)
     }
 
-    private static func rejected(
+    static func rejected(
         _ reason: Reason, _ message: String, source: VerificationSource, calls: Int,
         environment: AppStoreEnvironment? = nil, appleStatus: Int? = nil
     ) -> BackendAnswer {
@@ -547,7 +558,7 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
     }
 
     /// A failure that is not "not found": retryable, rate limited, or our configuration.
-    private static func answer(for error: ServerAPIError, calls: Int) -> BackendAnswer {
+    static func answer(for error: ServerAPIError, calls: Int) -> BackendAnswer {
         let result: BackendAnswer.Result
         switch error.kind {
         case .rateLimited: result = .retryable(.rateLimited)

@@ -5,7 +5,8 @@ import ReceiptModel
 /// `message` says what happened and what to do; it never quotes tokens or signed data.
 public struct ServerAPIError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Kind: Sendable, Equatable {
-        /// 4040010 TransactionIdNotFound (or 4040005 OriginalTransactionIdNotFound): not in this environment.
+        /// 4040010 TransactionIdNotFound (or 4040005 OriginalTransactionIdNotFound): not in this environment; for Get
+        /// App Transaction Info also 4040019 AppTransactionDoesNotExist (no app transaction for that customer).
         case notFound
         /// 4000006 InvalidTransactionId: the id is not a transaction id at all (bad input, permanent).
         case invalidTransactionId
@@ -52,7 +53,7 @@ public struct ServerAPIError: Error, Sendable, Equatable, CustomStringConvertibl
     /// The classification of an error answer (any status but 2xx and 401/429, which the client handles itself).
     static func kind(httpStatus: Int, errorCode: Int?) -> Kind {
         switch errorCode {
-        case 4_040_010, 4_040_005: return .notFound
+        case 4_040_010, 4_040_005, 4_040_019: return .notFound
         case 4_000_006: return .invalidTransactionId
         case 4_040_002, 4_040_004, 4_040_006, 5_000_000, 5_000_001, 4_000_005: return .retryable
         case 4_290_000: return .rateLimited

@@ -75,7 +75,7 @@ public enum SignedTransactionMapping {
             price: payload.price, currency: payload.currency, transactionReason: payload.transactionReason?.rawValue,
             unreadableCreditingFields: unreadableCrediting, offerDiscountType: payload.offerDiscountType,
             offerPeriod: payload.offerPeriod, billingPlanType: payload.billingPlanType,
-            commitmentInfo: payload.commitmentInfo.map(messageValue))
+            commitmentInfo: payload.commitmentInfo.map(messageValue), appTransactionId: payload.appTransactionId)
     }
 
     /// A payload's JSON as the messages' `JSONValue` (whole numbers as integers, as every message writes them).

@@ -58,6 +58,8 @@ public struct AppleTransaction: Sendable, Equatable {
     public var offerPeriod: String?
     public var billingPlanType: String?
     public var commitmentInfo: JSONValue?
+    /// Signed data's `appTransactionId` (2025): the app download the purchase was made under; carried, never judged.
+    public var appTransactionId: String?
 
     public init(
         transactionId: String, originalTransactionId: String? = nil, productId: String, quantity: Int = 1,
@@ -67,8 +69,9 @@ public struct AppleTransaction: Sendable, Equatable {
         revocationType: String? = nil, revocationPercentage: Int? = nil, unreadableCancellationFields: [String] = [],
         isUpgraded: Bool = false, price: Int64? = nil, currency: String? = nil, transactionReason: String? = nil,
         unreadableCreditingFields: [String] = [], offerDiscountType: String? = nil, offerPeriod: String? = nil,
-        billingPlanType: String? = nil, commitmentInfo: JSONValue? = nil
+        billingPlanType: String? = nil, commitmentInfo: JSONValue? = nil, appTransactionId: String? = nil
     ) {
+        self.appTransactionId = appTransactionId
         self.offerDiscountType = offerDiscountType
         self.offerPeriod = offerPeriod
         self.billingPlanType = billingPlanType

@@ -16,6 +16,15 @@ public struct Verdict: Sendable, Equatable {
     /// Transactions whose `quantity` or `is_upgraded` could not be read (fail closed: not creditable), for the caller
     /// to log and count. Ids only.
     public private(set) var unreadableCreditingIds: [String] = []
+    /// The app transaction a verified `signed_app_transaction` rests on (`AppTransactionRules`); nil otherwise.
+    public private(set) var appTransaction: VerifiedAppTransaction?
+
+    /// A verified app transaction: app ownership, no transactions, nothing to credit.
+    public static func verified(_ appTransaction: VerifiedAppTransaction) -> Verdict {
+        Verdict(
+            outcome: .verified, reason: nil, message: nil, transactions: [], unreadableCancellationIds: [],
+            appTransaction: appTransaction)
+    }
 
     public static func verified(
         _ transactions: [VerifiedTransaction], unreadableCancellationIds: [String] = [],

@@ -206,7 +206,7 @@ public enum VerdictRules {
                 currency: apple.currency, transactionReason: apple.transactionReason, notCreditableReason: reason,
                 offerDiscountType: apple.offerDiscountType, offerPeriod: apple.offerPeriod,
                 billingPlanType: apple.billingPlanType, commitmentInfo: apple.commitmentInfo,
-                environment: environment)
+                appTransactionId: apple.appTransactionId, environment: environment)
         }
 
         /// Why `apple` is not creditable, the first rule that applies; nil when it is creditable.

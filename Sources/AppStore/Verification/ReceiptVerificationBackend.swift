@@ -64,6 +64,9 @@ public struct BackendAnswer: Sendable, Equatable {
     public enum Result: Sendable, Equatable {
         /// Apple accepted the receipt: judge it with `VerdictRules`.
         case receipt(AppleReceipt)
+        /// Apple's signature vouches for an app transaction (and Apple confirmed it, when asked): judge it with
+        /// `AppTransactionRules`.
+        case appTransaction(AppleAppTransaction)
         /// No answer usable now (5xx, timeout, retryable status...): may be retried.
         case retryable(StatusClassification.RetryKind)
         /// A permanent no from Apple.

@@ -283,6 +283,16 @@ public final class ReceiptVerifier: Sendable {
                         environment: receipt.environment, bundleId: receipt.bundleId,
                         transactions: verdict.transactions, attempts: state.calls, source: answer.source)),
                 completion)
+        case .appTransaction(let app):
+            let verdict = AppTransactionRules.evaluate(app, policy: policy)
+            finish(
+                .verdict(
+                    ReceiptVerdict(
+                        outcome: verdict.outcome, reason: verdict.reason, message: verdict.message,
+                        appleStatus: answer.appleStatus, environment: app.environment, bundleId: app.bundleId,
+                        transactions: [], attempts: state.calls, source: answer.source,
+                        appTransaction: verdict.appTransaction)),
+                completion)
         case .rejected(let reason):
             finish(
                 .verdict(

@@ -26,7 +26,7 @@ public enum VerificationOutcome: Sendable, Equatable {
                 clientId: submission.clientId, outcome: verdict.outcome, reason: verdict.reason,
                 source: verdict.source, message: verdict.message, appleStatus: verdict.appleStatus,
                 environment: verdict.environment, bundleId: verdict.bundleId, transactions: verdict.transactions,
-                attempts: verdict.attempts, verifiedAtMs: verifiedAtMs)
+                appTransaction: verdict.appTransaction, attempts: verdict.attempts, verifiedAtMs: verifiedAtMs)
         case .unavailable(let failure), .configurationError(let failure):
             VerificationResult(
                 submissionId: submission.submissionId, orderId: submission.orderId, userId: submission.userId,
@@ -54,12 +54,15 @@ public struct ReceiptVerdict: Sendable, Equatable {
     public var attempts: Int
     /// What the verdict rests on.
     public var source: VerificationSource
+    /// A verified `signed_app_transaction`'s app transaction (`AppTransactionRules`); nil for every other proof.
+    public var appTransaction: VerifiedAppTransaction?
 
     public init(
         outcome: Outcome, reason: Reason?, message: String?, appleStatus: Int?, environment: AppStoreEnvironment?,
         bundleId: String?, transactions: [VerifiedTransaction], attempts: Int,
-        source: VerificationSource = .verifyReceipt
+        source: VerificationSource = .verifyReceipt, appTransaction: VerifiedAppTransaction? = nil
     ) {
+        self.appTransaction = appTransaction
         self.source = source
         self.outcome = outcome
         self.reason = reason

@@ -33,6 +33,8 @@ public struct FakeNotification: Sendable, Equatable {
     /// `data.status`: 1 active, 2 expired, 3 billing retry, 4 grace period, 5 revoked.
     public var status: Int?
     public var consumptionRequestReason: String?
+    /// RESCIND_CONSENT's app transaction (`appData.signedAppTransactionInfo`, signed with the notification).
+    public var appTransactionId: String?
 
     /// What `make` can be told; everything has a default.
     public struct Options: Sendable, Equatable {
@@ -108,6 +110,7 @@ public struct FakeNotification: Sendable, Equatable {
             return notification
         case ("RESCIND_CONSENT", _):
             notification.container = .appData
+            notification.appTransactionId = "705000000000001"
             return notification
         default:
             break
@@ -177,7 +180,9 @@ public struct FakeNotification: Sendable, Equatable {
     }
 
     /// The decoded payload, with the signed transaction and renewal info given as JWS.
-    public func payloadJSON(signedTransactionInfo: String?, signedRenewalInfo: String?) -> [UInt8] {
+    public func payloadJSON(
+        signedTransactionInfo: String?, signedRenewalInfo: String?, signedAppTransactionInfo: String? = nil
+    ) -> [UInt8] {
         var app = FakeJSONObject()
         switch container {
         case .data:
@@ -202,6 +207,7 @@ public struct FakeNotification: Sendable, Equatable {
             app.integer("appAppleId", appAppleId)
             app.string("bundleId", bundleId)
             app.string("environment", environment)
+            app.string("signedAppTransactionInfo", signedAppTransactionInfo)
         case .externalPurchaseToken:
             let prefix = environment == "Sandbox" ? "SANDBOX" : ""
             app.string("externalPurchaseId", prefix + notificationUUID)
@@ -225,7 +231,14 @@ public struct FakeNotification: Sendable, Equatable {
             try signer.sign(payload: transaction.json)
         }
         let renewalJWS = try renewal.map { (renewal) throws(CryptoError) in try signer.sign(payload: renewal.json) }
-        let payload = payloadJSON(signedTransactionInfo: transactionJWS, signedRenewalInfo: renewalJWS)
+        let appTransactionJWS = try appTransactionId.map { (id) throws(CryptoError) in
+            try signer.sign(
+                payload: FakeAppTransaction(id: id, environment: environment, bundleId: bundleId)
+                    .payloadJSON(bundleId: bundleId, signedDateMs: signedDateMs))
+        }
+        let payload = payloadJSON(
+            signedTransactionInfo: transactionJWS, signedRenewalInfo: renewalJWS,
+            signedAppTransactionInfo: container == .appData ? appTransactionJWS : nil)
         return try signer.sign(payload: payload)
     }
 }

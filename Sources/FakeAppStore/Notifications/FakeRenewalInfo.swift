@@ -14,6 +14,8 @@ public struct FakeRenewalInfo: Sendable, Equatable {
     public var renewalDateMs: Int64?
     /// The plan the next renewal bills under (2026 commitment plans: `BILLED_UPFRONT`, `MONTHLY`), written when set.
     public var renewalBillingPlanType: String?
+    /// `appTransactionId` (2025), written when set.
+    public var appTransactionId: String?
 
     public init(
         originalTransactionId: String, productId: String, environment: String, signedDateMs: Int64
@@ -40,6 +42,7 @@ public struct FakeRenewalInfo: Sendable, Equatable {
         fields.integer("renewalDate", renewalDateMs)
         fields.integer("recentSubscriptionStartDate", renewalDateMs.map { $0 - 30 * 86_400_000 })
         fields.string("renewalBillingPlanType", renewalBillingPlanType)
+        fields.string("appTransactionId", appTransactionId)
         return fields.bytes
     }
 }

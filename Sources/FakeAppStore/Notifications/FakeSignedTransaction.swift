@@ -35,6 +35,8 @@ public struct FakeSignedTransaction: Sendable, Equatable {
     public var offerPeriod: String?
     public var billingPlanType: String?
     public var commitmentInfoJSON: String?
+    /// `appTransactionId` (2025), written when set.
+    public var appTransactionId: String?
     public var currency: String = "USD"
 
     public init(
@@ -83,6 +85,7 @@ public struct FakeSignedTransaction: Sendable, Equatable {
         fields.string("offerPeriod", offerPeriod)
         fields.string("billingPlanType", billingPlanType)
         fields.raw("commitmentInfo", commitmentInfoJSON)
+        fields.string("appTransactionId", appTransactionId)
         return fields.bytes
     }
 }

@@ -55,6 +55,10 @@ struct LedgerEvent: Sendable {
     var bundleId: String?
     /// Apple's `subtype` (`UPGRADE` is an upgrade's evidence).
     var subtype: String?
+    /// Apple's `notificationType` (`RESCIND_CONSENT` withdraws consent).
+    var notificationType: String?
+    /// `RESCIND_CONSENT`'s app download (`appData`'s app transaction).
+    var appTransactionId: String?
 
 
     init(_ c: JSONFields) throws(UnreadableMessage) {
@@ -70,13 +74,19 @@ struct LedgerEvent: Sendable {
         environment = try c.string("environment")
         bundleId = try c.string("bundle_id")
         subtype = try c.string("subtype")
+        notificationType = try c.string("notification_type")
+        appTransactionId = try c.string("app_transaction_id")
         try Identifier.check(eventId, "event_id")
+        try Identifier.check(appTransactionId, "app_transaction_id")
         try transaction?.derivePurchaseKey(environment: environment)
     }
 
     /// The event reports an upgrade (`DID_CHANGE_RENEWAL_PREF` or `OFFER_REDEEMED` with subtype `UPGRADE`): the
     /// period it credits replaces the one it overlaps.
     var reportsUpgrade: Bool { subtype == "UPGRADE" }
+
+    /// A parent or guardian withdrew consent for the app (`RESCIND_CONSENT`, an `info` event).
+    var rescindsConsent: Bool { type == "info" && notificationType == "RESCIND_CONSENT" }
 }
 
 /// Identifiers the database stores as text: a control character (`IdentifierText`: a NUL, which libpq would cut

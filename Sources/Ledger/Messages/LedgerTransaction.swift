@@ -28,6 +28,8 @@ struct LedgerTransaction: Sendable, Equatable {
     var price: Int64?
     var currency: String?
     var transactionReason: String?
+    /// Apple's `appTransactionId` (2025): the app download the purchase was made under (`RESCIND_CONSENT`).
+    var appTransactionId: String?
 
 
     init(_ c: JSONFields) throws(UnreadableMessage) {
@@ -49,12 +51,14 @@ struct LedgerTransaction: Sendable, Equatable {
         webOrderLineItemId = try c.string("web_order_line_item_id")
         inAppOwnershipType = try c.string("in_app_ownership_type")
         purchaseDateMs = try c.int64("purchase_date_ms")
+        appTransactionId = try c.string("app_transaction_id")
         try Identifier.check(writtenCreditKey, "transaction.credit_key")
         try Identifier.check(transactionId, "transaction.transaction_id")
         try Identifier.check(originalTransactionId, "transaction.original_transaction_id")
         try Identifier.check(webOrderLineItemId, "transaction.web_order_line_item_id")
         try Identifier.check(productId, "transaction.product_id")
         try Identifier.check(appAccountToken, "transaction.app_account_token")
+        try Identifier.check(appTransactionId, "transaction.app_transaction_id")
     }
 
     /// Sets `creditKey` to the purchase identity of this transaction in `environment` (the message's; where the

@@ -33,6 +33,9 @@ extension BatchWork {
                 problems.append(problem)
                 continue
             }
+            if let appTransactionId = transaction.appTransactionId {
+                appTransactionIds[transaction.creditKey] = appTransactionId
+            }
             if let claimant, let tokenOwner, claimant != tokenOwner,
                 purchases[transaction.creditKey]?.state.status ?? PurchaseStatus.none != PurchaseStatus.none
             {
@@ -69,6 +72,7 @@ extension BatchWork {
         let kind: LedgerEventKind
         switch LedgerEventKind.of(event.type) {
         case .none: return ["unknown event type '\(event.type)'"]
+        case .some(.noMoney) where event.rescindsConsent: return try withdrawConsent(event)
         case .some(.noMoney): return []
         case .some(.consumptionRequest): return try recordConsumptionRequest(event)
         case .some(let money): kind = money
@@ -92,6 +96,9 @@ extension BatchWork {
             problem = try decide(
                 .credit(claim), transaction: transaction, claimId: "event:\(event.eventId)",
                 upgradeNotified: event.reportsUpgrade)
+            if problem == nil, let appTransactionId = transaction.appTransactionId {
+                appTransactionIds[transaction.creditKey] = appTransactionId
+            }
         } else {
             guard
                 let input = kind.input(
@@ -128,6 +135,23 @@ extension BatchWork {
                 .text(event.eventId), .text(transaction.creditKey), .text(transactionId), .text(environment),
                 .text(bundleId), .int(signedAtMs), .int(signedAtMs + ConsumptionRules.answerWindowMs), .int(nowMs),
             ], counted: .consumptionRequest)
+        return []
+    }
+
+    /// `RESCIND_CONSENT`: a parent or guardian withdrew consent for the app download `app_transaction_id`; the owners
+    /// of the purchases made under it no longer consent to share consumption data (`consents.consented` false, the
+    /// row kept for the audit). Purchases credited earlier in this batch count (their downloads are written first).
+    /// An event without an app transaction ties to no purchase: nothing to do.
+    private mutating func withdrawConsent(_ event: LedgerEvent) throws(PostgresError) -> [String] {
+        guard let appTransactionId = event.appTransactionId, !appTransactionId.isEmpty else { return [] }
+        try writeAppTransactionIds()
+        try write(
+            """
+            UPDATE consents SET consented = false, updated_at_ms = $2
+            WHERE consented AND user_id IN (
+                SELECT p.owner FROM purchase_app_transactions a JOIN purchases p ON p.credit_key = a.credit_key
+                WHERE a.app_transaction_id = $1 AND p.owner IS NOT NULL)
+            """, [.text(appTransactionId), .int(nowMs)], counted: .consentWithdrawal)
         return []
     }
 

@@ -28,9 +28,12 @@ struct BatchWork {
     /// Money events of this batch not applied before (recorded in `applied_events` by `prefetch`); an event id
     /// leaves the set when it is applied, so a second copy in the same batch is a duplicate too.
     var newEvents: Set<String> = []
+    /// The app download of each purchase credited in this batch (`credit_key` -> `app_transaction_id`), written
+    /// once (`writeAppTransactionIds`).
+    var appTransactionIds: [String: String] = [:]
 
     enum CountedWrite {
-        case none, refusedClaim, parkedClaim, deadLetter, consumptionRequest
+        case none, refusedClaim, parkedClaim, deadLetter, consumptionRequest, consentWithdrawal
     }
 
     /// A message decoded once, before the batch reads what it touches.
@@ -222,12 +225,14 @@ struct BatchWork {
             case .parkedClaim: summary.parkedClaims += result.affectedRows
             case .deadLetter: summary.deadLettered += result.affectedRows
             case .consumptionRequest: summary.consumptionRequests += result.affectedRows
+            case .consentWithdrawal: summary.consentsWithdrawn += result.affectedRows
             }
         }
     }
 
     /// The end of the batch: every deferred write, then the balances, once per (user, book, item).
     mutating func finish() throws(PostgresError) {
+        try writeAppTransactionIds()
         let changes = balanceDeltas.filter { $0.value != 0 }.sorted { $0.key < $1.key }
         balanceDeltas.removeAll()
         if !changes.isEmpty {
@@ -244,6 +249,19 @@ struct BatchWork {
                 ])
         }
         try flush()
+    }
+
+    /// Queues one statement recording the app downloads of this batch's credited purchases (in key order).
+    mutating func writeAppTransactionIds() throws(PostgresError) {
+        guard !appTransactionIds.isEmpty else { return }
+        let rows = appTransactionIds.sorted { $0.key < $1.key }
+        appTransactionIds.removeAll()
+        try write(
+            """
+            INSERT INTO purchase_app_transactions (credit_key, app_transaction_id)
+            SELECT * FROM unnest($1::text[], $2::text[])
+            ON CONFLICT (credit_key) DO UPDATE SET app_transaction_id = EXCLUDED.app_transaction_id
+            """, [.textArray(rows.map(\.key)), .textArray(rows.map(\.value))])
     }
 
     mutating func write(_ sql: String, _ parameters: [PostgresValue], counted: CountedWrite = .none)

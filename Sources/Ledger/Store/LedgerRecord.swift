@@ -45,6 +45,8 @@ public struct BatchSummary: Sendable, Equatable {
     public var upgrades = 0
     /// `CONSUMPTION_REQUEST`s recorded for the refund responder (redeliveries not counted).
     public var consumptionRequests = 0
+    /// Consents to share consumption data withdrawn by `RESCIND_CONSENT` events (users, not events).
+    public var consentsWithdrawn = 0
     /// The next offset to read per partition after this batch.
     public var nextOffsets: [TopicPartition: Int64] = [:]
 

@@ -226,6 +226,21 @@ public enum LedgerSchema {
                 """,
             ]
         ),
+        (
+            version: 4,
+            statements: [
+                // The app download (Apple's appTransactionId) each credited purchase was made under, from its result
+                // or credit event: RESCIND_CONSENT names a download, and withdraws the consent of its purchases'
+                // owners. No foreign key: a purchase back to never seen is deleted without it.
+                """
+                CREATE TABLE purchase_app_transactions (
+                    credit_key text PRIMARY KEY,
+                    app_transaction_id text NOT NULL
+                )
+                """,
+                "CREATE INDEX purchase_app_transactions_id ON purchase_app_transactions (app_transaction_id)",
+            ]
+        ),
     ]
 
     /// The newest schema version this build knows.

@@ -20,8 +20,9 @@ import ReceiptModel
 /// - `test`: `TEST`
 /// - `info`: `REFUND_DECLINED`, `EXTERNAL_PURCHASE_TOKEN` (every subtype: `UNREPORTED`, `ACTIVE_TOKEN_REMINDER`,
 ///   `CREATED`; External Purchase API tokens, no App Store money), `RESCIND_CONSENT` (a parent or guardian withdrew
-///   consent for a child's use of the app: an account matter, no money moves; the event carries no transaction, and
-///   a crediting service that must act on it keys on `notification_type`; not a type of its own so that the event
+///   consent for a child's use of the app: an account matter, no money moves; the event carries no transaction but
+///   the `app_transaction_id` of its `appData`, and a crediting service that must act on it keys on
+///   `notification_type`; not a type of its own so that the event
 ///   types stay the contract's), `METADATA_UPDATE`, `MIGRATION`, `PRICE_CHANGE` (Advanced Commerce API only: no
 ///   App Store transaction to credit), and any type Apple adds later
 ///

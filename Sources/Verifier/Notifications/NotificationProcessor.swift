@@ -26,8 +26,9 @@ public struct NotificationEvent: Sendable, Equatable {
 /// 4. its environment is Production or Sandbox (`sandbox_not_allowed` for Xcode and LocalTesting, always, and for
 ///    Sandbox under `SANDBOX_POLICY=reject`); a Production notification carries `APPLE_APP_APPLE_ID` when that is set,
 ///    else `bundle_mismatch`;
-/// 5. `data.signedTransactionInfo` and `data.signedRenewalInfo`, when present, verify the same way
-///    (`invalid_signature`), are of the same bundle (`bundle_mismatch`) and environment (`malformed_submission`);
+/// 5. `data.signedTransactionInfo`, `data.signedRenewalInfo` and `appData.signedAppTransactionInfo` (RESCIND_CONSENT:
+///    the event's `app_transaction_id`), when present, verify the same way (`invalid_signature`), are of the same
+///    bundle (`bundle_mismatch`) and environment (`malformed_submission`);
 /// 6. the event type comes from `NotificationEventMapping`; a money event (credit, debit, recredit, revoke) without
 ///    a usable transaction is `malformed_submission` (it could not be applied). The transaction is judged by the
 ///    money rules (`VerdictRules.normalize` with the product catalog), exactly as results judge transactions.
@@ -80,6 +81,8 @@ public struct NotificationProcessor: Sendable {
         let transaction = try signedTransaction(
             payload.data?.signedTransactionInfo, bundleId: bundleId, environment: environment, uuid: uuid)
         let renewal = try signedRenewal(payload.data?.signedRenewalInfo, environment: environment, uuid: uuid)
+        let appTransaction = try signedAppTransaction(
+            payload.appData?["signedAppTransactionInfo"], bundleId: bundleId, environment: environment, uuid: uuid)
         let subtype = payload.subtype?.rawValue
         let type = NotificationEventMapping.eventType(notificationType: notificationType, subtype: subtype)
         let catalog = self.catalog?.currentCatalog
@@ -102,7 +105,8 @@ public struct NotificationProcessor: Sendable {
             bundleId: bundleId, appAppleId: metadata.appAppleId, transaction: normalized,
             renewal: renewal.map(Self.summary), subscriptionStatus: payload.data?.status.map { Int(clamping: $0) },
             familyShared: normalized?.inAppOwnershipType == OwnershipType.familyShared.rawValue,
-            signedDateMs: verified.signedDateMs, receivedAtMs: record.receivedAtMs)
+            signedDateMs: verified.signedDateMs, receivedAtMs: record.receivedAtMs,
+            appTransactionId: appTransaction?.appTransactionId)
         let key = normalized?.originalTransactionId ?? renewal?.originalTransactionId ?? uuid
         return NotificationEvent(event: event, key: Array(key.utf8))
     }
@@ -197,6 +201,35 @@ public struct NotificationProcessor: Sendable {
         return transaction
     }
 
+    /// `appData.signedAppTransactionInfo` (RESCIND_CONSENT), verified like the transaction: the same roots, the
+    /// notification's bundle and environment.
+    private func signedAppTransaction(
+        _ value: SignedData.JSONValue?, bundleId: String, environment: AppStoreEnvironment, uuid: String
+    ) throws(NotificationRejection) -> JWSAppTransactionPayload? {
+        guard let value, value != .null else { return nil }
+        guard case .string(let jws) = value else {
+            throw NotificationRejection(
+                .malformedSubmission, "appData.signedAppTransactionInfo is not a string", notificationUUID: uuid)
+        }
+        let app: JWSAppTransactionPayload
+        do {
+            app = try verifier.verify(jws, as: JWSAppTransactionPayload.self, signedDate: \.validationDateMs).payload
+        } catch {
+            throw NotificationRejection(
+                .invalidSignature, "appData.signedAppTransactionInfo does not verify: \(error.message)",
+                notificationUUID: uuid)
+        }
+        guard app.bundleId == bundleId else {
+            throw NotificationRejection(
+                .bundleMismatch,
+                "appData.signedAppTransactionInfo is for bundleId '\(app.bundleId ?? "")', the notification for "
+                    + "'\(bundleId)'",
+                notificationUUID: uuid)
+        }
+        try Self.sameEnvironment(app.environment, environment, of: "appData.signedAppTransactionInfo", uuid: uuid)
+        return app
+    }
+
     private func signedRenewal(_ jws: String?, environment: AppStoreEnvironment, uuid: String)
         throws(NotificationRejection) -> JWSRenewalInfoPayload?
     {
@@ -231,6 +264,6 @@ public struct NotificationProcessor: Sendable {
             expirationIntent: renewal.expirationIntent.map { Int(clamping: $0) },
             gracePeriodExpiresDateMs: renewal.gracePeriodExpiresDate,
             isInBillingRetryPeriod: renewal.isInBillingRetryPeriod,
-            renewalBillingPlanType: renewal.renewalBillingPlanType)
+            renewalBillingPlanType: renewal.renewalBillingPlanType, appTransactionId: renewal.appTransactionId)
     }
 }

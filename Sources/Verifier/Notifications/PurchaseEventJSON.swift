@@ -11,6 +11,8 @@ enum PurchaseEventJSON {
         var out = Writer(capacity: 1_536)
         out.member("app_apple_id", first: true)
         out.number(event.appAppleId)
+        out.member("app_transaction_id")
+        out.string(event.appTransactionId)
         out.member("bundle_id")
         out.string(event.bundleId)
         out.member("environment")
@@ -44,6 +46,8 @@ enum PurchaseEventJSON {
     static func write(_ transaction: VerifiedTransaction, to out: inout Writer) {
         out.member("app_account_token", first: true)
         out.string(transaction.appAccountToken)
+        out.member("app_transaction_id")
+        out.string(transaction.appTransactionId)
         out.member("billing_plan_type")
         out.string(transaction.billingPlanType)
         out.member("cancellation_date_ms")
@@ -100,7 +104,9 @@ enum PurchaseEventJSON {
     }
 
     static func write(_ renewal: RenewalSummary, to out: inout Writer) {
-        out.member("auto_renew_product_id", first: true)
+        out.member("app_transaction_id", first: true)
+        out.string(renewal.appTransactionId)
+        out.member("auto_renew_product_id")
         out.string(renewal.autoRenewProductId)
         out.member("auto_renew_status")
         out.number(renewal.autoRenewStatus.map(Int64.init))

@@ -56,7 +56,8 @@ public struct OutputFactory: Sendable {
                 clientId: submission.clientId, outcome: verdict.outcome, reason: verdict.reason,
                 source: verdict.source, message: verdict.message, appleStatus: verdict.appleStatus,
                 environment: verdict.environment, bundleId: verdict.bundleId, transactions: verdict.transactions,
-                submissionFingerprint: submission.fingerprint, attempts: job.priorAttempts + verdict.attempts,
+                appTransaction: verdict.appTransaction, submissionFingerprint: submission.fingerprint,
+                attempts: job.priorAttempts + verdict.attempts,
                 verifiedAtMs: nowMs),
             key: job.message.key)
     }

@@ -271,8 +271,9 @@ public struct VerifierSettings: ServiceSettings {
                                          refused: bundle_mismatch)
           APPLE_SERVER_API_MAX_RPS       this process's production pace per API endpoint, the sandbox's a tenth
                                          (default 50, Apple's per-app limit: divide it across replicas)
-          SIGNED_TRANSACTION_CONFIRM     always (also ask Get Transaction Info: Apple's current state) or never
-                                         (local signature check only) (default always with an API key, else never)
+          SIGNED_TRANSACTION_CONFIRM     always (also ask Get Transaction Info: Apple's current state; for an app
+                                         transaction Get App Transaction Info) or never (local signature check
+                                         only) (default always with an API key, else never)
           RECEIPT_BACKEND                verify-receipt (Apple's legacy endpoint) or server-api (receipt signature
                                          checked locally, then Get Transaction History; needs the API key)
                                          (default verify-receipt)
