@@ -276,7 +276,6 @@ final class VerificationEngine: Sendable {
         _ message: InputMessage, ticket: MessageTicket, processor: NotificationProcessor,
         rejection: NotificationRejection, attempt: Int
     ) {
-        metrics.notificationsHeld.increment()
         let delay = Self.notificationRetryDelay(attempt: attempt)
         let fields: KeyValuePairs<String, LogValue> = [
             "notification_uuid": .string(rejection.notificationUUID ?? ""), "attempt": .int(attempt + 1),
@@ -296,6 +295,7 @@ final class VerificationEngine: Sendable {
                     attempt: attempt + 1)
             }
         }
+        metrics.notificationsHeld.increment()
     }
 
     private func startRound(_ dispatch: DispatchState<VerificationJob>.Dispatch) {
