@@ -65,10 +65,10 @@ enum OCSPASN1 {
     }
 
     /// A `GeneralizedTime` (or `UTCTime`) as seconds since 1970.
-    static func epochSeconds(_ time: UnsafePointer<ASN1_GENERALIZEDTIME>?) -> Int64? {
+    static func epochSeconds(_ time: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>?) -> Int64? {
         guard let time else { return nil }
         var parts = tm()
-        guard ASN1_TIME_to_tm(time, &parts) == 1 else { return nil }
+        guard ASN1_TIME_to_tm(UnsafePointer(time), &parts) == 1 else { return nil }
         return Int64(timegm(&parts))
     }
 }

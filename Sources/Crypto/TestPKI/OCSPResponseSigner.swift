@@ -46,7 +46,8 @@ public struct OCSPResponseSigner: Sendable {
             }
             ids.append(id)
         }
-        return try sign(zip(ids, answers.map(\.status)).map { ($0, $1) }, thisUpdate: thisUpdate, nextUpdate: nextUpdate)
+        let pairs: [(OpaquePointer, OCSPCertificateStatus)] = Array(zip(ids, answers.map(\.status)))
+        return try signAnswers(pairs, thisUpdate: thisUpdate, nextUpdate: nextUpdate)
     }
 
     /// The response to a DER `OCSPRequest`: each `CertID` about this issuer's certificates gets `status(serialHex)`;
@@ -78,7 +79,7 @@ public struct OCSPResponseSigner: Sendable {
         }
         OpenSSLErrorQueue.clear()
         guard !answers.isEmpty else { return nil }
-        return try sign(answers, thisUpdate: thisUpdate, nextUpdate: nextUpdate)
+        return try signAnswers(answers, thisUpdate: thisUpdate, nextUpdate: nextUpdate)
     }
 
     /// An unsigned response with a non-successful status (no answer about any certificate).
@@ -90,7 +91,7 @@ public struct OCSPResponseSigner: Sendable {
         return try encode(response)
     }
 
-    private func sign(
+    private func signAnswers(
         _ answers: [(OpaquePointer, OCSPCertificateStatus)], thisUpdate: Int64, nextUpdate: Int64?
     ) throws(CryptoError) -> [UInt8] {
         guard let basic = OCSP_BASICRESP_new() else {

@@ -65,9 +65,12 @@ public final class TestOCSPResponder: OCSPTransport, Sendable {
     /// Marks the certificate with `serialHex` revoked (at `revokedAt`, default now), or good again.
     public func setRevoked(_ serialHex: String, _ revoked: Bool = true, at revokedAt: Int64? = nil) {
         let now = nowSeconds
-        state.withLock { state in
-            if revoked { state.revoked[serialHex.uppercased()] = revokedAt ?? now - 60 } else {
-                state.revoked.removeValue(forKey: serialHex.uppercased())
+        let serial = serialHex.uppercased()
+        state.withLock { state -> Void in
+            if revoked {
+                state.revoked[serial] = revokedAt ?? now - 60
+            } else {
+                state.revoked[serial] = nil
             }
         }
     }
@@ -115,7 +118,10 @@ public final class TestOCSPResponder: OCSPTransport, Sendable {
                 do {
                     if let der = try authority.respond(
                         toRequest: request, thisUpdate: now - 60, nextUpdate: now + validitySeconds,
-                        status: { serial in revoked[serial].map { .revoked(revokedAt: $0, reason: 1) } ?? .good })
+                        status: { serial -> OCSPCertificateStatus in
+                            guard let at = revoked[serial] else { return .good }
+                            return .revoked(revokedAt: at, reason: 1)
+                        })
                     {
                         return .success(der)
                     }
