@@ -210,7 +210,7 @@ public final class RevocationChecker: Sendable {
             case .failure(let error):
                 finish(.failure(RevocationFetchFailure(message: "OCSP responder \(url): \(error.message)")))
             case .success(let body):
-                do {
+                do throws(OCSPError) {
                     let answer = try OCSPResponse.verify(
                         der: body, certificate: certificate, issuer: issuer, trustedRoots: roots,
                         atEpochSeconds: nowSeconds, allowedSkewSeconds: skew)
