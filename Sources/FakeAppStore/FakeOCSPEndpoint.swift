@@ -73,7 +73,8 @@ struct FakeOCSPEndpoint: Sendable {
             let roles = Set(raw.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
             guard roles.isSubset(of: ["leaf", "intermediate"]) else {
                 return .json(
-                    400, "{\"error\":{\"code\":\"bad_revoked\",\"message\":\"revoked lists leaf and/or intermediate\"}}")
+                    400,
+                    "{\"error\":{\"code\":\"bad_revoked\",\"message\":\"revoked lists leaf and/or intermediate\"}}")
             }
             let chain = signing.signer.chain
             responder.setRevoked(chain[0].serialNumberHex, roles.contains("leaf"))

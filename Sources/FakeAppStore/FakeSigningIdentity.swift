@@ -43,10 +43,11 @@ public struct FakeSigningIdentity: Sendable {
         if FileManager.default.isReadableFile(atPath: intermediateKeyPath),
             FileManager.default.isReadableFile(atPath: rootKeyPath)
         {
+            let intermediateKey = try ECPrivateKey.load(path: intermediateKeyPath)
+            let rootKey = try ECPrivateKey.load(path: rootKeyPath)
             let intermediate = CertificateAuthority(
-                authority: MintedCertificate(certificate: chain[1], privateKey: try ECPrivateKey.load(path: intermediateKeyPath)))
-            let root = CertificateAuthority(
-                authority: MintedCertificate(certificate: chain[2], privateKey: try ECPrivateKey.load(path: rootKeyPath)))
+                authority: MintedCertificate(certificate: chain[1], privateKey: intermediateKey))
+            let root = CertificateAuthority(authority: MintedCertificate(certificate: chain[2], privateKey: rootKey))
             responder = TestOCSPResponder(authorities: [intermediate, root])
         }
         return FakeSigningIdentity(

@@ -2,8 +2,9 @@
 ///
 /// Every kind maps to the contract's reason `invalid_signature` (`contractReason`), except a receipt whose bytes
 /// are not a receipt at all (`invalid_receipt`) and `revocationStatusUnavailable`, which is no refusal at all: the
-/// caller retries later (`isRetryable`; submissions take the `apple_unavailable` retry path). `message` is precise, for logs and DLQ records; it names the failing
-/// part (segment, certificate subject, OID, date) and never quotes payload contents or key material.
+/// caller retries later (`isRetryable`; submissions take the `apple_unavailable` retry path). `message` is precise,
+/// for logs and DLQ records; it names the failing part (segment, certificate subject, OID, date) and never quotes
+/// payload contents or key material.
 public struct SignedDataError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Kind: Sendable, Equatable {
         /// Not a compact JWS: not three base64url segments, too large, header not a JSON object.

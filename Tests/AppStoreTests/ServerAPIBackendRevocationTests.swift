@@ -14,7 +14,8 @@ import Testing
             trustedRoots: [harness.pki.rootCertificate],
             revocation: RevocationChecker(
                 trustedRoots: [harness.pki.rootCertificate], transport: responder,
-                configuration: RevocationChecker.Configuration(responderURL: "http://ocsp.test/", retryIntervalSeconds: 0)))
+                configuration: RevocationChecker.Configuration(
+                    responderURL: "http://ocsp.test/", retryIntervalSeconds: 0)))
     }
 
     @Test func aSignedTransactionIsRetryableWhileTheRevocationStatusIsUnavailable() async throws {

@@ -61,7 +61,8 @@ struct OCSPTests {
             [(pki.leaf.certificate, .revoked(revokedAt: now - 2 * hour, reason: nil))], thisUpdate: now - hour,
             nextUpdate: now + hour)
         #expect(try verify(withoutReason, pki).status == .revoked(revokedAt: now - 2 * hour, reason: nil))
-        let unknown = try signer.sign([(pki.leaf.certificate, .unknown)], thisUpdate: now - hour, nextUpdate: now + hour)
+        let unknown = try signer.sign(
+            [(pki.leaf.certificate, .unknown)], thisUpdate: now - hour, nextUpdate: now + hour)
         #expect(try verify(unknown, pki).status == .unknown)
     }
 
@@ -109,7 +110,8 @@ struct OCSPTests {
         let staleError = #expect(throws: OCSPError.self) { try verify(stale, pki) }
         #expect(staleError?.kind == .notValidAtTime)
         #expect(staleError?.message.contains("stale") == true)
-        let future = try signer.sign([(pki.leaf.certificate, .good)], thisUpdate: now + hour, nextUpdate: now + 2 * hour)
+        let future = try signer.sign(
+            [(pki.leaf.certificate, .good)], thisUpdate: now + hour, nextUpdate: now + 2 * hour)
         try expectRefused(.notValidAtTime) { try verify(future, pki) }
         // Within the allowed skew (5 minutes) both ends are tolerated.
         let edge = try signer.sign([(pki.leaf.certificate, .good)], thisUpdate: now + 60, nextUpdate: now - 60)
@@ -143,7 +145,8 @@ struct OCSPTests {
     @Test("a request names the certificate's serial and its issuer; the issuer's responder answers it, others do not")
     func requestRoundTrip() throws {
         let pki = try CryptoFixtures.PKI()
-        let request = try OCSPRequest.der(certificate: pki.leaf.certificate, issuer: pki.intermediate.authority.certificate)
+        let request = try OCSPRequest.der(
+            certificate: pki.leaf.certificate, issuer: pki.intermediate.authority.certificate)
         var asked: [String] = []
         let response = try #require(
             try OCSPResponseSigner(authority: pki.intermediate).respond(
@@ -159,9 +162,9 @@ struct OCSPTests {
             toRequest: request, thisUpdate: now, nextUpdate: nil) { _ in .good }
         #expect(unanswered == nil)
         #expect(throws: CryptoError.self) {
-            try OCSPResponseSigner(authority: pki.root).respond(toRequest: [1, 2, 3], thisUpdate: now, nextUpdate: nil) {
-                _ in .good
-            }
+            try OCSPResponseSigner(authority: pki.root).respond(
+                toRequest: [1, 2, 3], thisUpdate: now, nextUpdate: nil
+            ) { _ in .good }
         }
     }
 

@@ -28,7 +28,8 @@ public enum OCSPResponse {
         guard responseStatus == OCSP_RESPONSE_STATUS_SUCCESSFUL else {
             let name = String(cString: OCSP_response_status_str(Int(responseStatus)))
             throw OCSPError(
-                .unsuccessful, "the OCSP responder answered '\(name)' (response status \(responseStatus)), not a status")
+                .unsuccessful,
+                "the OCSP responder answered '\(name)' (response status \(responseStatus)), not a status")
         }
         guard let basic = OCSP_response_get1_basic(response) else {
             OpenSSLErrorQueue.clear()
@@ -50,7 +51,8 @@ public enum OCSPResponse {
             OpenSSLErrorQueue.clear()
             throw OCSPError(
                 .noMatchingResponse,
-                "the OCSP response holds no answer about '\(certificate.subject)' (serial \(certificate.serialNumberHex))")
+                "the OCSP response holds no answer about '\(certificate.subject)' "
+                    + "(serial \(certificate.serialNumberHex))")
         }
         guard let thisEpoch = OCSPASN1.epochSeconds(thisUpdate) else {
             throw OCSPError(.malformed, "the OCSP answer's thisUpdate is unreadable")

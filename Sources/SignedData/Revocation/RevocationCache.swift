@@ -100,7 +100,8 @@ struct RevocationCache {
         if entries[key] == nil, entries.count >= max(1, limits.capacity) {
             // Forget the certificate whose answer is oldest (no fetch in flight): a rotated-out leaf.
             let idle = entries.filter { $0.value.flight == nil }
-            if let oldest = idle.min(by: { ($0.value.answer?.fetchedAt ?? .min) < ($1.value.answer?.fetchedAt ?? .min) }) {
+            let fetchedAt = { (entry: Entry) in entry.answer?.fetchedAt ?? .min }
+            if let oldest = idle.min(by: { fetchedAt($0.value) < fetchedAt($1.value) }) {
                 entries.removeValue(forKey: oldest.key)
             }
         }

@@ -83,8 +83,8 @@ public final class RevocationChecker: Sendable {
         cache = Locked(
             RevocationCache(
                 limits: RevocationCache.Limits(
-                    maxAgeSeconds: configuration.maxAgeSeconds, retryIntervalSeconds: configuration.retryIntervalSeconds,
-                    capacity: configuration.capacity)))
+                    maxAgeSeconds: configuration.maxAgeSeconds,
+                    retryIntervalSeconds: configuration.retryIntervalSeconds, capacity: configuration.capacity)))
     }
 
     /// Checks the leaf and the intermediate of a validated path (leaf, intermediate, root).
@@ -177,7 +177,8 @@ public final class RevocationChecker: Sendable {
                 metrics?.fetched("answered")
                 if previous != nil {
                     logger?.info(
-                        "OCSP answers again", ["certificate": .string(role.rawValue), "status": .string(answer.status.name)])
+                        "OCSP answers again",
+                        ["certificate": .string(role.rawValue), "status": .string(answer.status.name)])
                 }
             case .failure(let failure):
                 metrics?.fetched("failed")

@@ -126,7 +126,9 @@ public final class TestOCSPResponder: OCSPTransport, Sendable {
                         return .success(der)
                     }
                 } catch {
-                    return Self.encoded { () throws(CryptoError) in try OCSPResponseSigner.unsuccessful(.malformedRequest) }
+                    return Self.encoded { () throws(CryptoError) in
+                        try OCSPResponseSigner.unsuccessful(.malformedRequest)
+                    }
                 }
             }
             return Self.encoded { () throws(CryptoError) in try OCSPResponseSigner.unsuccessful(.unauthorized) }

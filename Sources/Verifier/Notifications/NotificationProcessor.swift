@@ -19,8 +19,8 @@ public struct NotificationEvent: Sendable, Equatable {
 /// 2. `signed_payload` verifies (ES256, x5c chain to our roots at its `signedDate`, Apple's marker OIDs, and with
 ///    `APPLE_REVOCATION_CHECK=ocsp` no revoked certificate), else `invalid_signature`; when the revocation status of
 ///    any of its JWS is unavailable the notification is not judged: `retryLater` (`isRetryable`), held and verified
-///    again by the engine, never a DLQ record; the verified payload has a `notificationUUID` and a `notificationType`, else
-///    `malformed_submission`;
+///    again by the engine, never a DLQ record; the verified payload has a `notificationUUID` and a
+///    `notificationType`, else `malformed_submission`;
 /// 3. its `bundleId` is in `ALLOWED_BUNDLE_IDS`, else `bundle_mismatch`;
 /// 4. its environment is Production or Sandbox (`sandbox_not_allowed` for Xcode and LocalTesting, always, and for
 ///    Sandbox under `SANDBOX_POLICY=reject`); a Production notification carries `APPLE_APP_APPLE_ID` when that is set,

@@ -41,7 +41,8 @@ public struct NotificationRejection: Error, Sendable, Equatable, CustomStringCon
         -> NotificationRejection
     {
         if error.isRetryable {
-            return .retryLater("\(what) could not be verified now: \(error.message)", notificationUUID: notificationUUID)
+            return .retryLater(
+                "\(what) could not be verified now: \(error.message)", notificationUUID: notificationUUID)
         }
         return NotificationRejection(
             .invalidSignature, "\(what) does not verify: \(error.message)", notificationUUID: notificationUUID)

@@ -25,9 +25,10 @@ enum CertificateExpiryMetrics {
         var series: [(MetricLabels, Double)] = []
         func add(_ certificate: Certificate, role: String) {
             guard seen.insert(certificate).inserted else { return }
-            series.append(
-                ([("role", role), ("subject", commonName(certificate.subject)), ("serial", certificate.serialNumberHex)],
-                 Double(certificate.notAfter)))
+            let labels: MetricLabels = [
+                ("role", role), ("subject", commonName(certificate.subject)), ("serial", certificate.serialNumberHex),
+            ]
+            series.append((labels, Double(certificate.notAfter)))
         }
         for root in roots { add(root, role: "root") }
         for chain in chains {
