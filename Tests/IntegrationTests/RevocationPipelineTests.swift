@@ -12,10 +12,10 @@ import TestSupport
 @Suite(.serialized) struct RevocationPipelineTests {
     /// The fake's chain written to files (with its CA keys, so its responder can sign), no API key: signed
     /// transactions are verified locally, so only the OCSP answer can hold them back.
-    private static func start(_ directory: String) async throws -> Pipeline {
+    private static func start(_ directory: String, withIngest: Bool = false) async throws -> Pipeline {
         let minted = try FakePKIFiles.mint(into: directory)
         return try await Pipeline.start(
-            fakeArguments: ["--latency-ms", "5"] + minted.fakeArguments,
+            fakeArguments: ["--latency-ms", "5"] + minted.fakeArguments, withIngest: withIngest,
             verifierSettings: [
                 "APPLE_ROOT_CERTIFICATES": minted.path(FakePKIFiles.rootFile), "VERIFIER_RETRY_BACKOFF_MS": "2000",
                 "VERIFIER_RETRY_ROUNDS": "12",
@@ -75,6 +75,41 @@ import TestSupport
         for role in ["root", "intermediate", "leaf"] {
             #expect(scrape.text.contains("verifier_certificate_expiry_timestamp_seconds{role=\"\(role)\""), "\(role)")
         }
+        await pipeline.shutdown()
+    }
+
+    @Test func aNotificationWhileTheResponderIsDownIsHeldThenBecomesAnEventNeverADLQRecord() async throws {
+        let directory = Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let pipeline = try await Self.start(directory, withIngest: true)
+        let harness = try NotificationHarness()  // only its events collector: the fake signs the notification
+        try harness.collectEvents(pipeline)
+        try await pipeline.fake.setOCSP(mode: "fail")
+        let ingest = try #require(pipeline.ingest)
+        let target = ingest.url("/v1/apple/notifications")
+        let sent = try await TestHTTPClient.send(
+            "POST",
+            pipeline.fake.url + "/admin/notifications/send?type=REFUND&transaction_id=2000000000000456&url="
+                + (target.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? target),
+            timeout: 30)
+        let answer = try #require(sent.jsonObject, "\(sent.status): \(sent.text)")
+        let uuid = try #require(answer["notification_uuid"] as? String)
+        #expect(answer["delivered"] as? Bool == true, "the ingest took it: \(answer)")
+
+        let verifier = try #require(pipeline.runningVerifiers.first)
+        let held = await eventually(timeout: .seconds(60)) {
+            (await verifier.metricSum("verifier_notifications_held_total") ?? 0) >= 2
+        }
+        #expect(held, "the notification was held (and tried again) while no OCSP answer could be had")
+        #expect(try harness.eventIds().isEmpty)
+        #expect(pipeline.deadLetters.messages.isEmpty, "never a DLQ record for an unavailable revocation status")
+
+        try await pipeline.fake.setOCSP(mode: "answer")
+        #expect(await harness.waitForEvents([uuid], timeout: .seconds(90)))
+        let event = try #require(try harness.writtenEvents().first { $0.eventId == uuid })
+        #expect(event.type == .debit)
+        #expect(pipeline.deadLetters.messages.isEmpty)
+        harness.close()
         await pipeline.shutdown()
     }
 }
