@@ -70,6 +70,7 @@ pipeline_start() {
         "APPLE_VERIFY_RECEIPT_URL=$FAKE_URL/verifyReceipt"
         "APPLE_SANDBOX_VERIFY_RECEIPT_URL=$FAKE_URL/sandbox/verifyReceipt"
         "APPLE_SERVER_API_URL=$FAKE_URL" "APPLE_SERVER_API_SANDBOX_URL=$FAKE_URL/sandbox"
+        "APPLE_OCSP_RESPONDER_URL=$FAKE_URL/ocsp"
         "PRODUCT_CATALOG_FILE=$PWD/scripts/dev-product-catalog.json"
         # A killed verifier's partitions wait for its session to expire before the group hands them on.
         "KAFKA_SESSION_TIMEOUT_MS=10000" "KAFKA_HEARTBEAT_INTERVAL_MS=1000"

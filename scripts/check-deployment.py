@@ -909,6 +909,12 @@ def check_pods_on_a_cluster(directory, documents):
             finding(f"{where}: calls Apple but its NetworkPolicy allows no egress on 443")
         if name not in CALLS_APPLE and apple:
             finding(f"{where}: never calls Apple but its NetworkPolicy allows egress to the internet on 443")
+        ocsp = allows(80, lambda peer: "ipBlock" in peer)
+        if name == "receipt-verifier" and not ocsp:
+            finding(f"{where}: checks revocation with Apple's OCSP responder (http, port 80) but its NetworkPolicy "
+                    "allows no egress on 80")
+        if name != "receipt-verifier" and ocsp:
+            finding(f"{where}: makes no OCSP requests but its NetworkPolicy allows egress to the internet on 80")
         if name in USES_LEDGER_DATABASE:
             clusters = {d["metadata"]["name"] for d in render("deploy/postgres") if d.get("kind") == "Cluster"}
             if not allows(5432, lambda peer: peer.get("podSelector", {}).get("matchLabels", {}).get("cnpg.io/cluster")

@@ -74,7 +74,7 @@ ingest="http://127.0.0.1:$(field "$work/ingest.log" '"msg":"HTTP server listenin
 env "${common[@]}" VERIFIER_METRICS_LISTEN=127.0.0.1:0 ALLOWED_BUNDLE_IDS=com.example.game \
     APPLE_VERIFY_RECEIPT_URL="$apple/verifyReceipt" APPLE_SANDBOX_VERIFY_RECEIPT_URL="$apple/sandbox/verifyReceipt" \
     APPLE_SERVER_API_URL="$apple" APPLE_SERVER_API_SANDBOX_URL="$apple/sandbox" "${api_settings[@]}" \
-    PRODUCT_CATALOG_FILE=scripts/dev-product-catalog.json \
+    APPLE_OCSP_RESPONDER_URL="$apple/ocsp" PRODUCT_CATALOG_FILE=scripts/dev-product-catalog.json \
     "$bin/receipt-verifier" >"$work/verifier.out" 2>"$work/verifier.log" &
 pids+=($!)
 wait_for "$work/verifier.log" '"msg":"receipt-verifier started"' "${pids[-1]}"

@@ -127,6 +127,8 @@ if [ -z "${APPLE_VERIFY_RECEIPT_URL:-}" ]; then
     export APPLE_SANDBOX_VERIFY_RECEIPT_URL="$fake_url/sandbox/verifyReceipt"
     export APPLE_SERVER_API_URL="$fake_url"
     export APPLE_SERVER_API_SANDBOX_URL="$fake_url/sandbox"
+    # Revocation checks (APPLE_REVOCATION_CHECK=ocsp, the default) ask the fake's responder about its chain.
+    export APPLE_OCSP_RESPONDER_URL="$fake_url/ocsp"
     echo "fake App Store:  $fake_url (verifyReceipt and the App Store Server API; PKI and API key in $pki_dir)"
     # The ledger answers the fake's CONSUMPTION_REQUESTs with Send Consumption Information (same API key).
     export LEDGER_CONSUMPTION_RESPONSES="${LEDGER_CONSUMPTION_RESPONSES:-send}"

@@ -11,6 +11,7 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/objects.h>
+#include <openssl/ocsp.h>
 #include <openssl/pem.h>
 #include <openssl/pkcs7.h>
 #include <openssl/rand.h>
@@ -125,7 +126,65 @@ static inline int cossl_pkcs7_signer_count(PKCS7 *p7) {
     return infos == NULL ? 0 : sk_PKCS7_SIGNER_INFO_num(infos);
 }
 
+/* ---- OCSP ---- */
+/* The OCSP responder URLs of a certificate's Authority Information Access extension. X509_get1_ocsp returns a
+   STACK_OF(OPENSSL_STRING) (type-generic macros); these copy URL `index` into `buffer` (NUL-terminated) and free
+   the stack. Returns the number of URLs; the URL is copied only when index < count and it fits. */
+static inline int cossl_x509_ocsp_url(X509 *cert, int index, char *buffer, int capacity) {
+    STACK_OF(OPENSSL_STRING) *urls = X509_get1_ocsp(cert);
+    if (urls == NULL) return 0;
+    int count = sk_OPENSSL_STRING_num(urls);
+    if (index >= 0 && index < count && capacity > 0) {
+        const char *url = sk_OPENSSL_STRING_value(urls, index);
+        size_t length = url == NULL ? 0 : strlen(url);
+        if (length < (size_t)capacity) {
+            memcpy(buffer, url, length);
+            buffer[length] = 0;
+        } else {
+            buffer[0] = 0;
+        }
+    }
+    X509_email_free(urls);
+    return count;
+}
+
+/* The serial number of a certificate as uppercase hexadecimal (no leading zeros), into `buffer`. */
+static inline int cossl_x509_serial_hex(const X509 *cert, char *buffer, int capacity) {
+    BIGNUM *number = ASN1_INTEGER_to_BN(X509_get0_serialNumber(cert), NULL);
+    if (number == NULL) return 0;
+    char *hex = BN_bn2hex(number);
+    BN_free(number);
+    if (hex == NULL) return 0;
+    size_t length = strlen(hex);
+    int ok = length < (size_t)capacity;
+    if (ok) memcpy(buffer, hex, length + 1);
+    OPENSSL_free(hex);
+    return ok ? (int)length : 0;
+}
+
+/* The serial number of an OCSP CertID as uppercase hexadecimal, into `buffer` (0 when unreadable). */
+static inline int cossl_ocsp_certid_serial_hex(OCSP_CERTID *id, char *buffer, int capacity) {
+    ASN1_INTEGER *serial = NULL;
+    if (OCSP_id_get0_info(NULL, NULL, NULL, &serial, id) != 1 || serial == NULL) return 0;
+    BIGNUM *number = ASN1_INTEGER_to_BN(serial, NULL);
+    if (number == NULL) return 0;
+    char *hex = BN_bn2hex(number);
+    BN_free(number);
+    if (hex == NULL) return 0;
+    size_t length = strlen(hex);
+    int ok = length < (size_t)capacity;
+    if (ok) memcpy(buffer, hex, length + 1);
+    OPENSSL_free(hex);
+    return ok ? (int)length : 0;
+}
+
+/* OCSP_REVOKED_STATUS_NOSTATUS is a negative macro: a revocation without a reason. */
+static inline int cossl_ocsp_reason_none(void) { return OCSP_REVOKED_STATUS_NOSTATUS; }
+
 /* Flags used by the Crypto layer, exported as functions because some are defined in terms of other macros. */
 static inline int cossl_pkcs7_flags_verify_signature_only(void) { return PKCS7_BINARY | PKCS7_NOVERIFY; }
 static inline int cossl_pkcs7_flags_sign(void) { return PKCS7_BINARY | PKCS7_NOATTR | PKCS7_NOSMIMECAP; }
+/* OCSP_basic_verify: the signer must be the CA itself or a responder it delegated (ocspSigning EKU); no "explicitly
+   trusted for OCSP signing" root fallback. The signer's chain is still validated against the trusted store. */
+static inline unsigned long cossl_ocsp_flags_verify(void) { return OCSP_NOEXPLICIT; }
 #endif

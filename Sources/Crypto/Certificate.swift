@@ -26,6 +26,11 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
     public let isCertificateAuthority: Bool
     /// SHA-256 of the DER encoding.
     public let sha256Fingerprint: [UInt8]
+    /// The serial number as uppercase hexadecimal without leading zeros (as `openssl x509 -serial` prints it).
+    public let serialNumberHex: String
+    /// The OCSP responder URLs of the Authority Information Access extension (`OCSP;URI:...`), in order; empty
+    /// when it names none.
+    public let ocspResponderURLs: [String]
 
     /// Takes ownership of one reference of `pointer`.
     init(owning pointer: OpaquePointer) throws(CryptoError) {
@@ -65,6 +70,8 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
         extensionOIDs = oids
         isCertificateAuthority = X509_check_ca(pointer) != 0
         sha256Fingerprint = SHA256.hash(der)
+        serialNumberHex = Certificate.serialHex(pointer)
+        ocspResponderURLs = Certificate.ocspURLs(pointer)
     }
 
     deinit { X509_free(pointer) }
@@ -188,6 +195,26 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
         var buffer = [CChar](repeating: 0, count: 1024)
         let length = cossl_x509_name_rfc2253(name, &buffer, Int32(buffer.count))
         return String(decoding: buffer.prefix(Int(max(0, length))).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    private static func serialHex(_ pointer: OpaquePointer) -> String {
+        var buffer = [CChar](repeating: 0, count: 128)
+        let length = cossl_x509_serial_hex(pointer, &buffer, Int32(buffer.count))
+        return String(decoding: buffer.prefix(Int(max(0, length))).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    private static func ocspURLs(_ pointer: OpaquePointer) -> [String] {
+        var buffer = [CChar](repeating: 0, count: 2048)
+        let count = cossl_x509_ocsp_url(pointer, -1, &buffer, Int32(buffer.count))
+        var urls: [String] = []
+        for index in 0..<max(0, count) {
+            buffer[0] = 0
+            _ = cossl_x509_ocsp_url(pointer, index, &buffer, Int32(buffer.count))
+            let url = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if !url.isEmpty { urls.append(url) }
+        }
+        OpenSSLErrorQueue.clear()
+        return urls
     }
 
     private static func epochSeconds(_ time: UnsafePointer<ASN1_TIME>?) -> Int64? {

@@ -23,6 +23,8 @@ final class FakeAppStoreHandler: HTTPHandler {
     /// Signing and sending notifications (nil when their HTTP client could not be created).
     let notifications: FakeNotificationAdmin?
     private let state: Locked<State>
+    /// `POST /ocsp` and `/admin/ocsp`: the signing chain's revocation status.
+    private let ocsp: FakeOCSPEndpoint
     private let sharedSecret: String?
     private let logger: Logger
     private let timerQueue = DispatchQueue(label: "fake-appstore-delays", attributes: .concurrent)
@@ -36,6 +38,7 @@ final class FakeAppStoreHandler: HTTPHandler {
         self.sharedSecret = sharedSecret
         self.serverAPI = serverAPI
         self.logger = logger
+        ocsp = FakeOCSPEndpoint(signing: serverAPI.signing, logger: logger)
     }
 
     var latency: Latency {
@@ -50,6 +53,7 @@ final class FakeAppStoreHandler: HTTPHandler {
 
     func handle(_ request: HTTPRequest, respond: @escaping HTTPResponder) {
         if let notifications, notifications.handle(request, respond: respond) { return }
+        if ocsp.handle(request, respond: respond) { return }
         switch (request.method, request.path) {
         case ("POST", "/verifyReceipt"):
             verifyReceipt(request, sandbox: false, respond: respond)

@@ -9,19 +9,26 @@ public struct FakeSigningIdentity: Sendable {
     public let signer: JWSSigner
     /// The trust anchor to give verifiers.
     public let rootCertificate: Certificate
+    /// Answers OCSP requests about the chain's leaf and intermediate (`POST /ocsp`); nil when the intermediate's
+    /// and root's keys are unknown.
+    public let ocspResponder: TestOCSPResponder?
 
-    public init(signer: JWSSigner, rootCertificate: Certificate) {
+    public init(signer: JWSSigner, rootCertificate: Certificate, ocspResponder: TestOCSPResponder? = nil) {
         self.signer = signer
         self.rootCertificate = rootCertificate
+        self.ocspResponder = ocspResponder
     }
 
     /// A fresh test PKI minted in memory (the fake's default; the root is served at `GET /admin/signing-root`).
     public static func mint() throws(CryptoError) -> FakeSigningIdentity {
         let pki = try TestSigningPKI.mint()
-        return FakeSigningIdentity(signer: pki.signer, rootCertificate: pki.rootCertificate)
+        return FakeSigningIdentity(
+            signer: pki.signer, rootCertificate: pki.rootCertificate, ocspResponder: pki.ocspResponder())
     }
 
     /// Keys written by `fake-appstore mint-pki`: the leaf's PEM private key and a PEM chain, leaf first, root last.
+    /// When `intermediate-key.pem` and `root-key.pem` lie next to the chain (mint-pki writes them), the fake also
+    /// answers OCSP requests about the chain.
     public static func load(keyPath: String, chainPath: String) throws(CryptoError) -> FakeSigningIdentity {
         let key = try ECPrivateKey.load(path: keyPath)
         let chain = try Certificate.load(path: chainPath)
@@ -29,7 +36,22 @@ public struct FakeSigningIdentity: Sendable {
             throw CryptoError(
                 .invalidArgument, "\(chainPath) holds \(chain.count) certificates; expected leaf, intermediate, root")
         }
-        return FakeSigningIdentity(signer: JWSSigner(privateKey: key, chain: chain), rootCertificate: chain[2])
+        let directory = chainPath.contains("/") ? String(chainPath[..<chainPath.lastIndex(of: "/")!]) : "."
+        let intermediateKeyPath = directory + "/" + FakePKIFiles.intermediateKeyFile
+        let rootKeyPath = directory + "/" + FakePKIFiles.rootKeyFile
+        var responder: TestOCSPResponder?
+        if FileManager.default.isReadableFile(atPath: intermediateKeyPath),
+            FileManager.default.isReadableFile(atPath: rootKeyPath)
+        {
+            let intermediateKey = try ECPrivateKey.load(path: intermediateKeyPath)
+            let rootKey = try ECPrivateKey.load(path: rootKeyPath)
+            let intermediate = CertificateAuthority(
+                authority: MintedCertificate(certificate: chain[1], privateKey: intermediateKey))
+            let root = CertificateAuthority(authority: MintedCertificate(certificate: chain[2], privateKey: rootKey))
+            responder = TestOCSPResponder(authorities: [intermediate, root])
+        }
+        return FakeSigningIdentity(
+            signer: JWSSigner(privateKey: key, chain: chain), rootCertificate: chain[2], ocspResponder: responder)
     }
 }
 
@@ -42,6 +64,9 @@ public enum FakePKIFiles {
     public static let leafFile = "leaf.pem"
     public static let chainFile = "chain.pem"
     public static let signingKeyFile = "signing-key.pem"
+    /// The CA keys, for the fake's OCSP responder (`POST /ocsp`).
+    public static let intermediateKeyFile = "intermediate-key.pem"
+    public static let rootKeyFile = "root-key.pem"
     public static let apiKeyFile = "api-key.p8"
     public static let settingsFile = "settings.env"
 
@@ -95,6 +120,8 @@ public enum FakePKIFiles {
         try write(leafFile, leaf.pem)
         try write(chainFile, leaf.pem + intermediate.authority.pem + root.authority.pem)
         try write(signingKeyFile, try leaf.privateKey.pkcs8PEM(), secret: true)
+        try write(intermediateKeyFile, try intermediate.authority.privateKey.pkcs8PEM(), secret: true)
+        try write(rootKeyFile, try root.authority.privateKey.pkcs8PEM(), secret: true)
         try write(apiKeyFile, try apiKey.pkcs8PEM(), secret: true)
         try write(
             settingsFile,

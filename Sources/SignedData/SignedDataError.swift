@@ -1,8 +1,10 @@
 /// Why signed data (a JWS from the App Store, or a legacy receipt) was refused.
 ///
 /// Every kind maps to the contract's reason `invalid_signature` (`contractReason`), except a receipt whose bytes
-/// are not a receipt at all (`invalid_receipt`). `message` is precise, for logs and DLQ records; it names the failing
-/// part (segment, certificate subject, OID, date) and never quotes payload contents or key material.
+/// are not a receipt at all (`invalid_receipt`) and `revocationStatusUnavailable`, which is no refusal at all: the
+/// caller retries later (`isRetryable`; submissions take the `apple_unavailable` retry path). `message` is precise,
+/// for logs and DLQ records; it names the failing part (segment, certificate subject, OID, date) and never quotes
+/// payload contents or key material.
 public struct SignedDataError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Kind: Sendable, Equatable {
         /// Not a compact JWS: not three base64url segments, too large, header not a JSON object.
@@ -34,6 +36,13 @@ public struct SignedDataError: Error, Sendable, Equatable, CustomStringConvertib
         case malformedReceipt
         /// A legacy receipt's PKCS#7 signature or signer chain did not verify.
         case receiptSignatureInvalid
+        /// A certificate of the chain is revoked, or unknown to its issuer's OCSP responder (a verified answer,
+        /// `RevocationChecker`): refused, `invalid_signature`.
+        case certificateRevoked
+        /// No verified OCSP answer about a certificate of the chain could be had now (responder unreachable, slow,
+        /// `tryLater`, an unreadable or unverifiable response): not a verdict on the data; retry later
+        /// (`isRetryable`), never refuse.
+        case revocationStatusUnavailable
     }
 
     public let kind: Kind
@@ -46,8 +55,16 @@ public struct SignedDataError: Error, Sendable, Equatable, CustomStringConvertib
 
     public var description: String { message }
 
-    /// The result reason of the message contract this error maps to.
+    /// True when the data was not judged and must be verified again later (`revocationStatusUnavailable`).
+    public var isRetryable: Bool { kind == .revocationStatusUnavailable }
+
+    /// The result reason of the message contract this error maps to (`apple_unavailable` for a retryable error,
+    /// which is never a rejection).
     public var contractReason: String {
-        kind == .malformedReceipt ? "invalid_receipt" : "invalid_signature"
+        switch kind {
+        case .malformedReceipt: "invalid_receipt"
+        case .revocationStatusUnavailable: "apple_unavailable"
+        default: "invalid_signature"
+        }
     }
 }

@@ -34,13 +34,19 @@ let usage = """
            it); each one is also a Get Notification History entry, its send attempts kept up to date
       GET  /admin/notifications[?uuid=U]                   notifications signed so far and their attempts
       POST /admin/notification-url?url=U                   where Request a Test Notification sends (no url: none)
+      POST /ocsp                                            OCSP responder for the signing chain's leaf and
+           intermediate (application/ocsp-request; the verifier's APPLE_OCSP_RESPONDER_URL)
+      GET  /admin/ocsp                                      its mode, requests received, revoked certificates
+      POST /admin/ocsp?mode=answer|fail|try-later|hold&revoked=leaf,intermediate   switch it (fail: 503; hold:
+           no answer; revoked= with nothing: none revoked)
     --notification-retry-seconds: waits between delivery attempts after failures (default apple: 1, 12, 24, 48,
     72 hours; Production notifications only, as Apple: a Sandbox one is sent once).
     --notification-url: the app's notification URL (App Store Connect's), where Request a Test Notification
     (POST /inApps/v1/notifications/test) sends its signed TEST notification; unset: 404 / 4040007.
     Prints FAKE_APPSTORE_URL=http://127.0.0.1:<port> as the first stdout line. Logs JSON on stderr.
 
-    mint-pki writes root.pem, intermediate.pem, leaf.pem, chain.pem, signing-key.pem, api-key.p8 and settings.env
+    mint-pki writes root.pem, intermediate.pem, leaf.pem, chain.pem, signing-key.pem, intermediate-key.pem and
+    root-key.pem (the CA keys /ocsp signs with, read from next to --signing-chain), api-key.p8 and settings.env
     (the verifier's APPLE_ROOT_CERTIFICATES, APPLE_ISSUER_ID, APPLE_KEY_ID, APPLE_PRIVATE_KEY_FILE) into DIR and
     prints the fake's arguments as FAKE_APPSTORE_ARGS=... and each setting as a KEY=value line.
 

@@ -62,10 +62,11 @@ final class ServerAPIHarness: Sendable {
     func backend(
         confirm: Bool = true, withClient: Bool = true, receiptRoots: [Certificate]? = nil, maxHistoryPages: Int = 50,
         notFoundMemory: TransactionNotFoundMemory.Limits = TransactionNotFoundMemory.Limits(),
-        clock: any ServiceClock = DispatchClock(), metrics: MetricsRegistry? = nil
+        clock: any ServiceClock = DispatchClock(), metrics: MetricsRegistry? = nil,
+        signedData: AppleSignedDataVerifier? = nil
     ) -> ServerAPIBackend {
         ServerAPIBackend(
-            client: withClient ? client : nil, signedData: pki.verifier(),
+            client: withClient ? client : nil, signedData: signedData ?? pki.verifier(),
             receipts: receiptRoots.map { AppReceiptVerifier(trustedRoots: $0) },
             configuration: .init(
                 policy: policy, confirmSignedTransactions: confirm, maxHistoryPages: maxHistoryPages,

@@ -33,9 +33,10 @@ final class NotificationHarness: Sendable {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    /// The verifier settings that make it trust this PKI (and `extraRoots`).
+    /// The verifier settings that make it trust this PKI (and `extraRoots`). No revocation checks: the fake App
+    /// Store's OCSP responder answers about its own chain only, not this PKI's.
     func verifierSettings(extraRoots: [String] = []) -> [String: String] {
-        ["APPLE_ROOT_CERTIFICATES": ([rootPath] + extraRoots).joined(separator: ",")]
+        ["APPLE_ROOT_CERTIFICATES": ([rootPath] + extraRoots).joined(separator: ","), "APPLE_REVOCATION_CHECK": "off"]
     }
 
     /// Starts collecting the events topic of `pipeline`.

@@ -10,13 +10,35 @@ public final class FakeAppStoreProcess: Sendable {
     public var productionURL: String { url + "/verifyReceipt" }
     public var sandboxURL: String { url + "/sandbox/verifyReceipt" }
 
-    /// The settings a verifier needs to use this fake (verifyReceipt and the App Store Server API URLs; the API key
-    /// and the signing root come from wherever the fake's were minted, e.g. `fake-appstore mint-pki`).
+    /// The settings a verifier needs to use this fake (verifyReceipt and the App Store Server API URLs, its OCSP
+    /// responder for revocation checks; the API key and the signing root come from wherever the fake's were minted,
+    /// e.g. `fake-appstore mint-pki`). Data signed by another PKI needs `APPLE_REVOCATION_CHECK=off`: the fake's
+    /// responder answers only about its own chain.
     public var environment: [String: String] {
         [
             "APPLE_VERIFY_RECEIPT_URL": productionURL, "APPLE_SANDBOX_VERIFY_RECEIPT_URL": sandboxURL,
             "APPLE_SERVER_API_URL": url, "APPLE_SERVER_API_SANDBOX_URL": url + "/sandbox",
+            "APPLE_OCSP_RESPONDER_URL": url + "/ocsp", "APPLE_OCSP_TIMEOUT_MS": "2000",
         ]
+    }
+
+    /// Sets the fake's OCSP responder: `mode` answer, fail, try-later or hold; `revoked` the chain certificates
+    /// answered revoked ("leaf", "intermediate"; empty for none). Nil leaves a switch as it is.
+    public func setOCSP(mode: String? = nil, revoked: [String]? = nil) async throws {
+        var query: [String] = []
+        if let mode { query.append("mode=" + mode) }
+        if let revoked { query.append("revoked=" + revoked.joined(separator: ",")) }
+        let response = try await TestHTTPClient.send("POST", url + "/admin/ocsp?" + query.joined(separator: "&"))
+        guard response.status == 200 else { throw TestSupportError("OCSP switch failed: \(response.text)") }
+    }
+
+    /// OCSP requests the fake's responder received.
+    public func ocspRequests() async throws -> Int {
+        let response = try await TestHTTPClient.send("GET", url + "/admin/ocsp")
+        guard response.status == 200, let requests = response.jsonObject?["requests"] as? Int else {
+            throw TestSupportError("unexpected OCSP state \(response.status): \(response.text)")
+        }
+        return requests
     }
 
     private init(process: ManagedProcess, url: String) {

@@ -24,7 +24,9 @@ struct NotificationEngineTests {
         samples = try NotificationSamples()
     }
 
-    func makeEngine(maxInFlight: Int = 2, window: Int = 64) -> VerificationEngine {
+    func makeEngine(
+        maxInFlight: Int = 2, window: Int = 64, processor: NotificationProcessor? = nil
+    ) -> VerificationEngine {
         var configuration = VerificationEngine.Configuration(
             topics: NotificationSamples.topics,
             limits: DispatchLimits(maxInFlight: maxInFlight, partitionWindow: window),
@@ -33,9 +35,56 @@ struct NotificationEngineTests {
         let engine = VerificationEngine(
             configuration: configuration, verifier: verifier, publisher: publisher, control: control, clock: clock,
             logger: Logger(label: "test", threshold: .error), metrics: VerifierMetrics(registry: registry),
-            notifications: samples.processor())
+            notifications: processor ?? samples.processor())
         engine.partitionsAssigned([partition])
         return engine
+    }
+
+    private var heldCount: Int {
+        registry.render().split(separator: "\n").first { $0.hasPrefix("verifier_notifications_held_total ") }
+            .flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
+    }
+
+    @Test func aNotificationWhoseRevocationStatusIsUnavailableIsHeldNeverDLQdAndVerifiedOnceTheResponderAnswers()
+        async throws
+    {
+        let responder = samples.pki.ocspResponder()
+        responder.mode = .fail
+        let engine = makeEngine(processor: samples.processor(revocation: samples.revocationChecker(responder)))
+        let record = try charges(1)[0]
+        engine.consume(NotificationSamples.message(record.value, offset: 0))
+        await settles("the notification held") { heldCount == 1 }
+        #expect(publisher.records(of: .event).isEmpty)
+        #expect(publisher.records(of: .deadLetter).isEmpty)
+        #expect(control.stored(partition).isEmpty, "its offset waits")
+        // Retried after 1 s: still no answer, held again (2 s next).
+        clock.advance(by: .seconds(1))
+        await settles("held a second time") { heldCount == 2 }
+        #expect(publisher.records(of: .deadLetter).isEmpty)
+
+        responder.mode = .answer
+        clock.advance(by: .seconds(2))
+        await settles("the event written") { publisher.records(of: .event).count == 1 }
+        await settles("its offset stored") { control.stored(partition) == [1] }
+        #expect(publisher.records(of: .event).first?.header(MessageHeaders.eventId) == record.uuid)
+        #expect(publisher.records(of: .deadLetter).isEmpty)
+        #expect(heldCount == 2)
+        #expect(VerificationEngine.notificationRetryDelay(attempt: 0) == .seconds(1))
+        #expect(VerificationEngine.notificationRetryDelay(attempt: 10) == .seconds(60))
+    }
+
+    @Test func aNotificationSignedByARevokedCertificateGoesToTheDLQAsInvalidSignature() async throws {
+        let responder = samples.pki.ocspResponder()
+        responder.setRevoked(samples.pki.leaf.certificate.serialNumberHex)
+        let engine = makeEngine(processor: samples.processor(revocation: samples.revocationChecker(responder)))
+        let record = try charges(1)[0]
+        engine.consume(NotificationSamples.message(record.value, offset: 0))
+        await settles("the DLQ record written") { publisher.records(of: .deadLetter).count == 1 }
+        let dead = try MessageCoding.decode(
+            DeadLetterRecord.self, from: try #require(publisher.records(of: .deadLetter).first).value)
+        #expect(dead.reason == .invalidSignature)
+        #expect(publisher.records(of: .event).isEmpty)
+        #expect(heldCount == 0)
     }
 
     /// `count` signed ONE_TIME_CHARGE records with original transaction ids `otx-<index>`.

@@ -26,10 +26,10 @@ struct NotificationSamples: Sendable {
 
     func processor(
         sandboxPolicy: SandboxPolicy = .accept, appAppleId: Int64? = NotificationSamples.appAppleId,
-        allowed: Set<String> = [NotificationSamples.bundleId]
+        allowed: Set<String> = [NotificationSamples.bundleId], revocation: RevocationChecker? = nil
     ) -> NotificationProcessor {
         NotificationProcessor(
-            verifier: pki.verifier(),
+            verifier: AppleSignedDataVerifier(trustedRoots: [pki.rootCertificate], revocation: revocation),
             policy: NotificationPolicy(allowedBundleIds: allowed, sandboxPolicy: sandboxPolicy, appAppleId: appAppleId))
     }
 
@@ -60,6 +60,14 @@ struct NotificationSamples: Sendable {
 
     static func record(signedPayload: String, receivedAtMs: Int64 = 1_764_489_600_000) throws -> [UInt8] {
         try MessageCoding.encode(NotificationRecord(signedPayload: signedPayload, receivedAtMs: receivedAtMs))
+    }
+
+    /// A revocation checker asking `responder` (this PKI's, by default answering `good`), with no pause after a
+    /// failed fetch, so a retry asks again at once.
+    func revocationChecker(_ responder: TestOCSPResponder) -> RevocationChecker {
+        RevocationChecker(
+            trustedRoots: [pki.rootCertificate], transport: responder,
+            configuration: RevocationChecker.Configuration(responderURL: "http://ocsp.test/", retryIntervalSeconds: 0))
     }
 
     static func message(_ value: [UInt8], offset: Int64, key: String? = "k") -> InputMessage {

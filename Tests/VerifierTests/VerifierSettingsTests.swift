@@ -123,9 +123,45 @@ struct VerifierSettingsTests {
             "APPLE_EXCLUDE_OLD_TRANSACTIONS", "APPLE_RETRY_MAX_ATTEMPTS", "APPLE_RETRY_21002_MAX_ATTEMPTS",
             "APPLE_RETRY_BASE_DELAY_MS", "APPLE_RETRY_MAX_DELAY_MS", "APPLE_21002_BURST_WINDOW",
             "APPLE_21002_BURST_MIN_ANSWERS", "APPLE_21002_BURST_SHARE", "APPLE_21002_BURST_MIN_RECEIPTS",
-            "ALLOWED_BUNDLE_IDS", "SANDBOX_POLICY", "PRODUCT_CATALOG_FILE", "LOG_LEVEL",
+            "ALLOWED_BUNDLE_IDS", "SANDBOX_POLICY", "PRODUCT_CATALOG_FILE", "LOG_LEVEL", "APPLE_REVOCATION_CHECK",
+            "APPLE_OCSP_RESPONDER_URL", "APPLE_OCSP_MAX_AGE_SECONDS", "APPLE_OCSP_TIMEOUT_MS",
         ] {
             #expect(VerifierSettings.helpText.contains(variable), "\(variable) is not in --help")
+        }
+    }
+
+    @Test func revocationChecksDefaultToOCSPAndAreConfigurable() throws {
+        let defaults = try VerifierSettings.fromEnvironment(minimal).revocation
+        #expect(defaults.policy == .ocsp)
+        #expect(defaults.checker.responderURL == nil)
+        #expect(defaults.checker.maxAgeSeconds == 3_600)
+        #expect(defaults.checker.timeoutMs == 5_000)
+
+        var environment = minimal
+        environment["APPLE_REVOCATION_CHECK"] = "off"
+        #expect(try VerifierSettings.fromEnvironment(environment).revocation.policy == .off)
+        environment["APPLE_REVOCATION_CHECK"] = "OCSP"
+        environment["APPLE_OCSP_RESPONDER_URL"] = "http://ocsp-mirror.internal/ocsp"
+        environment["APPLE_OCSP_MAX_AGE_SECONDS"] = "600"
+        environment["APPLE_OCSP_TIMEOUT_MS"] = "2500"
+        let read = try VerifierSettings.fromEnvironment(environment).revocation
+        #expect(read.policy == .ocsp)
+        #expect(read.checker.responderURL == "http://ocsp-mirror.internal/ocsp")
+        #expect(read.checker.maxAgeSeconds == 600)
+        #expect(read.checker.timeoutMs == 2_500)
+        #expect(read.description.contains("ocsp-mirror.internal"))
+
+        for (variable, value) in [
+            ("APPLE_REVOCATION_CHECK", "crl"), ("APPLE_OCSP_RESPONDER_URL", "ocsp.apple.com"),
+            ("APPLE_OCSP_MAX_AGE_SECONDS", "10"), ("APPLE_OCSP_TIMEOUT_MS", "0"),
+        ] {
+            var bad = minimal
+            bad[variable] = value
+            #expect {
+                try VerifierSettings.fromEnvironment(bad)
+            } throws: { error in
+                (error as? ConfigurationError)?.variable == variable
+            }
         }
     }
 }

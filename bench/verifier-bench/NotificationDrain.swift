@@ -125,6 +125,8 @@ enum NotificationDrain {
             extra: [
                 "NOTIFICATIONS_TOPIC": topics.notifications, "EVENTS_TOPIC": topics.events,
                 "APPLE_ROOT_CERTIFICATES": directory + "/root.pem",
+                // Its own PKI, which the fake's OCSP responder does not know.
+                "APPLE_REVOCATION_CHECK": "off",
             ])
         let pid = child.processIdentifier
         let cpuBefore = VerifierBench.cpuTicks(pid)

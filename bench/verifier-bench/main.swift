@@ -238,7 +238,8 @@ enum VerifierBench {
             "VERIFIER_METRICS_LISTEN": "127.0.0.1:0", "APPLE_VERIFY_RECEIPT_URL": "\(fakeURL)/verifyReceipt",
             "APPLE_SANDBOX_VERIFY_RECEIPT_URL": "\(fakeURL)/sandbox/verifyReceipt",
             "APPLE_SERVER_API_URL": fakeURL, "APPLE_SERVER_API_SANDBOX_URL": "\(fakeURL)/sandbox",
-            "ALLOWED_BUNDLE_IDS": "com.example.game", "LOG_LEVEL": environment["LOG_LEVEL"] ?? "warning",
+            "APPLE_OCSP_RESPONDER_URL": "\(fakeURL)/ocsp", "ALLOWED_BUNDLE_IDS": "com.example.game",
+            "LOG_LEVEL": environment["LOG_LEVEL"] ?? "warning",
             "KAFKA_SESSION_TIMEOUT_MS": "6000",
         ]) { _, new in new }
         environment.merge(extra) { _, new in new }

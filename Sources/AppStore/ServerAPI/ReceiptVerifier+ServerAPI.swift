@@ -6,10 +6,12 @@ extension ReceiptVerifier {
     /// The verifier the settings describe for every proof: one libcurl client (one multi loop, one in-flight window)
     /// shared by verifyReceipt and the App Store Server API, a `BackendRouter` over both backends, and the policies.
     ///
+    /// - Parameter signedData: the Server API backend's signed-data verifier (the caller keeps it to read the chains
+    ///   in use); nil for one trusting `serverAPI.rootCertificates` without revocation checks.
     /// - Throws: `HTTPClientError` when the HTTP client cannot be set up.
     public static func make(
         settings: AppStoreSettings, serverAPI: ServerAPISettings, catalog: (any ProductCatalogSource)? = nil,
-        logger: Logger, metrics: MetricsRegistry? = nil
+        logger: Logger, metrics: MetricsRegistry? = nil, signedData: AppleSignedDataVerifier? = nil
     ) throws(HTTPClientError) -> ReceiptVerifier {
         let http = try CurlHTTPClient(configuration: settings.httpClientConfiguration, metrics: metrics)
         let verifyReceipt = VerifyReceiptBackend(
@@ -28,7 +30,7 @@ extension ReceiptVerifier {
             serverAPI.receiptBackend == .serverAPI
             ? AppReceiptVerifier(trustedRoots: serverAPI.receiptRootCertificates) : nil
         let serverAPIBackend = ServerAPIBackend(
-            client: client, signedData: AppleSignedDataVerifier(trustedRoots: serverAPI.rootCertificates),
+            client: client, signedData: signedData ?? AppleSignedDataVerifier(trustedRoots: serverAPI.rootCertificates),
             receipts: receipts,
             configuration: ServerAPIBackend.Configuration(
                 policy: settings.verdictPolicy,

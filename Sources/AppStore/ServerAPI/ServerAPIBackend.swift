@@ -127,8 +127,8 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
             verified = try signedData.verify(jws)
             identity = try verified.decode(SignedTransactionIdentity.self)
         } catch {
-            completion(Self.rejected(.invalidSignature, "the signed transaction was refused: \(error.message)",
-                                     source: .signedTransaction, calls: 0))
+            completion(Self.refused(error, "the signed transaction was refused: \(error.message)",
+                                    source: .signedTransaction, calls: 0))
             return
         }
         let environment: AppStoreEnvironment
@@ -197,8 +197,8 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
         do {
             payload = try verifiedTransaction(info.signedTransactionInfo)
         } catch {
-            return Self.rejected(
-                .invalidSignature,
+            return Self.refused(
+                error,
                 "the App Store Server API's signedTransactionInfo was refused: \(error.message) (check "
                     + "APPLE_ROOT_CERTIFICATES and APPLE_SERVER_API_URL)",
                 source: .serverAPI, calls: calls)
@@ -478,8 +478,8 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
                         let payload = try verifiedTransaction(jws)
                         walk.payloads.append(payload)
                     } catch {
-                        completion(Self.rejected(
-                            .invalidSignature,
+                        completion(Self.refused(
+                            error,
                             "a signed transaction in Apple's history was refused: \(error.message) (check "
                                 + "APPLE_ROOT_CERTIFICATES and APPLE_SERVER_API_URL)", source: .serverAPI,
                             calls: walk.calls))
@@ -555,6 +555,17 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
         BackendAnswer(
             result: .rejected(reason), source: source, calls: calls, appleStatus: appleStatus,
             environment: environment, message: message)
+    }
+
+    /// Signed data that did not verify: `invalid_signature`, unless only the revocation status of its chain was
+    /// unavailable (an OCSP responder outage is no verdict): then retryable like an Apple outage, never a rejection.
+    private static func refused(
+        _ error: SignedDataError, _ message: String, source: VerificationSource, calls: Int
+    ) -> BackendAnswer {
+        guard error.isRetryable else { return rejected(.invalidSignature, message, source: source, calls: calls) }
+        return BackendAnswer(
+            result: .retryable(.transient), source: source, calls: calls,
+            message: "revocation status unavailable: \(error.message)")
     }
 
     /// A failure that is not "not found": retryable, rate limited, or our configuration.

@@ -45,7 +45,8 @@ public struct CertificateAuthority: Sendable {
     ///     that tests can build a path with an extra CA between an intermediate and the leaf.
     public func issueIntermediate(
         commonName: String = "Test Intermediate CA", curve: ECCurve = .p256, notBefore: Int64, notAfter: Int64,
-        markerOIDs: [String] = [CertificateAuthority.intermediateMarkerOID], maximumPathLength: Int? = 0
+        markerOIDs: [String] = [CertificateAuthority.intermediateMarkerOID], maximumPathLength: Int? = 0,
+        ocspURL: String? = nil
     ) throws(CryptoError) -> CertificateAuthority {
         if let maximumPathLength, maximumPathLength < 0 {
             throw CryptoError(.invalidArgument, "a path length constraint cannot be negative (\(maximumPathLength))")
@@ -54,29 +55,44 @@ public struct CertificateAuthority: Sendable {
         let certificate = try CertificateAuthority.mint(
             commonName: commonName, publicKey: key.key, issuer: authority.certificate, issuerKey: authority.privateKey,
             role: .intermediate(maximumPathLength: maximumPathLength), notBefore: notBefore, notAfter: notAfter,
-            markerOIDs: markerOIDs)
+            markerOIDs: markerOIDs, ocspURL: ocspURL)
         return CertificateAuthority(authority: MintedCertificate(certificate: certificate, privateKey: key))
     }
 
     /// An end-entity (signing) certificate issued by this authority.
     ///
-    /// - Parameter markerOIDs: Apple's receipt-signing leaf carries `leafMarkerOID`. Pass `[]` for a leaf missing it.
+    /// - Parameters:
+    ///   - markerOIDs: Apple's receipt-signing leaf carries `leafMarkerOID`. Pass `[]` for a leaf missing it.
+    ///   - ocspURL: an OCSP responder URL for the Authority Information Access extension, as Apple's certificates
+    ///     carry (`http://ocsp.apple.com/ocsp03-wwdrg602`); nil for none.
     public func issueLeaf(
         commonName: String = "Test App Store Signing", curve: ECCurve = .p256, notBefore: Int64, notAfter: Int64,
-        markerOIDs: [String] = [CertificateAuthority.leafMarkerOID]
+        markerOIDs: [String] = [CertificateAuthority.leafMarkerOID], ocspURL: String? = nil
     ) throws(CryptoError) -> MintedCertificate {
         let key = try ECPrivateKey.generate(curve: curve)
         let certificate = try CertificateAuthority.mint(
             commonName: commonName, publicKey: key.key, issuer: authority.certificate, issuerKey: authority.privateKey,
-            role: .leaf, notBefore: notBefore, notAfter: notAfter, markerOIDs: markerOIDs)
+            role: .leaf, notBefore: notBefore, notAfter: notAfter, markerOIDs: markerOIDs, ocspURL: ocspURL)
         return MintedCertificate(certificate: certificate, privateKey: key)
     }
 
-    private enum Role { case root, intermediate(maximumPathLength: Int?), leaf }
+    /// An OCSP responder certificate this authority delegates to (RFC 6960 §4.2.2.2: extended key usage
+    /// ocspSigning), for responses about the certificates it issued.
+    public func issueOCSPResponder(
+        commonName: String = "Test OCSP Responder", curve: ECCurve = .p256, notBefore: Int64, notAfter: Int64
+    ) throws(CryptoError) -> MintedCertificate {
+        let key = try ECPrivateKey.generate(curve: curve)
+        let certificate = try CertificateAuthority.mint(
+            commonName: commonName, publicKey: key.key, issuer: authority.certificate, issuerKey: authority.privateKey,
+            role: .ocspResponder, notBefore: notBefore, notAfter: notAfter, markerOIDs: [])
+        return MintedCertificate(certificate: certificate, privateKey: key)
+    }
+
+    private enum Role { case root, intermediate(maximumPathLength: Int?), leaf, ocspResponder }
 
     private static func mint(
         commonName: String, publicKey: EVPKey, issuer: Certificate?, issuerKey: ECPrivateKey, role: Role,
-        notBefore: Int64, notAfter: Int64, markerOIDs: [String]
+        notBefore: Int64, notAfter: Int64, markerOIDs: [String], ocspURL: String? = nil
     ) throws(CryptoError) -> Certificate {
         guard notBefore <= notAfter else {
             throw CryptoError(.invalidArgument, "notBefore (\(notBefore)) is after notAfter (\(notAfter))")
@@ -119,8 +135,19 @@ public struct CertificateAuthority: Sendable {
         case .leaf:
             extensions = [(NID_basic_constraints, "critical,CA:FALSE"), (NID_key_usage, "critical,digitalSignature"),
                           (NID_subject_key_identifier, "hash"), (NID_authority_key_identifier, "keyid:always")]
+        case .ocspResponder:
+            extensions = [(NID_basic_constraints, "critical,CA:FALSE"), (NID_key_usage, "critical,digitalSignature"),
+                          (NID_ext_key_usage, "OCSPSigning"), (NID_subject_key_identifier, "hash"),
+                          (NID_authority_key_identifier, "keyid:always")]
         }
-        for (nid, value) in extensions where cossl_x509_add_conf_ext(x509, issuerPointer, nid, value) != 1 {
+        var allExtensions = extensions
+        if let ocspURL {
+            guard !ocspURL.contains(","), !ocspURL.isEmpty else {
+                throw CryptoError(.invalidArgument, "'\(ocspURL)' is not an OCSP responder URL")
+            }
+            allExtensions.append((NID_info_access, "OCSP;URI:" + ocspURL))
+        }
+        for (nid, value) in allExtensions where cossl_x509_add_conf_ext(x509, issuerPointer, nid, value) != 1 {
             throw CryptoError.openSSL(.operationFailed, "could not add extension \(value)")
         }
         for oid in markerOIDs where cossl_x509_add_marker_ext(x509, oid) != 1 {

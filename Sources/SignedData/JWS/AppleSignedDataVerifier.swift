@@ -16,12 +16,18 @@ import ServiceSupport
 /// validity window, so the steady state costs parsing plus one ECDSA verification; a cached pair is used only when
 /// the new `signedDate` is inside that window. Header segments already checked are cached too (the same capacity),
 /// sparing their base64 and JSON. Safe to share between threads.
+///
+/// With a `RevocationChecker` (`APPLE_REVOCATION_CHECK=ocsp`), the leaf and intermediate of every chain, cached or
+/// not, are also checked for revocation once the signature verified (`.certificateRevoked` refuses,
+/// `.revocationStatusUnavailable` says "retry later"); the checker's cache answers in the steady state.
 public final class AppleSignedDataVerifier: Sendable {
     /// Apple's libraries cache 32 chains; leaves rotate about every two years, so a handful are live at once.
     public static let defaultCacheCapacity = 32
 
     /// The trust anchors.
     public let trustedRoots: [Certificate]
+    /// OCSP checks of each verified chain's leaf and intermediate (nil: `APPLE_REVOCATION_CHECK=off`).
+    public let revocation: RevocationChecker?
     private let cache: Locked<VerifiedChainCache>
     /// Header segments already checked (same capacity): a hit skips decoding the header and its certificates.
     private let headers: Locked<VerifiedHeaderCache>
@@ -29,8 +35,13 @@ public final class AppleSignedDataVerifier: Sendable {
     /// - Parameters:
     ///   - trustedRoots: the only roots chains may end at (Apple Root CA - G3 in production).
     ///   - cacheCapacity: verified chains kept; 0 disables the cache (every verification validates the chain).
-    public init(trustedRoots: [Certificate], cacheCapacity: Int = AppleSignedDataVerifier.defaultCacheCapacity) {
+    ///   - revocation: the (shared) revocation checker; nil for none.
+    public init(
+        trustedRoots: [Certificate], cacheCapacity: Int = AppleSignedDataVerifier.defaultCacheCapacity,
+        revocation: RevocationChecker? = nil
+    ) {
         self.trustedRoots = trustedRoots
+        self.revocation = revocation
         cache = Locked(VerifiedChainCache(capacity: cacheCapacity))
         headers = Locked(VerifiedHeaderCache(capacity: cacheCapacity))
     }
@@ -51,9 +62,15 @@ public final class AppleSignedDataVerifier: Sendable {
         cache.withLock { $0.count }
     }
 
+    /// The chains currently cached (leaf, intermediate, root each): the certificates in use, for expiry metrics.
+    public var chainsInUse: [CertificateChain] {
+        cache.withLock { $0.chains }
+    }
+
     /// Verifies `jws` and returns its payload.
     ///
-    /// - Throws: `SignedDataError` whose kind says which check failed; all map to `invalid_signature`.
+    /// - Throws: `SignedDataError` whose kind says which check failed; all map to `invalid_signature` except
+    ///   `.revocationStatusUnavailable` (`isRetryable`: verify again later).
     public func verify(_ jws: String) throws(SignedDataError) -> VerifiedJWS {
         let parsed = try parse(jws)
         return try verify(parsed, signedDateMs: try Self.signedDate(of: parsed.payload))
@@ -150,6 +167,7 @@ public final class AppleSignedDataVerifier: Sendable {
             throw SignedDataError(.invalidSignature,
                                   "the ES256 signature does not verify with the leaf certificate's key over header.payload")
         }
+        try revocation?.check(path: entry.chain.certificates)
         return VerifiedJWS(payload: parsed.payload, signedDateMs: signedDateMs, header: parsed.header,
                            leafFingerprint: entry.leafFingerprint)
     }

@@ -39,6 +39,9 @@ struct VerifiedChainCache {
 
     var count: Int { entries.count }
 
+    /// The cached chains, least recently used first.
+    var chains: [CertificateChain] { order.compactMap { entries[$0]?.chain } }
+
     /// The entry for `key` if its chain is valid at `epochSeconds`; marks it most recently used.
     mutating func lookup(_ key: Key, atEpochSeconds epochSeconds: Int64) -> Entry? {
         guard let entry = entries[key], entry.chain.isValid(atEpochSeconds: epochSeconds) else { return nil }

@@ -1,5 +1,6 @@
 import Crypto
 import Glibc
+import ServiceSupport
 
 /// A minted App Store-shaped signing PKI (root → intermediate with 1.2.840.113635.100.6.2.1 → leaf with
 /// 1.2.840.113635.100.6.11.1) plus the broken variants every verifier must refuse:
@@ -86,6 +87,13 @@ public struct TestSigningPKI: Sendable {
     /// A verifier trusting this PKI's root only.
     public func verifier(cacheCapacity: Int = AppleSignedDataVerifier.defaultCacheCapacity) -> AppleSignedDataVerifier {
         AppleSignedDataVerifier(trustedRoots: [rootCertificate], cacheCapacity: cacheCapacity)
+    }
+
+    /// An OCSP responder for this PKI: the intermediate answers about the leaf, the root about the intermediate.
+    public func ocspResponder(
+        validitySeconds: Int64 = 12 * 3_600, clock: any ServiceClock = DispatchClock()
+    ) -> TestOCSPResponder {
+        TestOCSPResponder(authorities: [intermediate, root], validitySeconds: validitySeconds, clock: clock)
     }
 
     /// A well-formed JWS of `payload`, or one with `defect`.

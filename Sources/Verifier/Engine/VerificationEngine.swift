@@ -214,12 +214,22 @@ final class VerificationEngine: Sendable {
         }
     }
 
-    /// Verifies a notification and publishes its event, or its DLQ record, like a malformed message: directly.
+    /// Verifies a notification and publishes its event, or its DLQ record, like a malformed message: directly. A
+    /// notification that cannot be judged now (`NotificationRejection.isRetryable`: its signing chain's revocation
+    /// status is unavailable) is held instead and verified again after a backoff (`notificationRetryDelay`): it
+    /// keeps its place in its partition (its offset and those after it are not stored, the partition window fills
+    /// and pauses the partition as during an Apple outage), nothing is written, nothing is lost; on revoke or
+    /// shutdown it is abandoned like in-flight work and redelivered.
     private func processNotification(
-        _ message: InputMessage, ticket: MessageTicket, processor: NotificationProcessor, nowMs: Int64
+        _ message: InputMessage, ticket: MessageTicket, processor: NotificationProcessor, nowMs: Int64,
+        attempt: Int = 0
     ) {
         let outcome = processor.process(message.value)
         guard stillOwned(ticket) else { return }
+        if case .failure(let rejection) = outcome, rejection.isRetryable {
+            holdNotification(message, ticket: ticket, processor: processor, rejection: rejection, attempt: attempt)
+            return
+        }
         switch outcome {
         case .success(let notification):
             let event = notification.event
@@ -255,6 +265,37 @@ final class VerificationEngine: Sendable {
                     ticket: ticket, records: [record], disposition: nil, submittedAtMs: nil,
                     notification: .rejected(rejection.reason)))
         }
+    }
+
+    /// The wait before verifying a held notification again: 1 s, doubling, at most 60 s.
+    static func notificationRetryDelay(attempt: Int) -> Duration {
+        .seconds(min(60, 1 << min(max(attempt, 0), 6)))
+    }
+
+    private func holdNotification(
+        _ message: InputMessage, ticket: MessageTicket, processor: NotificationProcessor,
+        rejection: NotificationRejection, attempt: Int
+    ) {
+        let delay = Self.notificationRetryDelay(attempt: attempt)
+        let fields: KeyValuePairs<String, LogValue> = [
+            "notification_uuid": .string(rejection.notificationUUID ?? ""), "attempt": .int(attempt + 1),
+            "retry_in_ms": .int(Int(delay.clampedMilliseconds)), "problem": .string(rejection.message),
+            "topic": .string(message.partition.topic), "partition": .int(Int(message.partition.partition)),
+            "offset": .int(Int(message.offset)),
+        ]
+        if attempt == 0 { logger.warning("notification held: it cannot be verified now, retrying", fields) } else {
+            logger.info("notification still held", fields)
+        }
+        clock.schedule(after: delay) { [self] in
+            // Given up meanwhile (revoke, shutdown): the partition's next owner reads it again.
+            guard stillOwned(ticket) else { return }
+            work.async { [self] in
+                processNotification(
+                    message, ticket: ticket, processor: processor, nowMs: clock.wallMilliseconds(),
+                    attempt: attempt + 1)
+            }
+        }
+        metrics.notificationsHeld.increment()
     }
 
     private func startRound(_ dispatch: DispatchState<VerificationJob>.Dispatch) {

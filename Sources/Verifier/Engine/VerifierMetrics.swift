@@ -24,6 +24,8 @@ final class VerifierMetrics: Sendable {
     let malformed: Counter
     let abandoned: Counter
     let heldRetryRecords: Gauge
+    /// Notifications that could not be judged now (revocation status unavailable), held and verified again later.
+    let notificationsHeld: Counter
     let roundDuration: Histogram
     let resultLatency: Histogram
     let breakerOpen: Gauge
@@ -109,6 +111,9 @@ final class VerifierMetrics: Sendable {
             help: "Messages given up without output on revoke or shutdown (redelivered, not lost)")
         heldRetryRecords = registry.gauge(
             "verifier_retry_records_waiting", help: "Retry records held until their not_before_ms")
+        notificationsHeld = registry.counter(
+            "verifier_notifications_held_total",
+            help: "Times a notification could not be judged (revocation status unavailable) and was held for a retry")
         roundDuration = registry.histogram(
             "verifier_apple_round_duration_seconds",
             help: "Duration of one round of Apple calls for a submission (retries within the round included)")

@@ -13,15 +13,17 @@ public struct NotificationEvent: Sendable, Equatable {
 }
 
 /// Turns one `NOTIFICATIONS_TOPIC` record into a purchase event, or says why it cannot be one. Pure apart from the
-/// shared chain cache of its `AppleSignedDataVerifier`: no Kafka, no clock, no network (notifications need no Apple
-/// call), so every rule is unit-tested.
+/// shared chain cache of its `AppleSignedDataVerifier` (and its revocation checker's OCSP cache, the only network
+/// use): no Kafka, no clock, so every rule is unit-tested.
 ///
 /// In order (the first failure decides the DLQ reason):
 /// 1. the message is a `NotificationRecord` of schema version 1 and at most `InputMessage.maximumValueBytes` long
 ///    (not parsed otherwise), else `malformed_submission`;
-/// 2. `signed_payload` verifies (ES256, x5c chain to our roots at its `signedDate`, Apple's marker OIDs), else
-///    `invalid_signature`; the verified payload has a `notificationUUID` and a `notificationType`, else
-///    `malformed_submission`;
+/// 2. `signed_payload` verifies (ES256, x5c chain to our roots at its `signedDate`, Apple's marker OIDs, and with
+///    `APPLE_REVOCATION_CHECK=ocsp` no revoked certificate), else `invalid_signature`; when the revocation status of
+///    any of its JWS is unavailable the notification is not judged: `retryLater` (`isRetryable`), held and verified
+///    again by the engine, never a DLQ record; the verified payload has a `notificationUUID` and a
+///    `notificationType`, else `malformed_submission`;
 /// 3. its `bundleId` is in `ALLOWED_BUNDLE_IDS`, else `bundle_mismatch`;
 /// 4. its environment is Production or Sandbox (`sandbox_not_allowed` for Xcode and LocalTesting, always, and for
 ///    Sandbox under `SANDBOX_POLICY=reject`); a Production notification carries `APPLE_APP_APPLE_ID` when that is set,
@@ -65,7 +67,7 @@ public struct NotificationProcessor: Sendable {
                 $0.signedDate
             }
         } catch {
-            throw NotificationRejection(.invalidSignature, "signedPayload does not verify: \(error.message)")
+            throw NotificationRejection.signedData(error, "signedPayload")
         }
         guard let uuid = payload.notificationUUID, !uuid.isEmpty else {
             throw NotificationRejection(
@@ -186,9 +188,7 @@ public struct NotificationProcessor: Sendable {
         do {
             transaction = try verifier.verify(jws, as: JWSTransactionPayload.self) { $0.signedDate }.payload
         } catch {
-            throw NotificationRejection(
-                .invalidSignature, "data.signedTransactionInfo does not verify: \(error.message)",
-                notificationUUID: uuid)
+            throw NotificationRejection.signedData(error, "data.signedTransactionInfo", notificationUUID: uuid)
         }
         guard transaction.bundleId == bundleId else {
             throw NotificationRejection(
@@ -238,8 +238,7 @@ public struct NotificationProcessor: Sendable {
         do {
             renewal = try verifier.verify(jws, as: JWSRenewalInfoPayload.self) { $0.signedDate }.payload
         } catch {
-            throw NotificationRejection(
-                .invalidSignature, "data.signedRenewalInfo does not verify: \(error.message)", notificationUUID: uuid)
+            throw NotificationRejection.signedData(error, "data.signedRenewalInfo", notificationUUID: uuid)
         }
         try Self.sameEnvironment(renewal.environment, environment, of: "data.signedRenewalInfo", uuid: uuid)
         return renewal

@@ -23,6 +23,8 @@ public final class VerifierService: ManagedService {
     private let consumer: KafkaConsumer
     private let producer: KafkaProducer
     private let appleVerifier: ReceiptVerifier
+    /// The OCSP client (`APPLE_REVOCATION_CHECK=ocsp`), stopped with the App Store client.
+    private let ocspTransport: CurlOCSPTransport?
     /// `PRODUCT_CATALOG_FILE`, followed (re-read within a second of a change) until shutdown.
     private let catalog: ProductCatalogFile?
     private let link: ConsumerLink
@@ -58,17 +60,40 @@ public final class VerifierService: ManagedService {
                 throw .settings("invalid configuration: \(error.description)")
             }
         }
+        // One revocation checker (one OCSP cache) for every signed-data verifier of the process.
+        var ocspTransport: CurlOCSPTransport?
+        var revocation: RevocationChecker?
+        if settings.revocation.policy == .ocsp {
+            do {
+                let transport = try CurlOCSPTransport(
+                    caBundlePath: settings.appStore.caBundlePath, timeoutMs: settings.revocation.checker.timeoutMs)
+                ocspTransport = transport
+                revocation = RevocationChecker(
+                    trustedRoots: settings.serverAPI.rootCertificates, transport: transport,
+                    configuration: settings.revocation.checker, logger: logger.named("ocsp"), metrics: metrics)
+            } catch {
+                producer.close(timeout: .seconds(1))
+                throw ServiceStartupError("cannot create the OCSP client: \(error)")
+            }
+        }
+        // The Server API backend's verifier (signed transactions, Apple's signed answers).
+        let submissionSignedData = AppleSignedDataVerifier(
+            trustedRoots: settings.serverAPI.rootCertificates, revocation: revocation)
         let appleVerifier: ReceiptVerifier
         do {
             appleVerifier = try ReceiptVerifier.make(
                 settings: settings.appStore, serverAPI: settings.serverAPI, catalog: catalog,
-                logger: logger.named("appstore"), metrics: metrics)
+                logger: logger.named("appstore"), metrics: metrics, signedData: submissionSignedData)
         } catch {
             producer.close(timeout: .seconds(1))
             throw ServiceStartupError("cannot create the App Store client: \(error)")
         }
         // The notifications' own verifier (its chain and header caches), anchored to APPLE_ROOT_CERTIFICATES.
-        let signedData = AppleSignedDataVerifier(trustedRoots: settings.serverAPI.rootCertificates)
+        let signedData = AppleSignedDataVerifier(
+            trustedRoots: settings.serverAPI.rootCertificates, revocation: revocation)
+        CertificateExpiryMetrics.register(
+            in: metrics, roots: settings.serverAPI.rootCertificates,
+            chainsInUse: { signedData.chainsInUse + submissionSignedData.chainsInUse })
         let link = ConsumerLink(service: "verifier", logger: logger)
         let engine = VerificationEngine(
             configuration: VerificationEngine.Configuration(
@@ -104,6 +129,7 @@ public final class VerifierService: ManagedService {
         }
         link.attach(consumer: consumer)
         self.producer = producer
+        self.ocspTransport = ocspTransport
         self.appleVerifier = appleVerifier
         self.catalog = catalog
         self.consumer = consumer
@@ -169,6 +195,7 @@ public final class VerifierService: ManagedService {
                 "events_topic": .string(settings.topics.events), "max_in_flight": .int(settings.limits.maxInFlight),
                 "metrics_port": .int(Int(server.port)), "apple": .string(settings.appStore.description),
                 "server_api": .string(settings.serverAPI.description),
+                "revocation": .string(settings.revocation.description),
             ])
     }
 
@@ -183,6 +210,7 @@ public final class VerifierService: ManagedService {
         // Rounds still at Apple end now, without a verdict; the drain gave their partitions up, so they write
         // nothing (their messages are read again after the restart).
         appleVerifier.shutdown()
+        ocspTransport?.shutdown()
         catalog?.stopWatching()
         let flushed = producer.flush(timeout: .seconds(5))
         producer.close(timeout: .seconds(2))

@@ -15,6 +15,8 @@ public struct VerifierSettings: ServiceSettings {
     /// The App Store Server API and signed data (`APPLE_ISSUER_ID`, ..., `SIGNED_TRANSACTION_CONFIRM`,
     /// `RECEIPT_BACKEND`).
     var serverAPI: ServerAPISettings
+    /// `APPLE_REVOCATION_CHECK` and the OCSP settings (`APPLE_OCSP_*`).
+    var revocation: RevocationSettings
     var limits: DispatchLimits
     /// How long one round of Apple calls (the client's in-process retries) may take before it counts as no verdict.
     var roundDeadline: Duration
@@ -33,8 +35,10 @@ public struct VerifierSettings: ServiceSettings {
         kafka: KafkaConfiguration, topics: TopicNames, groupId: String, metricsListen: ListenAddress,
         appStore: AppStoreSettings, serverAPI: ServerAPISettings, limits: DispatchLimits, roundDeadline: Duration,
         retryPolicy: RetryRoundPolicy, breaker: AppleCircuitBreaker.Configuration, revokeTimeout: Duration,
-        shutdownTimeout: Duration, commitInterval: Duration = .milliseconds(100)
+        shutdownTimeout: Duration, commitInterval: Duration = .milliseconds(100),
+        revocation: RevocationSettings = RevocationSettings()
     ) {
+        self.revocation = revocation
         self.kafka = kafka
         self.topics = topics
         self.groupId = groupId
@@ -125,6 +129,7 @@ public struct VerifierSettings: ServiceSettings {
         }
         let appStore = try AppStoreSettings.fromEnvironment(settings)
         let serverAPI = try ServerAPISettings.fromEnvironment(settings)
+        let revocation = try RevocationSettings.fromEnvironment(settings)
         let maxInFlight = appStore.maxInFlight
         let window = try settings.int(
             "VERIFIER_PARTITION_WINDOW", default: max(4 * maxInFlight, 16), range: 2...10_000_000)
@@ -175,7 +180,8 @@ public struct VerifierSettings: ServiceSettings {
             shutdownTimeout: .milliseconds(
                 try settings.int("VERIFIER_SHUTDOWN_TIMEOUT_MS", default: 20_000, range: 0...600_000)),
             commitInterval: .milliseconds(
-                try settings.int("VERIFIER_COMMIT_INTERVAL_MS", default: 100, range: 0...60_000)))
+                try settings.int("VERIFIER_COMMIT_INTERVAL_MS", default: 100, range: 0...60_000)),
+            revocation: revocation)
     }
 
     /// `receipt-verifier --help`.
@@ -277,6 +283,14 @@ public struct VerifierSettings: ServiceSettings {
           RECEIPT_BACKEND                verify-receipt (Apple's legacy endpoint) or server-api (receipt signature
                                          checked locally, then Get Transaction History; needs the API key)
                                          (default verify-receipt)
+          APPLE_REVOCATION_CHECK         ocsp (OCSP for the leaf and intermediate of every signing chain, as
+                                         Apple's libraries with online checks; no answer = retry later, revoked =
+                                         invalid_signature) or off (air-gapped deployments) (default ocsp)
+          APPLE_OCSP_RESPONDER_URL       send every OCSP request here (a proxy, a mirror, the fake App Store's
+                                         /ocsp) instead of the certificates' own URLs (http://ocsp.apple.com/...)
+          APPLE_OCSP_MAX_AGE_SECONDS     longest use of an OCSP answer, also bounded by its nextUpdate; refreshed
+                                         in the background from half of it, 60..604800 (default 3600)
+          APPLE_OCSP_TIMEOUT_MS          one OCSP request, 100..60000 (default 5000)
           LOG_LEVEL                      debug, info, warning or error (default info)
 
         Endpoints on VERIFIER_METRICS_LISTEN: GET /healthz (alive), GET /readyz (Kafka connected, not draining),

@@ -1,0 +1,74 @@
+import COpenSSL
+import Glibc
+
+/// OCSP requests (RFC 6960 §4.1): one `CertID` of SHA-1 hashes (what responders, Apple's included, index by), no
+/// nonce (Apple's responder serves pre-produced responses) and no signature.
+public enum OCSPRequest {
+    /// The DER `OCSPRequest` asking about `certificate`, issued by `issuer` (the next certificate of its chain).
+    ///
+    /// - Throws: `CryptoError.Kind.operationFailed` when OpenSSL cannot build it.
+    public static func der(certificate: Certificate, issuer: Certificate) throws(CryptoError) -> [UInt8] {
+        guard let request = OCSP_REQUEST_new() else {
+            throw CryptoError.openSSL(.operationFailed, "could not allocate an OCSP request")
+        }
+        defer { OCSP_REQUEST_free(request) }
+        guard let id = OCSP_cert_to_id(Digests.shared.sha1, certificate.pointer, issuer.pointer) else {
+            throw CryptoError.openSSL(.operationFailed, "could not build the OCSP CertID of \(certificate.subject)")
+        }
+        guard OCSP_request_add0_id(request, id) != nil else {
+            OCSP_CERTID_free(id)
+            throw CryptoError.openSSL(.operationFailed, "could not add the CertID to the OCSP request")
+        }
+        let length = i2d_OCSP_REQUEST(request, nil)
+        guard length > 0 else { throw CryptoError.openSSL(.operationFailed, "could not encode the OCSP request") }
+        var der = [UInt8](repeating: 0, count: Int(length))
+        _ = der.withUnsafeMutableBufferPointer { buffer -> Int32 in
+            var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
+            return i2d_OCSP_REQUEST(request, &cursor)
+        }
+        return der
+    }
+}
+
+/// DER decoding of the OCSP objects; each must consume the whole input (nothing may follow it).
+enum OCSPASN1 {
+    static func request(_ der: [UInt8]) -> OpaquePointer? {
+        var consumed = 0
+        let parsed = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            let result = d2i_OCSP_REQUEST(nil, &cursor, buffer.count)
+            if let cursor, let base = buffer.baseAddress { consumed = cursor - base }
+            return result
+        }
+        guard let parsed else { return nil }
+        guard consumed == der.count else {
+            OCSP_REQUEST_free(parsed)
+            return nil
+        }
+        return parsed
+    }
+
+    static func response(_ der: [UInt8]) -> OpaquePointer? {
+        var consumed = 0
+        let parsed = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            let result = d2i_OCSP_RESPONSE(nil, &cursor, buffer.count)
+            if let cursor, let base = buffer.baseAddress { consumed = cursor - base }
+            return result
+        }
+        guard let parsed else { return nil }
+        guard consumed == der.count else {
+            OCSP_RESPONSE_free(parsed)
+            return nil
+        }
+        return parsed
+    }
+
+    /// A `GeneralizedTime` (or `UTCTime`) as seconds since 1970.
+    static func epochSeconds(_ time: UnsafeMutablePointer<ASN1_GENERALIZEDTIME>?) -> Int64? {
+        guard let time else { return nil }
+        var parts = tm()
+        guard ASN1_TIME_to_tm(UnsafePointer(time), &parts) == 1 else { return nil }
+        return Int64(timegm(&parts))
+    }
+}
