@@ -287,6 +287,7 @@ final class FakeServerAPI: Sendable {
             case .setAppAccountToken: .setAppAccountToken
             case .extendRenewal, .massExtend, .massExtendStatus: .extendRenewal
             case .requestTestNotification, .testNotificationStatus: .testNotification
+            case .appTransactionInfo: .appTransactionInfo
             }
         }
     }
