@@ -24,7 +24,7 @@ enum KafkaWriteFailure: Sendable {
 extension APIError {
     /// The one answer for a write Kafka did not take, for a submission (the receipts API's codes, with the
     /// submission id) or a notification (always 503 with Retry-After: Apple sends it again). Codes: `kafka_timeout`
-    /// when it may still be written, `kafka_queue_full` when the producer's queue is full, `message_too_large` for a
+    /// when it may still be written, `kafka_queue_full` when the producer's queue is full, `body_too_large` (413) for a
     /// submission over the broker's limit, `kafka_unavailable` otherwise.
     static func kafkaWrite(
         _ failure: KafkaWriteFailure, of kind: PendingKafkaAnswer.Kind, id: String, retryAfter: Int,

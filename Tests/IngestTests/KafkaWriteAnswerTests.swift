@@ -26,7 +26,7 @@ struct KafkaWriteAnswerTests {
         Row(failure: .noBroker, kind: .submission, status: 503, code: "kafka_unavailable", mayHaveBeenWritten: false),
         Row(failure: .refused(queueFull), kind: .submission, status: 503, code: "kafka_queue_full",
             mayHaveBeenWritten: false),
-        Row(failure: .refused(tooLarge), kind: .submission, status: 413, code: "message_too_large",
+        Row(failure: .refused(tooLarge), kind: .submission, status: 413, code: "body_too_large",
             mayHaveBeenWritten: false),
         Row(failure: .refused(transport), kind: .submission, status: 503, code: "kafka_unavailable",
             mayHaveBeenWritten: false),

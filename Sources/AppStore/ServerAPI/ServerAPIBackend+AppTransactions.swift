@@ -23,9 +23,8 @@ extension ServerAPIBackend {
             local = try signedData.verify(jws, as: JWSAppTransactionPayload.self, signedDate: \.validationDateMs)
                 .payload
         } catch {
-            completion(Self.rejected(
-                .invalidSignature, "the app transaction was refused: \(error.message)", source: .signedTransaction,
-                calls: 0))
+            completion(Self.refused(
+                error, "the app transaction was refused: \(error.message)", source: .signedTransaction, calls: 0))
             return
         }
         let environment: AppStoreEnvironment
@@ -84,8 +83,8 @@ extension ServerAPIBackend {
                 info.signedAppTransactionInfo, as: JWSAppTransactionPayload.self, signedDate: \.validationDateMs
             ).payload
         } catch {
-            return Self.rejected(
-                .invalidSignature,
+            return Self.refused(
+                error,
                 "the App Store Server API's signedAppTransactionInfo was refused: \(error.message) (check "
                     + "APPLE_ROOT_CERTIFICATES and APPLE_SERVER_API_URL)",
                 source: .serverAPI, calls: calls)

@@ -559,7 +559,7 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
 
     /// Signed data that did not verify: `invalid_signature`, unless only the revocation status of its chain was
     /// unavailable (an OCSP responder outage is no verdict): then retryable like an Apple outage, never a rejection.
-    private static func refused(
+    static func refused(
         _ error: SignedDataError, _ message: String, source: VerificationSource, calls: Int
     ) -> BackendAnswer {
         guard error.isRetryable else { return rejected(.invalidSignature, message, source: source, calls: calls) }

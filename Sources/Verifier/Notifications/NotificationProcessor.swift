@@ -215,9 +215,7 @@ public struct NotificationProcessor: Sendable {
         do {
             app = try verifier.verify(jws, as: JWSAppTransactionPayload.self, signedDate: \.validationDateMs).payload
         } catch {
-            throw NotificationRejection(
-                .invalidSignature, "appData.signedAppTransactionInfo does not verify: \(error.message)",
-                notificationUUID: uuid)
+            throw NotificationRejection.signedData(error, "appData.signedAppTransactionInfo", notificationUUID: uuid)
         }
         guard app.bundleId == bundleId else {
             throw NotificationRejection(
