@@ -78,6 +78,55 @@ import Testing
         #expect(detector.isBurst)
     }
 
+    @Test func probesOfOneReceiptWhileTheBreakerIsOpenKeepTheBurst() {
+        var detector = MalformedReceiptBurstDetector(configuration: Self.configuration)
+        let burst = (0..<6).map { MalformedReceiptBurstDetector.Answer.malformed(receipt: $0) }
+        #expect(Self.feed(&detector, burst) == [.started])
+        // The breaker lets one probe through at a time, for the same receipt: the window (10) fills with its 21002s
+        // alone, fewer receipts than it takes to start a burst, and the outage goes on.
+        let probes = Array(repeating: MalformedReceiptBurstDetector.Answer.malformed(receipt: 0), count: 12)
+        #expect(Self.feed(&detector, probes, startNs: Self.second).isEmpty)
+        #expect(detector.isBurst)
+        #expect(detector.malformedReceiptsInWindow == 1)
+        // Apple reads receipts again: the burst ends by the share of readable answers.
+        #expect(Self.feed(&detector, Array(repeating: .other, count: 6), startNs: 2 * Self.second) == [.ended])
+    }
+
+    @Test func aReceiptAloneAnswered21002OnAQuietDayMayBeJudged() {
+        var detector = MalformedReceiptBurstDetector(configuration: Self.configuration)
+        _ = Self.feed(&detector, [.malformed(receipt: 7), .malformed(receipt: 7)])
+        #expect(detector.mayJudgeMalformed(receipt: 7))
+    }
+
+    @Test func whileABurstMayBeFormingNoReceiptIsJudged() {
+        var detector = MalformedReceiptBurstDetector(configuration: Self.configuration)
+        // Three answers, fewer than the five it takes to call a burst, all 21002, for two receipts.
+        _ = Self.feed(&detector, [.malformed(receipt: 7), .malformed(receipt: 8), .malformed(receipt: 7)])
+        #expect(!detector.isBurst)
+        #expect(!detector.mayJudgeMalformed(receipt: 7))
+        #expect(!detector.mayJudgeMalformed(receipt: 8))
+    }
+
+    @Test func withReadableAnswersAroundIt21002IsJudged() {
+        var detector = MalformedReceiptBurstDetector(configuration: Self.configuration)
+        // Too few answers to judge a burst, but Apple reads most receipts: 7's 21002s are its own.
+        _ = Self.feed(&detector, [.other, .malformed(receipt: 8), .other, .other, .malformed(receipt: 7)])
+        #expect(detector.mayJudgeMalformed(receipt: 7))
+        // Enough answers and no burst (two receipts, three needed): judged.
+        var enough = MalformedReceiptBurstDetector(configuration: Self.configuration)
+        let twoReceipts: [MalformedReceiptBurstDetector.Answer] = [.malformed(receipt: 7), .malformed(receipt: 8)]
+        _ = Self.feed(&enough, twoReceipts + twoReceipts + twoReceipts)
+        #expect(!enough.isBurst)
+        #expect(enough.mayJudgeMalformed(receipt: 7))
+    }
+
+    @Test func duringABurstNoReceiptIsJudged() {
+        var detector = MalformedReceiptBurstDetector(configuration: Self.configuration)
+        _ = Self.feed(&detector, (0..<6).map { .malformed(receipt: $0) })
+        #expect(detector.isBurst)
+        #expect(!detector.mayJudgeMalformed(receipt: 0))
+    }
+
     @Test func outsideABurstOldAnswersAreForgotten() {
         var detector = MalformedReceiptBurstDetector(configuration: Self.configuration)
         // Four 21002s for four receipts, then a fifth two minutes later: the first four are too old to count.

@@ -302,6 +302,25 @@ final class OutcomeBox: Sendable {
         #expect(run.lines.lines.contains { $0.contains("treating 21002 as an outage") })
     }
 
+    @Test func twentyOhTwoForSeveralReceiptsBeforeABurstCanBeCalledIsNoVerdictYet() throws {
+        // A verifier just started inside an Apple incident: two receipts answered 21002 twice each, fewer answers
+        // than the detector's 20 needed to call a burst. Neither is judged malformed; the next round sees more.
+        let run = Run(
+            Array(repeating: Self.malformed, count: 4),
+            retryPolicy: AppleCallRetryPolicy(maxAttempts: 4, malformedReceiptMaxAttempts: 2))
+        let outcomes = run.verifyTogether(["first", "second"])
+        for outcome in outcomes {
+            guard case .unavailable(let failure)? = outcome else {
+                Issue.record("a 21002 while a burst may be forming reached a verdict: \(String(describing: outcome))")
+                continue
+            }
+            #expect(failure.reason == .appleUnavailable)
+            #expect(failure.message.contains("may be the start of a burst"))
+            #expect(failure.attempts == 2)
+        }
+        #expect(run.metrics.render().contains("appstore_21002_burst 0"))
+    }
+
     @Test func afterABurstARepeated21002IsAnInvalidReceiptAgain() throws {
         let run = Run(
             Array(repeating: Self.malformed, count: 12) + Array(repeating: Self.valid(), count: 6)

@@ -10,8 +10,9 @@
 /// - those 21002 answers came for at least `minimumReceipts` distinct receipts.
 ///
 /// During a burst the verifier treats 21002 like a 5xx (no verdict; retried later). A burst ends only when Apple
-/// reads receipts again (other answers bring the 21002 share below `burstShare`), never by the passing of time: while
-/// the verifier's breaker holds work back, the few probes must still count as part of the outage. Outside a burst,
+/// reads receipts again (other answers bring the 21002 share below `burstShare`), never by the passing of time nor by
+/// the window filling with the 21002s of fewer receipts: while the verifier's breaker holds work back, the few probes
+/// (often for one receipt) must still count as part of the outage. Outside a burst,
 /// answers older than `maximumAge` are forgotten, so that scattered 21002s of a quiet day never add up to one.
 ///
 /// Pure and thread-free: the caller serializes calls and passes the time in.
@@ -80,6 +81,20 @@ public struct MalformedReceiptBurstDetector: Sendable {
     /// Distinct receipts among the window's 21002 answers.
     public var malformedReceiptsInWindow: Int { receipts.count }
 
+    /// Whether `receipt`'s repeated 21002 may be judged a malformed receipt now: never during a burst, and not while
+    /// one may be forming either, that is with fewer than `minimumAnswers` answers in the window, at least
+    /// `burstShare` of them 21002, some for other receipts. A verifier that starts (or wakes after a quiet minute)
+    /// inside an Apple incident sees its first receipts answer 21002 before the window holds enough answers to call it
+    /// a burst; judging them then would refuse money that is owed. One receipt alone answered 21002 on a quiet day is
+    /// still judged at once.
+    public func mayJudgeMalformed(receipt: Int) -> Bool {
+        if isBurst { return false }
+        if count >= configuration.minimumAnswers { return true }
+        let otherReceiptsAnswered21002 = receipts.keys.contains { $0 != receipt }
+        let mostly21002 = Double(malformed) >= configuration.burstShare * Double(count)
+        return !(otherReceiptsAnswered21002 && mostly21002)
+    }
+
     /// Adds an answer received at monotonic time `nowNs` and re-evaluates. Returns the transition, if any.
     public mutating func record(_ answer: Answer, nowNs: UInt64) -> Transition? {
         dropExpired(nowNs: nowNs)
@@ -96,10 +111,14 @@ public struct MalformedReceiptBurstDetector: Sendable {
     }
 
     private mutating func evaluate() -> Transition? {
+        let mostly21002 = Double(malformed) >= configuration.burstShare * Double(count)
+        // Starting needs enough answers for enough receipts; ending needs readable answers and nothing else. While
+        // the breaker holds work back, the window fills with probes of one or two receipts: that is still the outage.
         let burst =
-            count >= configuration.minimumAnswers
-            && Double(malformed) >= configuration.burstShare * Double(count)
-            && receipts.count >= configuration.minimumReceipts
+            isBurst
+            ? mostly21002
+            : count >= configuration.minimumAnswers && mostly21002
+                && receipts.count >= configuration.minimumReceipts
         defer { isBurst = burst }
         if burst == isBurst { return nil }
         return burst ? .started : .ended

@@ -8,8 +8,9 @@ import Synchronization
 ///
 /// 21002 ("malformed receipt data, or a temporary issue") is judged with a process-wide
 /// `MalformedReceiptBurstDetector`: while most recent answers are 21002 across several receipts, a 21002 is an
-/// outage (retried like a 5xx, no verdict); otherwise a receipt answered 21002 `APPLE_RETRY_21002_MAX_ATTEMPTS`
-/// times is `invalid_receipt`.
+/// outage (retried like a 5xx, no verdict); while one may be forming (too few answers yet, mostly 21002, other
+/// receipts among them) a receipt's spent 21002 budget ends the round without a verdict; otherwise a receipt answered
+/// 21002 `APPLE_RETRY_21002_MAX_ATTEMPTS` times is `invalid_receipt`.
 ///
 /// Non-blocking: `verify` returns at once; backoff waits are timers, not sleeping threads. Safe from any thread.
 public final class ReceiptVerifier: Sendable {
@@ -236,6 +237,11 @@ public final class ReceiptVerifier: Sendable {
         return true
     }
 
+    private func mayJudgeMalformed(_ state: AttemptState) -> Bool {
+        let receipt = state.burstKey ?? state.proof.hashValue
+        return burstDetector.withLock { $0.mayJudgeMalformed(receipt: receipt) }
+    }
+
     private func handle(
         _ answer: BackendAnswer, state: AttemptState, malformedIsOutage: Bool,
         completion: @escaping @Sendable (VerificationOutcome) -> Void
@@ -366,6 +372,21 @@ public final class ReceiptVerifier: Sendable {
                     ])
                 let next = state
                 clock.schedule(after: .milliseconds(delayMs)) { [self] in attempt(next, completion: completion) }
+            case .giveUp
+            where kind == .malformedReceipt
+                && state.malformedAttempts >= retryPolicy.malformedReceiptMaxAttempts
+                && !mayJudgeMalformed(state):
+                // Other receipts answer 21002 too and too few answers are in to call it a burst: no verdict yet; the
+                // next round sees more of Apple's answers.
+                finish(
+                    .unavailable(
+                        VerificationFailure(
+                            reason: .appleUnavailable,
+                            message: "Apple answered 21002 \(state.malformedAttempts) times while other receipts' "
+                                + "21002s may be the start of a burst: no verdict this round",
+                            appleStatus: answer.appleStatus, environment: answer.resultEnvironment,
+                            attempts: state.calls, source: answer.source)),
+                    completion)
             case .giveUp
             where kind == .malformedReceipt
                 && state.malformedAttempts >= retryPolicy.malformedReceiptMaxAttempts:
