@@ -38,7 +38,7 @@ public struct RefundDebitEvent: Sendable {
         do {
             payload = try verifier.verify(jws, as: JWSTransactionPayload.self) { $0.signedDate }.payload
         } catch {
-            return .failure(NotificationRejection(.invalidSignature, "a refunded transaction does not verify: \(error.message)"))
+            return .failure(.signedData(error, "a refunded transaction"))
         }
         guard let bundleId = payload.bundleId, policy.allowedBundleIds.contains(bundleId) else {
             return .failure(

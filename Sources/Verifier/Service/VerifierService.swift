@@ -24,7 +24,7 @@ public final class VerifierService: ManagedService {
     private let producer: KafkaProducer
     private let appleVerifier: ReceiptVerifier
     /// The OCSP client (`APPLE_REVOCATION_CHECK=ocsp`), stopped with the App Store client.
-    private let ocspTransport: CurlOCSPTransport?
+    private let revocationClient: RevocationClient
     /// `PRODUCT_CATALOG_FILE`, followed (re-read within a second of a change) until shutdown.
     private let catalog: ProductCatalogFile?
     private let link: ConsumerLink
@@ -61,21 +61,16 @@ public final class VerifierService: ManagedService {
             }
         }
         // One revocation checker (one OCSP cache) for every signed-data verifier of the process.
-        var ocspTransport: CurlOCSPTransport?
-        var revocation: RevocationChecker?
-        if settings.revocation.policy == .ocsp {
-            do {
-                let transport = try CurlOCSPTransport(
-                    caBundlePath: settings.appStore.caBundlePath, timeoutMs: settings.revocation.checker.timeoutMs)
-                ocspTransport = transport
-                revocation = RevocationChecker(
-                    trustedRoots: settings.serverAPI.rootCertificates, transport: transport,
-                    configuration: settings.revocation.checker, logger: logger.named("ocsp"), metrics: metrics)
-            } catch {
-                producer.close(timeout: .seconds(1))
-                throw ServiceStartupError("cannot create the OCSP client: \(error)")
-            }
+        let revocationClient: RevocationClient
+        do {
+            revocationClient = try RevocationClient(
+                settings: settings.revocation, trustedRoots: settings.serverAPI.rootCertificates,
+                caBundlePath: settings.appStore.caBundlePath, logger: logger.named("ocsp"), metrics: metrics)
+        } catch {
+            producer.close(timeout: .seconds(1))
+            throw ServiceStartupError("cannot create the OCSP client: \(error)")
         }
+        let revocation = revocationClient.checker
         // The Server API backend's verifier (signed transactions, Apple's signed answers).
         let submissionSignedData = AppleSignedDataVerifier(
             trustedRoots: settings.serverAPI.rootCertificates, revocation: revocation)
@@ -129,7 +124,7 @@ public final class VerifierService: ManagedService {
         }
         link.attach(consumer: consumer)
         self.producer = producer
-        self.ocspTransport = ocspTransport
+        self.revocationClient = revocationClient
         self.appleVerifier = appleVerifier
         self.catalog = catalog
         self.consumer = consumer
@@ -210,7 +205,7 @@ public final class VerifierService: ManagedService {
         // Rounds still at Apple end now, without a verdict; the drain gave their partitions up, so they write
         // nothing (their messages are read again after the restart).
         appleVerifier.shutdown()
-        ocspTransport?.shutdown()
+        revocationClient.shutdown()
         catalog?.stopWatching()
         let flushed = producer.flush(timeout: .seconds(5))
         producer.close(timeout: .seconds(2))
