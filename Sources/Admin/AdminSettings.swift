@@ -1,4 +1,5 @@
 import AppStore
+import Glibc
 import ServiceSupport
 import SignedData
 
@@ -12,16 +13,24 @@ public struct AdminSettings: Sendable {
     public var timeoutMs: Int
     public var allowedBundleIds: [String]
     public var ledger: LedgerSettings?
+    /// `APPLE_REVOCATION_CHECK` and `APPLE_OCSP_*`, as the verifier reads them: Apple's answers are signed data
+    /// like any other, checked for revocation the same way.
+    public var revocation: RevocationSettings
+    /// `APPLE_CA_BUNDLE`: CAs to trust instead of the system store (an https OCSP responder with a private CA).
+    public var caBundlePath: String?
 
     public init(
         serverAPI: ServerAPISettings, credentials: AppStoreServerAPICredentials, timeoutMs: Int,
-        allowedBundleIds: [String], ledger: LedgerSettings?
+        allowedBundleIds: [String], ledger: LedgerSettings?, revocation: RevocationSettings = RevocationSettings(),
+        caBundlePath: String? = nil
     ) {
         self.serverAPI = serverAPI
         self.credentials = credentials
         self.timeoutMs = timeoutMs
         self.allowedBundleIds = allowedBundleIds
         self.ledger = ledger
+        self.revocation = revocation
+        self.caBundlePath = caBundlePath
     }
 
     /// - Throws: `ConfigurationError` naming the first variable that is missing or wrong.
@@ -34,9 +43,14 @@ public struct AdminSettings: Sendable {
                     + "an App Store Server API call")
         }
         let timeoutMs = try settings.int("APPLE_TIMEOUT_MS", default: 30_000, range: 1...600_000)
+        let caBundle = settings.string("APPLE_CA_BUNDLE")
+        if let caBundle, access(caBundle, R_OK) != 0 {
+            throw ConfigurationError(variable: "APPLE_CA_BUNDLE", problem: "'\(caBundle)' is not a readable file")
+        }
         return AdminSettings(
             serverAPI: serverAPI, credentials: credentials, timeoutMs: timeoutMs,
-            allowedBundleIds: settings.list("ALLOWED_BUNDLE_IDS"), ledger: try LedgerSettings.fromEnvironment(settings))
+            allowedBundleIds: settings.list("ALLOWED_BUNDLE_IDS"), ledger: try LedgerSettings.fromEnvironment(settings),
+            revocation: try RevocationSettings.fromEnvironment(settings), caBundlePath: caBundle)
     }
 
     /// The app to ask about: `--bundle-id`, else the one app `ALLOWED_BUNDLE_IDS` names.

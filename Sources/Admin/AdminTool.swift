@@ -44,6 +44,9 @@ public enum AdminTool {
           APPLE_ROOT_CERTIFICATES   roots signed answers must chain to (default the shipped Apple Root CA - G3)
           APPLE_SERVER_API_MAX_RPS  this process's pace per endpoint (never above Apple's limit)
           APPLE_TIMEOUT_MS          per-request timeout (default 30000)
+          APPLE_REVOCATION_CHECK    ocsp (default: signed answers' certificates are checked with Apple's OCSP
+                                    responder; no answer is exit 4) or off; APPLE_OCSP_RESPONDER_URL,
+                                    APPLE_OCSP_MAX_AGE_SECONDS, APPLE_OCSP_TIMEOUT_MS, APPLE_CA_BUNDLE as the verifier's
           ALLOWED_BUNDLE_IDS        the app (when it names one; else --bundle-id)
           LEDGER_URL, LEDGER_API_KEY  the ledger's HTTP API, to show a purchase's state and owner (optional)
           LOG_LEVEL                 debug, info, warning (default), error
@@ -86,6 +89,16 @@ public enum AdminTool {
             return AdminExitCode.unavailable.rawValue
         }
         defer { http.shutdown() }
+        let revocation: RevocationClient
+        do {
+            revocation = try RevocationClient(
+                settings: settings.revocation, trustedRoots: settings.serverAPI.rootCertificates,
+                caBundlePath: settings.caBundlePath, logger: logger.named("ocsp"))
+        } catch {
+            logger.error("cannot create the OCSP client", ["error": .string("\(error)")])
+            return AdminExitCode.unavailable.rawValue
+        }
+        defer { revocation.shutdown() }
         let client = AppStoreServerAPIClient(
             http: http, endpoints: settings.serverAPI.endpoints,
             tokens: AppStoreServerAPITokenProvider(credentials: settings.credentials),
@@ -97,7 +110,8 @@ public enum AdminTool {
             caller: AppleCaller(
                 environment: options.environment, deadlineSeconds: options.deadlineSeconds, audit: audit),
             signed: SignedAnswers(
-                verifier: AppleSignedDataVerifier(trustedRoots: settings.serverAPI.rootCertificates),
+                verifier: AppleSignedDataVerifier(
+                    trustedRoots: settings.serverAPI.rootCertificates, revocation: revocation.checker),
                 bundleId: bundleId, environment: options.environment),
             ledger: settings.ledger.map { LedgerLookup(settings: $0, http: http) }, bundleId: bundleId)
         let report = await run(options.command, context)

@@ -22,7 +22,7 @@ enum LookupOrder {
         }
         switch context.verifiedTransactions(response.signedTransactions) {
         case .failure(let problem):
-            return .failure(name, .unverified, message: problem.description, fields: ["order_id": .string(orderId)])
+            return .failure(name, problem.exitCode, message: problem.description, fields: ["order_id": .string(orderId)])
         case .success(let transactions):
             return report(
                 orderId: orderId, environment: context.environment, orderStatus: 0, transactions: transactions,

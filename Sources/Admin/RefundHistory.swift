@@ -29,7 +29,7 @@ enum RefundHistory {
             pages += 1
             switch context.verifiedTransactions(response.signedTransactions) {
             case .failure(let problem):
-                return .failure(name, .unverified, message: problem.description,
+                return .failure(name, problem.exitCode, message: problem.description,
                                 fields: ["transaction_id": .string(transactionId)])
             case .success(let transactions): refunds += transactions
             }

@@ -40,7 +40,7 @@ enum SetAccountToken {
         case .success(let response):
             switch context.signed.transaction(response.signedTransactionInfo) {
             case .failure(let problem):
-                return .failure(name, .unverified, message: problem.description, fields: fields)
+                return .failure(name, problem.exitCode, message: problem.description, fields: fields)
             case .success(let facts):
                 owner = Owner(creditKey: facts.creditKey, purchase: await ledger.purchase(creditKey: facts.creditKey))
             }

@@ -19,6 +19,18 @@ public struct SignedAnswers: Sendable {
     /// Why a signed answer was not accepted (never quoting it).
     public struct Unverified: Error, Sendable, Equatable, CustomStringConvertible {
         public var description: String
+        /// True when the answer was not judged at all: the revocation status of its signing chain could not be had
+        /// (OCSP responder down). That is `unavailable` (exit 4: try again), not `unverified` (exit 5).
+        public var statusUnavailable = false
+
+        /// The exit code this makes of the command.
+        public var exitCode: AdminExitCode { statusUnavailable ? .unavailable : .unverified }
+    }
+
+    private static func unverified(_ what: String, _ error: SignedDataError) -> Unverified {
+        error.isRetryable
+            ? Unverified(description: "\(what) could not be verified now: \(error.message)", statusUnavailable: true)
+            : Unverified(description: "\(what) did not verify: \(error.message)")
     }
 
     public func transaction(_ jws: String) -> Result<TransactionFacts, Unverified> {
@@ -26,7 +38,7 @@ public struct SignedAnswers: Sendable {
         do {
             payload = try verifier.verify(jws, as: JWSTransactionPayload.self) { $0.signedDate }.payload
         } catch {
-            return .failure(Unverified(description: "a signed transaction did not verify: \(error.message)"))
+            return .failure(Self.unverified("a signed transaction", error))
         }
         if let problem = check(bundleId: payload.bundleId ?? "(none)", environment: payload.environment) {
             return .failure(Unverified(description: "a signed transaction \(problem)"))
@@ -39,7 +51,7 @@ public struct SignedAnswers: Sendable {
         do {
             payload = try verifier.verify(jws, as: JWSRenewalInfoPayload.self) { $0.signedDate }.payload
         } catch {
-            return .failure(Unverified(description: "a signed renewal info did not verify: \(error.message)"))
+            return .failure(Self.unverified("a signed renewal info", error))
         }
         if let problem = check(bundleId: nil, environment: payload.environment) {
             return .failure(Unverified(description: "a signed renewal info \(problem)"))
@@ -53,7 +65,7 @@ public struct SignedAnswers: Sendable {
         do {
             payload = try verifier.verify(jws, as: NotificationPayload.self) { $0.signedDate }.payload
         } catch {
-            return .failure(Unverified(description: "the signed notification did not verify: \(error.message)"))
+            return .failure(Self.unverified("the signed notification", error))
         }
         if let problem = check(bundleId: payload.data?.bundleId ?? "(none)", environment: payload.data?.environment) {
             return .failure(Unverified(description: "the signed notification \(problem)"))

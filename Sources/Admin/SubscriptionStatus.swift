@@ -56,7 +56,7 @@ enum SubscriptionStatus {
                     }
                 } catch {
                     return .failure(
-                        name, .unverified, message: error.description,
+                        name, error.exitCode, message: error.description,
                         fields: ["transaction_id": .string(transactionId)])
                 }
                 subscriptions.append(subscription)

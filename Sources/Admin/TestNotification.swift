@@ -56,7 +56,7 @@ enum TestNotification {
         var notification: NotificationPayload?
         if let signed = last.signedPayload {
             switch context.signed.notification(signed) {
-            case .failure(let problem): return .failure(name, .unverified, message: problem.description, fields: fields)
+            case .failure(let problem): return .failure(name, problem.exitCode, message: problem.description, fields: fields)
             case .success(let payload): notification = payload
             }
         }

@@ -54,6 +54,31 @@ struct ReceiptAdminProcessTests {
         #expect(wrongApp.status == 1, "another app's order is not found (the token's bid is the app asked about)")
     }
 
+    @Test func signedAnswersAreCheckedForRevocationLikeTheVerifiers() async throws {
+        let harness = try await H.start()
+        try await harness.register([["id": "2000000000000121", "order_id": "OCSPORDER1"]])
+        // The fake's responder answers: the answer is good, and the tool asked about its chain.
+        let checked = try await harness.admin(["lookup-order", "OCSPORDER1", "--json"])
+        #expect(checked.status == 0, "\(checked.stderr)")
+        #expect(try await harness.fake.ocspRequests() >= 1, "receipt-admin did not ask the OCSP responder")
+        // No usable answer: Apple's answer is not judged, exit 4 (try again), never 5 or a report of it.
+        try await harness.fake.setOCSP(mode: "fail")
+        let down = try await harness.admin(["lookup-order", "OCSPORDER1", "--json"])
+        #expect(down.status == 4, "\(down.stdout) \(down.stderr)")
+        #expect(down.object["outcome"] as? String == "unavailable")
+        #expect((down.object["message"] as? String ?? down.text).contains("could not be verified now"))
+        #expect(down.object["transactions"] == nil, "nothing of an unjudged answer is reported")
+        // A revoked signing certificate: the answer did not verify, exit 5.
+        try await harness.fake.setOCSP(mode: "answer", revoked: ["leaf"])
+        let revoked = try await harness.admin(["lookup-order", "OCSPORDER1", "--json"])
+        #expect(revoked.status == 5, "\(revoked.stdout) \(revoked.stderr)")
+        #expect(revoked.object["outcome"] as? String == "unverified")
+        // APPLE_REVOCATION_CHECK=off (air-gapped): no check, the answer is reported.
+        let off = try await harness.admin(
+            ["lookup-order", "OCSPORDER1", "--json"], settings: ["APPLE_REVOCATION_CHECK": "off"])
+        #expect(off.status == 0, "\(off.stderr)")
+    }
+
     @Test func subscriptionStatusGroupsTheCustomersSubscriptionsByStatus() async throws {
         let harness = try await H.start()
         try await harness.register([
