@@ -218,6 +218,13 @@ public struct ReconcileSweep: Sendable {
         }
     }
 
+    /// Why a sweep stops at signed data it cannot judge now (the revocation status of its chain is unavailable):
+    /// skipping it would mark the page or the purchase done without knowing; the next sweep resumes at this page.
+    private static func notJudgedNow(_ rejection: NotificationRejection) -> String {
+        "signed data of Apple's answer could not be verified now (\(rejection.message)); this page is not recorded, "
+            + "the next sweep resumes here"
+    }
+
     /// The page's notifications the ledger never applied, as the records to send again.
     private func notificationCorrections(_ payloads: [String], _ state: inout SweepState) throws -> [Correction] {
         var verified: [(event: NotificationEvent, record: (key: [UInt8]?, value: [UInt8]))] = []
@@ -229,6 +236,8 @@ public struct ReconcileSweep: Sendable {
             }
             switch processor.process(record.value) {
             case .success(let event): verified.append((event, record))
+            case .failure(let rejection) where rejection.isRetryable:
+                throw SweepStop.failed(Self.notJudgedNow(rejection))
             case .failure(let rejection):
                 state.rejected += 1
                 logger.warning(
@@ -324,6 +333,8 @@ public struct ReconcileSweep: Sendable {
         for jws in history.signed {
             switch refundEvents.refund(jws, environment: options.environment) {
             case .success(let refund): verified.append(refund)
+            case .failure(let rejection) where rejection.isRetryable:
+                throw SweepStop.failed(Self.notJudgedNow(rejection))
             case .failure(let rejection):
                 state.rejected += 1
                 logger.warning(

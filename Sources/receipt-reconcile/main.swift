@@ -51,6 +51,9 @@ let usage = """
                                           the App Store Server API key (required)
       APPLE_SERVER_API_URL, APPLE_SERVER_API_SANDBOX_URL, APPLE_SERVER_API_MAX_RPS, APPLE_TIMEOUT_MS
                                           the API, this process's pace, the per-request timeout
+      APPLE_REVOCATION_CHECK, APPLE_OCSP_RESPONDER_URL, APPLE_OCSP_MAX_AGE_SECONDS, APPLE_OCSP_TIMEOUT_MS,
+      APPLE_CA_BUNDLE                     revocation checks of Apple's signed data, as the verifier's (default
+                                          ocsp; no answer stops the sweep, the next one resumes there)
       LOG_LEVEL                           debug, info, warning, error (default info)
     """
 
@@ -69,14 +72,15 @@ enum ReconcileMain {
         let settings = Settings(environment: environment)
         guard let kafka = options.dryRun ? KafkaConfiguration.fromEnvironment(environment)
                 : ServiceMain.toolKafkaConfiguration(environment, logger: logger),
-            let (reconcile, appStore, serverAPI, timeoutMs, topics) = ServiceMain.setting(
+            let (reconcile, appStore, serverAPI, timeoutMs, topics, revocationSettings) = ServiceMain.setting(
                 logger: logger, { () throws(ConfigurationError) in
                     (
                         try ReconcileSettings.fromEnvironment(settings, environment: options.environment),
                         try AppStoreSettings.fromEnvironment(settings),
                         try ServerAPISettings.fromEnvironment(settings),
                         try settings.int("APPLE_TIMEOUT_MS", default: 30_000, range: 1...600_000),
-                        try TopicNames.fromEnvironment(settings, reading: [.notifications, .events])
+                        try TopicNames.fromEnvironment(settings, reading: [.notifications, .events]),
+                        try RevocationSettings.fromEnvironment(settings)
                     )
                 })
         else { return 2 }
@@ -132,7 +136,17 @@ enum ReconcileMain {
         }
         defer { producer?.close(timeout: .seconds(10)) }
 
-        let verifier = AppleSignedDataVerifier(trustedRoots: serverAPI.rootCertificates)
+        let revocation: RevocationClient
+        do {
+            revocation = try RevocationClient(
+                settings: revocationSettings, trustedRoots: serverAPI.rootCertificates,
+                caBundlePath: appStore.caBundlePath, logger: logger.named("ocsp"))
+        } catch {
+            logger.error("cannot create the OCSP client", ["error": .string("\(error)")])
+            return 1
+        }
+        defer { revocation.shutdown() }
+        let verifier = AppleSignedDataVerifier(trustedRoots: serverAPI.rootCertificates, revocation: revocation.checker)
         let policy = NotificationPolicy(
             allowedBundleIds: appStore.verdictPolicy.allowedBundleIds, sandboxPolicy: appStore.verdictPolicy.sandboxPolicy,
             appAppleId: serverAPI.appAppleId)
