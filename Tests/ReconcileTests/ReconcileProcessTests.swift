@@ -97,6 +97,18 @@ struct ReconcileProcessTests {
         })
         #expect(await ledger.metricSum("ledger_reconcile_drift", labels: [#"direction="ledger_debited_apple_not_refunded""#]) == 1)
 
+        // Apple's OCSP responder cannot answer: the first page's signed data cannot be judged now, so the sweep
+        // stops there (exit 1) with nothing recorded, and the next sweep reads that page again.
+        try await fake.setOCSP(mode: "fail")
+        let unjudged = try await Self.reconcile(["--once"], environment)
+        #expect(unjudged.status == 1, "\(unjudged.stderr)")
+        #expect(unjudged.stderr.contains("could not be verified now"), "\(unjudged.stderr)")
+        #expect(try Self.count(database, "SELECT count(*) FROM reconcile_corrections") == 0)
+        #expect(try Self.count(database, "SELECT count(*) FROM reconcile_checks") == 0)
+        #expect(try Self.count(database, "SELECT count(*) FROM reconcile_cursors") == 0)
+        #expect(try await fake.ocspRequests() >= 1, "receipt-reconcile did not ask the OCSP responder")
+        try await fake.setOCSP(mode: "answer")
+
         // A sweep that stops after its second page (the notification page, then 3001's refund history): the
         // notification was produced, 3001's debit is recorded but not produced.
         let stopped = try await Self.reconcile(["--once", "--stop-after-pages", "2"], environment)
