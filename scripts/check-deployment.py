@@ -839,6 +839,9 @@ CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResou
 SERVICES = ("receipt-ingest", "receipt-verifier", "receipt-ledger")
 # The processes that call Apple over https, and those with a topic follower (its group id prefix must be granted).
 CALLS_APPLE = {"receipt-verifier", "receipt-notifications-backfill", "receipt-admin", "receipt-reconcile"}
+# The processes that verify Apple's signed data and so ask Apple's OCSP responder (http, port 80) about its signing
+# chain, unless their pod sets APPLE_REVOCATION_CHECK=off.
+CHECKS_REVOCATION = {"receipt-verifier", "receipt-admin", "receipt-reconcile"}
 # The processes that read (or write) the ledger's PostgreSQL.
 USES_LEDGER_DATABASE = {"receipt-ledger", "receipt-reconcile"}
 FOLLOWERS = {"receipt-ingest": "RESULTS_TOPIC", "receipt-replay": "DLQ_TOPIC", "receipt-tail": "RESULTS_TOPIC"}
@@ -910,10 +913,13 @@ def check_pods_on_a_cluster(directory, documents):
         if name not in CALLS_APPLE and apple:
             finding(f"{where}: never calls Apple but its NetworkPolicy allows egress to the internet on 443")
         ocsp = allows(80, lambda peer: "ipBlock" in peer)
-        if name == "receipt-verifier" and not ocsp:
+        revocation_off = any(variable.get("name") == "APPLE_REVOCATION_CHECK" and variable.get("value") == "off"
+                             for container in pod["containers"] for variable in container.get("env", []))
+        checks_revocation = name in CHECKS_REVOCATION and not revocation_off
+        if checks_revocation and not ocsp:
             finding(f"{where}: checks revocation with Apple's OCSP responder (http, port 80) but its NetworkPolicy "
                     "allows no egress on 80")
-        if name != "receipt-verifier" and ocsp:
+        if not checks_revocation and ocsp:
             finding(f"{where}: makes no OCSP requests but its NetworkPolicy allows egress to the internet on 80")
         if name in USES_LEDGER_DATABASE:
             clusters = {d["metadata"]["name"] for d in render("deploy/postgres") if d.get("kind") == "Cluster"}
