@@ -21,6 +21,9 @@ script of the plot. Python's standard library only.
     machine quiet               the CPU the machine spent outside the soak's processes, mean after the warm-up, under
                                 --max-other-cpu % of one core (the load average is reported with it).
     services stopped            every service exited 0 on SIGTERM.
+    load delivered              the load generator sent the rate it was asked for: at most 1 % of the offered
+                                submissions skipped because every connection was still waiting on the ingest (the
+                                rate finder's rule; past it the machine was not holding the rate the title names).
   find-report  find-rate.md: the steps of bench/soak-tool.py find-rate, the rate found, and the same check of
                everything the steps sent (one result per submission, every balance exact, drained, clean stops).
   plot-script  gnuplot for the samples: memory, descriptors, threads, CPU, lag, throughput over time.
@@ -156,6 +159,22 @@ class Judge:
                  f"outside CPU mean ≤ {args.max_other_cpu:g} %", bool(other) and mean(other) <= args.max_other_cpu)
         return after
 
+    def judge_load(self):
+        """The load generator's own summary: how much of the offered load it could send."""
+        if not self.args.load_summary:
+            return
+        with open(self.args.load_summary) as text:
+            lines = text.read().strip().splitlines()
+        try:
+            summary = json.loads(lines[-1]) if lines else {}
+        except ValueError:
+            summary = {}
+        sent, skipped = summary.get("sent", 0), summary.get("skipped", 0)
+        offered = sent + skipped
+        share = skipped / offered * 100 if offered else 100.0
+        self.add("load delivered", f"{sent} of {offered} offered submissions sent, {skipped} skipped ({share:.1f} %)",
+                 "≤ 1 % skipped (every connection waiting on the ingest)", offered > 0 and share <= 1.0)
+
     def judge_check(self):
         summary, violations, text = parse_check(self.args.check)
         ledger_violations = [v for v in violations if any(word in v for word in LEDGER_WORDS)]
@@ -180,6 +199,7 @@ def command_report(args):
     header, rows = read_rows(args.csv)
     judge = Judge(args)
     check_text, violations = judge.judge_check()
+    judge.judge_load()
     judge.add("drained at the end", f"verifiers {'yes' if args.verifiers_drained else 'NO'}, ledger "
               f"{'yes' if args.ledger_drained else 'NO'}", "lag 0, stored offsets at the ends",
               args.verifiers_drained and args.ledger_drained)
@@ -382,6 +402,7 @@ def main():
     report.add_argument("--csv-name", default="soak.csv")
     report.add_argument("--check-name", default="check.txt")
     report.add_argument("--find-csv")
+    report.add_argument("--load-summary", help="the load generator's summary (its last line is JSON)")
 
     find = commands.add_parser("find-report")
     find.add_argument("--steps", required=True, help="find-rate.csv")

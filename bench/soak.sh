@@ -25,9 +25,10 @@
 #   SOAK_RATE=300 SOAK_MINUTES=3 bench/soak.sh   a functional check (too short to judge the trends: FAIL says so)
 #
 # Other settings: SOAK_WARMUP_S (a quarter of the run, at most 300 s; the ingest's own warm-up lasts until its
-# verdict index is full: RESULT_INDEX_MAX_ENTRIES / SOAK_RATE + 60 s), SOAK_MAX_LAG and SOAK_MAX_LEDGER_LAG
-# (messages; 10 s of traffic), SOAK_MAX_MB_PER_HOUR (5), SOAK_MAX_OTHER_CPU (15 % of a core), SOAK_BIN (use the
-# executables there as they are instead of a release build), BENCH_KEEP_WORK=1 keeps the logs and topic copies.
+# verdict index and its eviction queue are full: 2 x RESULT_INDEX_MAX_ENTRIES / SOAK_RATE + 60 s), SOAK_MAX_LAG
+# and SOAK_MAX_LEDGER_LAG (messages; 10 s of traffic), SOAK_MAX_MB_PER_HOUR (5), SOAK_MAX_OTHER_CPU (15 % of a
+# core), SOAK_BIN (use the executables there as they are instead of a release build), BENCH_KEEP_WORK=1 keeps the
+# logs and topic copies.
 # Output (SOAK_OUT, default .build/soak): report.md, soak.csv, soak.png, check.txt; find-rate.md,
 # find-rate.csv (the steps), find-samples.csv, find-rate.png, find-check.txt.
 set -euo pipefail
@@ -200,8 +201,10 @@ duration_s=$(awk -v m="$SOAK_MINUTES" 'BEGIN { printf "%d", m * 60 }')
 default_warmup=$((duration_s / 4 < 300 ? duration_s / 4 : 300))
 SOAK_WARMUP_S="${SOAK_WARMUP_S:-$default_warmup}"
 # The ingest's verdict index grows until RESULT_INDEX_MAX_ENTRIES (100,000; the ingest reads it from this
-# environment) results are in: by design, not a leak, so the ingest's warm-up lasts until it is full (plus a minute).
-index_fill_s=$(awk -v n="${RESULT_INDEX_MAX_ENTRIES:-100000}" -v r="$SOAK_RATE" 'BEGIN { printf "%d", n / r + 60 }')
+# environment) results are in, and the queue that orders them for eviction keeps growing its storage until it has
+# taken twice that many (ResultIndexState's FIFOQueue compacts once its consumed head is half of it): by design, not a
+# leak, so the ingest's warm-up lasts until 2 x RESULT_INDEX_MAX_ENTRIES results are in (plus a minute).
+index_fill_s=$(awk -v n="${RESULT_INDEX_MAX_ENTRIES:-100000}" -v r="$SOAK_RATE" 'BEGIN { printf "%d", 2 * n / r + 60 }')
 ingest_warmup=$((SOAK_WARMUP_S > index_fill_s ? SOAK_WARMUP_S : index_fill_s))
 SOAK_MAX_LAG="${SOAK_MAX_LAG:-$((SOAK_RATE * 10))}"
 SOAK_MAX_LEDGER_LAG="${SOAK_MAX_LEDGER_LAG:-$((SOAK_RATE * 10))}"
@@ -235,7 +238,7 @@ python3 bench/soak-report.py report --csv "$SOAK_OUT/soak.csv" --check "$SOAK_OU
     --setting "load: $SOAK_RATE submissions/s${SOAK_FOUND_RATE:+ ($SOAK_RATE_SHARE of the $SOAK_FOUND_RATE/s found: \
 [find-rate.md](find-rate.md))} and $SOAK_NOTIFICATION_RATE notifications/s for $SOAK_MINUTES min; the load \
 generator: $load_summary" \
-    ${SOAK_FOUND_RATE:+--find-csv find-rate.csv} \
+    ${SOAK_FOUND_RATE:+--find-csv find-rate.csv} --load-summary "$WORK/load-summary.json" \
     $(flag "$VERIFIERS_DRAINED" verifiers-drained) $(flag "$LEDGER_DRAINED" ledger-drained) \
     $(flag "$STOPPED" stopped) >/dev/null || status=1
 python3 bench/soak-report.py plot-script --csv "$SOAK_OUT/soak.csv" --png "$SOAK_OUT/soak.png" \
