@@ -8,7 +8,8 @@ import TestSupport
 /// The refund responder in `receipt-ledger` as a process, over embedded-kafka, a PostgreSQL of its own and the real
 /// `fake-appstore` (which validates Send Consumption Information bodies as Apple documents them): a consented
 /// request answered once with the ledger's facts; a request without consent not sent; Apple's 429 and 5xx retried
-/// and answered; a redelivered event answered no second time; a request past its 12 hours counted late.
+/// and answered; Apple's 4xx recorded and not retried; a redelivered event answered no second time; a request past
+/// its 12 hours counted late.
 @Suite("refund responder process", .serialized)
 struct ConsumptionResponderProcessTests {
     typealias F = LedgerFixtures
@@ -138,6 +139,49 @@ struct ConsumptionResponderProcessTests {
         #expect(try await harness.send(ledger, "PUT", "/v1/users/u1/consent", key: nil).status == 401)
         #expect(try await harness.send(ledger, "GET", "/v1/consumption-requests/never").status == 404)
 
+        #expect(await ledger.stop() == 0)
+        await harness.shutdown()
+        _ = await fake.process.terminate()
+    }
+
+    /// Apple refuses the answer with a 4xx (here: the fake's 4000043, the transaction is neither a consumable nor a
+    /// subscription): the refusal and Apple's words are recorded, and the answer is not sent again.
+    @Test func appleRefusingAnAnswerIsRecordedAndNotRetried() async throws {
+        let directory = NSTemporaryDirectory() + "consumption-refused-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let minted = try FakePKIFiles.mint(into: directory)
+        let fake = try await FakeAppStoreProcess.start(arguments: minted.fakeArguments)
+        try await fake.registerTransactions([["id": "lifetime-t", "bundle_id": "com.example.app", "type": "Non-Consumable"]])
+        var settings = minted.verifierSettings.merging(fake.environment) { $1 }
+        settings["LEDGER_CONSUMPTION_RESPONSES"] = "send"
+        settings["LEDGER_CONSUMPTION_RETRY_BASE_MS"] = "200"
+        let harness = try await LedgerHarness.start(settings: settings)
+        let ledger = try await harness.startLedger()
+        try await harness.produce(H.resultsTopic, key: "u1", [
+            F.result(submissionId: "s1", userId: "u1", transactions: [F.transaction(creditKey: "lifetime")]),
+        ])
+        #expect(await eventually(timeout: .seconds(30)) { harness.appliedOffsets() == 1 })
+        #expect(try await harness.send(ledger, "PUT", "/v1/users/u1/consent").status == 200)
+        try await harness.produce(H.eventsTopic, key: "o", [
+            F.event(
+                eventId: "lifetime-request", type: "consumption_request",
+                transaction: F.transaction(creditKey: "lifetime"), signedDateMs: SystemTime.wallMilliseconds()),
+        ])
+        #expect(await eventually(timeout: .seconds(30)) {
+            (try? await harness.send(ledger, "GET", "/v1/consumption-requests/lifetime-request"))?.jsonObject?["status"]
+                as? String == "refused"
+        })
+        let audit = try #require(try await harness.send(ledger, "GET", "/v1/consumption-requests/lifetime-request").jsonObject)
+        #expect(audit["apple_status"] as? Int == 400)
+        #expect((audit["apple_error"] as? String)?.contains("4000043") == true)
+        #expect(audit["attempts"] as? Int == 1)
+        #expect(audit["finished_at_ms"] is Int)
+        #expect(await ledger.metricSum("ledger_consumption_requests_total", labels: [#"outcome="refused""#]) == 1)
+        // Several retry intervals later Apple was still asked once and holds no answer.
+        try await Task.sleep(for: .seconds(2))
+        #expect(try await fake.serverAPICalls(transaction: "lifetime-t").production == 1)
+        #expect(try await fake.consumptionAnswers(transaction: "lifetime-t").isEmpty)
+        #expect(try harness.count("SELECT count(*) FROM consumption_requests WHERE status = 'pending'") == 0)
         #expect(await ledger.stop() == 0)
         await harness.shutdown()
         _ = await fake.process.terminate()
