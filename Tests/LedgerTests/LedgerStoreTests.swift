@@ -110,6 +110,45 @@ import Testing
         #expect(later.deadLettered == 0 && later.consentsWithdrawn == 0)
     }
 
+    /// A `RESCIND_CONSENT` acts on consent by Apple's signing time (`ConsentRules`): one that arrives late or again
+    /// after the user consented anew leaves the newer consent alone; a newer rescind withdraws it.
+    @Test func aLateOrReplayedRescindDoesNotWithdrawANewerConsent() throws {
+        let db = try LedgerDatabase("ledger_rescind_order")
+        var mine = F.transaction(creditKey: "k1")
+        mine["app_transaction_id"] = "705000000000001"
+        _ = try db.applyResults(F.result(submissionId: "s1", userId: "u1", transactions: [mine]))
+        try db.connection.execute(
+            "INSERT INTO consents (user_id, consented, updated_at_ms) VALUES ('u1', true, 1600000000000)", [])
+        func rescind(_ eventId: String, signedAtMs: Int64) throws -> [UInt8] {
+            var event = try #require(
+                try JSONSerialization.jsonObject(
+                    with: Data(F.event(eventId: eventId, type: "info", transaction: nil, signedDateMs: signedAtMs)))
+                    as? [String: Any])
+            event["notification_type"] = "RESCIND_CONSENT"
+            event["app_transaction_id"] = "705000000000001"
+            return F.json(event)
+        }
+        func consent() throws -> (consented: Bool, updatedAtMs: Int64) {
+            let row = try #require(
+                try db.connection.execute("SELECT consented, updated_at_ms FROM consents WHERE user_id = 'u1'").rows.first)
+            return (try row.bool(0), try row.int64(1))
+        }
+
+        #expect(try db.applyEvents(rescind("r1", signedAtMs: 1_700_000_000_000)).consentsWithdrawn == 1)
+        #expect(try consent().consented == false)
+        // The parent consents again in the app; the backend records it.
+        try db.connection.execute("UPDATE consents SET consented = true, updated_at_ms = 1800000000000", [])
+        // The old rescind again, under another id (a reconciliation sweep's, a replay): the newer consent stands.
+        #expect(try db.applyEvents(rescind("r1-again", signedAtMs: 1_700_000_000_000)).consentsWithdrawn == 0)
+        let stands = try consent()
+        #expect(stands.consented && stands.updatedAtMs == 1_800_000_000_000)
+        // A rescind Apple signed after that consent withdraws it.
+        let newer = try db.applyEvents(rescind("r2", signedAtMs: 1_900_000_000_000))
+        #expect(newer.consentsWithdrawn == 1 && newer.deadLettered == 0)
+        #expect(try consent().consented == false)
+        #expect(try db.user("u1").balance("gems") == 100)
+    }
+
     @Test func aCreditEventAfterAResultForTheSamePurchaseCreditsNothingMore() throws {
         let db = try LedgerDatabase("ledger_result_event")
         let transaction = F.transaction(creditKey: "k1", originalTransactionId: "o1")

@@ -140,18 +140,32 @@ extension BatchWork {
 
     /// `RESCIND_CONSENT`: a parent or guardian withdrew consent for the app download `app_transaction_id`; the owners
     /// of the purchases made under it no longer consent to share consumption data (`consents.consented` false, the
-    /// row kept for the audit). Purchases credited earlier in this batch count (their downloads are written first).
-    /// An event without an app transaction ties to no purchase: nothing to do.
+    /// row kept for the audit), unless they consented again after Apple signed the rescind (`ConsentRules`).
+    /// Purchases credited earlier in this batch count (their downloads are written first). An event without an app
+    /// transaction ties to no purchase: nothing to do.
     private mutating func withdrawConsent(_ event: LedgerEvent) throws(PostgresError) -> [String] {
         guard let appTransactionId = event.appTransactionId, !appTransactionId.isEmpty else { return [] }
         try writeAppTransactionIds()
-        try write(
+        let consents = try read(
             """
-            UPDATE consents SET consented = false, updated_at_ms = $2
-            WHERE consented AND user_id IN (
+            SELECT user_id, consented, updated_at_ms FROM consents WHERE user_id IN (
                 SELECT p.owner FROM purchase_app_transactions a JOIN purchases p ON p.credit_key = a.credit_key
                 WHERE a.app_transaction_id = $1 AND p.owner IS NOT NULL)
-            """, [.text(appTransactionId), .int(nowMs)], counted: .consentWithdrawal)
+            """, [.text(appTransactionId)])
+        var withdrawn: [String] = []
+        for row in consents.rows {
+            let consented = try row.bool(1)
+            let updatedAtMs = try row.int64(2)
+            if ConsentRules.rescindWithdraws(
+                consented: consented, consentUpdatedAtMs: updatedAtMs, rescindSignedAtMs: event.signedDateMs)
+            {
+                withdrawn.append(try row.string(0))
+            }
+        }
+        guard !withdrawn.isEmpty else { return [] }
+        try write(
+            "UPDATE consents SET consented = false, updated_at_ms = $2 WHERE user_id = ANY($1::text[]) AND consented",
+            [.textArray(withdrawn), .int(nowMs)], counted: .consentWithdrawal)
         return []
     }
 
