@@ -30,6 +30,7 @@
 Usage: scripts/check-deployment.py <bin-dir>     (exit status 1 on any finding)
 """
 import glob
+import json
 import os
 import re
 import shlex
@@ -838,7 +839,7 @@ CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResou
                   "MutatingWebhookConfiguration", "APIService"}
 SERVICES = ("receipt-ingest", "receipt-verifier", "receipt-ledger")
 # The processes that call Apple over https, and those with a topic follower (its group id prefix must be granted).
-CALLS_APPLE = {"receipt-verifier", "receipt-notifications-backfill", "receipt-admin", "receipt-reconcile"}
+CALLS_APPLE = {"receipt-verifier", "receipt-ledger", "receipt-notifications-backfill", "receipt-admin", "receipt-reconcile"}
 # The processes that verify Apple's signed data and so ask Apple's OCSP responder (http, port 80) about its signing
 # chain, unless their pod sets APPLE_REVOCATION_CHECK=off.
 CHECKS_REVOCATION = {"receipt-verifier", "receipt-admin", "receipt-reconcile"}
@@ -971,6 +972,55 @@ def check_ledger(directory, documents):
                 f" is below its shutdown bound {bound} s")
     if env.get("LEDGER_GROUP_ID", "iap-ledger") not in topics_spec()["principals"]["receipt-ledger"]["groups"]:
         finding(f"{directory}: receipt-ledger's group {env.get('LEDGER_GROUP_ID')} is not granted to its principal")
+    check_refund_responder(directory, documents, pod, container, env)
+
+
+def mounted_file(pod, container, path):
+    """The volume (and the key inside it) that puts `path` into the container, or (None, None)."""
+    volumes = {volume["name"]: volume for volume in pod.get("volumes", [])}
+    for mount in container.get("volumeMounts", []):
+        prefix = mount["mountPath"].rstrip("/") + "/"
+        if path.startswith(prefix):
+            return volumes.get(mount["name"]), path[len(prefix):]
+    return None, None
+
+
+def check_refund_responder(directory, documents, pod, container, env):
+    """The ledger's refund responder: a mode the code knows; the policy file mounted from a rendered ConfigMap that
+    has it (its content is checked by LedgerSettingsTests through the ledger's own parser); in send mode, the App
+    Store Server API key's settings and the key file mounted where they say."""
+    mode = env.get("LEDGER_CONSUMPTION_RESPONSES", "off")
+    if mode not in ("off", "dry-run", "send"):
+        finding(f"{directory}: receipt-ledger LEDGER_CONSUMPTION_RESPONSES={mode} is not off, dry-run or send")
+    policy = env.get("LEDGER_CONSUMPTION_POLICY_FILE")
+    if policy:
+        volume, key = mounted_file(pod, container, policy)
+        name = (volume or {}).get("configMap", {}).get("name")
+        config_map = next((d for d in documents if d.get("kind") == "ConfigMap"
+                           and d["metadata"]["name"] == name), None)
+        if config_map is None:
+            finding(f"{directory}: receipt-ledger LEDGER_CONSUMPTION_POLICY_FILE={policy} is not in a mounted, "
+                    "rendered ConfigMap")
+        elif key not in config_map.get("data", {}):
+            finding(f"{directory}: ConfigMap {name} has no {key} (LEDGER_CONSUMPTION_POLICY_FILE={policy})")
+        else:
+            try:
+                json.loads(config_map["data"][key])
+            except ValueError as error:
+                finding(f"{directory}: ConfigMap {name} {key} is not JSON: {error}")
+    if mode == "send":
+        sources = {(source.get("secretRef") or {}).get("name") for source in container.get("envFrom", [])}
+        if "receipt-apple-server-api" not in sources and "APPLE_KEY_ID" not in env:
+            finding(f"{directory}: receipt-ledger sends consumption information but has no App Store Server API key "
+                    "settings (secretRef receipt-apple-server-api)")
+    if "receipt-apple-server-api" in {(s.get("secretRef") or {}).get("name") for s in container.get("envFrom", [])}:
+        example = next(d for d in yaml.safe_load_all(read("docker/k8s/secrets.example.yaml"))
+                       if d and d["metadata"]["name"] == "receipt-apple-server-api")
+        key_file = example.get("stringData", {}).get("APPLE_PRIVATE_KEY_FILE", "")
+        volume, key = mounted_file(pod, container, key_file)
+        if (volume or {}).get("secret", {}).get("secretName") != "receipt-apple-server-api-key":
+            finding(f"{directory}: receipt-ledger reads APPLE_PRIVATE_KEY_FILE={key_file} but does not mount "
+                    "Secret receipt-apple-server-api-key there")
 
 
 def check_database():

@@ -1,3 +1,4 @@
+import Foundation
 import Ledger
 import LedgerRules
 import ServiceRuntime
@@ -63,5 +64,47 @@ extension LedgerSettingsTests {
         let settings = try LedgerSettings.fromEnvironment(
             Self.minimal.merging(["LEDGER_API_KEYS": "ops:a:b:c"]) { $1 })
         #expect(settings.apiKeys == [BearerKey(name: "ops", key: "a:b:c")])
+    }
+}
+
+extension LedgerSettingsTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    /// The refund policies the project ships (the Kubernetes ConfigMap's and `make dev`'s) load through the ledger's
+    /// own settings, as the ledger reads them at start: a policy the ledger would refuse never reaches a cluster.
+    @Test func theShippedRefundPoliciesAreValid() throws {
+        let configMap = try String(
+            contentsOf: Self.root.appendingPathComponent("docker/k8s/base/refund-policy.yaml"), encoding: .utf8)
+        let shipped = [
+            "docker/k8s/base/refund-policy.yaml": try Self.blockScalar("refund-policy.json", in: configMap),
+            "scripts/dev-refund-policy.json": try String(
+                contentsOf: Self.root.appendingPathComponent("scripts/dev-refund-policy.json"), encoding: .utf8),
+        ]
+        let directory = NSTemporaryDirectory() + "shipped-policies-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        for (origin, text) in shipped {
+            let path = directory + "/" + (origin as NSString).lastPathComponent + ".json"
+            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            let settings = try LedgerSettings.fromEnvironment(
+                Self.minimal.merging(["LEDGER_CONSUMPTION_POLICY_FILE": path]) { $1 })
+            #expect(!settings.consumption.policy.rules.isEmpty, "\(origin) has no rules")
+        }
+        // And the check can fail: a misspelt condition is refused with the variable named.
+        let misspelt = directory + "/misspelt.json"
+        try #"{"rules": [{"when": {"deliverd": false}, "preference": "GRANT_FULL"}]}"#
+            .write(toFile: misspelt, atomically: true, encoding: .utf8)
+        #expect(throws: ConfigurationError.self) {
+            try LedgerSettings.fromEnvironment(Self.minimal.merging(["LEDGER_CONSUMPTION_POLICY_FILE": misspelt]) { $1 })
+        }
+    }
+
+    /// The text of YAML block scalar `key: |` (its lines, de-indented), as Kubernetes mounts it.
+    static func blockScalar(_ key: String, in yaml: String) throws -> String {
+        let lines = yaml.split(separator: "\n", omittingEmptySubsequences: false)
+        let start = try #require(lines.firstIndex { $0.trimmingCharacters(in: .whitespaces) == "\(key): |" })
+        let body = lines[(start + 1)...].prefix { $0.trimmingCharacters(in: .whitespaces).isEmpty || $0.hasPrefix("    ") }
+        return body.map { String($0.dropFirst(min(4, $0.count))) }.joined(separator: "\n")
     }
 }
