@@ -125,7 +125,13 @@ struct ConnectionHandle: Sendable {
 ///
 /// `@unchecked Sendable`: used only under the lock of the `PostgresConnection` that holds it.
 final class PreparedStatements: @unchecked Sendable {
-    var names: [String: String] = [:]
+    var bySQL: [String: PreparedStatement] = [:]
+}
+
+/// A statement prepared on a connection: its name and its parameters' type OIDs as the server inferred them.
+struct PreparedStatement {
+    let name: String
+    let parameterTypes: [UInt32]
 }
 
 /// Exclusive use of a connection for the duration of `PostgresConnection.withSession` or `transaction`; do not keep
@@ -134,19 +140,21 @@ public struct PostgresSession {
     let connection: OpaquePointer
     let statements: PreparedStatements
 
-    /// Runs one statement with `parameters` bound to `$1`, `$2`, ... (text format; `.bytes` in binary format). A
-    /// statement with parameters is prepared once per connection (by its text) and executed by name after that.
+    /// Runs one statement with `parameters` bound to `$1`, `$2`, ... (text format; `.bytes` and the arrays of
+    /// `BinaryArray`'s types in binary format). A statement with parameters is prepared once per connection (by its
+    /// text) and executed by name after that.
     /// - Throws: `PostgresError` with the server's SQLSTATE, and `isConnectionBroken` when the connection is gone.
     @discardableResult
     public func execute(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) -> PostgresResult {
-        let bound = BoundParameters(parameters)
         let result: OpaquePointer?
         if parameters.isEmpty {
             result = PQexecParams(connection, sql, 0, nil, nil, nil, nil, 0)
         } else {
-            let name = try prepared(sql, parameterCount: parameters.count)
+            let statement = try prepared(sql, parameterCount: parameters.count)
+            let bound = BoundParameters(parameters, types: statement.parameterTypes)
             result = bound.withPointers { pointers in
-                PQexecPrepared(connection, name, Int32(parameters.count), pointers, bound.lengths, bound.formats, 0)
+                PQexecPrepared(
+                    connection, statement.name, Int32(parameters.count), pointers, bound.lengths, bound.formats, 0)
             }
         }
         guard let result else { throw brokenOr("libpq returned no result") }
@@ -161,18 +169,18 @@ public struct PostgresSession {
         -> [PostgresResult]
     {
         guard !statements.isEmpty else { return [] }
-        var names: [String] = []
-        names.reserveCapacity(statements.count)
+        var prepared: [PreparedStatement] = []
+        prepared.reserveCapacity(statements.count)
         for statement in statements {
-            names.append(try prepared(statement.sql, parameterCount: statement.parameters.count))
+            prepared.append(try self.prepared(statement.sql, parameterCount: statement.parameters.count))
         }
         guard PQenterPipelineMode(connection) == 1 else { throw brokenOr("cannot enter pipeline mode") }
         defer { PQexitPipelineMode(connection) }
         for (index, statement) in statements.enumerated() {
-            let bound = BoundParameters(statement.parameters)
+            let bound = BoundParameters(statement.parameters, types: prepared[index].parameterTypes)
             let sent = bound.withPointers { pointers in
                 PQsendQueryPrepared(
-                    connection, names[index], Int32(statement.parameters.count), pointers, bound.lengths,
+                    connection, prepared[index].name, Int32(statement.parameters.count), pointers, bound.lengths,
                     bound.formats, 0)
             }
             guard sent == 1 else { throw brokenOr("cannot send a pipelined statement") }
@@ -207,16 +215,61 @@ public struct PostgresSession {
         return results
     }
 
-    private func prepared(_ sql: String, parameterCount: Int) throws(PostgresError) -> String {
-        if let name = statements.names[sql] { return name }
-        let name = "s\(statements.names.count + 1)"
+    /// Runs `COPY ... FROM STDIN (FORMAT binary)` (`sql`) with `rows`, outside a pipeline: one statement for all of
+    /// them.
+    /// - Returns: the number of rows copied.
+    /// - Throws: `PostgresError` as `execute` does (a unique violation, a field of the wrong type, ...); nothing of
+    ///   the copy is kept then (inside a transaction, roll it back).
+    @discardableResult
+    public func copy(_ sql: String, _ rows: PostgresCopyRows) throws(PostgresError) -> Int {
+        guard let started = PQexec(connection, sql) else { throw brokenOr("libpq returned no result") }
+        let status = PQresultStatus(started)
+        if status != PGRES_COPY_IN {
+            defer { PQclear(started) }
+            _ = try check(started)
+            throw PostgresError(sqlState: nil, message: "not a COPY FROM STDIN: \(sql)", isConnectionBroken: false)
+        }
+        PQclear(started)
+        let data = rows.finished
+        let sent = data.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { chars in
+                PQputCopyData(connection, chars.baseAddress, Int32(chars.count))
+            }
+        }
+        guard sent == 1, PQputCopyEnd(connection, nil) == 1 else { throw brokenOr("cannot send the copy data") }
+        var outcome: Result<Int, PostgresError> = .failure(
+            PostgresError(sqlState: nil, message: "the copy ended without a result", isConnectionBroken: false))
+        var first = true
+        while let result = PQgetResult(connection) {
+            defer { PQclear(result) }
+            guard first else { continue }
+            first = false
+            do throws(PostgresError) {
+                outcome = .success(try check(result).affectedRows)
+            } catch {
+                outcome = .failure(error)
+            }
+        }
+        return try outcome.get()
+    }
+
+    /// The statement prepared for `sql` on this connection, prepared (and described: its parameters' types) on
+    /// first use.
+    private func prepared(_ sql: String, parameterCount: Int) throws(PostgresError) -> PreparedStatement {
+        if let statement = statements.bySQL[sql] { return statement }
+        let name = "s\(statements.bySQL.count + 1)"
         guard let result = PQprepare(connection, name, sql, Int32(parameterCount), nil) else {
             throw brokenOr("libpq returned no result")
         }
         defer { PQclear(result) }
         _ = try check(result)
-        statements.names[sql] = name
-        return name
+        guard let description = PQdescribePrepared(connection, name) else { throw brokenOr("libpq returned no result") }
+        defer { PQclear(description) }
+        _ = try check(description)
+        let types = (0..<PQnparams(description)).map { UInt32(PQparamtype(description, $0)) }
+        let statement = PreparedStatement(name: name, parameterTypes: types)
+        statements.bySQL[sql] = statement
+        return statement
     }
 
     private func check(_ result: OpaquePointer) throws(PostgresError) -> PostgresResult {
@@ -272,19 +325,36 @@ private struct BoundParameters {
     var lengths: [Int32] = []
     var formats: [Int32] = []
 
-    init(_ parameters: [PostgresValue]) {
-        for value in parameters {
-            let bytes: [UInt8]? =
-                switch value {
-                case .null: nil
-                case .text(let text): Array(text.utf8)
-                case .int(let number): Array(String(number).utf8)
-                case .bool(let flag): Array((flag ? "t" : "f").utf8)
-                case .bytes(let bytes): bytes
-                case .textArray(let elements): PostgresValue.arrayLiteral(elements)
-                case .nullableArray(let elements): PostgresValue.arrayLiteral(elements)
+    /// - Parameter types: the parameters' type OIDs as the server prepared them (empty: unknown); arrays of the
+    ///   types `BinaryArray` knows are sent in binary format, other values in text format (`.bytes` in binary).
+    init(_ parameters: [PostgresValue], types: [UInt32] = []) {
+        for (index, value) in parameters.enumerated() {
+            let type = index < types.count ? types[index] : 0
+            var binary = false
+            let bytes: [UInt8]?
+            switch value {
+            case .null: bytes = nil
+            case .text(let text): bytes = Array(text.utf8)
+            case .int(let number): bytes = Array(String(number).utf8)
+            case .bool(let flag): bytes = Array((flag ? "t" : "f").utf8)
+            case .bytes(let raw):
+                bytes = raw
+                binary = true
+            case .textArray(let elements):
+                if let encoded = BinaryArray.encode(elements.lazy.map { Optional($0) }, as: type) {
+                    bytes = encoded
+                    binary = true
+                } else {
+                    bytes = PostgresValue.arrayLiteral(elements)
                 }
-            let binary: Bool = if case .bytes = value { true } else { false }
+            case .nullableArray(let elements):
+                if let encoded = BinaryArray.encode(elements, as: type) {
+                    bytes = encoded
+                    binary = true
+                } else {
+                    bytes = PostgresValue.arrayLiteral(elements)
+                }
+            }
             formats.append(binary ? 1 : 0)
             lengths.append(Int32(clamping: bytes?.count ?? 0))
             if let bytes {

@@ -87,3 +87,63 @@ import Testing
         }
     }
 }
+
+extension PostgresConnectionTests {
+    /// Arrays of text, bigint, integer and boolean travel in binary format (`BinaryArray`): every element arrives as
+    /// it was, NULLs and empty arrays included, alone and in a pipeline; an element that is not a value of its type
+    /// is sent as text, so the server refuses it with the same data exception as before.
+    @Test func arraysArriveElementForElement() throws {
+        let connection = try PostgresConnection(connectionString: try TestPostgresServer.freshDatabase("pg_arrays"))
+        let texts = ["", "plain", #"quote " and backslash \ "#, "{braces,comma}", "NULL", "ünïcødé ✓", " spaced "]
+        let row = try #require(
+            try connection.execute(
+                """
+                SELECT $1::text[] = ARRAY['', 'plain', 'quote " and backslash \\ ', '{braces,comma}', 'NULL',
+                                          'ünïcødé ✓', ' spaced ']::text[],
+                       array_length($1::text[], 1), $2::bigint[] IS NOT DISTINCT FROM ARRAY[-9223372036854775808, NULL,
+                           0, 9223372036854775807]::bigint[],
+                       $3::int[] = ARRAY[-2147483648, 7]::int[], $4::boolean[] IS NOT DISTINCT FROM ARRAY[true, false, NULL],
+                       cardinality($5::text[]), $6::text[] IS NOT DISTINCT FROM ARRAY['a', NULL]::text[]
+                """,
+                [
+                    .textArray(texts), .nullableArray(["-9223372036854775808", nil, "0", "9223372036854775807"]),
+                    .textArray(["-2147483648", "7"]), .nullableArray(["true", "f", nil]), .textArray([]),
+                    .nullableArray(["a", nil]),
+                ]
+            ).rows.first)
+        #expect(try row.bool(0))
+        #expect(try row.int64(1) == Int64(texts.count))
+        #expect(try row.bool(2))
+        #expect(try row.bool(3))
+        #expect(try row.bool(4))
+        #expect(try row.int64(5) == 0)
+        #expect(try row.bool(6))
+        // Through unnest and a pipeline, as the ledger writes its batches.
+        try connection.execute("CREATE TABLE pairs (k text PRIMARY KEY, n bigint)")
+        let results = try connection.withSession { session throws(PostgresError) in
+            try session.pipeline([
+                ("INSERT INTO pairs SELECT * FROM unnest($1::text[], $2::bigint[])",
+                 [.textArray(["a", "b\"c"]), .nullableArray(["1", nil])]),
+                ("SELECT k, n FROM pairs WHERE k = ANY($1::text[]) ORDER BY k", [.textArray(["b\"c", "a"])]),
+            ])
+        }
+        #expect(results[0].affectedRows == 2)
+        #expect(try results[1].rows.map { try $0.string(0) } == ["a", "b\"c"])
+        #expect(try results[1].rows[0].int64(1) == 1)
+        #expect(results[1].rows[1].isNull(1))
+        // Not a bigint: refused by the server as a data exception (22P02), as the text format always was.
+        do {
+            try connection.execute("SELECT $1::bigint[]", [.nullableArray(["12", "twelve"])])
+            Issue.record("a non-number was accepted as a bigint")
+        } catch {
+            #expect(error.isDataException)
+        }
+        // A NUL inside a text element is refused as a data exception too (the ledger dead-letters such a message).
+        do {
+            try connection.execute("SELECT $1::text[]", [.textArray(["nul\u{0}inside"])])
+            Issue.record("a NUL byte was accepted in text")
+        } catch {
+            #expect(error.isDataException)
+        }
+    }
+}
