@@ -111,10 +111,12 @@ extension BatchWork {
                 $15::text[], $16::bigint[], $17::bigint[], $18::bigint[], $19::boolean[], $20::bigint[],
                 $21::bigint[], $22::bigint[])
             """
-        var statements: [(sql: String, parameters: [PostgresValue])] = []
         if !inserted.isEmpty {
-            statements.append(("INSERT INTO purchases (\(columns)) SELECT * FROM \(arrays)", rowArrays(inserted)))
+            // New rows are copied, not inserted from arrays: no array to parse and unnest, multi-row heap inserts
+            // (a key another instance inserted first fails the batch with a unique violation, as an INSERT would).
+            try session.copy("COPY purchases (\(columns)) FROM STDIN (FORMAT binary)", copyRows(inserted))
         }
+        var statements: [(sql: String, parameters: [PostgresValue])] = []
         if !updated.isEmpty {
             statements.append(
                 (
@@ -142,6 +144,39 @@ extension BatchWork {
             }
         }
         _ = try session.pipeline(statements)
+    }
+
+    /// `rows` in the order of `writePurchases`'s columns, for `COPY`.
+    private func copyRows(_ rows: [(String, CachedPurchase)]) -> PostgresCopyRows {
+        var copy = PostgresCopyRows(reservingBytes: rows.count * 400)
+        for (key, purchase) in rows {
+            let state = purchase.state
+            let grant = Self.grantTexts(state.grant)
+            copy.startRow(fields: 22)
+            copy.text(key)
+            copy.text(state.status.rawValue)
+            copy.text(state.owner)
+            copy.text(state.productId)
+            copy.text(grant.kind)
+            copy.text(grant.name)
+            copy.int64(grant.amount)
+            copy.int64(state.quantity)
+            copy.int64(state.expiresDateMs)
+            copy.int64(state.amountCredited)
+            copy.int64(state.amountDebited)
+            copy.int64(state.lastDebit)
+            copy.int64(state.creditedAtMs)
+            copy.text(purchase.originalTransactionId)
+            copy.text(state.book.rawValue)
+            copy.int64(state.purchaseDateMs)
+            copy.int64(state.refusedPercentage)
+            copy.int64(state.lastEventSignedMs)
+            copy.bool(state.upgradeReported)
+            copy.int64(state.upgradedAtMs)
+            copy.int64(state.upgradeTaken)
+            copy.int64(nowMs)
+        }
+        return copy
     }
 
     private func rowArrays(_ rows: [(String, CachedPurchase)]) -> [PostgresValue] {
