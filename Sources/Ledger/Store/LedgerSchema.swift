@@ -241,6 +241,20 @@ public enum LedgerSchema {
                 "CREATE INDEX purchase_app_transactions_id ON purchase_app_transactions (app_transaction_id)",
             ]
         ),
+        (
+            version: 5,
+            statements: [
+                // Only the subscriptions' periods are looked up by their original transaction (the credited periods
+                // an upgrade replaces, BatchWork.purchasesStatement): the index keeps those alone, so crediting a
+                // consumable or a one-time purchase no longer writes an index entry nobody reads. Built inside the
+                // migration's transaction: the ledger's writes wait for it while it reads the purchases once.
+                "DROP INDEX purchases_subscription",
+                """
+                CREATE INDEX purchases_subscription ON purchases (original_transaction_id)
+                    WHERE original_transaction_id IS NOT NULL AND credit_key LIKE '%:period:%'
+                """,
+            ]
+        ),
     ]
 
     /// The newest schema version this build knows.
