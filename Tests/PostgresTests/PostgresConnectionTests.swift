@@ -147,3 +147,64 @@ extension PostgresConnectionTests {
         }
     }
 }
+
+extension PostgresConnectionTests {
+    /// `copy` stores rows in binary COPY format, NULLs included; a duplicate key or a field of the wrong type fails
+    /// the copy as a statement would (nothing of it kept) and the connection stays usable.
+    @Test func copiedRowsArriveAndAFailedCopyKeepsNothing() throws {
+        let connection = try PostgresConnection(connectionString: try TestPostgresServer.freshDatabase("pg_copy"))
+        try connection.execute("CREATE TABLE items (k text PRIMARY KEY, n bigint, flag boolean, note text)")
+        var rows = PostgresCopyRows()
+        for (key, number, flag, note) in [("a", Int64.min, true, "ünï \"q\" \\ ,"), ("b", nil, false, nil)] as [(String, Int64?, Bool, String?)] {
+            rows.startRow(fields: 4)
+            rows.text(key)
+            rows.int64(number)
+            rows.bool(flag)
+            rows.text(note)
+        }
+        #expect(rows.count == 2)
+        let copied = try connection.withSession { session throws(PostgresError) in
+            try session.copy("COPY items (k, n, flag, note) FROM STDIN (FORMAT binary)", rows)
+        }
+        #expect(copied == 2)
+        let stored = try connection.execute("SELECT k, n, flag, note FROM items ORDER BY k").rows
+        #expect(try stored[0].int64(1) == Int64.min)
+        #expect(try stored[0].bool(2))
+        #expect(try stored[0].string(3) == "ünï \"q\" \\ ,")
+        #expect(stored[1].isNull(1) && stored[1].isNull(3))
+        #expect(try !stored[1].bool(2))
+
+        var again = PostgresCopyRows()
+        for key in ["c", "a"] {
+            again.startRow(fields: 4)
+            again.text(key)
+            again.int64(1)
+            again.bool(nil)
+            again.text(nil)
+        }
+        do {
+            _ = try connection.withSession { session throws(PostgresError) in
+                try session.copy("COPY items (k, n, flag, note) FROM STDIN (FORMAT binary)", again)
+            }
+            Issue.record("a duplicate key was copied")
+        } catch {
+            #expect(error.isUniqueViolation)
+            #expect(!error.isConnectionBroken)
+        }
+        var mistyped = PostgresCopyRows()
+        mistyped.startRow(fields: 4)
+        mistyped.text("d")
+        mistyped.bool(true)  // n is a bigint: eight bytes expected
+        mistyped.bool(true)
+        mistyped.text(nil)
+        do {
+            _ = try connection.withSession { session throws(PostgresError) in
+                try session.copy("COPY items (k, n, flag, note) FROM STDIN (FORMAT binary)", mistyped)
+            }
+            Issue.record("a boolean was copied into a bigint column")
+        } catch {
+            #expect(!error.isConnectionBroken)
+        }
+        #expect(try connection.execute("SELECT count(*) FROM items").rows[0].int64(0) == 2)
+    }
+}
