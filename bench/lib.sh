@@ -94,9 +94,12 @@ postgres_run() {
     if [ "${POSTGRES_DURABLE:-0}" = 1 ]; then
         durability=(-c fsync=on -c full_page_writes=on -c synchronous_commit=on)
     fi
-    "${AS_POSTGRES[@]}" "$PG_BIN/postgres" -D "$PG_DIR/data" -p "$PG_PORT" -k "$PG_DIR" \
+    # POSTGRES_WRAPPER: a command the server runs under (bench/postgres-callgrind.sh: valgrind).
+    # shellcheck disable=SC2206
+    local wrapper=(${POSTGRES_WRAPPER:-})
+    "${AS_POSTGRES[@]}" "${wrapper[@]}" "$PG_BIN/postgres" -D "$PG_DIR/data" -p "$PG_PORT" -k "$PG_DIR" \
         -c listen_addresses=127.0.0.1 "${durability[@]}" \
-        -c max_connections=50 2>>"$WORK/postgres.log" &
+        -c max_connections=50 ${POSTGRES_EXTRA_OPTIONS:-} 2>>"$WORK/postgres.log" &
     POSTGRES_PID=$!
     PIDS+=("$POSTGRES_PID")
     for _ in $(seq 1 300); do
