@@ -10,7 +10,7 @@ extension CreditingRules {
         if let last = state.lastEventSignedMs, atMs < last {
             return LedgerDecision(state: state, actions: [.staleEvent])
         }
-        var decision = apply(inner, to: state, policy: policy, sandbox: sandbox)
+        var decision = decide(inner, state, policy, sandbox)
         if decision.actions.contains(where: { if case .unappliable = $0 { true } else { false } }) {
             return decision
         }
@@ -61,7 +61,7 @@ extension CreditingRules {
     public static func reasonItCannotWait(_ claim: CreditClaim, sandbox: SandboxPolicy) -> String? {
         var probe = claim
         probe.owner = probe.owner ?? "owner"
-        for case .unappliable(let reason) in apply(.credit(probe), to: .unknown, policy: .keep, sandbox: sandbox).actions {
+        for case .unappliable(let reason) in decide(.credit(probe), .unknown, .keep, sandbox).actions {
             return reason
         }
         return nil

@@ -11,8 +11,39 @@ public enum CreditingRules {
     /// - Parameters:
     ///   - policy: `LEDGER_OWNERSHIP_POLICY`.
     ///   - sandbox: `LEDGER_SANDBOX_POLICY`: which book a Sandbox purchase's credit goes to, if any.
+    /// - Parameter nowMs: when the ledger applies `input`: the credit time of a purchase that becomes credited
+    ///   without a claim of its own (`creditedAtMs`, see `stampingCreditTime`).
     public static func apply(
-        _ input: LedgerInput, to state: PurchaseState, policy: OwnershipPolicy, sandbox: SandboxPolicy = .separate
+        _ input: LedgerInput, to state: PurchaseState, policy: OwnershipPolicy, sandbox: SandboxPolicy = .separate,
+        nowMs: Int64
+    ) -> LedgerDecision {
+        var decision = decide(input, state, policy, sandbox)
+        decision.state = stampingCreditTime(decision.state, input: input, nowMs: nowMs)
+        return decision
+    }
+
+    /// `state` with its `creditedAtMs` set when it is credited (or credited again) and has none yet: the claim's
+    /// time for a credit (its `atMs`, also under an Apple signing time), else `nowMs` (a recredit of a purchase
+    /// credited before the ledger kept credit times). A time once set is kept: reconciliation picks the purchases
+    /// credited recently by it, and a later event must not make an old purchase look new.
+    public static func stampingCreditTime(_ state: PurchaseState, input: LedgerInput, nowMs: Int64) -> PurchaseState {
+        guard state.creditedAtMs == nil, state.status == .credited || state.status == .recredited else { return state }
+        var stamped = state
+        stamped.creditedAtMs = claimTime(input) ?? nowMs
+        return stamped
+    }
+
+    private static func claimTime(_ input: LedgerInput) -> Int64? {
+        switch input {
+        case .credit(let claim): claim.atMs
+        case .signed(_, let inner): claimTime(inner)
+        default: nil
+        }
+    }
+
+    /// The rules without the credit time (`apply` stamps it once, after an input's every step).
+    static func decide(
+        _ input: LedgerInput, _ state: PurchaseState, _ policy: OwnershipPolicy, _ sandbox: SandboxPolicy
     ) -> LedgerDecision {
         switch input {
         case .credit(let claim): credit(claim, state, policy, sandbox)

@@ -343,7 +343,7 @@ import Testing
         var state = PurchaseState.unknown
         var actions: [LedgerAction] = []
         for input in row.inputs {
-            let decision = CreditingRules.apply(input, to: state, policy: row.policy, sandbox: row.sandbox)
+            let decision = CreditingRules.apply(input, to: state, policy: row.policy, sandbox: row.sandbox, nowMs: 9_000)
             state = decision.state
             actions += decision.actions
         }
@@ -353,6 +353,59 @@ import Testing
         #expect(state.amountCredited == row.credited)
         #expect(state.amountDebited == row.debited)
         #expect(state.book == row.book)
+    }
+
+    /// When a purchase counts as credited (`creditedAtMs`: reconciliation checks the recently credited ones).
+    struct CreditTimeRow: Sendable, CustomTestStringConvertible {
+        let name: String
+        let before: PurchaseState
+        let input: LedgerInput
+        let creditedAtMs: Int64?
+        var testDescription: String { name }
+    }
+
+    static let creditTimeRows: [CreditTimeRow] = {
+        let claim = CreditClaim(
+            source: .result(submissionId: "s1"), owner: "u1", productId: "gems", credit: .grant(.item(name: "gems", amount: 100)),
+            quantity: 1, expiresDateMs: nil, atMs: 1_000)
+        var credited = PurchaseState.unknown
+        credited.status = .credited
+        credited.owner = "u1"
+        credited.grant = .item(name: "gems", amount: 100)
+        credited.amountCredited = 100
+        var creditedLongAgo = credited
+        creditedLongAgo.creditedAtMs = 500
+        var debitedWithoutTime = credited
+        debitedWithoutTime.status = .debited
+        debitedWithoutTime.amountDebited = 100
+        var debitedWithTime = debitedWithoutTime
+        debitedWithTime.creditedAtMs = 500
+        return [
+            CreditTimeRow(name: "a first credit: the claim's time", before: .unknown, input: .credit(claim), creditedAtMs: 1_000),
+            CreditTimeRow(
+                name: "a recredit of a purchase credited before credit times were kept: the time it is applied",
+                before: debitedWithoutTime, input: .recredit, creditedAtMs: 9_000),
+            CreditTimeRow(
+                name: "a recredit keeps the first credit's time", before: debitedWithTime, input: .recredit,
+                creditedAtMs: 500),
+            CreditTimeRow(
+                name: "a debit of a purchase credited long ago keeps its time", before: creditedLongAgo,
+                input: .debit(revocationPercentage: nil), creditedAtMs: 500),
+            CreditTimeRow(
+                name: "a debit of one without a time sets none (debited is not credited)", before: credited,
+                input: .debit(revocationPercentage: nil), creditedAtMs: nil),
+            CreditTimeRow(
+                name: "a claim that waits for its owner is not credited", before: .unknown,
+                input: .credit(CreditClaim(
+                    source: .event(eventId: "e1"), owner: nil, productId: "gems", credit: claim.credit, quantity: 1,
+                    expiresDateMs: nil, atMs: 1_000)),
+                creditedAtMs: nil),
+        ]
+    }()
+
+    @Test(arguments: creditTimeRows) func creditTime(_ row: CreditTimeRow) {
+        let decision = CreditingRules.apply(row.input, to: row.before, policy: .keep, nowMs: 9_000)
+        #expect(decision.state.creditedAtMs == row.creditedAtMs)
     }
 
     @Test func theUnusedShareOfAnUpgradedPeriod() {

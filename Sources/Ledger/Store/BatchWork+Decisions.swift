@@ -21,7 +21,7 @@ extension BatchWork {
     ) throws(PostgresError) -> String? {
         var purchase = try load(creditKey)
         let before = purchase.state
-        let decision = CreditingRules.apply(input, to: before, policy: policy, sandbox: sandboxPolicy)
+        let decision = CreditingRules.apply(input, to: before, policy: policy, sandbox: sandboxPolicy, nowMs: nowMs)
         for case .unappliable(let reason) in decision.actions { return "\(creditKey): \(reason)" }
         if decision.actions.contains(.waitForOwner), case .credit(let claim) = input {
             if let reason = CreditingRules.reasonItCannotWait(claim, sandbox: sandboxPolicy) {
@@ -33,10 +33,7 @@ extension BatchWork {
                 upgradeNotified: upgradeNotified)
         }
         if decision.state != before {
-            var next = decision.state
-            if next.creditedAtMs == nil, next.status == .credited || next.status == .recredited {
-                next.creditedAtMs = claimTime(input)
-            }
+            let next = decision.state
             if before.status == .pendingOwner, next.status != .pendingOwner {
                 // Credited (or refused) some other way: what waited for this purchase has nothing left to do.
                 try write("DELETE FROM pending_claims WHERE credit_key = $1", [.text(creditKey)])
@@ -61,11 +58,6 @@ extension BatchWork {
                 subscription: originalTransactionId, upgradeNotified: upgradeNotified ? [creditKey] : [])
         }
         return nil
-    }
-
-    func claimTime(_ input: LedgerInput) -> Int64 {
-        if case .credit(let claim) = input { return claim.atMs }
-        return nowMs
     }
 
     mutating func perform(_ action: LedgerAction, creditKey: String, book: Book) throws(PostgresError) {
