@@ -69,43 +69,40 @@ public struct PostgresRow: Sendable, Equatable {
 
     public func isNull(_ name: String) throws(PostgresError) -> Bool { values[try columns.position(of: name)] == nil }
 
-    public func string(_ name: String) throws(PostgresError) -> String {
-        try string(at: try columns.position(of: name), "column \"\(name)\"")
-    }
+    public func string(_ name: String) throws(PostgresError) -> String { try read(name, string(at:_:)) }
 
     public func optionalString(_ name: String) throws(PostgresError) -> String? {
         values[try columns.position(of: name)]
     }
 
-    public func int64(_ name: String) throws(PostgresError) -> Int64 {
-        try int64(at: try columns.position(of: name), "column \"\(name)\"")
-    }
+    public func int64(_ name: String) throws(PostgresError) -> Int64 { try read(name, int64(at:_:)) }
 
-    public func optionalInt64(_ name: String) throws(PostgresError) -> Int64? {
-        let position = try columns.position(of: name)
-        guard values[position] != nil else { return nil }
-        return try int64(at: position, "column \"\(name)\"")
-    }
+    public func optionalInt64(_ name: String) throws(PostgresError) -> Int64? { try readOptional(name, int64(at:_:)) }
 
-    public func bool(_ name: String) throws(PostgresError) -> Bool {
-        try bool(at: try columns.position(of: name), "column \"\(name)\"")
-    }
+    public func bool(_ name: String) throws(PostgresError) -> Bool { try read(name, bool(at:_:)) }
 
-    public func optionalBool(_ name: String) throws(PostgresError) -> Bool? {
-        let position = try columns.position(of: name)
-        guard values[position] != nil else { return nil }
-        return try bool(at: position, "column \"\(name)\"")
-    }
+    public func optionalBool(_ name: String) throws(PostgresError) -> Bool? { try readOptional(name, bool(at:_:)) }
 
     /// A `bytea` column (text format `\x` followed by hex digits).
-    public func bytes(_ name: String) throws(PostgresError) -> [UInt8] {
-        try bytes(at: try columns.position(of: name), "column \"\(name)\"")
-    }
+    public func bytes(_ name: String) throws(PostgresError) -> [UInt8] { try read(name, bytes(at:_:)) }
 
     public func optionalBytes(_ name: String) throws(PostgresError) -> [UInt8]? {
+        try readOptional(name, bytes(at:_:))
+    }
+
+    private func read<Value>(_ name: String, _ reader: (Int, String) throws(PostgresError) -> Value)
+        throws(PostgresError) -> Value
+    {
+        try reader(try columns.position(of: name), "column \"\(name)\"")
+    }
+
+    /// nil for SQL NULL, else what `reader` reads.
+    private func readOptional<Value>(_ name: String, _ reader: (Int, String) throws(PostgresError) -> Value)
+        throws(PostgresError) -> Value?
+    {
         let position = try columns.position(of: name)
         guard values[position] != nil else { return nil }
-        return try bytes(at: position, "column \"\(name)\"")
+        return try reader(position, "column \"\(name)\"")
     }
 
     // MARK: By position
