@@ -16,32 +16,43 @@ public struct PostgresResult: Sendable {
 /// by its rows, so that a row is read by name (`row.string("user_id")`) and a reordered SELECT list cannot hand a
 /// value to the wrong field.
 public struct PostgresColumns: Sendable, Equatable {
-    public let names: [String]
-    private let positions: [String: Int]
-    /// Names two or more columns share (`SELECT a.id, b.id`): reading one by name is an error, not a guess.
-    private let repeated: Set<String>
+    /// One reference for all the rows of a result (a row copies one pointer, not three collections).
+    private final class Index: Sendable {
+        let names: [String]
+        let positions: [String: Int]
+        /// Names two or more columns share (`SELECT a.id, b.id`): reading one by name is an error, not a guess.
+        let repeated: Set<String>
+
+        init(_ names: [String]) {
+            self.names = names
+            var positions: [String: Int] = [:]
+            var repeated: Set<String> = []
+            positions.reserveCapacity(names.count)
+            for (position, name) in names.enumerated() {
+                if positions.updateValue(position, forKey: name) != nil { repeated.insert(name) }
+            }
+            self.positions = positions
+            self.repeated = repeated
+        }
+    }
+
+    private let index: Index
+
+    public var names: [String] { index.names }
 
     public init(_ names: [String]) {
-        self.names = names
-        var positions: [String: Int] = [:]
-        var repeated: Set<String> = []
-        positions.reserveCapacity(names.count)
-        for (position, name) in names.enumerated() {
-            if positions.updateValue(position, forKey: name) != nil { repeated.insert(name) }
-        }
-        self.positions = positions
-        self.repeated = repeated
+        index = Index(names)
     }
 
     /// The position of the column `name`; a name the result does not have, or has twice, is an error naming it.
     public func position(of name: String) throws(PostgresError) -> Int {
-        guard let position = positions[name] else {
+        guard let position = index.positions[name] else {
             throw PostgresError(
                 sqlState: nil,
                 message: "no column \"\(name)\" in the result (its columns: \(names.joined(separator: ", ")))",
                 isConnectionBroken: false)
         }
-        guard !repeated.contains(name) else {
+        guard !index.repeated.contains(name) else {
             throw PostgresError(
                 sqlState: nil, message: "column \"\(name)\" stands more than once in the result (give it an alias)",
                 isConnectionBroken: false)
@@ -49,7 +60,9 @@ public struct PostgresColumns: Sendable, Equatable {
         return position
     }
 
-    public static func == (lhs: PostgresColumns, rhs: PostgresColumns) -> Bool { lhs.names == rhs.names }
+    public static func == (lhs: PostgresColumns, rhs: PostgresColumns) -> Bool {
+        lhs.index === rhs.index || lhs.names == rhs.names
+    }
 }
 
 /// One row: each column's text, nil for SQL NULL, and the result's column names. Read it by name
