@@ -296,6 +296,7 @@ public struct PostgresSession {
         let rowCount = Int(PQntuples(result))
         let columnCount = Int(PQnfields(result))
         let columns = (0..<columnCount).map { String(cString: PQfname(result, Int32($0))) }
+        let names = PostgresColumns(columns)
         var rows: [PostgresRow] = []
         rows.reserveCapacity(rowCount)
         for row in 0..<rowCount {
@@ -303,7 +304,7 @@ public struct PostgresSession {
                 PQgetisnull(result, Int32(row), Int32(column)) != 0
                     ? nil : String(cString: PQgetvalue(result, Int32(row), Int32(column)))
             }
-            rows.append(PostgresRow(values: values))
+            rows.append(PostgresRow(values: values, columns: names))
         }
         let affected = Int(String(cString: PQcmdTuples(result))) ?? 0
         return PostgresResult(columns: columns, rows: rows, affectedRows: affected)

@@ -108,8 +108,9 @@ public enum ReconcileSchema {
             }
             if ran { applied.append(migration.version) }
         }
-        let newest = try connection.execute("SELECT max(version) FROM reconcile_schema_migrations").rows.first?
-            .optionalInt64(0) ?? 0
+        let newest =
+            try connection.execute("SELECT max(version) AS newest FROM reconcile_schema_migrations").rows.first?
+            .optionalInt64("newest") ?? 0
         guard newest <= currentVersion else {
             throw PostgresError(
                 sqlState: nil,

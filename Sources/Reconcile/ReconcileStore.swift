@@ -67,13 +67,16 @@ struct ReconcileStore {
 
     /// The ledger's tables the sweep reads must exist (the ledger creates them at its first start).
     func checkLedgerTables() throws(PostgresError) -> Bool {
-        let row = try connection.execute("SELECT to_regclass('purchases') IS NOT NULL AND to_regclass('applied_events') IS NOT NULL").rows[0]
-        return try row.bool(0)
+        let row = try connection.execute(
+            "SELECT to_regclass('purchases') IS NOT NULL AND to_regclass('applied_events') IS NOT NULL AS present"
+        ).rows[0]
+        return try row.bool("present")
     }
 
     /// Session-level: held until the connection closes (a crashed sweep's lock goes with its connection).
     func tryLockSweep() throws(PostgresError) -> Bool {
-        try connection.execute("SELECT pg_try_advisory_lock($1)", [.int(ReconcileSchema.sweepLockKey)]).rows[0].bool(0)
+        try connection.execute("SELECT pg_try_advisory_lock($1) AS locked", [.int(ReconcileSchema.sweepLockKey)]).rows[0]
+            .bool("locked")
     }
 
     func startSweep(environment: String, dryRun: Bool, nowMs: Int64) throws(PostgresError) -> Int64 {
@@ -82,15 +85,15 @@ struct ReconcileStore {
             INSERT INTO reconcile_sweeps (environment, dry_run, status, started_at_ms)
             VALUES ($1, $2, 'running', $3) RETURNING sweep_id
             """, [.text(environment), .bool(dryRun), .int(nowMs)]
-        ).rows[0].int64(0)
+        ).rows[0].int64("sweep_id")
     }
 
     /// Server API calls the sweeps that started in the last hour made (this one included).
     func callsInLastHour(nowMs: Int64) throws(PostgresError) -> Int64 {
         try connection.execute(
-            "SELECT coalesce(sum(server_api_calls), 0) FROM reconcile_sweeps WHERE started_at_ms > $1",
+            "SELECT coalesce(sum(server_api_calls), 0) AS calls FROM reconcile_sweeps WHERE started_at_ms > $1",
             [.int(nowMs - 3_600_000)]
-        ).rows[0].int64(0)
+        ).rows[0].int64("calls")
     }
 
     /// Corrections recorded and not yet acknowledged by Kafka (an earlier sweep stopped between the two).
@@ -103,13 +106,13 @@ struct ReconcileStore {
         ).rows
         var corrections: [Correction] = []
         for row in rows {
-            var key: [UInt8]?
-            if !row.isNull(5) { key = try row.bytes(5) }
             corrections.append(
                 Correction(
-                    id: try row.string(0), kind: Correction.Kind(rawValue: try row.string(1)) ?? .notification,
-                    eventType: try row.string(2), creditKey: row.optionalString(3), topic: try row.string(4),
-                    key: key, value: try row.bytes(6)))
+                    id: try row.string("correction_id"),
+                    kind: Correction.Kind(rawValue: try row.string("kind")) ?? .notification,
+                    eventType: try row.string("event_type"), creditKey: try row.optionalString("credit_key"),
+                    topic: try row.string("topic"), key: try row.optionalBytes("message_key"),
+                    value: try row.bytes("value")))
         }
         return corrections
     }
@@ -129,15 +132,16 @@ struct ReconcileStore {
             ).rows.first
         else { return nil }
         return NotificationCursor(
-            windowStartMs: try row.int64(0), windowEndMs: try row.optionalInt64(1), paginationToken: row.optionalString(2))
+            windowStartMs: try row.int64("window_start_ms"), windowEndMs: try row.optionalInt64("window_end_ms"),
+            paginationToken: try row.optionalString("pagination_token"))
     }
 
     /// Which of `ids` the ledger has (applied or parked money events, recorded consumption requests) or a
     /// correction was recorded for.
     func knownEventIds(_ ids: [String]) throws(PostgresError) -> Set<String> {
         guard !ids.isEmpty else { return [] }
-        let hasRequests = try connection.execute("SELECT to_regclass('consumption_requests') IS NOT NULL").rows[0]
-            .bool(0)
+        let hasRequests = try connection.execute("SELECT to_regclass('consumption_requests') IS NOT NULL AS present")
+            .rows[0].bool("present")
         let requests = hasRequests ? " UNION SELECT event_id FROM consumption_requests WHERE event_id = ANY($1::text[])" : ""
         let rows = try connection.execute(
             """
@@ -146,7 +150,7 @@ struct ReconcileStore {
             """ + requests, [.textArray(ids)]
         ).rows
         var known: Set<String> = []
-        for row in rows { known.insert(try row.string(0)) }
+        for row in rows { known.insert(try row.string("event_id")) }
         return known
     }
 
@@ -164,7 +168,7 @@ struct ReconcileStore {
                 AND recorded_at_ms >= $2
             """, [.textArray(creditKeys), .int(sinceMs)]
         ).rows {
-            keys.insert(try row.string(0))
+            keys.insert(try row.string("credit_key"))
         }
         return keys
     }
@@ -186,11 +190,13 @@ struct ReconcileStore {
         ).rows
         var candidates: [ReconcileCandidate] = []
         for row in rows {
-            let key = try row.string(0)
-            guard let status = PurchaseStatus(rawValue: try row.string(1)) else { continue }
+            let key = try row.string("credit_key")
+            guard let status = PurchaseStatus(rawValue: try row.string("status")) else { continue }
             // A period's key names its period, not a transaction: the original id asks for the customer.
             let fromKey = key.dropFirst(prefix.count)
-            let lookup = row.optionalString(2) ?? (fromKey.hasPrefix("period:") ? nil : String(fromKey))
+            let lookup =
+                try row.optionalString("original_transaction_id")
+                ?? (fromKey.hasPrefix("period:") ? nil : String(fromKey))
             guard let lookup, !lookup.isEmpty else { continue }
             candidates.append(ReconcileCandidate(creditKey: key, status: status, lookupId: lookup))
         }
@@ -201,10 +207,10 @@ struct ReconcileStore {
     func uncheckedCount(environment: String, creditedSinceMs: Int64) throws(PostgresError) -> Int64 {
         try connection.execute(
             """
-            SELECT count(*) FROM purchases p LEFT JOIN reconcile_checks c ON c.credit_key = p.credit_key
+            SELECT count(*) AS unchecked FROM purchases p LEFT JOIN reconcile_checks c ON c.credit_key = p.credit_key
             WHERE p.credited_at_ms >= $1 AND starts_with(p.credit_key, $2) AND c.credit_key IS NULL
             """, [.int(creditedSinceMs), .text("apple:\(environment.lowercased()):")]
-        ).rows[0].int64(0)
+        ).rows[0].int64("unchecked")
     }
 
     func statuses(_ creditKeys: [String]) throws(PostgresError) -> [String: PurchaseStatus] {
@@ -213,7 +219,7 @@ struct ReconcileStore {
         for row in try connection.execute(
             "SELECT credit_key, status FROM purchases WHERE credit_key = ANY($1::text[])", [.textArray(creditKeys)]
         ).rows {
-            statuses[try row.string(0)] = PurchaseStatus(rawValue: try row.string(1))
+            statuses[try row.string("credit_key")] = PurchaseStatus(rawValue: try row.string("status"))
         }
         return statuses
     }

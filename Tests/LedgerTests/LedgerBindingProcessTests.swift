@@ -31,7 +31,7 @@ import TestSupport
         let connection = try PostgresConnection(connectionString: harness.postgres.connectionString())
         defer { connection.close() }
         let bound = try #require(
-            try connection.execute("SELECT value FROM kafka_bindings WHERE name = 'cluster_id'").rows.first?.string(0))
+            try connection.execute("SELECT value FROM kafka_bindings WHERE name = 'cluster_id'").rows.first?.string("value"))
         #expect(!bound.isEmpty, "the first start binds the database to the cluster it reads")
         _ = await first.stop()
 

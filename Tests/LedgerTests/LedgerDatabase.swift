@@ -57,6 +57,6 @@ final class LedgerDatabase {
 
     func count(_ table: String) throws -> Int64 {
         precondition(table.allSatisfy { $0.isLetter || $0 == "_" })
-        return try connection.execute("SELECT count(*) FROM \(table)").rows[0].int64(0)
+        return try connection.execute("SELECT count(*) AS n FROM \(table)").rows[0].int64("n")
     }
 }

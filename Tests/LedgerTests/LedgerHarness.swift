@@ -83,7 +83,7 @@ final class LedgerHarness: Sendable {
         defer { connection.close() }
         var balances: [String: Int64] = [:]
         for row in try connection.execute("SELECT user_id, amount FROM balances WHERE item = $1", [.text(item)]).rows {
-            balances[try row.string(0)] = try row.int64(1)
+            balances[try row.string("user_id")] = try row.int64("amount")
         }
         return balances
     }
@@ -91,10 +91,11 @@ final class LedgerHarness: Sendable {
     /// Messages the ledger has applied, from its stored offsets (the sum of next offsets over both topics).
     func appliedOffsets() -> Int64 {
         guard let connection = try? PostgresConnection(connectionString: postgres.connectionString(), connectTimeoutSeconds: 2),
-            let row = try? connection.execute("SELECT coalesce(sum(next_offset), 0) FROM consumer_offsets").rows.first
+            let row = try? connection.execute("SELECT coalesce(sum(next_offset), 0) AS applied FROM consumer_offsets")
+                .rows.first
         else { return -1 }
         defer { connection.close() }
-        return (try? row.int64(0)) ?? -1
+        return (try? row.int64("applied")) ?? -1
     }
 
     func shutdown() async {

@@ -13,7 +13,9 @@ import Testing
     @Test func migrationsAreVersionedAndIdempotent() throws {
         let db = try LedgerDatabase("ledger_migrate")
         #expect(try LedgerSchema.migrate(db.connection).isEmpty)
-        #expect(try db.connection.execute("SELECT max(version) FROM schema_migrations").rows[0].int64(0) == LedgerSchema.currentVersion)
+        #expect(
+            try db.connection.execute("SELECT max(version) AS newest FROM schema_migrations").rows[0].int64("newest")
+                == LedgerSchema.currentVersion)
     }
 
     @Test func aVerifiedResultCreditsAmountTimesQuantityOnce() throws {
@@ -66,7 +68,7 @@ import Testing
             F.json(app), F.result(submissionId: "s1", userId: "u1", transactions: [purchase]))
         #expect(summary.applied == 2)
         #expect(summary.deadLettered == 0)
-        #expect(try db.connection.execute("SELECT count(*) FROM dead_letters").rows[0].int64(0) == 0)
+        #expect(try db.connection.execute("SELECT count(*) AS n FROM dead_letters").rows[0].int64("n") == 0)
         #expect(try db.user("u1").balance("gems") == 100)
         #expect(try db.user("u1").purchases.map(\.creditKey) == [F.key("k1")])
     }
@@ -97,8 +99,8 @@ import Testing
         #expect(summary.deadLettered == 0)
         #expect(summary.consentsWithdrawn == 1)
         let consents = try db.connection.execute("SELECT user_id, consented FROM consents ORDER BY user_id").rows
-        #expect(try consents.map { try $0.string(0) } == ["u1", "u2", "u3"])
-        #expect(try consents.map { try $0.bool(1) } == [false, true, true])
+        #expect(try consents.map { try $0.string("user_id") } == ["u1", "u2", "u3"])
+        #expect(try consents.map { try $0.bool("consented") } == [false, true, true])
         // Money is untouched, and a rescind naming no download (or an unknown one) changes nothing.
         #expect(try db.user("u1").balance("gems") == 100)
         rescind["event_id"] = "r2"
@@ -131,7 +133,7 @@ import Testing
         func consent() throws -> (consented: Bool, updatedAtMs: Int64) {
             let row = try #require(
                 try db.connection.execute("SELECT consented, updated_at_ms FROM consents WHERE user_id = 'u1'").rows.first)
-            return (try row.bool(0), try row.int64(1))
+            return (try row.bool("consented"), try row.int64("updated_at_ms"))
         }
 
         #expect(try db.applyEvents(rescind("r1", signedAtMs: 1_700_000_000_000)).consentsWithdrawn == 1)
@@ -303,11 +305,11 @@ import Testing
         #expect(summary.nextOffsets[TopicPartition(topic: F.topics.results, partition: 0)] == 5)
         #expect(try db.user("u1").balance("gems") == 100)
         let reasons = try db.connection.execute(#"SELECT "offset", reason, raw FROM dead_letters WHERE topic = $1 ORDER BY "offset""#, [.text(F.topics.results)]).rows
-        #expect(try reasons.map { try $0.int64(0) } == [0, 1, 2, 3])
-        #expect(try reasons[0].string(1) == "malformed JSON")
-        #expect(try reasons[1].string(1) == "unknown schema_version 2")
-        #expect(try reasons[2].string(1).hasPrefix(F.key("k1") + ": unknown credit shape"))
-        #expect(try reasons[0].bytes(2) == Array("{not json".utf8))
+        #expect(try reasons.map { try $0.int64("offset") } == [0, 1, 2, 3])
+        #expect(try reasons[0].string("reason") == "malformed JSON")
+        #expect(try reasons[1].string("reason") == "unknown schema_version 2")
+        #expect(try reasons[2].string("reason").hasPrefix(F.key("k1") + ": unknown credit shape"))
+        #expect(try reasons[0].bytes("raw") == Array("{not json".utf8))
     }
 
     @Test func aFailedBatchLeavesNothingAndTheOffsetsWhereTheyWere() throws {

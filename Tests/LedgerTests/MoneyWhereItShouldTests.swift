@@ -236,8 +236,8 @@ import Testing
             var blocked = false
             for _ in 0..<1_000 where !blocked {
                 blocked = try observer.execute(
-                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
-                ).rows[0].int64(0) > 0
+                    "SELECT count(*) AS waiting FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+                ).rows[0].int64("waiting") > 0
                 if !blocked { usleep(10_000) }
             }
             #expect(blocked, "the second batch waits for the first one's lock")
@@ -258,7 +258,7 @@ import Testing
         #expect(summary.deadLettered == 2)
         #expect(try db.user("victim").balances.isEmpty)
         #expect(try db.count("purchases") == 0)
-        let reasons = try db.connection.execute(#"SELECT reason FROM dead_letters ORDER BY "offset""#).rows.map { try $0.string(0) }
+        let reasons = try db.connection.execute(#"SELECT reason FROM dead_letters ORDER BY "offset""#).rows.map { try $0.string("reason") }
         #expect(reasons.map { $0.prefix(50) } == [
             "user_id contains the control character U+0000 (ide",
             "transaction.credit_key contains the control charac",

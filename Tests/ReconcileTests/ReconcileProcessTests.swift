@@ -264,7 +264,7 @@ struct ReconcileProcessTests {
         defer { connection.close() }
         return try? connection.execute(
             "SELECT status FROM purchases WHERE credit_key = $1", [.text("apple:production:\(transactionId)")]
-        ).rows.first?.string(0)
+        ).rows.first?.string("status")
     }
 
     static func count(_ database: String, _ sql: String) throws -> Int64 {

@@ -54,7 +54,7 @@ do throws(PostgresError) {
         start += batchSize
     }
     let seconds = Date().timeIntervalSince(started)
-    let total = try connection.execute("SELECT coalesce(sum(amount), 0) FROM balances").rows[0].int64(0)
+    let total = try connection.execute("SELECT coalesce(sum(amount), 0) AS total FROM balances").rows[0].int64("total")
     guard total == Int64(count) * 10 else {
         print("balances wrong: \(total) gems, expected \(count * 10)")
         exit(1)

@@ -67,9 +67,10 @@ enum ConsumptionStore {
             """, [.int(nowMs), .int(leaseMs), .int(Int64(limit))]
         ).rows.map { row throws(PostgresError) in
             DueRequest(
-                eventId: try row.string(0), creditKey: try row.string(1), transactionId: try row.string(2),
-                environment: try row.string(3), bundleId: try row.string(4), deadlineMs: try row.int64(5),
-                attempts: Int(try row.int64(6)))
+                eventId: try row.string("event_id"), creditKey: try row.string("credit_key"),
+                transactionId: try row.string("transaction_id"), environment: try row.string("environment"),
+                bundleId: try row.string("bundle_id"), deadlineMs: try row.int64("deadline_ms"),
+                attempts: Int(try row.int64("attempts")))
         }.sorted { ($0.deadlineMs, $0.eventId) < ($1.deadlineMs, $1.eventId) }
     }
 
@@ -88,11 +89,11 @@ enum ConsumptionStore {
                 balance = try session.execute(
                     "SELECT amount FROM balances WHERE user_id = $1 AND book = $2 AND item = $3",
                     [.text(owner), .text(state.book.rawValue), .text(item)]
-                ).rows.first.map { row throws(PostgresError) in try row.int64(0) } ?? 0
+                ).rows.first.map { row throws(PostgresError) in try row.int64("amount") } ?? 0
             }
             let consented = try session.execute(
                 "SELECT consented FROM consents WHERE user_id = $1", [.text(owner)]
-            ).rows.first.map { row throws(PostgresError) in try row.bool(0) }
+            ).rows.first.map { row throws(PostgresError) in try row.bool("consented") }
             return PurchaseFacts(state: state, balance: balance, consented: consented)
         }
     }
@@ -143,7 +144,7 @@ enum ConsumptionStore {
     {
         try connection.execute(
             "SELECT consented, updated_at_ms FROM consents WHERE user_id = $1", [.text(userId)]
-        ).rows.first.map { row throws(PostgresError) in (try row.bool(0), try row.int64(1)) }
+        ).rows.first.map { row throws(PostgresError) in (try row.bool("consented"), try row.int64("updated_at_ms")) }
     }
 
     // MARK: Audit and gauges
@@ -160,10 +161,10 @@ enum ConsumptionStore {
                     'delivery_status', delivery_status, 'consumption_percentage', consumption_percentage) END,
                 'rule', rule, 'refund_preference', refund_preference,
                 'body', CASE WHEN body IS NULL THEN NULL ELSE body::json END,
-                'apple_status', apple_status, 'apple_error', apple_error)::text
+                'apple_status', apple_status, 'apple_error', apple_error)::text AS audit
             FROM consumption_requests WHERE event_id = $1
             """, [.text(eventId)]
-        ).rows.first.map { row throws(PostgresError) in try row.string(0) }
+        ).rows.first.map { row throws(PostgresError) in try row.string("audit") }
     }
 
     /// Pending requests, and those of them whose deadline is within `warningMs`.
@@ -172,10 +173,10 @@ enum ConsumptionStore {
     {
         let row = try connection.execute(
             """
-            SELECT count(*), count(*) FILTER (WHERE deadline_ms <= $1::bigint + $2::bigint)
+            SELECT count(*) AS pending, count(*) FILTER (WHERE deadline_ms <= $1::bigint + $2::bigint) AS near_deadline
             FROM consumption_requests WHERE status = 'pending'
             """, [.int(nowMs), .int(warningMs)]
         ).rows[0]
-        return (try row.int64(0), try row.int64(1))
+        return (try row.int64("pending"), try row.int64("near_deadline"))
     }
 }

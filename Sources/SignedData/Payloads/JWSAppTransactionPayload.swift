@@ -45,7 +45,7 @@ public struct JWSAppTransactionPayload: Sendable, Equatable, Decodable {
         appTransactionId = fields.lenientString("appTransactionId")
         originalPlatform = fields.lenientString("originalPlatform")
         signedDate = fields.lenientMillis("signedDate")
-        environment = fields.lenientString("environment").map(SignedEnvironment.init(rawValue:))
+        environment = fields.lenient("environment")
     }
 
     /// The time the chain is validated at: `signedDate`, else `receiptCreationDate` (as Apple's Python and Node

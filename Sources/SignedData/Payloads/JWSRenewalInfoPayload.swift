@@ -45,7 +45,7 @@ public struct JWSRenewalInfoPayload: Sendable, Equatable, Decodable {
         offerDiscountType = fields.lenientString("offerDiscountType")
         offerPeriod = fields.lenientString("offerPeriod")
         signedDate = fields.lenientMillis("signedDate")
-        environment = fields.lenientString("environment").map(SignedEnvironment.init(rawValue:))
+        environment = fields.lenient("environment")
         recentSubscriptionStartDate = fields.lenientMillis("recentSubscriptionStartDate")
         renewalDate = fields.lenientMillis("renewalDate")
         currency = fields.lenientString("currency")

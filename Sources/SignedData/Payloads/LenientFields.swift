@@ -24,6 +24,12 @@ extension KeyedDecodingContainer where Key == AnyCodingKey {
         return nil
     }
 
+    /// One of Apple's open string enums (`OpenStringEnum`), read as `lenientString` reads it: an unknown value is
+    /// kept as it is.
+    func lenient<Value: OpenStringEnum>(_ name: String) -> Value? {
+        lenientString(name).map(Value.init(rawValue:))
+    }
+
     /// An integer; a fractional number is truncated toward zero, a decimal string is accepted.
     func lenientInt(_ name: String) -> Int64? {
         if case .value(let number) = readableInt(name) { return number }

@@ -15,7 +15,7 @@ public struct NotificationData: Sendable, Equatable, Decodable {
 
     public init(from decoder: any Decoder) throws {
         let fields = try decoder.container(keyedBy: AnyCodingKey.self)
-        environment = fields.lenientString("environment").map(SignedEnvironment.init(rawValue:))
+        environment = fields.lenient("environment")
         appAppleId = fields.lenientInt("appAppleId")
         bundleId = fields.lenientString("bundleId")
         bundleVersion = fields.lenientString("bundleVersion")

@@ -17,8 +17,8 @@ public struct NotificationPayload: Sendable, Equatable, Decodable {
 
     public init(from decoder: any Decoder) throws {
         let fields = try decoder.container(keyedBy: AnyCodingKey.self)
-        notificationType = fields.lenientString("notificationType").map(NotificationType.init(rawValue:))
-        subtype = fields.lenientString("subtype").map(NotificationSubtype.init(rawValue:))
+        notificationType = fields.lenient("notificationType")
+        subtype = fields.lenient("subtype")
         notificationUUID = fields.lenientString("notificationUUID")
         version = fields.lenientString("version")
         signedDate = fields.lenientMillis("signedDate")

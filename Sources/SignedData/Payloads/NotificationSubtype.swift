@@ -1,16 +1,8 @@
 /// A Server Notification V2 `subtype`. Unknown values are kept as they are.
-public struct NotificationSubtype: RawRepresentable, Sendable, Hashable, Decodable, CustomStringConvertible {
+public struct NotificationSubtype: OpenStringEnum {
     public let rawValue: String
 
-    public init(rawValue: String) {
-        self.rawValue = rawValue
-    }
-
-    public init(from decoder: any Decoder) throws {
-        rawValue = try decoder.singleValueContainer().decode(String.self)
-    }
-
-    public var description: String { rawValue }
+    public init(rawValue: String) { self.rawValue = rawValue }
 
     public static let initialBuy = NotificationSubtype(rawValue: "INITIAL_BUY")
     public static let resubscribe = NotificationSubtype(rawValue: "RESUBSCRIBE")

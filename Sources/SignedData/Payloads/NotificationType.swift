@@ -1,16 +1,8 @@
 /// A Server Notification V2 `notificationType`. Unknown values are kept as they are.
-public struct NotificationType: RawRepresentable, Sendable, Hashable, Decodable, CustomStringConvertible {
+public struct NotificationType: OpenStringEnum {
     public let rawValue: String
 
-    public init(rawValue: String) {
-        self.rawValue = rawValue
-    }
-
-    public init(from decoder: any Decoder) throws {
-        rawValue = try decoder.singleValueContainer().decode(String.self)
-    }
-
-    public var description: String { rawValue }
+    public init(rawValue: String) { self.rawValue = rawValue }
 
     public static let oneTimeCharge = NotificationType(rawValue: "ONE_TIME_CHARGE")
     public static let subscribed = NotificationType(rawValue: "SUBSCRIBED")

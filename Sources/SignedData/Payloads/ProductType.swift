@@ -1,16 +1,8 @@
 /// A transaction's product `type`. Unknown values are kept as they are.
-public struct ProductType: RawRepresentable, Sendable, Hashable, Decodable, CustomStringConvertible {
+public struct ProductType: OpenStringEnum {
     public let rawValue: String
 
-    public init(rawValue: String) {
-        self.rawValue = rawValue
-    }
-
-    public init(from decoder: any Decoder) throws {
-        rawValue = try decoder.singleValueContainer().decode(String.self)
-    }
-
-    public var description: String { rawValue }
+    public init(rawValue: String) { self.rawValue = rawValue }
 
     public static let autoRenewableSubscription = ProductType(rawValue: "Auto-Renewable Subscription")
     public static let nonConsumable = ProductType(rawValue: "Non-Consumable")

@@ -1,16 +1,8 @@
 /// The `environment` of signed App Store data. Unknown values are kept as they are.
-public struct SignedEnvironment: RawRepresentable, Sendable, Hashable, Decodable, CustomStringConvertible {
+public struct SignedEnvironment: OpenStringEnum {
     public let rawValue: String
 
-    public init(rawValue: String) {
-        self.rawValue = rawValue
-    }
-
-    public init(from decoder: any Decoder) throws {
-        rawValue = try decoder.singleValueContainer().decode(String.self)
-    }
-
-    public var description: String { rawValue }
+    public init(rawValue: String) { self.rawValue = rawValue }
 
     public static let sandbox = SignedEnvironment(rawValue: "Sandbox")
     public static let production = SignedEnvironment(rawValue: "Production")
