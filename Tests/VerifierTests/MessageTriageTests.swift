@@ -35,7 +35,7 @@ struct MessageTriageTests {
     }
 
     @Test func bytesThatAreNotJSONGoToTheDLQOnlyWithTheirOrigin() throws {
-        let message = InputMessage(
+        let message = KafkaMessage(
             partition: Samples.receipts, offset: 9, key: Array("k".utf8), value: Array("%%%".utf8))
         guard case .malformed(let records, _, let id) = triage.triage(message, nowMs: nowMs) else {
             Issue.record("expected malformed")
@@ -56,7 +56,7 @@ struct MessageTriageTests {
         // A StoreKit 2 JWS where the base64 app receipt belongs.
         let json = #"{"schema_version":1,"submission_id":"s-9","order_id":"o-9","user_id":"u-9","#
             + #""receipt_data":"eyJhbGciOi.eyJzdWIi.c2ln"}"#
-        let message = InputMessage(
+        let message = KafkaMessage(
             partition: Samples.receipts, offset: 1, key: Array("u-9".utf8), value: Array(json.utf8))
         guard case .malformed(let records, _, let id) = triage.triage(message, nowMs: nowMs) else {
             Issue.record("expected malformed")
@@ -78,7 +78,7 @@ struct MessageTriageTests {
     @Test(arguments: ["12ab", "0042", "18446744073709551616", "-1"])
     func aTransactionIdThatIsNoAppleIdIsMalformedWithoutAnAppleCall(id: String) throws {
         let json = #"{"schema_version":1,"submission_id":"s-t","user_id":"u-t","transaction_id":"\#(id)"}"#
-        let message = InputMessage(
+        let message = KafkaMessage(
             partition: Samples.receipts, offset: 2, key: Array("u-t".utf8), value: Array(json.utf8))
         guard case .malformed(let records, let problem, let submissionId) = triage.triage(message, nowMs: nowMs) else {
             Issue.record("expected malformed")
@@ -100,7 +100,7 @@ struct MessageTriageTests {
     func anIdentifierWithAControlCharacterIsMalformedAndNotEchoed(field: String) throws {
         let json = #"{"schema_version":1,"submission_id":"s-c","user_id":"u-c","order_id":"o-c","#
             + #""receipt_data":"YQ==","\#(field)":"victim\u0000x"}"#
-        let message = InputMessage(
+        let message = KafkaMessage(
             partition: Samples.receipts, offset: 3, key: Array("u-c".utf8), value: Array(json.utf8))
         guard case .malformed(let records, let problem, let submissionId) = triage.triage(message, nowMs: nowMs) else {
             Issue.record("expected malformed")
@@ -122,7 +122,7 @@ struct MessageTriageTests {
         let record = RetryRecord(
             submission: Samples.submission("s-2"), round: 2, attempts: 7, notBeforeMs: nowMs + 5_000,
             lastAppleStatus: 21005, lastError: "21005")
-        let message = InputMessage(
+        let message = KafkaMessage(
             partition: Samples.retry, offset: 4, key: Array("user-1".utf8), value: try MessageCoding.encode(record))
         guard case .waitUntil(let due, let job) = triage.triage(message, nowMs: nowMs) else {
             Issue.record("expected waitUntil")
@@ -138,7 +138,7 @@ struct MessageTriageTests {
 
     @Test func anUnreadableRetryRecordGoesToTheDLQWithItsIdWhenRecoverable() throws {
         let json = #"{"schema_version":1,"submission":{"submission_id":"s-3"},"round":"x"}"#
-        let message = InputMessage(partition: Samples.retry, offset: 2, key: nil, value: Array(json.utf8))
+        let message = KafkaMessage(partition: Samples.retry, offset: 2, key: nil, value: Array(json.utf8))
         guard case .malformed(let records, _, let id) = triage.triage(message, nowMs: nowMs) else {
             Issue.record("expected malformed")
             return
@@ -149,11 +149,11 @@ struct MessageTriageTests {
     @Test func aMessageOverTheSizeLimitIsNotReadAndGoesToTheDLQOnly() throws {
         // A valid submission padded with whitespace (valid JSON): read at the limit, refused unread one byte over.
         let submission = try MessageCoding.encode(Samples.submission("s-big"))
-        func padded(to size: Int, partition: TopicPartition) -> InputMessage {
+        func padded(to size: Int, partition: TopicPartition) -> KafkaMessage {
             let value = submission + [UInt8](repeating: UInt8(ascii: " "), count: size - submission.count)
-            return InputMessage(partition: partition, offset: 5, key: Array("k".utf8), value: value)
+            return KafkaMessage(partition: partition, offset: 5, key: Array("k".utf8), value: value)
         }
-        let limit = InputMessage.maximumValueBytes
+        let limit = MessageLimits.maximumValueBytes
         guard case .verify(let job) = triage.triage(padded(to: limit, partition: Samples.receipts), nowMs: nowMs)
         else {
             Issue.record("expected a message of exactly the limit to be read")
@@ -190,7 +190,7 @@ struct MessageTriageTests {
             for partition in [Samples.receipts, Samples.retry] {
                 let started = ContinuousClock.now
                 let outcome = triage.triage(
-                    InputMessage(partition: partition, offset: 1, key: nil, value: value), nowMs: nowMs)
+                    KafkaMessage(partition: partition, offset: 1, key: nil, value: value), nowMs: nowMs)
                 guard case .malformed(let records, _, _) = outcome else {
                     Issue.record("\(name) on \(partition.topic) was not refused")
                     continue

@@ -139,13 +139,13 @@ final class VerificationEngine: Sendable {
     }
 
     /// A consumed message. Never blocks: decoding happens on the work queue.
-    func consume(_ message: InputMessage) {
-        let (ticket, step) = state.withLock { $0.admit(message.partition, offset: message.offset) }
+    func consume(_ message: KafkaMessage) {
+        let (ticket, step) = state.withLock { $0.admit(message.topicPartition, offset: message.offset) }
         perform(step)
         guard let ticket else {
             logger.debug(
                 "message ignored (partition not assigned, revoking or stopping)",
-                ["partition": .string(message.partition.description), "offset": .int(Int(message.offset))])
+                ["partition": .string(message.topicPartition.description), "offset": .int(Int(message.offset))])
             return
         }
         work.async { self.process(message, ticket: ticket) }
@@ -176,9 +176,9 @@ final class VerificationEngine: Sendable {
 
     // MARK: Processing
 
-    private func process(_ message: InputMessage, ticket: MessageTicket) {
+    private func process(_ message: KafkaMessage, ticket: MessageTicket) {
         let nowMs = clock.wallMilliseconds()
-        if let notifications, message.partition.topic == configuration.topics.notifications {
+        if let notifications, message.topic == configuration.topics.notifications {
             processNotification(message, ticket: ticket, processor: notifications, nowMs: nowMs)
             return
         }
@@ -187,8 +187,8 @@ final class VerificationEngine: Sendable {
             metrics.malformed.increment()
             var fields: KeyValuePairs<String, LogValue> = [:]
             fields = [
-                "submission_id": .string(submissionId ?? ""), "topic": .string(message.partition.topic),
-                "partition": .int(Int(message.partition.partition)), "offset": .int(Int(message.offset)),
+                "submission_id": .string(submissionId ?? ""), "topic": .string(message.topic),
+                "partition": .int(Int(message.partition)), "offset": .int(Int(message.offset)),
                 "bytes": .int(message.value.count), "problem": .string(problem),
             ]
             guard stillOwned(ticket) else { return }
@@ -221,7 +221,7 @@ final class VerificationEngine: Sendable {
     /// and pauses the partition as during an Apple outage), nothing is written, nothing is lost; on revoke or
     /// shutdown it is abandoned like in-flight work and redelivered.
     private func processNotification(
-        _ message: InputMessage, ticket: MessageTicket, processor: NotificationProcessor, nowMs: Int64,
+        _ message: KafkaMessage, ticket: MessageTicket, processor: NotificationProcessor, nowMs: Int64,
         attempt: Int = 0
     ) {
         let outcome = processor.process(message.value)
@@ -254,7 +254,7 @@ final class VerificationEngine: Sendable {
                 [
                     "notification_uuid": .string(rejection.notificationUUID ?? ""),
                     "reason": .string(rejection.reason.rawValue), "problem": .string(rejection.message),
-                    "topic": .string(message.partition.topic), "partition": .int(Int(message.partition.partition)),
+                    "topic": .string(message.topic), "partition": .int(Int(message.partition)),
                     "offset": .int(Int(message.offset)), "bytes": .int(message.value.count),
                 ])
             let record = router.factory.deadLetter(
@@ -273,14 +273,14 @@ final class VerificationEngine: Sendable {
     }
 
     private func holdNotification(
-        _ message: InputMessage, ticket: MessageTicket, processor: NotificationProcessor,
+        _ message: KafkaMessage, ticket: MessageTicket, processor: NotificationProcessor,
         rejection: NotificationRejection, attempt: Int
     ) {
         let delay = Self.notificationRetryDelay(attempt: attempt)
         let fields: KeyValuePairs<String, LogValue> = [
             "notification_uuid": .string(rejection.notificationUUID ?? ""), "attempt": .int(attempt + 1),
             "retry_in_ms": .int(Int(delay.clampedMilliseconds)), "problem": .string(rejection.message),
-            "topic": .string(message.partition.topic), "partition": .int(Int(message.partition.partition)),
+            "topic": .string(message.topic), "partition": .int(Int(message.partition)),
             "offset": .int(Int(message.offset)),
         ]
         if attempt == 0 { logger.warning("notification held: it cannot be verified now, retrying", fields) } else {

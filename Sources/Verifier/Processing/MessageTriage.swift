@@ -1,4 +1,5 @@
 import Foundation
+import Kafka
 import ReceiptModel
 
 /// What to do with a consumed message, decided from its bytes alone.
@@ -21,17 +22,17 @@ struct MessageTriage: Sendable {
         self.factory = factory
     }
 
-    func triage(_ message: InputMessage, nowMs: Int64) -> Triage {
+    func triage(_ message: KafkaMessage, nowMs: Int64) -> Triage {
         // Not parsed at all (it could hold the parser for seconds), nor copied into the DLQ record.
-        if message.value.count > InputMessage.maximumValueBytes {
+        if message.value.count > MessageLimits.maximumValueBytes {
             return malformed(
                 message,
                 problem: "the message is \(message.value.count) bytes, over the verifier's limit of "
-                    + "\(InputMessage.maximumValueBytes): not read (the ingest's body limit keeps submissions far "
+                    + "\(MessageLimits.maximumValueBytes): not read (the ingest's body limit keeps submissions far "
                     + "smaller; a producer writing directly must too)",
                 submissionId: nil, orderId: nil, userId: nil, attempts: 0, nowMs: nowMs)
         }
-        if message.partition.topic == factory.topics.retry {
+        if message.topic == factory.topics.retry {
             return triageRetryRecord(message, nowMs: nowMs)
         }
         do {
@@ -45,7 +46,7 @@ struct MessageTriage: Sendable {
         }
     }
 
-    private func triageRetryRecord(_ message: InputMessage, nowMs: Int64) -> Triage {
+    private func triageRetryRecord(_ message: KafkaMessage, nowMs: Int64) -> Triage {
         let record: RetryRecord
         do {
             record = try MessageCoding.decode(RetryRecord.self, from: message.value)
@@ -77,7 +78,7 @@ struct MessageTriage: Sendable {
     }
 
     private func malformed(
-        _ message: InputMessage, problem: String, submissionId: String?, orderId: String?, userId: String?,
+        _ message: KafkaMessage, problem: String, submissionId: String?, orderId: String?, userId: String?,
         clientId: String? = nil, attempts: Int, nowMs: Int64
     ) -> Triage {
         var records = [

@@ -1,4 +1,5 @@
 import AppStore
+import Kafka
 import ReceiptModel
 import ServiceSupport
 
@@ -62,20 +63,20 @@ public struct OutputFactory: Sendable {
             key: job.message.key)
     }
 
-    /// A DLQ record of `message` with its original key and bytes, except bytes over `InputMessage.maximumValueBytes`
+    /// A DLQ record of `message` with its original key and bytes, except bytes over `MessageLimits.maximumValueBytes`
     /// (not copied: `message` says where the original is).
     public func deadLetter(
-        message: InputMessage, submissionId: String?, reason: Reason, text: String, appleStatus: Int?, attempts: Int,
+        message: KafkaMessage, submissionId: String?, reason: Reason, text: String, appleStatus: Int?, attempts: Int,
         nowMs: Int64
     ) -> OutgoingRecord {
-        let keepsOriginal = message.value.count <= InputMessage.maximumValueBytes
+        let keepsOriginal = message.value.count <= MessageLimits.maximumValueBytes
         let record = DeadLetterRecord(
             submissionId: submissionId, reason: reason,
             message: keepsOriginal
                 ? text
                 : text + " (the original message, \(message.value.count) bytes, is not copied here: read it at "
                     + "source_topic/source_partition/source_offset)",
-            sourceTopic: message.partition.topic, sourcePartition: Int(message.partition.partition),
+            sourceTopic: message.topic, sourcePartition: Int(message.partition),
             sourceOffset: message.offset, originalKey: message.key, originalValue: keepsOriginal ? message.value : [],
             appleStatus: appleStatus, attempts: attempts, failedAtMs: nowMs)
         var headers: [(name: String, value: String)] = []
@@ -116,7 +117,9 @@ public struct OutputFactory: Sendable {
             "no verdict from Apple after \(retry.round) rounds (\(retry.attempts) calls): \(retry.lastError); "
             + "no further round: its retry record (\(record.value.count) bytes) is larger than Kafka accepts"
         let dead = deadLetter(
-            message: InputMessage(partition: source.partition, offset: source.offset, key: record.key, value: []),
+            message: KafkaMessage(
+                topic: source.partition.topic, partition: source.partition.partition, offset: source.offset,
+                key: record.key, value: []),
             submissionId: submission.submissionId, reason: .appleUnavailable,
             text: text + " (the original message was too large to keep here: read it at source_topic/"
                 + "source_partition/source_offset)",

@@ -103,12 +103,7 @@ public final class VerifierService: ManagedService {
         let revokeTimeout = settings.revokeTimeout
         link.attach(
             handlers: ConsumerLink.Handlers(
-                received: { message in
-                    engine.consume(
-                        InputMessage(
-                            partition: message.topicPartition, offset: message.offset, key: message.key,
-                            value: message.value))
-                },
+                received: { engine.consume($0) },
                 assigned: { engine.partitionsAssigned($0) },
                 revoking: { engine.partitionsRevoking($0, timeout: revokeTimeout) }))
         let consumer: KafkaConsumer
