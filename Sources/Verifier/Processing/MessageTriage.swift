@@ -13,8 +13,9 @@ enum Triage: Sendable {
     case malformed(records: [OutgoingRecord], problem: String, submissionId: String?)
 }
 
-/// Decodes consumed messages: submissions from `RECEIPTS_TOPIC`, retry records from `RETRY_TOPIC`.
-/// A message that cannot be decoded never stops its partition: it becomes DLQ output.
+/// Decodes consumed messages, each once: submissions from `RECEIPTS_TOPIC` (`Submission.decodeValidated`), retry
+/// records from `RETRY_TOPIC` (decoded, then the submission inside checked by the same rules with
+/// `Submission.validated()`). A message that cannot be decoded never stops its partition: it becomes DLQ output.
 struct MessageTriage: Sendable {
     let factory: OutputFactory
 
@@ -57,19 +58,16 @@ struct MessageTriage: Sendable {
                 submissionId: recovered.submissionId, orderId: recovered.orderId, userId: recovered.userId,
                 attempts: recovered.attempts, nowMs: nowMs)
         }
-        // Re-validate the embedded submission as if it were fresh: retry records can be replayed or hand-written.
+        // Validate the embedded submission by the rules of a fresh one (retry records can be replayed or
+        // hand-written), from the record as decoded: no second encoding or parse.
         let submission: Submission
         do {
-            submission = try Submission.decodeValidated(from: try MessageCoding.encode(record.submission))
-        } catch let error as MalformedSubmission {
+            submission = try record.submission.validated()
+        } catch {
             return malformed(
                 message, problem: "retry record holds an invalid submission: \(error.problem)",
                 submissionId: error.submissionId, orderId: error.orderId, userId: error.userId,
                 clientId: error.clientId, attempts: record.attempts, nowMs: nowMs)
-        } catch {
-            return malformed(
-                message, problem: "retry record is not encodable: \(error)", submissionId: nil, orderId: nil,
-                userId: nil, attempts: record.attempts, nowMs: nowMs)
         }
         let job = VerificationJob(
             submission: submission, message: message, completedRounds: max(record.round, 0),
