@@ -20,7 +20,7 @@ struct PublishFailureTests {
             topics: Samples.topics, limits: DispatchLimits(maxInFlight: 8, partitionWindow: 64),
             retryPolicy: RetryRoundPolicy(
                 maximumRounds: rounds, initialBackoff: .seconds(10), maximumBackoff: .seconds(60)))
-        configuration.initialPublishBackoff = .milliseconds(10)
+        configuration.publishBackoff = Backoff(initial: .milliseconds(10), maximum: .seconds(5))
         configuration.publishFailuresBeforeNotReady = publishFailuresBeforeNotReady
         let engine = VerificationEngine(
             configuration: configuration, verifier: verifier, publisher: publisher, control: control,

@@ -24,7 +24,7 @@ struct VerificationEngineTests {
             retryPolicy: RetryRoundPolicy(
                 maximumRounds: rounds, initialBackoff: .seconds(10), maximumBackoff: .seconds(60)),
             breaker: breaker)
-        configuration.initialPublishBackoff = .milliseconds(10)
+        configuration.publishBackoff = Backoff(initial: .milliseconds(10), maximum: .seconds(5))
         configuration.publishFailuresBeforeNotReady = publishFailuresBeforeNotReady
         let engine = VerificationEngine(
             configuration: configuration, verifier: verifier, publisher: publisher, control: control, clock: clock,

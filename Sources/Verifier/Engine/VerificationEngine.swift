@@ -25,9 +25,8 @@ final class VerificationEngine: Sendable {
         var limits: DispatchLimits
         var retryPolicy: RetryRoundPolicy
         var breaker: AppleCircuitBreaker.Configuration
-        /// The first wait after a failed publish; doubles up to `maximumPublishBackoff`.
-        var initialPublishBackoff: Duration = .milliseconds(50)
-        var maximumPublishBackoff: Duration = .seconds(5)
+        /// The waits between attempts to publish a record: 50 ms after the first failure, doubling up to 5 s.
+        var publishBackoff = Backoff(initial: .milliseconds(50), maximum: .seconds(5))
         /// Publishes in a row that failed with an error retrying cannot fix (authorization, unknown topic) before
         /// `/readyz` reports not ready.
         var publishFailuresBeforeNotReady = 10
@@ -267,9 +266,12 @@ final class VerificationEngine: Sendable {
         }
     }
 
-    /// The wait before verifying a held notification again: 1 s, doubling, at most 60 s.
+    /// The waits before verifying a held notification again: 1 s, doubling, at most 60 s.
+    static let notificationBackoff = Backoff(initial: .seconds(1), maximum: .seconds(60))
+
+    /// The wait after verifying a held notification failed `attempt + 1` times.
     static func notificationRetryDelay(attempt: Int) -> Duration {
-        .seconds(min(60, 1 << min(max(attempt, 0), 6)))
+        notificationBackoff.wait(afterFailures: attempt + 1)
     }
 
     private func holdNotification(
@@ -448,7 +450,7 @@ final class VerificationEngine: Sendable {
                     "publishing failed and will not succeed until the topic or its ACLs are fixed; retrying", fields)
             }
         }
-        clock.schedule(after: publishBackoff(attempt: attempt)) {
+        clock.schedule(after: configuration.publishBackoff.wait(afterFailures: attempt + 1)) {
             self.publish(record, in: group, attempt: attempt + 1)
         }
     }
@@ -483,12 +485,6 @@ final class VerificationEngine: Sendable {
             return true
         }
         return false
-    }
-
-    private func publishBackoff(attempt: Int) -> Duration {
-        var wait = configuration.initialPublishBackoff
-        for _ in 0..<min(attempt, 16) where wait < configuration.maximumPublishBackoff { wait *= 2 }
-        return min(wait, configuration.maximumPublishBackoff)
     }
 
     private func finished(_ group: PublishGroup) {
