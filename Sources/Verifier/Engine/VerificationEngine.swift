@@ -510,10 +510,8 @@ final class VerificationEngine: Sendable {
         case nil:
             break
         }
-        for record in group.records where record.kind == .deadLetter {
-            if let reason = record.header(MessageHeaders.dlqReason).flatMap(Reason.init(rawValue:)) {
-                metrics.deadLetterWritten(reason)
-            }
+        for record in group.records {
+            if case .deadLetter(let dead) = record.payload { metrics.deadLetterWritten(dead.reason) }
         }
         perform(state.withLock { $0.complete(group.ticket) })
     }
