@@ -27,7 +27,7 @@ public struct ServerAPINotificationHistory: NotificationHistoryPaging {
     {
         let request = NotificationHistoryRequest(
             startDate: startMs, endDate: endMs, onlyFailures: onlyFailures ? true : nil)
-        var waitMs = 1_000
+        let backoff = Backoff(initial: .seconds(1), maximum: .milliseconds(maximumWaitMs))
         var calls = 0
         for attempt in 1...maximumAttempts {
             let answer = await client.notificationHistoryPage(
@@ -42,7 +42,8 @@ public struct ServerAPINotificationHistory: NotificationHistoryPaging {
                         paginationToken: response.paginationToken, calls: calls))
             case .failure(let error) where attempt < maximumAttempts
                 && (error.kind == .rateLimited || error.kind == .retryable):
-                let delay = min(error.retryAfterMs ?? waitMs, maximumWaitMs)
+                let delay = min(
+                    error.retryAfterMs ?? Int(backoff.wait(afterFailures: attempt).clampedMilliseconds), maximumWaitMs)
                 logger.warning(
                     "Get Notification History failed, retrying",
                     [
@@ -50,7 +51,6 @@ public struct ServerAPINotificationHistory: NotificationHistoryPaging {
                         "error_code": .int(error.errorCode ?? 0), "error": .string(error.message),
                     ])
                 try? await Task.sleep(for: .milliseconds(delay))
-                waitMs = min(waitMs * 2, maximumWaitMs)
             case .failure(let error):
                 return .failure(BackfillError("Get Notification History (\(environment.rawValue)) failed: \(error)", calls: calls))
             }

@@ -47,12 +47,23 @@ extension Submission {
         } catch {
             throw MalformedSubmission(submissionId: nil, orderId: nil, userId: nil, problem: "not valid JSON")
         }
+        return try validated { FieldValue(parsed: object[$0]) }
+    }
 
+    /// This submission, already decoded (structurally, as inside a `RetryRecord`), checked and normalized by the
+    /// rules of `decodeValidated(from:)` without being encoded and parsed again: the same value or the same problem
+    /// as `decodeValidated(from: MessageCoding.encode(self))`.
+    public func validated() throws(MalformedSubmission) -> Submission {
+        try Self.validated { field($0) }
+    }
+
+    /// The rules, over a submission's fields by contract name (`read` answers each field's JSON value).
+    private static func validated(_ read: (String) -> FieldValue) throws(MalformedSubmission) -> Submission {
         // Echoed fields are read leniently first, so that a malformed message still yields a result that names them.
-        let submissionId = try? idField(object, "submission_id")
-        let orderId = try? idField(object, "order_id")
-        let userId = try? idField(object, "user_id")
-        let clientId = (try? stringField(object, "client_id")) ?? nil
+        let submissionId = try? idField(read, "submission_id")
+        let orderId = try? idField(read, "order_id")
+        let userId = try? idField(read, "user_id")
+        let clientId = (try? stringField(read, "client_id")) ?? nil
         func malformed(_ problem: String) -> MalformedSubmission {
             let usableId = submissionId.flatMap { $0 }.flatMap { $0.isEmpty || $0.count > maximumIdLength ? nil : $0 }
             return MalformedSubmission(
@@ -61,33 +72,33 @@ extension Submission {
         }
 
         do throws(FieldProblem) {
-            guard let version = try integerField(object, "schema_version") else {
+            guard let version = try integerField(read, "schema_version") else {
                 throw FieldProblem("schema_version is missing")
             }
             guard version == Int64(currentSchemaVersion) else {
                 throw FieldProblem(
                     "schema_version \(version) is not supported (this verifier reads \(currentSchemaVersion))")
             }
-            guard let id = try idField(object, "submission_id"), !id.isEmpty else {
+            guard let id = try idField(read, "submission_id"), !id.isEmpty else {
                 throw FieldProblem("submission_id is missing or empty")
             }
             guard id.count <= maximumIdLength else {
                 throw FieldProblem("submission_id is longer than \(maximumIdLength) characters")
             }
-            let proof = try proofField(object)
-            let submittedAt = try integerField(object, "submitted_at_ms") ?? 0
+            let proof = try proofField(read)
+            let submittedAt = try integerField(read, "submitted_at_ms") ?? 0
             var token: String?
-            if let rawToken = try stringField(object, "expected_app_account_token") {
+            if let rawToken = try stringField(read, "expected_app_account_token") {
                 guard let normalized = AppAccountToken.normalize(rawToken) else {
                     throw FieldProblem("expected_app_account_token is not a UUID")
                 }
                 token = normalized
             }
             return Submission(
-                submissionId: id, proof: proof, clientId: try stringField(object, "client_id"),
-                orderId: try idField(object, "order_id"), userId: try idField(object, "user_id"),
-                expectedTransactionId: try idField(object, "expected_transaction_id"),
-                expectedProductId: try stringField(object, "expected_product_id"),
+                submissionId: id, proof: proof, clientId: try stringField(read, "client_id"),
+                orderId: try idField(read, "order_id"), userId: try idField(read, "user_id"),
+                expectedTransactionId: try idField(read, "expected_transaction_id"),
+                expectedProductId: try stringField(read, "expected_product_id"),
                 expectedAppAccountToken: token, submittedAtMs: submittedAt)
         } catch {
             throw malformed(error.problem)
@@ -100,11 +111,11 @@ extension Submission {
     }
 
     /// Exactly one of the four proof fields, normalized.
-    private static func proofField(_ object: [String: Any]) throws(FieldProblem) -> PurchaseProof {
-        let receipt = try stringField(object, "receipt_data", maximumLength: nil)
-        let signed = try stringField(object, "signed_transaction", maximumLength: nil)
-        let transactionId = try idField(object, "transaction_id")
-        let appTransaction = try stringField(object, "signed_app_transaction", maximumLength: nil)
+    private static func proofField(_ read: (String) -> FieldValue) throws(FieldProblem) -> PurchaseProof {
+        let receipt = try stringField(read, "receipt_data", maximumLength: nil)
+        let signed = try stringField(read, "signed_transaction", maximumLength: nil)
+        let transactionId = try idField(read, "transaction_id")
+        let appTransaction = try stringField(read, "signed_app_transaction", maximumLength: nil)
         let present = [receipt, signed, transactionId, appTransaction].compactMap { $0 }.count
         let names = PurchaseProof.fieldNames.joined(separator: ", ")
         guard present == 1 else {
@@ -139,35 +150,78 @@ extension Submission {
         return .transactionId(transactionId)
     }
 
+    /// One field as the rules read it: its JSON type and value, whether it came from parsed JSON or a decoded value.
+    enum FieldValue {
+        /// Absent or null.
+        case absent
+        case string(String)
+        /// A JSON number (not a boolean): the integer when it is one exactly (see `JSONNumbers.integer`), else nil.
+        case number(Int64?)
+        /// A boolean, array or object.
+        case other
+
+        /// A value of an object parsed by `JSONSerialization`.
+        init(parsed value: Any?) {
+            switch value {
+            case nil, is NSNull: self = .absent
+            case let string as String: self = .string(string)
+            case let number as NSNumber where !JSONNumbers.isBoolean(number):
+                self = .number(JSONNumbers.integer(number))
+            default: self = .other
+            }
+        }
+
+        init(_ string: String?) {
+            self = string.map(FieldValue.string) ?? .absent
+        }
+    }
+
+    /// The field `name` as `encode(to:)` writes it, read back as JSON would be (only the proof in use is present;
+    /// an absent optional is absent).
+    private func field(_ name: String) -> FieldValue {
+        switch name {
+        case "schema_version": .number(JSONNumbers.readableInteger(Int64(schemaVersion)))
+        case "submission_id": .string(submissionId)
+        case "receipt_data", "signed_transaction", "transaction_id", "signed_app_transaction":
+            name == proof.fieldName ? .string(proof.text) : .absent
+        case "client_id": FieldValue(clientId)
+        case "order_id": FieldValue(orderId)
+        case "user_id": FieldValue(userId)
+        case "expected_transaction_id": FieldValue(expectedTransactionId)
+        case "expected_product_id": FieldValue(expectedProductId)
+        case "expected_app_account_token": FieldValue(expectedAppAccountToken)
+        case "submitted_at_ms": .number(JSONNumbers.readableInteger(submittedAtMs))
+        default: .absent
+        }
+    }
+
     /// A string, or a JSON integer written as its decimal digits (ids sometimes arrive as numbers). Absent or null:
     /// nil. Any other type: a problem.
-    static func idField(_ object: [String: Any], _ name: String) throws(FieldProblem) -> String? {
-        switch object[name] {
-        case nil, is NSNull:
+    static func idField(_ read: (String) -> FieldValue, _ name: String) throws(FieldProblem) -> String? {
+        switch read(name) {
+        case .absent:
             return nil
-        case let string as String:
+        case .string(let string):
             guard string.utf8.count <= maximumFieldLength else {
                 throw FieldProblem("\(name) is longer than \(maximumFieldLength) bytes")
             }
             if let problem = IdentifierText.problem(field: name, string) { throw FieldProblem(problem) }
             return string.isEmpty ? nil : string
-        case let number as NSNumber where !JSONNumbers.isBoolean(number):
-            guard let digits = JSONNumbers.integerText(number) else {
-                throw FieldProblem("\(name) must be a string or an integer")
-            }
-            return digits
-        default:
+        case .number(let integer):
+            guard let integer else { throw FieldProblem("\(name) must be a string or an integer") }
+            return String(integer)
+        case .other:
             throw FieldProblem("\(name) must be a string or an integer")
         }
     }
 
     static func stringField(
-        _ object: [String: Any], _ name: String, maximumLength: Int? = maximumFieldLength
+        _ read: (String) -> FieldValue, _ name: String, maximumLength: Int? = maximumFieldLength
     ) throws(FieldProblem) -> String? {
-        switch object[name] {
-        case nil, is NSNull:
+        switch read(name) {
+        case .absent:
             return nil
-        case let string as String:
+        case .string(let string):
             if let maximumLength, string.utf8.count > maximumLength {
                 throw FieldProblem("\(name) is longer than \(maximumLength) bytes")
             }
@@ -176,19 +230,19 @@ extension Submission {
                 throw FieldProblem(problem)
             }
             return string.isEmpty ? nil : string
-        default:
+        case .number, .other:
             throw FieldProblem("\(name) must be a string")
         }
     }
 
-    static func integerField(_ object: [String: Any], _ name: String) throws(FieldProblem) -> Int64? {
-        switch object[name] {
-        case nil, is NSNull:
+    static func integerField(_ read: (String) -> FieldValue, _ name: String) throws(FieldProblem) -> Int64? {
+        switch read(name) {
+        case .absent:
             return nil
-        case let number as NSNumber where !JSONNumbers.isBoolean(number):
-            guard let value = JSONNumbers.integer(number) else { throw FieldProblem("\(name) must be an integer") }
-            return value
-        default:
+        case .number(let integer):
+            guard let integer else { throw FieldProblem("\(name) must be an integer") }
+            return integer
+        case .string, .other:
             throw FieldProblem("\(name) must be an integer")
         }
     }
@@ -206,6 +260,11 @@ public enum JSONNumbers {
         let double = number.doubleValue
         guard double == double.rounded(), abs(double) < 9.0e15 else { return nil }
         return number.int64Value
+    }
+
+    /// `value` when a JSON number of it would pass `integer(_:)` (within ±9e15), else nil.
+    public static func readableInteger(_ value: Int64) -> Int64? {
+        abs(Double(value)) < 9.0e15 ? value : nil
     }
 
     public static func integerText(_ number: NSNumber) -> String? {

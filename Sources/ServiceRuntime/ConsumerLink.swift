@@ -71,8 +71,8 @@ public final class ConsumerLink: KafkaConsumerDelegate {
         self.handlers = Locked(handlers)
     }
 
-    /// The handlers, when they need the link itself to be created (the verifier's engine drives the consumer
-    /// through it); before the consumer starts.
+    /// The handlers, when what they call needs the consumer, which needs the link first (the verifier's engine
+    /// drives the consumer); before the consumer starts.
     public func attach(handlers: Handlers) { self.handlers.withLock { $0 = handlers } }
 
     public func attach(consumer: KafkaConsumer) { consumerBox.withLock { $0 = consumer } }

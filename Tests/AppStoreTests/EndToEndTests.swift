@@ -236,7 +236,7 @@ import Testing
         #expect(verdict.outcome == .verified)
         #expect(verdict.transactions.count == 6_000)
         // The body the client received (in_app + latest_receipt_info, 6,000 each) was several megabytes.
-        let answer = await harness.client.post(
+        let answer = await harness.client.send(
             HTTPClientRequest(
                 url: harness.fake.productionURL,
                 body: Array(#"{"receipt-data":"\#(FakeReceipt.huge(count: 6_000))"}"#.utf8)))
@@ -342,7 +342,7 @@ import Testing
         #expect(outcome.isUnavailable)
         #expect(failure.attempts == harness.retryPolicy.maxAttempts)
         #expect(failure.message.contains("connection_failed"))
-        let direct = await harness.client.post(
+        let direct = await harness.client.send(
             HTTPClientRequest(
                 url: "http://127.0.0.1:\(closedPort)/verifyReceipt", body: []))
         #expect(throws: HTTPClientError.self) { try direct.get() }
@@ -369,8 +369,8 @@ import Testing
     @Test func shutdownFailsQueuedAndInFlightRequests() async throws {
         let harness = try FakeAppStoreHarness(maxInFlight: 1)
         let body = Array(#"{"receipt-data":"\#(FakeReceipt.hang())"}"#.utf8)
-        async let first = harness.client.post(HTTPClientRequest(url: harness.fake.productionURL, body: body))
-        async let second = harness.client.post(HTTPClientRequest(url: harness.fake.productionURL, body: body))
+        async let first = harness.client.send(HTTPClientRequest(url: harness.fake.productionURL, body: body))
+        async let second = harness.client.send(HTTPClientRequest(url: harness.fake.productionURL, body: body))
         try await Task.sleep(for: .milliseconds(200))
         harness.client.shutdown()
         for result in await [first, second] {
@@ -380,7 +380,7 @@ import Testing
             }
             #expect(error.kind == .shutdown)
         }
-        let late = await harness.client.post(HTTPClientRequest(url: harness.fake.productionURL, body: body))
+        let late = await harness.client.send(HTTPClientRequest(url: harness.fake.productionURL, body: body))
         if case .failure(let error) = late { #expect(error.kind == .shutdown) } else { Issue.record("accepted") }
     }
 
@@ -392,7 +392,7 @@ import Testing
         // The keep-alive connection is idle in the client's pool; the server goes away and closes it.
         harness.fake.stop()
         try await Task.sleep(for: .milliseconds(100))
-        let afterStop = await harness.client.post(HTTPClientRequest(url: harness.fake.productionURL, body: []))
+        let afterStop = await harness.client.send(HTTPClientRequest(url: harness.fake.productionURL, body: []))
         guard case .failure(let error) = afterStop else {
             Issue.record("a stopped server answered")
             return
@@ -409,7 +409,7 @@ import Testing
         let body = Array(#"{"receipt-data":"\#(FakeReceipt.valid())"}"#.utf8)
         var opened: [Int] = []
         for _ in 0..<3 {
-            let response = try await harness.client.post(HTTPClientRequest(url: oldURL, body: body)).get()
+            let response = try await harness.client.send(HTTPClientRequest(url: oldURL, body: body)).get()
             #expect(response.status == 200)
             opened.append(response.connectionsOpened)
         }
@@ -423,7 +423,7 @@ import Testing
         defer { second.stop() }
         opened = []
         for _ in 0..<3 {
-            let response = try await harness.client.post(HTTPClientRequest(url: oldURL, body: body)).get()
+            let response = try await harness.client.send(HTTPClientRequest(url: oldURL, body: body)).get()
             #expect(response.status == 200)
             opened.append(response.connectionsOpened)
         }
@@ -439,7 +439,7 @@ import Testing
         let body = Array(#"{"receipt-data":"\#(FakeReceipt.hang())"}"#.utf8)
         let result = await withCheckedContinuation { continuation in
             var client: CurlHTTPClient? = try? CurlHTTPClient(configuration: HTTPClientConfiguration(maxInFlight: 4))
-            client?.post(HTTPClientRequest(url: fake.productionURL, body: body)) { continuation.resume(returning: $0) }
+            client?.send(HTTPClientRequest(url: fake.productionURL, body: body)) { continuation.resume(returning: $0) }
             #expect(client != nil)
             client = nil  // deinit stops the loop: the hung request fails at once instead of leaking
         }
@@ -471,7 +471,7 @@ import Testing
             configuration: HTTPClientConfiguration(maxInFlight: 2, maxResponseBytes: 100_000))
         defer { client.shutdown() }
         let body = Array(#"{"receipt-data":"\#(FakeReceipt.huge(count: 1_000))"}"#.utf8)
-        let result = await client.post(HTTPClientRequest(url: fake.productionURL, body: body))
+        let result = await client.send(HTTPClientRequest(url: fake.productionURL, body: body))
         guard case .failure(let error) = result else {
             Issue.record("an oversized response was accepted")
             return
@@ -479,7 +479,7 @@ import Testing
         #expect(error.kind == .responseTooLarge)
         // The client stays usable.
         let small = Array(#"{"receipt-data":"\#(FakeReceipt.valid())"}"#.utf8)
-        #expect(try await client.post(HTTPClientRequest(url: fake.productionURL, body: small)).get().status == 200)
+        #expect(try await client.send(HTTPClientRequest(url: fake.productionURL, body: small)).get().status == 200)
     }
 
     @Test func connectionsAreKeptAlive() async throws {
@@ -487,7 +487,7 @@ import Testing
         let body = Array(#"{"receipt-data":"\#(FakeReceipt.valid())"}"#.utf8)
         var opened: [Int] = []
         for _ in 0..<3 {
-            let response = try await harness.client.post(HTTPClientRequest(url: harness.fake.productionURL, body: body))
+            let response = try await harness.client.send(HTTPClientRequest(url: harness.fake.productionURL, body: body))
                 .get()
             #expect(response.httpVersion == "1.1")
             opened.append(response.connectionsOpened)
@@ -522,10 +522,10 @@ import Testing
         let hang = Array(#"{"receipt-data":"\#(FakeReceipt.hang())"}"#.utf8)
         let valid = Array(#"{"receipt-data":"\#(FakeReceipt.valid())"}"#.utf8)
         let started = ContinuousClock.now
-        async let blocker = harness.client.post(HTTPClientRequest(url: harness.fake.productionURL, body: hang))
+        async let blocker = harness.client.send(HTTPClientRequest(url: harness.fake.productionURL, body: hang))
         try await Task.sleep(for: .milliseconds(50))
         // Waits ~350 ms behind the hung request: its own 200 ms are spent before it reaches the wire.
-        let queued = await harness.client.post(
+        let queued = await harness.client.send(
             HTTPClientRequest(url: harness.fake.productionURL, body: valid, timeoutMs: 200))
         guard case .failure(let error) = queued else { Issue.record("the queued request was not timed out"); return }
         #expect(error.kind == .timeout)

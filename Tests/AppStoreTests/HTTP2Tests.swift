@@ -35,7 +35,7 @@ struct HTTP2Tests {
         // Wait until the server listens.
         var ready = false
         for _ in 0..<100 where !ready {
-            if case .success = await client.post(HTTPClientRequest(url: url, body: body)) {
+            if case .success = await client.send(HTTPClientRequest(url: url, body: body)) {
                 ready = true
             } else {
                 try await Task.sleep(for: .milliseconds(50))
@@ -49,7 +49,7 @@ struct HTTP2Tests {
         defer { fresh.shutdown() }
         let responses = try await withThrowingTaskGroup(of: HTTPClientResponse.self) { group in
             for _ in 0..<20 {
-                group.addTask { try await fresh.post(HTTPClientRequest(url: url, body: body)).get() }
+                group.addTask { try await fresh.send(HTTPClientRequest(url: url, body: body)).get() }
             }
             return try await group.reduce(into: []) { $0.append($1) }
         }

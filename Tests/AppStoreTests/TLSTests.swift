@@ -70,7 +70,7 @@ import Testing
             configuration: HTTPClientConfiguration(
                 maxInFlight: 4, requestTimeoutMs: 5_000, caBundlePath: caBundle))
         defer { client.shutdown() }
-        return await client.post(HTTPClientRequest(url: url, body: Array(#"{"receipt-data":"AAAA"}"#.utf8)))
+        return await client.send(HTTPClientRequest(url: url, body: Array(#"{"receipt-data":"AAAA"}"#.utf8)))
     }
 
     @Test func anUntrustedCertificateIsRefused() async throws {

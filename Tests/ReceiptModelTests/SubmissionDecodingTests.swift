@@ -242,4 +242,52 @@ import Testing
         #expect(try Submission.decodeValidated(from: bytes) == submission)
         #expect(try MessageCoding.decode(Submission.self, from: bytes) == submission)
     }
+
+    /// `validated()` (a retry record's submission, already decoded) gives what decoding its encoding gave before it
+    /// existed: the same normalized value or the same problem, with the same echoed ids. Each row is a submission as
+    /// the structural decoder reads it (ids as strings); the expected outcome is stated, and both paths must give it.
+    @Test(arguments: [
+        // A valid receipt with a line break: normalized.
+        (#"{"schema_version":1,"submission_id":"s","receipt_data":"TUlJ\nVGFn","user_id":"u","submitted_at_ms":7}"#,
+         "ok"),
+        // A lower-cased token, an empty order id (absent), a StoreKit 2 transaction id.
+        (#"{"schema_version":1,"submission_id":"s","transaction_id":"2000000123456789","order_id":"","#
+            + #""expected_app_account_token":"7E3FB20B-4CDB-47CC-936D-99D65F608138"}"#, "ok"),
+        (#"{"schema_version":2,"submission_id":"s","receipt_data":"YQ==","order_id":"o"}"#, "schema_version 2"),
+        (#"{"schema_version":10000000000000000,"submission_id":"s","receipt_data":"YQ=="}"#,
+         "schema_version must be an integer"),
+        (#"{"schema_version":1,"submission_id":"s","receipt_data":"YQ==","submitted_at_ms":10000000000000000}"#,
+         "submitted_at_ms must be an integer"),
+        (#"{"schema_version":1,"submission_id":"","receipt_data":"YQ=="}"#, "submission_id is missing or empty"),
+        (#"{"schema_version":1,"submission_id":"\#(String(repeating: "x", count: 257))","receipt_data":"YQ=="}"#,
+         "longer than 256 characters"),
+        (#"{"schema_version":1,"submission_id":"s","receipt_data":"YQ==","user_id":"\#(String(repeating: "u", count: 513))"}"#,
+         "user_id is longer than 512 bytes"),
+        (#"{"schema_version":1,"submission_id":"s","receipt_data":"YQ==","order_id":"a\u0000b","user_id":"u"}"#,
+         "U+0000"),
+        (#"{"schema_version":1,"submission_id":"s","receipt_data":""}"#, "none of"),
+        (#"{"schema_version":1,"submission_id":"s","receipt_data":"%%","client_id":"billing"}"#, "not base64"),
+        (#"{"schema_version":1,"submission_id":"s","transaction_id":"0042"}"#, "transaction_id must be"),
+        (#"{"schema_version":1,"submission_id":"s","signed_transaction":"a.b"}"#, "signed_transaction"),
+        (#"{"schema_version":1,"submission_id":"s","receipt_data":"YQ==","expected_app_account_token":"nope"}"#,
+         "not a UUID"),
+    ])
+    func validatingADecodedSubmissionMatchesDecodingItsEncoding(json: String, expected: String) throws {
+        let decoded = try MessageCoding.decode(Submission.self, from: Array(json.utf8))
+        func outcome(_ body: () throws(MalformedSubmission) -> Submission) -> Result<Submission, MalformedSubmission> {
+            do { return .success(try body()) } catch { return .failure(error) }
+        }
+        let direct = outcome { () throws(MalformedSubmission) in try decoded.validated() }
+        let roundTrip = outcome { () throws(MalformedSubmission) in
+            try Submission.decodeValidated(from: try! MessageCoding.encode(decoded))
+        }
+        #expect(direct == roundTrip)
+        switch direct {
+        case .success(let submission):
+            #expect(expected == "ok")
+            #expect(submission == (try Submission.decodeValidated(from: Array(json.utf8))))
+        case .failure(let error):
+            #expect(error.problem.contains(expected), "\(error.problem)")
+        }
+    }
 }

@@ -159,9 +159,9 @@ enum Samples {
 
     static func message(
         _ id: String, offset: Int64, partition: TopicPartition = receipts, key: String? = "user-1"
-    ) -> InputMessage {
+    ) -> KafkaMessage {
         let bytes = try! MessageCoding.encode(submission(id))
-        return InputMessage(partition: partition, offset: offset, key: key.map { Array($0.utf8) }, value: bytes)
+        return KafkaMessage(partition: partition, offset: offset, key: key.map { Array($0.utf8) }, value: bytes)
     }
 
     static func verified(attempts: Int = 1) -> VerificationOutcome {
@@ -187,5 +187,12 @@ enum Samples {
             VerificationFailure(
                 reason: .configError, message: message, appleStatus: status, environment: .production,
                 attempts: attempts))
+    }
+}
+
+extension KafkaMessage {
+    /// A consumed message on `partition` (the tests name partitions as `TopicPartition`s, like `Samples.receipts`).
+    init(partition: TopicPartition, offset: Int64, key: [UInt8]?, value: [UInt8]) {
+        self.init(topic: partition.topic, partition: partition.partition, offset: offset, key: key, value: value)
     }
 }

@@ -35,7 +35,7 @@ struct MessageTriageTests {
     }
 
     @Test func bytesThatAreNotJSONGoToTheDLQOnlyWithTheirOrigin() throws {
-        let message = InputMessage(
+        let message = KafkaMessage(
             partition: Samples.receipts, offset: 9, key: Array("k".utf8), value: Array("%%%".utf8))
         guard case .malformed(let records, _, let id) = triage.triage(message, nowMs: nowMs) else {
             Issue.record("expected malformed")
@@ -56,7 +56,7 @@ struct MessageTriageTests {
         // A StoreKit 2 JWS where the base64 app receipt belongs.
         let json = #"{"schema_version":1,"submission_id":"s-9","order_id":"o-9","user_id":"u-9","#
             + #""receipt_data":"eyJhbGciOi.eyJzdWIi.c2ln"}"#
-        let message = InputMessage(
+        let message = KafkaMessage(
             partition: Samples.receipts, offset: 1, key: Array("u-9".utf8), value: Array(json.utf8))
         guard case .malformed(let records, _, let id) = triage.triage(message, nowMs: nowMs) else {
             Issue.record("expected malformed")
@@ -78,7 +78,7 @@ struct MessageTriageTests {
     @Test(arguments: ["12ab", "0042", "18446744073709551616", "-1"])
     func aTransactionIdThatIsNoAppleIdIsMalformedWithoutAnAppleCall(id: String) throws {
         let json = #"{"schema_version":1,"submission_id":"s-t","user_id":"u-t","transaction_id":"\#(id)"}"#
-        let message = InputMessage(
+        let message = KafkaMessage(
             partition: Samples.receipts, offset: 2, key: Array("u-t".utf8), value: Array(json.utf8))
         guard case .malformed(let records, let problem, let submissionId) = triage.triage(message, nowMs: nowMs) else {
             Issue.record("expected malformed")
@@ -100,7 +100,7 @@ struct MessageTriageTests {
     func anIdentifierWithAControlCharacterIsMalformedAndNotEchoed(field: String) throws {
         let json = #"{"schema_version":1,"submission_id":"s-c","user_id":"u-c","order_id":"o-c","#
             + #""receipt_data":"YQ==","\#(field)":"victim\u0000x"}"#
-        let message = InputMessage(
+        let message = KafkaMessage(
             partition: Samples.receipts, offset: 3, key: Array("u-c".utf8), value: Array(json.utf8))
         guard case .malformed(let records, let problem, let submissionId) = triage.triage(message, nowMs: nowMs) else {
             Issue.record("expected malformed")
@@ -122,7 +122,7 @@ struct MessageTriageTests {
         let record = RetryRecord(
             submission: Samples.submission("s-2"), round: 2, attempts: 7, notBeforeMs: nowMs + 5_000,
             lastAppleStatus: 21005, lastError: "21005")
-        let message = InputMessage(
+        let message = KafkaMessage(
             partition: Samples.retry, offset: 4, key: Array("user-1".utf8), value: try MessageCoding.encode(record))
         guard case .waitUntil(let due, let job) = triage.triage(message, nowMs: nowMs) else {
             Issue.record("expected waitUntil")
@@ -138,7 +138,7 @@ struct MessageTriageTests {
 
     @Test func anUnreadableRetryRecordGoesToTheDLQWithItsIdWhenRecoverable() throws {
         let json = #"{"schema_version":1,"submission":{"submission_id":"s-3"},"round":"x"}"#
-        let message = InputMessage(partition: Samples.retry, offset: 2, key: nil, value: Array(json.utf8))
+        let message = KafkaMessage(partition: Samples.retry, offset: 2, key: nil, value: Array(json.utf8))
         guard case .malformed(let records, _, let id) = triage.triage(message, nowMs: nowMs) else {
             Issue.record("expected malformed")
             return
@@ -149,11 +149,11 @@ struct MessageTriageTests {
     @Test func aMessageOverTheSizeLimitIsNotReadAndGoesToTheDLQOnly() throws {
         // A valid submission padded with whitespace (valid JSON): read at the limit, refused unread one byte over.
         let submission = try MessageCoding.encode(Samples.submission("s-big"))
-        func padded(to size: Int, partition: TopicPartition) -> InputMessage {
+        func padded(to size: Int, partition: TopicPartition) -> KafkaMessage {
             let value = submission + [UInt8](repeating: UInt8(ascii: " "), count: size - submission.count)
-            return InputMessage(partition: partition, offset: 5, key: Array("k".utf8), value: value)
+            return KafkaMessage(partition: partition, offset: 5, key: Array("k".utf8), value: value)
         }
-        let limit = InputMessage.maximumValueBytes
+        let limit = MessageLimits.maximumValueBytes
         guard case .verify(let job) = triage.triage(padded(to: limit, partition: Samples.receipts), nowMs: nowMs)
         else {
             Issue.record("expected a message of exactly the limit to be read")
@@ -190,7 +190,7 @@ struct MessageTriageTests {
             for partition in [Samples.receipts, Samples.retry] {
                 let started = ContinuousClock.now
                 let outcome = triage.triage(
-                    InputMessage(partition: partition, offset: 1, key: nil, value: value), nowMs: nowMs)
+                    KafkaMessage(partition: partition, offset: 1, key: nil, value: value), nowMs: nowMs)
                 guard case .malformed(let records, _, _) = outcome else {
                     Issue.record("\(name) on \(partition.topic) was not refused")
                     continue
@@ -199,6 +199,124 @@ struct MessageTriageTests {
                 // Linear work takes well under a second; a generous bound for a loaded machine.
                 #expect(ContinuousClock.now - started < .seconds(10), "\(name) on \(partition.topic)")
             }
+        }
+    }
+
+    /// One message in, one triage out: every case `MessageTriage` tells apart, on both topics it reads.
+    struct Row: Sendable, CustomStringConvertible {
+        enum Expected: Sendable {
+            case verify(id: String, rounds: Int, attempts: Int)
+            case waitUntil(dueMs: Int64, id: String)
+            /// The records' kinds, and a fragment of the problem.
+            case malformed(id: String?, kinds: [OutgoingRecordKind], problem: String)
+        }
+        let description: String
+        let partition: TopicPartition
+        let value: [UInt8]
+        let expected: Expected
+
+        init(_ description: String, _ partition: TopicPartition, _ value: [UInt8], _ expected: Expected) {
+            self.description = description
+            self.partition = partition
+            self.value = value
+            self.expected = expected
+        }
+
+        init(_ description: String, _ partition: TopicPartition, _ json: String, _ expected: Expected) {
+            self.init(description, partition, Array(json.utf8), expected)
+        }
+
+        static let now: Int64 = 1_700_000_100_000
+
+        static func retry(_ submission: Submission, notBeforeMs: Int64) -> [UInt8] {
+            try! MessageCoding.encode(
+                RetryRecord(
+                    submission: submission, round: 2, attempts: 7, notBeforeMs: notBeforeMs, lastAppleStatus: 21005,
+                    lastError: "21005"))
+        }
+
+        static func oversized() -> [UInt8] {
+            let submission = try! MessageCoding.encode(Samples.submission("s-big"))
+            return submission + [UInt8](repeating: UInt8(ascii: " "), count: MessageLimits.maximumValueBytes + 1 - submission.count)
+        }
+
+        static let dlq: [OutgoingRecordKind] = [.deadLetter]
+        static let dlqAndResult: [OutgoingRecordKind] = [.deadLetter, .result]
+        static let retryId = Samples.submission("s-r", order: "o-r")
+        static let submissionFields = #""submission":{"schema_version":1,"submission_id":"s-r","receipt_data":"YQ=="}"#
+
+        static let all: [Row] = [
+            Row("a well-formed submission", Samples.receipts, try! MessageCoding.encode(Samples.submission("s-1")),
+                .verify(id: "s-1", rounds: 0, attempts: 0)),
+            Row("ids as JSON integers", Samples.receipts,
+                #"{"schema_version":1,"submission_id":77,"receipt_data":"YQ==","order_id":42}"#,
+                .verify(id: "77", rounds: 0, attempts: 0)),
+            Row("bytes that are not JSON", Samples.receipts, "%%%", .malformed(id: nil, kinds: dlq, problem: "not valid JSON")),
+            Row("JSON that is not an object", Samples.receipts, "[1]",
+                .malformed(id: nil, kinds: dlq, problem: "not a JSON object")),
+            Row("no schema_version", Samples.receipts, #"{"submission_id":"s-5","receipt_data":"YQ=="}"#,
+                .malformed(id: "s-5", kinds: dlqAndResult, problem: "schema_version is missing")),
+            Row("no submission_id", Samples.receipts, #"{"schema_version":1,"receipt_data":"YQ=="}"#,
+                .malformed(id: nil, kinds: dlq, problem: "submission_id is missing or empty")),
+            Row("no proof", Samples.receipts, #"{"schema_version":1,"submission_id":"s-6"}"#,
+                .malformed(id: "s-6", kinds: dlqAndResult, problem: "none of receipt_data")),
+            Row("a field of the wrong type", Samples.receipts,
+                #"{"schema_version":1,"submission_id":"s-8","receipt_data":"YQ==","user_id":true}"#,
+                .malformed(id: "s-8", kinds: dlqAndResult, problem: "user_id must be a string or an integer")),
+            Row("a submission over the size limit", Samples.receipts, oversized(),
+                .malformed(id: nil, kinds: dlq, problem: "over the verifier's limit")),
+            Row("a retry record not due yet", Samples.retry, retry(retryId, notBeforeMs: now + 5_000),
+                .waitUntil(dueMs: now + 5_000, id: "s-r")),
+            Row("a retry record that is due", Samples.retry, retry(retryId, notBeforeMs: now),
+                .verify(id: "s-r", rounds: 2, attempts: 7)),
+            Row("a retry record that is not JSON", Samples.retry, "%%%",
+                .malformed(id: nil, kinds: dlq, problem: "retry record is not readable: not valid JSON")),
+            Row("a retry record with a field missing", Samples.retry,
+                #"{"schema_version":1,\#(submissionFields),"round":2,"attempts":7,"not_before_ms":0}"#,
+                .malformed(id: "s-r", kinds: dlqAndResult, problem: "retry record is not readable: field last_error is missing")),
+            Row("a retry record with a field of the wrong type", Samples.retry,
+                #"{"schema_version":1,\#(submissionFields),"round":"x","attempts":7,"not_before_ms":0,"last_error":"e"}"#,
+                .malformed(id: "s-r", kinds: dlqAndResult, problem: "retry record is not readable: field round has the wrong type")),
+            // Inside a retry record ids are strings, as the verifier writes them: the record is not readable.
+            Row("a retry record whose submission_id is a JSON integer", Samples.retry,
+                #"{"schema_version":1,"submission":{"schema_version":1,"submission_id":77,"receipt_data":"YQ=="},"#
+                    + #""round":2,"attempts":7,"not_before_ms":0,"last_error":"e"}"#,
+                .malformed(
+                    id: nil, kinds: dlq,
+                    problem: "retry record is not readable: field submission.submission_id has the wrong type")),
+            Row("a retry record holding an invalid submission", Samples.retry,
+                retry(Submission(submissionId: "s-r", receiptData: "%%", orderId: "o-r", submittedAtMs: 1), notBeforeMs: 0),
+                .malformed(
+                    id: "s-r", kinds: dlqAndResult, problem: "retry record holds an invalid submission: receipt_data is not base64")),
+            Row("a retry record holding a submission of another schema version", Samples.retry,
+                retry(Submission(submissionId: "s-r", receiptData: "YQ==", submittedAtMs: 1, schemaVersion: 2), notBeforeMs: 0),
+                .malformed(
+                    id: "s-r", kinds: dlqAndResult, problem: "retry record holds an invalid submission: schema_version 2 is not supported")),
+            Row("a retry record over the size limit", Samples.retry, oversized(),
+                .malformed(id: nil, kinds: dlq, problem: "over the verifier's limit")),
+        ]
+    }
+
+    @Test(arguments: Row.all)
+    func triageTable(_ row: Row) throws {
+        let message = KafkaMessage(partition: row.partition, offset: 11, key: Array("k".utf8), value: row.value)
+        let outcome = triage.triage(message, nowMs: Row.now)
+        switch (outcome, row.expected) {
+        case (.verify(let job), .verify(let id, let rounds, let attempts)):
+            #expect(job.submission.submissionId == id)
+            #expect(job.completedRounds == rounds && job.priorAttempts == attempts)
+            #expect(job.message.offset == 11 && job.message.topic == row.partition.topic)
+        case (.waitUntil(let due, let job), .waitUntil(let dueMs, let id)):
+            #expect(due == dueMs && job.submission.submissionId == id)
+        case (.malformed(let records, let problem, let submissionId), .malformed(let id, let kinds, let fragment)):
+            #expect(submissionId == id)
+            #expect(records.map(\.kind) == kinds)
+            #expect(problem.contains(fragment), "\(problem)")
+            let dlq = try MessageCoding.decode(DeadLetterRecord.self, from: records[0].value)
+            #expect(dlq.reason == .malformedSubmission && dlq.submissionId == id)
+            #expect(dlq.sourceTopic == row.partition.topic && dlq.sourceOffset == 11)
+        default:
+            Issue.record("\(row): \(outcome) instead of \(row.expected)")
         }
     }
 

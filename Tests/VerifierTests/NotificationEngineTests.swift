@@ -31,7 +31,7 @@ struct NotificationEngineTests {
             topics: NotificationSamples.topics,
             limits: DispatchLimits(maxInFlight: maxInFlight, partitionWindow: window),
             retryPolicy: RetryRoundPolicy(maximumRounds: 3, initialBackoff: .seconds(10), maximumBackoff: .seconds(60)))
-        configuration.initialPublishBackoff = .milliseconds(10)
+        configuration.publishBackoff = Backoff(initial: .milliseconds(10), maximum: .seconds(5))
         let engine = VerificationEngine(
             configuration: configuration, verifier: verifier, publisher: publisher, control: control, clock: clock,
             logger: Logger(label: "test", threshold: .error), metrics: VerifierMetrics(registry: registry),
@@ -254,7 +254,7 @@ extension NotificationEngineTests {
                 maxInFlight: 2, partitionWindow: 1_000, partitionResumeMark: 500, pendingLimit: 8,
                 pendingResumeMark: 4, directLimit: 4),
             retryPolicy: RetryRoundPolicy(maximumRounds: 3, initialBackoff: .seconds(10), maximumBackoff: .seconds(60)))
-        configuration.initialPublishBackoff = .milliseconds(10)
+        configuration.publishBackoff = Backoff(initial: .milliseconds(10), maximum: .seconds(5))
         let engine = VerificationEngine(
             configuration: configuration, verifier: verifier, publisher: publisher, control: control, clock: clock,
             logger: Logger(label: "test", threshold: .error), metrics: VerifierMetrics(registry: registry),

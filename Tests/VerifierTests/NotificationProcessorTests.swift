@@ -489,7 +489,7 @@ struct NotificationProcessorTests {
     @Test func aRecordOverTheSizeLimitIsNotRead() throws {
         // A valid record padded with whitespace (valid JSON): an event at the limit, refused unread one byte over.
         let record = try samples.record(samples.notification("TEST"))
-        let limit = InputMessage.maximumValueBytes
+        let limit = MessageLimits.maximumValueBytes
         let atLimit = record + [UInt8](repeating: UInt8(ascii: " "), count: limit - record.count)
         #expect(try samples.processor().process(atLimit).event().type == .test)
         let rejection = samples.processor().process(atLimit + [UInt8(ascii: " ")]).rejection()

@@ -70,8 +70,8 @@ struct NotificationSamples: Sendable {
             configuration: RevocationChecker.Configuration(responderURL: "http://ocsp.test/", retryIntervalSeconds: 0))
     }
 
-    static func message(_ value: [UInt8], offset: Int64, key: String? = "k") -> InputMessage {
-        InputMessage(partition: notifications, offset: offset, key: key.map { Array($0.utf8) }, value: value)
+    static func message(_ value: [UInt8], offset: Int64, key: String? = "k") -> KafkaMessage {
+        KafkaMessage(partition: notifications, offset: offset, key: key.map { Array($0.utf8) }, value: value)
     }
 }
 

@@ -20,7 +20,7 @@ struct PublishFailureTests {
             topics: Samples.topics, limits: DispatchLimits(maxInFlight: 8, partitionWindow: 64),
             retryPolicy: RetryRoundPolicy(
                 maximumRounds: rounds, initialBackoff: .seconds(10), maximumBackoff: .seconds(60)))
-        configuration.initialPublishBackoff = .milliseconds(10)
+        configuration.publishBackoff = Backoff(initial: .milliseconds(10), maximum: .seconds(5))
         configuration.publishFailuresBeforeNotReady = publishFailuresBeforeNotReady
         let engine = VerificationEngine(
             configuration: configuration, verifier: verifier, publisher: publisher, control: control,
@@ -83,7 +83,7 @@ struct PublishFailureTests {
             }
         }
         engine.consume(
-            InputMessage(partition: Samples.receipts, offset: 7, key: nil, value: Array("{not json".utf8))
+            KafkaMessage(partition: Samples.receipts, offset: 7, key: nil, value: Array("{not json".utf8))
         )
         await settles("offset stored") { control.stored(Samples.receipts) == [8] }
         let record = try #require(publisher.records(of: .deadLetter).first)
@@ -152,7 +152,7 @@ struct PublishFailureTests {
                 #"verifier_publish_failures_total{kind="result",retriable="false"} 3"#))
 
         // Writes to other topics succeeding do not hide the broken one.
-        engine.consume(InputMessage(partition: Samples.receipts, offset: 1, key: nil, value: Array("x".utf8)))
+        engine.consume(KafkaMessage(partition: Samples.receipts, offset: 1, key: nil, value: Array("x".utf8)))
         await settles("DLQ record written") { publisher.records(of: .deadLetter).count == 1 }
         #expect(engine.publishingProblem != nil)
 

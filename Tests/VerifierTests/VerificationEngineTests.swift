@@ -1,4 +1,5 @@
 import Foundation
+import Kafka
 import ReceiptModel
 import ServiceSupport
 import Testing
@@ -23,7 +24,7 @@ struct VerificationEngineTests {
             retryPolicy: RetryRoundPolicy(
                 maximumRounds: rounds, initialBackoff: .seconds(10), maximumBackoff: .seconds(60)),
             breaker: breaker)
-        configuration.initialPublishBackoff = .milliseconds(10)
+        configuration.publishBackoff = Backoff(initial: .milliseconds(10), maximum: .seconds(5))
         configuration.publishFailuresBeforeNotReady = publishFailuresBeforeNotReady
         let engine = VerificationEngine(
             configuration: configuration, verifier: verifier, publisher: publisher, control: control, clock: clock,
@@ -83,7 +84,7 @@ struct VerificationEngineTests {
     @Test func aMalformedMessageNeverBlocksItsPartition() async throws {
         let engine = makeEngine()
         verifier.automatic.withLock { $0 = Samples.verified() }
-        engine.consume(InputMessage(partition: Samples.receipts, offset: 0, key: nil, value: Array("not json".utf8)))
+        engine.consume(KafkaMessage(partition: Samples.receipts, offset: 0, key: nil, value: Array("not json".utf8)))
         engine.consume(Samples.message("s-1", offset: 1))
         await settles("both offsets stored") { control.stored(Samples.receipts).last == 2 }
         #expect(publisher.records(of: .deadLetter).count == 1)
@@ -101,7 +102,7 @@ struct VerificationEngineTests {
 
         // The retry record comes back on the retry topic: held (its partition paused) until due.
         let retry = publisher.records(of: .retry)[0]
-        engine.consume(InputMessage(partition: Samples.retry, offset: 0, key: retry.key, value: retry.value))
+        engine.consume(KafkaMessage(partition: Samples.retry, offset: 0, key: retry.key, value: retry.value))
         await settles("retry partition paused") { control.paused.contains(Samples.retry) }
         #expect(!control.paused.contains(Samples.receipts))
         #expect(verifier.pendingIds.isEmpty)
@@ -128,7 +129,7 @@ struct VerificationEngineTests {
             submission: Samples.submission("s-far"), round: 1, attempts: 2,
             notBeforeMs: clock.wallMilliseconds() + 86_400_000, lastAppleStatus: nil, lastError: "timeout")
         engine.consume(
-            InputMessage(partition: Samples.retry, offset: 0, key: nil, value: try MessageCoding.encode(record)))
+            KafkaMessage(partition: Samples.retry, offset: 0, key: nil, value: try MessageCoding.encode(record)))
         await settles("held") { clock.pendingTimers == 1 && control.paused.contains(Samples.retry) }
         clock.advance(by: .seconds(59))
         #expect(verifier.pendingIds.isEmpty)

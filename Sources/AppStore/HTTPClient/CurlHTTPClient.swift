@@ -53,19 +53,6 @@ public final class CurlHTTPClient: Sendable {
         }
     }
 
-    /// `send`; the name verifyReceipt callers know (the request's `method` decides, POST by default).
-    public func post(
-        _ request: HTTPClientRequest,
-        completion: @escaping @Sendable (Result<HTTPClientResponse, HTTPClientError>) -> Void
-    ) {
-        send(request, completion: completion)
-    }
-
-    /// `send` for async callers.
-    public func post(_ request: HTTPClientRequest) async -> Result<HTTPClientResponse, HTTPClientError> {
-        await send(request)
-    }
-
     /// Requests waiting for a slot in the in-flight window.
     public var queuedRequests: Int { loop.queuedCount }
 

@@ -1,3 +1,5 @@
+import ServiceSupport
+
 /// When to call Apple again within one verification round, in this process (the AppStore layer; the verifier's
 /// `RetryRoundPolicy` decides the rounds across `RETRY_TOPIC`): exponential backoff with full jitter, a cap, a budget
 /// of attempts, and a smaller budget for 21002 (usually a truly malformed receipt). The submission's deadline is the
@@ -7,7 +9,8 @@ public struct AppleCallRetryPolicy: Sendable, Equatable {
     public var maxAttempts: Int
     /// Attempts that may end in 21002 before the receipt is judged `invalid_receipt`.
     public var malformedReceiptMaxAttempts: Int
-    /// The backoff ceiling before retry n is `min(maxDelay, baseDelay * 2^(n-1))`; the delay is uniform below it.
+    /// The backoff ceiling before retry n is `min(maxDelay, baseDelay * 2^(n-1))` (the shared `Backoff` after n
+    /// failures); the delay is uniform below it.
     public var baseDelayMs: Int
     public var maxDelayMs: Int
 
@@ -25,8 +28,8 @@ public struct AppleCallRetryPolicy: Sendable, Equatable {
     /// The delay before retry number `retry` (1 = the first retry), given `unitRandom` in [0, 1): "full jitter".
     public func delayMs(beforeRetry retry: Int, unitRandom: Double) -> Int {
         precondition(retry >= 1, "retries are numbered from 1")
-        let exponent = min(retry - 1, 30)
-        let ceiling = min(Double(maxDelayMs), Double(baseDelayMs) * Double(1 << exponent))
+        let backoff = Backoff(initial: .milliseconds(baseDelayMs), maximum: .milliseconds(maxDelayMs))
+        let ceiling = Double(backoff.wait(afterFailures: retry).clampedMilliseconds)
         let fraction = min(max(unitRandom, 0), 0.999_999_999)
         return Int((ceiling * fraction).rounded(.down))
     }

@@ -87,7 +87,7 @@ public final class VerifyReceiptBackend: ReceiptVerificationBackend {
             url: endpoints.url(for: environment), body: body,
             headers: ["Content-Type: application/json", "Accept: application/json"], timeoutMs: timeoutMs)
         let startedAt = metrics == nil ? 0 : SystemTime.monotonicNanoseconds()
-        client.post(request) { [self] result in
+        client.send(request) { [self] result in
             let answer = Self.interpret(result, environment: environment, calls: calls + 1)
             metrics?.record(answer.classification, environment: environment, startedAt: startedAt)
             if case .receipt(let receipt) = answer.backendAnswer.result, receipt.unusableTransactionCount > 0 {

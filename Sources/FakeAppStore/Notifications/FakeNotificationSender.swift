@@ -51,7 +51,7 @@ public final class FakeNotificationSender: Sendable {
         finished: @escaping @Sendable ([FakeNotificationHistory.Attempt]) -> Void
     ) {
         let request = HTTPClientRequest(url: url, body: body, headers: ["Content-Type: application/json"])
-        client.post(request) { result in
+        client.send(request) { result in
             let attempt = Self.attempt(from: result)
             let done = attempt.succeeded || remaining.isEmpty
             self.history.recordAttempt(attempt, uuid: uuid, finished: done)

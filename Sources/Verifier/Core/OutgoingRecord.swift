@@ -1,3 +1,5 @@
+import ReceiptModel
+
 /// What an output record is, for metrics and logs.
 public enum OutgoingRecordKind: String, Sendable {
     case result
@@ -7,9 +9,20 @@ public enum OutgoingRecordKind: String, Sendable {
     case event
 }
 
+/// What an output record holds, typed: what the verifier needs to know about a record it wrote (the DLQ reason for
+/// metrics, the retry or DLQ record to rewrite when Kafka refuses it as too large) is read here, never decoded again
+/// from its own bytes or headers.
+public enum OutgoingPayload: Sendable, Equatable {
+    case result(VerificationResult)
+    case retry(RetryRecord)
+    case deadLetter(DeadLetterRecord)
+    case event(PurchaseEvent)
+}
+
 /// One record the verifier produces (a result, a retry record, a DLQ record or a purchase event).
 public struct OutgoingRecord: Sendable, Equatable {
-    public let kind: OutgoingRecordKind
+    /// The record, typed; `value` is its encoding.
+    public let payload: OutgoingPayload
     public let topic: String
     public let key: [UInt8]?
     public let value: [UInt8]
@@ -17,13 +30,23 @@ public struct OutgoingRecord: Sendable, Equatable {
     public let headers: [(name: String, value: String)]
 
     public init(
-        kind: OutgoingRecordKind, topic: String, key: [UInt8]?, value: [UInt8], headers: [(name: String, value: String)]
+        _ payload: OutgoingPayload, topic: String, key: [UInt8]?, value: [UInt8],
+        headers: [(name: String, value: String)]
     ) {
-        self.kind = kind
+        self.payload = payload
         self.topic = topic
         self.key = key
         self.value = value
         self.headers = headers
+    }
+
+    public var kind: OutgoingRecordKind {
+        switch payload {
+        case .result: .result
+        case .retry: .retry
+        case .deadLetter: .deadLetter
+        case .event: .event
+        }
     }
 
     public func header(_ name: String) -> String? {

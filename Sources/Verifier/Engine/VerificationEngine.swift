@@ -25,9 +25,8 @@ final class VerificationEngine: Sendable {
         var limits: DispatchLimits
         var retryPolicy: RetryRoundPolicy
         var breaker: AppleCircuitBreaker.Configuration
-        /// The first wait after a failed publish; doubles up to `maximumPublishBackoff`.
-        var initialPublishBackoff: Duration = .milliseconds(50)
-        var maximumPublishBackoff: Duration = .seconds(5)
+        /// The waits between attempts to publish a record: 50 ms after the first failure, doubling up to 5 s.
+        var publishBackoff = Backoff(initial: .milliseconds(50), maximum: .seconds(5))
         /// Publishes in a row that failed with an error retrying cannot fix (authorization, unknown topic) before
         /// `/readyz` reports not ready.
         var publishFailuresBeforeNotReady = 10
@@ -139,13 +138,13 @@ final class VerificationEngine: Sendable {
     }
 
     /// A consumed message. Never blocks: decoding happens on the work queue.
-    func consume(_ message: InputMessage) {
-        let (ticket, step) = state.withLock { $0.admit(message.partition, offset: message.offset) }
+    func consume(_ message: KafkaMessage) {
+        let (ticket, step) = state.withLock { $0.admit(message.topicPartition, offset: message.offset) }
         perform(step)
         guard let ticket else {
             logger.debug(
                 "message ignored (partition not assigned, revoking or stopping)",
-                ["partition": .string(message.partition.description), "offset": .int(Int(message.offset))])
+                ["partition": .string(message.topicPartition.description), "offset": .int(Int(message.offset))])
             return
         }
         work.async { self.process(message, ticket: ticket) }
@@ -176,9 +175,9 @@ final class VerificationEngine: Sendable {
 
     // MARK: Processing
 
-    private func process(_ message: InputMessage, ticket: MessageTicket) {
+    private func process(_ message: KafkaMessage, ticket: MessageTicket) {
         let nowMs = clock.wallMilliseconds()
-        if let notifications, message.partition.topic == configuration.topics.notifications {
+        if let notifications, message.topic == configuration.topics.notifications {
             processNotification(message, ticket: ticket, processor: notifications, nowMs: nowMs)
             return
         }
@@ -187,8 +186,8 @@ final class VerificationEngine: Sendable {
             metrics.malformed.increment()
             var fields: KeyValuePairs<String, LogValue> = [:]
             fields = [
-                "submission_id": .string(submissionId ?? ""), "topic": .string(message.partition.topic),
-                "partition": .int(Int(message.partition.partition)), "offset": .int(Int(message.offset)),
+                "submission_id": .string(submissionId ?? ""), "topic": .string(message.topic),
+                "partition": .int(Int(message.partition)), "offset": .int(Int(message.offset)),
                 "bytes": .int(message.value.count), "problem": .string(problem),
             ]
             guard stillOwned(ticket) else { return }
@@ -221,7 +220,7 @@ final class VerificationEngine: Sendable {
     /// and pauses the partition as during an Apple outage), nothing is written, nothing is lost; on revoke or
     /// shutdown it is abandoned like in-flight work and redelivered.
     private func processNotification(
-        _ message: InputMessage, ticket: MessageTicket, processor: NotificationProcessor, nowMs: Int64,
+        _ message: KafkaMessage, ticket: MessageTicket, processor: NotificationProcessor, nowMs: Int64,
         attempt: Int = 0
     ) {
         let outcome = processor.process(message.value)
@@ -254,7 +253,7 @@ final class VerificationEngine: Sendable {
                 [
                     "notification_uuid": .string(rejection.notificationUUID ?? ""),
                     "reason": .string(rejection.reason.rawValue), "problem": .string(rejection.message),
-                    "topic": .string(message.partition.topic), "partition": .int(Int(message.partition.partition)),
+                    "topic": .string(message.topic), "partition": .int(Int(message.partition)),
                     "offset": .int(Int(message.offset)), "bytes": .int(message.value.count),
                 ])
             let record = router.factory.deadLetter(
@@ -267,20 +266,23 @@ final class VerificationEngine: Sendable {
         }
     }
 
-    /// The wait before verifying a held notification again: 1 s, doubling, at most 60 s.
+    /// The waits before verifying a held notification again: 1 s, doubling, at most 60 s.
+    static let notificationBackoff = Backoff(initial: .seconds(1), maximum: .seconds(60))
+
+    /// The wait after verifying a held notification failed `attempt + 1` times.
     static func notificationRetryDelay(attempt: Int) -> Duration {
-        .seconds(min(60, 1 << min(max(attempt, 0), 6)))
+        notificationBackoff.wait(afterFailures: attempt + 1)
     }
 
     private func holdNotification(
-        _ message: InputMessage, ticket: MessageTicket, processor: NotificationProcessor,
+        _ message: KafkaMessage, ticket: MessageTicket, processor: NotificationProcessor,
         rejection: NotificationRejection, attempt: Int
     ) {
         let delay = Self.notificationRetryDelay(attempt: attempt)
         let fields: KeyValuePairs<String, LogValue> = [
             "notification_uuid": .string(rejection.notificationUUID ?? ""), "attempt": .int(attempt + 1),
             "retry_in_ms": .int(Int(delay.clampedMilliseconds)), "problem": .string(rejection.message),
-            "topic": .string(message.partition.topic), "partition": .int(Int(message.partition.partition)),
+            "topic": .string(message.topic), "partition": .int(Int(message.partition)),
             "offset": .int(Int(message.offset)),
         ]
         if attempt == 0 { logger.warning("notification held: it cannot be verified now, retrying", fields) } else {
@@ -448,7 +450,7 @@ final class VerificationEngine: Sendable {
                     "publishing failed and will not succeed until the topic or its ACLs are fixed; retrying", fields)
             }
         }
-        clock.schedule(after: publishBackoff(attempt: attempt)) {
+        clock.schedule(after: configuration.publishBackoff.wait(afterFailures: attempt + 1)) {
             self.publish(record, in: group, attempt: attempt + 1)
         }
     }
@@ -485,12 +487,6 @@ final class VerificationEngine: Sendable {
         return false
     }
 
-    private func publishBackoff(attempt: Int) -> Duration {
-        var wait = configuration.initialPublishBackoff
-        for _ in 0..<min(attempt, 16) where wait < configuration.maximumPublishBackoff { wait *= 2 }
-        return min(wait, configuration.maximumPublishBackoff)
-    }
-
     private func finished(_ group: PublishGroup) {
         switch group.disposition {
         case .result(let outcome, let reason):
@@ -514,10 +510,8 @@ final class VerificationEngine: Sendable {
         case nil:
             break
         }
-        for record in group.records where record.kind == .deadLetter {
-            if let reason = record.header(MessageHeaders.dlqReason).flatMap(Reason.init(rawValue:)) {
-                metrics.deadLetterWritten(reason)
-            }
+        for record in group.records {
+            if case .deadLetter(let dead) = record.payload { metrics.deadLetterWritten(dead.reason) }
         }
         perform(state.withLock { $0.complete(group.ticket) })
     }

@@ -17,7 +17,7 @@ public struct NotificationEvent: Sendable, Equatable {
 /// use): no Kafka, no clock, so every rule is unit-tested.
 ///
 /// In order (the first failure decides the DLQ reason):
-/// 1. the message is a `NotificationRecord` of schema version 1 and at most `InputMessage.maximumValueBytes` long
+/// 1. the message is a `NotificationRecord` of schema version 1 and at most `MessageLimits.maximumValueBytes` long
 ///    (not parsed otherwise), else `malformed_submission`;
 /// 2. `signed_payload` verifies (ES256, x5c chain to our roots at its `signedDate`, Apple's marker OIDs, and with
 ///    `APPLE_REVOCATION_CHECK=ocsp` no revoked certificate), else `invalid_signature`; when the revocation status of
@@ -114,11 +114,11 @@ public struct NotificationProcessor: Sendable {
     }
 
     private static func record(_ value: [UInt8]) throws(NotificationRejection) -> NotificationRecord {
-        guard value.count <= InputMessage.maximumValueBytes else {
+        guard value.count <= MessageLimits.maximumValueBytes else {
             throw NotificationRejection(
                 .malformedSubmission,
                 "not a notification record: \(value.count) bytes, over the verifier's limit of "
-                    + "\(InputMessage.maximumValueBytes) (Apple's notifications are a few KiB); not read")
+                    + "\(MessageLimits.maximumValueBytes) (Apple's notifications are a few KiB); not read")
         }
         let record: NotificationRecord
         do {

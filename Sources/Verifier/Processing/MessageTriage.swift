@@ -1,4 +1,5 @@
 import Foundation
+import Kafka
 import ReceiptModel
 
 /// What to do with a consumed message, decided from its bytes alone.
@@ -12,8 +13,9 @@ enum Triage: Sendable {
     case malformed(records: [OutgoingRecord], problem: String, submissionId: String?)
 }
 
-/// Decodes consumed messages: submissions from `RECEIPTS_TOPIC`, retry records from `RETRY_TOPIC`.
-/// A message that cannot be decoded never stops its partition: it becomes DLQ output.
+/// Decodes consumed messages, each once: submissions from `RECEIPTS_TOPIC` (`Submission.decodeValidated`), retry
+/// records from `RETRY_TOPIC` (decoded, then the submission inside checked by the same rules with
+/// `Submission.validated()`). A message that cannot be decoded never stops its partition: it becomes DLQ output.
 struct MessageTriage: Sendable {
     let factory: OutputFactory
 
@@ -21,17 +23,17 @@ struct MessageTriage: Sendable {
         self.factory = factory
     }
 
-    func triage(_ message: InputMessage, nowMs: Int64) -> Triage {
+    func triage(_ message: KafkaMessage, nowMs: Int64) -> Triage {
         // Not parsed at all (it could hold the parser for seconds), nor copied into the DLQ record.
-        if message.value.count > InputMessage.maximumValueBytes {
+        if message.value.count > MessageLimits.maximumValueBytes {
             return malformed(
                 message,
                 problem: "the message is \(message.value.count) bytes, over the verifier's limit of "
-                    + "\(InputMessage.maximumValueBytes): not read (the ingest's body limit keeps submissions far "
+                    + "\(MessageLimits.maximumValueBytes): not read (the ingest's body limit keeps submissions far "
                     + "smaller; a producer writing directly must too)",
                 submissionId: nil, orderId: nil, userId: nil, attempts: 0, nowMs: nowMs)
         }
-        if message.partition.topic == factory.topics.retry {
+        if message.topic == factory.topics.retry {
             return triageRetryRecord(message, nowMs: nowMs)
         }
         do {
@@ -45,7 +47,7 @@ struct MessageTriage: Sendable {
         }
     }
 
-    private func triageRetryRecord(_ message: InputMessage, nowMs: Int64) -> Triage {
+    private func triageRetryRecord(_ message: KafkaMessage, nowMs: Int64) -> Triage {
         let record: RetryRecord
         do {
             record = try MessageCoding.decode(RetryRecord.self, from: message.value)
@@ -56,19 +58,16 @@ struct MessageTriage: Sendable {
                 submissionId: recovered.submissionId, orderId: recovered.orderId, userId: recovered.userId,
                 attempts: recovered.attempts, nowMs: nowMs)
         }
-        // Re-validate the embedded submission as if it were fresh: retry records can be replayed or hand-written.
+        // Validate the embedded submission by the rules of a fresh one (retry records can be replayed or
+        // hand-written), from the record as decoded: no second encoding or parse.
         let submission: Submission
         do {
-            submission = try Submission.decodeValidated(from: try MessageCoding.encode(record.submission))
-        } catch let error as MalformedSubmission {
+            submission = try record.submission.validated()
+        } catch {
             return malformed(
                 message, problem: "retry record holds an invalid submission: \(error.problem)",
                 submissionId: error.submissionId, orderId: error.orderId, userId: error.userId,
                 clientId: error.clientId, attempts: record.attempts, nowMs: nowMs)
-        } catch {
-            return malformed(
-                message, problem: "retry record is not encodable: \(error)", submissionId: nil, orderId: nil,
-                userId: nil, attempts: record.attempts, nowMs: nowMs)
         }
         let job = VerificationJob(
             submission: submission, message: message, completedRounds: max(record.round, 0),
@@ -77,7 +76,7 @@ struct MessageTriage: Sendable {
     }
 
     private func malformed(
-        _ message: InputMessage, problem: String, submissionId: String?, orderId: String?, userId: String?,
+        _ message: KafkaMessage, problem: String, submissionId: String?, orderId: String?, userId: String?,
         clientId: String? = nil, attempts: Int, nowMs: Int64
     ) -> Triage {
         var records = [

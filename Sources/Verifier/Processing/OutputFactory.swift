@@ -1,4 +1,5 @@
 import AppStore
+import Kafka
 import ReceiptModel
 import ServiceSupport
 
@@ -14,7 +15,7 @@ public struct OutputFactory: Sendable {
 
     func result(_ result: VerificationResult, key: [UInt8]?) -> OutgoingRecord {
         OutgoingRecord(
-            kind: .result, topic: topics.results, key: key, value: Self.encode(result),
+            .result(result), topic: topics.results, key: key, value: Self.encode(result),
             headers: [
                 (MessageHeaders.submissionId, result.submissionId), (MessageHeaders.outcome, result.outcome.rawValue),
             ])
@@ -62,61 +63,59 @@ public struct OutputFactory: Sendable {
             key: job.message.key)
     }
 
-    /// A DLQ record of `message` with its original key and bytes, except bytes over `InputMessage.maximumValueBytes`
+    /// A DLQ record of `message` with its original key and bytes, except bytes over `MessageLimits.maximumValueBytes`
     /// (not copied: `message` says where the original is).
     public func deadLetter(
-        message: InputMessage, submissionId: String?, reason: Reason, text: String, appleStatus: Int?, attempts: Int,
+        message: KafkaMessage, submissionId: String?, reason: Reason, text: String, appleStatus: Int?, attempts: Int,
         nowMs: Int64
     ) -> OutgoingRecord {
-        let keepsOriginal = message.value.count <= InputMessage.maximumValueBytes
+        let keepsOriginal = message.value.count <= MessageLimits.maximumValueBytes
         let record = DeadLetterRecord(
             submissionId: submissionId, reason: reason,
             message: keepsOriginal
                 ? text
                 : text + " (the original message, \(message.value.count) bytes, is not copied here: read it at "
                     + "source_topic/source_partition/source_offset)",
-            sourceTopic: message.partition.topic, sourcePartition: Int(message.partition.partition),
+            sourceTopic: message.topic, sourcePartition: Int(message.partition),
             sourceOffset: message.offset, originalKey: message.key, originalValue: keepsOriginal ? message.value : [],
             appleStatus: appleStatus, attempts: attempts, failedAtMs: nowMs)
         var headers: [(name: String, value: String)] = []
         if let submissionId { headers.append((MessageHeaders.submissionId, submissionId)) }
         headers.append((MessageHeaders.dlqReason, reason.rawValue))
         return OutgoingRecord(
-            kind: .deadLetter, topic: topics.deadLetter, key: message.key, value: Self.encode(record), headers: headers)
+            .deadLetter(record), topic: topics.deadLetter, key: message.key, value: Self.encode(record),
+            headers: headers)
     }
 
     /// `record` (a DLQ record Kafka refused as too large) without the original bytes: `original_value` is empty and
     /// `message` says why; the source topic, partition and offset still identify the original message.
     /// - Returns: nil when `record` is not a DLQ record or already carries no original bytes (nothing to drop).
     func deadLetterWithoutOriginal(_ record: OutgoingRecord) -> OutgoingRecord? {
-        guard record.kind == .deadLetter,
-            var dead = try? MessageCoding.decode(DeadLetterRecord.self, from: record.value),
-            !dead.originalValue.isEmpty
-        else { return nil }
+        guard case .deadLetter(var dead) = record.payload, !dead.originalValue.isEmpty else { return nil }
         dead.message +=
             " (the original message, \(Self.base64Length(dead.originalValue)) bytes, was too large to keep "
             + "here: read it at source_topic/source_partition/source_offset)"
         dead.originalValue = ""
         return OutgoingRecord(
-            kind: .deadLetter, topic: record.topic, key: record.key, value: Self.encode(dead), headers: record.headers)
+            .deadLetter(dead), topic: record.topic, key: record.key, value: Self.encode(dead), headers: record.headers)
     }
 
     /// The final failure of a submission whose retry record Kafka refused as too large: a DLQ record without the
     /// original bytes plus a `failed` / `apple_unavailable` result, as after the last round.
     /// - Parameter source: the consumed message the retry record was written for (its offset identifies it).
-    /// - Returns: nil when `record` is not a readable retry record.
+    /// - Returns: nil when `record` is not a retry record.
     func finalFailure(ofOversizedRetry record: OutgoingRecord, source: MessageTicket, nowMs: Int64)
         -> [OutgoingRecord]?
     {
-        guard record.kind == .retry, let retry = try? MessageCoding.decode(RetryRecord.self, from: record.value) else {
-            return nil
-        }
+        guard case .retry(let retry) = record.payload else { return nil }
         let submission = retry.submission
         let text =
             "no verdict from Apple after \(retry.round) rounds (\(retry.attempts) calls): \(retry.lastError); "
             + "no further round: its retry record (\(record.value.count) bytes) is larger than Kafka accepts"
         let dead = deadLetter(
-            message: InputMessage(partition: source.partition, offset: source.offset, key: record.key, value: []),
+            message: KafkaMessage(
+                topic: source.partition.topic, partition: source.partition.partition, offset: source.offset,
+                key: record.key, value: []),
             submissionId: submission.submissionId, reason: .appleUnavailable,
             text: text + " (the original message was too large to keep here: read it at source_topic/"
                 + "source_partition/source_offset)",
@@ -136,7 +135,7 @@ public struct OutputFactory: Sendable {
     /// `event-id` and `event-type` headers.
     public func event(_ notification: NotificationEvent) -> OutgoingRecord {
         OutgoingRecord(
-            kind: .event, topic: topics.events, key: notification.key,
+            .event(notification.event), topic: topics.events, key: notification.key,
             value: PurchaseEventJSON.encode(notification.event),
             headers: [
                 (MessageHeaders.eventId, notification.event.eventId),
@@ -146,7 +145,7 @@ public struct OutputFactory: Sendable {
 
     func retry(_ record: RetryRecord, key: [UInt8]?) -> OutgoingRecord {
         OutgoingRecord(
-            kind: .retry, topic: topics.retry, key: key, value: Self.encode(record),
+            .retry(record), topic: topics.retry, key: key, value: Self.encode(record),
             headers: [(MessageHeaders.submissionId, record.submission.submissionId)])
     }
 

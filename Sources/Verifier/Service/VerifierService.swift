@@ -89,28 +89,9 @@ public final class VerifierService: ManagedService {
         CertificateExpiryMetrics.register(
             in: metrics, roots: settings.serverAPI.rootCertificates,
             chainsInUse: { signedData.chainsInUse + submissionSignedData.chainsInUse })
+        // The consumer first (the link is its delegate; the handlers come once the engine exists, before the
+        // consumer starts), so the engine drives the consumer itself, not through the link.
         let link = ConsumerLink(service: "verifier", logger: logger)
-        let engine = VerificationEngine(
-            configuration: VerificationEngine.Configuration(
-                topics: settings.topics, limits: settings.limits, retryPolicy: settings.retryPolicy,
-                breaker: settings.breaker),
-            verifier: AppStoreSubmissionVerifier(verifier: appleVerifier, roundDeadline: settings.roundDeadline),
-            publisher: KafkaRecordPublisher(producer: producer), control: link,
-            clock: DispatchClock(queue: DispatchQueue(label: "verifier-timers")),
-            logger: logger, metrics: VerifierMetrics(registry: metrics),
-            notifications: NotificationProcessor(
-                verifier: signedData, policy: settings.notificationPolicy, catalog: catalog))
-        let revokeTimeout = settings.revokeTimeout
-        link.attach(
-            handlers: ConsumerLink.Handlers(
-                received: { message in
-                    engine.consume(
-                        InputMessage(
-                            partition: message.topicPartition, offset: message.offset, key: message.key,
-                            value: message.value))
-                },
-                assigned: { engine.partitionsAssigned($0) },
-                revoking: { engine.partitionsRevoking($0, timeout: revokeTimeout) }))
         let consumer: KafkaConsumer
         do {
             consumer = try KafkaConsumer(
@@ -122,6 +103,22 @@ public final class VerifierService: ManagedService {
             producer.close(timeout: .seconds(1))
             throw .settings("cannot create the Kafka consumer: \(error.message)")
         }
+        let engine = VerificationEngine(
+            configuration: VerificationEngine.Configuration(
+                topics: settings.topics, limits: settings.limits, retryPolicy: settings.retryPolicy,
+                breaker: settings.breaker),
+            verifier: AppStoreSubmissionVerifier(verifier: appleVerifier, roundDeadline: settings.roundDeadline),
+            publisher: KafkaRecordPublisher(producer: producer), control: consumer,
+            clock: DispatchClock(queue: DispatchQueue(label: "verifier-timers")),
+            logger: logger, metrics: VerifierMetrics(registry: metrics),
+            notifications: NotificationProcessor(
+                verifier: signedData, policy: settings.notificationPolicy, catalog: catalog))
+        let revokeTimeout = settings.revokeTimeout
+        link.attach(
+            handlers: ConsumerLink.Handlers(
+                received: { engine.consume($0) },
+                assigned: { engine.partitionsAssigned($0) },
+                revoking: { engine.partitionsRevoking($0, timeout: revokeTimeout) }))
         link.attach(consumer: consumer)
         self.producer = producer
         self.revocationClient = revocationClient

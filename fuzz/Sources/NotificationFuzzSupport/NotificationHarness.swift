@@ -180,9 +180,8 @@ public enum NotificationHarness {
         {
             FuzzDriver.violated("a refusal's message quotes the signed payload")
         }
-        let message = InputMessage(
-            partition: TopicPartition(topic: factory.topics.notifications, partition: 0), offset: 7, key: nil,
-            value: value)
+        let message = KafkaMessage(
+            topic: factory.topics.notifications, partition: 0, offset: 7, key: nil, value: value)
         let dead = factory.deadLetter(
             message: message, submissionId: nil, reason: rejection.reason, text: rejection.message, appleStatus: nil,
             attempts: 0, nowMs: 1)
