@@ -37,7 +37,7 @@ struct BatchWork {
     }
 
     /// A message decoded once, before the batch reads what it touches.
-    enum Decoded {
+    enum Decoded: Sendable {
         case result(LedgerResult)
         case event(LedgerEvent)
         case unreadable(String)
@@ -71,7 +71,7 @@ struct BatchWork {
         self.nowMs = nowMs
     }
 
-    func decode(_ record: LedgerRecord) -> Decoded {
+    static func decode(_ record: LedgerRecord, topics: LedgerTopics) -> Decoded {
         do {
             return record.topic == topics.results
                 ? .result(try LedgerDecoding.result(record.value)) : .event(try LedgerDecoding.event(record.value))

@@ -22,10 +22,23 @@ public struct LedgerStore: Sendable {
     public func apply(_ records: [LedgerRecord], in session: PostgresSession, nowMs: Int64) throws(PostgresError)
         -> BatchSummary
     {
+        try apply(decoded: records.map(decode), in: session, nowMs: nowMs)
+    }
+
+    /// `record` with its message decoded, ready for `apply(decoded:)`: decoding needs no database, so the worker
+    /// decodes the next batch while the database applies this one.
+    func decode(_ record: LedgerRecord) -> DecodedRecord {
+        DecodedRecord(record: record, message: BatchWork.decode(record, topics: topics))
+    }
+
+    /// `apply` of records decoded before (`decode`).
+    func apply(decoded records: [DecodedRecord], in session: PostgresSession, nowMs: Int64) throws(PostgresError)
+        -> BatchSummary
+    {
         var work = BatchWork(
             session: session, topics: topics, policy: policy, sandboxPolicy: sandboxPolicy, nowMs: nowMs)
         // Locked in a fixed order, so two instances never wait on each other's partitions in a cycle.
-        let partitions = Set(records.map(\.partitionKey)).sorted()
+        let partitions = Set(records.map(\.record.partitionKey)).sorted()
         var next = try Self.lockOffsets(partitions, in: session)
         if next.count < partitions.count {
             // Partitions never applied from before: their rows first (a concurrent instance may insert them too).
@@ -38,21 +51,20 @@ public struct LedgerStore: Sendable {
             next = try Self.lockOffsets(partitions, in: session)
         }
         let stored = next
-        var fresh: [LedgerRecord] = []
+        var fresh: [DecodedRecord] = []
         fresh.reserveCapacity(records.count)
-        for record in records {
-            let partition = record.partitionKey
-            guard let expected = next[partition], record.offset >= expected else {
+        for decoded in records {
+            let partition = decoded.record.partitionKey
+            guard let expected = next[partition], decoded.record.offset >= expected else {
                 work.summary.alreadyApplied += 1
                 continue
             }
-            fresh.append(record)
-            next[partition] = record.offset + 1
+            fresh.append(decoded)
+            next[partition] = decoded.record.offset + 1
         }
-        let decoded = fresh.map(work.decode)
-        try work.prefetch(decoded)
-        for (record, message) in zip(fresh, decoded) {
-            try work.apply(record, message)
+        try work.prefetch(fresh.map(\.message))
+        for decoded in fresh {
+            try work.apply(decoded.record, decoded.message)
         }
         let moved = next.filter { stored[$0.key] != $0.value }.sorted { $0.key < $1.key }
         if !moved.isEmpty {
@@ -104,6 +116,12 @@ public struct LedgerStore: Sendable {
         }
         return offsets
     }
+}
+
+/// A consumed message and its decoded form (`LedgerStore.decode`).
+struct DecodedRecord: Sendable {
+    let record: LedgerRecord
+    let message: BatchWork.Decoded
 }
 
 extension LedgerStore {
