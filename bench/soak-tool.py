@@ -190,6 +190,10 @@ def command_sample(args):
     counters = ["accepted_total", "results_total", "applied_total", "events_total"]
     columns += ["verifier_lag", "ledger_lag", "ledger_metric_lag"] + counters
     columns += ["accepted_per_s", "results_per_s", "applied_per_s", "load1", "cpu_machine_pct", "cpu_other_pct"]
+    # The ingest's verdict index, to tell a growing structure from the allocator's high-water mark in its memory.
+    index_gauges = ["ingest_result_index_entries", "ingest_result_index_bytes", "ingest_result_index_pending",
+                    "ingest_result_waiting_requests"]
+    columns += index_gauges
     start = time.monotonic()
     previous_time, previous_counts, previous_busy = None, None, machine_busy_ticks()
     with open(args.out, "w", buffering=1) as out:
@@ -234,6 +238,8 @@ def command_sample(args):
             other = max(busy - previous_busy - ours - self_ticks, 0) / TICKS / elapsed * 100 if elapsed else 0.0
             previous_busy = busy
             row += [f"{os.getloadavg()[0]:.2f}", f"{machine:.0f}", f"{other:.0f}"]
+            row += ["" if ingest_samples is None else str(int(chaos.metric_sum(ingest_samples, gauge)))
+                    for gauge in index_gauges]
             out.write(",".join(row) + "\n")
             previous_time, previous_counts = now, counts
             deadline = now + args.interval
