@@ -107,12 +107,17 @@ public struct LedgerStore: Sendable {
     public static func storedOffsets(_ partitions: [TopicPartition], in session: PostgresSession) throws(PostgresError)
         -> [TopicPartition: Int64]
     {
+        guard !partitions.isEmpty else { return [:] }
+        // One statement for the whole assignment (a group of many partitions asks once, not once per partition).
+        let rows = try session.execute(
+            """
+            SELECT c.topic, c.partition, c.next_offset FROM consumer_offsets c
+            JOIN unnest($1::text[], $2::int[]) AS u(t, p) ON c.topic = u.t AND c.partition = u.p
+            """, [.textArray(partitions.map(\.topic)), .textArray(partitions.map { String($0.partition) })]
+        ).rows
         var offsets: [TopicPartition: Int64] = [:]
-        for partition in partitions {
-            let result = try session.execute(
-                "SELECT next_offset FROM consumer_offsets WHERE topic = $1 AND partition = $2",
-                [.text(partition.topic), .int(Int64(partition.partition))])
-            if let row = result.rows.first { offsets[partition] = try row.int64(0) }
+        for row in rows {
+            offsets[TopicPartition(topic: try row.string(0), partition: Int32(try row.int64(1)))] = try row.int64(2)
         }
         return offsets
     }
