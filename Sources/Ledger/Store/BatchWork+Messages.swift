@@ -140,7 +140,8 @@ extension BatchWork {
 
     /// `RESCIND_CONSENT`: a parent or guardian withdrew consent for the app download `app_transaction_id`; the owners
     /// of the purchases made under it no longer consent to share consumption data (`consents.consented` false, the
-    /// row kept for the audit), unless they consented again after Apple signed the rescind (`ConsentRules`).
+    /// row kept for the audit), unless they consented again after Apple signed the rescind (`ConsentRules`). The
+    /// consents are locked as they are read, so a consent given through the API meanwhile waits and is not undone.
     /// Purchases credited earlier in this batch count (their downloads are written first). An event without an app
     /// transaction ties to no purchase: nothing to do.
     private mutating func withdrawConsent(_ event: LedgerEvent) throws(PostgresError) -> [String] {
@@ -151,6 +152,7 @@ extension BatchWork {
             SELECT user_id, consented, updated_at_ms FROM consents WHERE user_id IN (
                 SELECT p.owner FROM purchase_app_transactions a JOIN purchases p ON p.credit_key = a.credit_key
                 WHERE a.app_transaction_id = $1 AND p.owner IS NOT NULL)
+            ORDER BY user_id FOR UPDATE
             """, [.text(appTransactionId)])
         var withdrawn: [String] = []
         for row in consents.rows {
