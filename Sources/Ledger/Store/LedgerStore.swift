@@ -89,30 +89,24 @@ public struct LedgerStore: Sendable {
     private static func lockOffsets(_ partitions: [TopicPartition], in session: PostgresSession) throws(PostgresError)
         -> [TopicPartition: Int64]
     {
-        let rows = try session.execute(
-            """
-            SELECT c.topic, c.partition, c.next_offset FROM consumer_offsets c
-            JOIN unnest($1::text[], $2::int[]) AS u(t, p) ON c.topic = u.t AND c.partition = u.p
-            ORDER BY c.topic, c.partition FOR UPDATE OF c
-            """, [.textArray(partitions.map(\.topic)), .textArray(partitions.map { String($0.partition) })]
-        ).rows
-        var offsets: [TopicPartition: Int64] = [:]
-        for row in rows {
-            offsets[TopicPartition(topic: try row.string(0), partition: Int32(try row.int64(1)))] = try row.int64(2)
-        }
-        return offsets
+        try offsets(partitions, in: session, clause: "ORDER BY c.topic, c.partition FOR UPDATE OF c")
     }
 
-    /// The stored next offsets of `partitions` (absent: nothing applied from that partition yet).
+    /// The stored next offsets of `partitions` (absent: nothing applied from that partition yet), in one statement.
     public static func storedOffsets(_ partitions: [TopicPartition], in session: PostgresSession) throws(PostgresError)
         -> [TopicPartition: Int64]
     {
+        try offsets(partitions, in: session, clause: "")
+    }
+
+    private static func offsets(_ partitions: [TopicPartition], in session: PostgresSession, clause: String)
+        throws(PostgresError) -> [TopicPartition: Int64]
+    {
         guard !partitions.isEmpty else { return [:] }
-        // One statement for the whole assignment (a group of many partitions asks once, not once per partition).
         let rows = try session.execute(
             """
             SELECT c.topic, c.partition, c.next_offset FROM consumer_offsets c
-            JOIN unnest($1::text[], $2::int[]) AS u(t, p) ON c.topic = u.t AND c.partition = u.p
+            JOIN unnest($1::text[], $2::int[]) AS u(t, p) ON c.topic = u.t AND c.partition = u.p \(clause)
             """, [.textArray(partitions.map(\.topic)), .textArray(partitions.map { String($0.partition) })]
         ).rows
         var offsets: [TopicPartition: Int64] = [:]
