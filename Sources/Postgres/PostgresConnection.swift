@@ -230,13 +230,18 @@ public struct PostgresSession {
             throw PostgresError(sqlState: nil, message: "not a COPY FROM STDIN: \(sql)", isConnectionBroken: false)
         }
         PQclear(started)
-        let data = rows.finished
-        let sent = data.withUnsafeBufferPointer { buffer in
-            buffer.withMemoryRebound(to: CChar.self) { chars in
-                PQputCopyData(connection, chars.baseAddress, Int32(chars.count))
-            }
+        func send(_ bytes: [UInt8]) -> Bool {
+            bytes.withUnsafeBufferPointer { buffer in
+                buffer.withMemoryRebound(to: CChar.self) { PQputCopyData(connection, $0.baseAddress, Int32($0.count)) }
+            } == 1
         }
-        guard sent == 1, PQputCopyEnd(connection, nil) == 1 else { throw brokenOr("cannot send the copy data") }
+        guard send(rows.bytes), send(PostgresCopyRows.trailer), PQputCopyEnd(connection, nil) == 1 else {
+            // The connection is still in its COPY state: nothing else can run on it, so it is given up.
+            let message = PQerrorMessage(connection).map { String(cString: $0) } ?? ""
+            throw PostgresError(
+                sqlState: nil, message: "cannot send the copy data: \(message.trimmingTrailingNewlines())",
+                isConnectionBroken: true)
+        }
         var outcome: Result<Int, PostgresError> = .failure(
             PostgresError(sqlState: nil, message: "the copy ended without a result", isConnectionBroken: false))
         var first = true

@@ -40,12 +40,8 @@ public struct PostgresCopyRows: Sendable {
         bytes.append(value ? 1 : 0)
     }
 
-    /// The copy data with its trailer.
-    var finished: [UInt8] {
-        var data = bytes
-        data.append(contentsOf: [0xFF, 0xFF])
-        return data
-    }
+    /// What ends the copy data, sent after `bytes`: a field count of -1.
+    static let trailer: [UInt8] = [0xFF, 0xFF]
 
     private mutating func null() { append(UInt32(bitPattern: -1)) }
 
