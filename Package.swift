@@ -29,9 +29,11 @@ let package = Package(
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        // glibc's <malloc.h> (mallinfo2 for the process metrics): part of libc, nothing to install.
+        .systemLibrary(name: "CMalloc"),
 
         // MARK: Libraries
-        .target(name: "ServiceSupport"),
+        .target(name: "ServiceSupport", dependencies: ["CMalloc"]),
         // The only Swift code over librdkafka: one client class (`RDKafkaClient`) owns the handle and every
         // rd_kafka_* call, plus the value types (KafkaError, TopicPartition, KafkaMessage, ...) that Kafka re-exports.
         .target(name: "RDKafka", dependencies: ["CRdKafka", "ServiceSupport"]),

@@ -118,6 +118,12 @@ class Judge:
         for process in args.judge:
             after = [row for row in rows if float(row["t_s"]) >= warmups.get(process, args.warmup)]
             memory = self.trend(after, f"{process}_rss_mb", lambda level, span: args.max_mb_per_hour)
+            # The heap in use (where the service reports it) tells a leak from the allocator keeping freed memory.
+            heap = self.trend(after, f"{process}_heap_mb", lambda level, span: args.max_mb_per_hour)
+            if not memory[1] and heap[2] and not heap[0].startswith("not judged"):
+                memory = (memory[0] + (" while the heap in use grows too (a leak)" if not heap[1] else
+                                       " while the heap in use stays flat (the allocator's free memory: "
+                                       "fragmentation, not a leak)"), memory[1], memory[2])
 
             def count_allowance(level, span):
                 return max(2.0, 0.05 * level) / (span / 3600) if span > 0 else math.inf
@@ -128,7 +134,7 @@ class Judge:
             fds_ok &= fds[1]
             threads_ok &= threads[1]
             cpu = mean(float(row[f"{process}_cpu_pct"]) for row in after if row.get(f"{process}_cpu_pct"))
-            self.process_rows.append((process, warmups.get(process, args.warmup), memory, fds, threads, cpu))
+            self.process_rows.append((process, warmups.get(process, args.warmup), memory, heap, fds, threads, cpu))
         processes = ", ".join(args.judge)
         self.add("memory: slope over the last two thirds", f"see the table ({processes})",
                  f"{args.max_mb_per_hour:g} MB/h, or a step that then stays flat", memory_ok)
@@ -231,9 +237,9 @@ def command_report(args):
         out.append(f"| {criterion} | {measured} | {bound} | **{verdict}** |")
     out.append("\n## Per process (after its warm-up; window = the last two thirds of those samples)\n")
     out.append("| process | warm-up | memory MB, first → last third | slope MB/h (window / its last half) | memory "
-               "| fds (trend/h) | threads (trend/h) | CPU % of a core |")
-    out.append("|---|---|---|---|---|---|---|---|")
-    for process, warmup, memory, fds, threads, cpu in judge.process_rows:
+               "| heap in use MB (slope/h) | fds (trend/h) | threads (trend/h) | CPU % of a core |")
+    out.append("|---|---|---|---|---|---|---|---|---|")
+    for process, warmup, memory, heap, fds, threads, cpu in judge.process_rows:
         m = memory[2]
 
         def short(result):
@@ -246,12 +252,15 @@ def command_report(args):
         out.append(f"| {process} | {warmup:.0f} s | "
                    + (f"{m['first']:.1f} → {m['last']:.1f} | {m['slope']:+.2f} / {m['late_slope']:+.2f} | "
                       if m else "– | – | ")
-                   + f"{'PASS' if memory[1] else 'FAIL'}: {memory[0]} | {short(fds)} | {short(threads)} | "
+                   + f"{'PASS' if memory[1] else 'FAIL'}: {memory[0]} | {short(heap)} | {short(fds)} | "
+                   + f"{short(threads)} | "
                    + ("–" if math.isnan(cpu) else f"{cpu:.0f}") + " |")
     out.append("\nPostgreSQL is sampled as the postmaster with all its processes: memory is the proportional share "
                "(Pss) of their private mappings summed, its shared buffer pool apart (mapped by every process, a "
                "fixed size that fills as the tables grow: `postgres_shared_mb` in the samples); threads are its "
-               "processes. The other services' memory is their RSS.\n")
+               "processes. The other services' memory is their RSS; their heap in use is glibc's count of the bytes they "
+               "hold from malloc (`process_heap_in_use_bytes`): a leak grows it, while resident memory that grows "
+               "with the heap in use flat is the allocator keeping freed memory.\n")
     out.append("## The independent check (bench/chaos-tool.py check)\n")
     out.append("```")
     out.append(check_text.rstrip())

@@ -194,6 +194,12 @@ def command_sample(args):
     index_gauges = ["ingest_result_index_entries", "ingest_result_index_bytes", "ingest_result_index_pending",
                     "ingest_result_waiting_requests"]
     columns += index_gauges
+    # Each service's heap in use (glibc's mallinfo2, process_heap_in_use_bytes): a leak grows it; resident memory
+    # that grows while it stays flat is the allocator keeping freed memory (fragmentation settling).
+    heap_sources = ([("ingest", args.ingest)] if args.ingest else []) \
+        + [(f"verifier{n}", url) for n, url in enumerate(args.verifier, start=1)] \
+        + [(f"ledger{n}", url) for n, url in enumerate(args.ledger, start=1)]
+    columns += [f"{name}_heap_mb" for name, _ in heap_sources]
     start = time.monotonic()
     previous_time, previous_counts, previous_busy = None, None, machine_busy_ticks()
     with open(args.out, "w", buffering=1) as out:
@@ -240,6 +246,13 @@ def command_sample(args):
             row += [f"{os.getloadavg()[0]:.2f}", f"{machine:.0f}", f"{other:.0f}"]
             row += ["" if ingest_samples is None else str(int(chaos.metric_sum(ingest_samples, gauge)))
                     for gauge in index_gauges]
+            scraped = dict(zip(args.verifier, verifier_samples)) | dict(zip(args.ledger, ledger_samples))
+            if args.ingest:
+                scraped[args.ingest] = ingest_samples
+            for _, url in heap_sources:
+                samples = scraped.get(url)
+                heap = None if samples is None else chaos.metric_sum(samples, "process_heap_in_use_bytes")
+                row.append("" if heap is None else f"{heap / 1048576:.1f}")
             out.write(",".join(row) + "\n")
             previous_time, previous_counts = now, counts
             deadline = now + args.interval

@@ -1,8 +1,12 @@
+import CMalloc
 import Foundation
 
 /// The standard `process_*` metrics of a Prometheus client (resident and virtual memory, open and maximum file
 /// descriptors, CPU seconds, start time, threads), read from `/proc/self` on each scrape. On systems without `/proc`
-/// the families stay empty.
+/// the families stay empty. Two more tell a leak from the allocator's high-water mark: the bytes the program holds
+/// from malloc (`process_heap_in_use_bytes`) and the freed bytes the allocator keeps instead of returning them to the
+/// system (`process_heap_free_bytes`); resident memory that grows while the heap in use stays flat is fragmentation
+/// settling, not a leak.
 public enum ProcessMetrics {
     /// Registers the `process_*` families in `registry` (once per registry; a second call replaces the first).
     public static func register(in registry: MetricsRegistry) {
@@ -36,6 +40,18 @@ public enum ProcessMetrics {
             // The directory listing holds a descriptor of its own while it is read.
             return [([], Double(max(entries.count - 1, 0)))]
         }
+        registry.collect("process_heap_in_use_bytes",
+                         help: "Bytes allocated with malloc and not freed (glibc mallinfo2: uordblks + hblkhd).",
+                         kind: .gauge) {
+            let heap = Self.heap()
+            return [([], heap.inUseBytes)]
+        }
+        registry.collect("process_heap_free_bytes",
+                         help: "Freed bytes the allocator keeps in its arenas (glibc mallinfo2: fordblks).",
+                         kind: .gauge) {
+            let heap = Self.heap()
+            return [([], heap.freeBytes)]
+        }
         registry.collect("process_max_fds", help: "Maximum number of open file descriptors.", kind: .gauge) {
             var limit = rlimit()
             guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return [] }
@@ -64,6 +80,17 @@ public enum ProcessMetrics {
         else { return nil }
         return Stat(userTicks: user, systemTicks: system, threads: threads, startTicks: start, virtualBytes: virtual,
                     residentPages: resident)
+    }
+
+    struct Heap {
+        var inUseBytes: Double
+        var freeBytes: Double
+    }
+
+    /// glibc's allocator statistics, summed over its arenas (it locks each briefly: fine once per scrape).
+    static func heap() -> Heap {
+        let info = mallinfo2()
+        return Heap(inUseBytes: Double(info.uordblks + info.hblkhd), freeBytes: Double(info.fordblks))
     }
 
     /// `btime` of `/proc/stat`: the boot time, seconds since the epoch.

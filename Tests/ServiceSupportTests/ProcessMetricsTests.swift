@@ -34,9 +34,22 @@ import Testing
         #expect(try value("process_max_fds") >= value("process_open_fds"))
         // stdin, stdout and stderr at least (other tests open and close descriptors meanwhile: no exact count).
         #expect(try value("process_open_fds") >= 3)
+        #expect(try value("process_heap_in_use_bytes") > 0)
         let start = try value("process_start_time_seconds")
         let now = Date().timeIntervalSince1970
         #expect(start <= now + 1 && start > now - 86_400 * 365)
     }
 
+    /// The heap in use follows what the program holds: a block kept raises it by the block's size, and freeing it
+    /// lowers it again (the allocator may keep the freed bytes, counted as free, not in use).
+    @Test func theHeapInUseFollowsAllocations() {
+        let before = ProcessMetrics.heap().inUseBytes
+        let block = UnsafeMutableRawPointer.allocate(byteCount: 64 << 20, alignment: 16)
+        let holding = ProcessMetrics.heap().inUseBytes
+        block.deallocate()
+        let after = ProcessMetrics.heap().inUseBytes
+        // Other tests allocate and free meanwhile: margins of 16 MiB around the 64 MiB.
+        #expect(holding - before > Double(48 << 20))
+        #expect(holding - after > Double(48 << 20))
+    }
 }

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The ingest's verdict index turned over many times: results written straight onto the results topic (as the
+# verifiers would, about 1.1 KB each, every one a new submission) while receipt-ingest follows them, its memory read
+# every CHURN_STEP results. Tells the allocator's high-water mark (resident memory that climbs while the index refills
+# its freed space, then stays flat) from a leak (the heap in use climbing with every turnover). The soak's warm-up
+# rests on what this prints.
+#
+#   bench/ingest-index-churn.sh [TURNOVERS (8)]     release build; RESULT_INDEX_MAX_ENTRIES (100000) per turnover
+#
+# Prints one row per half turnover: results written, index entries, resident MB, heap in use MB, heap free MB.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+TURNOVERS="${1:-8}"
+ENTRIES="${RESULT_INDEX_MAX_ENTRIES:-100000}"
+STEP=$((ENTRIES / 2))
+CHUNK=10000
+for tool in kcat curl python3; do
+    command -v "$tool" >/dev/null || { echo "$tool is not installed (make deps)" >&2; exit 1; }
+done
+
+source bench/lib.sh
+bench_build embedded-kafka receipt-ingest
+bench_workspace
+
+"$BIN/embedded-kafka" --topics "iap.receipts.submitted:16,iap.receipts.results:16" >"$WORK/kafka.out" \
+    2>"$WORK/kafka.log" &
+PIDS+=($!)
+BOOTSTRAP="$(wait_for_line "$WORK/kafka.out" KAFKA_BOOTSTRAP_SERVERS)" || { cat "$WORK/kafka.log" >&2; exit 1; }
+PORT="$(free_port)"
+env "KAFKA_BOOTSTRAP_SERVERS=$BOOTSTRAP" "INGEST_LISTEN=127.0.0.1:$PORT" "RESULT_INDEX_MAX_ENTRIES=$ENTRIES" \
+    "$BIN/receipt-ingest" 2>"$WORK/ingest.log" &
+INGEST_PID=$!
+PIDS+=("$INGEST_PID")
+for _ in $(seq 1 300); do curl -fs -o /dev/null "http://127.0.0.1:$PORT/readyz" && break; sleep 0.1; done
+
+# One series of the ingest's /metrics (the name with its labels, as printed), in MB (or as it is with "count").
+metric() {
+    curl -fs "http://127.0.0.1:$PORT/metrics" | awk -v name="$1" -v unit="${2:-MB}" \
+        '$1 == name { if (unit == "count") printf "%d", $2; else printf "%.1f", $2 / 1048576 }'
+}
+
+# Results for submissions FIRST..FIRST+COUNT-1, one JSON per line, shaped as the verifiers write them.
+results() {
+    python3 - "$1" "$2" <<'EOF'
+import json, sys, time
+first, count = int(sys.argv[1]), int(sys.argv[2])
+now = int(time.time() * 1000)
+for n in range(first, first + count):
+    transaction = {
+        "transaction_id": str(2000000000000000 + n), "original_transaction_id": str(2000000000000000 + n),
+        "product_id": "com.example.game.gems100", "product_type": "consumable", "quantity": 1,
+        "purchase_date_ms": now, "original_purchase_date_ms": now, "expires_date_ms": None,
+        "revocation_date_ms": None, "revocation_reason": None, "app_account_token": None,
+        "web_order_line_item_id": None, "in_app_ownership_type": "PURCHASED", "credit_key": f"{n:064x}",
+        "creditable": True, "credit": {"item": "gems", "amount": 100}, "revocation_percentage": None,
+        "is_upgraded": False, "storefront": "USA", "currency": "USD", "price": 990000, "offer_type": None}
+    print(json.dumps({
+        "schema_version": 1, "submission_id": f"churn-{n:012d}", "order_id": None, "user_id": f"user-{n % 1000}",
+        "client_id": None, "outcome": "verified", "reason": None, "source": "signed_transaction", "message": None,
+        "apple_status": None, "environment": "Production", "bundle_id": "com.example.game",
+        "transactions": [transaction], "submission_fingerprint": f"{n:064x}", "attempts": 1, "verified_at_ms": now,
+    }, separators=(",", ":")))
+EOF
+}
+
+echo "RESULT_INDEX_MAX_ENTRIES=$ENTRIES, $TURNOVERS turnovers; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%10s %10s %12s %14s %14s\n' results entries resident_MB heap_in_use_MB heap_free_MB
+written=0
+total=$((ENTRIES * TURNOVERS))
+while [ "$written" -lt "$total" ]; do
+    results "$written" "$CHUNK" >"$WORK/chunk"
+    kcat -P -b "$BOOTSTRAP" -t iap.receipts.results -l "$WORK/chunk" 2>>"$WORK/kcat.log"
+    written=$((written + CHUNK))
+    if [ $((written % STEP)) -eq 0 ]; then
+        # Let the ingest index what was written before reading its memory.
+        for _ in $(seq 1 100); do
+            [ "$(metric 'ingest_result_messages_total{result="indexed"}' count)" -ge "$written" ] && break
+            sleep 0.1
+        done
+        printf '%10d %10s %12s %14s %14s\n' "$written" "$(metric ingest_result_index_entries count)" \
+            "$(metric process_resident_memory_bytes)" "$(metric process_heap_in_use_bytes)" \
+            "$(metric process_heap_free_bytes)"
+    fi
+done
