@@ -10,7 +10,8 @@ import ServiceSupport
 /// In order: `--help`/`-h` prints `helpText` and exits 0; any other argument is bad usage (exit 2: settings come from
 /// the environment); the settings are read (a `ConfigurationError` is logged with its variable, exit 2); the ignored
 /// Kubernetes service-link variables are logged once; SIGPIPE is ignored (a client or scraper going away mid-response
-/// gives EPIPE, not death); `<prefix>_build_info` is registered; the service is made and started (a
+/// gives EPIPE, not death); `<prefix>_build_info` and the process metrics are registered, and the allocator's free
+/// memory is given back at intervals (`AllocatorTrim`); the service is made and started (a
 /// `ServiceStartupError` exits with its status); then, on the first SIGTERM or SIGINT, `drain(within: drainBound)`
 /// and exit 0 (a second signal exits 1 at once: `ShutdownSignal`).
 public enum ServiceMain {
@@ -42,6 +43,7 @@ public enum ServiceMain {
         BuildInfo.register(
             in: metrics, prefix: metricsPrefix, libraries: [("librdkafka_version", KafkaLibrary.version)])
         ProcessMetrics.register(in: metrics)
+        let allocatorTrim = AllocatorTrim()
 
         let service: any ManagedService
         do {
@@ -57,7 +59,7 @@ public enum ServiceMain {
             service.drain(within: service.drainBound)
             exit(0)
         }
-        withExtendedLifetime(shutdown) {
+        withExtendedLifetime((shutdown, allocatorTrim)) {
             dispatchMain()
         }
     }

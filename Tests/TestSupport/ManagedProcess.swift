@@ -17,6 +17,8 @@ public final class ManagedProcess: Sendable {
         var stderrLines: [String] = []
         var stdoutPartial: [UInt8] = []
         var stderrPartial: [UInt8] = []
+        /// Streams whose end of file was read: once both are, every byte the process wrote has been captured.
+        var streamsEnded = 0
     }
 
     /// Starts `executable` (a path; see `TestBinaries.path`) with the test runner's environment plus `environment`.
@@ -43,10 +45,10 @@ public final class ManagedProcess: Sendable {
         self.process = process
 
         stdout.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            self?.append(handle.availableData, toStandardError: false)
+            self?.read(handle, toStandardError: false)
         }
         stderr.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            self?.append(handle.availableData, toStandardError: true)
+            self?.read(handle, toStandardError: true)
         }
         try process.run()
     }
@@ -64,8 +66,18 @@ public final class ManagedProcess: Sendable {
     public var stdoutLines: [String] { captured.withLock { $0.stdoutLines } }
     public var stderrLines: [String] { captured.withLock { $0.stderrLines } }
 
+    /// Captures what `handle` has; at its end of file (empty data) stops reading it and counts the stream ended.
+    private func read(_ handle: FileHandle, toStandardError: Bool) {
+        let data = handle.availableData
+        guard !data.isEmpty else {
+            handle.readabilityHandler = nil
+            captured.withLock { $0.streamsEnded += 1 }
+            return
+        }
+        append(data, toStandardError: toStandardError)
+    }
+
     private func append(_ data: Data, toStandardError: Bool) {
-        guard !data.isEmpty else { return }
         if toStandardError { logHandle?.write(data) }
         captured.withLock { captured in
             var partial = toStandardError ? captured.stderrPartial : captured.stdoutPartial
@@ -138,6 +150,10 @@ public final class ManagedProcess: Sendable {
         }
         // `isRunning` turns false before Foundation has reaped the status on some paths; waitUntilExit settles it.
         process.waitUntilExit()
+        // The exit can be seen before the readers have taken the last output: wait for both ends of file.
+        while captured.withLock({ $0.streamsEnded }) < 2, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
         return process.terminationStatus
     }
 
