@@ -1,11 +1,10 @@
 import Foundation
-import ReceiptModel
+import ServiceSupport
 
-/// The JSON `receipt-admin` prints (`--json`) and writes in audit lines: ReceiptModel's value type (SignedData has a
-/// `JSONValue` of its own).
-public typealias AdminJSON = ReceiptModel.JSONValue
+/// The JSON `receipt-admin` prints (`--json`) and writes in audit lines.
+public typealias AdminJSON = JSONValue
 
-extension ReceiptModel.JSONValue {
+extension JSONValue {
     /// A string, or null.
     static func text(_ value: String?) -> AdminJSON { value.map(AdminJSON.string) ?? .null }
     /// An integer, or null.
@@ -18,12 +17,6 @@ extension ReceiptModel.JSONValue {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         guard let data = try? encoder.encode(self) else { return "null" }
         return String(decoding: data, as: UTF8.self)
-    }
-
-    /// The member `key` of an object.
-    public subscript(key: String) -> AdminJSON? {
-        if case .object(let members) = self { return members[key] }
-        return nil
     }
 }
 
