@@ -2,14 +2,12 @@ import Foundation
 import ServiceSupport
 
 /// The JSON `receipt-admin` prints (`--json`) and writes in audit lines.
-public typealias AdminJSON = JSONValue
-
 extension JSONValue {
     /// A string, or null.
-    static func text(_ value: String?) -> AdminJSON { value.map(AdminJSON.string) ?? .null }
+    static func text(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
     /// An integer, or null.
-    static func int(_ value: Int64?) -> AdminJSON { value.map(AdminJSON.integer) ?? .null }
-    static func int(_ value: Int?) -> AdminJSON { value.map { AdminJSON.integer(Int64($0)) } ?? .null }
+    static func int(_ value: Int64?) -> JSONValue { value.map(JSONValue.integer) ?? .null }
+    static func int(_ value: Int?) -> JSONValue { value.map { JSONValue.integer(Int64($0)) } ?? .null }
 
     /// One line of JSON, keys sorted.
     public var line: String {
