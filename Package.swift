@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "SignedData", targets: ["SignedData"]),
         .library(name: "Crypto", targets: ["Crypto"]),
         .library(name: "Verifier", targets: ["Verifier"]),
+        .library(name: "ServiceSupport", targets: ["ServiceSupport"]),
     ],
     targets: [
         // MARK: C system libraries (Debian 12 packages)
@@ -44,7 +45,7 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "ServiceSupport"]),
         // The only Swift code over libpq: connections, parameterized statements, transactions, typed rows.
         .target(name: "Postgres", dependencies: ["CPostgres", "ServiceSupport"]),
-        .target(name: "ReceiptModel", dependencies: ["Crypto"]),
+        .target(name: "ReceiptModel", dependencies: ["Crypto", "ServiceSupport"]),
         // The only Swift code over OpenSSL: digests, certificates, chain validation, EC keys, PKCS#7, test PKI.
         .target(name: "Crypto", dependencies: ["COpenSSL"]),
         // JWS (StoreKit 2 / Server API / notifications), the API token and legacy receipts, above Crypto.
@@ -151,7 +152,9 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(
             name: "AppStoreTests",
-            dependencies: ["AppStore", "FakeAppStore", "ReceiptModel", "TestSupport", "SignedData", "Crypto"],
+            dependencies: [
+                "AppStore", "FakeAppStore", "ReceiptModel", "ServiceSupport", "TestSupport", "SignedData", "Crypto",
+            ],
             exclude: ["Fixtures"]),
         .testTarget(
             name: "IngestTests",
@@ -159,8 +162,8 @@ let package = Package(
         .testTarget(
             name: "VerifierTests",
             dependencies: [
-                "Verifier", "AppStore", "HTTPServer", "Kafka", "ReceiptModel", "ServiceRuntime", "TestSupport",
-                "SignedData", "Crypto", "FakeAppStore",
+                "Verifier", "AppStore", "HTTPServer", "Kafka", "ReceiptModel", "ServiceRuntime", "ServiceSupport",
+                "TestSupport", "SignedData", "Crypto", "FakeAppStore",
             ]),
         .testTarget(name: "ReplayTests", dependencies: ["Replay", "ReceiptModel"]),
         .testTarget(

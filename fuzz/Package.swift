@@ -16,7 +16,7 @@ let package = Package(
             dependencies: ["FuzzSupport", .product(name: "ReceiptModel", package: "receipt-verification")]),
         .executableTarget(
             name: "fuzz-lean-json",
-            dependencies: ["FuzzSupport", .product(name: "ReceiptModel", package: "receipt-verification")]),
+            dependencies: ["FuzzSupport", .product(name: "ServiceSupport", package: "receipt-verification")]),
         .executableTarget(
             name: "fuzz-verifyreceipt-response",
             dependencies: ["FuzzSupport", .product(name: "AppStore", package: "receipt-verification")]),

@@ -1,6 +1,7 @@
 import AppStore
 import Foundation
 import ReceiptModel
+import ServiceSupport
 
 /// What every subcommand works with: the client, the retrying caller, the signed-data check, the app asked about,
 /// and the ledger when `LEDGER_URL` is set.
@@ -25,7 +26,7 @@ public struct AdminContext: Sendable {
     public var environment: AppStoreEnvironment { caller.environment }
 
     /// The report of a call that failed after its retries.
-    static func failure(_ command: String, _ error: ServerAPIError, fields: [String: AdminJSON] = [:]) -> AdminReport {
+    static func failure(_ command: String, _ error: ServerAPIError, fields: [String: JSONValue] = [:]) -> AdminReport {
         .failure(
             command, AdminExitCode.of(error), message: error.message, httpStatus: error.httpStatus,
             errorCode: error.errorCode, fields: fields)
@@ -56,9 +57,9 @@ public struct AdminContext: Sendable {
 
 /// A request body as JSON, for dry runs.
 enum RequestBody {
-    static func json(_ request: some Encodable) -> AdminJSON {
+    static func json(_ request: some Encodable) -> JSONValue {
         guard let body = try? request.serverAPIBody(),
-            let value = try? JSONDecoder().decode(AdminJSON.self, from: Data(body))
+            let value = try? JSONDecoder().decode(JSONValue.self, from: Data(body))
         else { return .null }
         return value
     }

@@ -1,16 +1,13 @@
 import Foundation
-import ReceiptModel
+import ServiceSupport
 
-/// The JSON `receipt-admin` prints (`--json`) and writes in audit lines: ReceiptModel's value type (SignedData has a
-/// `JSONValue` of its own).
-public typealias AdminJSON = ReceiptModel.JSONValue
-
-extension ReceiptModel.JSONValue {
+/// The JSON `receipt-admin` prints (`--json`) and writes in audit lines.
+extension JSONValue {
     /// A string, or null.
-    static func text(_ value: String?) -> AdminJSON { value.map(AdminJSON.string) ?? .null }
+    static func text(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
     /// An integer, or null.
-    static func int(_ value: Int64?) -> AdminJSON { value.map(AdminJSON.integer) ?? .null }
-    static func int(_ value: Int?) -> AdminJSON { value.map { AdminJSON.integer(Int64($0)) } ?? .null }
+    static func int(_ value: Int64?) -> JSONValue { value.map(JSONValue.integer) ?? .null }
+    static func int(_ value: Int?) -> JSONValue { value.map { JSONValue.integer(Int64($0)) } ?? .null }
 
     /// One line of JSON, keys sorted.
     public var line: String {
@@ -18,12 +15,6 @@ extension ReceiptModel.JSONValue {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         guard let data = try? encoder.encode(self) else { return "null" }
         return String(decoding: data, as: UTF8.self)
-    }
-
-    /// The member `key` of an object.
-    public subscript(key: String) -> AdminJSON? {
-        if case .object(let members) = self { return members[key] }
-        return nil
     }
 }
 

@@ -1,3 +1,5 @@
+import ServiceSupport
+
 /// What one subcommand found: an exit code, a readable summary and the same as JSON.
 public struct AdminReport: Sendable, Equatable {
     public var command: String
@@ -5,9 +7,9 @@ public struct AdminReport: Sendable, Equatable {
     /// The summary, line by line.
     public var lines: [String]
     /// The command's members (`command`, `exit_code` and `outcome` are added when rendered).
-    public var fields: [String: AdminJSON]
+    public var fields: [String: JSONValue]
 
-    public init(command: String, exitCode: AdminExitCode, lines: [String], fields: [String: AdminJSON]) {
+    public init(command: String, exitCode: AdminExitCode, lines: [String], fields: [String: JSONValue]) {
         self.command = command
         self.exitCode = exitCode
         self.lines = lines
@@ -17,7 +19,7 @@ public struct AdminReport: Sendable, Equatable {
     /// A failure before or instead of the command's answer (`error` holds what happened and what to do).
     public static func failure(
         _ command: String, _ exitCode: AdminExitCode, message: String, httpStatus: Int? = nil, errorCode: Int? = nil,
-        fields: [String: AdminJSON] = [:]
+        fields: [String: JSONValue] = [:]
     ) -> AdminReport {
         var members = fields
         members["error"] = .object([
@@ -29,7 +31,7 @@ public struct AdminReport: Sendable, Equatable {
     }
 
     /// The JSON object printed with `--json`.
-    public var json: AdminJSON {
+    public var json: JSONValue {
         var members = fields
         members["command"] = .string(command)
         members["exit_code"] = .integer(Int64(exitCode.rawValue))

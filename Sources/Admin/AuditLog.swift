@@ -1,6 +1,7 @@
 import AppStore
 import Foundation
 import ReceiptModel
+import ServiceSupport
 
 /// One App Store Server API attempt, as the audit line says it: which endpoint, in which environment, the attempt
 /// number, Apple's HTTP status and error code, how long it took and whether it is retried. Never a token, an id, a
@@ -32,7 +33,7 @@ public struct AuditEntry: Sendable, Equatable {
 
     /// The audit line: one JSON object.
     public var line: String {
-        AdminJSON.object([
+        JSONValue.object([
             "audit": .string("app_store_server_api"), "endpoint": .string(endpoint.rawValue),
             "method": .string(method.rawValue), "environment": .string(environment.rawValue),
             "attempt": .integer(Int64(attempt)), "http_status": .int(httpStatus), "error_code": .int(errorCode),

@@ -11,7 +11,7 @@ public enum LedgerPurchase: Sendable, Equatable {
     /// The ledger did not answer usably (unreachable, 401, 5xx after retries): what happened.
     case failed(String)
 
-    public var json: AdminJSON {
+    public var json: JSONValue {
         switch self {
         case .found(let owner, let state, let credited, let debited):
             .object([

@@ -1,5 +1,6 @@
 import AppStore
 import ReceiptModel
+import ServiceSupport
 
 /// `lookup-order ORDER_ID`: Look Up Order ID, each transaction verified, with its `credit_key` and, with the
 /// ledger, its state and owner there.
@@ -36,7 +37,7 @@ enum LookupOrder {
         orderId: String, environment: AppStoreEnvironment, orderStatus: Int, transactions: [TransactionFacts],
         ledger: [String: LedgerPurchase]?
     ) -> AdminReport {
-        var fields: [String: AdminJSON] = [
+        var fields: [String: JSONValue] = [
             "order_id": .string(orderId), "environment": .string(environment.rawValue),
             "order_status": .integer(Int64(orderStatus)),
         ]
@@ -50,7 +51,7 @@ enum LookupOrder {
                 fields: fields)
         }
         var lines = ["order \(orderId) (\(environment.rawValue)): \(transactions.count) transaction(s)"]
-        var items: [AdminJSON] = []
+        var items: [JSONValue] = []
         var ledgerFailed = false
         for transaction in transactions {
             lines += transaction.summary

@@ -1,5 +1,6 @@
 import AppStore
 import ReceiptModel
+import ServiceSupport
 
 /// `extend-renewal`, `mass-extend` and `mass-extend-status`: Extend a Subscription Renewal Date, for one
 /// subscription or every active subscriber of a product, and the mass extension's progress. A dry run prints the
@@ -13,7 +14,7 @@ enum RenewalExtensions {
 
     static func dryRun(
         _ command: String, method: HTTPMethod, path: String, environment: AppStoreEnvironment,
-        body: AdminJSON, fields: [String: AdminJSON]
+        body: JSONValue, fields: [String: JSONValue]
     ) -> AdminReport {
         var members = fields
         members["dry_run"] = .bool(true)
@@ -31,7 +32,7 @@ enum RenewalExtensions {
         originalTransactionId: String, _ request: ExtendRenewalDateRequest, dryRun: Bool, _ context: AdminContext
     ) async -> AdminReport {
         let name = "extend-renewal"
-        let fields: [String: AdminJSON] = [
+        let fields: [String: JSONValue] = [
             "original_transaction_id": .string(originalTransactionId),
             "environment": .string(context.environment.rawValue),
             "request_identifier": .string(request.requestIdentifier),
@@ -56,7 +57,7 @@ enum RenewalExtensions {
     /// Exit 3 when Apple answers `success: false`.
     static func extendReport(
         originalTransactionId: String, _ request: ExtendRenewalDateRequest, _ response: ExtendRenewalDateResponse,
-        fields: [String: AdminJSON]
+        fields: [String: JSONValue]
     ) -> AdminReport {
         var members = fields
         let success = response.success == true
@@ -78,7 +79,7 @@ enum RenewalExtensions {
         -> AdminReport
     {
         let name = "mass-extend"
-        let fields: [String: AdminJSON] = [
+        let fields: [String: JSONValue] = [
             "product_id": .string(request.productId), "environment": .string(context.environment.rawValue),
             "request_identifier": .string(request.requestIdentifier),
         ]
@@ -112,7 +113,7 @@ enum RenewalExtensions {
 
     static func status(productId: String, requestIdentifier: String, _ context: AdminContext) async -> AdminReport {
         let name = "mass-extend-status"
-        let fields: [String: AdminJSON] = [
+        let fields: [String: JSONValue] = [
             "product_id": .string(productId), "request_identifier": .string(requestIdentifier),
             "environment": .string(context.environment.rawValue),
         ]
@@ -127,7 +128,7 @@ enum RenewalExtensions {
         }
     }
 
-    static func statusReport(_ response: MassExtendRenewalDateStatusResponse, fields: [String: AdminJSON])
+    static func statusReport(_ response: MassExtendRenewalDateStatusResponse, fields: [String: JSONValue])
         -> AdminReport
     {
         var members = fields

@@ -1,5 +1,6 @@
 import AppStore
 import ReceiptModel
+import ServiceSupport
 
 /// `set-account-token ORIGINAL_TRANSACTION_ID TOKEN`: Set App Account Token; with the ledger, who owns the purchase
 /// there and how it moves (Apple's token does not move it).
@@ -18,7 +19,7 @@ enum SetAccountToken {
                 originalTransactionId: originalTransactionId, request, bundleId: context.bundleId,
                 environment: context.environment, deadline: deadline)
         }
-        let fields: [String: AdminJSON] = [
+        let fields: [String: JSONValue] = [
             "original_transaction_id": .string(originalTransactionId), "app_account_token": .string(token),
             "environment": .string(context.environment.rawValue),
         ]
@@ -57,7 +58,7 @@ enum SetAccountToken {
     static func report(
         originalTransactionId: String, token: String, environment: AppStoreEnvironment, ledger: Owner?
     ) -> AdminReport {
-        var fields: [String: AdminJSON] = [
+        var fields: [String: JSONValue] = [
             "original_transaction_id": .string(originalTransactionId), "app_account_token": .string(token),
             "environment": .string(environment.rawValue), "set": .bool(true),
         ]

@@ -1,5 +1,6 @@
 import AppStore
 import ReceiptModel
+import ServiceSupport
 
 /// `subscription-status TRANSACTION_ID`: Get All Subscription Statuses, every signed transaction and renewal info
 /// verified.
@@ -70,9 +71,9 @@ enum SubscriptionStatus {
     static func report(transactionId: String, environment: AppStoreEnvironment, groups: [Group]) -> AdminReport {
         let count = groups.reduce(0) { $0 + $1.subscriptions.count }
         var lines = ["transaction \(transactionId) (\(environment.rawValue)): \(count) subscription(s)"]
-        let json = groups.map { group -> AdminJSON in
+        let json = groups.map { group -> JSONValue in
             lines.append("group \(group.identifier ?? "-"):")
-            let items = group.subscriptions.map { subscription -> AdminJSON in
+            let items = group.subscriptions.map { subscription -> JSONValue in
                 lines.append(
                     "- \(statusName(subscription.status)) (status \(subscription.status.map(String.init) ?? "-")), "
                         + "original transaction \(subscription.originalTransactionId ?? "-")")

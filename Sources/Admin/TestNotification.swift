@@ -1,6 +1,7 @@
 import AppStore
 import Dispatch
 import ReceiptModel
+import ServiceSupport
 import SignedData
 
 /// `test-notification`: Request a Test Notification, then Get Test Notification Status until Apple reports a send
@@ -26,7 +27,7 @@ enum TestNotification {
             }
             token = value
         }
-        let fields: [String: AdminJSON] = [
+        let fields: [String: JSONValue] = [
             "test_notification_token": .string(token), "environment": .string(context.environment.rawValue),
         ]
         let waitUntil = DispatchTime.now() + .seconds(waitSeconds)

@@ -1,4 +1,5 @@
 import ReceiptModel
+import ServiceSupport
 import SignedData
 
 /// What a support engineer reads of one verified signed transaction, with the `credit_key` the ledger files it
@@ -60,7 +61,7 @@ public struct TransactionFacts: Sendable, Equatable {
 
     public var isRevoked: Bool { revocationDateMs != nil }
 
-    public var json: AdminJSON {
+    public var json: JSONValue {
         .object([
             "transaction_id": .text(transactionId), "original_transaction_id": .text(originalTransactionId),
             "web_order_line_item_id": .text(webOrderLineItemId), "product_id": .text(productId),
@@ -120,11 +121,11 @@ public struct RenewalFacts: Sendable, Equatable {
             gracePeriodExpiresDateMs: payload.gracePeriodExpiresDate)
     }
 
-    public var json: AdminJSON {
+    public var json: JSONValue {
         .object([
             "auto_renew_product_id": .text(autoRenewProductId), "auto_renew_status": .int(autoRenewStatus),
             "renewal_date_ms": .int(renewalDateMs), "expiration_intent": .int(expirationIntent),
-            "is_in_billing_retry_period": isInBillingRetryPeriod.map(AdminJSON.bool) ?? .null,
+            "is_in_billing_retry_period": isInBillingRetryPeriod.map(JSONValue.bool) ?? .null,
             "grace_period_expires_date_ms": .int(gracePeriodExpiresDateMs),
         ])
     }

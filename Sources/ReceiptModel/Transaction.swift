@@ -1,3 +1,5 @@
+import ServiceSupport
+
 /// One normalized Apple transaction, as results and purchase events carry it. Ids are strings, `*_ms` integers,
 /// absent values null. The same purchase has the same `credit_key` whichever source verified it.
 ///

@@ -1,4 +1,5 @@
 import ReceiptModel
+import ServiceSupport
 import Testing
 
 @testable import AppStore

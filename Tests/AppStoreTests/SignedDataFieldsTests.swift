@@ -1,11 +1,12 @@
 import AppStore
 import ReceiptModel
+import ServiceSupport
 import SignedData
 import Testing
 
 /// Signed data's 2025-26 fields (issue 29 item 3) in results: decoded, mapped and judged by the real code.
 @Suite struct SignedDataFieldsTests {
-    static let gems = ReceiptModel.JSONValue.object(["item": .string("gems"), "amount": .integer(100)])
+    static let gems = JSONValue.object(["item": .string("gems"), "amount": .integer(100)])
     static let catalog = ProductCatalog(products: ["gems_100": .init(type: .consumable, credit: gems)])
 
     /// Issue 29 item 3: a signed transaction's 2025-26 fields, through the real decoder and mapping, in the result's
@@ -23,7 +24,7 @@ import Testing
         let carried = VerdictRules.normalize(apple, .production, catalog: Self.catalog)
         #expect(carried.offerDiscountType == "PAY_UP_FRONT" && carried.offerPeriod == "P6M")
         #expect(carried.billingPlanType == "MONTHLY")
-        #expect(carried.commitmentInfo == ReceiptModel.JSONValue.object(["commitmentPeriod": .string("P1Y"), "billingCount": .integer(12)]))
+        #expect(carried.commitmentInfo == JSONValue.object(["commitmentPeriod": .string("P1Y"), "billingCount": .integer(12)]))
         #expect(carried.creditable && carried.notCreditableReason == nil && carried.credit == Self.gems)
         let json = String(decoding: try MessageCoding.encode(carried), as: UTF8.self)
         #expect(json.contains(#""offer_discount_type":"PAY_UP_FRONT""#) && json.contains(#""offer_period":"P6M""#))

@@ -1,6 +1,7 @@
 @testable import Ledger
 import LedgerRules
 import ReceiptModel
+import ServiceSupport
 import Testing
 
 /// Which `credit` objects the ledger applies, and that every other shape is refused rather than guessed.

@@ -47,7 +47,11 @@ struct PayloadDecodingTests {
         #expect(decoded.offerDiscountType == "FREE_TRIAL" && decoded.offerPeriod == "P1W")
         #expect(decoded.revocationType == .familyRevoke)
         #expect(decoded.billingPlanType == "BILLED_UPFRONT")
-        #expect(decoded.commitmentInfo == .object(["commitmentPeriod": .string("P1Y"), "billingCount": .number(12)]))
+        #expect(decoded.commitmentInfo == .object(["commitmentPeriod": .string("P1Y"), "billingCount": .integer(12)]))
+        // A whole number past 2^53 is kept exactly, not rounded through a double.
+        #expect(
+            try transaction(#"{"commitmentInfo":{"id":1234567890123456789}}"#).commitmentInfo
+                == .object(["id": .integer(1_234_567_890_123_456_789)]))
         // Not an object: absent, never a failure.
         #expect(try transaction(#"{"commitmentInfo":"soon","billingPlanType":7}"#).commitmentInfo == nil)
         #expect(try transaction(#"{"commitmentInfo":"soon","billingPlanType":7}"#).billingPlanType == "7")
@@ -118,7 +122,7 @@ struct PayloadDecodingTests {
             "summary":{"requestIdentifier":"r1","succeededCount":5}}
             """.utf8))
         #expect(summary.data == nil)
-        #expect(summary.summary?["succeededCount"] == .number(5))
+        #expect(summary.summary?["succeededCount"] == .integer(5))
         #expect(throws: SignedDataError.self) { try SignedPayloadDecoder.decode(NotificationPayload.self, from: Array("[]".utf8)) }
     }
 }

@@ -2,6 +2,7 @@ import AppStore
 import FakeAppStore
 import Foundation
 import ReceiptModel
+import ServiceSupport
 import SignedData
 import Testing
 

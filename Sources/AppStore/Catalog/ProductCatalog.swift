@@ -1,5 +1,6 @@
 import Foundation
 import ReceiptModel
+import ServiceSupport
 
 /// The operator's product catalog (`PRODUCT_CATALOG_FILE`): for each product id, what kind of product it is and what
 /// to credit for it. An immutable snapshot: lookups are dictionary reads, and a reloaded file replaces the whole

@@ -75,20 +75,7 @@ public enum SignedTransactionMapping {
             price: payload.price, currency: payload.currency, transactionReason: payload.transactionReason?.rawValue,
             unreadableCreditingFields: unreadableCrediting, offerDiscountType: payload.offerDiscountType,
             offerPeriod: payload.offerPeriod, billingPlanType: payload.billingPlanType,
-            commitmentInfo: payload.commitmentInfo.map(messageValue), appTransactionId: payload.appTransactionId)
-    }
-
-    /// A payload's JSON as the messages' `JSONValue` (whole numbers as integers, as every message writes them).
-    static func messageValue(_ value: SignedData.JSONValue) -> ReceiptModel.JSONValue {
-        switch value {
-        case .null: .null
-        case .bool(let flag): .bool(flag)
-        case .number(let number):
-            number == number.rounded() && abs(number) < 9.0e15 ? .integer(Int64(number)) : .number(number)
-        case .string(let text): .string(text)
-        case .array(let elements): .array(elements.map(messageValue))
-        case .object(let members): .object(members.mapValues(messageValue))
-        }
+            commitmentInfo: payload.commitmentInfo, appTransactionId: payload.appTransactionId)
     }
 
     /// The verdict rules' input for verified payloads of one app and environment: `named` are the transactions the

@@ -1,4 +1,5 @@
 import ReceiptModel
+import ServiceSupport
 
 /// One purchase as Apple's data shows it, normalized: ids as strings, dates as epoch milliseconds. Part of
 /// `AppleReceipt`, the verdict rules' input.

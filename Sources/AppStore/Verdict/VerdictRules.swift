@@ -1,4 +1,5 @@
 import ReceiptModel
+import ServiceSupport
 
 /// The money rules: everything between "Apple accepted the proof" and "credit this". Pure functions of Apple's
 /// evidence (`AppleReceipt`, from any source), the submission's expectations, the operator's policy and the product

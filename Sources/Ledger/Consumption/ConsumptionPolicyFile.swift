@@ -1,6 +1,7 @@
 import Foundation
 import LedgerRules
 import ReceiptModel
+import ServiceSupport
 
 /// The deployment's refund policy (`LEDGER_CONSUMPTION_POLICY_FILE`), JSON:
 ///

@@ -1,4 +1,5 @@
 import ReceiptModel
+import ServiceSupport
 
 /// The members of one JSON object of a message, read by name with the types the contract gives them. Absent and
 /// null read as nil; a member of another type makes the message unreadable, naming where (`wrong type at

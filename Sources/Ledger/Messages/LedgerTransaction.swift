@@ -1,5 +1,6 @@
 import LedgerRules
 import ReceiptModel
+import ServiceSupport
 
 /// The members of a result's or event's transaction the ledger reads. Decoded tolerantly: members the ledger does
 /// not need may be absent or added (`is_upgraded`, `price`, `currency`, `transaction_reason` are read when present);

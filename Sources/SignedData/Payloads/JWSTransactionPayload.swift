@@ -1,3 +1,5 @@
+import ServiceSupport
+
 /// A decoded `JWSTransactionDecodedPayload` (App Store Server API §2.8): one purchase, renewal or restore.
 ///
 /// Decoding is tolerant: ids may be JSON strings or numbers, dates are epoch milliseconds (Xcode writes fractions,

@@ -1,3 +1,5 @@
+import ServiceSupport
+
 /// A coding key for any field name: the payload types read fields one by one, tolerantly.
 struct AnyCodingKey: CodingKey {
     let stringValue: String

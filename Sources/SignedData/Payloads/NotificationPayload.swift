@@ -1,3 +1,5 @@
+import ServiceSupport
+
 /// A decoded App Store Server Notification V2 (`ResponseBodyV2DecodedPayload`, §3.2).
 ///
 /// `data` carries in-app purchase events (with the transaction and renewal info as JWS strings still to be

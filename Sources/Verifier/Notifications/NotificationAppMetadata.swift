@@ -1,3 +1,4 @@
+import ServiceSupport
 import SignedData
 
 /// The app a verified notification is about: `environment`, `bundleId` and `appAppleId`, wherever the notification
@@ -38,21 +39,22 @@ struct NotificationAppMetadata: Sendable, Equatable {
         }
     }
 
-    private static func isObject(_ value: SignedData.JSONValue) -> Bool {
+    private static func isObject(_ value: JSONValue) -> Bool {
         if case .object = value { return true }
         return false
     }
 
-    private static func string(_ value: SignedData.JSONValue?) -> String? {
+    private static func string(_ value: JSONValue?) -> String? {
         if case .string(let text) = value { return text }
         return nil
     }
 
-    /// A whole JSON number (or a decimal string), as Apple writes `appAppleId`.
-    private static func integer(_ value: SignedData.JSONValue?) -> Int64? {
+    /// A whole JSON number (or a decimal string), as Apple writes `appAppleId`. `JSONValue` reads every whole number
+    /// that fits 64 bits as `.integer`, exactly; a `.number` has a fraction or does not fit.
+    private static func integer(_ value: JSONValue?) -> Int64? {
         switch value {
-        case .number(let number) where number.isFinite && number == number.rounded() && abs(number) < 9.0e15:
-            return Int64(number)
+        case .integer(let number):
+            return number
         case .string(let text):
             return Int64(text)
         default:

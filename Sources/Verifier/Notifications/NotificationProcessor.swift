@@ -1,5 +1,6 @@
 import AppStore
 import ReceiptModel
+import ServiceSupport
 import SignedData
 
 /// A verified notification, ready to be written: the event and its message key.
@@ -204,7 +205,7 @@ public struct NotificationProcessor: Sendable {
     /// `appData.signedAppTransactionInfo` (RESCIND_CONSENT), verified like the transaction: the same roots, the
     /// notification's bundle and environment.
     private func signedAppTransaction(
-        _ value: SignedData.JSONValue?, bundleId: String, environment: AppStoreEnvironment, uuid: String
+        _ value: JSONValue?, bundleId: String, environment: AppStoreEnvironment, uuid: String
     ) throws(NotificationRejection) -> JWSAppTransactionPayload? {
         guard let value, value != .null else { return nil }
         guard case .string(let jws) = value else {

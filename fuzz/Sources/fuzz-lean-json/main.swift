@@ -1,6 +1,6 @@
 import Foundation
 import FuzzSupport
-import ReceiptModel
+import ServiceSupport
 
 // The ledger's lean JSON parser (JSONParser) against Foundation's decoding as the oracle. Properties: no crash, no
 // leak; whatever the parser reads, Foundation reads too, as the same value (`JSONValue.agrees`: numbers within a

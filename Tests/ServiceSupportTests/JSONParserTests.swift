@@ -1,5 +1,5 @@
 import Foundation
-import ReceiptModel
+import ServiceSupport
 import Testing
 
 /// The lean parser against Foundation's JSON decoding as the oracle: the same value for every document both read,

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import ReceiptModel
+@testable import ServiceSupport
 
 /// A catalog's opaque `credit` reaches crediting unchanged: whatever JSON numbers it holds read, write and read back
 /// to the same value, in the same case.

@@ -1,5 +1,7 @@
 /// Any JSON value, kept as it was: the product catalog's opaque `credit` objects travel through results and events
-/// unchanged.
+/// unchanged, and the parts of Apple's signed payloads kept loosely (a notification's `summary`, `appData` and
+/// `externalPurchaseToken`, a transaction's `commitmentInfo`) are read as it. Whole numbers that fit 64 bits are
+/// `.integer`, exactly (transaction ids and millisecond dates lose nothing).
 public indirect enum JSONValue: Sendable, Equatable, Hashable, Codable {
     case null
     case bool(Bool)
@@ -38,6 +40,12 @@ public indirect enum JSONValue: Sendable, Equatable, Hashable, Codable {
         let bound = 9.223_372_036_854_775_808e18
         if value == value.rounded(.towardZero), value >= -bound, value < bound { return .integer(Int64(value)) }
         return .number(value)
+    }
+
+    /// The member `key` of an object (nil for other values).
+    public subscript(key: String) -> JSONValue? {
+        if case .object(let members) = self { return members[key] }
+        return nil
     }
 
     public func encode(to encoder: any Encoder) throws {
