@@ -3,7 +3,7 @@ import Postgres
 
 /// Purchase rows (read once per batch, locked; written once per batch with array parameters) and dead letters.
 extension BatchWork {
-    static let purchaseColumns = """
+    static let selectPurchases = """
         SELECT credit_key, status, owner, product_id, grant_kind, grant_name, grant_amount, quantity, expires_date_ms,
             amount_credited, amount_debited, last_debit, credited_at_ms, original_transaction_id, book,
             purchase_date_ms, refused_percentage, last_event_signed_ms, upgrade_reported, upgraded_at_ms, upgrade_taken
@@ -37,7 +37,7 @@ extension BatchWork {
         let wanted = keys.subtracting(purchases.keys)
         guard !wanted.isEmpty || !subscriptions.isEmpty else { return nil }
         return (
-            Self.purchaseColumns + """
+            Self.selectPurchases + """
                  WHERE credit_key = ANY($1::text[])
                     OR (original_transaction_id = ANY($2::text[]) AND status IN ('credited','recredited')
                         AND credit_key LIKE '%:period:%' AND expires_date_ms > $3)
@@ -48,35 +48,77 @@ extension BatchWork {
 
     /// Caches the rows `purchasesStatement` read; the keys of `wanted` without a row are cached as never seen.
     mutating func cachePurchases(_ result: PostgresResult, wanted: Set<String>) throws(PostgresError) {
+        let column = try PurchasePositions(result.columnIndex)
         for row in result.rows {
-            let key = try row.string(0)
+            let key = try row.string(column.creditKey)
             guard purchases[key] == nil else { continue }
             purchases[key] = CachedPurchase(
-                state: try Self.readState(row, key), exists: true, originalTransactionId: row.optionalString(13))
+                state: try Self.readState(row, at: column, key), exists: true,
+                originalTransactionId: row.optionalString(column.originalTransactionId))
         }
         for key in wanted where purchases[key] == nil {
             purchases[key] = CachedPurchase(state: .unknown, exists: false, originalTransactionId: nil)
         }
     }
 
-    static func readState(_ row: PostgresRow, _ creditKey: String) throws(PostgresError) -> PurchaseState {
-        guard let status = PurchaseStatus(rawValue: try row.string(1)), let book = Book(rawValue: try row.string(14))
+    /// Where the columns of a purchase stand in a result of `selectPurchases`: found by name once per result, and
+    /// every row read at them.
+    struct PurchasePositions {
+        let creditKey: Int, status: Int, owner: Int, productId: Int, grant: GrantPositions, quantity: Int
+        let expiresDateMs: Int, amountCredited: Int, amountDebited: Int, lastDebit: Int, creditedAtMs: Int
+        let originalTransactionId: Int, book: Int, purchaseDateMs: Int, refusedPercentage: Int
+        let lastEventSignedMs: Int, upgradeReported: Int, upgradedAtMs: Int, upgradeTaken: Int
+
+        init(_ columns: PostgresColumns) throws(PostgresError) {
+            creditKey = try columns.position(of: "credit_key")
+            status = try columns.position(of: "status")
+            owner = try columns.position(of: "owner")
+            productId = try columns.position(of: "product_id")
+            grant = try GrantPositions(columns)
+            quantity = try columns.position(of: "quantity")
+            expiresDateMs = try columns.position(of: "expires_date_ms")
+            amountCredited = try columns.position(of: "amount_credited")
+            amountDebited = try columns.position(of: "amount_debited")
+            lastDebit = try columns.position(of: "last_debit")
+            creditedAtMs = try columns.position(of: "credited_at_ms")
+            originalTransactionId = try columns.position(of: "original_transaction_id")
+            book = try columns.position(of: "book")
+            purchaseDateMs = try columns.position(of: "purchase_date_ms")
+            refusedPercentage = try columns.position(of: "refused_percentage")
+            lastEventSignedMs = try columns.position(of: "last_event_signed_ms")
+            upgradeReported = try columns.position(of: "upgrade_reported")
+            upgradedAtMs = try columns.position(of: "upgraded_at_ms")
+            upgradeTaken = try columns.position(of: "upgrade_taken")
+        }
+    }
+
+    /// The state of the purchase `creditKey` in `row`, a row of `selectPurchases` whose columns stand at `column`.
+    static func readState(_ row: PostgresRow, at column: PurchasePositions, _ creditKey: String) throws(PostgresError)
+        -> PurchaseState
+    {
+        guard let status = PurchaseStatus(rawValue: try row.string(column.status)),
+            let book = Book(rawValue: try row.string(column.book))
         else {
             throw PostgresError(
                 sqlState: nil, message: "purchase \(creditKey) has an unknown status or book", isConnectionBroken: false)
         }
         let grant: Grant? =
-            switch try readShape(row, kind: 4, name: 5, amount: 6) {
+            switch try readShape(row, at: column.grant) {
             case .grant(let grant): grant
             default: nil
             }
         return PurchaseState(
-            status: status, owner: row.optionalString(2), productId: row.optionalString(3), grant: grant,
-            quantity: try row.int64(7), expiresDateMs: try row.optionalInt64(8),
-            amountCredited: try row.int64(9), amountDebited: try row.int64(10), lastDebit: try row.int64(11),
-            creditedAtMs: try row.optionalInt64(12), book: book, purchaseDateMs: try row.optionalInt64(15),
-            refusedPercentage: try row.optionalInt64(16), lastEventSignedMs: try row.optionalInt64(17),
-            upgradeReported: try row.bool(18), upgradedAtMs: try row.optionalInt64(19), upgradeTaken: try row.int64(20))
+            status: status, owner: row.optionalString(column.owner), productId: row.optionalString(column.productId),
+            grant: grant, quantity: try row.int64(column.quantity),
+            expiresDateMs: try row.optionalInt64(column.expiresDateMs),
+            amountCredited: try row.int64(column.amountCredited), amountDebited: try row.int64(column.amountDebited),
+            lastDebit: try row.int64(column.lastDebit), creditedAtMs: try row.optionalInt64(column.creditedAtMs),
+            book: book, purchaseDateMs: try row.optionalInt64(column.purchaseDateMs),
+            refusedPercentage: try row.optionalInt64(column.refusedPercentage),
+            lastEventSignedMs: try row.optionalInt64(column.lastEventSignedMs),
+            upgradeReported: try row.bool(column.upgradeReported),
+            upgradedAtMs: try row.optionalInt64(column.upgradedAtMs),
+            upgradeTaken: try row.int64(column.upgradeTaken))
     }
 
     /// Writes every changed purchase: new ones in one `INSERT` (a concurrent instance inserting the same purchase
@@ -208,12 +250,21 @@ extension BatchWork {
         return (.optional(texts.kind), .optional(texts.name), .optional(texts.amount))
     }
 
-    static func readShape(_ row: PostgresRow, kind: Int, name: Int, amount: Int) throws(PostgresError)
-        -> CreditShape
-    {
-        switch row.optionalString(kind) {
-        case "item": .grant(.item(name: try row.string(name), amount: try row.int64(amount)))
-        case "entitlement": .grant(.entitlement(name: try row.string(name)))
+    /// Where a row's grant stands (`grant_kind`, `grant_name`, `grant_amount`, in `purchases` and `pending_claims`).
+    struct GrantPositions {
+        let kind: Int, name: Int, amount: Int
+
+        init(_ columns: PostgresColumns) throws(PostgresError) {
+            kind = try columns.position(of: "grant_kind")
+            name = try columns.position(of: "grant_name")
+            amount = try columns.position(of: "grant_amount")
+        }
+    }
+
+    static func readShape(_ row: PostgresRow, at column: GrantPositions) throws(PostgresError) -> CreditShape {
+        switch row.optionalString(column.kind) {
+        case "item": .grant(.item(name: try row.string(column.name), amount: try row.int64(column.amount)))
+        case "entitlement": .grant(.entitlement(name: try row.string(column.name)))
         default: .nothing
         }
     }

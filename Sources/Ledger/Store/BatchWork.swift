@@ -162,19 +162,28 @@ struct BatchWork {
                 ownerLinks[LinkKey(kind: .originalTransactionId, value: value)] = .some(nil)
                 ownerLinks[LinkKey(kind: .appAccountToken, value: value)] = .some(nil)
             }
-            for row in results.removeFirst().rows {
-                guard let kind = LinkKind(rawValue: try row.string(0)) else { continue }
-                ownerLinks[LinkKey(kind: kind, value: try row.string(1))] = .some(try row.string(2))
+            let links = results.removeFirst()
+            let kindColumn = try links.columnIndex.position(of: "kind")
+            let valueColumn = try links.columnIndex.position(of: "value")
+            let userColumn = try links.columnIndex.position(of: "user_id")
+            for row in links.rows {
+                guard let kind = LinkKind(rawValue: try row.string(kindColumn)) else { continue }
+                ownerLinks[LinkKey(kind: kind, value: try row.string(valueColumn))] = .some(try row.string(userColumn))
             }
         }
         if !linkable.isEmpty {
-            for row in results.removeFirst().rows {
-                if let value = row.optionalString(0) { awaitedValues.insert(value) }
-                if let value = row.optionalString(1) { awaitedValues.insert(value) }
+            let claims = results.removeFirst()
+            let idColumn = try claims.columnIndex.position(of: "original_transaction_id")
+            let tokenColumn = try claims.columnIndex.position(of: "app_account_token")
+            for row in claims.rows {
+                if let value = row.optionalString(idColumn) { awaitedValues.insert(value) }
+                if let value = row.optionalString(tokenColumn) { awaitedValues.insert(value) }
             }
         }
         if eventsRecord != nil {
-            for row in results.removeFirst().rows { newEvents.insert(try row.string(0)) }
+            let recorded = results.removeFirst()
+            let eventColumn = try recorded.columnIndex.position(of: "event_id")
+            for row in recorded.rows { newEvents.insert(try row.string(eventColumn)) }
         }
     }
 
