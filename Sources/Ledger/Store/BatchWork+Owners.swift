@@ -63,10 +63,12 @@ extension BatchWork {
             RETURNING claim_id, credit_key, source_kind, source_id, product_id, grant_kind, grant_name, grant_amount,
                 quantity, expires_date_ms, at_ms, original_transaction_id, app_account_token, environment, ownership,
                 purchase_date_ms, upgrade_notified
-            """, [.text(value)])
-        let column = try PendingClaimPositions(waiting.columnIndex)
+            """, [.text(value)]
+        ).rows
+        guard let columns = waiting.first?.columns else { return }
+        let column = try PendingClaimPositions(columns)
         // In the order they were made.
-        let ordered = try waiting.rows.map { row throws(PostgresError) in
+        let ordered = try waiting.map { row throws(PostgresError) in
             (atMs: try row.int64(column.atMs), claimId: try row.string(column.claimId), row: row)
         }.sorted { ($0.atMs, $0.claimId) < ($1.atMs, $1.claimId) }
         for (atMs, claimId, row) in ordered {

@@ -120,13 +120,15 @@ extension BatchWork {
 
     /// Caches the rows `purchasesStatement` read; the keys of `wanted` without a row are cached as never seen.
     mutating func cachePurchases(_ result: PostgresResult, wanted: Set<String>) throws(PostgresError) {
-        let column = try PurchasePositions(result.columnIndex)
-        for row in result.rows {
-            let key = try row.string(column.creditKey)
-            guard purchases[key] == nil else { continue }
-            purchases[key] = CachedPurchase(
-                state: try Self.readState(row, at: column, key), exists: true,
-                originalTransactionId: row.optionalString(column.originalTransactionId))
+        if let columns = result.rows.first?.columns {
+            let column = try PurchasePositions(columns)
+            for row in result.rows {
+                let key = try row.string(column.creditKey)
+                guard purchases[key] == nil else { continue }
+                purchases[key] = CachedPurchase(
+                    state: try Self.readState(row, at: column, key), exists: true,
+                    originalTransactionId: row.optionalString(column.originalTransactionId))
+            }
         }
         for key in wanted where purchases[key] == nil {
             purchases[key] = CachedPurchase(state: .unknown, exists: false, originalTransactionId: nil)
@@ -246,12 +248,13 @@ extension BatchWork {
 
     /// `rows` in the order of `purchaseTable`, for `COPY`.
     static func copyRows(_ rows: [WrittenPurchase]) -> PostgresCopyRows {
-        let columns = purchaseTable
+        // The values alone: copying a whole column per field would retain its name and assignment each time.
+        let fields = purchaseTable.map(\.value)
         var copy = PostgresCopyRows(reservingBytes: rows.count * 400)
         for row in rows {
-            copy.startRow(fields: columns.count)
-            for column in columns {
-                switch column.value {
+            copy.startRow(fields: fields.count)
+            for field in fields {
+                switch field {
                 case .text(let value): copy.text(value(row))
                 case .bigint(let value): copy.int64(value(row))
                 case .boolean(let value): copy.bool(value(row))

@@ -162,28 +162,36 @@ struct BatchWork {
                 ownerLinks[LinkKey(kind: .originalTransactionId, value: value)] = .some(nil)
                 ownerLinks[LinkKey(kind: .appAccountToken, value: value)] = .some(nil)
             }
-            let links = results.removeFirst()
-            let kindColumn = try links.columnIndex.position(of: "kind")
-            let valueColumn = try links.columnIndex.position(of: "value")
-            let userColumn = try links.columnIndex.position(of: "user_id")
-            for row in links.rows {
-                guard let kind = LinkKind(rawValue: try row.string(kindColumn)) else { continue }
-                ownerLinks[LinkKey(kind: kind, value: try row.string(valueColumn))] = .some(try row.string(userColumn))
+            // Each loop finds its columns by name once, from the columns its rows share.
+            let links = results.removeFirst().rows
+            if let columns = links.first?.columns {
+                let kindColumn = try columns.position(of: "kind")
+                let valueColumn = try columns.position(of: "value")
+                let userColumn = try columns.position(of: "user_id")
+                for row in links {
+                    guard let kind = LinkKind(rawValue: try row.string(kindColumn)) else { continue }
+                    let owner = try row.string(userColumn)
+                    ownerLinks[LinkKey(kind: kind, value: try row.string(valueColumn))] = .some(owner)
+                }
             }
         }
         if !linkable.isEmpty {
-            let claims = results.removeFirst()
-            let idColumn = try claims.columnIndex.position(of: "original_transaction_id")
-            let tokenColumn = try claims.columnIndex.position(of: "app_account_token")
-            for row in claims.rows {
-                if let value = row.optionalString(idColumn) { awaitedValues.insert(value) }
-                if let value = row.optionalString(tokenColumn) { awaitedValues.insert(value) }
+            let claims = results.removeFirst().rows
+            if let columns = claims.first?.columns {
+                let idColumn = try columns.position(of: "original_transaction_id")
+                let tokenColumn = try columns.position(of: "app_account_token")
+                for row in claims {
+                    if let value = row.optionalString(idColumn) { awaitedValues.insert(value) }
+                    if let value = row.optionalString(tokenColumn) { awaitedValues.insert(value) }
+                }
             }
         }
         if eventsRecord != nil {
-            let recorded = results.removeFirst()
-            let eventColumn = try recorded.columnIndex.position(of: "event_id")
-            for row in recorded.rows { newEvents.insert(try row.string(eventColumn)) }
+            let recorded = results.removeFirst().rows
+            if let columns = recorded.first?.columns {
+                let eventColumn = try columns.position(of: "event_id")
+                for row in recorded { newEvents.insert(try row.string(eventColumn)) }
+            }
         }
     }
 
