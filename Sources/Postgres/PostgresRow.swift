@@ -67,8 +67,9 @@ public struct PostgresColumns: Sendable, Equatable {
 
 /// One row: each column's text, nil for SQL NULL, and the result's column names. Read it by name
 /// (`row.int64("amount")`): a name the result lacks is a `PostgresError` naming it. The positional accessors
-/// (`row.int64(2)`) remain for the ledger's store, which reads wide rows in bulk. The typed accessors fail with
-/// `PostgresError` when a value does not read as the type asked for (a schema mismatch, not bad input).
+/// (`row.int64(2)`) remain for rows read in bulk: the ledger's store finds each column's position by name once per
+/// result (`columns.position(of:)`) and reads every row at it. The typed accessors fail with `PostgresError` when a
+/// value does not read as the type asked for (a schema mismatch, not bad input).
 public struct PostgresRow: Sendable, Equatable {
     public let values: [String?]
     public let columns: PostgresColumns

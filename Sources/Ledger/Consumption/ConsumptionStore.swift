@@ -79,10 +79,10 @@ enum ConsumptionStore {
         try connection.transaction(isolation: .repeatableRead) { session throws(PostgresError) -> PurchaseFacts in
             guard
                 let row = try session.execute(
-                    BatchWork.purchaseColumns + " WHERE credit_key = $1", [.text(creditKey)]
+                    BatchWork.selectPurchases + " WHERE credit_key = $1", [.text(creditKey)]
                 ).rows.first
             else { return PurchaseFacts(state: .unknown, balance: nil, consented: nil) }
-            let state = try BatchWork.readState(row, creditKey)
+            let state = try BatchWork.readState(row, at: BatchWork.PurchasePositions(row.columns), creditKey)
             guard let owner = state.owner else { return PurchaseFacts(state: state, balance: nil, consented: nil) }
             var balance: Int64?
             if case .item(let item, _) = state.grant {

@@ -156,12 +156,12 @@ extension BatchWork {
             """, [.text(appTransactionId)])
         var withdrawn: [String] = []
         for row in consents.rows {
-            let consented = try row.bool(1)
-            let updatedAtMs = try row.int64(2)
+            let consented = try row.bool("consented")
+            let updatedAtMs = try row.int64("updated_at_ms")
             if ConsentRules.rescindWithdraws(
                 consented: consented, consentUpdatedAtMs: updatedAtMs, rescindSignedAtMs: event.signedDateMs)
             {
-                withdrawn.append(try row.string(0))
+                withdrawn.append(try row.string("user_id"))
             }
         }
         guard !withdrawn.isEmpty else { return [] }

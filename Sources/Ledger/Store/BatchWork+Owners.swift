@@ -37,7 +37,7 @@ extension BatchWork {
         // Not among the batch's own ids (a claim resolved from another message's link): read it.
         let owner = try read(
             "SELECT user_id FROM owner_links WHERE kind = $1 AND value = $2", [.text(kind.rawValue), .text(value)]
-        ).rows.first?.optionalString(0)
+        ).rows.first?.optionalString("user_id")
         ownerLinks[key] = .some(owner)
         return owner
     }
@@ -56,35 +56,65 @@ extension BatchWork {
             ON CONFLICT (kind, value) DO UPDATE SET user_id = EXCLUDED.user_id
             """, [.text(kind.rawValue), .text(value), .text(owner)])
         guard current == nil, awaitedValues.contains(value) else { return }
-        let column = kind == .originalTransactionId ? "original_transaction_id" : "app_account_token"
+        let waitedOn = kind == .originalTransactionId ? "original_transaction_id" : "app_account_token"
         let waiting = try read(
             """
-            DELETE FROM pending_claims WHERE \(column) = $1
+            DELETE FROM pending_claims WHERE \(waitedOn) = $1
             RETURNING claim_id, credit_key, source_kind, source_id, product_id, grant_kind, grant_name, grant_amount,
                 quantity, expires_date_ms, at_ms, original_transaction_id, app_account_token, environment, ownership,
                 purchase_date_ms, upgrade_notified
             """, [.text(value)]
         ).rows
-        let ordered = waiting.sorted { (a: PostgresRow, b: PostgresRow) in
-            ((try? a.int64(10)) ?? 0, a.values[0] ?? "") < ((try? b.int64(10)) ?? 0, b.values[0] ?? "")
-        }
-        for row in ordered {
-            let sourceId = try row.string(3)
+        guard let columns = waiting.first?.columns else { return }
+        let column = try PendingClaimPositions(columns)
+        // In the order they were made.
+        let ordered = try waiting.map { row throws(PostgresError) in
+            (atMs: try row.int64(column.atMs), claimId: try row.string(column.claimId), row: row)
+        }.sorted { ($0.atMs, $0.claimId) < ($1.atMs, $1.claimId) }
+        for (atMs, claimId, row) in ordered {
+            let sourceId = try row.string(column.sourceId)
             let source: CreditClaim.Source =
-                try row.string(2) == "event" ? .event(eventId: sourceId) : .result(submissionId: sourceId)
+                try row.string(column.sourceKind) == "event"
+                ? .event(eventId: sourceId) : .result(submissionId: sourceId)
             let claim = CreditClaim(
-                source: source, owner: owner, productId: try row.string(4),
-                credit: try Self.readShape(row, kind: 5, name: 6, amount: 7), quantity: try row.int64(8),
-                expiresDateMs: try row.optionalInt64(9), atMs: try row.int64(10),
-                environment: PurchaseEnvironment(rawValue: try row.string(13)) ?? .production,
-                ownership: try row.string(14) == "family_shared" ? .familyShared : .purchased,
-                purchaseDateMs: try row.optionalInt64(15))
-            let creditKey = try row.string(1)
+                source: source, owner: owner, productId: try row.string(column.productId),
+                credit: try Self.readShape(row, at: column.grant), quantity: try row.int64(column.quantity),
+                expiresDateMs: try row.optionalInt64(column.expiresDateMs), atMs: atMs,
+                environment: PurchaseEnvironment(rawValue: try row.string(column.environment)) ?? .production,
+                ownership: try row.string(column.ownership) == "family_shared" ? .familyShared : .purchased,
+                purchaseDateMs: try row.optionalInt64(column.purchaseDateMs))
+            let creditKey = try row.string(column.creditKey)
             summary.resolvedClaims += 1
             _ = try decide(
-                .credit(claim), creditKey: creditKey, originalTransactionId: row.optionalString(11),
-                appAccountToken: row.optionalString(12), claimId: try row.string(0),
-                isPeriod: PurchaseKey.isPeriod(creditKey), upgradeNotified: try row.bool(16))
+                .credit(claim), creditKey: creditKey,
+                originalTransactionId: row.optionalString(column.originalTransactionId),
+                appAccountToken: row.optionalString(column.appAccountToken), claimId: claimId,
+                isPeriod: PurchaseKey.isPeriod(creditKey), upgradeNotified: try row.bool(column.upgradeNotified))
+        }
+    }
+
+    /// Where the columns of a `pending_claims` row stand in a result: found by name once, every row read at them.
+    private struct PendingClaimPositions {
+        let claimId: Int, creditKey: Int, sourceKind: Int, sourceId: Int, productId: Int, grant: GrantPositions
+        let quantity: Int, expiresDateMs: Int, atMs: Int, originalTransactionId: Int, appAccountToken: Int
+        let environment: Int, ownership: Int, purchaseDateMs: Int, upgradeNotified: Int
+
+        init(_ columns: PostgresColumns) throws(PostgresError) {
+            claimId = try columns.position(of: "claim_id")
+            creditKey = try columns.position(of: "credit_key")
+            sourceKind = try columns.position(of: "source_kind")
+            sourceId = try columns.position(of: "source_id")
+            productId = try columns.position(of: "product_id")
+            grant = try GrantPositions(columns)
+            quantity = try columns.position(of: "quantity")
+            expiresDateMs = try columns.position(of: "expires_date_ms")
+            atMs = try columns.position(of: "at_ms")
+            originalTransactionId = try columns.position(of: "original_transaction_id")
+            appAccountToken = try columns.position(of: "app_account_token")
+            environment = try columns.position(of: "environment")
+            ownership = try columns.position(of: "ownership")
+            purchaseDateMs = try columns.position(of: "purchase_date_ms")
+            upgradeNotified = try columns.position(of: "upgrade_notified")
         }
     }
 

@@ -3,12 +3,84 @@ import Postgres
 
 /// Purchase rows (read once per batch, locked; written once per batch with array parameters) and dead letters.
 extension BatchWork {
-    static let purchaseColumns = """
-        SELECT credit_key, status, owner, product_id, grant_kind, grant_name, grant_amount, quantity, expires_date_ms,
-            amount_credited, amount_debited, last_debit, credited_at_ms, original_transaction_id, book,
-            purchase_date_ms, refused_percentage, last_event_signed_ms, upgrade_reported, upgraded_at_ms, upgrade_taken
-        FROM purchases
-        """
+    /// A purchase as the batch writes it: its key, its state, and the batch's time.
+    struct WrittenPurchase {
+        let key: String
+        let state: PurchaseState
+        let originalTransactionId: String?
+        let grant: (kind: String?, name: String?, amount: Int64?)
+        let nowMs: Int64
+
+        init(key: String, purchase: CachedPurchase, nowMs: Int64) {
+            self.key = key
+            state = purchase.state
+            originalTransactionId = purchase.originalTransactionId
+            grant = BatchWork.grantTexts(purchase.state.grant)
+            self.nowMs = nowMs
+        }
+    }
+
+    /// A column of `purchases`: its name, and its value in a written purchase.
+    struct PurchaseColumn: Sendable {
+        enum Value: Sendable {
+            case text(@Sendable (WrittenPurchase) -> String?)
+            case bigint(@Sendable (WrittenPurchase) -> Int64?)
+            case boolean(@Sendable (WrittenPurchase) -> Bool)
+        }
+
+        let name: String
+        let value: Value
+        /// What an `UPDATE` from the arrays' row `u` sets (`name = u.name`, mostly); nil for the key it matches on.
+        let assignment: String?
+
+        /// The key: written, and matched on by an update.
+        static func key(_ name: String, _ value: Value) -> PurchaseColumn {
+            PurchaseColumn(name: name, value: value, assignment: nil)
+        }
+
+        var sqlType: String {
+            switch value {
+            case .text: "text"
+            case .bigint: "bigint"
+            case .boolean: "boolean"
+            }
+        }
+    }
+
+    /// Every column of `purchases`, in the one order the `COPY` of new purchases, the arrays that update existing
+    /// ones and the `SELECT` that reads them follow: a column is added here once, and written and read everywhere.
+    static let purchaseTable: [PurchaseColumn] = [
+        .key("credit_key", .text { $0.key }),
+        .init("status", .text { $0.state.status.rawValue }),
+        .init("owner", .text { $0.state.owner }),
+        .init("product_id", .text { $0.state.productId }),
+        .init("grant_kind", .text { $0.grant.kind }),
+        .init("grant_name", .text { $0.grant.name }),
+        .init("grant_amount", .bigint { $0.grant.amount }),
+        .init("quantity", .bigint { $0.state.quantity }),
+        .init("expires_date_ms", .bigint { $0.state.expiresDateMs }),
+        .init("amount_credited", .bigint { $0.state.amountCredited }),
+        .init("amount_debited", .bigint { $0.state.amountDebited }),
+        .init("last_debit", .bigint { $0.state.lastDebit }),
+        .init("credited_at_ms", .bigint { $0.state.creditedAtMs }),
+        // An update without the id keeps the stored one.
+        .init(
+            "original_transaction_id", .text { $0.originalTransactionId },
+            updatedTo: "coalesce(u.original_transaction_id, p.original_transaction_id)"),
+        .init("book", .text { $0.state.book.rawValue }),
+        .init("purchase_date_ms", .bigint { $0.state.purchaseDateMs }),
+        .init("refused_percentage", .bigint { $0.state.refusedPercentage }),
+        .init("last_event_signed_ms", .bigint { $0.state.lastEventSignedMs }),
+        .init("upgrade_reported", .boolean { $0.state.upgradeReported }),
+        .init("upgraded_at_ms", .bigint { $0.state.upgradedAtMs }),
+        .init("upgrade_taken", .bigint { $0.state.upgradeTaken }),
+        .init("updated_at_ms", .bigint { $0.nowMs }),
+    ]
+
+    static let purchaseColumnNames = purchaseTable.map(\.name).joined(separator: ", ")
+
+    /// Reads every column of `purchaseTable` (`readState` takes them by name).
+    static let selectPurchases = "SELECT \(purchaseColumnNames) FROM purchases"
 
     /// A purchase from the batch's cache, else read (and locked) now.
     mutating func load(_ creditKey: String) throws(PostgresError) -> CachedPurchase {
@@ -37,7 +109,7 @@ extension BatchWork {
         let wanted = keys.subtracting(purchases.keys)
         guard !wanted.isEmpty || !subscriptions.isEmpty else { return nil }
         return (
-            Self.purchaseColumns + """
+            Self.selectPurchases + """
                  WHERE credit_key = ANY($1::text[])
                     OR (original_transaction_id = ANY($2::text[]) AND status IN ('credited','recredited')
                         AND credit_key LIKE '%:period:%' AND expires_date_ms > $3)
@@ -48,43 +120,87 @@ extension BatchWork {
 
     /// Caches the rows `purchasesStatement` read; the keys of `wanted` without a row are cached as never seen.
     mutating func cachePurchases(_ result: PostgresResult, wanted: Set<String>) throws(PostgresError) {
-        for row in result.rows {
-            let key = try row.string(0)
-            guard purchases[key] == nil else { continue }
-            purchases[key] = CachedPurchase(
-                state: try Self.readState(row, key), exists: true, originalTransactionId: row.optionalString(13))
+        if let columns = result.rows.first?.columns {
+            let column = try PurchasePositions(columns)
+            for row in result.rows {
+                let key = try row.string(column.creditKey)
+                guard purchases[key] == nil else { continue }
+                purchases[key] = CachedPurchase(
+                    state: try Self.readState(row, at: column, key), exists: true,
+                    originalTransactionId: row.optionalString(column.originalTransactionId))
+            }
         }
         for key in wanted where purchases[key] == nil {
             purchases[key] = CachedPurchase(state: .unknown, exists: false, originalTransactionId: nil)
         }
     }
 
-    static func readState(_ row: PostgresRow, _ creditKey: String) throws(PostgresError) -> PurchaseState {
-        guard let status = PurchaseStatus(rawValue: try row.string(1)), let book = Book(rawValue: try row.string(14))
+    /// Where the columns of a purchase stand in a result of `selectPurchases`: found by name once per result, and
+    /// every row read at them.
+    struct PurchasePositions {
+        let creditKey: Int, status: Int, owner: Int, productId: Int, grant: GrantPositions, quantity: Int
+        let expiresDateMs: Int, amountCredited: Int, amountDebited: Int, lastDebit: Int, creditedAtMs: Int
+        let originalTransactionId: Int, book: Int, purchaseDateMs: Int, refusedPercentage: Int
+        let lastEventSignedMs: Int, upgradeReported: Int, upgradedAtMs: Int, upgradeTaken: Int
+
+        init(_ columns: PostgresColumns) throws(PostgresError) {
+            creditKey = try columns.position(of: "credit_key")
+            status = try columns.position(of: "status")
+            owner = try columns.position(of: "owner")
+            productId = try columns.position(of: "product_id")
+            grant = try GrantPositions(columns)
+            quantity = try columns.position(of: "quantity")
+            expiresDateMs = try columns.position(of: "expires_date_ms")
+            amountCredited = try columns.position(of: "amount_credited")
+            amountDebited = try columns.position(of: "amount_debited")
+            lastDebit = try columns.position(of: "last_debit")
+            creditedAtMs = try columns.position(of: "credited_at_ms")
+            originalTransactionId = try columns.position(of: "original_transaction_id")
+            book = try columns.position(of: "book")
+            purchaseDateMs = try columns.position(of: "purchase_date_ms")
+            refusedPercentage = try columns.position(of: "refused_percentage")
+            lastEventSignedMs = try columns.position(of: "last_event_signed_ms")
+            upgradeReported = try columns.position(of: "upgrade_reported")
+            upgradedAtMs = try columns.position(of: "upgraded_at_ms")
+            upgradeTaken = try columns.position(of: "upgrade_taken")
+        }
+    }
+
+    /// The state of the purchase `creditKey` in `row`, a row of `selectPurchases` whose columns stand at `column`.
+    static func readState(_ row: PostgresRow, at column: PurchasePositions, _ creditKey: String) throws(PostgresError)
+        -> PurchaseState
+    {
+        guard let status = PurchaseStatus(rawValue: try row.string(column.status)),
+            let book = Book(rawValue: try row.string(column.book))
         else {
             throw PostgresError(
                 sqlState: nil, message: "purchase \(creditKey) has an unknown status or book", isConnectionBroken: false)
         }
         let grant: Grant? =
-            switch try readShape(row, kind: 4, name: 5, amount: 6) {
+            switch try readShape(row, at: column.grant) {
             case .grant(let grant): grant
             default: nil
             }
         return PurchaseState(
-            status: status, owner: row.optionalString(2), productId: row.optionalString(3), grant: grant,
-            quantity: try row.int64(7), expiresDateMs: try row.optionalInt64(8),
-            amountCredited: try row.int64(9), amountDebited: try row.int64(10), lastDebit: try row.int64(11),
-            creditedAtMs: try row.optionalInt64(12), book: book, purchaseDateMs: try row.optionalInt64(15),
-            refusedPercentage: try row.optionalInt64(16), lastEventSignedMs: try row.optionalInt64(17),
-            upgradeReported: try row.bool(18), upgradedAtMs: try row.optionalInt64(19), upgradeTaken: try row.int64(20))
+            status: status, owner: row.optionalString(column.owner), productId: row.optionalString(column.productId),
+            grant: grant, quantity: try row.int64(column.quantity),
+            expiresDateMs: try row.optionalInt64(column.expiresDateMs),
+            amountCredited: try row.int64(column.amountCredited), amountDebited: try row.int64(column.amountDebited),
+            lastDebit: try row.int64(column.lastDebit), creditedAtMs: try row.optionalInt64(column.creditedAtMs),
+            book: book, purchaseDateMs: try row.optionalInt64(column.purchaseDateMs),
+            refusedPercentage: try row.optionalInt64(column.refusedPercentage),
+            lastEventSignedMs: try row.optionalInt64(column.lastEventSignedMs),
+            upgradeReported: try row.bool(column.upgradeReported),
+            upgradedAtMs: try row.optionalInt64(column.upgradedAtMs),
+            upgradeTaken: try row.int64(column.upgradeTaken))
     }
 
     /// Writes every changed purchase: new ones in one `INSERT` (a concurrent instance inserting the same purchase
     /// makes this batch fail and retry, never overwrite), existing ones in one `UPDATE`, both from arrays.
     mutating func writePurchases() throws(PostgresError) {
         guard !dirtyPurchases.isEmpty else { return }
-        var inserted: [(String, CachedPurchase)] = []
-        var updated: [(String, CachedPurchase)] = []
+        var inserted: [WrittenPurchase] = []
+        var updated: [WrittenPurchase] = []
         var deleted: [String] = []
         for key in dirtyPurchases.sorted() {
             guard let purchase = purchases[key] else { continue }
@@ -92,49 +208,23 @@ extension BatchWork {
                 // Back to never seen (a refund before any claim, then reversed): no row.
                 if purchase.exists { deleted.append(key) }
             } else if purchase.exists {
-                updated.append((key, purchase))
+                updated.append(WrittenPurchase(key: key, purchase: purchase, nowMs: nowMs))
             } else {
-                inserted.append((key, purchase))
+                inserted.append(WrittenPurchase(key: key, purchase: purchase, nowMs: nowMs))
             }
             purchases[key]?.exists = purchase.state.status != .none
         }
         dirtyPurchases.removeAll(keepingCapacity: true)
-        let columns = """
-            credit_key, status, owner, product_id, grant_kind, grant_name, grant_amount, quantity, expires_date_ms,
-            amount_credited, amount_debited, last_debit, credited_at_ms, original_transaction_id, book,
-            purchase_date_ms, refused_percentage, last_event_signed_ms, upgrade_reported, upgraded_at_ms,
-            upgrade_taken, updated_at_ms
-            """
-        let arrays = """
-            unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[],
-                $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::bigint[], $14::text[],
-                $15::text[], $16::bigint[], $17::bigint[], $18::bigint[], $19::boolean[], $20::bigint[],
-                $21::bigint[], $22::bigint[])
-            """
         if !inserted.isEmpty {
             // New rows are copied, not inserted from arrays: no array to parse and unnest, multi-row heap inserts
             // (a key another instance inserted first fails the batch with a unique violation, as an INSERT would).
-            try session.copy("COPY purchases (\(columns)) FROM STDIN (FORMAT binary)", copyRows(inserted))
+            try session.copy(
+                "COPY purchases (\(Self.purchaseColumnNames)) FROM STDIN (FORMAT binary)",
+                Self.copyRows(inserted))
         }
         var statements: [(sql: String, parameters: [PostgresValue])] = []
         if !updated.isEmpty {
-            statements.append(
-                (
-                    """
-                    UPDATE purchases p SET status = u.status, owner = u.owner, product_id = u.product_id,
-                        grant_kind = u.grant_kind, grant_name = u.grant_name, grant_amount = u.grant_amount,
-                        quantity = u.quantity, expires_date_ms = u.expires_date_ms,
-                        amount_credited = u.amount_credited, amount_debited = u.amount_debited,
-                        last_debit = u.last_debit, credited_at_ms = u.credited_at_ms,
-                        original_transaction_id = coalesce(u.original_transaction_id, p.original_transaction_id),
-                        book = u.book, purchase_date_ms = u.purchase_date_ms,
-                        refused_percentage = u.refused_percentage, last_event_signed_ms = u.last_event_signed_ms,
-                        upgrade_reported = u.upgrade_reported, upgraded_at_ms = u.upgraded_at_ms,
-                        upgrade_taken = u.upgrade_taken, updated_at_ms = u.updated_at_ms
-                    FROM \(arrays) AS u(\(columns))
-                    WHERE p.credit_key = u.credit_key
-                    """, rowArrays(updated)
-                ))
+            statements.append((Self.purchasesUpdate, Self.rowArrays(updated)))
         }
         if !deleted.isEmpty {
             // Back to never seen: what referred to the purchase goes with it (a refused claim of an unreadable
@@ -146,52 +236,43 @@ extension BatchWork {
         _ = try session.pipeline(statements)
     }
 
-    /// `rows` in the order of `writePurchases`'s columns, for `COPY`.
-    private func copyRows(_ rows: [(String, CachedPurchase)]) -> PostgresCopyRows {
+    /// The `UPDATE` of existing purchases from `rowArrays`, one array per column of `purchaseTable`.
+    static let purchasesUpdate: String = {
+        let arrays = purchaseTable.enumerated().map { index, column in "$\(index + 1)::\(column.sqlType)[]" }
+        return """
+            UPDATE purchases p SET \(purchaseTable.compactMap(\.assignment).joined(separator: ", "))
+            FROM unnest(\(arrays.joined(separator: ", "))) AS u(\(purchaseColumnNames))
+            WHERE p.credit_key = u.credit_key
+            """
+    }()
+
+    /// `rows` in the order of `purchaseTable`, for `COPY`.
+    static func copyRows(_ rows: [WrittenPurchase]) -> PostgresCopyRows {
+        // The values alone: copying a whole column per field would retain its name and assignment each time.
+        let fields = purchaseTable.map(\.value)
         var copy = PostgresCopyRows(reservingBytes: rows.count * 400)
-        for (key, purchase) in rows {
-            let state = purchase.state
-            let grant = Self.grantTexts(state.grant)
-            copy.startRow(fields: 22)
-            copy.text(key)
-            copy.text(state.status.rawValue)
-            copy.text(state.owner)
-            copy.text(state.productId)
-            copy.text(grant.kind)
-            copy.text(grant.name)
-            copy.int64(grant.amount)
-            copy.int64(state.quantity)
-            copy.int64(state.expiresDateMs)
-            copy.int64(state.amountCredited)
-            copy.int64(state.amountDebited)
-            copy.int64(state.lastDebit)
-            copy.int64(state.creditedAtMs)
-            copy.text(purchase.originalTransactionId)
-            copy.text(state.book.rawValue)
-            copy.int64(state.purchaseDateMs)
-            copy.int64(state.refusedPercentage)
-            copy.int64(state.lastEventSignedMs)
-            copy.bool(state.upgradeReported)
-            copy.int64(state.upgradedAtMs)
-            copy.int64(state.upgradeTaken)
-            copy.int64(nowMs)
+        for row in rows {
+            copy.startRow(fields: fields.count)
+            for field in fields {
+                switch field {
+                case .text(let value): copy.text(value(row))
+                case .bigint(let value): copy.int64(value(row))
+                case .boolean(let value): copy.bool(value(row))
+                }
+            }
         }
         return copy
     }
 
-    private func rowArrays(_ rows: [(String, CachedPurchase)]) -> [PostgresValue] {
-        func text(_ value: (PurchaseState) -> String?) -> PostgresValue { .nullableArray(rows.map { value($0.1.state) }) }
-        func int(_ value: (PurchaseState) -> Int64?) -> PostgresValue { .intArray(rows.map { value($0.1.state) }) }
-        let grants = rows.map { Self.grantTexts($0.1.state.grant) }
-        return [
-            .textArray(rows.map(\.0)), text { $0.status.rawValue }, text(\.owner), text(\.productId),
-            .nullableArray(grants.map(\.kind)), .nullableArray(grants.map(\.name)), .intArray(grants.map(\.amount)),
-            int(\.quantity), int(\.expiresDateMs), int(\.amountCredited), int(\.amountDebited), int(\.lastDebit),
-            int(\.creditedAtMs), .nullableArray(rows.map(\.1.originalTransactionId)), text { $0.book.rawValue },
-            int(\.purchaseDateMs), int(\.refusedPercentage), int(\.lastEventSignedMs),
-            .nullableArray(rows.map { $0.1.state.upgradeReported ? "t" : "f" }), int(\.upgradedAtMs),
-            int { $0.upgradeTaken }, .intArray(rows.map { _ in nowMs }),
-        ]
+    /// `rows` as one array parameter per column of `purchaseTable`, in its order.
+    static func rowArrays(_ rows: [WrittenPurchase]) -> [PostgresValue] {
+        purchaseTable.map { column in
+            switch column.value {
+            case .text(let value): .nullableArray(rows.map(value))
+            case .bigint(let value): .intArray(rows.map(value))
+            case .boolean(let value): .nullableArray(rows.map { value($0) ? "t" : "f" })
+            }
+        }
     }
 
     static func grantTexts(_ grant: Grant?) -> (kind: String?, name: String?, amount: Int64?) {
@@ -208,12 +289,21 @@ extension BatchWork {
         return (.optional(texts.kind), .optional(texts.name), .optional(texts.amount))
     }
 
-    static func readShape(_ row: PostgresRow, kind: Int, name: Int, amount: Int) throws(PostgresError)
-        -> CreditShape
-    {
-        switch row.optionalString(kind) {
-        case "item": .grant(.item(name: try row.string(name), amount: try row.int64(amount)))
-        case "entitlement": .grant(.entitlement(name: try row.string(name)))
+    /// Where a row's grant stands (`grant_kind`, `grant_name`, `grant_amount`, in `purchases` and `pending_claims`).
+    struct GrantPositions {
+        let kind: Int, name: Int, amount: Int
+
+        init(_ columns: PostgresColumns) throws(PostgresError) {
+            kind = try columns.position(of: "grant_kind")
+            name = try columns.position(of: "grant_name")
+            amount = try columns.position(of: "grant_amount")
+        }
+    }
+
+    static func readShape(_ row: PostgresRow, at column: GrantPositions) throws(PostgresError) -> CreditShape {
+        switch row.optionalString(column.kind) {
+        case "item": .grant(.item(name: try row.string(column.name), amount: try row.int64(column.amount)))
+        case "entitlement": .grant(.entitlement(name: try row.string(column.name)))
         default: .nothing
         }
     }
@@ -230,5 +320,12 @@ extension BatchWork {
                 .text(record.topic), .int(Int64(record.partition)), .int(record.offset), .text(reason),
                 .bytes(record.value), .int(nowMs),
             ], counted: .deadLetter)
+    }
+}
+
+extension BatchWork.PurchaseColumn {
+    /// A column an update sets to `updatedTo` (the new value, `u.name`, unless told otherwise).
+    init(_ name: String, _ value: Value, updatedTo: String? = nil) {
+        self.init(name: name, value: value, assignment: "\(name) = \(updatedTo ?? "u.\(name)")")
     }
 }

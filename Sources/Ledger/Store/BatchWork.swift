@@ -162,19 +162,36 @@ struct BatchWork {
                 ownerLinks[LinkKey(kind: .originalTransactionId, value: value)] = .some(nil)
                 ownerLinks[LinkKey(kind: .appAccountToken, value: value)] = .some(nil)
             }
-            for row in results.removeFirst().rows {
-                guard let kind = LinkKind(rawValue: try row.string(0)) else { continue }
-                ownerLinks[LinkKey(kind: kind, value: try row.string(1))] = .some(try row.string(2))
+            // Each loop finds its columns by name once, from the columns its rows share.
+            let links = results.removeFirst().rows
+            if let columns = links.first?.columns {
+                let kindColumn = try columns.position(of: "kind")
+                let valueColumn = try columns.position(of: "value")
+                let userColumn = try columns.position(of: "user_id")
+                for row in links {
+                    guard let kind = LinkKind(rawValue: try row.string(kindColumn)) else { continue }
+                    let owner = try row.string(userColumn)
+                    ownerLinks[LinkKey(kind: kind, value: try row.string(valueColumn))] = .some(owner)
+                }
             }
         }
         if !linkable.isEmpty {
-            for row in results.removeFirst().rows {
-                if let value = row.optionalString(0) { awaitedValues.insert(value) }
-                if let value = row.optionalString(1) { awaitedValues.insert(value) }
+            let claims = results.removeFirst().rows
+            if let columns = claims.first?.columns {
+                let idColumn = try columns.position(of: "original_transaction_id")
+                let tokenColumn = try columns.position(of: "app_account_token")
+                for row in claims {
+                    if let value = row.optionalString(idColumn) { awaitedValues.insert(value) }
+                    if let value = row.optionalString(tokenColumn) { awaitedValues.insert(value) }
+                }
             }
         }
         if eventsRecord != nil {
-            for row in results.removeFirst().rows { newEvents.insert(try row.string(0)) }
+            let recorded = results.removeFirst().rows
+            if let columns = recorded.first?.columns {
+                let eventColumn = try columns.position(of: "event_id")
+                for row in recorded { newEvents.insert(try row.string(eventColumn)) }
+            }
         }
     }
 

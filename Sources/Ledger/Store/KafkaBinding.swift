@@ -65,7 +65,7 @@ public enum KafkaBinding {
 
     /// The cluster id the database is bound to.
     public static func storedCluster(in session: PostgresSession) throws(PostgresError) -> String? {
-        try session.execute("SELECT value FROM kafka_bindings WHERE name = 'cluster_id'").rows.first?.optionalString(0)
+        try session.execute("SELECT value FROM kafka_bindings WHERE name = 'cluster_id'").rows.first?.optionalString("value")
     }
 
     public static func bindCluster(_ clusterId: String, in session: PostgresSession, nowMs: Int64)

@@ -62,7 +62,8 @@ public enum LedgerQueries {
             for row in try session.execute(
                 "SELECT book, item, amount FROM balances WHERE user_id = $1 ORDER BY book, item", [.text(userId)]
             ).rows {
-                books[try row.string(0), default: BookView()].balances.append((try row.string(1), try row.int64(2)))
+                books[try row.string("book"), default: BookView()].balances.append(
+                    (try row.string("item"), try row.int64("amount")))
             }
             for row in try session.execute(
                 """
@@ -70,8 +71,11 @@ public enum LedgerQueries {
                 ORDER BY book, entitlement, credit_key
                 """, [.text(userId)]
             ).rows {
-                books[try row.string(0), default: BookView()].entitlements.append(
-                    Entitlement(entitlement: try row.string(1), expiresDateMs: try row.optionalInt64(2), creditKey: try row.string(3)))
+                books[try row.string("book"), default: BookView()].entitlements.append(
+                    Entitlement(
+                        entitlement: try row.string("entitlement"),
+                        expiresDateMs: try row.optionalInt64("expires_date_ms"),
+                        creditKey: try row.string("credit_key")))
             }
             let production = books[Book.production.rawValue] ?? BookView()
             var view = UserView(
@@ -83,7 +87,11 @@ public enum LedgerQueries {
                 ORDER BY credited_at_ms NULLS LAST, credit_key
                 """, [.text(userId)]
             ).rows {
-                view.purchases.append((try row.string(0), row.optionalString(1), try row.string(2), try row.optionalInt64(3)))
+                view.purchases.append(
+                    (
+                        try row.string("credit_key"), try row.optionalString("product_id"), try row.string("status"),
+                        try row.optionalInt64("credited_at_ms")
+                    ))
             }
             return view
         }
@@ -101,14 +109,17 @@ public enum LedgerQueries {
                 ).rows.first
             else { return nil }
             var view = PurchaseView(
-                creditKey: creditKey, owner: row.optionalString(0), state: try row.string(1),
-                amountCredited: try row.int64(2), amountDebited: try row.int64(3), refusedClaims: [])
+                creditKey: creditKey, owner: try row.optionalString("owner"), state: try row.string("status"),
+                amountCredited: try row.int64("amount_credited"), amountDebited: try row.int64("amount_debited"),
+                refusedClaims: [])
             for claim in try session.execute(
                 "SELECT user_id, submission_id, at_ms FROM refused_claims WHERE credit_key = $1 ORDER BY at_ms, user_id, submission_id",
                 [.text(creditKey)]
             ).rows {
                 view.refusedClaims.append(
-                    RefusedClaim(userId: try claim.string(0), submissionId: try claim.string(1), atMs: try claim.int64(2)))
+                    RefusedClaim(
+                        userId: try claim.string("user_id"), submissionId: try claim.string("submission_id"),
+                        atMs: try claim.int64("at_ms")))
             }
             return view
         }
@@ -117,8 +128,11 @@ public enum LedgerQueries {
     /// Claims waiting for an owner, dead letters recorded: for the gauges.
     public static func backlog(on connection: PostgresConnection) throws(PostgresError) -> (pendingClaims: Int64, deadLetters: Int64) {
         let row = try connection.execute(
-            "SELECT (SELECT count(*) FROM pending_claims), (SELECT count(*) FROM dead_letters)"
+            """
+            SELECT (SELECT count(*) FROM pending_claims) AS pending_claims,
+                (SELECT count(*) FROM dead_letters) AS dead_letters
+            """
         ).rows[0]
-        return (try row.int64(0), try row.int64(1))
+        return (try row.int64("pending_claims"), try row.int64("dead_letters"))
     }
 }

@@ -283,8 +283,8 @@ public enum LedgerSchema {
             }
             if ran { applied.append(migration.version) }
         }
-        let newest = try connection.execute("SELECT max(version) FROM schema_migrations").rows.first?
-            .optionalInt64(0) ?? 0
+        let newest = try connection.execute("SELECT max(version) AS newest FROM schema_migrations").rows.first?
+            .optionalInt64("newest") ?? 0
         guard newest <= currentVersion else {
             throw PostgresError(
                 sqlState: nil,

@@ -111,7 +111,8 @@ public struct LedgerStore: Sendable {
         ).rows
         var offsets: [TopicPartition: Int64] = [:]
         for row in rows {
-            offsets[TopicPartition(topic: try row.string(0), partition: Int32(try row.int64(1)))] = try row.int64(2)
+            offsets[TopicPartition(topic: try row.string("topic"), partition: Int32(try row.int64("partition")))] =
+                try row.int64("next_offset")
         }
         return offsets
     }
@@ -137,7 +138,7 @@ extension LedgerStore {
             partition)
         let next = try session.execute(
             "SELECT next_offset FROM consumer_offsets WHERE topic = $1 AND partition = $2 FOR UPDATE", partition
-        ).rows[0].int64(0)
+        ).rows[0].int64("next_offset")
         guard record.offset >= next else {
             summary.alreadyApplied = 1
             summary.nextOffsets[record.partitionKey] = next

@@ -22,16 +22,20 @@ public struct ReconcileFigures: Sendable, Equatable {
     /// nil when receipt-reconcile never ran on this database (its tables do not exist).
     public static func read(on connection: PostgresConnection) throws(PostgresError) -> ReconcileFigures? {
         let exists = try connection.execute(
-            "SELECT to_regclass('reconcile_sweeps') IS NOT NULL AND to_regclass('reconcile_corrections') IS NOT NULL"
+            """
+            SELECT to_regclass('reconcile_sweeps') IS NOT NULL AND to_regclass('reconcile_corrections') IS NOT NULL
+                AS tables_exist
+            """
         ).rows[0]
-        guard try exists.bool(0) else { return nil }
+        guard try exists.bool("tables_exist") else { return nil }
         let row = try connection.execute(
             """
-            SELECT s.finished_at_ms, coalesce(s.drift_apple_refunded, 0), coalesce(s.drift_ledger_debited, 0),
-                coalesce(s.purchases_unchecked, 0),
-                (SELECT count(*) FROM reconcile_corrections WHERE kind = 'notification'),
-                (SELECT count(*) FROM reconcile_corrections WHERE kind = 'refund'),
-                (SELECT count(*) FROM reconcile_corrections WHERE produced_at_ms IS NULL)
+            SELECT s.finished_at_ms, coalesce(s.drift_apple_refunded, 0) AS drift_apple_refunded,
+                coalesce(s.drift_ledger_debited, 0) AS drift_ledger_debited,
+                coalesce(s.purchases_unchecked, 0) AS purchases_unchecked,
+                (SELECT count(*) FROM reconcile_corrections WHERE kind = 'notification') AS notification_corrections,
+                (SELECT count(*) FROM reconcile_corrections WHERE kind = 'refund') AS refund_corrections,
+                (SELECT count(*) FROM reconcile_corrections WHERE produced_at_ms IS NULL) AS unproduced_corrections
             FROM (SELECT 1) AS one LEFT JOIN LATERAL (
                 SELECT finished_at_ms, drift_apple_refunded, drift_ledger_debited, purchases_unchecked
                 FROM reconcile_sweeps WHERE status = 'succeeded' ORDER BY finished_at_ms DESC LIMIT 1
@@ -39,9 +43,12 @@ public struct ReconcileFigures: Sendable, Equatable {
             """
         ).rows[0]
         return ReconcileFigures(
-            lastSweepFinishedMs: try row.optionalInt64(0), driftAppleRefunded: try row.int64(1),
-            driftLedgerDebited: try row.int64(2), uncheckedPurchases: try row.int64(3),
-            notificationCorrections: try row.int64(4), refundCorrections: try row.int64(5),
-            unproducedCorrections: try row.int64(6))
+            lastSweepFinishedMs: try row.optionalInt64("finished_at_ms"),
+            driftAppleRefunded: try row.int64("drift_apple_refunded"),
+            driftLedgerDebited: try row.int64("drift_ledger_debited"),
+            uncheckedPurchases: try row.int64("purchases_unchecked"),
+            notificationCorrections: try row.int64("notification_corrections"),
+            refundCorrections: try row.int64("refund_corrections"),
+            unproducedCorrections: try row.int64("unproduced_corrections"))
     }
 }
