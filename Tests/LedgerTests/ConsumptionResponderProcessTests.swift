@@ -67,9 +67,12 @@ struct ConsumptionResponderProcessTests {
             F.event(eventId: "other-request", type: "consumption_request", transaction: F.transaction(creditKey: "other"), signedDateMs: now),
             F.event(eventId: "late-request", type: "consumption_request", transaction: F.transaction(creditKey: "late"), signedDateMs: thirteenHoursAgo),
         ])
+        // Finished: recorded (200; a request the ledger has not read yet is a 404) and no longer pending.
         let finished: @Sendable (String) async -> [String: Any]? = { eventId in
-            let audit = try? await harness.send(ledger, "GET", "/v1/consumption-requests/\(eventId)").jsonObject
-            return audit?["status"] as? String == "pending" ? nil : audit
+            guard let response = try? await harness.send(ledger, "GET", "/v1/consumption-requests/\(eventId)"),
+                response.status == 200, let audit = response.jsonObject, audit["status"] as? String != "pending"
+            else { return nil }
+            return audit
         }
         #expect(await eventually(timeout: .seconds(30)) {
             for id in ["spent-request", "busy-request", "other-request", "late-request"] where await finished(id) == nil {
