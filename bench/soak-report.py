@@ -58,6 +58,19 @@ def slope_per_hour(points):
     return sum((t - mean_t) * (v - mean_v) for t, v in points) / spread * 3600 if spread else 0.0
 
 
+def largest_rise(points, span_s):
+    """(time, rise): the largest rise between a sample and a later one at most span_s seconds after it, and the time
+    of the later one (where the step ends)."""
+    best_at, best = None, 0.0
+    for i, (t0, v0) in enumerate(points):
+        for t1, v1 in points[i + 1:]:
+            if t1 - t0 > span_s:
+                break
+            if v1 - v0 > best:
+                best_at, best = t1, v1 - v0
+    return best_at, best
+
+
 def mean(values):
     values = list(values)
     return sum(values) / len(values) if values else float("nan")
@@ -109,6 +122,15 @@ class Judge:
             return "flat", True, figures
         if figures["late_slope"] <= allowed:
             return "step, then flat (a high-water mark)", True, figures
+        # One step anywhere in the window (the largest rise within a minute: a burst's high-water mark) taken out,
+        # the rest must be flat. A leak moves every part of the run, so removing its largest minute leaves its slope.
+        step_at, step = largest_rise(window, span_s=60)
+        if step > 0:
+            levelled = [(t, v - (step if t >= step_at else 0.0)) for t, v in window]
+            figures["without_step"] = slope_per_hour(levelled)
+            if figures["without_step"] <= allowed:
+                return (f"one step of {step:.1f} at {step_at:.0f} s, flat otherwise "
+                        f"({figures['without_step']:+.2f}/h without it: a high-water mark)"), True, figures
         return "grows steadily (a leak, or a step too late in the run to tell)", False, figures
 
     def judge_processes(self, rows):
