@@ -36,12 +36,14 @@ let package = Package(
         // MARK: Libraries
         .target(name: "ServiceSupport", dependencies: ["CMalloc"]),
         // The only Swift code over librdkafka: one client class (`RDKafkaClient`) owns the handle and every
-        // rd_kafka_* call, plus the value types (KafkaError, TopicPartition, KafkaMessage, ...) that Kafka re-exports.
+        // rd_kafka_* call (`RDKafkaMockCluster` the mock cluster's), plus the value types (KafkaError, TopicPartition,
+        // KafkaMessage, ...) that Kafka re-exports.
         .target(name: "RDKafka", dependencies: ["CRdKafka", "ServiceSupport"]),
         // Consumer, topic follower and producer, in Swift types only: no C here (no CRdKafka dependency).
         .target(name: "Kafka", dependencies: ["RDKafka", "ServiceSupport"]),
-        // librdkafka's mock cluster, a test and development tool (embedded-kafka, KafkaTests), not production code.
-        .target(name: "EmbeddedKafka", dependencies: ["CRdKafka", "RDKafka", "ServiceSupport"]),
+        // librdkafka's mock cluster, a test and development tool (embedded-kafka, KafkaTests), not production code;
+        // Swift only, over RDKafka's `RDKafkaMockCluster`.
+        .target(name: "EmbeddedKafka", dependencies: ["RDKafka", "ServiceSupport"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "ServiceSupport"]),
         // The only Swift code over libpq: connections, parameterized statements, transactions, typed rows.
         .target(name: "Postgres", dependencies: ["CPostgres", "ServiceSupport"]),
@@ -69,7 +71,7 @@ let package = Package(
 
         // receipt-ledger: the crediting rules, pure (per credit_key a state and (state, input) -> (state, actions),
         // no I/O), and the service that applies them to PostgreSQL exactly once.
-        .target(name: "LedgerRules"),
+        .target(name: "LedgerRules", dependencies: ["ServiceSupport"]),
         .target(
             name: "Ledger",
             dependencies: [

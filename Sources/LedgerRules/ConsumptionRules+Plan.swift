@@ -1,3 +1,5 @@
+import ServiceSupport
+
 /// What the refund responder does with one recorded `CONSUMPTION_REQUEST` now: the order of the checks is the rule.
 extension ConsumptionRules {
     /// `LEDGER_CONSUMPTION_RESPONSES`.
@@ -81,8 +83,8 @@ extension ConsumptionRules {
     /// from `baseMs`, at most an hour apart, never after the deadline (a last try just before it instead), nil when
     /// the deadline leaves no time.
     public static func retryAtMs(attempts: Int, nowMs: Int64, deadlineMs: Int64, baseMs: Int64) -> Int64? {
-        let exponent = min(max(attempts - 1, 0), 20)
-        let delay = min(baseMs << Int64(exponent), 3_600_000)
+        let backoff = Backoff(initial: .milliseconds(baseMs), maximum: .seconds(3600))
+        let delay = Int64(backoff.wait(afterFailures: attempts) / .milliseconds(1))
         let lastChance = deadlineMs - 1
         guard nowMs < lastChance else { return nil }
         return min(nowMs + delay, lastChance)
