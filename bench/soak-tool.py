@@ -194,12 +194,14 @@ def command_sample(args):
     index_gauges = ["ingest_result_index_entries", "ingest_result_index_bytes", "ingest_result_index_pending",
                     "ingest_result_waiting_requests"]
     columns += index_gauges
-    # Each service's heap in use (glibc's mallinfo2, process_heap_in_use_bytes): a leak grows it; resident memory
-    # that grows while it stays flat is the allocator keeping freed memory (fragmentation settling).
+    # Each service's heap in use and the free memory its allocator keeps (glibc's mallinfo2: process_heap_in_use_bytes,
+    # process_heap_free_bytes): a leak grows the first; resident memory that grows while it stays flat is the
+    # allocator keeping freed memory.
     heap_sources = ([("ingest", args.ingest)] if args.ingest else []) \
         + [(f"verifier{n}", url) for n, url in enumerate(args.verifier, start=1)] \
         + [(f"ledger{n}", url) for n, url in enumerate(args.ledger, start=1)]
     columns += [f"{name}_heap_mb" for name, _ in heap_sources]
+    columns += [f"{name}_heap_free_mb" for name, _ in heap_sources]
     start = time.monotonic()
     previous_time, previous_counts, previous_busy = None, None, machine_busy_ticks()
     with open(args.out, "w", buffering=1) as out:
@@ -249,10 +251,11 @@ def command_sample(args):
             scraped = dict(zip(args.verifier, verifier_samples)) | dict(zip(args.ledger, ledger_samples))
             if args.ingest:
                 scraped[args.ingest] = ingest_samples
-            for _, url in heap_sources:
-                samples = scraped.get(url)
-                heap = None if samples is None else chaos.metric_sum(samples, "process_heap_in_use_bytes")
-                row.append("" if heap is None else f"{heap / 1048576:.1f}")
+            for metric in ("process_heap_in_use_bytes", "process_heap_free_bytes"):
+                for _, url in heap_sources:
+                    samples = scraped.get(url)
+                    heap = None if samples is None else chaos.metric_sum(samples, metric)
+                    row.append("" if heap is None else f"{heap / 1048576:.1f}")
             out.write(",".join(row) + "\n")
             previous_time, previous_counts = now, counts
             deadline = now + args.interval
