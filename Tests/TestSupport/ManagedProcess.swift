@@ -17,8 +17,9 @@ public final class ManagedProcess: Sendable {
         var stderrLines: [String] = []
         var stdoutPartial: [UInt8] = []
         var stderrPartial: [UInt8] = []
-        /// Streams whose end of file was read: once both are, every byte the process wrote has been captured.
-        var streamsEnded = 0
+        /// Whether each stream's end of file was read: once both were, every byte the process wrote is captured.
+        var stdoutEnded = false
+        var stderrEnded = false
     }
 
     /// Starts `executable` (a path; see `TestBinaries.path`) with the test runner's environment plus `environment`.
@@ -71,7 +72,9 @@ public final class ManagedProcess: Sendable {
         let data = handle.availableData
         guard !data.isEmpty else {
             handle.readabilityHandler = nil
-            captured.withLock { $0.streamsEnded += 1 }
+            captured.withLock { captured in
+                if toStandardError { captured.stderrEnded = true } else { captured.stdoutEnded = true }
+            }
             return
         }
         append(data, toStandardError: toStandardError)
@@ -151,7 +154,7 @@ public final class ManagedProcess: Sendable {
         // `isRunning` turns false before Foundation has reaped the status on some paths; waitUntilExit settles it.
         process.waitUntilExit()
         // The exit can be seen before the readers have taken the last output: wait for both ends of file.
-        while captured.withLock({ $0.streamsEnded }) < 2, ContinuousClock.now < deadline {
+        while !captured.withLock({ $0.stdoutEnded && $0.stderrEnded }), ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(5))
         }
         return process.terminationStatus
