@@ -125,6 +125,20 @@ public final class KafkaConsumer: Sendable {
         changeFetching(partitions, pause: false)
     }
 
+    /// Moves assigned partitions' fetch positions (`offsets[partition]`: the next offset to read, or
+    /// `beginningOffset`), waiting up to `timeout` until no message fetched from the old positions can be handed out.
+    /// Any thread. - Returns: why librdkafka refused (a partition no longer assigned, the client closed), or nil.
+    /// The logical offset of a partition's first retained message, for `seek`.
+    public static let beginningOffset = RDKafkaClient.offsetBeginning
+
+    @discardableResult
+    public func seek(_ offsets: [TopicPartition: Int64], timeout: Duration) -> KafkaError? {
+        guard !offsets.isEmpty else { return nil }
+        guard let client = runtime.resources?.client else { return Self.closedError }
+        let partitions = offsets.keys.sorted()
+        return client.seek(partitions, to: partitions.map { offsets[$0]! }, timeout: timeout)
+    }
+
     /// Asks for the stored offsets to be committed soon, without blocking: an asynchronous commit is issued at once
     /// when the last one this method issued is at least `commitInterval` old, else by the poll thread as soon as it
     /// is (requests in between are merged into that one commit). Call it after `storeOffset` advanced an offset.

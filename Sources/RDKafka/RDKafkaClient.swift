@@ -219,6 +219,23 @@ package final class RDKafkaClient: @unchecked Sendable {
         } ?? nil
     }
 
+    /// Moves the fetch position of assigned `partitions` to `offsets` (one each; a logical offset such as the
+    /// beginning too), waiting up to `timeout` for the fetcher to take it: no message fetched from the old position
+    /// is handed out after a seek that returned nil. Nothing happens on a closed client.
+    /// - Returns: why librdkafka refused (the call, or the first partition it refused), or nil.
+    package func seek(_ partitions: [TopicPartition], to offsets: [Int64], timeout: Duration) -> KafkaError? {
+        withClient { client -> KafkaError? in
+            RDKafkaTopicPartitionList.withList(partitions, offsets: offsets) { list -> KafkaError? in
+                if let error = rd_kafka_seek_partitions(client, list, timeout.rdKafkaMilliseconds) {
+                    return KafkaError.consuming(error, context: "seek")
+                }
+                return RDKafkaTopicPartitionList.entries(list).first { $0.error != RD_KAFKA_RESP_ERR_NO_ERROR }.map {
+                    KafkaError.from($0.error, context: "seek \($0.partition)")
+                }
+            }
+        } ?? nil
+    }
+
     /// Commits the stored offsets of the assignment; `async` does not wait for the answer. Nothing stored is not
     /// an error. - Returns: nil when the client is closed, else the outcome (`context` prefixes an error's message).
     package func commitStoredOffsets(async: Bool, context: String) -> Result<Void, KafkaError>? {

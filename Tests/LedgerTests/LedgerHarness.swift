@@ -38,8 +38,8 @@ final class LedgerHarness: Sendable {
         return LedgerHarness(kafka: kafka, postgres: postgres, producer: producer, environment: environment)
     }
 
-    func startLedger(name: String = "receipt-ledger") async throws -> ServiceProcess {
-        try await ServiceProcess.start(.ledger, environment: environment, name: name)
+    func startLedger(name: String = "receipt-ledger", waitUntilReady: Bool = true) async throws -> ServiceProcess {
+        try await ServiceProcess.start(.ledger, environment: environment, name: name, waitUntilReady: waitUntilReady)
     }
 
     /// Produces `values` to `topic` keyed by `key` one after the other (so they keep their order on the partition),

@@ -162,7 +162,8 @@ struct LedgerProcessTests {
         await first.kill()
         let appliedAtKill = harness.appliedOffsets()
         #expect(appliedAtKill < Int64(messages.count), "the kill came after everything was applied")
-        let second = try await harness.startLedger(name: "receipt-ledger-2")
+        // Not ready while the database is down.
+        let second = try await harness.startLedger(name: "receipt-ledger-2", waitUntilReady: false)
         #expect(await eventually(timeout: .seconds(90), interval: .milliseconds(200)) { harness.appliedOffsets() == Int64(messages.count) })
         let expected = Dictionary(uniqueKeysWithValues: (0..<users).map { ("user-\($0)", Int64(perUser * 10)) })
         #expect(try harness.balances(item: "gems") == expected)
@@ -184,6 +185,53 @@ struct LedgerProcessTests {
         #expect(await eventually(timeout: .seconds(90), interval: .milliseconds(200)) { harness.appliedOffsets() == Int64(messages.count) })
         let expected = Dictionary(uniqueKeysWithValues: (0..<users).map { ("user-\($0)", Int64(perUser * 10)) })
         #expect(try harness.balances(item: "gems") == expected)
+        #expect(await second.stop() == 0)
+        await harness.shutdown()
+    }
+
+    /// A rebalance while the database is down: the poll threads do not wait for it (both consumers hold their
+    /// partitions, assigned and paused, instead of blocking inside the assignment), and once it is back every
+    /// partition starts from its stored offset: nothing skipped, nothing applied twice.
+    @Test func rebalanceWhileTheDatabaseIsDownHoldsThePartitionsAndSkipsNothing() async throws {
+        let harness = try await LedgerHarness.start(settings: ["LEDGER_BATCH_SIZE": "100"])
+        let users = 10
+        let perUser = 100
+        let messages = Self.load(users: users, perUser: perUser, tag: "rebalance-down")
+        let first = try await harness.startLedger(name: "receipt-ledger-1")
+        let half = messages.count / 2
+        try await produceLoad(harness, Array(messages[..<half]))
+        #expect(await eventually(timeout: .seconds(60), interval: .milliseconds(10)) { harness.appliedOffsets() >= 200 })
+        harness.postgres.stop()
+        try await produceLoad(harness, Array(messages[half...]))
+        // Not ready while the database is down.
+        let second = try await harness.startLedger(name: "receipt-ledger-2", waitUntilReady: false)
+        // Eight partitions (four per topic) between the two, each assigned although its offsets cannot be read.
+        #expect(await eventually(timeout: .seconds(60), interval: .milliseconds(200)) {
+            let assigned = [
+                await first.metricSum("kafka_consumer_assigned_partitions"),
+                await second.metricSum("kafka_consumer_assigned_partitions"),
+            ]
+            return assigned.allSatisfy { ($0 ?? 0) > 0 } && assigned.compactMap { $0 }.reduce(0, +) == 8
+        })
+        let notReady = try await TestHTTPClient.send("GET", second.url("/readyz"), timeout: 2)
+        #expect(notReady.status == 503)
+        let held = "cannot read the stored offsets: the partitions stay paused until the database answers"
+        #expect([first, second].allSatisfy { ledger in ledger.process.stderrLines.contains { $0.contains(held) } })
+        try harness.postgres.startServer()
+        #expect(await eventually(timeout: .seconds(90), interval: .milliseconds(200)) {
+            harness.appliedOffsets() == Int64(messages.count)
+        })
+        // Exact balances: every credit applied once (a message applied twice would credit its 10 gems again).
+        let expected = Dictionary(uniqueKeysWithValues: (0..<users).map { ("user-\($0)", Int64(perUser * 10)) })
+        #expect(try harness.balances(item: "gems") == expected)
+        let resolved = "awaiting partitions start from the stored offsets"
+        #expect([first, second].contains { ledger in ledger.process.stderrLines.contains { $0.contains(resolved) } })
+        for ledger in [first, second] {
+            #expect(await eventually(timeout: .seconds(30)) {
+                (try? await TestHTTPClient.send("GET", ledger.url("/readyz"), timeout: 2))?.status == 200
+            })
+        }
+        #expect(await first.stop() == 0)
         #expect(await second.stop() == 0)
         await harness.shutdown()
     }

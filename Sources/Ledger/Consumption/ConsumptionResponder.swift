@@ -70,11 +70,11 @@ final class ConsumptionResponder: Sendable {
     /// Looks for due requests now (a batch recorded some).
     func wake() { wakeUp.signal() }
 
-    /// Stops after the request being answered (within `timeout`); true when it stopped in time.
-    func stop(timeout: Duration) -> Bool {
+    /// Stops after the request being answered (within `bound`); true when it stopped in time.
+    func drain(within bound: Duration) -> Bool {
         stopping.store(true, ordering: .releasing)
         wakeUp.signal()
-        return stopped.wait(timeout: .now() + timeout.timeInterval) == .success
+        return stopped.wait(timeout: .now() + bound.timeInterval) == .success
     }
 
     /// Answers the requests due now; true when there were some (look again at once).

@@ -22,6 +22,9 @@ public final class LedgerService: ManagedService {
     /// The consumer's delegate: records into `buffer`, fetching paused while it is over `LEDGER_MAX_BUFFERED_MESSAGES`.
     private let link: ConsumerLink
     private let worker: LedgerWorker
+    /// Where assigned partitions start (the offsets stored in the database), read off the poll thread when the
+    /// database does not answer on assignment.
+    private let starts: PartitionStarts
     private let consumer: KafkaConsumer
     private let server: HTTPServer
     private let apiDatabase: DatabaseLink
@@ -53,6 +56,8 @@ public final class LedgerService: ManagedService {
             database: DatabaseLink(connectionString: settings.databaseURL, metrics: nil, logger: logger),
             metrics: consumptionMetrics, logger: logger.named("consumption-responder"))
         let buffer = RecordBuffer(highWater: settings.maxBufferedMessages)
+        let database = DatabaseLink(connectionString: settings.databaseURL, metrics: metrics, logger: logger)
+        let starts = PartitionStarts(database: database, rebind: settings.rebind, logger: logger)
         // Revoked partitions' buffered messages are forgotten: their next owner starts from the offsets in the
         // database, as this instance does on assignment.
         let link = ConsumerLink(
@@ -65,10 +70,14 @@ public final class LedgerService: ManagedService {
                             topic: message.topic, partition: message.partition, offset: message.offset,
                             value: message.value, timestampMs: message.timestampMs))
                 },
-                revoking: { partitions in buffer.drop(Set(partitions)) }))
+                assigned: { partitions in starts.assigned(partitions) },
+                revoking: { partitions in
+                    starts.revoking(partitions)
+                    buffer.drop(Set(partitions))
+                }))
         let consumerBox = Locked<KafkaConsumer?>(nil)
         let worker = LedgerWorker(
-            settings: settings, buffer: buffer, metrics: metrics, logger: logger,
+            settings: settings, database: database, buffer: buffer, starts: starts, metrics: metrics, logger: logger,
             clusterId: { consumerBox.withLock { $0 }?.clusterId(timeout: .seconds(10)) },
             afterBatch: { summary in
                 guard let consumer = consumerBox.withLock({ $0 }) else { return }
@@ -83,7 +92,6 @@ public final class LedgerService: ManagedService {
                     responder.wake()
                 }
             })
-        let database = worker.database
         let consumer: KafkaConsumer
         var kafka = settings.kafka
         for (property, value) in Self.consumerDefaults where kafka[property] == nil { kafka[property] = value }
@@ -93,27 +101,25 @@ public final class LedgerService: ManagedService {
                 topics: [settings.topics.results, settings.topics.events], delegate: link, logger: logger,
                 metrics: registry, commitInterval: .milliseconds(500),
                 startingOffsets: { partitions in
-                    let stored = Self.storedOffsets(
-                        partitions, database: database, stopping: { worker.isStopping }, logger: logger)
-                    return Self.checkTopics(
-                        stored, consumer: consumerBox.withLock { $0 }, database: database, worker: worker,
-                        rebind: settings.rebind, logger: logger)
+                    starts.startingOffsets(for: partitions, refuse: worker.refuse)
                 })
         } catch {
             throw .settings("cannot create the Kafka consumer: \(error.message)")
         }
         consumerBox.withLock { $0 = consumer }
         link.attach(consumer: consumer)
+        starts.attach(consumer: consumer, pausedByWaterline: { link.isPausedByWaterline })
         let apiDatabase = DatabaseLink(connectionString: settings.databaseURL, metrics: nil, logger: logger)
         let handler = LedgerHTTPHandler(
             endpoints: HealthEndpoints(registry: registry) {
-                Self.health(link: link, worker: worker, database: database, consumer: consumer)
+                Self.health(link: link, worker: worker, starts: starts, consumer: consumer)
             },
             apiKeys: BearerKeys(settings.apiKeys), database: apiDatabase, queries: DispatchQueue(label: "ledger-api"),
             nowMs: { SystemTime.wallMilliseconds() })
         self.buffer = buffer
         self.link = link
         self.worker = worker
+        self.starts = starts
         self.consumer = consumer
         self.apiDatabase = apiDatabase
         self.responder = responder
@@ -128,17 +134,21 @@ public final class LedgerService: ManagedService {
     /// Alive unless the consumer reported a fatal error; ready once the database answers and the consumer is
     /// connected, until draining starts.
     static func health(
-        link: ConsumerLink, worker: LedgerWorker, database: DatabaseLink, consumer: KafkaConsumer
+        link: ConsumerLink, worker: LedgerWorker, starts: PartitionStarts, consumer: KafkaConsumer
     ) -> Health {
         if let fatal = link.liveness { return .unhealthy(fatal) }
         if let workerHealth = worker.health { return workerHealth }
-        if !database.isUp { return Health(readiness: "the database is not reachable (retrying)") }
+        if !worker.database.isUp { return Health(readiness: "the database is not reachable (retrying)") }
+        let awaiting = starts.awaitingCount
+        if awaiting > 0 {
+            return Health(readiness: "\(awaiting) assigned partitions wait for their stored offsets (retrying)")
+        }
         if !consumer.isConnected { return Health(readiness: "the consumer is not connected to Kafka") }
         return Health()
     }
 
     public var health: Health {
-        Self.health(link: link, worker: worker, database: worker.database, consumer: consumer)
+        Self.health(link: link, worker: worker, starts: starts, consumer: consumer)
     }
 
     /// `LEDGER_SHUTDOWN_TIMEOUT_MS`.
@@ -172,8 +182,8 @@ public final class LedgerService: ManagedService {
     @discardableResult
     public func drain(within bound: Duration) -> Bool {
         guard drainOnce.claim() else { return true }
-        let responderStopped = responder.stop(timeout: bound)
-        let drained = worker.stop(timeout: bound) && responderStopped
+        let responderStopped = responder.drain(within: bound)
+        let drained = worker.drain(within: bound) && responderStopped
         consumer.close(timeout: .seconds(10))
         server.stop()
         worker.database.close()
@@ -199,74 +209,5 @@ public final class LedgerService: ManagedService {
             pacer: ServerAPIPacer(pacing: ServerAPIPacing(productionRatePerSecond: api.maxRequestsPerSecond)),
             logger: logger.named("server-api"), metrics: registry)
         return ServerAPIConsumptionSender(client: client)
-    }
-
-    /// The guard against an earlier incarnation of a topic: a partition whose stored offset lies beyond the
-    /// partition's end (the topic was created again, or is another cluster's) would take new messages for applied
-    /// ones. Under `LEDGER_REBIND=topics` such partitions are applied again from their beginning; otherwise the
-    /// ledger refuses to run.
-    private static func checkTopics(
-        _ stored: [TopicPartition: Int64], consumer: KafkaConsumer?, database: DatabaseLink, worker: LedgerWorker,
-        rebind: Set<KafkaBinding.Rebind>, logger: Logger
-    ) -> [TopicPartition: Int64] {
-        guard let consumer, !stored.isEmpty else { return stored }
-        var ends: [TopicPartition: Int64] = [:]
-        for partition in stored.keys {
-            ends[partition] = consumer.highWatermark(partition, timeout: .seconds(10))
-        }
-        let unknown = stored.keys.filter { ends[$0] == nil }.map(\.description).sorted()
-        if !unknown.isEmpty {
-            // Not judged this time (the leader did not answer); the next assignment checks them again.
-            logger.warning(
-                "the end of some partitions is not known: not checked against their stored offsets",
-                ["partitions": .string(unknown.joined(separator: ", "))])
-        }
-        let stale = KafkaBinding.stalePartitions(stored: stored, highWatermarks: ends)
-        guard !stale.isEmpty else { return stored }
-        guard rebind.contains(.topics) else {
-            worker.refuse(KafkaBinding.topicRefusal(stale.map(\.description)))
-            return stored
-        }
-        do throws(PostgresError) {
-            try database.withConnection { connection throws(PostgresError) in
-                try connection.transaction { session throws(PostgresError) in
-                    try KafkaBinding.forgetOffsets(stale, in: session)
-                }
-            }
-        } catch {
-            worker.refuse("cannot forget the stored offsets of \(stale.map(\.description)) (LEDGER_REBIND=topics): \(error)")
-            return stored
-        }
-        logger.warning(
-            "partitions stored beyond their end are applied again from their beginning (LEDGER_REBIND=topics)",
-            ["partitions": .string(stale.map(\.description).joined(separator: ", "))])
-        return stored.filter { !stale.contains($0.key) }
-    }
-
-    /// The offsets stored in the database for `partitions`, asked on assignment; retried until the database
-    /// answers (nothing of those partitions is fetched meanwhile) or the service stops.
-    private static func storedOffsets(
-        _ partitions: [TopicPartition], database: DatabaseLink, stopping: @Sendable () -> Bool, logger: Logger
-    ) -> [TopicPartition: Int64] {
-        var backoff = Backoff()
-        while true {
-            do {
-                let stored = try database.withConnection { connection throws(PostgresError) in
-                    try connection.withSession { session throws(PostgresError) in
-                        try LedgerStore.storedOffsets(partitions, in: session)
-                    }
-                }
-                logger.info(
-                    "partitions start from the stored offsets",
-                    ["partitions": .int(partitions.count), "known": .int(stored.count)])
-                return stored
-            } catch {
-                // The schema may not exist yet (first start): nothing stored means from the beginning.
-                if error.sqlState == "42P01" { return [:] }
-                if stopping() { return [:] }
-                logger.error("cannot read the stored offsets; retrying", ["error": .string(error.description)])
-                backoff.sleep()
-            }
-        }
     }
 }

@@ -18,16 +18,19 @@ final class LedgerWorker: Sendable {
     /// Called after each commit with what it did (stores offsets in Kafka for lag, resumes fetching).
     private let afterBatch: @Sendable (BatchSummary) -> Void
     let database: DatabaseLink
+    /// Partitions assigned while the database did not answer: read, checked and sought before anything is applied.
+    private let starts: PartitionStarts
     private let lifecycle = Locked(LedgerWorkerLifecycle())
     /// Decodes the next batch while the worker applies the one before it (`DecodingAhead`).
     private let decoder = DispatchQueue(label: "ledger-decoder")
-    private let finished = DispatchSemaphore(value: 0)
+    private let loopEnded = Gate()
     private let lastGaugeRefreshNs = Atomic<UInt64>(0)
     /// The Kafka cluster's id as the consumer reports it (nil: unknown).
     private let clusterId: @Sendable () -> String?
 
     init(
-        settings: LedgerSettings, buffer: RecordBuffer, metrics: LedgerMetrics, logger: Logger,
+        settings: LedgerSettings, database: DatabaseLink, buffer: RecordBuffer, starts: PartitionStarts,
+        metrics: LedgerMetrics, logger: Logger,
         clusterId: @escaping @Sendable () -> String? = { nil },
         afterBatch: @escaping @Sendable (BatchSummary) -> Void
     ) {
@@ -39,7 +42,8 @@ final class LedgerWorker: Sendable {
         self.metrics = metrics
         self.logger = logger
         self.afterBatch = afterBatch
-        self.database = DatabaseLink(connectionString: settings.databaseURL, metrics: metrics, logger: logger)
+        self.database = database
+        self.starts = starts
     }
 
     /// Where the worker stands now.
@@ -52,35 +56,46 @@ final class LedgerWorker: Sendable {
 
     /// Stops applying anything, for good in this process: what it would apply might be skipped or misplaced.
     func refuse(_ reason: String) {
-        if handle(.refuse(reason)) {
-            logger.error("the ledger refuses to run against this database", ["reason": .string(reason)])
-        }
+        handle(.refuse(reason))
     }
 
     func start() {
-        guard handle(.start) else { return }
-        let thread = Thread { [self] in
-            run()
-            handle(.loopEnded)
-            finished.signal()
+        handle(.start)
+    }
+
+    /// Ends the loop after the batch in progress (abandoning its retries), waiting up to `bound`. Returns false when
+    /// it did not end in time.
+    @discardableResult
+    func drain(within bound: Duration) -> Bool {
+        handle(.stop, waitingUpTo: bound)
+    }
+
+    /// Feeds `event` to the lifecycle and applies the actions it returns, outside the lock. Returns false when an
+    /// action that waits (`waitForLoop`) did not finish within `bound`.
+    @discardableResult
+    private func handle(_ event: LedgerWorkerLifecycle.Event, waitingUpTo bound: Duration = .zero) -> Bool {
+        let actions = lifecycle.withLock { $0.handle(event) }
+        var finishedInTime = true
+        for action in actions {
+            switch action {
+            case .startLoop:
+                let thread = Thread { [self] in
+                    run()
+                    handle(.loopEnded)
+                }
+                thread.name = "ledger-worker"
+                thread.start()
+            case .reportRefusal(let reason):
+                logger.error("the ledger refuses to run against this database", ["reason": .string(reason)])
+            case .wakeLoop:
+                buffer.close()
+            case .waitForLoop:
+                finishedInTime = loopEnded.wait(within: bound)
+            case .announceLoopEnded:
+                loopEnded.open()
+            }
         }
-        thread.name = "ledger-worker"
-        thread.start()
-    }
-
-    /// Ends the loop after the batch in progress; waits up to `timeout`. Returns false when it did not end in time.
-    @discardableResult
-    func stop(timeout: Duration) -> Bool {
-        handle(.stop)
-        buffer.close()
-        // Never started: no loop to wait for.
-        if case .stopped = phase { return true }
-        return finished.wait(timeout: .now() + .milliseconds(Int(timeout / .milliseconds(1)))) == .success
-    }
-
-    @discardableResult
-    private func handle(_ event: LedgerWorkerLifecycle.Event) -> Bool {
-        lifecycle.withLock { $0.handle(event) }
+        return finishedInTime
     }
 
     private func run() {
@@ -99,12 +114,30 @@ final class LedgerWorker: Sendable {
             let batch = ahead?.take() ?? takeDecodedBatch()
             ahead = nil
             metrics.bufferedMessages.set(buffer.count)
+            // After the take: a partition whose messages are in `batch` was recorded as awaiting before them.
+            guard startsResolved(), lifecycle.withLock({ $0.mayApply }) else { continue }
             if !batch.isEmpty {
                 ahead = DecodingAhead(on: decoder) { [self] in takeDecodedBatch() }
                 applyUntilCommitted(batch, isolating: false)
             }
             refreshGaugesIfDue()
         }
+    }
+
+    /// Reads and applies the stored offsets of partitions assigned while the database did not answer, retrying
+    /// with backoff until it did; nothing is applied before. False when the worker stops first.
+    private func startsResolved() -> Bool {
+        var backoff = Backoff()
+        while !isStopping {
+            switch starts.resolveAwaiting(refuse: refuse) {
+            case .ready, .refused:
+                return true
+            case .databaseDown(let error):
+                logger.error("cannot read the stored offsets of awaiting partitions; retrying", ["error": .string(error)])
+                backoff.sleep()
+            }
+        }
+        return false
     }
 
     /// The next batch from the buffer (waiting up to 250 ms for its first message), decoded.

@@ -1,8 +1,9 @@
 import ServiceRuntime
 
-/// The ledger worker's lifecycle as a value: (phase, event) → phase. The worker holds it under one lock; its thread
-/// and the service feed it events, and everything that asks "may it apply?", "is it stopping?", "why is it not
-/// healthy?" reads the phase instead of separate flags (`LedgerWorkerLifecycleTests` checks every transition).
+/// The ledger worker's lifecycle as a value: (phase, event) → (phase, actions). The worker holds it under one lock,
+/// feeds it events from its thread and the service's, and applies the returned actions in order *outside* the lock;
+/// everything that asks "may it apply?", "is it stopping?", "why is it not healthy?" reads the phase instead of
+/// separate flags (`LedgerWorkerLifecycleTests` checks every transition, no database or Kafka).
 ///
 /// Invariants:
 /// - Nothing is applied before the schema is prepared and the database's Kafka cluster binding is checked
@@ -39,35 +40,53 @@ struct LedgerWorkerLifecycle: Sendable, Equatable {
         case loopEnded
     }
 
+    /// What the worker does after a transition, outside the lock, in this order.
+    enum Action: Sendable, Equatable {
+        /// Start the worker's thread (it prepares the schema, checks the binding, then applies).
+        case startLoop
+        /// Say once, loudly, why nothing is applied any more.
+        case reportRefusal(String)
+        /// Wake the loop where it waits (for a batch, a retry) so that it sees `stopping`.
+        case wakeLoop
+        /// Wait (bounded by the caller) for the loop to end: the batch in progress commits or is abandoned.
+        case waitForLoop
+        /// The loop ended: release whoever waits for it.
+        case announceLoopEnded
+    }
+
     private(set) var phase: Phase = .created
 
     init(phase: Phase = .created) {
         self.phase = phase
     }
 
-    /// Applies `event`. Returns false (and changes nothing) when the event has no effect in this phase.
-    @discardableResult
-    mutating func handle(_ event: Event) -> Bool {
-        guard let next = Self.next(after: phase, on: event) else { return false }
+    /// Applies `event` and returns what the worker must do; no actions and no change when the event has no effect
+    /// in this phase (a second `stop` while stopping still waits for the loop).
+    mutating func handle(_ event: Event) -> [Action] {
+        let (next, actions) = Self.transition(from: phase, on: event)
         phase = next
-        return true
+        return actions
     }
 
-    /// The phase after `event` in `phase`; nil when the event has no effect there.
-    static func next(after phase: Phase, on event: Event) -> Phase? {
+    /// The phase after `event` in `phase`, and the actions it asks for.
+    static func transition(from phase: Phase, on event: Event) -> (Phase, [Action]) {
         switch (phase, event) {
-        case (.created, .start): .preparingSchema
-        case (.preparingSchema, .schemaReady): .checkingBinding
-        case (.checkingBinding, .bindingChecked): .applying
+        case (.created, .start): (.preparingSchema, [.startLoop])
+        case (.preparingSchema, .schemaReady): (.checkingBinding, [])
+        case (.checkingBinding, .bindingChecked): (.applying, [])
         case (.created, .refuse(let reason)), (.preparingSchema, .refuse(let reason)),
             (.checkingBinding, .refuse(let reason)), (.applying, .refuse(let reason)):
-            .refused(reason)
-        case (.stopping(nil), .refuse(let reason)): .stopping(refusal: reason)
-        case (.created, .stop): .stopped(refusal: nil)
-        case (.preparingSchema, .stop), (.checkingBinding, .stop), (.applying, .stop): .stopping(refusal: nil)
-        case (.refused(let reason), .stop): .stopping(refusal: reason)
-        case (.stopping(let refusal), .loopEnded): .stopped(refusal: refusal)
-        default: nil
+            (.refused(reason), [.reportRefusal(reason)])
+        case (.stopping(nil), .refuse(let reason)): (.stopping(refusal: reason), [.reportRefusal(reason)])
+        // Never started: no loop to wake or wait for.
+        case (.created, .stop): (.stopped(refusal: nil), [])
+        case (.preparingSchema, .stop), (.checkingBinding, .stop), (.applying, .stop):
+            (.stopping(refusal: nil), [.wakeLoop, .waitForLoop])
+        case (.refused(let reason), .stop): (.stopping(refusal: reason), [.wakeLoop, .waitForLoop])
+        // Every stop is answered: a later one waits for the same loop.
+        case (.stopping, .stop): (phase, [.waitForLoop])
+        case (.stopping(let refusal), .loopEnded): (.stopped(refusal: refusal), [.announceLoopEnded])
+        default: (phase, [])
         }
     }
 
