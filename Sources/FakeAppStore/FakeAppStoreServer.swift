@@ -128,7 +128,7 @@ public final class FakeAppStoreServer: Sendable {
     /// Stops serving (and retrying notification deliveries); idempotent.
     public func stop() {
         server.stop()
-        handler.notifications?.sender.shutdown()
+        handler.notifications?.sender.close()
     }
 
     public var port: UInt16 { server.port }

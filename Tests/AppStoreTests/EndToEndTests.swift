@@ -366,13 +366,13 @@ import Testing
         #expect(harness.client.queuedRequests == 0)
     }
 
-    @Test func shutdownFailsQueuedAndInFlightRequests() async throws {
+    @Test func closeFailsQueuedAndInFlightRequests() async throws {
         let harness = try FakeAppStoreHarness(maxInFlight: 1)
         let body = Array(#"{"receipt-data":"\#(FakeReceipt.hang())"}"#.utf8)
         async let first = harness.client.send(HTTPClientRequest(url: harness.fake.productionURL, body: body))
         async let second = harness.client.send(HTTPClientRequest(url: harness.fake.productionURL, body: body))
         try await Task.sleep(for: .milliseconds(200))
-        harness.client.shutdown()
+        harness.client.close()
         for result in await [first, second] {
             guard case .failure(let error) = result else {
                 Issue.record("expected a failure")
@@ -469,7 +469,7 @@ import Testing
         defer { fake.stop() }
         let client = try CurlHTTPClient(
             configuration: HTTPClientConfiguration(maxInFlight: 2, maxResponseBytes: 100_000))
-        defer { client.shutdown() }
+        defer { client.close() }
         let body = Array(#"{"receipt-data":"\#(FakeReceipt.huge(count: 1_000))"}"#.utf8)
         let result = await client.send(HTTPClientRequest(url: fake.productionURL, body: body))
         guard case .failure(let error) = result else {
@@ -504,7 +504,7 @@ import Testing
             endpoints: .init(production: fake.productionURL, sandbox: fake.sandboxURL),
             verdictPolicy: VerdictPolicy(allowedBundleIds: [FakeAppStoreHarness.bundleId]), maxInFlight: 8)
         let verifier = try ReceiptVerifier.verifyReceipt(settings: settings, logger: .quiet, metrics: registry)
-        defer { verifier.shutdown() }
+        defer { verifier.close() }
         let outcome = await verifier.verify(
             receiptData: FakeReceipt.valid(environment: "Sandbox"), expectations: .init(),
             deadline: .now() + .seconds(10))

@@ -44,7 +44,7 @@ final class FakeAppStoreHarness: Sendable {
     }
 
     deinit {
-        client.shutdown()
+        client.close()
         fake.stop()
     }
 

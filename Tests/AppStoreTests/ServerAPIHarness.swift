@@ -54,7 +54,7 @@ final class ServerAPIHarness: Sendable {
     }
 
     deinit {
-        http.shutdown()
+        http.close()
         fake.stop()
     }
 

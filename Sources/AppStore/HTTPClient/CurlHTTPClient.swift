@@ -58,7 +58,7 @@ public final class CurlHTTPClient: Sendable {
 
     /// Fails queued and in-flight requests with `.shutdown` and stops the network thread. Blocks until done;
     /// idempotent. Callers that want to drain wait for their completions first.
-    public func shutdown() {
+    public func close() {
         loop.stop()
     }
 }

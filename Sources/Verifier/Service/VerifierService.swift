@@ -201,8 +201,8 @@ public final class VerifierService: ManagedService {
         consumer.close(timeout: .seconds(10))
         // Rounds still at Apple end now, without a verdict; the drain gave their partitions up, so they write
         // nothing (their messages are read again after the restart).
-        appleVerifier.shutdown()
-        revocationClient.shutdown()
+        appleVerifier.close()
+        revocationClient.close()
         catalog?.stopWatching()
         let flushed = producer.flush(timeout: .seconds(5))
         producer.close(timeout: .seconds(2))
