@@ -126,8 +126,8 @@ public final class FakeAppStoreServer: Sendable {
     public func start() throws { try server.start() }
 
     /// Stops serving (and retrying notification deliveries); idempotent.
-    public func stop() {
-        server.stop()
+    public func close() {
+        server.close()
         handler.notifications?.sender.close()
     }
 

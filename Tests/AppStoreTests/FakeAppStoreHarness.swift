@@ -45,7 +45,7 @@ final class FakeAppStoreHarness: Sendable {
 
     deinit {
         client.close()
-        fake.stop()
+        fake.close()
     }
 
     func verify(

@@ -55,7 +55,7 @@ final class ServerAPIHarness: Sendable {
 
     deinit {
         http.close()
-        fake.stop()
+        fake.close()
     }
 
     /// The Server API backend over this harness (no client: no API credentials).

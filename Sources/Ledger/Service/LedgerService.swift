@@ -175,7 +175,7 @@ public final class LedgerService: ManagedService {
         let responderStopped = responder.stop(timeout: bound)
         let drained = worker.stop(timeout: bound) && responderStopped
         consumer.close(timeout: .seconds(10))
-        server.stop()
+        server.close()
         worker.database.close()
         apiDatabase.close()
         logger.info("receipt-ledger stopped", ["drained": .bool(drained)])

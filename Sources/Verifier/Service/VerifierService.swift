@@ -206,7 +206,7 @@ public final class VerifierService: ManagedService {
         catalog?.stopWatching()
         let flushed = producer.flush(timeout: .seconds(5))
         producer.close(timeout: .seconds(2))
-        server.stop()
+        server.close()
         logger.info("receipt-verifier stopped", ["drained": .bool(drained), "flushed": .bool(flushed)])
         return drained && flushed
     }
