@@ -88,7 +88,7 @@ public enum AdminTool {
             logger.error("cannot create the HTTP client", ["error": .string("\(error)")])
             return AdminExitCode.unavailable.rawValue
         }
-        defer { http.shutdown() }
+        defer { http.close() }
         let revocation: RevocationClient
         do {
             revocation = try RevocationClient(
@@ -98,7 +98,7 @@ public enum AdminTool {
             logger.error("cannot create the OCSP client", ["error": .string("\(error)")])
             return AdminExitCode.unavailable.rawValue
         }
-        defer { revocation.shutdown() }
+        defer { revocation.close() }
         let client = AppStoreServerAPIClient(
             http: http, endpoints: settings.serverAPI.endpoints,
             tokens: AppStoreServerAPITokenProvider(credentials: settings.credentials),

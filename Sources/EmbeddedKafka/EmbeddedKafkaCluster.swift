@@ -11,7 +11,7 @@ import Synchronization
 /// A test and development tool (the `embedded-kafka` executable, `KafkaTests`), kept out of the production `Kafka`
 /// target. Swift only: the C calls are `RDKafkaMockCluster`'s, in `RDKafka` with every other librdkafka call.
 ///
-/// Invariant: calls and `shutdown` are serialized by `state`'s lock, so no call reaches a destroyed cluster.
+/// Invariant: calls and `close` are serialized by `state`'s lock, so no call reaches a destroyed cluster.
 public final class EmbeddedKafkaCluster: Sendable {
     private let state: Locked<RDKafkaMockCluster?>
     /// The bootstrap list (`127.0.0.1:port,...`), fixed for the cluster's life.
@@ -39,11 +39,11 @@ public final class EmbeddedKafkaCluster: Sendable {
     }
 
     deinit {
-        shutdown()
+        close()
     }
 
     /// Stops the cluster (connections are closed) and frees it. Idempotent.
-    public func shutdown() {
+    public func close() {
         state.withLock { cluster in
             cluster?.destroy()
             cluster = nil

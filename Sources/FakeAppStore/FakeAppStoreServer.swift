@@ -126,9 +126,9 @@ public final class FakeAppStoreServer: Sendable {
     public func start() throws { try server.start() }
 
     /// Stops serving (and retrying notification deliveries); idempotent.
-    public func stop() {
-        server.stop()
-        handler.notifications?.sender.shutdown()
+    public func close() {
+        server.close()
+        handler.notifications?.sender.close()
     }
 
     public var port: UInt16 { server.port }

@@ -1,5 +1,8 @@
 import CMicroHTTPD
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import ServiceSupport
 import Synchronization
 
@@ -7,11 +10,11 @@ import Synchronization
 /// connections, header and body size, and requests held open (suspended, holding no thread) until the handler
 /// responds from whatever thread finished the work.
 ///
-/// Lifecycle: `init` -> `start()` -> `stop()`. `stop` is idempotent and also runs when the server is released.
+/// Lifecycle: `init` -> `start()` -> `close()`. `close` is idempotent and also runs when the server is released.
 public final class HTTPServer: Sendable {
     private struct State {
         // The daemon pointer is only used under the lock that holds this state, or after being taken out of it by
-        // `stop`, which then owns it exclusively.
+        // `close`, which then owns it exclusively.
         var daemon: SendableOpaquePointer?
         var port: UInt16 = 0
         var stopped = false
@@ -32,7 +35,7 @@ public final class HTTPServer: Sendable {
     }
 
     deinit {
-        stop()
+        close()
     }
 
     /// Binds and starts serving.
@@ -131,7 +134,7 @@ public final class HTTPServer: Sendable {
     /// Stops accepting connections, gives requests waiting on their handler up to `stopGracePeriod` to be answered,
     /// answers the rest 503, then closes every connection. New requests on open keep-alive connections are answered
     /// 503 with `Connection: close` meanwhile. Blocks the caller; idempotent.
-    public func stop() {
+    public func close() {
         let daemon: OpaquePointer? = state.withLock { state in
             defer {
                 state.daemon = nil
@@ -162,7 +165,7 @@ public final class HTTPServer: Sendable {
         // happen under the same lock) and stops any later one, so none touches a connection the daemon frees.
         for context in registered { context.detach() }
         MHD_stop_daemon(daemon)
-        if listenSocket >= 0 { close(listenSocket) }
+        if listenSocket >= 0 { Glibc.close(listenSocket) }
         core.sweeper.cancel()
         core.connections.cancel()
         core.logger.info("HTTP server stopped")

@@ -48,7 +48,7 @@ public struct HTTPServerConfiguration: Sendable {
     public var busyResponse: HTTPResponse = ServerResponses.serverBusy
     /// What is sent when the deadline passes (default: 503 `deadline_exceeded` with `Retry-After: 1`).
     public var deadlineResponse: HTTPResponse = ServerResponses.deadlineExceeded
-    /// How long `stop()` waits for requests still waiting on their handler before answering them 503.
+    /// How long `close()` waits for requests still waiting on their handler before answering them 503.
     public var stopGracePeriod: Duration = .seconds(10)
 
     public init(

@@ -14,11 +14,11 @@ import Synchronization
 /// - `shared` is the only state touched from other threads (responders, the deadline sweeper).
 /// - `connection` is passed to `MHD_resume_connection` at most once, and only after `MHD_suspend_connection`
 ///   returned and before the connection was resumed, when libmicrohttpd guarantees it is alive: suspended
-///   connections are never timed out or closed, and `HTTPServer.stop` resumes every one of them before it stops
+///   connections are never timed out or closed, and `HTTPServer.close` resumes every one of them before it stops
 ///   the daemon.
 /// - `MHD_resume_connection` is called while `shared`'s lock is held (it only sets a flag and wakes the daemon),
 ///   and the request's end (`markCompleted`, called before libmicrohttpd frees the connection) and `detach` (called
-///   by `HTTPServer.stop` before `MHD_stop_daemon`) take the same lock: a resume and the connection's teardown never
+///   by `HTTPServer.close` before `MHD_stop_daemon`) take the same lock: a resume and the connection's teardown never
 ///   overlap, and no resume happens after either.
 final class RequestContext: @unchecked Sendable {
     private struct Shared {
@@ -105,7 +105,7 @@ final class RequestContext: @unchecked Sendable {
         shared.withLock { $0.completed = true }
     }
 
-    /// `HTTPServer.stop`, before it stops the daemon (which frees the connections): waits for a resume in progress
+    /// `HTTPServer.close`, before it stops the daemon (which frees the connections): waits for a resume in progress
     /// and lets no later response touch the connection.
     func detach() {
         shared.withLock { $0.completed = true }

@@ -4,7 +4,7 @@ import Synchronization
 
 /// What the C callbacks reach through their `void *` context: the handler, limits and request accounting.
 ///
-/// Lives as long as the `HTTPServer` that owns it, which outlives the daemon (`stop` runs `MHD_stop_daemon` before
+/// Lives as long as the `HTTPServer` that owns it, which outlives the daemon (`close` runs `MHD_stop_daemon` before
 /// the server can be released), so the unretained pointer handed to libmicrohttpd is always valid.
 final class ServerCore: Sendable {
     let configuration: HTTPServerConfiguration
@@ -22,7 +22,7 @@ final class ServerCore: Sendable {
     let bodyTimeoutNanoseconds: UInt64
     let idleTimeoutNanoseconds: UInt64
 
-    /// Set when `stop` begins: new requests are answered 503 with `Connection: close`.
+    /// Set when `close` begins: new requests are answered 503 with `Connection: close`.
     let isStopping = Atomic<Bool>(false)
     /// Requests between their first access-handler call and libmicrohttpd's completion notification.
     let activeRequests = Atomic<Int>(0)

@@ -188,7 +188,7 @@ public final class IngestService: ManagedService {
         let waiting = server.requestsAwaitingResponse
         logger.info("draining: no new submissions", ["awaiting_response": .int(waiting)])
         results.stopWaiting()
-        server.stop()
+        server.close()
         handler.kafkaDeadlines.cancel()
         resultFeed?.close(timeout: .seconds(5))
         guard let producer = ownedProducer else { return true }

@@ -81,7 +81,7 @@ enum EmbeddedKafkaMain {
                 "topics": .string(options.topics.map { "\($0.name):\($0.partitions)" }.joined(separator: ",")),
             ])
         logger.info("stopping", ["signal": .string(shutdown.wait())])
-        cluster.shutdown()
+        cluster.close()
         return 0
     }
 }

@@ -95,7 +95,7 @@ enum SendNotificationCommand {
                 done.signal()
             })
         done.wait()
-        sender.shutdown()
+        sender.close()
         let entry = sender.history.entry(uuid: notification.notificationUUID)
         for attempt in entry?.attempts ?? [] {
             print(

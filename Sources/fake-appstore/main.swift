@@ -206,5 +206,5 @@ logger.info(
 
 let shutdown = ShutdownWaiter()
 logger.info("stopping", ["signal": .string(shutdown.wait())])
-server.stop()
+server.close()
 exit(0)

@@ -90,7 +90,7 @@ enum BackfillMain {
             logger.error("cannot create the HTTP client", ["error": .string("\(error)")])
             return 1
         }
-        defer { http.shutdown() }
+        defer { http.close() }
         let client = AppStoreServerAPIClient(
             http: http, endpoints: serverAPI.endpoints, tokens: AppStoreServerAPITokenProvider(credentials: credentials),
             pacer: ServerAPIPacer(pacing: ServerAPIPacing(productionRatePerSecond: serverAPI.maxRequestsPerSecond)),

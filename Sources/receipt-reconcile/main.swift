@@ -120,7 +120,7 @@ enum ReconcileMain {
             logger.error("cannot create the HTTP client", ["error": .string("\(error)")])
             return 1
         }
-        defer { http.shutdown() }
+        defer { http.close() }
         let client = AppStoreServerAPIClient(
             http: http, endpoints: serverAPI.endpoints, tokens: AppStoreServerAPITokenProvider(credentials: credentials),
             pacer: ServerAPIPacer(pacing: ServerAPIPacing(productionRatePerSecond: serverAPI.maxRequestsPerSecond)),
@@ -145,7 +145,7 @@ enum ReconcileMain {
             logger.error("cannot create the OCSP client", ["error": .string("\(error)")])
             return 1
         }
-        defer { revocation.shutdown() }
+        defer { revocation.close() }
         let verifier = AppleSignedDataVerifier(trustedRoots: serverAPI.rootCertificates, revocation: revocation.checker)
         let policy = NotificationPolicy(
             allowedBundleIds: appStore.verdictPolicy.allowedBundleIds, sandboxPolicy: appStore.verdictPolicy.sandboxPolicy,

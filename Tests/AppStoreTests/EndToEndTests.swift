@@ -366,13 +366,13 @@ import Testing
         #expect(harness.client.queuedRequests == 0)
     }
 
-    @Test func shutdownFailsQueuedAndInFlightRequests() async throws {
+    @Test func closeFailsQueuedAndInFlightRequests() async throws {
         let harness = try FakeAppStoreHarness(maxInFlight: 1)
         let body = Array(#"{"receipt-data":"\#(FakeReceipt.hang())"}"#.utf8)
         async let first = harness.client.send(HTTPClientRequest(url: harness.fake.productionURL, body: body))
         async let second = harness.client.send(HTTPClientRequest(url: harness.fake.productionURL, body: body))
         try await Task.sleep(for: .milliseconds(200))
-        harness.client.shutdown()
+        harness.client.close()
         for result in await [first, second] {
             guard case .failure(let error) = result else {
                 Issue.record("expected a failure")
@@ -390,7 +390,7 @@ import Testing
         let oldPort = harness.fake.port
         let oldURL = harness.fake.productionURL
         // The keep-alive connection is idle in the client's pool; the server goes away and closes it.
-        harness.fake.stop()
+        harness.fake.close()
         try await Task.sleep(for: .milliseconds(100))
         let afterStop = await harness.client.send(HTTPClientRequest(url: harness.fake.productionURL, body: []))
         guard case .failure(let error) = afterStop else {
@@ -404,7 +404,7 @@ import Testing
         let listen = ListenAddress(host: "127.0.0.1", port: oldPort)
         let replacement = FakeAppStoreServer(configuration: .init(listen: listen, threadCount: 1), logger: .quiet)
         try replacement.start()
-        defer { replacement.stop() }
+        defer { replacement.close() }
         #expect(replacement.productionURL == oldURL)
         let body = Array(#"{"receipt-data":"\#(FakeReceipt.valid())"}"#.utf8)
         var opened: [Int] = []
@@ -416,11 +416,11 @@ import Testing
         #expect(opened == [1, 0, 0])
         // Now a keep-alive connection to the replacement is certainly pooled: replace the server again on the same
         // port without any failing request in between. Reusing the dead connection would fail the next request.
-        replacement.stop()
+        replacement.close()
         try await Task.sleep(for: .milliseconds(100))
         let second = FakeAppStoreServer(configuration: .init(listen: listen, threadCount: 1), logger: .quiet)
         try second.start()
-        defer { second.stop() }
+        defer { second.close() }
         opened = []
         for _ in 0..<3 {
             let response = try await harness.client.send(HTTPClientRequest(url: oldURL, body: body)).get()
@@ -435,7 +435,7 @@ import Testing
             configuration: .init(threadCount: 1, hangSeconds: 5),
             logger: .quiet)
         try fake.start()
-        defer { fake.stop() }
+        defer { fake.close() }
         let body = Array(#"{"receipt-data":"\#(FakeReceipt.hang())"}"#.utf8)
         let result = await withCheckedContinuation { continuation in
             var client: CurlHTTPClient? = try? CurlHTTPClient(configuration: HTTPClientConfiguration(maxInFlight: 4))
@@ -466,10 +466,10 @@ import Testing
         let fake = FakeAppStoreServer(
             configuration: .init(threadCount: 1), logger: .quiet)
         try fake.start()
-        defer { fake.stop() }
+        defer { fake.close() }
         let client = try CurlHTTPClient(
             configuration: HTTPClientConfiguration(maxInFlight: 2, maxResponseBytes: 100_000))
-        defer { client.shutdown() }
+        defer { client.close() }
         let body = Array(#"{"receipt-data":"\#(FakeReceipt.huge(count: 1_000))"}"#.utf8)
         let result = await client.send(HTTPClientRequest(url: fake.productionURL, body: body))
         guard case .failure(let error) = result else {
@@ -498,13 +498,13 @@ import Testing
     @Test func callsAreCountedByEnvironmentAndOutcome() async throws {
         let fake = FakeAppStoreServer(configuration: .init(threadCount: 1), logger: .quiet)
         try fake.start()
-        defer { fake.stop() }
+        defer { fake.close() }
         let registry = MetricsRegistry()
         let settings = AppStoreSettings(
             endpoints: .init(production: fake.productionURL, sandbox: fake.sandboxURL),
             verdictPolicy: VerdictPolicy(allowedBundleIds: [FakeAppStoreHarness.bundleId]), maxInFlight: 8)
         let verifier = try ReceiptVerifier.verifyReceipt(settings: settings, logger: .quiet, metrics: registry)
-        defer { verifier.shutdown() }
+        defer { verifier.close() }
         let outcome = await verifier.verify(
             receiptData: FakeReceipt.valid(environment: "Sandbox"), expectations: .init(),
             deadline: .now() + .seconds(10))

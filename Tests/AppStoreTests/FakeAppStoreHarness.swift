@@ -44,8 +44,8 @@ final class FakeAppStoreHarness: Sendable {
     }
 
     deinit {
-        client.shutdown()
-        fake.stop()
+        client.close()
+        fake.close()
     }
 
     func verify(

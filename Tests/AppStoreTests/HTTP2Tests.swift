@@ -29,7 +29,7 @@ struct HTTP2Tests {
         let client = try CurlHTTPClient(
             configuration: HTTPClientConfiguration(
                 maxInFlight: 64, requestTimeoutMs: 5_000, caBundlePath: directory + "/cert.pem"))
-        defer { client.shutdown() }
+        defer { client.close() }
         let url = "https://127.0.0.1:\(port)/verifyReceipt"
         let body = Array(#"{"receipt-data":"AAAA"}"#.utf8)
         // Wait until the server listens.
@@ -46,7 +46,7 @@ struct HTTP2Tests {
         let fresh = try CurlHTTPClient(
             configuration: HTTPClientConfiguration(
                 maxInFlight: 64, requestTimeoutMs: 5_000, caBundlePath: directory + "/cert.pem"))
-        defer { fresh.shutdown() }
+        defer { fresh.close() }
         let responses = try await withThrowingTaskGroup(of: HTTPClientResponse.self) { group in
             for _ in 0..<20 {
                 group.addTask { try await fresh.send(HTTPClientRequest(url: url, body: body)).get() }

@@ -257,9 +257,9 @@ final class OutcomeBox: Sendable {
         #expect(run.backend.requests.map(\.startEnvironment) == [.production, .sandbox])
     }
 
-    @Test func afterShutdownFailuresAreNotRetried() throws {
+    @Test func afterCloseFailuresAreNotRetried() throws {
         let run = Run(Array(repeating: Self.unavailable(), count: 5), retryPolicy: AppleCallRetryPolicy(maxAttempts: 5))
-        run.verifier.shutdown()
+        run.verifier.close()
         let outcome = try #require(run.verify())
         guard case .unavailable(let failure) = outcome else { Issue.record("not unavailable: \(outcome)"); return }
         #expect(failure.message.contains("shut down"))

@@ -54,8 +54,8 @@ final class ServerAPIHarness: Sendable {
     }
 
     deinit {
-        http.shutdown()
-        fake.stop()
+        http.close()
+        fake.close()
     }
 
     /// The Server API backend over this harness (no client: no API credentials).

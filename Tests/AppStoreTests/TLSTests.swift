@@ -69,7 +69,7 @@ import Testing
         let client = try CurlHTTPClient(
             configuration: HTTPClientConfiguration(
                 maxInFlight: 4, requestTimeoutMs: 5_000, caBundlePath: caBundle))
-        defer { client.shutdown() }
+        defer { client.close() }
         return await client.send(HTTPClientRequest(url: url, body: Array(#"{"receipt-data":"AAAA"}"#.utf8)))
     }
 

@@ -35,7 +35,7 @@ struct HTTPServerAdmissionTests {
     func refusedBeforeBody() throws {
         let handler = AdmittingHandler()
         let server = try startServer(handler) { $0.maxBodyBytes = 4 << 20 }
-        defer { server.stop() }
+        defer { server.close() }
         let connection = try HTTPTestConnection(port: server.port, timeoutSeconds: 5)
         // A large body announced, none of it sent yet: the answer must not wait for it.
         try connection.send("POST /private HTTP/1.1\r\nHost: x\r\nContent-Length: \(2 << 20)\r\n\r\n")
@@ -75,7 +75,7 @@ struct HTTPServerAdmissionTests {
     func perRequestLimit() throws {
         let events = ResponseEvents()
         let server = try startServer(AdmittingHandler(), configure: { $0.maxBodyBytes = 1 << 20 }, events: events)
-        defer { server.stop() }
+        defer { server.close() }
         let over = try HTTPTestConnection(port: server.port).request(
             "POST", "/small", body: [UInt8](repeating: 65, count: 1025))
         #expect(over.status == 413)
@@ -105,7 +105,7 @@ struct HTTPServerAdmissionTests {
                 $0.busyResponse = .json(
                     503, #"{"error":{"code":"server_busy","message":"busy"}}"#, headers: [("Retry-After", "7")])
             }, events: events)
-        defer { server.stop() }
+        defer { server.close() }
         // A slow sender holds the 80,000 bytes it sent of a 90,000-byte body.
         let slow = try HTTPTestConnection(port: server.port, timeoutSeconds: 5)
         try slow.send("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 90000\r\n\r\n")
@@ -143,7 +143,7 @@ struct HTTPServerAdmissionTests {
     @Test("a client that goes away mid-body gives its reservation back")
     func abandonedBody() throws {
         let server = try startServer(AdmittingHandler())
-        defer { server.stop() }
+        defer { server.close() }
         let connection = try HTTPTestConnection(port: server.port)
         try connection.send("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 50000\r\n\r\n")
         try connection.send([UInt8](repeating: 1, count: 100))

@@ -18,7 +18,7 @@ struct HTTPServerHostileClientTests {
                 $0.requestHeadTimeout = .seconds(1)
                 $0.idleTimeoutSeconds = 30
             }, events: events)
-        defer { server.stop() }
+        defer { server.close() }
         let connection = try HTTPTestConnection(port: server.port)
         try connection.send("POST /upload HTTP/1.1\r\nHost: x\r\n")
         let closedAfter = connection.trickleUntilClosed(
@@ -35,7 +35,7 @@ struct HTTPServerHostileClientTests {
             $0.requestHeadTimeout = .seconds(1)
             $0.idleTimeoutSeconds = 30
         }
-        defer { server.stop() }
+        defer { server.close() }
         let connection = try HTTPTestConnection(port: server.port, timeoutSeconds: 8)
         let started = SystemTime.monotonicNanoseconds()
         #expect(connection.peerClosed())
@@ -47,7 +47,7 @@ struct HTTPServerHostileClientTests {
     @Test("a request head arriving in time is served, and the kept-alive connection serves the next one")
     func headInTime() throws {
         let server = try startServer(EchoHandler()) { $0.requestHeadTimeout = .seconds(1) }
-        defer { server.stop() }
+        defer { server.close() }
         let connection = try HTTPTestConnection(port: server.port)
         for index in 0..<3 {
             // Each head takes 0.6 s to arrive: within the head deadline, and the next request's clock restarts.
@@ -67,7 +67,7 @@ struct HTTPServerHostileClientTests {
             $0.requestHeadTimeout = .seconds(30)
             $0.idleTimeoutSeconds = 1
         }
-        defer { server.stop() }
+        defer { server.close() }
         let connection = try HTTPTestConnection(port: server.port)
         #expect(try connection.request("GET", "/first").status == 200)
         try connection.send("GET /second HTTP/1.1\r\n")
@@ -85,7 +85,7 @@ struct HTTPServerHostileClientTests {
             $0.bodyTimeout = .seconds(1)
             $0.idleTimeoutSeconds = 30
         }
-        defer { server.stop() }
+        defer { server.close() }
         let connection = try HTTPTestConnection(port: server.port)
         try connection.send("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n")
         let closedAfter = connection.trickleUntilClosed(
@@ -103,7 +103,7 @@ struct HTTPServerHostileClientTests {
     @Test("announcing large bodies and trickling them holds only the bytes sent: other bodies still fit")
     func announcedBodiesHoldWhatArrived() throws {
         let server = try startServer(AdmittingHandler()) { $0.maxBufferedBodyBytes = 1_000_000 }
-        defer { server.stop() }
+        defer { server.close() }
         // Twenty slow senders announce 2 MB between them, twice the bound, and send 10 bytes each.
         let slow = try (0..<20).map { _ in try HTTPTestConnection(port: server.port) }
         for connection in slow {
@@ -121,7 +121,7 @@ struct HTTPServerHostileClientTests {
     func headerLimit() throws {
         let events = ResponseEvents()
         let server = try startServer(EchoHandler(), configure: { $0.maxHeaderBytes = 4096 }, events: events)
-        defer { server.stop() }
+        defer { server.close() }
         let exact = try HTTPTestConnection(port: server.port)
         try exact.send(Self.head(bytes: 4096))
         #expect(try exact.readResponse().status == 200)
@@ -143,7 +143,7 @@ struct HTTPServerHostileClientTests {
             $0.maxHeaderBytes = 32 * 1024
             $0.connectionMemoryLimitBytes = 16 * 1024
         }
-        defer { server.stop() }
+        defer { server.close() }
         let connection = try HTTPTestConnection(port: server.port)
         try connection.send(Self.head(bytes: 30 * 1024))
         #expect(try connection.readResponse().status == 200)
@@ -152,7 +152,7 @@ struct HTTPServerHostileClientTests {
     @Test("connections are counted: accepted, open, and refused at the per-IP limit")
     func connectionCounts() throws {
         let server = try startServer(EchoHandler()) { $0.perIPConnectionLimit = 2 }
-        defer { server.stop() }
+        defer { server.close() }
         let first = try HTTPTestConnection(port: server.port)
         let second = try HTTPTestConnection(port: server.port)
         #expect(try first.request("GET", "/").status == 200)

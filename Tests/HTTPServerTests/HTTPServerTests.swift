@@ -12,8 +12,8 @@ struct HTTPServerTests {
         let first = try startServer(EchoHandler())
         let second = try startServer(EchoHandler())
         defer {
-            first.stop()
-            second.stop()
+            first.close()
+            second.close()
         }
         #expect(first.port != 0)
         #expect(second.port != 0)
@@ -23,7 +23,7 @@ struct HTTPServerTests {
     @Test("a port in use is a readable start error")
     func portInUse() throws {
         let first = try startServer(EchoHandler())
-        defer { first.stop() }
+        defer { first.close() }
         let second = HTTPServer(
             configuration: HTTPServerConfiguration(listen: ListenAddress(host: "127.0.0.1", port: first.port)),
             handler: EchoHandler(), logger: quietLogger())
@@ -41,7 +41,7 @@ struct HTTPServerTests {
     @Test("method, path, decoded query, lower-cased headers and body reach the handler")
     func requestParts() throws {
         let server = try startServer(EchoHandler())
-        defer { server.stop() }
+        defer { server.close() }
         let connection = try HTTPTestConnection(port: server.port)
         let response = try connection.request(
             "POST", "/v1/things/42?x=1&name=hello%20world&flag",
@@ -65,7 +65,7 @@ struct HTTPServerTests {
     @Test("a body up to the limit is delivered whole, also when chunked")
     func largeBodies() throws {
         let server = try startServer(EchoHandler()) { $0.maxBodyBytes = 256 * 1024 }
-        defer { server.stop() }
+        defer { server.close() }
         let connection = try HTTPTestConnection(port: server.port)
         let body = [UInt8](repeating: UInt8(ascii: "z"), count: 256 * 1024)
         let response = try connection.request("POST", "/upload", body: body)
@@ -84,7 +84,7 @@ struct HTTPServerTests {
     func keepAlive() throws {
         let events = ResponseEvents()
         let server = try startServer(EchoHandler(), events: events)
-        defer { server.stop() }
+        defer { server.close() }
         let connection = try HTTPTestConnection(port: server.port)
         for index in 0..<5 {
             let response = try connection.request("GET", "/ping/\(index)")
@@ -104,7 +104,7 @@ struct HTTPServerTests {
     func suspendedResponse() throws {
         let handler = HeldHandler()
         let server = try startServer(handler) { $0.threadCount = 1 }
-        defer { server.stop() }
+        defer { server.close() }
 
         let slowConnections = try (0..<4).map { _ in try HTTPTestConnection(port: server.port) }
         for (index, connection) in slowConnections.enumerated() {
@@ -141,7 +141,7 @@ struct HTTPServerTests {
         let handler = HeldHandler()
         let events = ResponseEvents()
         let server = try startServer(handler, configure: { $0.responseDeadline = .milliseconds(200) }, events: events)
-        defer { server.stop() }
+        defer { server.close() }
         let connection = try HTTPTestConnection(port: server.port)
         let started = SystemTime.monotonicNanoseconds()
         let response = try connection.request("POST", "/never", body: Array("{}".utf8))
@@ -166,7 +166,7 @@ struct HTTPServerTests {
             $0.responseDeadline = .milliseconds(100)
             $0.deadlineResponse = .json(504, #"{"error":{"code":"upstream_slow","message":"m"}}"#)
         }
-        defer { server.stop() }
+        defer { server.close() }
         let response = try HTTPTestConnection(port: server.port).request("GET", "/never")
         #expect(response.status == 504)
         #expect(response.text.contains("upstream_slow"))
@@ -175,7 +175,7 @@ struct HTTPServerTests {
     @Test("an idle keep-alive connection is closed after the idle timeout")
     func idleTimeout() throws {
         let server = try startServer(EchoHandler()) { $0.idleTimeoutSeconds = 1 }
-        defer { server.stop() }
+        defer { server.close() }
         let connection = try HTTPTestConnection(port: server.port, timeoutSeconds: 4)
         #expect(try connection.request("GET", "/").status == 200)
         let started = SystemTime.monotonicNanoseconds()
@@ -190,7 +190,7 @@ struct HTTPServerTests {
             $0.connectionLimit = 2
             $0.threadCount = 1
         }
-        defer { server.stop() }
+        defer { server.close() }
         let first = try HTTPTestConnection(port: server.port)
         let second = try HTTPTestConnection(port: server.port)
         #expect(try first.request("GET", "/").status == 200)
@@ -211,7 +211,7 @@ struct HTTPServerTests {
     func declaredBodyTooLarge() throws {
         let events = ResponseEvents()
         let server = try startServer(EchoHandler(), configure: { $0.maxBodyBytes = 1024 }, events: events)
-        defer { server.stop() }
+        defer { server.close() }
         let connection = try HTTPTestConnection(port: server.port)
         // Headers only: the 413 must come without the client sending a byte of the body.
         try connection.send("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 1025\r\n\r\n")
@@ -229,7 +229,7 @@ struct HTTPServerTests {
     func streamedBodyTooLarge() throws {
         let events = ResponseEvents()
         let server = try startServer(EchoHandler(), configure: { $0.maxBodyBytes = 1024 }, events: events)
-        defer { server.stop() }
+        defer { server.close() }
         let connection = try HTTPTestConnection(port: server.port)
         let chunk = String(repeating: "a", count: 600)
         try connection.send(
@@ -243,7 +243,7 @@ struct HTTPServerTests {
     @Test("a client streaming far past the limit is disconnected")
     func endlessBody() throws {
         let server = try startServer(EchoHandler()) { $0.maxBodyBytes = 1024 }
-        defer { server.stop() }
+        defer { server.close() }
         let connection = try HTTPTestConnection(port: server.port)
         try connection.send("POST /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
         let chunk = "400\r\n" + String(repeating: "b", count: 1024) + "\r\n"
@@ -257,7 +257,7 @@ struct HTTPServerTests {
     @Test("headers over the connection memory limit are refused by the server")
     func headersTooLarge() throws {
         let server = try startServer(EchoHandler()) { $0.connectionMemoryLimitBytes = 8 * 1024 }
-        defer { server.stop() }
+        defer { server.close() }
         let connection = try HTTPTestConnection(port: server.port)
         let big = String(repeating: "h", count: 16 * 1024)
         let response = try connection.request("GET", "/", headers: [("X-Big", big)])
@@ -267,7 +267,7 @@ struct HTTPServerTests {
     @Test("a malformed request is answered 400 by libmicrohttpd itself, not JSON (as openapi.yaml says)")
     func malformedRequest() throws {
         let server = try startServer(EchoHandler())
-        defer { server.stop() }
+        defer { server.close() }
         let connection = try HTTPTestConnection(port: server.port)
         try connection.send("GET / HTTP/1.1\r\nHost: x\r\nnot a header line\r\n\r\n")
         let response = try connection.readResponse()
@@ -277,23 +277,23 @@ struct HTTPServerTests {
     }
 
     @Test("stop answers waiting requests that miss the grace period with 503, then refuses connections")
-    func stopWithWaitingRequests() throws {
+    func closeWithWaitingRequests() throws {
         let handler = HeldHandler()
         let server = try startServer(handler) { $0.stopGracePeriod = .milliseconds(200) }
         let port = server.port
         let connection = try HTTPTestConnection(port: port)
         try connection.sendRequest("GET", "/waiting")
         #expect(waitUntil { handler.heldCount == 1 })
-        server.stop()
+        server.close()
         let response = try connection.readResponse()
         #expect(response.status == 503)
         #expect(response.headers["retry-after"] != nil)
         #expect(throws: HTTPTestConnectionError.self) { try HTTPTestConnection(port: port) }
-        server.stop()  // idempotent
+        server.close()  // idempotent
     }
 
     @Test("stop waits for requests answered within the grace period")
-    func stopDrains() throws {
+    func closeDrains() throws {
         let handler = HeldHandler()
         let server = try startServer(handler) { $0.stopGracePeriod = .seconds(5) }
         let connection = try HTTPTestConnection(port: server.port)
@@ -302,7 +302,7 @@ struct HTTPServerTests {
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(150)) {
             for respond in handler.takeAll() { respond(.text(200, "drained")) }
         }
-        server.stop()
+        server.close()
         let response = try connection.readResponse()
         #expect(response.status == 200)
         #expect(response.text == "drained")
@@ -328,7 +328,7 @@ struct HTTPServerTests {
                 usleep(3_000)
             }
         }
-        server.stop()
+        server.close()
         answering.wait()
         for connection in connections {
             let response = try connection.readResponse()
@@ -340,7 +340,7 @@ struct HTTPServerTests {
     func perIPLimit() throws {
         let handler = HeldHandler()
         let server = try startServer(handler) { $0.perIPConnectionLimit = 2 }
-        defer { server.stop() }
+        defer { server.close() }
         let first = try HTTPTestConnection(port: server.port)
         let second = try HTTPTestConnection(port: server.port)
         #expect(try first.request("GET", "/fast").status == 200)

@@ -16,7 +16,7 @@ struct KafkaFaultTests {
     func brokerDownAndUp() async throws {
         let topic = uniqueName("outage")
         let cluster = try EmbeddedKafkaCluster(brokers: 1, topics: [(topic, 2)], logger: quietLogger)
-        defer { cluster.shutdown() }
+        defer { cluster.close() }
         let delegate = RecordingDelegate()
         let consumer = try KafkaConsumer(
             configuration: consumerConfiguration(cluster.bootstrapServers), groupId: uniqueName("group"),
@@ -65,7 +65,7 @@ struct KafkaFaultTests {
     func queueFull() async throws {
         let topic = uniqueName("full")
         let cluster = try EmbeddedKafkaCluster(brokers: 1, topics: [(topic, 1)], logger: quietLogger)
-        defer { cluster.shutdown() }
+        defer { cluster.close() }
         cluster.setBrokerDown(1)
         let producer = try KafkaProducer(
             configuration: producerConfiguration(cluster.bootstrapServers, ["queue.buffering.max.messages": "10"]),
@@ -93,7 +93,7 @@ struct KafkaFaultTests {
     func roundTripTime() async throws {
         let topic = uniqueName("rtt")
         let cluster = try EmbeddedKafkaCluster(brokers: 1, topics: [(topic, 1)], logger: quietLogger)
-        defer { cluster.shutdown() }
+        defer { cluster.close() }
         let producer = try KafkaProducer(
             configuration: producerConfiguration(cluster.bootstrapServers), logger: quietLogger)
         defer { producer.close(timeout: .seconds(5)) }
@@ -108,7 +108,7 @@ struct KafkaFaultTests {
     func producerCloseFailsUndeliverable() async throws {
         let topic = uniqueName("undeliverable")
         let cluster = try EmbeddedKafkaCluster(brokers: 1, topics: [(topic, 1)], logger: quietLogger)
-        defer { cluster.shutdown() }
+        defer { cluster.close() }
         cluster.setBrokerDown(1)
         let producer = try KafkaProducer(
             configuration: producerConfiguration(cluster.bootstrapServers), logger: quietLogger)
@@ -136,7 +136,7 @@ struct KafkaFaultTests {
     func closeFromCompletion() async throws {
         let topic = uniqueName("self-close")
         let cluster = try EmbeddedKafkaCluster(brokers: 1, topics: [(topic, 1)], logger: quietLogger)
-        defer { cluster.shutdown() }
+        defer { cluster.close() }
         let metrics = MetricsRegistry()
         let producer = try KafkaProducer(
             configuration: producerConfiguration(cluster.bootstrapServers), logger: quietLogger, metrics: metrics)
@@ -157,7 +157,7 @@ struct KafkaFaultTests {
     func consumerCloseIsBounded() async throws {
         let topic = uniqueName("gone")
         let cluster = try EmbeddedKafkaCluster(brokers: 1, topics: [(topic, 1)], logger: quietLogger)
-        defer { cluster.shutdown() }
+        defer { cluster.close() }
         let delegate = RecordingDelegate()
         let consumer = try KafkaConsumer(
             configuration: consumerConfiguration(cluster.bootstrapServers), groupId: uniqueName("group"),

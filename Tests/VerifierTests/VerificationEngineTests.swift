@@ -247,7 +247,7 @@ struct VerificationEngineTests {
         await settles("at Apple") { verifier.pendingIds == ["s-0"] }
         let drained = await Task.detached { engine.drain(within: .milliseconds(30)) }.value
         #expect(!drained)
-        // The App Store client is shut down after the drain: its running rounds end without a verdict.
+        // The App Store client is closed after the drain: its running rounds end without a verdict.
         #expect(engine.snapshot.appleInFlight == 1)  // still at Apple: the wait below is for its late end
         verifier.answerAll(with: Samples.unavailable)
         await settles("late round ended") { engine.snapshot.appleInFlight == 0 }

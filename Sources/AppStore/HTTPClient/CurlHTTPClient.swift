@@ -29,7 +29,7 @@ public final class CurlHTTPClient: Sendable {
     }
 
     deinit {
-        loop.stop()
+        loop.close()
     }
 
     /// Sends `request` (its `method`: POST or GET). `completion` is called exactly once: with the response (any
@@ -58,7 +58,7 @@ public final class CurlHTTPClient: Sendable {
 
     /// Fails queued and in-flight requests with `.shutdown` and stops the network thread. Blocks until done;
     /// idempotent. Callers that want to drain wait for their completions first.
-    public func shutdown() {
-        loop.stop()
+    public func close() {
+        loop.close()
     }
 }

@@ -1,12 +1,15 @@
 import CCurl
 import Dispatch
 import Foundation
+#if canImport(Glibc)
+    import Glibc
+#endif
 import ServiceSupport
 import Synchronization
 
 /// The thread that owns the libcurl multi handle and drives it with `curl_multi_socket_action` over epoll.
 ///
-/// Threads: `submit` and `stop` may be called from any thread; they put work in `inbox` (a mutex) and wake the loop
+/// Threads: `submit` and `close` may be called from any thread; they put work in `inbox` (a mutex) and wake the loop
 /// through an eventfd. Everything else — the multi handle, the easy handles, the socket table, the timer — is
 /// touched only by the loop thread, which is why the class is `@unchecked Sendable`. Completions are never called on
 /// the loop thread: they are handed to `completionQueues` (a fixed number of serial queues, round robin), so the
@@ -51,13 +54,13 @@ final class CurlMultiLoop: @unchecked Sendable {
             ccurl_epoll_ctl(epollDescriptor, 0, wakeDescriptor, ccurl_epoll_in()) == 0
         else {
             let reason = String(cString: strerror(errno))
-            if epollDescriptor >= 0 { close(epollDescriptor) }
-            if wakeDescriptor >= 0 { close(wakeDescriptor) }
+            if epollDescriptor >= 0 { Glibc.close(epollDescriptor) }
+            if wakeDescriptor >= 0 { Glibc.close(wakeDescriptor) }
             throw HTTPClientError(kind: .other, message: "cannot create the epoll loop: \(reason)")
         }
         guard let multi = curl_multi_init() else {
-            close(epollDescriptor)
-            close(wakeDescriptor)
+            Glibc.close(epollDescriptor)
+            Glibc.close(wakeDescriptor)
             throw HTTPClientError(kind: .other, message: "curl_multi_init failed")
         }
         self.multi = multi
@@ -71,7 +74,7 @@ final class CurlMultiLoop: @unchecked Sendable {
         _ = ccurl_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, max(16, configuration.maxInFlight))
     }
 
-    /// Starts the loop thread. The thread keeps the loop alive until `stop`.
+    /// Starts the loop thread. The thread keeps the loop alive until `close`.
     func start() {
         let thread = Thread { [self] in run() }
         thread.name = "appstore-curl-multi"
@@ -92,7 +95,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// Fails queued and in-flight transfers with `.shutdown`, frees libcurl's handles and ends the thread. Blocks
     /// until done, except on the loop thread itself (the last reference to a client can be dropped there, when a
     /// completion batch is released), where it only asks the loop to end; idempotent.
-    func stop() {
+    func close() {
         let mustWait = inbox.withLock { inbox in
             defer { inbox.stopping = true }
             return !inbox.stopping
@@ -320,8 +323,8 @@ final class CurlMultiLoop: @unchecked Sendable {
         for transfer in queued { finish(transfer, .failure(shutdownError)) }
         flushFinished()
         inFlightGauge?.set(0)
-        close(epollDescriptor)
-        close(wakeDescriptor)
+        Glibc.close(epollDescriptor)
+        Glibc.close(wakeDescriptor)
         stoppedSignal.signal()
     }
 
@@ -335,7 +338,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     /// CURLOPT_CLOSESOCKETFUNCTION: libcurl is done with `socket`; forget it, then close it.
     func closeSocket(_ socket: curl_socket_t) -> Int32 {
         sockets.closing(socket)
-        return close(socket)
+        return Glibc.close(socket)
     }
 
     func setTimer(milliseconds: Int) {

@@ -77,7 +77,7 @@ public struct HTTPClientError: Error, Sendable, Equatable, CustomStringConvertib
         case tls
         /// The response exceeded `HTTPClientConfiguration.maxResponseBytes`.
         case responseTooLarge = "response_too_large"
-        /// The client was shut down before the request completed.
+        /// The client was closed (`close()`) before the request completed.
         case shutdown
         /// A request libcurl refused to start (bad URL, unsupported protocol) or any other failure.
         case other

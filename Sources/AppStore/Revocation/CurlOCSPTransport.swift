@@ -43,8 +43,8 @@ public final class CurlOCSPTransport: OCSPTransport {
         }
     }
 
-    /// Fails what is in flight and stops the network thread (idempotent).
-    public func shutdown() {
-        client.shutdown()
+    /// Fails what is in flight and closes the HTTP client: its network thread ends (idempotent).
+    public func close() {
+        client.close()
     }
 }

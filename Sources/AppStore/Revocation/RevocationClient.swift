@@ -32,8 +32,8 @@ public struct RevocationClient: Sendable {
         }
     }
 
-    /// Stops the OCSP transport (idempotent); checks after it find no answer (`revocationStatusUnavailable`).
-    public func shutdown() {
-        transport?.shutdown()
+    /// Closes the OCSP transport (idempotent); checks after it find no answer (`revocationStatusUnavailable`).
+    public func close() {
+        transport?.close()
     }
 }

@@ -85,9 +85,9 @@ public final class AppStoreServerAPIClient: Sendable {
         self.wallClockMs = wallClockMs
     }
 
-    /// Stops the HTTP client (shared with verifyReceipt; idempotent): calls in flight end `.retryable`.
-    public func shutdown() {
-        http.shutdown()
+    /// Closes the HTTP client (shared with verifyReceipt; idempotent): calls in flight end `.retryable`.
+    public func close() {
+        http.close()
     }
 
     // MARK: Endpoints

@@ -31,9 +31,9 @@ public final class BackendRouter: ReceiptVerificationBackend {
         backend(for: proof).source(for: proof)
     }
 
-    /// Stops both (they share one HTTP client; stopping it twice is harmless).
-    public func shutdown() {
-        verifyReceipt.shutdown()
-        serverAPI.shutdown()
+    /// Closes both (they share one HTTP client; closing it twice is harmless).
+    public func close() {
+        verifyReceipt.close()
+        serverAPI.close()
     }
 }

@@ -98,9 +98,9 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
         }
     }
 
-    /// Stops the HTTP client the API client uses (shared with verifyReceipt: idempotent).
-    public func shutdown() {
-        client?.shutdown()
+    /// Closes the HTTP client the API client uses (shared with verifyReceipt: idempotent).
+    public func close() {
+        client?.close()
     }
 
     public func verify(_ request: BackendRequest, completion: @escaping @Sendable (BackendAnswer) -> Void) {

@@ -9,14 +9,14 @@ public protocol ReceiptVerificationBackend: Sendable {
     func verify(_ request: BackendRequest, completion: @escaping @Sendable (BackendAnswer) -> Void)
 
     /// Releases network resources; requests still in flight complete as retryable failures. Idempotent.
-    func shutdown()
+    func close()
 
     /// What a verdict on `proof` from this backend rests on (results name it as `source`).
     func source(for proof: PurchaseProof) -> VerificationSource
 }
 
 extension ReceiptVerificationBackend {
-    public func shutdown() {}
+    public func close() {}
 
     public func source(for proof: PurchaseProof) -> VerificationSource { .verifyReceipt }
 }

@@ -91,14 +91,14 @@ public final class ReceiptVerifier: Sendable {
             metrics: metrics)
     }
 
-    /// Stops the backend (for verifyReceipt: the libcurl client). Verifications still running end `.unavailable`.
+    /// Closes the backend (for verifyReceipt: the libcurl client). Verifications still running end `.unavailable`.
     /// Call after draining: wait for the completions you care about first.
-    public func shutdown() {
-        isShutDown.store(true, ordering: .releasing)
-        backend.shutdown()
+    public func close() {
+        isClosed.store(true, ordering: .releasing)
+        backend.close()
     }
 
-    private let isShutDown = Atomic<Bool>(false)
+    private let isClosed = Atomic<Bool>(false)
 
     /// An attempt is not started with less time than this left before the deadline.
     static let minimumAttemptMs = 50
@@ -325,7 +325,7 @@ public final class ReceiptVerifier: Sendable {
                         appleStatus: answer.appleStatus, environment: answer.resultEnvironment, attempts: state.calls,
                         source: answer.source)),
                 completion)
-        case .retryable where isShutDown.load(ordering: .acquiring):
+        case .retryable where isClosed.load(ordering: .acquiring):
             finish(
                 .unavailable(
                     VerificationFailure(

@@ -54,9 +54,9 @@ public final class VerifyReceiptBackend: ReceiptVerificationBackend {
         self.logger = logger
     }
 
-    /// Fails what is queued or in flight and stops the HTTP client (see `CurlHTTPClient.shutdown`).
-    public func shutdown() {
-        client.shutdown()
+    /// Fails what is queued or in flight and closes the HTTP client (see `CurlHTTPClient.close`).
+    public func close() {
+        client.close()
     }
 
     public func verify(_ request: BackendRequest, completion: @escaping @Sendable (BackendAnswer) -> Void) {

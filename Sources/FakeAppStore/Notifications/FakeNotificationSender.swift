@@ -96,8 +96,8 @@ public final class FakeNotificationSender: Sendable {
         }
     }
 
-    /// Stops the HTTP client: pending retries then fail at once.
-    public func shutdown() {
-        client.shutdown()
+    /// Closes the HTTP client: pending retries then fail at once.
+    public func close() {
+        client.close()
     }
 }

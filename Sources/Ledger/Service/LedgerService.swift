@@ -185,7 +185,7 @@ public final class LedgerService: ManagedService {
         let responderStopped = responder.drain(within: bound)
         let drained = worker.drain(within: bound) && responderStopped
         consumer.close(timeout: .seconds(10))
-        server.stop()
+        server.close()
         worker.database.close()
         apiDatabase.close()
         logger.info("receipt-ledger stopped", ["drained": .bool(drained)])

@@ -158,7 +158,7 @@ final class VerificationEngine: Sendable {
 
     /// Shutdown: pauses every partition, drops what has not started, and waits up to `bound` for in-flight work
     /// to be written and its offsets stored. Then gives every partition up: work still running is abandoned (rounds
-    /// ending later, for example when the App Store client is shut down, write nothing; the messages are read again
+    /// ending later, for example when the App Store client is closed, write nothing; the messages are read again
     /// after the restart). Returns true when nothing was left unfinished.
     func drain(within bound: Duration) -> Bool {
         perform(state.withLock { $0.stop() })

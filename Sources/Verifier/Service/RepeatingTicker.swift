@@ -1,7 +1,7 @@
 import Dispatch
 import Synchronization
 
-/// Calls `action` every `interval` on a private queue until `stop` (the engine's probe clock).
+/// Calls `action` every `interval` on a private queue until `close` (the engine's probe clock).
 final class RepeatingTicker: Sendable {
     private let queue = DispatchQueue(label: "verifier-ticker")
     private let interval: DispatchTimeInterval
@@ -17,7 +17,8 @@ final class RepeatingTicker: Sendable {
         scheduleNext()
     }
 
-    func stop() {
+    /// Ends the ticks: a tick already running finishes, none follows. Idempotent; the ticker does not start again.
+    func close() {
         stopped.store(true, ordering: .relaxed)
     }
 

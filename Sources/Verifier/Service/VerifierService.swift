@@ -197,16 +197,16 @@ public final class VerifierService: ManagedService {
     public func drain(within bound: Duration) -> Bool {
         guard drainOnce.claim() else { return true }
         let drained = engine.drain(within: bound)
-        ticker.stop()
+        ticker.close()
         consumer.close(timeout: .seconds(10))
         // Rounds still at Apple end now, without a verdict; the drain gave their partitions up, so they write
         // nothing (their messages are read again after the restart).
-        appleVerifier.shutdown()
-        revocationClient.shutdown()
+        appleVerifier.close()
+        revocationClient.close()
         catalog?.stopWatching()
         let flushed = producer.flush(timeout: .seconds(5))
         producer.close(timeout: .seconds(2))
-        server.stop()
+        server.close()
         logger.info("receipt-verifier stopped", ["drained": .bool(drained), "flushed": .bool(flushed)])
         return drained && flushed
     }
