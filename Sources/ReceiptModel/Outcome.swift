@@ -80,6 +80,9 @@ public enum NotCreditableReason: String, Codable, Sendable, CaseIterable {
     case rejected
 }
 
+/// `product_type` in this project's results and events (CONTRACT.md): closed, in the messages' snake_case. Not
+/// `SignedData.ProductType`, which is Apple's open wire spelling (unknown values kept); `init(appleType:)` maps
+/// Apple's spellings here.
 public enum ProductType: String, Codable, Sendable, CaseIterable {
     case consumable
     case nonConsumable = "non_consumable"

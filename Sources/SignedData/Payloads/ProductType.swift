@@ -1,4 +1,9 @@
-/// A transaction's product `type`. Unknown values are kept as they are.
+/// A transaction's product `type` as Apple spells it in signed data ("Auto-Renewable Subscription", ...). Open on
+/// purpose: a value Apple adds later is kept as it came, where a closed enum would refuse the
+/// whole transaction. `ReceiptModel.ProductType` is the other, deliberate, type: the
+/// closed `product_type` of this project's own messages (`non_consumable`, ...), mapped from this one by
+/// `ReceiptModel.ProductType(appleType:)`, which also reads the Server API's query spellings; an unknown Apple value
+/// maps to no product type there, never to a wrong one.
 public struct ProductType: OpenStringEnum {
     public let rawValue: String
 
