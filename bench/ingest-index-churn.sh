@@ -7,7 +7,9 @@
 #
 #   bench/ingest-index-churn.sh [TURNOVERS (8)]     release build; RESULT_INDEX_MAX_ENTRIES (100000) per turnover
 #
-# Prints one row per half turnover: results written, index entries, resident MB, heap in use MB, heap free MB.
+# Prints one row per half turnover: results written, index entries, resident MB, heap in use MB, heap free MB; and at
+# the end the ingest's CPU per result (its process, all threads, from the first result written to the last indexed:
+# the results follower's read and the index; every ingest instance pays it for every result).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -66,6 +68,9 @@ EOF
 
 echo "RESULT_INDEX_MAX_ENTRIES=$ENTRIES, $TURNOVERS turnovers; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%10s %10s %12s %14s %14s\n' results entries resident_MB heap_in_use_MB heap_free_MB
+# utime + stime of the ingest, in clock ticks.
+ingest_cpu_ticks() { awk '{print $14 + $15}' "/proc/$INGEST_PID/stat"; }
+cpu_at_start="$(ingest_cpu_ticks)"
 written=0
 total=$((ENTRIES * TURNOVERS))
 while [ "$written" -lt "$total" ]; do
@@ -83,3 +88,6 @@ while [ "$written" -lt "$total" ]; do
             "$(metric process_heap_free_bytes)"
     fi
 done
+cpu_ticks=$(( $(ingest_cpu_ticks) - cpu_at_start ))
+echo "ingest CPU per result (follower and index): $(awk -v t="$cpu_ticks" -v hz="$(getconf CLK_TCK)" -v n="$written" \
+    'BEGIN { printf "%.1f", t / hz * 1e6 / n }') µs over $written results; load average $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -6,8 +6,17 @@
 export KAFKA_FETCH_WAIT_MAX_MS="${KAFKA_FETCH_WAIT_MAX_MS:-10}"
 
 # bench_build PRODUCT...: builds the products (release unless BENCH_CONFIGURATION says otherwise, in
-# BENCH_SCRATCH_PATH when set) with warnings as errors, and sets BIN to their directory.
+# BENCH_SCRATCH_PATH when set) with warnings as errors, and sets BIN to their directory. With BENCH_BIN_DIR set,
+# builds nothing and runs the binaries there (another tree's build: "before" figures with this script).
 bench_build() {
+    if [ -n "${BENCH_BIN_DIR:-}" ]; then
+        BIN="$BENCH_BIN_DIR"
+        local product
+        for product in "$@"; do
+            [ -x "$BIN/$product" ] || { echo "BENCH_BIN_DIR=$BIN has no $product" >&2; return 1; }
+        done
+        return 0
+    fi
     local scratch_args=()
     if [ -n "${BENCH_SCRATCH_PATH:-}" ]; then scratch_args=(--scratch-path "$BENCH_SCRATCH_PATH"); fi
     local configuration="${BENCH_CONFIGURATION:-release}"

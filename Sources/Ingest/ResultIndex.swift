@@ -136,16 +136,13 @@ public final class ResultIndex: Sendable {
     /// `verified_at_ms` when the message has none). Completes the waiters of its id that may see it.
     @discardableResult
     public func record(value: [UInt8], timestampMs: Int64?) -> RecordOutcome {
-        let result: VerificationResult
-        do {
-            result = try MessageCoding.decode(VerificationResult.self, from: value)
-        } catch {
+        guard let result = IndexedResult(value) else {
             state.withLock { $0.countUndecodable() }
             return .undecodable
         }
         let message = ResultIndexState<Completion>.ResultMessage(
             value: value, submissionId: result.submissionId, outcome: result.outcome, clientId: result.clientId,
-            fingerprint: result.submissionFingerprint, timestampMs: timestampMs ?? result.verifiedAtMs)
+            fingerprint: result.fingerprint, timestampMs: timestampMs ?? result.verifiedAtMs)
         let now = clock.wallMilliseconds()
         let (outcome, completions) = state.withLock { $0.record(message, nowMs: now) }
         for completion in completions {
