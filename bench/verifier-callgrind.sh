@@ -33,7 +33,7 @@ for count in "$N1" "$N2"; do
         exit 1
     }
     echo "  $(cat "$WORK/run.$count")"
-    callgrind_annotate --inclusive=yes --threshold=100 "$WORK/callgrind.$count" 2>/dev/null | swift demangle --simplified \
+    callgrind_annotate --inclusive=yes --auto=no --threshold=100 "$WORK/callgrind.$count" 2>/dev/null | swift demangle --simplified \
         >"$WORK/annotate.$count"
 done
 python3 - "$WORK/annotate.$N1" "$N1" "$WORK/annotate.$N2" "$N2" <<'PY'
@@ -44,6 +44,8 @@ def read(path):
     under several files or recursion levels is counted once)."""
     total, functions = None, {}
     for line in open(path, errors="replace"):
+        if "Auto-annotated source" in line:
+            break  # per-line call counts follow, with the call count in the name
         m = re.match(r"\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(.*)", line)
         if not m:
             continue
