@@ -46,6 +46,15 @@ import Testing
             message: "not valid JSON", appleStatus: nil, environment: nil, bundleId: nil, transactions: [],
             attempts: 0, verifiedAtMs: 0),
         VerificationResult(
+            submissionId: "s-5", orderId: nil, userId: nil, outcome: .failed, reason: .appleUnavailable,
+            message: nil, appleStatus: Int.min, environment: nil, bundleId: nil,
+            transactions: [
+                VerifiedTransaction(
+                    transactionId: "9", originalTransactionId: nil, productId: "p", quantity: 10,
+                    purchaseDateMs: .max, expiresDateMs: .min, price: -9, environment: .production)
+            ],
+            attempts: Int.max, verifiedAtMs: Int64.min),
+        VerificationResult(
             submissionId: "s-4", orderId: "o", userId: "u", outcome: .verified, reason: nil, source: .serverAPI,
             message: nil, appleStatus: nil, environment: .production, bundleId: "com.example.game", transactions: [],
             appTransaction: VerifiedAppTransaction(
