@@ -67,12 +67,13 @@ print(f"  {(t2 - t1) / (n2 - n1):,.0f} instructions per message (callgrind, ({t2
 parts = [
     ("the whole path (SubmissionMessagePath.process)", r"^SubmissionMessagePath\.process\("),
     ("decoding and validating the submission (Submission.decodeValidated)", r"^static Submission\.decodeValidated\("),
-    ("  of which its fingerprint (SHA256.hex)", r"^static SHA256\.hex"),
+    ("  of which Foundation's JSONSerialization", r"^static JSONSerialization\.jsonObject\(with:options:\)$"),
     ("the verifyReceipt request body (VerifyReceiptRequestBody.make)", r"VerifyReceiptRequestBody\.make\("),
     ("reading Apple's answer (VerifyReceiptResponse.decode)", r"static VerifyReceiptResponse\.decode\("),
     ("the verdict rules (VerdictRules.evaluate)", r"static VerdictRules\.evaluate\("),
     ("the result record (OutputFactory.verdictResult)", r"^OutputFactory\.verdictResult\("),
     ("  of which its JSON (VerificationResultJSON.encode)", r"static VerificationResultJSON\.encode\("),
+    ("  of which the submission's fingerprint (SHA256.hex)", r"^static SHA256\.hex"),
     ("malloc", r"^malloc$"),
     ("free", r"^free$"),
 ]
