@@ -135,6 +135,10 @@ let package = Package(
         .executableTarget(
             name: "ledger-apply-bench", dependencies: ["Ledger", "LedgerRules", "Postgres"],
             path: "bench/ledger-apply-bench"),
+        .executableTarget(
+            name: "verifier-path-bench",
+            dependencies: ["Verifier", "AppStore", "FakeAppStore", "Kafka", "ReceiptModel", "ServiceSupport"],
+            path: "bench/verifier-path-bench"),
 
         // MARK: Tests
         // Pure (no Kafka, no PostgreSQL, no executables; `make test-unit`): ServiceSupportTests, ServiceRuntimeTests,

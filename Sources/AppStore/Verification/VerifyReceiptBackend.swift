@@ -25,7 +25,7 @@ public final class VerifyReceiptBackend: ReceiptVerificationBackend {
         }
     }
 
-    private let client: CurlHTTPClient
+    private let client: any HTTPTransport
     private let endpoints: Endpoints
     private let sharedSecret: String?
     private let excludeOldTransactions: Bool
@@ -36,6 +36,7 @@ public final class VerifyReceiptBackend: ReceiptVerificationBackend {
     static let disagreementLogIntervalNs: UInt64 = 10_000_000_000
 
     /// - Parameters:
+    ///   - client: `CurlHTTPClient` in the services (any `HTTPTransport`: a benchmark's canned answers).
     ///   - sharedSecret: sent as `password` only when non-nil and non-empty; never logged.
     ///   - excludeOldTransactions: asks Apple to send only the latest renewal of each subscription.
     ///   - metrics: `appstore_verifyreceipt_calls_total{environment,outcome}`,
@@ -43,7 +44,7 @@ public final class VerifyReceiptBackend: ReceiptVerificationBackend {
     ///     `appstore_verifyreceipt_environment_disagreements_total{endpoint,apple}`.
     ///   - logger: environment disagreements (at most one line per 10 s).
     public init(
-        client: CurlHTTPClient, endpoints: Endpoints, sharedSecret: String?, excludeOldTransactions: Bool = false,
+        client: any HTTPTransport, endpoints: Endpoints, sharedSecret: String?, excludeOldTransactions: Bool = false,
         metrics: MetricsRegistry? = nil, logger: Logger? = nil
     ) {
         self.client = client
@@ -54,7 +55,7 @@ public final class VerifyReceiptBackend: ReceiptVerificationBackend {
         self.logger = logger
     }
 
-    /// Fails what is queued or in flight and closes the HTTP client (see `CurlHTTPClient.close`).
+    /// Fails what is queued or in flight and closes the HTTP client (see `HTTPTransport.close`).
     public func close() {
         client.close()
     }

@@ -176,15 +176,19 @@ enum PurchaseEventJSON {
         }
 
         mutating func string(_ value: String?) {
-            guard let value else { return null() }
-            // Most values need no escaping: copied as they are.
-            if value.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+            guard var value else { return null() }
+            // Most values need no escaping: checked and copied straight from the string's own UTF-8 buffer (made
+            // native first when bridged), not through its UTF-8 view's iterator twice.
+            let copied = value.withUTF8 { utf8 -> Bool in
+                guard utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) else {
+                    return false
+                }
                 bytes.append(UInt8(ascii: "\""))
-                bytes.append(contentsOf: value.utf8)
+                bytes.append(contentsOf: utf8)
                 bytes.append(UInt8(ascii: "\""))
-            } else {
-                raw(JSONText.quoted(value))
+                return true
             }
+            if !copied { raw(JSONText.quoted(value)) }
         }
 
         mutating func number(_ value: Int64?) {

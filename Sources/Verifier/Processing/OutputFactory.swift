@@ -15,7 +15,7 @@ public struct OutputFactory: Sendable {
 
     func result(_ result: VerificationResult, key: [UInt8]?) -> OutgoingRecord {
         OutgoingRecord(
-            .result(result), topic: topics.results, key: key, value: Self.encode(result),
+            .result(result), topic: topics.results, key: key, value: VerificationResultJSON.encode(result),
             headers: [
                 (MessageHeaders.submissionId, result.submissionId), (MessageHeaders.outcome, result.outcome.rawValue),
             ])
