@@ -40,4 +40,32 @@ import Testing
         #expect(states[0].amountCredited == 300)
         #expect(states[0].amountDebited == 300)
     }
+
+    /// A batch's new purchases are inserted from arrays when few and copied when many
+    /// (`BatchWork.copyThreshold`): both paths store the same row.
+    @Test func aNewPurchaseReadsTheSameWhetherInsertedOrCopied() throws {
+        let db = try LedgerDatabase("ledger_purchase_insert_copy")
+        let few = F.transaction(creditKey: "few-0", originalTransactionId: "few-0", quantity: 2)
+        try db.applyResults(F.result(submissionId: "s-few", userId: "u1", transactions: [few]))
+        let many = (0..<BatchWork.copyThreshold).map {
+            F.transaction(creditKey: "many-\($0)", originalTransactionId: "many-\($0)", quantity: 2)
+        }
+        try db.applyResults(F.result(submissionId: "s-many", userId: "u1", transactions: many))
+        var states: [PurchaseState] = []
+        for key in ["few-0", "many-0"] {
+            let row = try #require(
+                try db.connection.execute(BatchWork.selectPurchases + " WHERE credit_key = $1", [.text(F.key(key))])
+                    .rows.first)
+            states.append(try BatchWork.readState(row, at: BatchWork.PurchasePositions(row.columns), F.key(key)))
+        }
+        // Applied one call apart: the test database's clock stepped between them.
+        #expect(states[0].creditedAtMs != nil && states[1].creditedAtMs != nil)
+        var copied = states[1]
+        copied.creditedAtMs = states[0].creditedAtMs
+        #expect(states[0] == copied)
+        #expect(states[0].status == .credited)
+        #expect(states[0].amountCredited == 200)
+        #expect(try db.connection.execute("SELECT count(*) AS n FROM purchases").rows[0].int64("n")
+            == Int64(1 + BatchWork.copyThreshold))
+    }
 }

@@ -215,14 +215,17 @@ extension BatchWork {
             purchases[key]?.exists = purchase.state.status != .none
         }
         dirtyPurchases.removeAll(keepingCapacity: true)
-        if !inserted.isEmpty {
-            // New rows are copied, not inserted from arrays: no array to parse and unnest, multi-row heap inserts
-            // (a key another instance inserted first fails the batch with a unique violation, as an INSERT would).
+        var statements: [(sql: String, parameters: [PostgresValue])] = []
+        if inserted.count >= Self.copyThreshold {
+            // Many new rows are copied, not inserted from arrays: no array to parse and unnest, multi-row heap
+            // inserts (a key another instance inserted first fails the batch with a unique violation, as an INSERT
+            // would).
             try session.copy(
                 "COPY purchases (\(Self.purchaseColumnNames)) FROM STDIN (FORMAT binary)",
                 Self.copyRows(inserted))
+        } else if !inserted.isEmpty {
+            statements.append((Self.purchasesInsert, Self.rowArrays(inserted)))
         }
-        var statements: [(sql: String, parameters: [PostgresValue])] = []
         if !updated.isEmpty {
             statements.append((Self.purchasesUpdate, Self.rowArrays(updated)))
         }
@@ -236,15 +239,28 @@ extension BatchWork {
         _ = try session.pipeline(statements)
     }
 
+    /// From this many new purchases in a batch on, they are written by `COPY` (fewer instructions per row in
+    /// PostgreSQL); below it by `purchasesInsert` in the batch's write pipeline, because a `COPY` costs two round
+    /// trips and a statement's fixed work of its own: with one message per transaction (`LEDGER_BATCH_SIZE=1`, or a
+    /// trickle of results) the ledger applied 355-365 results/s with `COPY` and 628/s without it (bench/ledger.sh,
+    /// "one per transaction").
+    static let copyThreshold = 32
+
+    /// The `INSERT` of new purchases from `rowArrays` (fewer than `copyThreshold`).
+    static let purchasesInsert = """
+        INSERT INTO purchases (\(purchaseColumnNames)) SELECT * FROM unnest(\(purchaseArrayParameters))
+        """
+
+    /// `$1::text[], $2::text[], ...`: one array parameter per column of `purchaseTable` (`rowArrays`).
+    static let purchaseArrayParameters = purchaseTable.enumerated()
+        .map { index, column in "$\(index + 1)::\(column.sqlType)[]" }.joined(separator: ", ")
+
     /// The `UPDATE` of existing purchases from `rowArrays`, one array per column of `purchaseTable`.
-    static let purchasesUpdate: String = {
-        let arrays = purchaseTable.enumerated().map { index, column in "$\(index + 1)::\(column.sqlType)[]" }
-        return """
-            UPDATE purchases p SET \(purchaseTable.compactMap(\.assignment).joined(separator: ", "))
-            FROM unnest(\(arrays.joined(separator: ", "))) AS u(\(purchaseColumnNames))
-            WHERE p.credit_key = u.credit_key
-            """
-    }()
+    static let purchasesUpdate = """
+        UPDATE purchases p SET \(purchaseTable.compactMap(\.assignment).joined(separator: ", "))
+        FROM unnest(\(purchaseArrayParameters)) AS u(\(purchaseColumnNames))
+        WHERE p.credit_key = u.credit_key
+        """
 
     /// `rows` in the order of `purchaseTable`, for `COPY`.
     static func copyRows(_ rows: [WrittenPurchase]) -> PostgresCopyRows {
