@@ -196,16 +196,7 @@ final class IngestHandler: HTTPHandler {
         case .write(let reserved):
             reservation = reserved
         }
-        let value: [UInt8]
-        do {
-            value = try MessageCoding.encode(submission)
-        } catch {
-            results.abandoned(reservation)
-            reject(
-                .internalError("the submission could not be encoded"), bodyBytes: request.body.count,
-                respond: respond)
-            return
-        }
+        let value = SubmissionJSON.encode(submission)
         guard publisher.isConnected else {
             results.abandoned(reservation)
             reject(kafkaWriteAnswer(.noBroker, id: id), bodyBytes: request.body.count, respond: respond)

@@ -8,7 +8,7 @@ import ServiceSupport
 enum PurchaseEventJSON {
     static func encode(_ event: PurchaseEvent) -> [UInt8] {
         // Members in sorted key order (as `.sortedKeys` writes them); `PurchaseEventJSONTests` holds them to it.
-        var out = Writer(capacity: 1_536)
+        var out = JSONWriter(capacity: 1_536)
         out.member("app_apple_id", first: true)
         out.number(event.appAppleId)
         out.member("app_transaction_id")
@@ -43,7 +43,7 @@ enum PurchaseEventJSON {
         return out.bytes
     }
 
-    static func write(_ transaction: VerifiedTransaction, to out: inout Writer) {
+    static func write(_ transaction: VerifiedTransaction, to out: inout JSONWriter) {
         out.member("app_account_token", first: true)
         out.string(transaction.appAccountToken)
         out.member("app_transaction_id")
@@ -103,7 +103,7 @@ enum PurchaseEventJSON {
         out.raw("}")
     }
 
-    static func write(_ renewal: RenewalSummary, to out: inout Writer) {
+    static func write(_ renewal: RenewalSummary, to out: inout JSONWriter) {
         out.member("app_transaction_id", first: true)
         out.string(renewal.appTransactionId)
         out.member("auto_renew_product_id")
@@ -122,7 +122,7 @@ enum PurchaseEventJSON {
     }
 
     /// The catalog's opaque `credit`, object keys sorted.
-    static func write(_ value: JSONValue, to out: inout Writer) {
+    static func write(_ value: JSONValue, to out: inout JSONWriter) {
         switch value {
         case .null: out.null()
         case .bool(let flag): out.bool(flag)
@@ -147,58 +147,6 @@ enum PurchaseEventJSON {
                 write(members[key] ?? .null, to: &out)
             }
             out.raw("}")
-        }
-    }
-
-    /// UTF-8 JSON text appended piece by piece.
-    struct Writer {
-        private(set) var bytes: [UInt8] = []
-
-        init(capacity: Int) {
-            bytes.reserveCapacity(capacity)
-        }
-
-        mutating func raw(_ text: String) {
-            bytes.append(contentsOf: text.utf8)
-        }
-
-        /// `{"key":` for the first member of an object, `,"key":` for the others (keys need no escaping).
-        mutating func member(_ key: StaticString, first: Bool = false) {
-            bytes.append(first ? UInt8(ascii: "{") : UInt8(ascii: ","))
-            bytes.append(UInt8(ascii: "\""))
-            key.withUTF8Buffer { bytes.append(contentsOf: $0) }
-            bytes.append(UInt8(ascii: "\""))
-            bytes.append(UInt8(ascii: ":"))
-        }
-
-        mutating func null() {
-            raw("null")
-        }
-
-        mutating func string(_ value: String?) {
-            guard var value else { return null() }
-            // Most values need no escaping: checked and copied straight from the string's own UTF-8 buffer (made
-            // native first when bridged), not through its UTF-8 view's iterator twice.
-            let copied = value.withUTF8 { utf8 -> Bool in
-                guard utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) else {
-                    return false
-                }
-                bytes.append(UInt8(ascii: "\""))
-                bytes.append(contentsOf: utf8)
-                bytes.append(UInt8(ascii: "\""))
-                return true
-            }
-            if !copied { raw(JSONText.quoted(value)) }
-        }
-
-        mutating func number(_ value: Int64?) {
-            guard let value else { return null() }
-            raw(String(value))
-        }
-
-        mutating func bool(_ value: Bool?) {
-            guard let value else { return null() }
-            raw(value ? "true" : "false")
         }
     }
 }

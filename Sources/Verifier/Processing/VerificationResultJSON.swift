@@ -1,4 +1,5 @@
 import ReceiptModel
+import ServiceSupport
 
 /// A result's JSON, written directly: the same bytes as `MessageCoding.encode` (sorted keys, absent values as null,
 /// slashes unescaped) without `JSONEncoder`'s generic machinery, which was more than half of the verifier's own
@@ -10,7 +11,7 @@ enum VerificationResultJSON {
     static func encode(_ result: VerificationResult) -> [UInt8] {
         if result.appTransaction != nil { return OutputFactory.encode(result) }
         // Members in sorted key order (as `.sortedKeys` writes them).
-        var out = PurchaseEventJSON.Writer(capacity: 512 + result.transactions.count * 1_024)
+        var out = JSONWriter(capacity: 512 + result.transactions.count * 1_024)
         out.member("app_transaction", first: true)
         out.null()
         out.member("apple_status")

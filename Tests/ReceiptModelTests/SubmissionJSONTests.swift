@@ -1,0 +1,56 @@
+import ReceiptModel
+import Testing
+
+/// `SubmissionJSON` writes the bytes `MessageCoding.encode` writes, for every proof, every optional field present or
+/// absent, and strings that need escaping.
+@Suite("submission JSON (direct writer)")
+struct SubmissionJSONTests {
+    static let proofs: [PurchaseProof] = [
+        .receipt("MIIT" + String(repeating: "aGVsbG8=/+", count: 200)),
+        .signedTransaction("eyJhbGciOiJFUzI1NiJ9.eyJ0cmFuc2FjdGlvbklkIjoiMSJ9.c2ln"),
+        .transactionId("2000000123456789"),
+        .signedAppTransaction("eyJhbGciOiJFUzI1NiJ9.eyJhcHBUcmFuc2FjdGlvbklkIjoiMSJ9.c2ln"),
+    ]
+
+    @Test("every proof, with no optional field and with all of them: MessageCoding's bytes")
+    func sameBytesAsMessageCoding() throws {
+        for proof in Self.proofs {
+            for allOptionals in [false, true] {
+                let submission = Submission(
+                    submissionId: "s-1", proof: proof, clientId: allOptionals ? "game-server" : nil,
+                    orderId: allOptionals ? "order-9" : nil, userId: allOptionals ? "user-7" : nil,
+                    expectedTransactionId: allOptionals ? "2000000123456789" : nil,
+                    expectedProductId: allOptionals ? "com.example.gems100" : nil,
+                    expectedAppAccountToken: allOptionals ? "6f1e8e0c-0b6b-4f5e-9a31-2f8f0c1d2e3f" : nil,
+                    submittedAtMs: 1_765_000_000_123)
+                #expect(SubmissionJSON.encode(submission) == (try MessageCoding.encode(submission)), "\(proof)")
+            }
+        }
+    }
+
+    @Test("each optional field alone, so each member is the first or follows another correctly")
+    func eachOptionalAlone() throws {
+        let base = Submission(submissionId: "s-2", proof: .transactionId("1"), submittedAtMs: 0)
+        let setters: [(inout Submission) -> Void] = [
+            { $0.clientId = "c" }, { $0.expectedAppAccountToken = "t" }, { $0.expectedProductId = "p" },
+            { $0.expectedTransactionId = "2" }, { $0.orderId = "o" }, { $0.userId = "u" },
+        ]
+        for set in setters {
+            var submission = base
+            set(&submission)
+            #expect(SubmissionJSON.encode(submission) == (try MessageCoding.encode(submission)))
+        }
+    }
+
+    @Test("strings that need escaping, Unicode, slashes, the Int64 limits and another schema version")
+    func awkwardValues() throws {
+        for text in ["quote \" backslash \\ slash /", "tab\tnew\nline\u{1}", "ünïcødé 🎮 \u{7F}", ""] {
+            for millis in [Int64.min, -1, Int64.max] {
+                let submission = Submission(
+                    submissionId: text, proof: .receipt(text), clientId: text, orderId: text, userId: text,
+                    submittedAtMs: millis, schemaVersion: 7)
+                #expect(SubmissionJSON.encode(submission) == (try MessageCoding.encode(submission)), "\(text)")
+            }
+        }
+    }
+}
