@@ -26,15 +26,10 @@ extension KeyedDecodingContainer {
     /// An integer, or its decimal text (`"1539946248000"`), or a whole floating-point number. Text is tried first:
     /// it is what Apple sends, and each failed attempt costs a thrown error.
     func lenientInt64(_ key: Key) -> Int64? {
-        let text: String?
-        do {
-            text = try decodeIfPresent(String.self, forKey: key)
-            // nil: absent or null, where every attempt below answers nil too (see `lenientString`).
-            guard text != nil else { return nil }
-        } catch {
-            text = nil
-        }
-        if let text {
+        switch lenientText(key) {
+        case .absent:
+            return nil
+        case .text(let text):
             if let value = Int64(text) { return value }
             let trimmed = text.trimmingWhitespace()
             if let value = Int64(trimmed) { return value }
@@ -42,6 +37,8 @@ extension KeyedDecodingContainer {
                 return Int64(value)
             }
             return nil
+        case .notText:
+            break
         }
         if let value = try? decodeIfPresent(Int64.self, forKey: key) { return value }
         if let value = try? decodeIfPresent(Double.self, forKey: key), value.isFinite, value == value.rounded(),
@@ -52,6 +49,17 @@ extension KeyedDecodingContainer {
         return nil
     }
 
+    /// The key's value read as text first, as Apple sends most values. `absent` (absent or null) means every other
+    /// attempt would answer nil too (see `lenientString`); `notText` is a present value of another type.
+    private func lenientText(_ key: Key) -> LenientText {
+        do {
+            guard let text = try decodeIfPresent(String.self, forKey: key) else { return .absent }
+            return .text(text)
+        } catch {
+            return .notText
+        }
+    }
+
     /// The key is in the object with a value other than JSON null.
     func isPresent(_ key: Key) -> Bool {
         contains(key) && (try? decodeNil(forKey: key)) == false
@@ -59,20 +67,17 @@ extension KeyedDecodingContainer {
 
     /// `true`/`false`, `1`/`0`, or those as text (any case). Text is tried first, as Apple sends it.
     func lenientBool(_ key: Key) -> Bool? {
-        let text: String?
-        do {
-            text = try decodeIfPresent(String.self, forKey: key)
-            // nil: absent or null, where every attempt below answers nil too (see `lenientString`).
-            guard text != nil else { return nil }
-        } catch {
-            text = nil
-        }
-        if let text {
+        switch lenientText(key) {
+        case .absent:
+            return nil
+        case .text(let text):
             switch text.trimmingWhitespace().lowercased() {
             case "true", "1", "yes": return true
             case "false", "0", "no": return false
             default: return nil
             }
+        case .notText:
+            break
         }
         if let value = try? decodeIfPresent(Bool.self, forKey: key) { return value }
         if let value = try? decodeIfPresent(Int64.self, forKey: key) {
@@ -80,6 +85,13 @@ extension KeyedDecodingContainer {
         }
         return nil
     }
+}
+
+/// What `lenientText` found.
+private enum LenientText {
+    case absent
+    case text(String)
+    case notText
 }
 
 extension String {
