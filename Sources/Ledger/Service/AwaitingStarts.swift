@@ -1,7 +1,7 @@
 import Kafka
 
 /// The assigned partitions whose starting offsets are not read yet (the database did not answer on assignment), as
-/// a value: the poll thread adds them on assignment and forgets them on revocation, the worker thread takes a
+/// a value: the poll thread adds them once assigned and forgets them on revocation, the worker thread takes a
 /// snapshot, reads and applies their offsets, and then marks exactly that snapshot done. Each entry carries the
 /// ticket of the assignment that added it, so a partition revoked and assigned again while the worker was reading
 /// stays awaiting under its new ticket (`AwaitingStartsTests`).
@@ -24,11 +24,6 @@ struct AwaitingStarts: Sendable, Equatable {
     /// Revoked: their next owner reads the offsets itself.
     mutating func forget(_ partitions: [TopicPartition]) {
         for partition in partitions { tickets[partition] = nil }
-    }
-
-    /// Those of `partitions` that are awaiting.
-    func awaiting(among partitions: [TopicPartition]) -> [TopicPartition] {
-        partitions.filter { tickets[$0] != nil }
     }
 
     /// Done for `snapshot` (taken before the offsets were read): removes each partition still under the ticket

@@ -29,6 +29,9 @@ final class PartitionStarts: Sendable {
     private let rebind: Set<KafkaBinding.Rebind>
     private let logger: Logger
     private let awaiting = Locked(AwaitingStarts())
+    /// The partitions of the assignment in progress whose offsets the database did not give: awaiting from the
+    /// moment they are assigned (`assigned`), not before, so the worker never seeks a partition not assigned yet.
+    private let unreadInAssignment = Locked<[TopicPartition]>([])
     private let consumer = Locked<KafkaConsumer?>(nil)
     private let pausedByWaterline = Locked<@Sendable () -> Bool>({ false })
 
@@ -61,7 +64,7 @@ final class PartitionStarts: Sendable {
                 ["partitions": .int(partitions.count), "known": .int(stored.count)])
             return checkTopics(stored, refuse: refuse)
         case .failure(let error):
-            awaiting.withLock { $0.add(partitions) }
+            unreadInAssignment.withLock { $0 = partitions }
             logger.warning(
                 "cannot read the stored offsets: the partitions stay paused until the database answers",
                 ["partitions": .int(partitions.count), "error": .string(error.description)])
@@ -69,10 +72,17 @@ final class PartitionStarts: Sendable {
         }
     }
 
-    /// After the assignment: pauses those of `partitions` that await their offsets.
+    /// After the assignment, before any of its messages is handed out: those of `partitions` whose offsets could
+    /// not be read are paused and await.
     func assigned(_ partitions: [TopicPartition]) {
-        let held = awaiting.withLock { $0.awaiting(among: partitions) }
-        if !held.isEmpty { currentConsumer?.pause(held) }
+        let unread = Set(unreadInAssignment.withLock { unread in
+            defer { unread = [] }
+            return unread
+        })
+        let held = partitions.filter { unread.contains($0) }
+        guard !held.isEmpty else { return }
+        currentConsumer?.pause(held)
+        awaiting.withLock { $0.add(held) }
     }
 
     /// Before a revocation: their next owner reads their offsets itself.
