@@ -139,6 +139,9 @@ let package = Package(
             name: "verifier-path-bench",
             dependencies: ["Verifier", "AppStore", "FakeAppStore", "Kafka", "ReceiptModel", "ServiceSupport"],
             path: "bench/verifier-path-bench"),
+        .executableTarget(
+            name: "ingest-path-bench", dependencies: ["Ingest", "Kafka", "ServiceSupport"],
+            path: "bench/ingest-path-bench"),
 
         // MARK: Tests
         // Pure (no Kafka, no PostgreSQL, no executables; `make test-unit`): ServiceSupportTests, ServiceRuntimeTests,

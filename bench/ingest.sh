@@ -92,16 +92,20 @@ WARM_ACCEPTED="$(grep "^status $SUCCESS_STATUS:" "$WORK/warmup.txt" | awk '{prin
 TICKS=$(getconf CLK_TCK)
 CPU_BEFORE=$(awk '{print $14 + $15}' "/proc/$INGEST_PID/stat")
 KAFKA_CPU_BEFORE=$(awk '{print $14 + $15}' "/proc/$KAFKA_PID/stat")
+python3 bench/thread-cpu.py snapshot "$INGEST_PID" >"$WORK/threads.before"
 BENCH_RUN_ID="$RUN_ID-run" wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --timeout 10s -s bench/ingest.lua "$URL" \
     | tee "$WORK/wrk.txt"
 CPU_AFTER=$(awk '{print $14 + $15}' "/proc/$INGEST_PID/stat")
 KAFKA_CPU_AFTER=$(awk '{print $14 + $15}' "/proc/$KAFKA_PID/stat")
+python3 bench/thread-cpu.py snapshot "$INGEST_PID" >"$WORK/threads.after"
 ACCEPTED="$(grep "^status $SUCCESS_STATUS:" "$WORK/wrk.txt" | awk '{print $3}')"
 OTHER="$(grep '^other statuses:' "$WORK/wrk.txt" | awk '{print $3}')"
 TOTAL=$((ACCEPTED + OTHER))
 if [ "$TOTAL" -gt 0 ]; then
     echo "receipt-ingest CPU: $(( (CPU_AFTER - CPU_BEFORE) * 1000000 / TICKS / TOTAL )) µs per request;" \
         "embedded-kafka CPU: $(( (KAFKA_CPU_AFTER - KAFKA_CPU_BEFORE) * 1000000 / TICKS / TOTAL )) µs per request"
+    echo "receipt-ingest CPU by thread:"
+    python3 bench/thread-cpu.py per-request "$WORK/threads.before" "$WORK/threads.after" "$TOTAL"
 fi
 
 # Every 202 (200 for a notification) must be in Kafka. The cluster is fresh and only this ingest writes to it, so the sum of the partitions'

@@ -134,3 +134,38 @@ postgres_stop() {
     wait "$POSTGRES_PID" 2>/dev/null || true
     POSTGRES_PID=
 }
+
+# ---- instruction counts of an in-process bench (bench/verifier-callgrind.sh, bench/ingest-callgrind.sh) ----------
+# callgrind_counts_option ARGS...: sets N1 and N2 from `--counts N1,N2` (default 2000,4000); exits 2 otherwise.
+callgrind_counts_option() {
+    local counts=2000,4000
+    while [ $# -gt 0 ]; do
+        case "$1" in
+            --counts) counts="$2"; shift 2 ;;
+            *) echo "unknown option $1" >&2; exit 2 ;;
+        esac
+    done
+    N1="${counts%,*}"
+    N2="${counts#*,}"
+    [ "$N2" -gt "$N1" ] 2>/dev/null || { echo "--counts N1,N2 needs N2 > N1" >&2; exit 2; }
+}
+
+# callgrind_two_counts PRODUCT: runs $BIN/PRODUCT N1 and N2 (its one argument: how many items) under callgrind, prints
+# each run's own line and leaves $WORK/annotate.N1 and .N2 (inclusive, demangled) for bench/callgrind-per-item.py.
+# Swift seeds its hashing per process: dictionary probes then differ from run to run by about 1% of the count; a
+# fixed seed makes the same binary give the same figure.
+callgrind_two_counts() {
+    command -v valgrind >/dev/null || apt-get install -y -qq valgrind >/dev/null
+    echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg) (instruction counts do not depend on it)"
+    local count
+    for count in "$N1" "$N2"; do
+        SWIFT_DETERMINISTIC_HASHING=1 valgrind --tool=callgrind --callgrind-out-file="$WORK/callgrind.$count" \
+            "$BIN/$1" "$count" >"$WORK/run.$count" 2>"$WORK/valgrind.$count.log" || {
+            cat "$WORK/run.$count" "$WORK/valgrind.$count.log" >&2
+            exit 1
+        }
+        echo "  $(cat "$WORK/run.$count")"
+        callgrind_annotate --inclusive=yes --auto=no --threshold=100 "$WORK/callgrind.$count" 2>/dev/null \
+            | swift demangle --simplified >"$WORK/annotate.$count"
+    done
+}
