@@ -20,10 +20,12 @@ python3 bench/callgrind-per-item.py message "$WORK/annotate.$N1" "$N1" "$WORK/an
     'decoding and validating the submission (Submission.decodeValidated)=^static Submission\.decodeValidated\(' \
     '  of which Foundation'"'"'s JSONSerialization=^static JSONSerialization\.jsonObject\(with:options:\)$' \
     'the verifyReceipt request body (VerifyReceiptRequestBody.make)=VerifyReceiptRequestBody\.make\(' \
-    'reading Apple'"'"'s answer (VerifyReceiptResponse.decode)=static VerifyReceiptResponse\.decode\(' \
+    'reading Apple'"'"'s answer (VerifyReceiptBackend.interpret, VerifyReceiptResponse.decode included)=static VerifyReceiptBackend\.interpret\(' \
+    '  of which the lean reading (VerifyReceiptResponse.init(lean:))=VerifyReceiptResponse\.init\(lean:\)' \
     'the verdict rules (VerdictRules.evaluate)=static VerdictRules\.evaluate\(' \
     'the result record (OutputFactory.verdictResult)=^OutputFactory\.verdictResult\(' \
     '  of which its JSON (VerificationResultJSON.encode)=static VerificationResultJSON\.encode\(' \
     '  of which the submission'"'"'s fingerprint (SHA256.hex)=^static SHA256\.hex' \
+    'the lean parser, every caller (JSONParser.parse)=^static JSONParser\.parse\(' \
     'malloc=^malloc$' \
     'free=^free$'

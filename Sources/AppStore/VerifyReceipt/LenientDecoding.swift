@@ -30,13 +30,7 @@ extension KeyedDecodingContainer {
         case .absent:
             return nil
         case .text(let text):
-            if let value = Int64(text) { return value }
-            let trimmed = text.trimmingWhitespace()
-            if let value = Int64(trimmed) { return value }
-            if let value = Double(trimmed), value.isFinite, value == value.rounded(), abs(value) < 9e18 {
-                return Int64(value)
-            }
-            return nil
+            return LenientText.int64(text)
         case .notText:
             break
         }
@@ -71,11 +65,7 @@ extension KeyedDecodingContainer {
         case .absent:
             return nil
         case .text(let text):
-            switch text.trimmingWhitespace().lowercased() {
-            case "true", "1", "yes": return true
-            case "false", "0", "no": return false
-            default: return nil
-            }
+            return LenientText.bool(text)
         case .notText:
             break
         }
@@ -87,11 +77,33 @@ extension KeyedDecodingContainer {
     }
 }
 
-/// What `lenientText` found.
-private enum LenientText {
+/// What `lenientText` found, and the rules for values Apple sent as text (both trees read text with them:
+/// `VerifyReceiptFields`).
+enum LenientText {
     case absent
     case text(String)
     case notText
+
+    /// Decimal text (`"1539946248000"`), with whitespace around it or not, or the text of a whole number
+    /// (`"1.5e3"`) below 9e18.
+    static func int64(_ text: String) -> Int64? {
+        if let value = Int64(text) { return value }
+        let trimmed = text.trimmingWhitespace()
+        if let value = Int64(trimmed) { return value }
+        if let value = Double(trimmed), value.isFinite, value == value.rounded(), abs(value) < 9e18 {
+            return Int64(value)
+        }
+        return nil
+    }
+
+    /// `true`/`false`, `1`/`0`, `yes`/`no` in any case, with whitespace around them or not.
+    static func bool(_ text: String) -> Bool? {
+        switch text.trimmingWhitespace().lowercased() {
+        case "true", "1", "yes": true
+        case "false", "0", "no": false
+        default: nil
+        }
+    }
 }
 
 extension String {

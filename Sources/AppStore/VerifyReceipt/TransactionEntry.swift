@@ -1,3 +1,5 @@
+import ServiceSupport
+
 /// One entry of a verifyReceipt transaction array (`in_app`, `latest_receipt_info`): the transaction, or an entry
 /// that cannot be used (no `transaction_id`, `product_id` or `purchase_date_ms`, an empty id, not an object).
 ///
@@ -8,14 +10,19 @@ enum TransactionEntry: Decodable {
     /// The entry's `transaction_id` when it has a non-empty one.
     case unusable(transactionId: String?)
 
+    /// Foundation's reading (the reference, and the fallback of `VerifyReceiptResponse.decode`).
     init(from decoder: any Decoder) {
-        do {
-            self = .usable(try AppleTransaction(from: decoder))
-        } catch {
-            let container = try? decoder.container(keyedBy: AnyCodingKey.self)
-            let id = container?.lenientString(AnyCodingKey("transaction_id"))
-            self = .unusable(transactionId: id.flatMap { $0.isEmpty ? nil : $0 })
+        guard let container = try? decoder.container(keyedBy: AnyCodingKey.self) else {
+            self = .unusable(transactionId: nil)
+            return
         }
+        self = Self.read(ContainerFields(container: container))
+    }
+
+    /// The lean parser's reading of the same entry: an object's fields, anything else unusable.
+    static func read(lean value: JSONValue) throws(LeanReadingDeferred) -> TransactionEntry {
+        guard case .object(let members) = value else { return .unusable(transactionId: nil) }
+        return try read(LeanFields(members: members))
     }
 }
 

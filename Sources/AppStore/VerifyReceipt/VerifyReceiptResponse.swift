@@ -1,4 +1,5 @@
 import Foundation
+import ServiceSupport
 
 /// A verifyReceipt answer, decoded tolerantly (see `apple-verification.md`): every field but `status` may be absent,
 /// unknown fields are ignored, numbers may be strings, `is_retryable` and `is-retryable` are both read, the flat
@@ -41,7 +42,24 @@ public struct VerifyReceiptResponse: Sendable, Equatable {
     /// Decodes a response body. Throws `VerifyReceiptDecodingError` for an empty body, non-JSON, a body without a
     /// usable `status`, or a valid-status body whose receipt or transaction lists are not of a usable shape. Single
     /// transactions that cannot be used are skipped and counted (`unusableTransactionCount`).
+    ///
+    /// Read with the lean parser (`JSONParser`, about a fifth of Foundation's work for a typical answer) whenever
+    /// that gives what Foundation's reading gives; everything else (a body the strict parser refuses: duplicate
+    /// members, UTF-16; a number it cannot promise to read the same; every error) is decided by
+    /// `decodeWithFoundation`, the reference. `VerifyReceiptLeanReadingTests` and the fuzz target hold the two equal.
     public static func decode(_ body: [UInt8]) throws(VerifyReceiptDecodingError) -> VerifyReceiptResponse {
+        if case .object(let members)? = try? JSONParser.parse(body),
+            let response = try? Self(lean: members)
+        {
+            return response
+        }
+        return try decodeWithFoundation(body)
+    }
+
+    /// Foundation's reading of a body (`JSONDecoder` through `Decodable`): the reference `decode` falls back to.
+    public static func decodeWithFoundation(_ body: [UInt8]) throws(VerifyReceiptDecodingError)
+        -> VerifyReceiptResponse
+    {
         guard body.contains(where: { !($0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09) }) else {
             throw .empty
         }
