@@ -32,9 +32,10 @@ let package = Package(
         .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // glibc's <malloc.h> (mallinfo2 for the process metrics): part of libc, nothing to install.
         .systemLibrary(name: "CMalloc"),
+        .systemLibrary(name: "CThreadName"),
 
         // MARK: Libraries
-        .target(name: "ServiceSupport", dependencies: ["CMalloc"]),
+        .target(name: "ServiceSupport", dependencies: ["CMalloc", "CThreadName"]),
         // The only Swift code over librdkafka: one client class (`RDKafkaClient`) owns the handle and every
         // rd_kafka_* call (`RDKafkaMockCluster` the mock cluster's), plus the value types (KafkaError, TopicPartition,
         // KafkaMessage, ...) that Kafka re-exports.

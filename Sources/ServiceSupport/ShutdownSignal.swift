@@ -23,7 +23,7 @@ public final class ShutdownSignal: Sendable {
         let handlerQueue = DispatchQueue(label: "shutdown-handler")
         pipe = SignalPipe()
         let readDescriptor = pipe.readDescriptor
-        let reader = Thread {
+        Thread.startNamed("shutdown-signal") {
             var fired = false
             var byte: UInt8 = 0
             while true {
@@ -37,8 +37,6 @@ public final class ShutdownSignal: Sendable {
             }
             close(readDescriptor)
         }
-        reader.name = "shutdown-signal"
-        reader.start()
         pipe.install()
     }
 

@@ -175,6 +175,37 @@ enum VerifierBench {
         return user + system
     }
 
+    /// utime + stime of each of `pid`'s threads, in clock ticks, by thread id, with the thread's name.
+    static func threadCPUTicks(_ pid: Int32) -> [String: (name: String, ticks: Int)] {
+        var threads: [String: (name: String, ticks: Int)] = [:]
+        for task in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? [] {
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stat", encoding: .utf8),
+                let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")")
+            else { continue }  // ended while listing
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            guard fields.count > 13, let user = Int(fields[11]), let system = Int(fields[12]) else { continue }
+            threads[task] = (String(stat[stat.index(after: open)..<close]), user + system)
+        }
+        return threads
+    }
+
+    /// CPU µs per item by thread name between two `threadCPUTicks` snapshots (digits dropped from names, so that
+    /// `rdk:broker1` and `rdk:broker2` count together; a thread that ended in between is not counted), largest
+    /// first: `name:µs,name:µs`.
+    static func threadCPUPerItem(
+        before: [String: (name: String, ticks: Int)], after: [String: (name: String, ticks: Int)], items: Int
+    ) -> String {
+        var groups: [String: Int] = [:]
+        for (task, thread) in after {
+            let group = String(thread.name.filter { !$0.isNumber }.map { $0 == " " ? "_" : $0 })
+            groups[group, default: 0] += thread.ticks - (before[task]?.ticks ?? 0)
+        }
+        let microsecondsPerTick = 1e6 / Double(sysconf(Int32(_SC_CLK_TCK)))
+        return groups.filter { $0.value > 0 }.sorted { $0.value > $1.value }.map {
+            "\($0.key):" + String(format: "%.0f", Double($0.value) * microsecondsPerTick / Double(max(items, 1)))
+        }.joined(separator: ",")
+    }
+
     static func peakRSSKilobytes(_ pid: Int32) -> Int {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
         for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
@@ -318,6 +349,7 @@ enum VerifierBench {
         }
 
         let cpuBefore = cpuTicks(pid)
+        let threadsBefore = threadCPUTicks(pid)
         let start = SystemTime.monotonicNanoseconds()
         produce(
             producer, topic: topics.submitted, ledger: ledger, range: options.warmup..<total, rate: options.rate,
@@ -326,6 +358,7 @@ enum VerifierBench {
         let complete = waitFor(
             ledger, count: total, deadline: Date() + Double(options.timeoutSeconds), child: child)
         let cpuAfter = cpuTicks(pid)
+        let threadsAfter = threadCPUTicks(pid)
         let peakKB = peakRSSKilobytes(pid)
         let summary = ledger.summary(options.warmup..<total)
 
@@ -352,6 +385,8 @@ enum VerifierBench {
                 + "latency_ms_p50=\(percentile(0.50)) latency_ms_p99=\(percentile(0.99)) "
                 + "latency_ms_max=\(percentile(1.0)) "
                 + "verifier_cpu_us_per_result=\(String(format: "%.0f", cpuMicroseconds / Double(max(measured, 1)))) "
+                + "verifier_cpu_us_per_result_by_thread="
+                + threadCPUPerItem(before: threadsBefore, after: threadsAfter, items: measured) + " "
                 + "verifier_peak_rss_mb=\(String(format: "%.1f", Double(peakKB) / 1024)) "
                 + "outcomes_incl_warmup=\(outcomes) duplicates=\(summary.duplicates) "
                 + "produce_failures=\(failures.value.load(ordering: .relaxed)) "

@@ -76,9 +76,7 @@ final class CurlMultiLoop: @unchecked Sendable {
 
     /// Starts the loop thread. The thread keeps the loop alive until `close`.
     func start() {
-        let thread = Thread { [self] in run() }
-        thread.name = "appstore-curl-multi"
-        thread.start()
+        Thread.startNamed("appstore-curl-multi") { [self] in run() }
     }
 
     /// Queues a transfer; false when the loop is stopping (the caller then fails it).

@@ -26,7 +26,7 @@ final class PollThread: Sendable {
     @discardableResult
     func start(poll: @escaping @Sendable () -> Void, finish: @escaping @Sendable () -> Void = {}) -> Bool {
         guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return false }
-        let thread = Thread { [self] in
+        Thread.startNamed(name) { [self] in
             threadId.withLock { $0 = pthread_self() }
             while !isStopRequested {
                 poll()
@@ -34,8 +34,6 @@ final class PollThread: Sendable {
             finish()
             finished.signal()
         }
-        thread.name = name
-        thread.start()
         return true
     }
 

@@ -55,7 +55,7 @@ final class ConsumptionResponder: Sendable {
     }
 
     func start() {
-        let thread = Thread { [self] in
+        Thread.startNamed("consumption-responder") { [self] in
             while !stopping.load(ordering: .acquiring) {
                 let worked = runOnce()
                 if !worked { _ = wakeUp.wait(timeout: .now() + configuration.pollInterval.timeInterval) }
@@ -63,8 +63,6 @@ final class ConsumptionResponder: Sendable {
             database.close()
             stopped.signal()
         }
-        thread.name = "consumption-responder"
-        thread.start()
     }
 
     /// Looks for due requests now (a batch recorded some).

@@ -79,12 +79,10 @@ final class LedgerWorker: Sendable {
         for action in actions {
             switch action {
             case .startLoop:
-                let thread = Thread { [self] in
+                Thread.startNamed("ledger-worker") { [self] in
                     run()
                     handle(.loopEnded)
                 }
-                thread.name = "ledger-worker"
-                thread.start()
             case .reportRefusal(let reason):
                 logger.error("the ledger refuses to run against this database", ["reason": .string(reason)])
             case .wakeLoop:
