@@ -6,7 +6,10 @@ is taken from a pool, or a new one opened when all are busy. The round trip is m
 was due to the end of its response, so client-side lag counts against the latency, never for it.
 
 Prints one line of key=value pairs: counts by status, p50/p90/p99/max round trip in ms (200 = verdict within the
-wait; 202 = no verdict within wait_ms), and how late the client sent (to show it kept the pace).
+wait; 202 = no verdict within wait_ms), and how late the client sent (to show it kept the pace). For the verdicts, the
+round trip is also split at the result's `verified_at_ms` (the verifier's clock; every process runs on this machine):
+due -> verdict (the ingest, Kafka, the verifier and Apple's latency) and verdict -> answer (the result's way back
+through Kafka and the ingest's follower).
 """
 
 import argparse
@@ -51,6 +54,9 @@ async def run(args):
     lateness = []
     errors = []
     verdict_mismatches = 0
+    to_verdict = []
+    verdict_to_answer = []
+    wall_minus_monotonic = time.time() - time.monotonic()
 
     async def open_connection():
         reader, writer = await asyncio.open_connection(args.host, args.port)
@@ -86,8 +92,15 @@ async def run(args):
             return
         counts[status] = counts.get(status, 0) + 1
         latencies.setdefault(status, []).append(elapsed)
-        if status == 200 and json.loads(response).get("submission_id") != submission_id:
-            verdict_mismatches += 1
+        if status == 200:
+            verdict = json.loads(response)
+            if verdict.get("submission_id") != submission_id:
+                verdict_mismatches += 1
+            verified_at = verdict.get("verified_at_ms")
+            if isinstance(verified_at, int):
+                verified_at_monotonic = verified_at / 1000 - wall_minus_monotonic
+                to_verdict.append(verified_at_monotonic - due)
+                verdict_to_answer.append(due + elapsed - verified_at_monotonic)
 
     total_warmup = int(args.rate * args.warmup)
     total = total_warmup + int(args.rate * args.duration)
@@ -129,6 +142,10 @@ async def run(args):
         "p99_ms": round(percentile(everything, 0.99), 1),
         "max_ms": round(max(everything) * 1000, 1) if everything else float("nan"),
         "p99_ms_of_200": round(percentile(latencies.get(200, []), 0.99), 1),
+        "due_to_verdict_p50_ms": round(percentile(to_verdict, 0.50), 1),
+        "due_to_verdict_p99_ms": round(percentile(to_verdict, 0.99), 1),
+        "verdict_to_answer_p50_ms": round(percentile(verdict_to_answer, 0.50), 1),
+        "verdict_to_answer_p99_ms": round(percentile(verdict_to_answer, 0.99), 1),
         "client_send_lag_p99_ms": round(percentile(lateness, 0.99), 1),
         "connections": len(pool),
     }

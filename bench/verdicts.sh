@@ -89,6 +89,8 @@ for name in INGEST VERIFIER KAFKA FAKE; do
     pid_var="${name}_PID"
     BEFORE[$name]=$(cpu_ticks "${!pid_var}")
 done
+python3 bench/thread-cpu.py snapshot "$INGEST_PID" >"$WORK/ingest-threads.before"
+python3 bench/thread-cpu.py snapshot "$VERIFIER_PID" >"$WORK/verifier-threads.before"
 # VERDICTS_PERF_OUTPUT=file: also profile receipt-ingest with perf during the run.
 if [ -n "${VERDICTS_PERF_OUTPUT:-}" ]; then
     perf record -F 499 -g -p "$INGEST_PID" -o "$VERDICTS_PERF_OUTPUT" >/dev/null 2>&1 &
@@ -103,6 +105,13 @@ for name in INGEST VERIFIER KAFKA FAKE; do
     pid_var="${name}_PID"
     used=$(( $(cpu_ticks "${!pid_var}") - ${BEFORE[$name]} ))
     echo "  cpu_us_per_request_$(echo "$name" | tr 'A-Z' 'a-z')=$(( used * 1000000 / TICKS / SENT ))"
+done
+for name in ingest verifier; do
+    pid_var="$(echo "$name" | tr 'a-z' 'A-Z')_PID"
+    python3 bench/thread-cpu.py snapshot "${!pid_var}" >"$WORK/$name-threads.after"
+    echo "  $name CPU by thread:"
+    python3 bench/thread-cpu.py per-request "$WORK/$name-threads.before" "$WORK/$name-threads.after" "$SENT" \
+        | sed 's/^/  /'
 done
 curl -sf "http://127.0.0.1:$INGEST_PORT/metrics" | grep -E '^ingest_result_(waits_total|index_entries|messages_total)' \
     | sed 's/^/  /'
