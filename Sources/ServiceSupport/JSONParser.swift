@@ -16,18 +16,32 @@ public struct JSONParser {
 
     /// - Throws: `Failure` when `bytes` is not one JSON value (whitespace around it allowed).
     public static func parse(_ bytes: [UInt8]) throws(Failure) -> JSONValue {
-        try bytes.withUnsafeBufferPointer { buffer throws(Failure) -> JSONValue in
+        try parseNotingNumbers(bytes).value
+    }
+
+    /// `parse(_:)`, and whether every number in `bytes` was an integer written plainly (an optional minus and
+    /// digits: no fraction, no exponent) that fits Int64. Those read as the same integer in any JSON reader; other
+    /// numbers do not (Foundation's `JSONSerialization` reads `0.99999999999999999999` as an NSDecimalNumber whose
+    /// `doubleValue` is 1 and `int64Value` 0, where this parser reads the double 1), so a reader that must decide
+    /// exactly as Foundation does can tell when this parse is not enough (`Submission.leanMembers`).
+    /// - Throws: `Failure` when `bytes` is not one JSON value (whitespace around it allowed).
+    public static func parseNotingNumbers(_ bytes: [UInt8]) throws(Failure) -> (
+        value: JSONValue, onlyPlainIntegers: Bool
+    ) {
+        try bytes.withUnsafeBufferPointer { buffer throws(Failure) -> (value: JSONValue, onlyPlainIntegers: Bool) in
             var parser = JSONParser(buffer)
             parser.skipWhitespace()
             let value = try parser.value(depth: 0)
             parser.skipWhitespace()
             guard parser.index == buffer.count else { throw parser.failure("trailing characters") }
-            return value
+            return (value, parser.onlyPlainIntegers)
         }
     }
 
     private let bytes: UnsafeBufferPointer<UInt8>
     private var index = 0
+    /// No number so far had a fraction or an exponent or was outside Int64.
+    private var onlyPlainIntegers = true
 
     private init(_ bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
@@ -246,6 +260,7 @@ public struct JSONParser {
         }
         let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
         if isInteger, let integer = Int64(text) { return .integer(integer) }
+        onlyPlainIntegers = false
         guard let double = Double(text), double.isFinite else { throw failure("a number out of range") }
         return JSONValue.reading(double)
     }
