@@ -143,4 +143,19 @@ import Testing
         }
         #expect(throws: JSONParser.Failure.self) { try JSONParser.parse([0x22, 0xFF, 0x22]) }
     }
+
+    @Test func parseNotingNumbersSaysWhetherEveryNumberWasAPlainInt64Integer() throws {
+        for plain in ["{}", "[]", #""1.5""#, "0", "-0", "17", "-9223372036854775808", "9223372036854775807",
+                      #"{"a":[1,{"b":-2}],"c":"1e3"}"#, "true", "null"] {
+            let parsed = try JSONParser.parseNotingNumbers(Array(plain.utf8))
+            #expect(parsed.onlyPlainIntegers, "\(plain)")
+            #expect(parsed.value == (try JSONParser.parse(Array(plain.utf8))))
+        }
+        for other in ["1.0", "1e3", "1E0", "-0.0", "0.5", "9223372036854775808", "-9223372036854775809", "1e-400",
+                      #"{"a":[1,{"b":2.0}]}"#, #"[1,2,3.25]"#] {
+            let parsed = try JSONParser.parseNotingNumbers(Array(other.utf8))
+            #expect(!parsed.onlyPlainIntegers, "\(other)")
+            #expect(parsed.value == (try JSONParser.parse(Array(other.utf8))))
+        }
+    }
 }
