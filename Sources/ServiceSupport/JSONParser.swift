@@ -152,18 +152,44 @@ public struct JSONParser {
         let start = index
         // Every byte's bits together: below 0x80 means ASCII, valid UTF-8 as it is.
         var bitsSeen: UInt8 = 0
-        // The common case: no escapes, so the bytes between the quotes are the string (validated as UTF-8).
-        while index < bytes.count {
+        // The common case: no escapes, so the bytes between the quotes are the string (validated as UTF-8). This
+        // scan runs over every byte of a receipt (2 KiB per POST at the ingest, where it was 12 instructions a byte):
+        // eight bytes at a time while none of them is a quote, a backslash or a control character (SWAR: a byte of
+        // `x - 0x01...01 * n` borrows into its high bit, where `x` has none, exactly when some byte of `x` is below
+        // `n`; a byte equal to `c` is a zero byte of `x ^ c...c`), then byte by byte up to the stop.
+        var end = start
+        let count = bytes.count
+        if let base = bytes.baseAddress {
+            let ones: UInt64 = 0x0101_0101_0101_0101
+            let highBits: UInt64 = 0x8080_8080_8080_8080
+            var wordBits: UInt64 = 0
+            while end + 8 <= count {
+                let word = UnsafeRawPointer(base + end).loadUnaligned(as: UInt64.self)
+                let quote = word ^ (ones &* UInt64(UInt8(ascii: "\"")))
+                let backslash = word ^ (ones &* UInt64(UInt8(ascii: "\\")))
+                let stops =
+                    ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
+                if stops & highBits != 0 { break }
+                wordBits |= word
+                end += 8
+            }
+            if wordBits & highBits != 0 { bitsSeen = 0x80 }
+        }
+        while end < count {
+            let byte = bytes[end]
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { break }
+            bitsSeen |= byte
+            end += 1
+        }
+        index = end
+        if index < count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
                 index += 1
                 return try text(slice, isASCII: bitsSeen < 0x80)
             }
-            if byte == UInt8(ascii: "\\") { break }
             guard byte >= 0x20 else { throw failure("a control character in a string") }
-            bitsSeen |= byte
-            index += 1
         }
         var decoded = Array(UnsafeBufferPointer(rebasing: bytes[start..<index]))
         while index < bytes.count {

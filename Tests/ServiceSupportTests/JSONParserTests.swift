@@ -158,4 +158,37 @@ import Testing
             #expect(parsed.value == (try JSONParser.parse(Array(other.utf8))))
         }
     }
+
+    /// The string scan reads eight bytes at a time up to the first quote, backslash or control character: wherever
+    /// such a byte (or a non-ASCII one) falls in a word, the string reads as Foundation reads it, and a control
+    /// character is refused at its own offset.
+    @Test func stringsReadTheSameWhereverTheirSpecialBytesFall() throws {
+        for length in 0..<34 {
+            for position in 0...length {
+                let before = String(repeating: "a", count: position)
+                let after = String(repeating: "b", count: length - position)
+                for special in ["", #"\n"#, #"\""#, #"\\"#, #"\u00e9"#, "é", "😀", "\u{7F}", "~", "]"] {
+                    let document = "[\"" + before + special + after + "\"]"
+                    let bytes = Array(document.utf8)
+                    let expected = try #require(Self.oracle(bytes), "\(document)")
+                    #expect(try JSONParser.parse(bytes) == expected, "\(document)")
+                }
+                let control = Array("[\"\(before)\u{1}\(after)\"]".utf8)
+                do {
+                    _ = try JSONParser.parse(control)
+                    Issue.record("a control character was read: \(control)")
+                } catch {
+                    #expect(error.description == "a control character in a string")
+                    #expect(error.offset == 2 + position)
+                }
+                // Invalid UTF-8 is refused wherever it falls (the scan must notice non-ASCII in skipped words).
+                for invalid: [UInt8] in [[0xFF], [0xC3], [0xED, 0xA0, 0x80]] {
+                    let bytes = Array("[\"\(before)".utf8) + invalid + Array("\(after)\"]".utf8)
+                    #expect(throws: JSONParser.Failure.self, "\(bytes)") { try JSONParser.parse(bytes) }
+                }
+                let unterminated = Array("[\"\(before)\(after)".utf8)
+                #expect(throws: JSONParser.Failure.self) { try JSONParser.parse(unterminated) }
+            }
+        }
+    }
 }
