@@ -67,6 +67,7 @@ public struct SubmissionRequest: Sendable, Equatable {
     /// else by `parseWithFoundation(_:)`: the same rules over either reading, and the same answer for every body
     /// (`LeanSubmissionRequestTests`, the `fuzz-http-submission` target's oracle).
     /// - Throws: `APIError` (400) naming the field and the problem.
+    @inline(never)  // A frame of its own: bench/ingest-callgrind.sh attributes the parse to it (once per POST).
     public static func parse(_ body: [UInt8]) throws(APIError) -> SubmissionRequest {
         guard let members = Submission.leanMembers(body) else { return try parseWithFoundation(body) }
         return try request { Submission.FieldValue(lean: members[$0]) }
