@@ -18,7 +18,9 @@ import Testing
     /// Checks one body: the production path equals the oracle, and the lean reading (when taken) does too.
     static func check(_ bytes: [UInt8], lean expectedLean: Bool, sourceLocation: SourceLocation = #_sourceLocation) {
         let text = String(decoding: bytes, as: UTF8.self)
-        let oracle = outcome { () throws(MalformedSubmission) in try Submission.decodeValidatedWithFoundation(from: bytes) }
+        let oracle = outcome { () throws(MalformedSubmission) in
+            try Submission.decodeValidatedWithFoundation(from: bytes)
+        }
         let production = outcome { () throws(MalformedSubmission) in try Submission.decodeValidated(from: bytes) }
         #expect(production == oracle, "\(text)", sourceLocation: sourceLocation)
         let members = Submission.leanMembers(bytes)
@@ -58,7 +60,8 @@ import Testing
         #""Y\nQ==""#, #""YQ==\r\n""#, #""  TUlJ VGFn\t""#, #""%%""#, #""YQ=""#, #""a-b_""#, #""\u00e9""#, #""é""#,
         #""Jürgen 🎮 ユーザー""#, #""\ud83c\udfae""#, #""\u0000""#, #""a\u0000b""#, #""\u001f""#, #""\u007f""#,
         #""\u0085""#, #""\u00a0""#, #""a\/b""#, #""\"q\"""#, #""\\""#, #""\uFFFF""#, #""\uFEFF1""#, #""٣""#,
-        #""２０００""#, "\"\(jws)\"", "\" \(jws)\\n\"", #""a.b""#, #""eyJhbGciOiJub25lIn0.eyJ0cmFuc2FjdGlvbklkIjoiMSJ9.c2ln""#,
+        #""２０００""#, "\"\(jws)\"", "\" \(jws)\\n\"", #""a.b""#,
+        #""eyJhbGciOiJub25lIn0.eyJ0cmFuc2FjdGlvbklkIjoiMSJ9.c2ln""#,
         #""7e3fb20b-4cdb-47cc-936d-99d65f608138""#, #""7E3FB20B4CDB47CC936D99D65F608138""#, #""nope""#,
         "\"\(String(repeating: "x", count: 256))\"", "\"\(String(repeating: "x", count: 257))\"",
         "\"\(String(repeating: "u", count: 512))\"", "\"\(String(repeating: "u", count: 513))\"",
@@ -155,17 +158,23 @@ import Testing
         encodings.append([0xEF, 0xBB, 0xBF] + Array(text.utf8))
         for bytes in encodings { Self.check(bytes, lean: false) }
         let prefix = Array(#"{"schema_version":1,"submission_id":"s","receipt_data":"YQ==","user_id":""#.utf8)
-        for invalid: [UInt8] in [[0xFF], [0xC3], [0xC3, 0x28], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xC0, 0xAF]] {
+        let invalidSequences: [[UInt8]] = [
+            [0xFF], [0xC3], [0xC3, 0x28], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xC0, 0xAF],
+        ]
+        for invalid in invalidSequences {
             Self.check(prefix + invalid + Array("\"}".utf8), lean: false)
         }
         // Valid UTF-8 of every length is read by both.
         Self.check(prefix + Array("é日😀\"}".utf8), lean: true)
     }
 
-    /// A receipt of realistic size, plain and with the line breaks of `base64EncodedString(options: .lineLength64Characters)`.
+    /// A receipt of realistic size, plain and with the line breaks `base64EncodedString` writes on request.
     @Test func realisticReceipts() {
         let bytes = (0..<1_536).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) }
-        for options: Data.Base64EncodingOptions in [[], [.lineLength64Characters], [.lineLength76Characters, .endLineWithLineFeed]] {
+        let optionSets: [Data.Base64EncodingOptions] = [
+            [], [.lineLength64Characters], [.lineLength76Characters, .endLineWithLineFeed],
+        ]
+        for options in optionSets {
             let receipt = Data(bytes).base64EncodedString(options: options)
                 .replacingOccurrences(of: "\r", with: "\\r").replacingOccurrences(of: "\n", with: "\\n")
             Self.check(
