@@ -11,6 +11,8 @@ let package = Package(
     dependencies: [.package(name: "receipt-verification", path: "..")],
     targets: [
         .target(name: "FuzzSupport"),
+        // fuzz-submission-message and fuzz-http-submission `@testable import` their module for the Foundation-only
+        // readers (`decodeValidatedWithFoundation`, `parseWithFoundation`), internal: the oracle of the lean path.
         .executableTarget(
             name: "fuzz-submission-message",
             dependencies: ["FuzzSupport", .product(name: "ReceiptModel", package: "receipt-verification")]),

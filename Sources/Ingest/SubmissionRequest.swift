@@ -62,8 +62,20 @@ public struct SubmissionRequest: Sendable, Equatable {
     }
 
     /// Parses and validates a request body.
+    ///
+    /// Read by the lean `JSONParser` when `Submission.leanMembers(_:)` can (about a tenth of Foundation's work),
+    /// else by `parseWithFoundation(_:)`: the same rules over either reading, and the same answer for every body
+    /// (`LeanSubmissionRequestTests`, the `fuzz-http-submission` target's oracle).
     /// - Throws: `APIError` (400) naming the field and the problem.
+    @inline(never)  // A frame of its own: bench/ingest-callgrind.sh attributes the parse to it (once per POST).
     public static func parse(_ body: [UInt8]) throws(APIError) -> SubmissionRequest {
+        guard let members = Submission.leanMembers(body) else { return try parseWithFoundation(body) }
+        return try request { Submission.FieldValue(lean: members[$0]) }
+    }
+
+    /// `parse(_:)` with Foundation's `JSONSerialization` as the reader, whatever the body: the path for everything
+    /// `Submission.leanMembers(_:)` leaves to Foundation, and the oracle the lean reading is checked against.
+    static func parseWithFoundation(_ body: [UInt8]) throws(APIError) -> SubmissionRequest {
         let parsed: Any
         do {
             parsed = try JSONSerialization.jsonObject(with: Data(body), options: [])
@@ -71,10 +83,17 @@ public struct SubmissionRequest: Sendable, Equatable {
             throw .invalidJSON()
         }
         guard let object = parsed as? [String: Any] else { throw .notAnObject() }
+        return try request { Submission.FieldValue(foundation: object[$0]) }
+    }
 
-        let proof = try proof(object)
+    /// A body's fields by name (absent or null: `.absent`), from whichever parser read it.
+    typealias Fields = (String) -> Submission.FieldValue
+
+    /// The rules, over a body's fields.
+    private static func request(_ read: Fields) throws(APIError) -> SubmissionRequest {
+        let proof = try proof(read)
         var token: String?
-        if let raw = try field(object, "expected_app_account_token", alias: nil, allowNumbers: false) {
+        if let raw = try field(read, "expected_app_account_token", alias: nil, allowNumbers: false) {
             guard let normalized = AppAccountToken.normalize(raw) else {
                 throw .invalidField(
                     "expected_app_account_token", "must be a UUID (the appAccountToken the app set at purchase)")
@@ -82,14 +101,14 @@ public struct SubmissionRequest: Sendable, Equatable {
             token = normalized
         }
         return SubmissionRequest(
-            submissionId: try field(object, "submission_id", alias: nil),
+            submissionId: try field(read, "submission_id", alias: nil),
             proof: proof,
-            orderId: try field(object, "order_id", alias: "orderNo"),
-            userId: try field(object, "user_id", alias: nil),
-            expectedTransactionId: try expectedTransactionId(object),
-            expectedProductId: try field(object, "expected_product_id", alias: nil),
+            orderId: try field(read, "order_id", alias: "orderNo"),
+            userId: try field(read, "user_id", alias: nil),
+            expectedTransactionId: try expectedTransactionId(read),
+            expectedProductId: try field(read, "expected_product_id", alias: nil),
             expectedAppAccountToken: token,
-            environmentHint: try environmentHint(object["sandbox"]))
+            environmentHint: try environmentHint(read("sandbox")))
     }
 
     /// The submission message for this request.
@@ -104,12 +123,12 @@ public struct SubmissionRequest: Sendable, Equatable {
     // MARK: - Fields
 
     /// Exactly one of the proofs, normalized.
-    private static func proof(_ object: [String: Any]) throws(APIError) -> PurchaseProof {
-        let receipt = try field(object, "receipt_data", alias: "receipt", allowNumbers: false, limited: false)
-        let signed = try field(object, "signed_transaction", alias: nil, allowNumbers: false, limited: false)
-        let transactionId = try field(object, "transaction_id", alias: nil)
+    private static func proof(_ read: Fields) throws(APIError) -> PurchaseProof {
+        let receipt = try field(read, "receipt_data", alias: "receipt", allowNumbers: false, limited: false)
+        let signed = try field(read, "signed_transaction", alias: nil, allowNumbers: false, limited: false)
+        let transactionId = try field(read, "transaction_id", alias: nil)
         let appTransaction = try field(
-            object, "signed_app_transaction", alias: nil, allowNumbers: false, limited: false)
+            read, "signed_app_transaction", alias: nil, allowNumbers: false, limited: false)
         let given = [receipt, signed, transactionId, appTransaction].compactMap { $0 }.count
         guard given == 1 else {
             throw given == 0 ? .missingProof() : .multipleProofs()
@@ -157,27 +176,27 @@ public struct SubmissionRequest: Sendable, Equatable {
     }
 
     /// The `sandbox` hint: strings "0"/"1"/"true"/"false", numbers 0/1, booleans; absent or null: nil.
-    private static func environmentHint(_ value: Any?) throws(APIError) -> AppStoreEnvironment? {
+    private static func environmentHint(_ value: Submission.FieldValue) throws(APIError) -> AppStoreEnvironment? {
         let problem = "must be \"0\" (sandbox), \"1\" (production), 0, 1, true or false"
         switch value {
-        case nil, is NSNull:
+        case .absent:
             return nil
-        case let number as NSNumber where JSONNumbers.isBoolean(number):
-            return number.boolValue ? .sandbox : .production
-        case let number as NSNumber:
-            switch JSONNumbers.integer(number) {
+        case .boolean(let bool):
+            return bool ? .sandbox : .production
+        case .number(let integer):
+            switch integer {
             case 0?: return .sandbox
             case 1?: return .production
             default: throw .invalidField("sandbox", problem)
             }
-        case let string as String:
+        case .string(let string):
             switch string.trimmingCharacters(in: .whitespaces).lowercased() {
             case "0", "true": return .sandbox
             case "1", "false": return .production
             case "": return nil
             default: throw .invalidField("sandbox", problem)
             }
-        default:
+        case .other:
             throw .invalidField("sandbox", problem)
         }
     }
@@ -186,10 +205,10 @@ public struct SubmissionRequest: Sendable, Equatable {
     /// StoreKit gave them no transaction id (`transaction.transactionIdentifier ?? "--"`, kept in their lost-order
     /// store and resent later): that means "no expectation", not a transaction to look for, which Apple would never
     /// find (`transaction_not_found` would refuse a paying customer).
-    private static func expectedTransactionId(_ object: [String: Any]) throws(APIError) -> String? {
+    private static func expectedTransactionId(_ read: Fields) throws(APIError) -> String? {
         let contract = try stringValue(
-            object["expected_transaction_id"], name: "expected_transaction_id", allowNumbers: true, limited: true)
-        var alias = try stringValue(object["transactionId"], name: "transactionId", allowNumbers: true, limited: true)
+            read("expected_transaction_id"), name: "expected_transaction_id", allowNumbers: true, limited: true)
+        var alias = try stringValue(read("transactionId"), name: "transactionId", allowNumbers: true, limited: true)
         if alias == iOSClientNoTransactionPlaceholder { alias = nil }
         if let contract, let alias, contract != alias {
             throw .conflictingFields("expected_transaction_id", "transactionId")
@@ -202,30 +221,28 @@ public struct SubmissionRequest: Sendable, Equatable {
 
     /// The value of `name` or its alias (equal values may be given under both), as a string.
     private static func field(
-        _ object: [String: Any], _ name: String, alias: String?, allowNumbers: Bool = true, limited: Bool = true
+        _ read: Fields, _ name: String, alias: String?, allowNumbers: Bool = true, limited: Bool = true
     ) throws(APIError) -> String? {
-        let primary = try stringValue(object[name], name: name, allowNumbers: allowNumbers, limited: limited)
+        let primary = try stringValue(read(name), name: name, allowNumbers: allowNumbers, limited: limited)
         guard let alias else { return primary }
-        let secondary = try stringValue(object[alias], name: alias, allowNumbers: allowNumbers, limited: limited)
+        let secondary = try stringValue(read(alias), name: alias, allowNumbers: allowNumbers, limited: limited)
         if let primary, let secondary, primary != secondary { throw .conflictingFields(name, alias) }
         return primary ?? secondary
     }
 
     private static func stringValue(
-        _ value: Any?, name: String, allowNumbers: Bool, limited: Bool
+        _ value: Submission.FieldValue, name: String, allowNumbers: Bool, limited: Bool
     ) throws(APIError) -> String? {
         let text: String
         switch value {
-        case nil, is NSNull:
+        case .absent:
             return nil
-        case let string as String:
+        case .string(let string):
             text = string
-        case let number as NSNumber where allowNumbers && !JSONNumbers.isBoolean(number):
-            guard let integer = JSONNumbers.integerText(number) else {
-                throw .invalidField(name, "must be a string or an integer")
-            }
-            text = integer
-        default:
+        case .number(let integer) where allowNumbers:
+            guard let integer else { throw .invalidField(name, "must be a string or an integer") }
+            text = String(integer)
+        case .number, .boolean, .other:
             throw .invalidField(name, allowNumbers ? "must be a string or an integer" : "must be a string")
         }
         if text.isEmpty { return nil }

@@ -26,13 +26,16 @@ public enum ReceiptData {
     /// `raw` with whitespace and line breaks removed, checked to be standard base64 that is not a StoreKit 2 JWS.
     ///
     /// Apple answers 21002 to base64 with line breaks, so the normalized form is what goes on the wire. Runs on
-    /// every submission (ingest and verifier): a receipt without whitespace is checked in place and returned as is.
+    /// every submission (ingest and verifier): a receipt without whitespace is checked in place, in one pass over
+    /// its bytes, and returned as is.
     public static func normalize(_ raw: String) throws(ReceiptDataProblem) -> String {
         var raw = raw
         let checkedInPlace = raw.withUTF8 { buffer -> Result<Bool, ReceiptDataProblem> in
-            guard !buffer.contains(where: isWhitespace) else { return .success(false) }
+            let scanned = scan(buffer)
+            // Whitespace is never padding, so the scan before the padding saw every whitespace byte there is.
+            guard scanned.classes & whitespace == 0 else { return .success(false) }
             do throws(ReceiptDataProblem) {
-                try check(buffer)
+                try check(buffer, scanned)
                 return .success(true)
             } catch {
                 return .failure(error)
@@ -41,22 +44,53 @@ public enum ReceiptData {
         if try checkedInPlace.get() { return raw }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(raw.utf8.count)
-        for byte in raw.utf8 where !isWhitespace(byte) {
-            bytes.append(byte)
+        byteClasses.withUnsafeBufferPointer { classes in
+            for byte in raw.utf8 where classes[Int(byte)] & whitespace == 0 {
+                bytes.append(byte)
+            }
         }
-        try bytes.withUnsafeBufferPointer { buffer throws(ReceiptDataProblem) in try check(buffer) }
+        try bytes.withUnsafeBufferPointer { buffer throws(ReceiptDataProblem) in try check(buffer, scan(buffer)) }
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// Not empty, not a JWS, standard base64 (`bytes` without whitespace).
-    private static func check(_ bytes: UnsafeBufferPointer<UInt8>) throws(ReceiptDataProblem) {
+    /// Not empty, not a JWS, standard base64 (`bytes` without whitespace, `scan` its scan).
+    private static func check(
+        _ bytes: UnsafeBufferPointer<UInt8>, _ scan: (end: Int, classes: UInt8)
+    ) throws(ReceiptDataProblem) {
         guard !bytes.isEmpty else { throw .empty }
+        // Standard base64 has no '.', so it is never a JWS: the JWS test is only needed to name a refusal.
+        if scan.classes == 0, bytes.count % 4 == 0 { return }
         if looksLikeJWS(bytes) { throw .storeKit2Transaction }
-        guard isStandardBase64(bytes) else { throw .notBase64 }
+        throw .notBase64
     }
 
-    private static func isWhitespace(_ byte: UInt8) -> Bool {
-        byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
+    /// A byte's class in `byteClasses`: the standard alphabet (A-Z a-z 0-9 + /) is 0.
+    private static let whitespace: UInt8 = 1
+    /// Anything else: '=' (padding, allowed only at the end: `scan` stops before it), '.', '-', '_', non-ASCII...
+    private static let notInAlphabet: UInt8 = 2
+
+    /// The class of every byte value (one lookup per byte instead of a range test per alphabet part).
+    private static let byteClasses: [UInt8] = (0...255).map { value -> UInt8 in
+        switch UInt8(value) {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "/"):
+            0
+        case 0x20, 0x0A, 0x0D, 0x09: whitespace
+        default: notInAlphabet
+        }
+    }
+
+    /// Where `bytes`' padding starts (up to two '=' at the very end) and the classes of every byte before it,
+    /// together: 0 when they are all of the standard alphabet.
+    private static func scan(_ bytes: UnsafeBufferPointer<UInt8>) -> (end: Int, classes: UInt8) {
+        var end = bytes.count
+        if end > 0, bytes[end - 1] == UInt8(ascii: "=") { end -= 1 }
+        if end > 0, bytes[end - 1] == UInt8(ascii: "=") { end -= 1 }
+        var seen: UInt8 = 0
+        byteClasses.withUnsafeBufferPointer { classes in
+            for index in 0..<end { seen |= classes[Int(bytes[index])] }
+        }
+        return (end, seen)
     }
 
     /// A compact JWS is three base64url segments joined by dots; a JSON header always starts `eyJ` (`{"`).
@@ -68,22 +102,8 @@ public enum ReceiptData {
         bytes.withUnsafeBufferPointer { isStandardBase64($0) }
     }
 
+    /// A multiple of 4 bytes of the standard alphabet, up to two '=' at the very end.
     static func isStandardBase64(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        let count = bytes.count
-        guard count % 4 == 0 else { return false }
-        // Up to two '=' at the very end; everything before them from the standard alphabet.
-        var end = count
-        if end > 0, bytes[end - 1] == UInt8(ascii: "=") { end -= 1 }
-        if end > 0, bytes[end - 1] == UInt8(ascii: "=") { end -= 1 }
-        for index in 0..<end {
-            switch bytes[index] {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "/"):
-                continue
-            default:
-                return false
-            }
-        }
-        return true
+        bytes.count % 4 == 0 && scan(bytes).classes == 0
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import ServiceSupport
 
 /// Why a message on the submissions topic cannot be verified. The verifier turns it into a DLQ record and, when the
 /// `submission_id` could be recovered, a `failed` / `malformed_submission` result.
@@ -35,7 +36,18 @@ extension Submission {
     /// (read as their digits), null for an absent optional field. Refuses everything else: a contract field of the
     /// wrong JSON type is never read as "absent" (an expectation silently dropped would verify a purchase the
     /// submitter did not name). The returned submission's proof is normalized.
+    ///
+    /// Read by the lean `JSONParser` when `leanMembers(_:)` can (about a tenth of Foundation's work), else by
+    /// `decodeValidatedWithFoundation(from:)`: the same rules over either reading, and the same answer for every
+    /// input (`LeanSubmissionDecodingTests`, the `fuzz-submission-message` target's oracle).
     public static func decodeValidated(from bytes: [UInt8]) throws(MalformedSubmission) -> Submission {
+        guard let members = leanMembers(bytes) else { return try decodeValidatedWithFoundation(from: bytes) }
+        return try validated(members: members)
+    }
+
+    /// `decodeValidated(from:)` with Foundation's `JSONSerialization` as the reader, whatever the input: the path
+    /// for everything `leanMembers(_:)` leaves to Foundation, and the oracle the lean reading is checked against.
+    static func decodeValidatedWithFoundation(from bytes: [UInt8]) throws(MalformedSubmission) -> Submission {
         let object: [String: Any]
         do {
             guard let parsed = try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] else {
@@ -47,7 +59,12 @@ extension Submission {
         } catch {
             throw MalformedSubmission(submissionId: nil, orderId: nil, userId: nil, problem: "not valid JSON")
         }
-        return try validated { FieldValue(parsed: object[$0]) }
+        return try validated { FieldValue(foundation: object[$0]) }
+    }
+
+    /// The rules over an object read by `leanMembers(_:)`.
+    static func validated(members: [String: JSONValue]) throws(MalformedSubmission) -> Submission {
+        try validated { FieldValue(lean: members[$0]) }
     }
 
     /// This submission, already decoded (structurally, as inside a `RetryRecord`), checked and normalized by the
@@ -150,30 +167,68 @@ extension Submission {
         return .transactionId(transactionId)
     }
 
-    /// One field as the rules read it: its JSON type and value, whether it came from parsed JSON or a decoded value.
-    enum FieldValue {
+    /// One field as the rules read it: its JSON type and value, from Foundation's `JSONSerialization`, from the
+    /// lean `JSONParser` (`leanMembers(_:)`) or from a decoded value. Also the ingest's (`SubmissionRequest`): one
+    /// reading of JSON types for both services, whichever parser read the body.
+    public enum FieldValue: Sendable, Equatable {
         /// Absent or null.
         case absent
         case string(String)
         /// A JSON number (not a boolean): the integer when it is one exactly (see `JSONNumbers.integer`), else nil.
         case number(Int64?)
-        /// A boolean, array or object.
+        case boolean(Bool)
+        /// An array or object.
         case other
 
-        /// A value of an object parsed by `JSONSerialization`.
-        init(parsed value: Any?) {
+        /// A value of an object parsed by `JSONSerialization` (which gives booleans as NSNumbers too).
+        public init(foundation value: Any?) {
             switch value {
             case nil, is NSNull: self = .absent
             case let string as String: self = .string(string)
-            case let number as NSNumber where !JSONNumbers.isBoolean(number):
-                self = .number(JSONNumbers.integer(number))
+            case let number as NSNumber where JSONNumbers.isBoolean(number): self = .boolean(number.boolValue)
+            case let number as NSNumber: self = .number(JSONNumbers.integer(number))
             default: self = .other
+            }
+        }
+
+        /// A value of an object from `leanMembers(_:)`, read as `init(foundation:)` reads Foundation's value for the
+        /// same bytes. Its integers were written plainly and fit Int64: Foundation reads them as that integer
+        /// exactly, so `JSONNumbers.integer`'s reading is `readableInteger`'s. A `.number` never comes from
+        /// `leanMembers` (it leaves every other number to Foundation, whose NSDecimalNumber readings have corners
+        /// not worth copying); it is read here as Foundation reads a double.
+        public init(lean value: JSONValue?) {
+            switch value {
+            case nil, .null?: self = .absent
+            case .string(let string)?: self = .string(string)
+            case .integer(let integer)?: self = .number(JSONNumbers.readableInteger(integer))
+            case .number(let double)?:
+                self = .number(double == double.rounded() && abs(double) < 9.0e15 ? Int64(double) : nil)
+            case .bool(let bool)?: self = .boolean(bool)
+            case .array?, .object?: self = .other
             }
         }
 
         init(_ string: String?) {
             self = string.map(FieldValue.string) ?? .absent
         }
+    }
+
+    /// The members of the JSON object `bytes` as the lean `JSONParser` reads them, when that reading is certainly
+    /// Foundation's (through `FieldValue(lean:)` and `FieldValue(foundation:)`); nil leaves `bytes` to Foundation,
+    /// which then decides exactly as it always did:
+    /// - the parser refuses the bytes: a duplicate member name, nesting deeper than 64, UTF-16 or UTF-32, a BOM, a
+    ///   trailing comma, invalid UTF-8, a lone surrogate escape... (Foundation accepts some of these);
+    /// - the value is not an object (Foundation refuses a bare scalar without `.fragmentsAllowed`; an array is
+    ///   refused by the rules either way, and is rare);
+    /// - a number anywhere is not an integer written plainly that fits Int64 (`1.0`, `1e3`, `-0.0`,
+    ///   `9223372036854775808`): Foundation reads those as doubles or NSDecimalNumbers, whose integer readings
+    ///   differ from the parser's in corners (`0.99999999999999999999` is a decimal with `doubleValue` 1 and
+    ///   `int64Value` 0). Submissions carry plain integers, so this costs nothing in practice.
+    public static func leanMembers(_ bytes: [UInt8]) -> [String: JSONValue]? {
+        guard let parsed = try? JSONParser.parseNotingNumbers(bytes), parsed.onlyPlainIntegers,
+            case .object(let members) = parsed.value
+        else { return nil }
+        return members
     }
 
     /// The field `name` as `encode(to:)` writes it, read back as JSON would be (only the proof in use is present;
@@ -210,7 +265,7 @@ extension Submission {
         case .number(let integer):
             guard let integer else { throw FieldProblem("\(name) must be a string or an integer") }
             return String(integer)
-        case .other:
+        case .boolean, .other:
             throw FieldProblem("\(name) must be a string or an integer")
         }
     }
@@ -230,7 +285,7 @@ extension Submission {
                 throw FieldProblem(problem)
             }
             return string.isEmpty ? nil : string
-        case .number, .other:
+        case .number, .boolean, .other:
             throw FieldProblem("\(name) must be a string")
         }
     }
@@ -242,7 +297,7 @@ extension Submission {
         case .number(let integer):
             guard let integer else { throw FieldProblem("\(name) must be an integer") }
             return integer
-        case .string, .other:
+        case .string, .boolean, .other:
             throw FieldProblem("\(name) must be an integer")
         }
     }

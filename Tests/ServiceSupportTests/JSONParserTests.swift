@@ -143,4 +143,52 @@ import Testing
         }
         #expect(throws: JSONParser.Failure.self) { try JSONParser.parse([0x22, 0xFF, 0x22]) }
     }
+
+    @Test func parseNotingNumbersSaysWhetherEveryNumberWasAPlainInt64Integer() throws {
+        for plain in ["{}", "[]", #""1.5""#, "0", "-0", "17", "-9223372036854775808", "9223372036854775807",
+                      #"{"a":[1,{"b":-2}],"c":"1e3"}"#, "true", "null"] {
+            let parsed = try JSONParser.parseNotingNumbers(Array(plain.utf8))
+            #expect(parsed.onlyPlainIntegers, "\(plain)")
+            #expect(parsed.value == (try JSONParser.parse(Array(plain.utf8))))
+        }
+        for other in ["1.0", "1e3", "1E0", "-0.0", "0.5", "9223372036854775808", "-9223372036854775809", "1e-400",
+                      #"{"a":[1,{"b":2.0}]}"#, #"[1,2,3.25]"#] {
+            let parsed = try JSONParser.parseNotingNumbers(Array(other.utf8))
+            #expect(!parsed.onlyPlainIntegers, "\(other)")
+            #expect(parsed.value == (try JSONParser.parse(Array(other.utf8))))
+        }
+    }
+
+    /// The string scan reads eight bytes at a time up to the first quote, backslash or control character: wherever
+    /// such a byte (or a non-ASCII one) falls in a word, the string reads as Foundation reads it, and a control
+    /// character is refused at its own offset.
+    @Test func stringsReadTheSameWhereverTheirSpecialBytesFall() throws {
+        for length in 0..<34 {
+            for position in 0...length {
+                let before = String(repeating: "a", count: position)
+                let after = String(repeating: "b", count: length - position)
+                for special in ["", #"\n"#, #"\""#, #"\\"#, #"\u00e9"#, "é", "😀", "\u{7F}", "~", "]"] {
+                    let document = "[\"" + before + special + after + "\"]"
+                    let bytes = Array(document.utf8)
+                    let expected = try #require(Self.oracle(bytes), "\(document)")
+                    #expect(try JSONParser.parse(bytes) == expected, "\(document)")
+                }
+                let control = Array("[\"\(before)\u{1}\(after)\"]".utf8)
+                do {
+                    _ = try JSONParser.parse(control)
+                    Issue.record("a control character was read: \(control)")
+                } catch {
+                    #expect(error.description == "a control character in a string")
+                    #expect(error.offset == 2 + position)
+                }
+                // Invalid UTF-8 is refused wherever it falls (the scan must notice non-ASCII in skipped words).
+                for invalid: [UInt8] in [[0xFF], [0xC3], [0xED, 0xA0, 0x80]] {
+                    let bytes = Array("[\"\(before)".utf8) + invalid + Array("\(after)\"]".utf8)
+                    #expect(throws: JSONParser.Failure.self, "\(bytes)") { try JSONParser.parse(bytes) }
+                }
+                let unterminated = Array("[\"\(before)\(after)".utf8)
+                #expect(throws: JSONParser.Failure.self) { try JSONParser.parse(unterminated) }
+            }
+        }
+    }
 }

@@ -1,12 +1,19 @@
 import FuzzSupport
-import ReceiptModel
+
+@testable import ReceiptModel
 
 // The verifier's decoders of Kafka messages anyone may produce: submissions, retry records, DLQ records.
-// Properties: no crash, no leak; a decoded submission re-encodes to a message that decodes to the same submission.
+// Properties: no crash, no leak; `Submission.decodeValidated` (the lean JSONParser where `Submission.leanMembers`
+// allows, Foundation otherwise) decides every input exactly as `decodeValidatedWithFoundation` (Foundation's
+// JSONSerialization alone, the oracle): the same submission or the same problem and echoed ids; a decoded submission
+// re-encodes to a message that decodes to the same submission.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func testOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let bytes = FuzzDriver.bytes(data, size)
-    if let submission = try? Submission.decodeValidated(from: bytes) {
+    let decoded = outcome { () throws(MalformedSubmission) in try Submission.decodeValidated(from: bytes) }
+    let oracle = outcome { () throws(MalformedSubmission) in try Submission.decodeValidatedWithFoundation(from: bytes) }
+    guard decoded == oracle else { FuzzDriver.violated("the lean reading and Foundation's decide differently") }
+    if case .success(let submission) = decoded {
         guard let encoded = try? MessageCoding.encode(submission) else {
             FuzzDriver.violated("a decoded submission does not encode")
         }
@@ -19,6 +26,10 @@ public func testOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     _ = try? MessageCoding.decode(DeadLetterRecord.self, from: bytes)
     _ = try? MessageCoding.decode(VerificationResult.self, from: bytes)
     return 0
+}
+
+func outcome(_ decode: () throws(MalformedSubmission) -> Submission) -> Result<Submission, MalformedSubmission> {
+    do { return .success(try decode()) } catch { return .failure(error) }
 }
 
 FuzzDriver.run(testOneInput)
