@@ -26,6 +26,6 @@ python3 bench/callgrind-per-item.py message "$WORK/annotate.$N1" "$N1" "$WORK/an
     'the result record (OutputFactory.verdictResult)=^OutputFactory\.verdictResult\(' \
     '  of which its JSON (VerificationResultJSON.encode)=static VerificationResultJSON\.encode\(' \
     '  of which the submission'"'"'s fingerprint (SHA256.hex)=^static SHA256\.hex' \
-    'the lean parser, every caller (JSONParser.parse)=^static JSONParser\.parse\(' \
+    'the lean parser, every caller (JSONParser.parse)=^static JSONParser\.parse(NotingNumbers)?\(' \
     'malloc=^malloc$' \
     'free=^free$'
