@@ -157,7 +157,7 @@ let package = Package(
         .testTarget(name: "ServiceSupportTests", dependencies: ["ServiceSupport"]),
         .testTarget(
             name: "ServiceRuntimeTests", dependencies: ["ServiceRuntime", "HTTPServer", "Kafka", "ServiceSupport"]),
-        .testTarget(name: "ReceiptModelTests", dependencies: ["ReceiptModel"]),
+        .testTarget(name: "ReceiptModelTests", dependencies: ["ReceiptModel", "TestSupport"]),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "EmbeddedKafka", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(

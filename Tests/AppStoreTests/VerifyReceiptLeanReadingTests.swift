@@ -36,7 +36,9 @@ import Testing
             try VerifyReceiptResponse.decodeWithFoundation(body)
         }
         let decoded = result { () throws(VerifyReceiptDecodingError) in try VerifyReceiptResponse.decode(body) }
-        #expect(decoded == reference, "decode differs from Foundation's reading for \(label)", sourceLocation: sourceLocation)
+        #expect(
+            decoded == reference, "decode differs from Foundation's reading for \(label)",
+            sourceLocation: sourceLocation)
         guard let lean = leanReading(body) else { return false }
         #expect(.success(lean) == reference, "the lean reading differs for \(label)", sourceLocation: sourceLocation)
         return true
@@ -53,7 +55,9 @@ import Testing
         members.removeAll { $0.0 == field }
         if let value { members.append((field, value)) }
         let transaction = "{" + members.map { #""\#($0.0)":\#($0.1)"# }.joined(separator: ",") + "}"
-        return #"{"status":\#(status),"environment":"Production","receipt":{"bundle_id":"com.example.game","in_app":[\#(transaction)]},"latest_receipt_info":[\#(transaction)]}"#
+        let receipt = #"{"bundle_id":"com.example.game","in_app":[\#(transaction)]}"#
+        return #"{"status":\#(status),"environment":"Production","receipt":\#(receipt),"#
+            + #""latest_receipt_info":[\#(transaction)]}"#
     }
 
     /// JSON values of every shape and every odd number form, for any field.
@@ -132,7 +136,8 @@ import Testing
         let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
         let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../../fuzz/corpus/fuzz-verifyreceipt-response")
-        var bodies = [("verifyreceipt-subscription-42-transactions.json", try Data(contentsOf: fixtures.appendingPathComponent("verifyreceipt-subscription-42-transactions.json")))]
+        let realAnswer = "verifyreceipt-subscription-42-transactions.json"
+        var bodies = [(realAnswer, try Data(contentsOf: fixtures.appendingPathComponent(realAnswer)))]
         for name in try FileManager.default.contentsOfDirectory(atPath: corpus.path).sorted() {
             bodies.append((name, try Data(contentsOf: corpus.appendingPathComponent(name))))
         }
@@ -141,7 +146,8 @@ import Testing
             #expect(Self.expectSameReading(Array(body), label: name), "\(name) fell back to Foundation")
         }
         // And the shapes the fake App Store answers (the benchmarks' and the integration tests' answers).
-        #expect(Self.expectSameReading(Self.answer(field: "app_account_token", value: #""5f6a0e5e-8d4b-4b41-9b8e-d3b1c7e4a001""#)))
+        let token = #""5f6a0e5e-8d4b-4b41-9b8e-d3b1c7e4a001""#
+        #expect(Self.expectSameReading(Self.answer(field: "app_account_token", value: token)))
     }
 
     @Test func bodiesTheStrictParserRefusesAreReadByFoundation() throws {

@@ -1,5 +1,6 @@
 import Foundation
 import ReceiptModel
+import TestSupport
 import Testing
 
 @testable import Ingest
@@ -68,26 +69,14 @@ struct LeanSubmissionRequestTests {
         "18446744073709551615", "100000000000000000000", "2000000123456789.0", "2e15",
     ]
 
-    static func body(_ members: [(String, String)]) -> [UInt8] {
-        Array(("{" + members.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}").utf8)
-    }
 
-    static func setting(_ base: [(String, String)], _ field: String, _ value: String) -> [UInt8] {
-        var members = base
-        if let index = members.firstIndex(where: { $0.0 == field }) {
-            members[index].1 = value
-        } else {
-            members.append((field, value))
-        }
-        return body(members)
-    }
 
     @Test("every field with every plain value reads as Foundation reads it")
     func plainValues() {
         for base in Self.bases {
-            Self.check(Self.body(base), lean: true)
+            Self.check(JSONObjectText.body(base), lean: true)
             for field in Self.fields {
-                for value in Self.plainValues { Self.check(Self.setting(base, field, value), lean: true) }
+                for value in Self.plainValues { Self.check(JSONObjectText.setting(base, field, value), lean: true) }
             }
         }
     }
@@ -96,7 +85,7 @@ struct LeanSubmissionRequestTests {
     func otherNumbers() {
         for base in Self.bases {
             for field in Self.fields + ["unknown"] {
-                for value in Self.otherNumbers { Self.check(Self.setting(base, field, value), lean: false) }
+                for value in Self.otherNumbers { Self.check(JSONObjectText.setting(base, field, value), lean: false) }
             }
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import ServiceSupport
+import TestSupport
 import Testing
 
 @testable import ReceiptModel
@@ -76,26 +77,13 @@ import Testing
         "2000000123456789.0", "2e15", "1.7e12",
     ]
 
-    static func body(_ members: [(String, String)]) -> [UInt8] {
-        Array(("{" + members.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}").utf8)
-    }
 
-    /// `base` with `field` set to `value` (replaced where present, appended where not).
-    static func setting(_ base: [(String, String)], _ field: String, _ value: String) -> [UInt8] {
-        var members = base
-        if let index = members.firstIndex(where: { $0.0 == field }) {
-            members[index].1 = value
-        } else {
-            members.append((field, value))
-        }
-        return body(members)
-    }
 
     @Test func everyFieldWithEveryPlainValueReadsAsFoundationReadsIt() {
         for base in Self.bases {
-            Self.check(Self.body(base), lean: true)
+            Self.check(JSONObjectText.body(base), lean: true)
             for field in Self.fields {
-                for value in Self.plainValues { Self.check(Self.setting(base, field, value), lean: true) }
+                for value in Self.plainValues { Self.check(JSONObjectText.setting(base, field, value), lean: true) }
             }
         }
     }
@@ -103,10 +91,10 @@ import Testing
     @Test func otherNumbersAreLeftToFoundation() {
         for base in Self.bases {
             for field in Self.fields + ["unknown"] {
-                for value in Self.otherNumbers { Self.check(Self.setting(base, field, value), lean: false) }
+                for value in Self.otherNumbers { Self.check(JSONObjectText.setting(base, field, value), lean: false) }
             }
             // Anywhere in the body, even nested in a field nobody reads.
-            Self.check(Self.setting(base, "extra", #"{"a":[1,{"b":1.5}]}"#), lean: false)
+            Self.check(JSONObjectText.setting(base, "extra", #"{"a":[1,{"b":1.5}]}"#), lean: false)
         }
     }
 

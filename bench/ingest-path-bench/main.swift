@@ -141,7 +141,8 @@ let receiptBytes = (0..<1_536).map { _ -> UInt8 in
 let receipt = Data(receiptBytes).base64EncodedString()
 /// Every request built before the run (start-up, which the two-count difference cancels), each with its own id.
 func request(_ index: Int) -> [UInt8] {
-    let body = #"{"receipt_data":"\#(receipt)","submission_id":"bench-path-\#(index)","user_id":"user-\#(index % 997)"}"#
+    let body = #"{"receipt_data":"\#(receipt)","submission_id":"bench-path-\#(index)","#
+        + #""user_id":"user-\#(index % 997)"}"#
     let head = "POST /v1/receipts HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         + "Content-Length: \(body.utf8.count)\r\n\r\n"
     return Array((head + body).utf8)

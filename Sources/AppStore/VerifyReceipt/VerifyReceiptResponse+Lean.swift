@@ -4,15 +4,14 @@ extension VerifyReceiptResponse {
     /// The reading of `init(from:)` (Foundation's) over the lean parser's object, for answers it can promise to read
     /// the same: throws `LeanReadingDeferred` for every answer Foundation would refuse (no usable `status`, a
     /// valid-status receipt or list of an unusable shape: Foundation's error says where) and for numbers
-    /// `LeanFields` does not read. Field by field as `init(from:)`; the transactions by the one `TransactionEntry.read`.
+    /// `LeanFields` does not read. Field by field as `init(from:)`; the transactions by the one
+    /// `TransactionEntry.read`.
     init(lean members: [String: JSONValue]) throws(LeanReadingDeferred) {
         let fields = LeanFields(members: members)
         guard let status = try fields.int64("status") else { throw LeanReadingDeferred() }
-        self.status = Int(clamping: status)
-        environment = try fields.string("environment")
+        let environment = try fields.string("environment")
         var isRetryable = try fields.bool("is_retryable")
         if isRetryable == nil { isRetryable = try fields.bool("is-retryable") }
-        self.isRetryable = isRetryable
 
         let mustDecodeReceipt = status == 0 || status == 21006
         var bundleId: String?
@@ -49,12 +48,9 @@ extension VerifyReceiptResponse {
         if latest.usable.isEmpty, latest.unusableCount == 0 {
             latest = TransactionEntries(try Self.readOneOrMany(members["latest_expired_receipt_info"]))
         }
-        self.bundleId = bundleId
-        self.inApp = inApp.usable
-        self.latestReceiptInfo = latest.usable
-        self.isLegacyReceipt = isLegacy
-        unusableTransactionCount = inApp.unusableCount + latest.unusableCount
-        unusableTransactionIds = inApp.unusableIds + latest.unusableIds
+        self.init(
+            status: status, environment: environment, isRetryable: isRetryable, bundleId: bundleId, inApp: inApp,
+            latest: latest, isLegacy: isLegacy)
     }
 
     private static func bundleId(_ receipt: LeanFields) throws(LeanReadingDeferred) -> String? {

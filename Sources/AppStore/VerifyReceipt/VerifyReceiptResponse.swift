@@ -123,14 +123,12 @@ extension VerifyReceiptResponse: Decodable {
         guard let status = (try? c.decodeIfPresent(Int64.self, forKey: statusKey)) ?? c.lenientInt64(statusKey) else {
             throw VerifyReceiptDecodingError.missingStatus
         }
-        self.status = Int(clamping: status)
-        environment = c.lenientString(AnyCodingKey("environment"))
+        let environment = c.lenientString(AnyCodingKey("environment"))
         var isRetryable: Bool?
         for name in ["is_retryable", "is-retryable"] where isRetryable == nil {
             let key = AnyCodingKey(name)
             isRetryable = (try? c.decodeIfPresent(Bool.self, forKey: key)) ?? c.lenientBool(key)
         }
-        self.isRetryable = isRetryable
 
         // Error bodies carry at most status, environment and is_retryable; only valid ones need a usable receipt.
         let mustDecodeReceipt = status == 0 || status == 21006
@@ -165,12 +163,22 @@ extension VerifyReceiptResponse: Decodable {
         } catch  where !mustDecodeReceipt {
             latest = TransactionEntries()
         }
-        self.bundleId = bundleId
-        self.inApp = inApp.usable
-        self.latestReceiptInfo = latest.usable
-        self.isLegacyReceipt = isLegacy
-        unusableTransactionCount = inApp.unusableCount + latest.unusableCount
-        unusableTransactionIds = inApp.unusableIds + latest.unusableIds
+        self.init(
+            status: status, environment: environment, isRetryable: isRetryable, bundleId: bundleId, inApp: inApp,
+            latest: latest, isLegacy: isLegacy)
+    }
+
+    /// The answer from what either reading found (`init(from:)`, `init(lean:)`): the usable transactions of each
+    /// list, and the skipped ones of both counted together.
+    init(
+        status: Int64, environment: String?, isRetryable: Bool?, bundleId: String?, inApp: TransactionEntries,
+        latest: TransactionEntries, isLegacy: Bool
+    ) {
+        self.init(
+            status: Int(clamping: status), environment: environment, isRetryable: isRetryable, bundleId: bundleId,
+            inApp: inApp.usable, latestReceiptInfo: latest.usable, isLegacyReceipt: isLegacy,
+            unusableTransactionCount: inApp.unusableCount + latest.unusableCount,
+            unusableTransactionIds: inApp.unusableIds + latest.unusableIds)
     }
 
     private static func decodeOneOrMany(
