@@ -1,4 +1,5 @@
 import Foundation
+import ReceiptModel
 import Testing
 
 @testable import AppStore
@@ -279,5 +280,25 @@ import Testing
         #expect(response.inApp.count == index)
         #expect(response.latestReceiptInfo.count == index)
         #expect(response.inApp.last?.transactionId == String(1_000_000_000_000 + index - 1))
+    }
+
+    @Test(
+        "the body's environment is Production or Sandbox in any ASCII case, nothing else",
+        arguments: [
+            ("Production", AppStoreEnvironment.production), ("production", .production), ("PRODUCTION", .production),
+            ("pRoDuCtIoN", .production), ("Sandbox", .sandbox), ("SANDBOX", .sandbox), ("sandbox", .sandbox),
+        ] as [(String, AppStoreEnvironment)])
+    func environmentNamed(name: String, environment: AppStoreEnvironment) {
+        #expect(VerifyReceiptBackend.environment(named: name) == environment)
+    }
+
+    @Test(
+        "a name that is not one of them is no environment",
+        arguments: [
+            "", "Prod", "Productio", "Productionn", " Production", "Production ", "Sandbox\u{0}", "ſandbox",
+            "Sandbo\u{1}", "PRODUCTİON", "Xcode", "sand box", "\u{FF33}andbox",
+        ])
+    func noEnvironmentNamed(name: String) {
+        #expect(VerifyReceiptBackend.environment(named: name) == nil)
     }
 }
