@@ -131,9 +131,14 @@ public final class HTTPServer: Sendable {
         core.busyRefusals.load(ordering: .relaxed)
     }
 
-    /// Stops accepting connections, gives requests waiting on their handler up to `stopGracePeriod` to be answered,
-    /// answers the rest 503, then closes every connection. New requests on open keep-alive connections are answered
-    /// 503 with `Connection: close` meanwhile. Blocks the caller; idempotent.
+    /// Gives requests waiting on their handler up to `stopGracePeriod` to be answered, answers the rest 503, then
+    /// closes every connection and the listening socket. Meanwhile every new request, on an open keep-alive connection
+    /// or a new one, is answered 503 with `Retry-After` and `Connection: close` (the service's readiness is false by
+    /// then, so load balancers send nothing new). Blocks the caller; idempotent.
+    ///
+    /// The daemon is not quiesced first: libmicrohttpd 0.9.75's `MHD_quiesce_daemon` races its own epoll threads over
+    /// the listening socket and aborts the process ("Failed to remove listen FD from epoll set", seen once in `make
+    /// test`). `MHD_stop_daemon` stops the threads before it closes the socket.
     public func close() {
         let daemon: OpaquePointer? = state.withLock { state in
             defer {
@@ -144,7 +149,6 @@ public final class HTTPServer: Sendable {
         }
         guard let daemon else { return }
         core.isStopping.store(true, ordering: .relaxed)
-        let listenSocket = MHD_quiesce_daemon(daemon)
 
         let grace = core.configuration.stopGracePeriod.clampedNanoseconds
         let graceDeadline = SystemTime.monotonicNanoseconds() &+ grace
@@ -165,7 +169,6 @@ public final class HTTPServer: Sendable {
         // happen under the same lock) and stops any later one, so none touches a connection the daemon frees.
         for context in registered { context.detach() }
         MHD_stop_daemon(daemon)
-        if listenSocket >= 0 { Glibc.close(listenSocket) }
         core.sweeper.cancel()
         core.connections.cancel()
         core.logger.info("HTTP server stopped")

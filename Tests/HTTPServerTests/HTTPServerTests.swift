@@ -292,6 +292,31 @@ struct HTTPServerTests {
         server.close()  // idempotent
     }
 
+    @Test("while stop waits for its grace period, a request on a new connection is answered 503, connection closed")
+    func newConnectionDuringStop() throws {
+        let handler = HeldHandler()
+        let server = try startServer(handler) { $0.stopGracePeriod = .seconds(5) }
+        let port = server.port
+        let waiting = try HTTPTestConnection(port: port)
+        try waiting.sendRequest("GET", "/waiting")
+        #expect(waitUntil { handler.heldCount == 1 })
+        let closed = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            server.close()
+            closed.signal()
+        }
+        // `/fast` is answered 200 at once by the handler until the stop begins, then 503 by the server.
+        #expect(waitUntil { (try? HTTPTestConnection(port: port).request("GET", "/fast").status) == 503 })
+        let late = try HTTPTestConnection(port: port).request("GET", "/fast")
+        #expect(late.status == 503)
+        #expect(late.headers["retry-after"] != nil)
+        #expect(late.headers["connection"]?.lowercased() == "close")
+        #expect(handler.heldCount == 1)
+        for respond in handler.takeAll() { respond(.text(200, "drained")) }
+        #expect(try waiting.readResponse().status == 200)
+        #expect(closed.wait(timeout: .now() + 10) == .success)
+    }
+
     @Test("stop waits for requests answered within the grace period")
     func closeDrains() throws {
         let handler = HeldHandler()
