@@ -59,6 +59,9 @@ final class PartitionStarts: Sendable {
     func startingOffsets(for partitions: [TopicPartition], refuse: (String) -> Void) -> [TopicPartition: Int64] {
         switch readStoredOffsets(partitions) {
         case .success(let stored):
+            // An earlier assignment whose read failed but which librdkafka then refused never reached `assigned`:
+            // its partitions must not be held by this one.
+            unreadInAssignment.withLock { $0 = [] }
             logger.info(
                 "partitions start from the stored offsets",
                 ["partitions": .int(partitions.count), "known": .int(stored.count)])
