@@ -19,22 +19,21 @@ import Glibc
 //   ingest-path-bench COUNT
 
 /// Acknowledges every message on the caller's thread with the next offset of partition 0.
-final class AcknowledgingPublisher: SubmissionPublisher, @unchecked Sendable {
-    private let lock = NSLock()
-    private var nextOffset: Int64 = 0
-    private(set) var bytes = 0
+final class AcknowledgingPublisher: SubmissionPublisher {
+    /// Messages written so far (the next offset) and their bytes.
+    private let written = Locked<(count: Int64, bytes: Int)>((0, 0))
 
     var isConnected: Bool { true }
+    var bytes: Int { written.withLock { $0.bytes } }
 
     func publish(
         topic: String, key: [UInt8]?, value: [UInt8], headers: [KafkaHeader],
         completion: @escaping @Sendable (Result<KafkaDeliveryReport, KafkaError>) -> Void
     ) throws(KafkaError) {
-        lock.lock()
-        let offset = nextOffset
-        nextOffset += 1
-        bytes += value.count
-        lock.unlock()
+        let offset = written.withLock { written in
+            defer { written = (written.count + 1, written.bytes + value.count) }
+            return written.count
+        }
         completion(.success(KafkaDeliveryReport(topic: topic, partition: 0, offset: offset)))
     }
 }
