@@ -142,30 +142,74 @@ gems_total() { "${psql_base[@]}" -d "$1" -c "SELECT coalesce(sum(amount), 0) FRO
 measure() {
     "$python" - "host=127.0.0.1 port=$pg_port user=postgres dbname=$1" "$2" "$3" "$postmaster_pid" "$4" \
         "$work/$1.figures" <<'PY'
-import os, sys, time
+import os, re, sys, time
 import psycopg
 dsn, count, service, postmaster, name, figures = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6]
 tick_us = 1e6 / os.sysconf("SC_CLK_TCK")
 
 def stat(pid):
-    """(ppid, utime + stime, cutime + cstime) of a process, in ticks; None when it is gone."""
+    """(ppid, utime + stime, cutime + cstime, stime) of a process, in ticks; None when it is gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
     except (FileNotFoundError, ProcessLookupError):
         return None
-    return int(fields[1]), int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14])
+    return int(fields[1]), int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14]), int(fields[12])
 
-def server_ticks():
-    """The server's CPU so far: its live processes' own, and what its reaped children used."""
+def role(pid):
+    """What a server process is, from its title ("postgres: walwriter", "postgres: postgres bench 127.0.0.1(...)")."""
+    try:
+        with open(f"/proc/{pid}/cmdline") as f:
+            title = f.read().replace("\0", " ").strip()
+    except OSError:
+        return "(gone)"
+    words = title.removeprefix("postgres:").split()
+    if pid == poller:
+        return "the bench's polling backend"
+    if len(words) >= 2 and words[0] == "postgres":
+        return "backends"
+    return " ".join(w for w in words if not w.startswith("(")) or "postmaster"
+
+def server_ticks(by_role=None):
+    """The server's CPU so far: its live processes' own, and what its reaped children used (by_role: live ticks
+    added up by role)."""
     live = 0
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             s = stat(int(entry))
             if s is not None and s[0] == postmaster:
                 live += s[1]
-    _, own, reaped = stat(postmaster)
+                if by_role is not None:
+                    name = role(int(entry))
+                    total, system = by_role.get(name, (0, 0))
+                    by_role[name] = (total + s[1], system + s[3])
+    _, own, reaped, own_system = stat(postmaster)
+    if by_role is not None:
+        by_role["postmaster and reaped children (autovacuum workers)"] = (own + reaped, own_system)
     return live + own + reaped
+
+def threads(pid):
+    """The service's CPU by thread name (digits dropped), in ticks."""
+    ticks = {}
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            text = open(f"/proc/{pid}/task/{task}/stat").read()
+        except OSError:
+            continue
+        name = re.sub(r"\d+", "", text[text.index("(") + 1:text.rindex(")")]) or "(unnamed)"
+        fields = text[text.rindex(")") + 2:].split()
+        total, system = ticks.get(name, (0, 0))
+        ticks[name] = (total + int(fields[11]) + int(fields[12]), system + int(fields[12]))
+    return ticks
+
+def breakdown(title, before, after):
+    """Prints CPU per result by name between two {name: (ticks, system ticks)} readings."""
+    print(f"    {title}:")
+    used = {name: (total - before.get(name, (0, 0))[0], system - before.get(name, (0, 0))[1])
+            for name, (total, system) in after.items()}
+    for name, (total, system) in sorted(used.items(), key=lambda item: -item[1][0]):
+        if total > 0:
+            print(f"      {total * tick_us / count:6.1f} µs per result (system {system * tick_us / count:.1f}): {name}")
 
 db = psycopg.connect(dsn, autocommit=True)
 poller = db.execute("SELECT pg_backend_pid()").fetchone()[0]
@@ -175,7 +219,9 @@ def applied():
     except psycopg.errors.UndefinedTable:
         return 0
 
-service_before, server_before, poller_before = stat(service)[1], server_ticks(), stat(poller)[1]
+roles_before, roles_after = {}, {}
+threads_before = threads(service)
+service_before, server_before, poller_before = stat(service)[1], server_ticks(roles_before), stat(poller)[1]
 first = first_count = None
 last_progress, last_count = time.monotonic(), -1
 while True:
@@ -190,7 +236,8 @@ while True:
     elif now - last_progress > 120:
         sys.exit(f"{name}: no progress for 120 s at {done} of {count} results")
     time.sleep(0.02)
-service_after, server_after, poller_after = stat(service)[1], server_ticks(), stat(poller)[1]
+service_after, server_after, poller_after = stat(service)[1], server_ticks(roles_after), stat(poller)[1]
+threads_after = threads(service)
 db.close()
 rate = (count - first_count) / max(now - first, 1e-9)
 service_us = (service_after - service_before) * tick_us / count
@@ -199,6 +246,10 @@ print(f"  {count} results, {rate:,.0f} applied/s, {name} CPU {service_us:.0f} µ
       f"PostgreSQL CPU {postgres_us:.0f} µs per result", end="")
 with open(figures, "w") as f:
     f.write(f"{rate} {service_us} {postgres_us}\n")
+with open(figures + ".detail", "w") as out:
+    sys.stdout = out
+    breakdown(f"{name} CPU by thread", threads_before, threads_after)
+    breakdown("PostgreSQL CPU by process", roles_before, roles_after)
 PY
 }
 
@@ -217,6 +268,8 @@ drain() {
     start_ledger "$db" "$topic" "$batch"
     measure "$db" "$count" "$LEDGER_PID" ledger
     check_balances "$db" "$count"
+    cat "$work/$db.figures.detail"
+    batch_figures "$LEDGER_PORT"
     kill -TERM "$LEDGER_PID"; wait "$LEDGER_PID" || true
 }
 
@@ -228,7 +281,25 @@ drain_peer() {
     start_peer "$db" "$topic" "$batch"
     measure "$db" "$count" "$PEER_PID" peer
     check_balances "$db" "$count"
+    cat "$work/$db.figures.detail"
     kill -TERM "$PEER_PID"; wait "$PEER_PID" || true
+}
+
+# batch_figures PORT: how many batches the ledger at PORT committed, their average size and time in the database.
+batch_figures() {
+    curl -fsS "http://127.0.0.1:$1/metrics" | python3 -c '
+import sys
+values = {}
+for line in sys.stdin:
+    if line.startswith(("ledger_batch_messages_sum", "ledger_batch_messages_count", "ledger_batch_seconds_sum")):
+        name, value = line.split()
+        values[name] = float(value)
+batches = values.get("ledger_batch_messages_count", 0)
+size = values.get("ledger_batch_messages_sum", 0) / max(batches, 1)
+seconds = values.get("ledger_batch_seconds_sum", 0) * 1000 / max(batches, 1)
+applying = values.get("ledger_batch_seconds_sum", 0)
+print(f"  {int(batches)} batches, {size:.0f} results and {seconds:.1f} ms each on average ({applying:.2f} s in all)")
+'
 }
 
 quantiles() {
@@ -305,15 +376,4 @@ for _ in $(seq 1 600); do [ "$(applied paced)" -ge "$paced_count" ] && break; sl
 total="$(gems_total paced)"
 [ "$total" -eq $((paced_count * 10)) ] || { echo "balances wrong: $total gems, expected $((paced_count * 10))" >&2; exit 1; }
 quantiles "$LEDGER_PORT"
-curl -fsS "http://127.0.0.1:$LEDGER_PORT/metrics" | python3 -c '
-import sys
-values = {}
-for line in sys.stdin:
-    if line.startswith(("ledger_batch_messages_sum", "ledger_batch_messages_count", "ledger_batch_seconds_sum")):
-        name, value = line.split()
-        values[name] = float(value)
-batches = values.get("ledger_batch_messages_count", 0)
-size = values.get("ledger_batch_messages_sum", 0) / max(batches, 1)
-seconds = values.get("ledger_batch_seconds_sum", 0) * 1000 / max(batches, 1)
-print(f"  {int(batches)} batches, {size:.0f} results and {seconds:.1f} ms each on average")
-'
+batch_figures "$LEDGER_PORT"
