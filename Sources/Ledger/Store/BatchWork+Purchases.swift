@@ -108,15 +108,31 @@ extension BatchWork {
     {
         let wanted = keys.subtracting(purchases.keys)
         guard !wanted.isEmpty || !subscriptions.isEmpty else { return nil }
+        // The keys first, then each looked up and locked on its own, in key order (`LATERAL ... FOR UPDATE` runs
+        // once per key, in the keys' order): index probes at every table size. One statement filtering the table
+        // by `credit_key = ANY(...) OR ...` was planned as a sequential scan of every purchase until the table was
+        // large or analyzed (13 ms per batch of 500 at 30,000 purchases, against 2 ms probing).
+        guard !subscriptions.isEmpty else {
+            return (
+                "SELECT p.* FROM (SELECT unnest($1::text[]) AS key ORDER BY 1) AS k, \(Self.lockedPurchase)",
+                [.textArray(Array(wanted))], wanted
+            )
+        }
         return (
-            Self.selectPurchases + """
-                 WHERE credit_key = ANY($1::text[])
-                    OR (original_transaction_id = ANY($2::text[]) AND status IN ('credited','recredited')
-                        AND credit_key LIKE '%:period:%' AND expires_date_ms > $3)
-                ORDER BY credit_key FOR UPDATE
-                """, [.textArray(Array(wanted)), .textArray(Array(subscriptions)), .int(periodsEndingAfter)], wanted
+            """
+            SELECT p.* FROM (
+                SELECT unnest($1::text[]) AS key
+                UNION SELECT credit_key FROM purchases
+                WHERE original_transaction_id = ANY($2::text[]) AND status IN ('credited','recredited')
+                    AND credit_key LIKE '%:period:%' AND expires_date_ms > $3
+                ORDER BY 1) AS k, \(Self.lockedPurchase)
+            """, [.textArray(Array(wanted)), .textArray(Array(subscriptions)), .int(periodsEndingAfter)], wanted
         )
     }
+
+    /// The purchase of key `k.key`, locked (`purchasesStatement`'s lookup, once per key).
+    private static let lockedPurchase =
+        "LATERAL (\(selectPurchases) WHERE credit_key = k.key FOR UPDATE) AS p"
 
     /// Caches the rows `purchasesStatement` read; the keys of `wanted` without a row are cached as never seen.
     mutating func cachePurchases(_ result: PostgresResult, wanted: Set<String>) throws(PostgresError) {
