@@ -43,6 +43,8 @@ public final class KafkaConsumer: Sendable {
     private let commitRequests = Atomic<Int>(0)
     private let startingOffsets: StartingOffsets?
     private let logger: Logger
+    /// Makes a resume take effect at once (`RDKafkaClient.wakeFetchers`).
+    private let fetchWaker: FetchWaker
 
     /// Where assigned partitions start when their owner keeps its own offsets (in a database, written in the same
     /// transaction as the work): given the partitions being assigned, the next offset to read of each; a partition
@@ -94,6 +96,9 @@ public final class KafkaConsumer: Sendable {
         self.commitPacer = Locked(CommitPacer(minimumInterval: commitInterval))
         self.startingOffsets = startingOffsets
         self.logger = logger
+        self.fetchWaker = FetchWaker { [runtime] partitions in
+            runtime.resources?.client.wakeFetchers(of: partitions, timeout: .milliseconds(500))
+        }
         context.attach(self)
         if let metrics { registerMetrics(metrics) }
     }
@@ -120,9 +125,11 @@ public final class KafkaConsumer: Sendable {
         changeFetching(partitions, pause: true)
     }
 
-    /// Resumes fetching `partitions` after `pause`.
+    /// Resumes fetching `partitions` after `pause`, at once: their leaders' broker threads are woken (off this
+    /// thread), which librdkafka 2.0 does not do itself (a resume could wait up to a second before the first fetch).
     public func resume(_ partitions: [TopicPartition]) {
         changeFetching(partitions, pause: false)
+        fetchWaker.request(partitions)
     }
 
     /// Moves assigned partitions' fetch positions (`offsets[partition]`: the next offset to read, or

@@ -219,6 +219,20 @@ package final class RDKafkaClient: @unchecked Sendable {
         } ?? nil
     }
 
+    /// Asks the leaders of `partitions` for their latest offsets (one ListOffsets request per leader, blocking up to
+    /// `timeout`) and ignores the answers. librdkafka 2.0 applies a resume on its main thread without waking the
+    /// broker threads, and a broker thread with nothing to fetch sleeps up to a second before it looks again (0.6 s
+    /// measured after the ledger resumed a drained buffer); a request to a broker wakes its thread at once, so the
+    /// resumed partitions are fetched now. Nothing happens on a closed client.
+    package func wakeFetchers(of partitions: [TopicPartition], timeout: Duration) {
+        guard !partitions.isEmpty else { return }
+        _ = withClient { client in
+            RDKafkaTopicPartitionList.withList(partitions, offsets: partitions.map { _ in Self.offsetEnd }) { list in
+                _ = rd_kafka_offsets_for_times(client, list, timeout.rdKafkaMilliseconds)
+            }
+        }
+    }
+
     /// Moves the fetch position of assigned `partitions` to `offsets` (one each; a logical offset such as the
     /// beginning too), waiting up to `timeout` for the fetcher to take it: no message fetched from the old position
     /// is handed out after a seek that returned nil. Nothing happens on a closed client.
