@@ -125,11 +125,21 @@ public final class KafkaConsumer: Sendable {
         changeFetching(partitions, pause: true)
     }
 
-    /// Resumes fetching `partitions` after `pause`, at once: their leaders' broker threads are woken (off this
-    /// thread), which librdkafka 2.0 does not do itself (a resume could wait up to a second before the first fetch).
-    public func resume(_ partitions: [TopicPartition]) {
+    /// Resumes fetching `partitions` after `pause`.
+    /// - Parameter wakingFetchers: also wake the broker threads of the partitions' leaders (off this thread: one
+    ///   ListOffsets request per leader, `RDKafkaClient.wakeFetchers`), so fetching restarts at once. librdkafka 2.0
+    ///   does not wake them on a resume: a broker thread with nothing in flight, as after a pause of every
+    ///   partition, looks again only after up to a second. Not needed when other partitions of the same leaders
+    ///   keep fetching (the next fetch answer wakes the thread), and a consumer resuming single partitions often
+    ///   would pay a request per resume (the verifier's broker thread CPU doubled that way).
+    public func resume(_ partitions: [TopicPartition], wakingFetchers: Bool) {
         changeFetching(partitions, pause: false)
-        fetchWaker.request(partitions)
+        if wakingFetchers { fetchWaker.request(partitions) }
+    }
+
+    /// Resumes fetching `partitions` after `pause`, without waking the fetchers (`resume(_:wakingFetchers:)`).
+    public func resume(_ partitions: [TopicPartition]) {
+        resume(partitions, wakingFetchers: false)
     }
 
     /// Moves assigned partitions' fetch positions (`offsets[partition]`: the next offset to read, or

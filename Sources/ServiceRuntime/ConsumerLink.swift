@@ -101,7 +101,9 @@ public final class ConsumerLink: KafkaConsumerDelegate {
             logger.debug("fetching paused: over the high water mark", ["buffered": .int(level)])
         case .resume:
             guard paused.exchange(false, ordering: .relaxed) else { return }
-            consumer.resume(consumer.assignment)
+            // Every partition was paused: nothing wakes librdkafka's fetchers but the resume's own request.
+            consumer.resume(consumer.assignment, wakingFetchers: true)
+            logger.debug("fetching resumed: under the low water mark", ["buffered": .int(level)])
         case nil:
             break
         }

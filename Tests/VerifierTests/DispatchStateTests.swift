@@ -118,6 +118,38 @@ struct DispatchStateTests {
         #expect(all.contains(.pause(p0)) && all.contains(.pause(p1)))
     }
 
+    @Test func theResumeAfterEveryPartitionWasPausedWakesTheFetchersAndNoOtherDoes() throws {
+        var state = makeState(maxInFlight: 1, pending: 4)
+        var batches: [ControlBatch] = []
+        var dispatches: [State.Dispatch] = []
+        var tickets: [MessageTicket] = []
+        for offset in 0..<5 {
+            let ticket = try #require(state.admit(offset % 2 == 0 ? p0 : p1, offset: Int64(offset / 2)).0)
+            tickets.append(ticket)
+            let step = state.enqueue(ticket, work: offset, nowNs: 0)
+            dispatches += step.dispatches
+            batches += [step.controls].compactMap { $0 }
+        }
+        #expect(Set(state.pausedPartitions) == [p0, p1])  // the pending gate: 4 wait for Apple
+        // Apple answers one at a time; the gate opens at 2 waiting.
+        while state.pausedPartitions.count == 2, let dispatch = dispatches.first {
+            dispatches.removeFirst()
+            let finished = state.appleFinished(dispatch, appleAnswered: true, nowNs: 0)
+            dispatches += finished.dispatches
+            batches += [finished.controls].compactMap { $0 }
+        }
+        let resuming = batches.filter { $0.actions.contains(.resume(p0)) || $0.actions.contains(.resume(p1)) }
+        #expect(resuming.count == 1)
+        #expect(resuming.first?.wakesFetchers == true)
+        #expect(batches.filter(\.wakesFetchers).count == 1)
+        // A partition paused on its own (a held retry record) resumes without a wake: the others kept fetching.
+        let held = try #require(state.admit(p1, offset: 9).0)
+        #expect(state.hold(held).controls?.actions == [.pause(p1)])
+        let released = try #require(state.release(held, work: 9, nowNs: 0).controls)
+        #expect(released.actions == [.resume(p1)])
+        #expect(!released.wakesFetchers)
+    }
+
     @Test func aHeldRetryRecordPausesItsPartitionUntilReleased() throws {
         var state = makeState()
         let ticket = try #require(state.admit(p1, offset: 7).0)

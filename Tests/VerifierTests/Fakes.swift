@@ -111,7 +111,9 @@ final class FakeControl: PartitionControl {
     let state = Locked(State())
 
     func pause(_ partitions: [TopicPartition]) { state.withLock { $0.paused.formUnion(partitions) } }
-    func resume(_ partitions: [TopicPartition]) { state.withLock { $0.paused.subtract(partitions) } }
+    func resume(_ partitions: [TopicPartition], wakingFetchers: Bool) {
+        state.withLock { $0.paused.subtract(partitions) }
+    }
 
     func storeOffset(_ partition: TopicPartition, nextOffset: Int64) throws {
         struct NotAssigned: Error {}

@@ -13,9 +13,13 @@ enum ControlAction: Sendable, Equatable {
 struct ControlBatch: Sendable, Equatable {
     var sequence: UInt64
     var actions: [ControlAction]
+    /// The batch resumes partitions after every partition was paused (the pending or stopping gate, an open
+    /// breaker): nothing else wakes librdkafka's fetchers then (`KafkaConsumer.resume(_:wakingFetchers:)`).
+    var wakesFetchers: Bool
 
-    init(sequence: UInt64, actions: [ControlAction]) {
+    init(sequence: UInt64, actions: [ControlAction], wakesFetchers: Bool = false) {
         self.sequence = sequence
         self.actions = actions
+        self.wakesFetchers = wakesFetchers
     }
 }

@@ -59,6 +59,9 @@ struct DispatchState<Work: Sendable>: Sendable {
     private var partitions: [TopicPartition: PartitionDispatchState] = [:]
     private var waiting = FIFOQueue<Waiting>()
     private var pendingGate = false
+    /// Every partition was paused, and none resumed since: librdkafka's fetchers may be idle, so the next resume
+    /// wakes them (`ControlBatch.wakesFetchers`).
+    private var fetchersMayBeIdle = false
     /// Topics whose messages never wait for Apple (notifications); their live messages are bounded together.
     let directTopics: Set<String>
     private var directGate = false
@@ -343,6 +346,7 @@ struct DispatchState<Work: Sendable>: Sendable {
             pendingGate = false
         }
         let pauseAll = isStopping || pendingGate || (breaker.isOpen && waitingCount > 0)
+        if pauseAll { fetchersMayBeIdle = true }
         if !directTopics.isEmpty {
             let direct = partitions.reduce(0) { $0 + (directTopics.contains($1.key.topic) ? $1.value.live : 0) }
             if direct >= limits.directLimit {
@@ -372,6 +376,9 @@ struct DispatchState<Work: Sendable>: Sendable {
         }
         guard !actions.isEmpty else { return }
         controlSequence += 1
-        step.controls = ControlBatch(sequence: controlSequence, actions: actions)
+        let resumes = actions.contains { if case .resume = $0 { true } else { false } }
+        let wakes = resumes && fetchersMayBeIdle
+        if wakes { fetchersMayBeIdle = false }
+        step.controls = ControlBatch(sequence: controlSequence, actions: actions, wakesFetchers: wakes)
     }
 }

@@ -68,7 +68,7 @@ final class ConsumerControlApplier: Sendable {
                 }
             }
             if !pause.isEmpty { control.pause(pause) }
-            if !resume.isEmpty { control.resume(resume) }
+            if !resume.isEmpty { control.resume(resume, wakingFetchers: batch.wakesFetchers) }
             return storedAny
         }
         // Commits carry whatever is stored when they are issued: no ordering with other batches is needed.
