@@ -45,6 +45,14 @@ public final class KafkaConsumer: Sendable {
     private let logger: Logger
     /// Makes a resume take effect at once (`RDKafkaClient.wakeFetchers`).
     private let fetchWaker: FetchWaker
+    /// `holdIntake`: while true the poll thread polls only every `heldPollInterval`.
+    private let intakeHeld = Atomic<Bool>(false)
+    /// Signalled when the intake is released, so a held poll thread polls at once.
+    private let intakeReleased = DispatchSemaphore(value: 0)
+
+    /// How often a consumer whose intake is held still polls (rebalances, errors, statistics; a message it returns
+    /// is handed out too).
+    public static let heldPollInterval: Duration = .milliseconds(250)
 
     /// Where assigned partitions start when their owner keeps its own offsets (in a database, written in the same
     /// transaction as the work): given the partitions being assigned, the next offset to read of each; a partition
@@ -124,6 +132,25 @@ public final class KafkaConsumer: Sendable {
     public func pause(_ partitions: [TopicPartition]) {
         changeFetching(partitions, pause: true)
     }
+
+    /// Holds back (true) or releases (false) the messages librdkafka has fetched, without pausing anything: while
+    /// held, the poll thread polls only every `heldPollInterval` (so rebalances, errors and statistics are still
+    /// served; a message such a poll returns is handed to the delegate), and librdkafka keeps what it prefetched,
+    /// fetching more only up to its own queue thresholds (`queued.min.messages`, `queued.max.messages.kbytes`).
+    /// Unlike `pause`, which drops the prefetched messages and fetches them again after `resume`, nothing is fetched
+    /// twice: for a short hold (back-pressure) rather than a long one (an outage). Any thread.
+    public func holdIntake(_ held: Bool) {
+        let wasHeld = intakeHeld.exchange(held, ordering: .acquiringAndReleasing)
+        if held, !wasHeld {
+            // A release the poll thread did not wait for must not cut this hold's first wait short.
+            while intakeReleased.wait(timeout: .now()) == .success {}
+        } else if wasHeld, !held {
+            intakeReleased.signal()
+        }
+    }
+
+    /// Whether `holdIntake(true)` holds the intake now.
+    public var isIntakeHeld: Bool { intakeHeld.load(ordering: .acquiring) }
 
     /// Resumes fetching `partitions` after `pause`.
     /// - Parameter wakingFetchers: also wake the broker threads of the partitions' leaders (off this thread: one
@@ -207,6 +234,8 @@ public final class KafkaConsumer: Sendable {
     /// client, waiting at most `timeout`. When the time is up (brokers unreachable) it returns anyway and the rest
     /// finishes in the background. Idempotent.
     public func close(timeout: Duration) {
+        // A held poll thread must not sit out its interval before it sees the stop.
+        holdIntake(false)
         runtime.close(self, timeout: timeout)
     }
 
@@ -311,6 +340,10 @@ extension KafkaConsumer: PolledClientOwner {
     }
 
     func pollOnce(_ resources: Resources) {
+        if intakeHeld.load(ordering: .acquiring) {
+            // Held: wait for the release (or the interval), then poll once all the same.
+            _ = intakeReleased.wait(timeout: .now() + .milliseconds(Int(Self.heldPollInterval / .milliseconds(1))))
+        }
         // The trailing edge of requestCommit's pacing: a merged request is committed once its interval has passed,
         // and the poll waits no longer than that.
         let now = SystemTime.monotonicNanoseconds()

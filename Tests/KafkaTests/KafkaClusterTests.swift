@@ -180,6 +180,38 @@ struct KafkaClusterTests {
         #expect(resumed.messages.map(\.offset) == Array(4...12))
     }
 
+    @Test("a held intake joins the group, hands out at most one message per held poll, and everything once released")
+    func heldIntake() async throws {
+        let topic = uniqueName("held")
+        let cluster = try await EmbeddedKafkaProcess.start(topics: [(topic, 1)])
+        let producer = try KafkaProducer(
+            configuration: producerConfiguration(cluster.bootstrapServers), logger: quietLogger)
+        defer { producer.close(timeout: .seconds(5)) }
+        _ = try await produceNumbered(producer, topic: topic, count: 200)
+        let delegate = RecordingDelegate()
+        let consumer = try KafkaConsumer(
+            configuration: consumerConfiguration(cluster.bootstrapServers), groupId: uniqueName("group"),
+            topics: [topic], delegate: delegate, logger: quietLogger)
+        defer { consumer.close(timeout: .seconds(10)) }
+        consumer.holdIntake(true)
+        #expect(consumer.isIntakeHeld)
+        let clock = ContinuousClock()
+        let started = clock.now
+        consumer.start()
+        // Rebalances are still served: the partition is assigned while the intake is held.
+        #expect(await eventually { !delegate.assigned.isEmpty })
+        try await Task.sleep(for: .milliseconds(500))
+        let delivered = delegate.messages.count
+        let held = clock.now - started
+        // One poll per held interval at most (the first poll does not wait), whatever the machine's speed.
+        #expect(delivered <= Int(held / KafkaConsumer.heldPollInterval) + 1)
+        #expect(delivered < 200)
+        consumer.holdIntake(false)
+        #expect(!consumer.isIntakeHeld)
+        #expect(await eventually { delegate.messages.count == 200 })
+        #expect(delegate.messages.map(\.offset) == Array(0..<200))
+    }
+
     @Test("willRevoke reaches the delegate while the partitions are still assigned; storing after it is refused")
     func revokeBeforeUnassign() async throws {
         let topic = uniqueName("revoke")

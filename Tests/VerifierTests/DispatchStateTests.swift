@@ -107,37 +107,62 @@ struct DispatchStateTests {
         #expect(stores(step) == [4])
     }
 
-    @Test func tooManyWaitingForApplePausesEveryPartition() throws {
-        var state = makeState(maxInFlight: 1, pending: 4)
-        var all: [ControlAction] = []
-        for offset in 0..<5 {
-            let ticket = try #require(state.admit(offset % 2 == 0 ? p0 : p1, offset: Int64(offset)).0)
-            all += state.enqueue(ticket, work: offset, nowNs: 0).controls?.actions ?? []
-        }
-        #expect(Set(state.pausedPartitions) == [p0, p1])
-        #expect(all.contains(.pause(p0)) && all.contains(.pause(p1)))
-    }
-
-    @Test func theResumeAfterEveryPartitionWasPausedWakesTheFetchersAndNoOtherDoes() throws {
+    @Test func tooManyWaitingForAppleHoldsTheIntakeAndPausesNothingUntilTheResumeMark() throws {
         var state = makeState(maxInFlight: 1, pending: 4)
         var batches: [ControlBatch] = []
         var dispatches: [State.Dispatch] = []
-        var tickets: [MessageTicket] = []
         for offset in 0..<5 {
             let ticket = try #require(state.admit(offset % 2 == 0 ? p0 : p1, offset: Int64(offset / 2)).0)
-            tickets.append(ticket)
             let step = state.enqueue(ticket, work: offset, nowNs: 0)
             dispatches += step.dispatches
             batches += [step.controls].compactMap { $0 }
         }
-        #expect(Set(state.pausedPartitions) == [p0, p1])  // the pending gate: 4 wait for Apple
-        // Apple answers one at a time; the gate opens at 2 waiting.
-        while state.pausedPartitions.count == 2, let dispatch = dispatches.first {
+        // 4 wait for Apple: the intake is held (once), no partition paused (a pause would drop the prefetch).
+        #expect(state.isIntakeHeld)
+        #expect(state.pausedPartitions.isEmpty)
+        #expect(batches.compactMap(\.holdsIntake) == [true])
+        #expect(!batches.flatMap(\.actions).contains { if case .pause = $0 { true } else { false } })
+        // Apple answers one at a time; the intake is released at 2 waiting (the resume mark), once.
+        var released: [Bool] = []
+        while state.isIntakeHeld, let dispatch = dispatches.first {
             dispatches.removeFirst()
             let finished = state.appleFinished(dispatch, appleAnswered: true, nowNs: 0)
             dispatches += finished.dispatches
-            batches += [finished.controls].compactMap { $0 }
+            released += [finished.controls?.holdsIntake].compactMap { $0 }
         }
+        #expect(released == [false])
+        #expect(state.waitingForApple == 2)
+    }
+
+    @Test func theResumeAfterEveryPartitionWasPausedWakesTheFetchersAndNoOtherDoes() throws {
+        let second: UInt64 = 1_000_000_000
+        var state = State(
+            limits: DispatchLimits(maxInFlight: 8, partitionWindow: 100),
+            breaker: AppleCircuitBreaker(
+                configuration: .init(
+                    windowSize: 2, minimumObservations: 2, failureRatio: 0.5, initialProbeInterval: .seconds(1),
+                    maximumProbeInterval: .seconds(4))))
+        _ = state.assign([p0, p1], nowNs: 0)
+        var batches: [ControlBatch] = []
+        var dispatches: [State.Dispatch] = []
+        for offset in 0..<2 {
+            let ticket = try #require(state.admit(p0, offset: Int64(offset)).0)
+            dispatches += state.enqueue(ticket, work: offset, nowNs: 0).dispatches
+        }
+        for dispatch in dispatches {
+            batches += [state.appleFinished(dispatch, appleAnswered: false, nowNs: 0).controls].compactMap { $0 }
+        }
+        let waiting = try #require(state.admit(p1, offset: 0).0)
+        batches += [state.enqueue(waiting, work: 9, nowNs: 0).controls].compactMap { $0 }
+        #expect(Set(state.pausedPartitions) == [p0, p1])  // the breaker is open and a submission waits
+        // The probe takes the waiting submission: nothing waits, so the partitions resume (and the breaker closes).
+        let tick = state.tick(nowNs: second)
+        batches += [tick.controls].compactMap { $0 }
+        let probe = try #require(tick.dispatches.first)
+        let closing = state.appleFinished(probe, appleAnswered: true, nowNs: second)
+        #expect(closing.breakerTransition == .closed)
+        batches += [closing.controls].compactMap { $0 }
+        #expect(state.pausedPartitions.isEmpty)
         let resuming = batches.filter { $0.actions.contains(.resume(p0)) || $0.actions.contains(.resume(p1)) }
         #expect(resuming.count == 1)
         #expect(resuming.first?.wakesFetchers == true)
@@ -145,7 +170,7 @@ struct DispatchStateTests {
         // A partition paused on its own (a held retry record) resumes without a wake: the others kept fetching.
         let held = try #require(state.admit(p1, offset: 9).0)
         #expect(state.hold(held).controls?.actions == [.pause(p1)])
-        let released = try #require(state.release(held, work: 9, nowNs: 0).controls)
+        let released = try #require(state.release(held, work: 9, nowNs: second).controls)
         #expect(released.actions == [.resume(p1)])
         #expect(!released.wakesFetchers)
     }
@@ -221,7 +246,8 @@ struct DispatchStateTests {
         #expect(held.assign([p1], nowNs: 0).controls?.actions == [.pause(p1)])
         #expect(Set(held.pausedPartitions) == [p0, p1])
 
-        // And while too many admitted messages wait for Apple (the pending gate), also without the breaker.
+        // While too many admitted messages wait for Apple (the pending gate) the intake is held instead, and a new
+        // partition is resumed like the others.
         var crowded = State(
             limits: DispatchLimits(
                 maxInFlight: 1, partitionWindow: 100, partitionResumeMark: 50, pendingLimit: 2, pendingResumeMark: 1))
@@ -230,8 +256,9 @@ struct DispatchStateTests {
             let ticket = try #require(crowded.admit(p0, offset: Int64(offset)).0)
             _ = crowded.enqueue(ticket, work: offset, nowNs: 0)
         }
-        #expect(crowded.pausedPartitions == [p0])
-        #expect(crowded.assign([p1], nowNs: 0).controls?.actions == [.pause(p1)])
+        #expect(crowded.isIntakeHeld)
+        #expect(crowded.pausedPartitions.isEmpty)
+        #expect(crowded.assign([p1], nowNs: 0).controls?.actions == [.resume(p1)])
     }
 
     @Test func stopPausesEverythingAndDropsWhatHasNotStarted() throws {

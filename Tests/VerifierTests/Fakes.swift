@@ -104,6 +104,7 @@ final class FakeVerifier: SubmissionVerifying {
 final class FakeControl: PartitionControl {
     struct State {
         var paused: Set<TopicPartition> = []
+        var intakeHeld = false
         var stored: [TopicPartition: [Int64]] = [:]
         var refuseStores = false
         var commitRequests = 0
@@ -111,6 +112,7 @@ final class FakeControl: PartitionControl {
     let state = Locked(State())
 
     func pause(_ partitions: [TopicPartition]) { state.withLock { $0.paused.formUnion(partitions) } }
+    func holdIntake(_ held: Bool) { state.withLock { $0.intakeHeld = held } }
     func resume(_ partitions: [TopicPartition], wakingFetchers: Bool) {
         state.withLock { $0.paused.subtract(partitions) }
     }
@@ -126,6 +128,7 @@ final class FakeControl: PartitionControl {
     func requestCommit() { state.withLock { $0.commitRequests += 1 } }
 
     var paused: Set<TopicPartition> { state.withLock { $0.paused } }
+    var intakeHeld: Bool { state.withLock { $0.intakeHeld } }
     var commitRequests: Int { state.withLock { $0.commitRequests } }
     func stored(_ partition: TopicPartition) -> [Int64] { state.withLock { $0.stored[partition] ?? [] } }
 }

@@ -60,6 +60,22 @@ struct VerificationEngineTests {
         #expect(registry.render().contains(#"verifier_results_total{outcome="verified",reason="none"} 3"#))
     }
 
+    @Test func tooManySubmissionsWaitingForAppleHoldTheConsumersIntakeWithoutPausingIt() async throws {
+        // One Apple slot: the pending gate holds the intake at 4 waiting and releases it at 2.
+        let engine = makeEngine(maxInFlight: 1)
+        for offset in 0..<5 { engine.consume(Samples.message("s-\(offset)", offset: Int64(offset))) }
+        await settles("the intake held") { control.intakeHeld }
+        #expect(control.paused.isEmpty)
+        #expect(engine.snapshot.intakeHeld)
+        for offset in 0..<5 {
+            await settles("s-\(offset) at Apple") { verifier.pendingIds == ["s-\(offset)"] }
+            verifier.answer("s-\(offset)", with: Samples.verified())
+        }
+        await settles("the intake released") { !control.intakeHeld }
+        #expect(control.paused.isEmpty)
+        await settles("every offset stored") { control.stored(Samples.receipts).last == 5 }
+    }
+
     @Test func aFailedPublishIsRetriedAndTheOffsetWaitsForIt() async throws {
         let engine = makeEngine()
         verifier.automatic.withLock { $0 = Samples.verified() }

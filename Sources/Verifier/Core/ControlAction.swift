@@ -16,10 +16,13 @@ struct ControlBatch: Sendable, Equatable {
     /// The batch resumes partitions after every partition was paused (the pending or stopping gate, an open
     /// breaker): nothing else wakes librdkafka's fetchers then (`KafkaConsumer.resume(_:wakingFetchers:)`).
     var wakesFetchers: Bool
+    /// Hold back (true) or release (false) the consumer's intake (the pending gate); nil: no change.
+    var holdsIntake: Bool?
 
-    init(sequence: UInt64, actions: [ControlAction], wakesFetchers: Bool = false) {
+    init(sequence: UInt64, actions: [ControlAction], wakesFetchers: Bool = false, holdsIntake: Bool? = nil) {
         self.sequence = sequence
         self.actions = actions
         self.wakesFetchers = wakesFetchers
+        self.holdsIntake = holdsIntake
     }
 }

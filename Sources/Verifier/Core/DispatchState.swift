@@ -58,7 +58,11 @@ struct DispatchState<Work: Sendable>: Sendable {
     private(set) var isStopping = false
     private var partitions: [TopicPartition: PartitionDispatchState] = [:]
     private var waiting = FIFOQueue<Waiting>()
+    /// Too many admitted submissions wait for Apple: the consumer's intake is held (not paused: a pause would make
+    /// librdkafka drop what it prefetched and fetch it again, several times a second in a backlog).
     private var pendingGate = false
+    /// What the consumer was last told about its intake.
+    private(set) var isIntakeHeld = false
     /// Every partition was paused, and none resumed since: librdkafka's fetchers may be idle, so the next resume
     /// wakes them (`ControlBatch.wakesFetchers`).
     private var fetchersMayBeIdle = false
@@ -345,7 +349,7 @@ struct DispatchState<Work: Sendable>: Sendable {
         } else if waitingCount <= limits.pendingResumeMark {
             pendingGate = false
         }
-        let pauseAll = isStopping || pendingGate || (breaker.isOpen && waitingCount > 0)
+        let pauseAll = isStopping || (breaker.isOpen && waitingCount > 0)
         if pauseAll { fetchersMayBeIdle = true }
         if !directTopics.isEmpty {
             let direct = partitions.reduce(0) { $0 + (directTopics.contains($1.key.topic) ? $1.value.live : 0) }
@@ -374,11 +378,14 @@ struct DispatchState<Work: Sendable>: Sendable {
                 partitions.values[index].toldPaused = shouldPause
             }
         }
-        guard !actions.isEmpty else { return }
+        let intakeChange: Bool? = pendingGate != isIntakeHeld ? pendingGate : nil
+        guard !actions.isEmpty || intakeChange != nil else { return }
+        isIntakeHeld = pendingGate
         controlSequence += 1
         let resumes = actions.contains { if case .resume = $0 { true } else { false } }
         let wakes = resumes && fetchersMayBeIdle
         if wakes { fetchersMayBeIdle = false }
-        step.controls = ControlBatch(sequence: controlSequence, actions: actions, wakesFetchers: wakes)
+        step.controls = ControlBatch(
+            sequence: controlSequence, actions: actions, wakesFetchers: wakes, holdsIntake: intakeChange)
     }
 }

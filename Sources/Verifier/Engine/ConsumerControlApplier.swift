@@ -13,6 +13,8 @@ import Synchronization
 final class ConsumerControlApplier: Sendable {
     private struct Applied {
         var pauseSequence: [TopicPartition: UInt64] = [:]
+        /// The batch whose intake hold or release was applied last.
+        var intakeSequence: UInt64 = 0
         var stored: [TopicPartition: (epoch: UInt64, offset: Int64)] = [:]
     }
 
@@ -69,6 +71,10 @@ final class ConsumerControlApplier: Sendable {
             }
             if !pause.isEmpty { control.pause(pause) }
             if !resume.isEmpty { control.resume(resume, wakingFetchers: batch.wakesFetchers) }
+            if let held = batch.holdsIntake, batch.sequence > applied.intakeSequence {
+                applied.intakeSequence = batch.sequence
+                control.holdIntake(held)
+            }
             return storedAny
         }
         // Commits carry whatever is stored when they are issued: no ordering with other batches is needed.

@@ -49,6 +49,8 @@ final class VerificationEngine: Sendable {
         var liveMessages: Int
         var assignedPartitions: Int
         var pausedPartitions: Int
+        /// The pending gate holds the consumer's intake (`DispatchState.isIntakeHeld`).
+        var intakeHeld: Bool
         var breakerOpen: Bool
         var stopping: Bool
     }
@@ -97,7 +99,8 @@ final class VerificationEngine: Sendable {
             Snapshot(
                 appleInFlight: state.appleInFlight, waitingForApple: state.waitingForApple,
                 liveMessages: state.liveCount(), assignedPartitions: state.assignedPartitions.count,
-                pausedPartitions: state.pausedPartitions.count, breakerOpen: state.breaker.isOpen,
+                pausedPartitions: state.pausedPartitions.count, intakeHeld: state.isIntakeHeld,
+                breakerOpen: state.breaker.isOpen,
                 stopping: state.isStopping)
         }
     }

@@ -224,6 +224,11 @@ public final class VerifierService: ManagedService {
                 "verifier_paused_partitions", "Partitions paused for back-pressure, retry waits or an Apple outage",
                 { $0.pausedPartitions }
             ),
+            (
+                "verifier_intake_held",
+                "1 while too many admitted submissions wait for Apple and the consumer's intake is held",
+                { $0.intakeHeld ? 1 : 0 }
+            ),
         ]
         for (name, help, read) in gauges {
             metrics.collect(name, help: help, kind: .gauge) { [([], Double(read(engine.snapshot)))] }
