@@ -134,15 +134,22 @@ struct DispatchStateTests {
         #expect(state.waitingForApple == 2)
     }
 
-    @Test func theResumeAfterEveryPartitionWasPausedWakesTheFetchersAndNoOtherDoes() throws {
-        let second: UInt64 = 1_000_000_000
+    /// A state whose breaker opens after `rounds` rounds without a verdict (half of them at least), probing after
+    /// 1 s, doubling to 4 s.
+    func makeBreakerState(rounds: Int, partitions: [TopicPartition]) -> State {
         var state = State(
             limits: DispatchLimits(maxInFlight: 8, partitionWindow: 100),
             breaker: AppleCircuitBreaker(
                 configuration: .init(
-                    windowSize: 2, minimumObservations: 2, failureRatio: 0.5, initialProbeInterval: .seconds(1),
-                    maximumProbeInterval: .seconds(4))))
-        _ = state.assign([p0, p1], nowNs: 0)
+                    windowSize: rounds, minimumObservations: rounds, failureRatio: 0.5,
+                    initialProbeInterval: .seconds(1), maximumProbeInterval: .seconds(4))))
+        _ = state.assign(partitions, nowNs: 0)
+        return state
+    }
+
+    @Test func theResumeAfterEveryPartitionWasPausedWakesTheFetchersAndNoOtherDoes() throws {
+        let second: UInt64 = 1_000_000_000
+        var state = makeBreakerState(rounds: 2, partitions: [p0, p1])
         var batches: [ControlBatch] = []
         var dispatches: [State.Dispatch] = []
         for offset in 0..<2 {
@@ -278,13 +285,7 @@ struct DispatchStateTests {
 
     @Test func openBreakerHoldsWorkBackAndLetsOneProbeGoPerInterval() throws {
         let second: UInt64 = 1_000_000_000
-        var state = State(
-            limits: DispatchLimits(maxInFlight: 8, partitionWindow: 100),
-            breaker: AppleCircuitBreaker(
-                configuration: .init(
-                    windowSize: 4, minimumObservations: 4, failureRatio: 0.5, initialProbeInterval: .seconds(1),
-                    maximumProbeInterval: .seconds(4))))
-        _ = state.assign([p0], nowNs: 0)
+        var state = makeBreakerState(rounds: 4, partitions: [p0])
         var dispatches: [State.Dispatch] = []
         for offset in 0..<4 {
             let ticket = try #require(state.admit(p0, offset: Int64(offset)).0)
