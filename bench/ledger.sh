@@ -14,7 +14,10 @@
 # Every run checks the balances exactly (sum of all gems = 10 × results). A backlog run reports the service's CPU per
 # result (its process, all threads) and PostgreSQL's: the CPU of the whole server (postmaster, every backend and
 # background process, and the children it reaped) over the drain, less the benchmark's own polling connection; each
-# run has the server to itself. Prints the figures and the machine.
+# run has the server to itself. Below each backlog figure: the service's CPU by thread (digits dropped from thread
+# names), PostgreSQL's by process (backends, WAL writer, reaped autovacuum workers...), and for the ledger its batches
+# (count, size, time in the database: a drain that spends much less than its length applying starved the worker).
+# Prints the figures and the machine.
 # Topics have 8 partitions: the mock cluster keeps only ~6 MB per partition and drops a larger backlog's oldest
 # messages (a result here is ~700 bytes), which would read as missing credits.
 # Needs Python's confluent-kafka and psycopg 3 (scripts/install-deps.sh installs them).

@@ -13,8 +13,8 @@ enum ControlAction: Sendable, Equatable {
 struct ControlBatch: Sendable, Equatable {
     var sequence: UInt64
     var actions: [ControlAction]
-    /// The batch resumes partitions after every partition was paused (the pending or stopping gate, an open
-    /// breaker): nothing else wakes librdkafka's fetchers then (`KafkaConsumer.resume(_:wakingFetchers:)`).
+    /// The batch resumes partitions after every partition was paused (an open breaker with work waiting): nothing
+    /// else wakes librdkafka's fetchers then (`KafkaConsumer.resume(_:wakingFetchers:)`).
     var wakesFetchers: Bool
     /// Hold back (true) or release (false) the consumer's intake (the pending gate); nil: no change.
     var holdsIntake: Bool?
