@@ -145,19 +145,24 @@ gems_total() { "${psql_base[@]}" -d "$1" -c "SELECT coalesce(sum(amount), 0) FRO
 measure() {
     "$python" - "host=127.0.0.1 port=$pg_port user=postgres dbname=$1" "$2" "$3" "$postmaster_pid" "$4" \
         "$work/$1.figures" <<'PY'
-import os, re, sys, time
+import importlib.util, os, sys, time
 import psycopg
+spec = importlib.util.spec_from_file_location("thread_cpu", "bench/thread-cpu.py")
+thread_cpu = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(thread_cpu)
 dsn, count, service, postmaster, name, figures = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6]
 tick_us = 1e6 / os.sysconf("SC_CLK_TCK")
 
 def stat(pid):
-    """(ppid, utime + stime, cutime + cstime, stime) of a process, in ticks; None when it is gone."""
+    """(ppid, utime + stime, cutime + cstime, (utime, stime), (cutime, cstime)) of a process, in ticks; None when it
+    is gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
     except (FileNotFoundError, ProcessLookupError):
         return None
-    return int(fields[1]), int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14]), int(fields[12])
+    own, reaped = (int(fields[11]), int(fields[12])), (int(fields[13]), int(fields[14]))
+    return int(fields[1]), sum(own), sum(reaped), own, reaped
 
 def role(pid):
     """What a server process is, from its title ("postgres: walwriter", "postgres: postgres bench 127.0.0.1(...)")."""
@@ -173,46 +178,23 @@ def role(pid):
         return "backends"
     return " ".join(w for w in words if not w.startswith("(")) or "postmaster"
 
-def server_ticks(by_role=None):
-    """The server's CPU so far: its live processes' own, and what its reaped children used (by_role: live ticks
-    added up by role)."""
+def server_ticks(by_role):
+    """The server's CPU so far: its live processes' own, and what its reaped children used; by_role gets the same
+    as (user, system) ticks added up by role."""
     live = 0
+    def add(name, user, system):
+        user_so_far, system_so_far = by_role.get(name, (0, 0))
+        by_role[name] = (user_so_far + user, system_so_far + system)
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             s = stat(int(entry))
             if s is not None and s[0] == postmaster:
                 live += s[1]
-                if by_role is not None:
-                    name = role(int(entry))
-                    total, system = by_role.get(name, (0, 0))
-                    by_role[name] = (total + s[1], system + s[3])
-    _, own, reaped, own_system = stat(postmaster)
-    if by_role is not None:
-        by_role["postmaster and reaped children (autovacuum workers)"] = (own + reaped, own_system)
+                add(role(int(entry)), *s[3])
+    _, own, reaped, own_split, reaped_split = stat(postmaster)
+    add("postmaster and reaped children (autovacuum workers)", own_split[0] + reaped_split[0],
+        own_split[1] + reaped_split[1])
     return live + own + reaped
-
-def threads(pid):
-    """The service's CPU by thread name (digits dropped), in ticks."""
-    ticks = {}
-    for task in os.listdir(f"/proc/{pid}/task"):
-        try:
-            text = open(f"/proc/{pid}/task/{task}/stat").read()
-        except OSError:
-            continue
-        name = re.sub(r"\d+", "", text[text.index("(") + 1:text.rindex(")")]) or "(unnamed)"
-        fields = text[text.rindex(")") + 2:].split()
-        total, system = ticks.get(name, (0, 0))
-        ticks[name] = (total + int(fields[11]) + int(fields[12]), system + int(fields[12]))
-    return ticks
-
-def breakdown(title, before, after):
-    """Prints CPU per result by name between two {name: (ticks, system ticks)} readings."""
-    print(f"    {title}:")
-    used = {name: (total - before.get(name, (0, 0))[0], system - before.get(name, (0, 0))[1])
-            for name, (total, system) in after.items()}
-    for name, (total, system) in sorted(used.items(), key=lambda item: -item[1][0]):
-        if total > 0:
-            print(f"      {total * tick_us / count:6.1f} µs per result (system {system * tick_us / count:.1f}): {name}")
 
 db = psycopg.connect(dsn, autocommit=True)
 poller = db.execute("SELECT pg_backend_pid()").fetchone()[0]
@@ -223,7 +205,7 @@ def applied():
         return 0
 
 roles_before, roles_after = {}, {}
-threads_before = threads(service)
+threads_before = thread_cpu.snapshot(service)
 service_before, server_before, poller_before = stat(service)[1], server_ticks(roles_before), stat(poller)[1]
 first = first_count = None
 last_progress, last_count = time.monotonic(), -1
@@ -240,7 +222,7 @@ while True:
         sys.exit(f"{name}: no progress for 120 s at {done} of {count} results")
     time.sleep(0.02)
 service_after, server_after, poller_after = stat(service)[1], server_ticks(roles_after), stat(poller)[1]
-threads_after = threads(service)
+threads_after = thread_cpu.snapshot(service)
 db.close()
 rate = (count - first_count) / max(now - first, 1e-9)
 service_us = (service_after - service_before) * tick_us / count
@@ -251,8 +233,12 @@ with open(figures, "w") as f:
     f.write(f"{rate} {service_us} {postgres_us}\n")
 with open(figures + ".detail", "w") as out:
     sys.stdout = out
-    breakdown(f"{name} CPU by thread", threads_before, threads_after)
-    breakdown("PostgreSQL CPU by process", roles_before, roles_after)
+    print(f"    {name} CPU by thread:")
+    thread_cpu.report(thread_cpu.by_thread_name(threads_before, threads_after), count, "result", indent="      ")
+    print("    PostgreSQL CPU by process:")
+    used = {role: (user - roles_before.get(role, (0, 0))[0], system - roles_before.get(role, (0, 0))[1])
+            for role, (user, system) in roles_after.items()}
+    thread_cpu.report(used, count, "result", indent="      ")
 PY
 }
 

@@ -34,23 +34,32 @@ def read(path):
     return entries
 
 
+def by_thread_name(before, after):
+    """{group: (user, system)} ticks used between two snapshots, threads grouped by name with digits dropped."""
+    groups = {}
+    for task, (name, user, system) in after.items():
+        group = re.sub(r"\d+", "", name) or "(unnamed)"
+        _, user_before, system_before = before.get(task, (name, 0, 0))
+        total_user, total_system = groups.get(group, (0, 0))
+        groups[group] = (total_user + user - user_before, total_system + system - system_before)
+    return groups
+
+
+def report(groups, count, unit, indent="    "):
+    """Prints {name: (user, system)} ticks as µs per `unit` (count of them), largest first."""
+    per_tick_us = 1e6 / os.sysconf("SC_CLK_TCK")
+    for name, (user, system) in sorted(groups.items(), key=lambda item: -sum(item[1])):
+        if user + system > 0:
+            print(f"{indent}{(user + system) * per_tick_us / count:7.1f} µs per {unit}"
+                  f" (system {system * per_tick_us / count:.1f}): {name}")
+
+
 def main(argv):
     if len(argv) == 3 and argv[1] == "snapshot":
         for task, (name, user, system) in sorted(snapshot(argv[2]).items()):
             print(task, user, system, name)
     elif len(argv) == 5 and argv[1] == "per-request":
-        before, after, requests = read(argv[2]), read(argv[3]), int(argv[4])
-        per_tick_us = 1e6 / os.sysconf("SC_CLK_TCK")
-        groups = {}
-        for task, (name, user, system) in after.items():
-            group = re.sub(r"\d+", "", name) or "(unnamed)"
-            _, user_before, system_before = before.get(task, (name, 0, 0))
-            total_user, total_system = groups.get(group, (0, 0))
-            groups[group] = (total_user + user - user_before, total_system + system - system_before)
-        for group, (user, system) in sorted(groups.items(), key=lambda item: -sum(item[1])):
-            if user + system > 0:
-                print(f"    {(user + system) * per_tick_us / requests:7.1f} µs per request"
-                      f" (system {system * per_tick_us / requests:.1f}): {group}")
+        report(by_thread_name(read(argv[2]), read(argv[3])), int(argv[4]), "request")
     else:
         sys.exit(__doc__)
 
