@@ -58,10 +58,9 @@ struct DispatchState<Work: Sendable>: Sendable {
     private(set) var isStopping = false
     private var partitions: [TopicPartition: PartitionDispatchState] = [:]
     private var waiting = FIFOQueue<Waiting>()
-    /// Too many admitted submissions wait for Apple: the consumer's intake is held (not paused: a pause would make
-    /// librdkafka drop what it prefetched and fetch it again, several times a second in a backlog).
-    private var pendingGate = false
-    /// What the consumer was last told about its intake.
+    /// Too many admitted submissions wait for Apple (the pending gate): the consumer's intake is held, not paused (a
+    /// pause would make librdkafka drop what it prefetched and fetch it again, several times a second in a backlog).
+    /// Every change is told to the consumer by the reconcile that makes it.
     private(set) var isIntakeHeld = false
     /// Every partition was paused, and none resumed since: librdkafka's fetchers may be idle, so the next resume
     /// wakes them (`ControlBatch.wakesFetchers`).
@@ -344,10 +343,11 @@ struct DispatchState<Work: Sendable>: Sendable {
     /// Computes which partitions should be paused and emits the changes (plus `extra`) as one numbered batch.
     private mutating func reconcile(into step: inout Step, extra: [ControlAction] = []) {
         let waitingCount = waitingForApple
+        let wasIntakeHeld = isIntakeHeld
         if waitingCount >= limits.pendingLimit {
-            pendingGate = true
+            isIntakeHeld = true
         } else if waitingCount <= limits.pendingResumeMark {
-            pendingGate = false
+            isIntakeHeld = false
         }
         let pauseAll = isStopping || (breaker.isOpen && waitingCount > 0)
         if pauseAll { fetchersMayBeIdle = true }
@@ -378,9 +378,8 @@ struct DispatchState<Work: Sendable>: Sendable {
                 partitions.values[index].toldPaused = shouldPause
             }
         }
-        let intakeChange: Bool? = pendingGate != isIntakeHeld ? pendingGate : nil
+        let intakeChange: Bool? = isIntakeHeld != wasIntakeHeld ? isIntakeHeld : nil
         guard !actions.isEmpty || intakeChange != nil else { return }
-        isIntakeHeld = pendingGate
         controlSequence += 1
         let resumes = actions.contains { if case .resume = $0 { true } else { false } }
         let wakes = resumes && fetchersMayBeIdle
