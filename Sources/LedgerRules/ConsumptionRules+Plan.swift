@@ -58,17 +58,18 @@ extension ConsumptionRules {
     }
 
     /// - Parameters:
+    ///   - consumed: units of the purchase consumed (items; `facts(of:consumed:nowMs:)`).
     ///   - consented: the owner's consent as recorded (nil: never asked).
     ///   - deadlineMs: Apple's deadline (12 hours after it signed the request).
     public static func plan(
-        mode: Mode, nowMs: Int64, deadlineMs: Int64, state: PurchaseState, balance: Int64?, consented: Bool?,
+        mode: Mode, nowMs: Int64, deadlineMs: Int64, state: PurchaseState, consumed: Int64?, consented: Bool?,
         policy: Policy
     ) -> Plan {
         if mode == .off { return .unanswered(.responderOff) }
         if nowMs >= deadlineMs { return .unanswered(.deadlinePassed) }
         guard state.owner != nil else { return .unanswered(.noOwner) }
         guard consented == true else { return .unanswered(.noConsent) }
-        let facts = facts(of: state, balance: balance, nowMs: nowMs)
+        let facts = facts(of: state, consumed: consumed, nowMs: nowMs)
         let chosen = preference(for: facts, rules: policy.rules)
         let answer = Answer(
             facts: facts, rule: chosen?.rule, preference: chosen?.preference,

@@ -14,7 +14,7 @@ import Testing
         var deadlineMs: Int64 = 10_000
         var state = PurchaseState(
             status: .credited, owner: "u1", grant: .item(name: "gems", amount: 100), amountCredited: 100)
-        var balance: Int64? = 10
+        var unitsConsumed: Int64? = 90
         var consented: Bool? = true
         let plan: C.Plan
         var testDescription: String { name }
@@ -41,7 +41,7 @@ import Testing
             state: PurchaseState(status: .pendingOwner), consented: nil, plan: .unanswered(.noOwner)),
         Row(
             name: "no rule matches: the facts without a preference",
-            balance: 100,
+            unitsConsumed: 0,
             plan: .send(
                 C.Answer(
                     facts: C.Facts(deliveryStatus: .delivered, consumedPercentage: 0), rule: nil, preference: nil,
@@ -51,7 +51,7 @@ import Testing
     @Test(arguments: rows)
     func plan(_ row: Row) {
         let plan = C.plan(
-            mode: row.mode, nowMs: row.nowMs, deadlineMs: row.deadlineMs, state: row.state, balance: row.balance,
+            mode: row.mode, nowMs: row.nowMs, deadlineMs: row.deadlineMs, state: row.state, consumed: row.unitsConsumed,
             consented: row.consented, policy: Self.policy)
         #expect(plan == row.plan)
     }

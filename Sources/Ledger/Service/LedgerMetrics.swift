@@ -27,6 +27,7 @@ struct LedgerMetrics: Sendable {
     let databaseUp: Gauge
     let bufferedMessages: Gauge
     let reconcile: ReconcileMetrics
+    let wallet: WalletMetrics
 
     init(registry: MetricsRegistry, sandboxPolicy: SandboxPolicy = .separate) {
         self.registry = registry
@@ -79,5 +80,6 @@ struct LedgerMetrics: Sendable {
         bufferedMessages = registry.gauge(
             "ledger_buffered_messages", help: "Messages fetched from Kafka and not yet applied")
         reconcile = ReconcileMetrics(registry: registry)
+        wallet = WalletMetrics(registry: registry)
     }
 }

@@ -30,6 +30,9 @@ public final class LedgerService: ManagedService {
     private let apiDatabase: DatabaseLink
     /// Answers CONSUMPTION_REQUESTs (`LEDGER_CONSUMPTION_RESPONSES`); its own database connection.
     private let responder: ConsumptionResponder
+    /// Spends and grants, group-committed on their own database connection.
+    private let wallet: WalletBatcher
+    private let items: WalletItems
     private let drainOnce = DrainOnce()
 
     /// Defaults for librdkafka properties `KAFKA_*` does not set: statistics every second (lag, `/readyz`), and
@@ -110,12 +113,21 @@ public final class LedgerService: ManagedService {
         link.attach(consumer: consumer)
         starts.attach(consumer: consumer, pausedByWaterline: { link.isPausedByWaterline })
         let apiDatabase = DatabaseLink(connectionString: settings.databaseURL, metrics: nil, logger: logger)
+        let items: WalletItems
+        do {
+            items = try WalletItems(catalogFile: settings.productCatalogFile, logger: logger, metrics: registry)
+        } catch {
+            throw .settings(error.description)
+        }
+        let wallet = WalletBatcher(
+            database: DatabaseLink(connectionString: settings.databaseURL, metrics: nil, logger: logger),
+            metrics: metrics.wallet, logger: logger.named("wallet"))
         let handler = LedgerHTTPHandler(
             endpoints: HealthEndpoints(registry: registry) {
                 Self.health(link: link, worker: worker, starts: starts, consumer: consumer)
             },
             apiKeys: BearerKeys(settings.apiKeys), database: apiDatabase, queries: DispatchQueue(label: "ledger-api"),
-            nowMs: { SystemTime.wallMilliseconds() })
+            wallet: wallet, items: items, walletMetrics: metrics.wallet, nowMs: { SystemTime.wallMilliseconds() })
         self.buffer = buffer
         self.link = link
         self.worker = worker
@@ -123,6 +135,8 @@ public final class LedgerService: ManagedService {
         self.consumer = consumer
         self.apiDatabase = apiDatabase
         self.responder = responder
+        self.wallet = wallet
+        self.items = items
         self.server = HTTPServer(
             configuration: HTTPServerConfiguration(listen: settings.listen, threadCount: 2, connectionLimit: 1_024),
             handler: handler, logger: logger.named("ledger-http"))
@@ -166,6 +180,8 @@ public final class LedgerService: ManagedService {
         }
         worker.start()
         responder.start()
+        items.startWatching()
+        wallet.start()
         consumer.start()
         logger.info(
             "receipt-ledger started",
@@ -174,6 +190,7 @@ public final class LedgerService: ManagedService {
                 "events_topic": .string(settings.topics.events), "port": .int(Int(server.port)),
                 "ownership_policy": .string(settings.ownershipPolicy.rawValue), "batch_size": .int(settings.batchSize),
                 "consumption_responses": .string(settings.consumption.mode.rawValue),
+                "clawback": .string(settings.clawback.rawValue),
             ])
     }
 
@@ -182,7 +199,10 @@ public final class LedgerService: ManagedService {
     @discardableResult
     public func drain(within bound: Duration) -> Bool {
         guard drainOnce.claim() else { return true }
-        let responderStopped = responder.drain(within: bound)
+        // Spends and grants waiting get 503 (retried with their keys); the batch being applied commits first.
+        let walletStopped = wallet.drain(within: bound)
+        items.stopWatching()
+        let responderStopped = responder.drain(within: bound) && walletStopped
         let drained = worker.drain(within: bound) && responderStopped
         consumer.close(timeout: .seconds(10))
         server.close()

@@ -255,6 +255,7 @@ public enum LedgerSchema {
                 """,
             ]
         ),
+        (version: 6, statements: WalletSchema.migration),
     ]
 
     /// The newest schema version this build knows.
