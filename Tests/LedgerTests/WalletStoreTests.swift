@@ -389,9 +389,17 @@ extension LedgerDatabase {
         return page?["entries"] as? [[String: Any]] ?? []
     }
 
+    /// Every wallet agrees with itself (`PostgresConnection.expectWalletsConsistent`).
+    func expectConsistent(sourceLocation: SourceLocation = #_sourceLocation) throws {
+        try connection.expectWalletsConsistent(sourceLocation: sourceLocation)
+    }
+}
+
+extension PostgresConnection {
     /// Every wallet agrees with itself: balance = Σ remaining − debt, debt and unrecovered = their clawbacks' sums,
     /// and every take adds up to what its lots say was taken or covered.
-    func expectConsistent(sourceLocation: SourceLocation = #_sourceLocation) throws {
+    func expectWalletsConsistent(sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let connection = self
         let rows = try connection.execute(
             """
             SELECT b.user_id, b.book, b.item, b.amount, b.debt, b.unrecovered,
