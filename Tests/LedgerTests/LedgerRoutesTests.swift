@@ -61,7 +61,10 @@ import Testing
         let cursor = WalletHistory.cursor(1_234)
         #expect(WalletHistory.seq(fromCursor: cursor) == 1_234)
         #expect(try LedgerHTTPHandler.historyPage(["limit": "500", "cursor": cursor]).get() == (500, 1_234))
-        for bad in [["limit": "0"], ["limit": "501"], ["limit": "ten"], ["cursor": "1234"], ["cursor": cursor + "x"], ["cursor": ""]] {
+        for bad in [
+            ["limit": "0"], ["limit": "501"], ["limit": "ten"], ["cursor": "0"], ["cursor": "012"], ["cursor": cursor + "x"],
+            ["cursor": ""], ["cursor": "-5"], ["cursor": String(repeating: "9", count: 19)],
+        ] {
             #expect((try? LedgerHTTPHandler.historyPage(bad).get()) == nil, "\(bad)")
         }
     }

@@ -1,4 +1,3 @@
-import Foundation
 import Postgres
 import ServiceSupport
 
@@ -35,23 +34,16 @@ enum WalletHistory {
         return #"{"user_id":\#(JSONText.quoted(userId)),"entries":[\#(entries.joined(separator: ","))],"next_cursor":\#(quotedOrNull(next))}"#
     }
 
-    /// The opaque cursor after entry `seq`.
-    static func cursor(_ seq: Int64) -> String {
-        Data("h1:\(seq)".utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
-    }
+    /// The cursor after entry `seq`: opaque to clients (documented as "pass it back as given"), the entry's number
+    /// written in decimal. Any such number is a valid place to continue from: a page is the entries before it.
+    static func cursor(_ seq: Int64) -> String { String(seq) }
 
-    /// The entry number a cursor of `cursor(_:)` names; nil when it is not one.
+    /// The entry number a cursor names: 1 to 18 digits, no leading zero; nil otherwise.
     static func seq(fromCursor cursor: String) -> Int64? {
-        guard !cursor.isEmpty, cursor.count <= 64,
-            cursor.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") })
+        guard (1...18).contains(cursor.utf8.count), cursor.first != "0",
+            cursor.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) })
         else { return nil }
-        var base64 = cursor.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while base64.count % 4 != 0 { base64 += "=" }
-        guard let data = Data(base64Encoded: base64), let text = String(data: data, encoding: .utf8),
-            text.hasPrefix("h1:"), let seq = Int64(text.dropFirst(3)), seq > 0, cursor == Self.cursor(seq)
-        else { return nil }
-        return seq
+        return Int64(cursor)
     }
 
     private static func quotedOrNull(_ value: String?) -> String { value.map(JSONText.quoted) ?? "null" }

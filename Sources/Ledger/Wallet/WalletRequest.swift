@@ -27,12 +27,12 @@ struct WalletRequest: Sendable, Equatable {
         let key: String
     }
 
-    /// The longest `user_id` a spend or grant may name (UTF-8 bytes): every key the wallet indexes stays far below
-    /// PostgreSQL's index entry limit, so one request can never make a batch of others fail.
-    static let maxUserIdBytes = 1_024
+    /// The longest `user_id` a spend or grant may name (characters, at most 4 UTF-8 bytes each): every key the wallet
+    /// indexes stays far below PostgreSQL's index entry limit, so one request can never make a batch of others fail.
+    static let maxUserIdCharacters = 256
     static let maxKeyBytes = 255
-    static let maxItemBytes = 256
-    static let maxNoteBytes = 1_024
+    static let maxItemCharacters = 64
+    static let maxNoteCharacters = 256
 
     /// Why a request is refused before anything is applied (400, nothing stored).
     struct Problem: Error, Sendable, Equatable {
@@ -49,8 +49,9 @@ struct WalletRequest: Sendable, Equatable {
         _ operation: Operation, userId: String, idempotencyKey: String?, body: [UInt8],
         knowsItem: (String) -> Bool
     ) -> Result<WalletRequest, Problem> {
-        guard userId.utf8.count <= maxUserIdBytes else {
-            return .failure(Problem(code: "invalid_identifier", message: "user_id is longer than \(maxUserIdBytes) bytes"))
+        guard userId.unicodeScalars.count <= maxUserIdCharacters else {
+            return .failure(
+                Problem(code: "invalid_identifier", message: "user_id is longer than \(maxUserIdCharacters) characters"))
         }
         let key: String
         switch Self.idempotencyKey(idempotencyKey) {
@@ -76,7 +77,7 @@ struct WalletRequest: Sendable, Equatable {
         guard case .string(let item)? = members["item"], !item.isEmpty else {
             return .failure(Problem(code: "invalid_item", message: "item is required: the name of a credited item"))
         }
-        if let problem = text(item, field: "item", maxBytes: maxItemBytes) {
+        if let problem = text(item, field: "item", maxCharacters: maxItemCharacters) {
             return .failure(Problem(code: "invalid_item", message: problem))
         }
         guard knowsItem(item) else {
@@ -100,7 +101,7 @@ struct WalletRequest: Sendable, Equatable {
         switch members[noteName] {
         case nil, .null?: break
         case .string(let text)?:
-            if let problem = Self.text(text, field: noteName, maxBytes: maxNoteBytes) {
+            if let problem = Self.text(text, field: noteName, maxCharacters: maxNoteCharacters) {
                 return .failure(Problem(code: "invalid_\(noteName)", message: problem))
             }
             note = text
@@ -114,26 +115,25 @@ struct WalletRequest: Sendable, Equatable {
     }
 
     /// The `Idempotency-Key` header's value: as Stripe sends it (the bare key), or as the IETF draft writes it (a
-    /// Structured Field string, quoted). 1 to 255 bytes, no control characters.
+    /// Structured Field string, quoted, the key between the quotes). 1 to 255 bytes of printable ASCII as sent (a
+    /// UUID is the expected key); a control character or any other byte is refused, never cut or repaired.
     static func idempotencyKey(_ header: String?) -> Result<String, Problem> {
-        guard var key = header, !key.isEmpty else {
+        guard let header, !header.isEmpty else {
             return .failure(
                 Problem(
                     code: "idempotency_key_missing",
                     message: "send an Idempotency-Key header: a unique key per spend or grant (a UUID), the same on every retry"))
         }
-        if key.hasPrefix("\"") {
-            guard let unquoted = structuredString(key) else {
-                return .failure(Problem(code: "invalid_idempotency_key", message: "Idempotency-Key is not a valid quoted string"))
-            }
-            key = unquoted
-        }
-        guard !key.isEmpty, key.utf8.count <= maxKeyBytes else {
+        guard header.utf8.count <= maxKeyBytes, header.unicodeScalars.allSatisfy({ (0x20...0x7E).contains($0.value) })
+        else {
             return .failure(
-                Problem(code: "invalid_idempotency_key", message: "Idempotency-Key is 1 to \(maxKeyBytes) bytes"))
+                Problem(
+                    code: "invalid_idempotency_key",
+                    message: "Idempotency-Key is 1 to \(maxKeyBytes) printable ASCII characters (no control characters)"))
         }
-        if let problem = IdentifierText.problem(field: "Idempotency-Key", key) {
-            return .failure(Problem(code: "invalid_idempotency_key", message: problem))
+        guard header.hasPrefix("\"") else { return .success(header) }
+        guard let key = structuredString(header), !key.isEmpty else {
+            return .failure(Problem(code: "invalid_idempotency_key", message: "Idempotency-Key is not a valid quoted string"))
         }
         return .success(key)
     }
@@ -162,8 +162,8 @@ struct WalletRequest: Sendable, Equatable {
         return escaped ? nil : String(result)
     }
 
-    private static func text(_ value: String, field: String, maxBytes: Int) -> String? {
-        if value.utf8.count > maxBytes { return "\(field) is longer than \(maxBytes) bytes" }
+    private static func text(_ value: String, field: String, maxCharacters: Int) -> String? {
+        if value.unicodeScalars.count > maxCharacters { return "\(field) is longer than \(maxCharacters) characters" }
         return IdentifierText.problem(field: field, value)
     }
 
