@@ -52,7 +52,8 @@ public enum ConsumptionRules {
     /// customer got it). Waiting for an owner, refused or never seen is undelivered (`UNDELIVERED_OTHER`). Items:
     /// the share of the credited amount no longer in the balance, counting the balance as this purchase's first
     /// (the customer spent older units first: the smallest consumption the balance allows). Entitlements: the
-    /// share of the period from purchase to expiry elapsed; one granted for good has no share.
+    /// share of the period from purchase to expiry elapsed; one granted for good has no share. The product's kind and
+    /// the request's reason are the plan's to add (`plan`: they come from the request as much as from the state).
     public static func facts(of state: PurchaseState, balance: Int64?, nowMs: Int64) -> Facts {
         switch state.status {
         case .none, .pendingOwner, .refused:
