@@ -305,7 +305,7 @@ import TestSupport
             INSERT INTO balances (user_id, book, item, amount) VALUES
                 ('u1', 'production', 'gems', 100), ('u2', 'production', 'gems', 150), ('u3', 'production', 'gems', -100)
             """)
-        #expect(try LedgerSchema.migrate(db.connection) == [6])
+        #expect(try LedgerSchema.migrate(db.connection).first == 6, "version 6 first, then any later one")
         #expect(try db.lot("u1", F.key("a1")) == Lot(amount: 100, spent: 100, taken: 0, covered: 0))
         #expect(try db.lot("u1", F.key("a2")) == Lot(amount: 100, spent: 60, taken: 0, covered: 0))
         #expect(try db.lot("u1", F.key("a3")) == Lot(amount: 100, spent: 0, taken: 40, covered: 0))
