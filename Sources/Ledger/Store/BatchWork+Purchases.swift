@@ -74,6 +74,7 @@ extension BatchWork {
         .init("upgrade_reported", .boolean { $0.state.upgradeReported }),
         .init("upgraded_at_ms", .bigint { $0.state.upgradedAtMs }),
         .init("upgrade_taken", .bigint { $0.state.upgradeTaken }),
+        .init("last_status_signed_ms", .bigint { $0.state.lastStatusSignedMs }),
         .init("updated_at_ms", .bigint { $0.nowMs }),
     ]
 
@@ -158,6 +159,7 @@ extension BatchWork {
         let expiresDateMs: Int, amountCredited: Int, amountDebited: Int, lastDebit: Int, creditedAtMs: Int
         let originalTransactionId: Int, book: Int, purchaseDateMs: Int, refusedPercentage: Int
         let lastEventSignedMs: Int, upgradeReported: Int, upgradedAtMs: Int, upgradeTaken: Int
+        let lastStatusSignedMs: Int
 
         init(_ columns: PostgresColumns) throws(PostgresError) {
             creditKey = try columns.position(of: "credit_key")
@@ -179,6 +181,7 @@ extension BatchWork {
             upgradeReported = try columns.position(of: "upgrade_reported")
             upgradedAtMs = try columns.position(of: "upgraded_at_ms")
             upgradeTaken = try columns.position(of: "upgrade_taken")
+            lastStatusSignedMs = try columns.position(of: "last_status_signed_ms")
         }
     }
 
@@ -208,7 +211,8 @@ extension BatchWork {
             lastEventSignedMs: try row.optionalInt64(column.lastEventSignedMs),
             upgradeReported: try row.bool(column.upgradeReported),
             upgradedAtMs: try row.optionalInt64(column.upgradedAtMs),
-            upgradeTaken: try row.int64(column.upgradeTaken))
+            upgradeTaken: try row.int64(column.upgradeTaken),
+            lastStatusSignedMs: try row.optionalInt64(column.lastStatusSignedMs))
     }
 
     /// Writes every changed purchase: new ones in one `INSERT` (a concurrent instance inserting the same purchase
