@@ -27,6 +27,10 @@ struct LedgerMetrics: Sendable {
     let databaseUp: Gauge
     let bufferedMessages: Gauge
     let reconcile: ReconcileMetrics
+    /// `PUT /v1/users/{user_id}/app-account-token`, by outcome.
+    let tokensDeclared: Counter
+    let tokensAlreadyDeclared: Counter
+    let tokenDeclarationConflicts: Counter
 
     init(registry: MetricsRegistry, sandboxPolicy: SandboxPolicy = .separate) {
         self.registry = registry
@@ -79,5 +83,20 @@ struct LedgerMetrics: Sendable {
         bufferedMessages = registry.gauge(
             "ledger_buffered_messages", help: "Messages fetched from Kafka and not yet applied")
         reconcile = ReconcileMetrics(registry: registry)
+        let declarations = "ledger_token_declarations_total"
+        let declarationsHelp = "Declarations of an app_account_token's user (PUT /v1/users/{user_id}/app-account-token), by outcome"
+        tokensDeclared = registry.counter(declarations, help: declarationsHelp, labels: [("outcome", "declared")])
+        tokensAlreadyDeclared = registry.counter(
+            declarations, help: declarationsHelp, labels: [("outcome", "already_declared")])
+        tokenDeclarationConflicts = registry.counter(
+            declarations, help: declarationsHelp, labels: [("outcome", "conflict")])
+    }
+
+    func tokenDeclarations(_ decision: OwnerRules.Declaration) -> Counter {
+        switch decision {
+        case .declared: tokensDeclared
+        case .alreadyDeclared: tokensAlreadyDeclared
+        case .conflict: tokenDeclarationConflicts
+        }
     }
 }

@@ -115,6 +115,10 @@ public final class LedgerService: ManagedService {
                 Self.health(link: link, worker: worker, starts: starts, consumer: consumer)
             },
             apiKeys: BearerKeys(settings.apiKeys), database: apiDatabase, queries: DispatchQueue(label: "ledger-api"),
+            declarations: TokenDeclarations(
+                store: LedgerStore(
+                    topics: settings.topics, policy: settings.ownershipPolicy, sandboxPolicy: settings.sandboxPolicy),
+                database: apiDatabase, metrics: metrics, logger: logger.named("ledger-api")),
             nowMs: { SystemTime.wallMilliseconds() })
         self.buffer = buffer
         self.link = link
