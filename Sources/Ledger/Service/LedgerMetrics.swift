@@ -63,7 +63,7 @@ struct LedgerMetrics: Sendable {
             "ledger_declined_claims_total", help: "Valid claims granting nothing by rule (family-shared items)")
         staleEvents = registry.counter(
             "ledger_stale_events_total",
-            help: "Money events signed before the last one applied to their purchase (recorded, nothing moved)")
+            help: "Events signed before the last one of their order (money, or status) applied to their purchase (recorded, nothing moved)")
         upgrades = registry.counter(
             "ledger_upgrades_total", help: "Subscription periods replaced by an upgrade (unused share taken back)")
         batches = registry.counter("ledger_batches_total", help: "Database transactions committed with messages")
