@@ -75,6 +75,10 @@ extension BatchWork {
         .init("upgraded_at_ms", .bigint { $0.state.upgradedAtMs }),
         .init("upgrade_taken", .bigint { $0.state.upgradeTaken }),
         .init("last_status_signed_ms", .bigint { $0.state.lastStatusSignedMs }),
+        // An update that does not know the kind keeps the stored one (migration 7).
+        .init(
+            "product_type", .text { $0.state.productKind?.rawValue },
+            updatedTo: "coalesce(u.product_type, p.product_type)"),
         .init("updated_at_ms", .bigint { $0.nowMs }),
     ]
 
@@ -158,7 +162,7 @@ extension BatchWork {
         let creditKey: Int, status: Int, owner: Int, productId: Int, grant: GrantPositions, quantity: Int
         let expiresDateMs: Int, amountCredited: Int, amountDebited: Int, lastDebit: Int, creditedAtMs: Int
         let originalTransactionId: Int, book: Int, purchaseDateMs: Int, refusedPercentage: Int
-        let lastEventSignedMs: Int, upgradeReported: Int, upgradedAtMs: Int, upgradeTaken: Int
+        let lastEventSignedMs: Int, upgradeReported: Int, upgradedAtMs: Int, upgradeTaken: Int, productType: Int
         let lastStatusSignedMs: Int
 
         init(_ columns: PostgresColumns) throws(PostgresError) {
@@ -181,6 +185,7 @@ extension BatchWork {
             upgradeReported = try columns.position(of: "upgrade_reported")
             upgradedAtMs = try columns.position(of: "upgraded_at_ms")
             upgradeTaken = try columns.position(of: "upgrade_taken")
+            productType = try columns.position(of: "product_type")
             lastStatusSignedMs = try columns.position(of: "last_status_signed_ms")
         }
     }
@@ -212,6 +217,7 @@ extension BatchWork {
             upgradeReported: try row.bool(column.upgradeReported),
             upgradedAtMs: try row.optionalInt64(column.upgradedAtMs),
             upgradeTaken: try row.int64(column.upgradeTaken),
+            productKind: row.optionalString(column.productType).flatMap(ProductKind.init(rawValue:)),
             lastStatusSignedMs: try row.optionalInt64(column.lastStatusSignedMs))
     }
 
