@@ -60,24 +60,31 @@ import TestSupport
 
     @Test func aSandboxClaimOfAVictimsTokenCapturesNoProductionPurchase() throws {
         let db = try LedgerDatabase("ledger_token_sandbox_capture")
-        // The attacker's modified client sets the victim's token on a free TestFlight purchase, credited first.
-        try db.applyResults(
+        // A production renewal carrying the victim's token is waiting for its owner.
+        let early = try db.applyEvents(
+            F.event(eventId: "renewal-0", type: "credit", transaction: Self.period("p0", original: "po1", token: Self.victimToken)))
+        #expect(early.parkedClaims == 1)
+        // The attacker's modified client sets the victim's token on a free TestFlight purchase, credited first: it
+        // links the token in the sandbox only, and resolves no production claim.
+        let attacker = try db.applyResults(
             F.result(
                 submissionId: "s-attacker", userId: "attacker",
                 transactions: [Self.period("sandbox-p1", original: "so1", token: Self.victimToken)], environment: "Sandbox"))
+        #expect(attacker.resolvedClaims == 0)
         #expect(try db.user("attacker").sandbox.balance("gems") == 300)
-        // A production renewal carrying the token waits for its production owner; the sandbox link does not decide.
+        #expect(try db.purchase(F.key("p0"))?.state == "pending_owner")
+        // A later production renewal carrying the token waits too; the sandbox link does not decide.
         let parked = try db.applyEvents(
             F.event(eventId: "renewal-1", type: "credit", transaction: Self.period("p2", original: "po1", token: Self.victimToken)))
         #expect(parked.parkedClaims == 1)
-        // The victim's own production purchase with their token is theirs, and resolves the waiting renewal.
+        // The victim's own production purchase with their token is theirs, and resolves the waiting renewals.
         let victim = try db.applyResults(
             F.result(
                 submissionId: "s-victim", userId: "victim",
                 transactions: [Self.period("p1", original: "po1", token: Self.victimToken)]))
         #expect(victim.refusedClaims == 0)
-        #expect(victim.resolvedClaims == 1)
-        #expect(try db.user("victim").balance("gems") == 600)
+        #expect(victim.resolvedClaims == 2)
+        #expect(try db.user("victim").balance("gems") == 900)
         #expect(try db.user("attacker").balance("gems") == 0)
         let links = try db.connection.execute(
             "SELECT environment, user_id FROM owner_links WHERE kind = 'app_account_token' AND value = $1 ORDER BY 1",
