@@ -30,15 +30,19 @@ public enum AdminTool {
           mass-extend-status PRODUCT_ID REQUEST_ID
                                                  how far a mass extension got
           test-notification [--wait-seconds N]   Request a Test Notification and poll its status (default 30 s)
+          finish-transaction TRANSACTION_ID [--force]
+                                                 Finish Transaction (a purchase its app cannot finish); with
+                                                 LEDGER_URL only one the ledger delivered, unless --force
 
         Prints a summary (or one JSON object with --json) on stdout and one audit line per App Store call on stderr
         (endpoint, method, environment, attempt, HTTP status, Apple error code, duration; never tokens or signed
         data). 429 is retried after its Retry-After, 5xx and timeouts with a backoff, within --deadline-seconds
         (default 60) per call. --dry-run prints the request and sends nothing.
 
-        Exit status: 0 ok; 1 not found or nothing matched (or the test notification was not delivered); 2 bad usage
-        or settings; 3 Apple refused the request (4xx), or the ledger refused the declaration (the token is another
-        user's); 4 Apple or the ledger unavailable after retries; 5 Apple's answer did not verify.
+        Exit status: 0 ok; 1 not found or nothing matched (or the test notification was not delivered, or the ledger
+        has not delivered the purchase to finish); 2 bad usage or settings; 3 Apple refused the request (4xx), or the
+        ledger refused the declaration (the token is another user's); 4 Apple or the ledger unavailable after retries;
+        5 Apple's answer did not verify.
 
         Environment:
           APPLE_ISSUER_ID, APPLE_KEY_ID, APPLE_PRIVATE_KEY_FILE   the App Store Server API key (required)
@@ -51,7 +55,8 @@ public enum AdminTool {
                                     APPLE_OCSP_MAX_AGE_SECONDS, APPLE_OCSP_TIMEOUT_MS, APPLE_CA_BUNDLE as the verifier's
           ALLOWED_BUNDLE_IDS        the app (when it names one; else --bundle-id)
           LEDGER_URL, LEDGER_API_KEY  the ledger's HTTP API (--ledger-url stands for LEDGER_URL; the key is one of
-                                    the ledger's LEDGER_API_KEYS), to show a purchase's state and owner, and for
+                                    the ledger's LEDGER_API_KEYS), to show a purchase's state and owner (and let
+                                    finish-transaction finish only what the ledger delivered), and for
                                     set-account-token --user (required then)
           LOG_LEVEL                 debug, info, warning (default), error
         """
@@ -148,6 +153,8 @@ public enum AdminTool {
             await RenewalExtensions.status(productId: productId, requestIdentifier: requestIdentifier, context)
         case .testNotification(let waitSeconds):
             await TestNotification.run(waitSeconds: waitSeconds, context)
+        case .finishTransaction(let transactionId, let force):
+            await FinishTransaction.run(transactionId: transactionId, force: force, context)
         }
     }
 }
