@@ -172,11 +172,11 @@ for entry in json.load(open(sys.argv[1]))["log"]["entries"]:
     path = re.sub(r"^https?://[^/]+", "", entry["request"]["url"]).split("?")[0]
     path = re.sub(r"^/v1/purchases/.+", "/v1/purchases/{credit_key}", path)
     path = re.sub(r"^/v1/consumption-requests/.+", "/v1/consumption-requests/{event_id}", path)
-    path = re.sub(r"^/v1/users/[^/]+/(consent|spends|grants|history)$", r"/v1/users/{user_id}/\1", path)
+    path = re.sub(r"^/v1/users/[^/]+/(consent|app-account-token|spends|grants|history)$", r"/v1/users/{user_id}/\1", path)
     path = re.sub(r"^/v1/users/[^/]+$", "/v1/users/{user_id}", path)
     method = entry["request"]["method"]
-    documented = {"POST": ("/spends", "/grants"), "PUT": ("/consent",), "DELETE": ("/consent",)}
-    known = method in ("GET", "HEAD") and not path.endswith(("/spends", "/grants", "/consent")) \
+    documented = {"POST": ("/spends", "/grants"), "PUT": ("/consent", "/app-account-token"), "DELETE": ("/consent",)}
+    known = method in ("GET", "HEAD") and not path.endswith(("/spends", "/grants", "/consent", "/app-account-token")) \
         or path.endswith(documented.get(method, ("//",)))
     counts[method + " " + path if known else "undocumented methods"][entry["response"]["status"]] += 1
 for operation in sorted(counts):

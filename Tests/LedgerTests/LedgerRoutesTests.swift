@@ -13,6 +13,8 @@ import Testing
     static let rows: [(path: String, match: LedgerRoutes.Match)] = [
         ("/v1/users/u1", .route(.user("u1"), methods: read)),
         ("/v1/users/u1/consent", .route(.consent("u1"), methods: ["PUT", "DELETE"])),
+        ("/v1/users/u1/app-account-token", .route(.appAccountToken("u1"), methods: ["PUT"])),
+        ("/v1/users/a%2Fapp-account-token", .route(.user("a/app-account-token"), methods: read)),
         ("/v1/users/u1/spends", .route(.spends("u1"), methods: ["POST"])),
         ("/v1/users/u1/grants", .route(.grants("u1"), methods: ["POST"])),
         ("/v1/users/u1/history", .route(.history("u1"), methods: read)),
@@ -50,7 +52,8 @@ import Testing
 
     @Test func everyRouteIsInTheTableOnce() {
         #expect(LedgerRoutes.table.map(\.template) == [
-            "/v1/users/{user_id}", "/v1/users/{user_id}/consent", "/v1/users/{user_id}/spends",
+            "/v1/users/{user_id}", "/v1/users/{user_id}/consent", "/v1/users/{user_id}/app-account-token",
+            "/v1/users/{user_id}/spends",
             "/v1/users/{user_id}/grants", "/v1/users/{user_id}/history", "/v1/purchases/{credit_key}",
             "/v1/consumption-requests/{event_id}",
         ])

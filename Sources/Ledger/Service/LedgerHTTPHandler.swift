@@ -6,7 +6,8 @@ import ServiceRuntime
 import ServiceSupport
 
 /// The ledger's HTTP API (`LedgerRoutes.table`: a user's balances and wallet, spends, grants and history, a purchase,
-/// consent, a refund request's audit record; bearer keys from `LEDGER_API_KEYS`) and `/healthz`, `/readyz`,
+/// consent, the user's declared app account token, a refund request's audit record; bearer keys from
+/// `LEDGER_API_KEYS`) and `/healthz`, `/readyz`,
 /// `/metrics` (no key). Queries run on a queue of their own, spends and grants on the wallet batcher's thread, never
 /// on the server's I/O threads.
 struct LedgerHTTPHandler: HTTPHandler {
@@ -14,6 +15,8 @@ struct LedgerHTTPHandler: HTTPHandler {
     let apiKeys: BearerKeys
     let database: DatabaseLink
     let queries: DispatchQueue
+    /// `PUT /v1/users/{user_id}/app-account-token`.
+    let declarations: TokenDeclarations
     /// Applies spends and grants (group commit).
     let wallet: WalletBatcher
     /// The item names spends and grants may name.
@@ -101,6 +104,7 @@ struct LedgerHTTPHandler: HTTPHandler {
             }
         }
         let method = request.method
+        let body = request.body
         let history = page
         queries.async {
             do throws(PostgresError) {
@@ -108,6 +112,8 @@ struct LedgerHTTPHandler: HTTPHandler {
                 case .user(let userId): respond(try userResponse(userId))
                 case .purchase(let creditKey): respond(try purchaseResponse(creditKey))
                 case .consent(let userId): respond(try consentResponse(userId, method: method))
+                case .appAccountToken(let userId):
+                    respond(try declarations.response(userId: userId, body: body, nowMs: nowMs()))
                 case .consumptionRequest(let eventId): respond(try consumptionRequestResponse(eventId))
                 case .history(let userId):
                     let json = try database.withConnection { connection throws(PostgresError) in

@@ -10,6 +10,7 @@ enum LedgerRoutes {
     enum Route: Equatable, Sendable {
         case user(String)
         case consent(String)
+        case appAccountToken(String)
         case spends(String)
         case grants(String)
         case history(String)
@@ -39,6 +40,7 @@ enum LedgerRoutes {
     static let table: [Pattern] = [
         Pattern("/v1/users/{user_id}", read, Route.user),
         Pattern("/v1/users/{user_id}/consent", ["PUT", "DELETE"], Route.consent),
+        Pattern("/v1/users/{user_id}/app-account-token", ["PUT"], Route.appAccountToken),
         Pattern("/v1/users/{user_id}/spends", ["POST"], Route.spends),
         Pattern("/v1/users/{user_id}/grants", ["POST"], Route.grants),
         Pattern("/v1/users/{user_id}/history", read, Route.history),

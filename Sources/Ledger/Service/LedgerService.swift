@@ -127,6 +127,11 @@ public final class LedgerService: ManagedService {
                 Self.health(link: link, worker: worker, starts: starts, consumer: consumer)
             },
             apiKeys: BearerKeys(settings.apiKeys), database: apiDatabase, queries: DispatchQueue(label: "ledger-api"),
+            declarations: TokenDeclarations(
+                store: LedgerStore(
+                    topics: settings.topics, policy: settings.ownershipPolicy, sandboxPolicy: settings.sandboxPolicy,
+                    clawback: settings.clawback),
+                database: apiDatabase, metrics: metrics, logger: logger.named("ledger-api")),
             wallet: wallet, items: items, walletMetrics: metrics.wallet, nowMs: { SystemTime.wallMilliseconds() })
         self.buffer = buffer
         self.link = link
