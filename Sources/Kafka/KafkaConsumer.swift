@@ -85,7 +85,7 @@ public final class KafkaConsumer: Sendable {
     ) throws(KafkaError) {
         guard !groupId.isEmpty, !topics.isEmpty, !topics.contains(where: \.isEmpty) else {
             throw KafkaError(
-                code: KafkaError.invalidArgument, message: "a consumer needs a group id and at least one topic name")
+                code: KafkaErrorCode.invalidArgument, message: "a consumer needs a group id and at least one topic name")
         }
         var effective = configuration.merged(withDefaults: Self.defaultProperties)
         effective["group.id"] = groupId
@@ -262,7 +262,7 @@ public final class KafkaConsumer: Sendable {
     /// The latest decoded statistics, if any arrived yet.
     public var statistics: KafkaStatistics? { context.statistics.current }
 
-    private static let closedError = KafkaError(code: KafkaError.destroyed, message: "the Kafka consumer is closed")
+    private static let closedError = KafkaError(code: KafkaErrorCode.destroyed, message: "the Kafka consumer is closed")
 
     private var delegate: (any KafkaConsumerDelegate)? { runtime.resources?.delegate }
 
@@ -277,13 +277,13 @@ public final class KafkaConsumer: Sendable {
     }
 
     private func report(_ error: KafkaError) {
-        if error.code == KafkaError.allBrokersDown {
+        if error.code == KafkaErrorCode.allBrokersDown {
             allBrokersDown.store(true, ordering: .relaxed)
         }
         if error.isFatal {
-            logger.error("Kafka consumer fatal error", ["code": .int(Int(error.code)), "error": .string(error.message)])
+            logger.error("Kafka consumer fatal error", ["code": .int(Int(error.code.rawValue)), "error": .string(error.message)])
         } else {
-            logger.warning("Kafka consumer error", ["code": .int(Int(error.code)), "error": .string(error.message)])
+            logger.warning("Kafka consumer error", ["code": .int(Int(error.code.rawValue)), "error": .string(error.message)])
         }
         delegate?.consumer(self, didFail: error)
     }

@@ -432,7 +432,7 @@ final class VerificationEngine: Sendable {
                     "fatal Kafka producer error: the verifier must be restarted (/healthz fails); unfinished work is "
                         + "redelivered",
                     [
-                        "topic": .string(record.topic), "code": .int(Int(failure.code ?? 0)),
+                        "topic": .string(record.topic), "code": .int(Int(failure.code?.rawValue ?? 0)),
                         "error": .string(failure.message),
                     ])
             }
@@ -442,7 +442,7 @@ final class VerificationEngine: Sendable {
         if failure.isMessageTooLarge, rewriteOversized(record, in: group, failure: failure) { return }
         let fields: KeyValuePairs<String, LogValue> = [
             "kind": .string(record.kind.rawValue), "topic": .string(record.topic), "attempt": .int(attempt + 1),
-            "code": .int(Int(failure.code ?? 0)), "bytes": .int(record.value.count), "error": .string(failure.message),
+            "code": .int(Int(failure.code?.rawValue ?? 0)), "bytes": .int(record.value.count), "error": .string(failure.message),
         ]
         if failure.isRetriable {
             if !failure.isQueueFull || attempt % 100 == 0 { logger.warning("publishing failed, retrying", fields) }
@@ -466,7 +466,7 @@ final class VerificationEngine: Sendable {
                 "DLQ record too large for Kafka: writing it without the original message",
                 [
                     "topic": .string(record.topic), "bytes": .int(record.value.count),
-                    "code": .int(Int(failure.code ?? 0)),
+                    "code": .int(Int(failure.code?.rawValue ?? 0)),
                 ])
             publish(smaller, in: group, attempt: 0)
             return true
