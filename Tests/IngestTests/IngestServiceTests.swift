@@ -274,12 +274,3 @@ struct DiscardingSink: LogSink {
     func write(line: String) {}
 }
 
-/// Polls `condition` for up to five seconds.
-func waitUntil(_ condition: () -> Bool) -> Bool {
-    let deadline = SystemTime.monotonicNanoseconds() + 5_000_000_000
-    while SystemTime.monotonicNanoseconds() < deadline {
-        if condition() { return true }
-        usleep(5_000)
-    }
-    return condition()
-}
