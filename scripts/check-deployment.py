@@ -470,9 +470,10 @@ def code_int(path, pattern, what, within=None):
 
 
 def parts_bound(path):
-    """Seconds the parts a service registers (`parts.add("...", bound: .seconds(N))`) may take to close, summed: what
-    closing adds to a drain's own bound (`ServiceParts.bound`)."""
-    bounds = re.findall(r'parts\.add\("[^"]+", bound: \.seconds\((\d+)\)\)', read(path))
+    """Seconds the parts a service registers (`parts.add("...", bound: .seconds(N)...`, `parts.makeProducer(...,
+    closeBound: .seconds(N))`) may take to close, summed: what closing adds to a drain's own bound
+    (`ServiceParts.bound`)."""
+    bounds = re.findall(r'(?:parts\.add\("[^"]+", bound|closeBound): \.seconds\((\d+)\)', read(path))
     if not bounds:
         finding(f"{path}: cannot find the parts' close bounds (parts.add(..., bound: .seconds(N))); "
                 "update scripts/check-deployment.py")

@@ -37,7 +37,7 @@ public final class IngestService: ManagedService {
         results: ResultIndex? = nil, logger: Logger, metrics: MetricsRegistry
     ) {
         let parts = ServiceParts()
-        if let resultFeed { Self.addClose(of: resultFeed, to: parts) }
+        if let resultFeed { Self.register(resultFeed, in: parts) }
         self.init(
             settings: settings, publisher: publisher, resultFeed: resultFeed, results: results, logger: logger,
             metrics: metrics, ownedProducer: nil, parts: parts)
@@ -97,16 +97,8 @@ public final class IngestService: ManagedService {
     public static func make(
         settings: IngestSettings, logger: Logger, metrics: MetricsRegistry, parts: ServiceParts = ServiceParts()
     ) throws(ServiceStartupError) -> IngestService {
-        let producer: KafkaProducer
-        do {
-            producer = try KafkaProducer(configuration: settings.kafka, logger: logger, metrics: metrics)
-        } catch {
-            throw .settings("cannot create the Kafka producer: \(error.message) (kafka_code \(error.code.rawValue))")
-        }
-        parts.add("Kafka producer", bound: .seconds(5)) { bound in
-            producer.close(timeout: bound)
-            return true
-        }
+        let producer = try parts.makeProducer(
+            configuration: settings.kafka, logger: logger, metrics: metrics, closeBound: .seconds(5))
         let resultFeed: KafkaResultFeed
         do {
             resultFeed = try KafkaResultFeed(
@@ -116,18 +108,16 @@ public final class IngestService: ManagedService {
         } catch {
             throw .settings("cannot create the results follower: \(error.message) (kafka_code \(error.code.rawValue))")
         }
-        addClose(of: resultFeed, to: parts)
+        register(resultFeed, in: parts)
         return IngestService(
             settings: settings, publisher: producer, resultFeed: resultFeed, results: nil, logger: logger,
             metrics: metrics, ownedProducer: producer, parts: parts)
     }
 
-    /// The feed closes within 5 s (after the listener: no request waits for a verdict any more).
-    private static func addClose(of resultFeed: any ResultFeed, to parts: ServiceParts) {
-        parts.add("results follower", bound: .seconds(5)) { bound in
-            resultFeed.close(timeout: bound)
-            return true
-        }
+
+    /// The feed closes after the listener (no request waits for a verdict any more), within 5 s.
+    private static func register(_ resultFeed: any ResultFeed, in parts: ServiceParts) {
+        parts.add("results follower", bound: .seconds(5), closing: resultFeed)
     }
 
     /// Always alive (a Kafka outage is answered 503 + Retry-After per request); ready once Kafka was first reached

@@ -1,3 +1,4 @@
+import HTTPServer
 import ServiceSupport
 
 /// The parts of a service that must be closed when it stops (Kafka clients, the App Store client, a database
@@ -86,5 +87,16 @@ public final class DeferredHealth: Sendable {
     /// The attached health, or not ready ("starting") before it was attached.
     public var current: Health {
         source.withLock { $0 }?() ?? Health(readiness: "starting")
+    }
+}
+
+extension HTTPServer {
+    /// `start()`, a failure to bind being the service's startup error that names the setting which gave `address`.
+    public func start(listening setting: String, _ address: ListenAddress) throws(ServiceStartupError) {
+        do {
+            try start()
+        } catch {
+            throw ServiceStartupError("cannot listen on \(setting) \(address): \(error)")
+        }
     }
 }

@@ -19,19 +19,13 @@ import Synchronization
 public final class LedgerService: ManagedService {
     private let settings: LedgerSettings
     private let logger: Logger
-    private let registry: MetricsRegistry
-    private let buffer: RecordBuffer
-    /// The consumer's delegate: records into `buffer`, fetching paused while it is over `LEDGER_MAX_BUFFERED_MESSAGES`.
-    private let link: ConsumerLink
     private let worker: LedgerWorker
-    /// Where assigned partitions start (the offsets stored in the database), read off the poll thread when the
-    /// database does not answer on assignment.
-    private let starts: PartitionStarts
     private let consumer: KafkaConsumer
     private let server: HTTPServer
-    private let apiDatabase: DatabaseLink
     /// Answers CONSUMPTION_REQUESTs (`LEDGER_CONSUMPTION_RESPONSES`); its own database connection.
     private let responder: ConsumptionResponder
+    /// What `/healthz` and `/readyz` answer (`health(link:worker:starts:consumer:)` once everything is made).
+    private let currentHealth: DeferredHealth
     public let parts: ServiceParts
     private let drainOnce = DrainOnce()
 
@@ -51,7 +45,6 @@ public final class LedgerService: ManagedService {
     ) throws(ServiceStartupError) {
         self.settings = settings
         self.logger = logger
-        self.registry = registry
         self.parts = parts
         // The API's connection first: it closes after the server that uses it.
         let apiDatabase = DatabaseLink(connectionString: settings.databaseURL, metrics: nil, logger: logger)
@@ -65,6 +58,7 @@ public final class LedgerService: ManagedService {
             sender: try Self.consumptionSender(settings.consumption, logger: logger, registry: registry),
             database: DatabaseLink(connectionString: settings.databaseURL, metrics: nil, logger: logger),
             metrics: consumptionMetrics, logger: logger.named("consumption-responder"))
+        self.responder = responder
         let buffer = RecordBuffer(highWater: settings.maxBufferedMessages)
         let database = DatabaseLink(connectionString: settings.databaseURL, metrics: metrics, logger: logger)
         parts.add("worker database connection") { database.close() }
@@ -78,10 +72,16 @@ public final class LedgerService: ManagedService {
                 queries: DispatchQueue(label: "ledger-api"), nowMs: { SystemTime.wallMilliseconds() }),
             logger: logger.named("ledger-http"))
         parts.add("HTTP server") { server.close() }
+        self.server = server
+        self.currentHealth = health
         // The link is the one holder of the consumer: the partition starts and the worker reach it through the link.
+        // The consumer's delegate: records into `buffer`, fetching paused while it is over
+        // `LEDGER_MAX_BUFFERED_MESSAGES`.
         let link = ConsumerLink(
             service: "ledger", logger: logger,
             waterline: ConsumerLink.Waterline(high: buffer.highWater) { buffer.count })
+        // Where assigned partitions start (the offsets stored in the database), read off the poll thread when the
+        // database does not answer on assignment.
         let starts = PartitionStarts(database: database, rebind: settings.rebind, link: link, logger: logger)
         // Revoked partitions' buffered messages are forgotten: their next owner starts from the offsets in the
         // database, as this instance does on assignment.
@@ -128,20 +128,11 @@ public final class LedgerService: ManagedService {
         } catch {
             throw .settings("cannot create the Kafka consumer: \(error.message)")
         }
-        parts.add("Kafka consumer", bound: .seconds(10)) { bound in
-            consumer.close(timeout: bound)
-            return true
-        }
+        parts.add("Kafka consumer", bound: .seconds(10), closing: consumer)
         link.attach(consumer: consumer)
         health.attach { Self.health(link: link, worker: worker, starts: starts, consumer: consumer) }
-        self.buffer = buffer
-        self.link = link
         self.worker = worker
-        self.starts = starts
         self.consumer = consumer
-        self.apiDatabase = apiDatabase
-        self.responder = responder
-        self.server = server
     }
 
     /// The bound HTTP port (useful with port 0).
@@ -163,20 +154,14 @@ public final class LedgerService: ManagedService {
         return Health()
     }
 
-    public var health: Health {
-        Self.health(link: link, worker: worker, starts: starts, consumer: consumer)
-    }
+    public var health: Health { currentHealth.current }
 
     /// `LEDGER_SHUTDOWN_TIMEOUT_MS`.
     public var drainBound: Duration { settings.shutdownTimeout }
 
     /// Binds the HTTP server, starts the worker (which prepares the schema) and starts consuming.
     public func start() throws(ServiceStartupError) {
-        do {
-            try server.start()
-        } catch {
-            throw ServiceStartupError("cannot listen on LEDGER_LISTEN \(settings.listen): \(error)")
-        }
+        try server.start(listening: "LEDGER_LISTEN", settings.listen)
         if settings.apiKeys.isEmpty {
             logger.warning("LEDGER_API_KEYS is empty: the API answers anyone who can reach it")
         }

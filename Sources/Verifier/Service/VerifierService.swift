@@ -23,11 +23,11 @@ public final class VerifierService: ManagedService {
     let metrics: MetricsRegistry
     private let engine: VerificationEngine
     private let consumer: KafkaConsumer
-    private let producer: KafkaProducer
     /// `PRODUCT_CATALOG_FILE`, followed (re-read within a second of a change) until shutdown.
     private let catalog: ProductCatalogFile?
-    private let link: ConsumerLink
     private let server: HTTPServer
+    /// What `/healthz` and `/readyz` answer (`health(link:engine:consumer:producer:)` once everything is made).
+    private let currentHealth: DeferredHealth
     private let ticker: RepeatingTicker
     public let parts: ServiceParts
     private let drainOnce = DrainOnce()
@@ -57,16 +57,8 @@ public final class VerifierService: ManagedService {
                 "KAFKA_* setting ignored for the consumer: auto-commit commits stored offsets on revoke and close",
                 ["setting": .string(property)])
         }
-        let producer: KafkaProducer
-        do {
-            producer = try KafkaProducer(configuration: settings.kafka, logger: logger, metrics: metrics)
-        } catch {
-            throw .settings("cannot create the Kafka producer: \(error.message)")
-        }
-        parts.add("Kafka producer", bound: .seconds(2)) { bound in
-            producer.close(timeout: bound)
-            return true
-        }
+        let producer = try parts.makeProducer(
+            configuration: settings.kafka, logger: logger, metrics: metrics, closeBound: .seconds(2))
         // Closed just before the producer: what the drain left (records of abandoned work) gets this long to reach
         // Kafka.
         parts.add("Kafka producer flush", bound: .seconds(5)) { producer.flush(timeout: $0) }
@@ -123,10 +115,7 @@ public final class VerifierService: ManagedService {
         } catch {
             throw .settings("cannot create the Kafka consumer: \(error.message)")
         }
-        parts.add("Kafka consumer", bound: .seconds(10)) { bound in
-            consumer.close(timeout: bound)
-            return true
-        }
+        parts.add("Kafka consumer", bound: .seconds(10), closing: consumer)
         let engine = VerificationEngine(
             configuration: VerificationEngine.Configuration(
                 topics: settings.topics, limits: settings.limits, retryPolicy: settings.retryPolicy,
@@ -147,13 +136,12 @@ public final class VerifierService: ManagedService {
         let ticker = RepeatingTicker(interval: .milliseconds(250)) { engine.tick() }
         parts.add("probe ticker") { ticker.close() }
         health.attach { Self.health(link: link, engine: engine, consumer: consumer, producer: producer) }
-        self.producer = producer
         self.catalog = catalog
         self.consumer = consumer
-        self.link = link
         self.engine = engine
         self.ticker = ticker
         self.server = server
+        self.currentHealth = health
         registerGauges(engine: engine)
     }
 
@@ -179,7 +167,7 @@ public final class VerifierService: ManagedService {
         return health
     }
 
-    public var health: Health { Self.health(link: link, engine: engine, consumer: consumer, producer: producer) }
+    public var health: Health { currentHealth.current }
 
     /// `VERIFIER_SHUTDOWN_TIMEOUT_MS`.
     public var drainBound: Duration { settings.shutdownTimeout }
@@ -187,11 +175,7 @@ public final class VerifierService: ManagedService {
     /// Binds the endpoint, starts the probe ticker and starts consuming.
     /// - Throws: `ServiceStartupError` when the endpoint cannot be bound.
     public func start() throws(ServiceStartupError) {
-        do {
-            try server.start()
-        } catch {
-            throw ServiceStartupError("cannot listen on VERIFIER_METRICS_LISTEN \(settings.metricsListen): \(error)")
-        }
+        try server.start(listening: "VERIFIER_METRICS_LISTEN", settings.metricsListen)
         ticker.start()
         catalog?.startWatching()
         consumer.start()
