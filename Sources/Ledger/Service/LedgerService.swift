@@ -69,7 +69,13 @@ public final class LedgerService: ManagedService {
             handler: LedgerHTTPHandler(
                 endpoints: HealthEndpoints(registry: registry) { health.current },
                 apiKeys: BearerKeys(settings.apiKeys), database: apiDatabase,
-                queries: DispatchQueue(label: "ledger-api"), nowMs: { SystemTime.wallMilliseconds() }),
+                queries: DispatchQueue(label: "ledger-api"),
+                declarations: TokenDeclarations(
+                    store: LedgerStore(
+                        topics: settings.topics, policy: settings.ownershipPolicy,
+                        sandboxPolicy: settings.sandboxPolicy),
+                    database: apiDatabase, metrics: metrics, logger: logger.named("ledger-api")),
+                nowMs: { SystemTime.wallMilliseconds() }),
             logger: logger.named("ledger-http"))
         parts.add("HTTP server") { server.close() }
         self.server = server

@@ -47,7 +47,8 @@ public struct BatchSummary: Sendable, Equatable {
     public var sandboxCredits = 0
     /// Valid claims that grant nothing by rule (family-shared items).
     public var declinedClaims = 0
-    /// Money events signed before the last one applied to their purchase: recorded, nothing moved.
+    /// Events signed before the last one of their order (money events, or status events) applied to their purchase:
+    /// recorded, nothing moved.
     public var staleEvents = 0
     /// Subscription periods replaced by an upgrade: their unused share taken back.
     public var upgrades = 0
