@@ -146,6 +146,6 @@ extension BatchWork {
     /// so the worker applies the batch message by message and dead-letters the credit that overflows.
     static func balanceOverflow(_ wallet: WalletKey) -> PostgresError {
         PostgresError(
-            sqlState: "22003", message: "the balance of \(wallet.item) would pass 64 bits", isConnectionBroken: false)
+            sqlState: .numericValueOutOfRange, message: "the balance of \(wallet.item) would pass 64 bits", isConnectionBroken: false)
     }
 }
