@@ -27,9 +27,11 @@ echo "check-monitoring: promtool test rules: $tests alert tests passed"
 python3 deploy/monitoring/render.py --check
 
 pids=()
+. scripts/throwaway-postgres.sh
 cleanup() {
     for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
     wait 2>/dev/null || true
+    postgres_cluster_cleanup
 }
 trap cleanup EXIT
 
@@ -80,7 +82,6 @@ pids+=($!)
 wait_for "$work/verifier.log" '"msg":"receipt-verifier started"' "${pids[-1]}"
 verifier="http://127.0.0.1:$(field "$work/verifier.log" '"msg":"receipt-verifier started"' metrics_port)"
 # receipt-ledger over a throwaway PostgreSQL.
-. scripts/throwaway-postgres.sh
 start_throwaway_postgres "$PWD/$work/postgres" "$work/postgres.log"
 env "${common[@]}" LEDGER_LISTEN=127.0.0.1:0 LEDGER_DATABASE_URL="$POSTGRES_URL" \
     "$bin/receipt-ledger" >"$work/ledger.out" 2>"$work/ledger.log" &
