@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The monitoring files against the tools that read them and against the live services (make test, ~20 s):
-#   - promtool check rules + promtool test rules: every alert of deploy/monitoring/alerts.yaml fires on a synthetic
+#   - promtool check rules + promtool test rules: every alert of deploy/monitoring/alerts.yaml and of each optional
+#     part's deploy/monitoring/components/*/alerts.yaml fires on a synthetic
 #     series that must page and stays quiet on a near miss (deploy/monitoring/tests/alerts.test.yaml);
 #   - deploy/monitoring/render.py --check: the PrometheusRule is the same rules;
 #   - embedded-kafka, the fake App Store, receipt-ingest, receipt-verifier and receipt-ledger (over a throwaway
@@ -18,8 +19,8 @@ mkdir -p "$work"
 started=$SECONDS
 command -v promtool >/dev/null || { echo "check-monitoring: promtool is missing: run scripts/install-deps.sh"; exit 1; }
 
-promtool check rules deploy/monitoring/alerts.yaml >"$work/check-rules.log" 2>&1 \
-    || { cat "$work/check-rules.log"; exit 1; }
+promtool check rules deploy/monitoring/alerts.yaml deploy/monitoring/components/*/alerts.yaml \
+    >"$work/check-rules.log" 2>&1 || { cat "$work/check-rules.log"; exit 1; }
 promtool test rules deploy/monitoring/tests/alerts.test.yaml >"$work/test-rules.log" 2>&1 \
     || { cat "$work/test-rules.log"; exit 1; }
 tests=$(grep -c "^- name:" deploy/monitoring/tests/alerts.test.yaml)
