@@ -10,11 +10,19 @@ SWIFT_FLAGS ?= -Xswiftc -warnings-as-errors
 deps:
 	@scripts/install-deps.sh
 
+# The build stamp beside the binaries (BuildInfo: *_build_info{version,revision}); outside git, the defaults.
+define write-build-stamp
+	@printf 'version=%s\nrevision=%s\n' "$$(git describe --tags --always --dirty 2>/dev/null)" \
+	    "$$(git rev-parse HEAD 2>/dev/null)" >"$$($(SWIFT) build $(1) --show-bin-path)/build-info"
+endef
+
 build: deps
 	$(SWIFT) build $(SWIFT_FLAGS)
+	$(call write-build-stamp,)
 
 build-release: deps
 	$(SWIFT) build -c release $(SWIFT_FLAGS)
+	$(call write-build-stamp,-c release)
 
 # Builds every product (the integration tests start the real executables), runs all tests one suite at a time
 # (process tests have timing bounds that other suites on the same 2 cores would disturb), then checks the

@@ -721,7 +721,7 @@ def check_kubernetes(known):
     tags = {image.get("newTag") for path in ["docker/k8s/base/kustomization.yaml"] + sorted(
                 glob.glob(os.path.join(ROOT, "docker/k8s/components/*/kustomization.yaml")))
             for image in yaml.safe_load(read(path)).get("images", [])}
-    version = re.search(r'public static let version = "([^"]+)"', read("Sources/ServiceSupport/BuildInfo.swift"))
+    version = re.search(r'public static let releaseVersion = "([^"]+)"', read("Sources/ServiceSupport/BuildInfo.swift"))
     if not version or tags != {version.group(1)}:
         finding(f"docker/k8s base and components image tags {tags} are not BuildInfo.version "
                 f"{version.group(1) if version else None}")
