@@ -143,6 +143,9 @@ let package = Package(
         .executableTarget(
             name: "ingest-path-bench", dependencies: ["Ingest", "Kafka", "ServiceSupport"],
             path: "bench/ingest-path-bench"),
+        .executableTarget(
+            name: "follower-path-bench", dependencies: ["Ingest", "ReceiptModel", "ServiceSupport"],
+            path: "bench/follower-path-bench"),
 
         // MARK: Tests
         // Pure (no Kafka, no PostgreSQL, no executables; `make test-unit`): ServiceSupportTests, ServiceRuntimeTests,

@@ -5,15 +5,26 @@
 # its freed space, then stays flat) from a leak (the heap in use climbing with every turnover). The soak's warm-up
 # rests on what this prints.
 #
-#   bench/ingest-index-churn.sh [TURNOVERS (8)]     release build; RESULT_INDEX_MAX_ENTRIES (100000) per turnover
+#   bench/ingest-index-churn.sh [TURNOVERS (8)] [--rate N]
+#       release build; RESULT_INDEX_MAX_ENTRIES (100000) per turnover; --rate: results written at N a second (in
+#       tenths of a second), as a results topic fed by busy verifiers, instead of as fast as kcat writes them
 #
-# Prints one row per half turnover: results written, index entries, resident MB, heap in use MB, heap free MB; and at
-# the end the ingest's CPU per result (its process, all threads, from the first result written to the last indexed:
-# the results follower's read and the index; every ingest instance pays it for every result).
+# Prints one row per half turnover: results written, index entries, resident MB, heap in use MB, heap free MB; the
+# heap per indexed verdict at the first fill (heap in use over the ingest's heap before any result, per entry, beside
+# the message's own bytes); and at the end the ingest's CPU per result (its process, all threads, from the first
+# result written to the last indexed: the results follower's read and the index; every ingest instance pays it for
+# every result).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-TURNOVERS="${1:-8}"
+TURNOVERS=8
+RATE=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --rate) RATE="$2"; shift 2 ;;
+        *) TURNOVERS="$1"; shift ;;
+    esac
+done
 ENTRIES="${RESULT_INDEX_MAX_ENTRIES:-100000}"
 STEP=$((ENTRIES / 2))
 CHUNK=10000
@@ -66,15 +77,26 @@ for n in range(first, first + count):
 EOF
 }
 
-echo "RESULT_INDEX_MAX_ENTRIES=$ENTRIES, $TURNOVERS turnovers; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ -n "$RATE" ]; then CHUNK=$((RATE / 10)); fi
+echo "RESULT_INDEX_MAX_ENTRIES=$ENTRIES, $TURNOVERS turnovers, ${RATE:-unpaced} results/s;" \
+    "load average $(cut -d' ' -f1-3 /proc/loadavg)"
+heap_before="$(metric process_heap_in_use_bytes count)"
 printf '%10s %10s %12s %14s %14s\n' results entries resident_MB heap_in_use_MB heap_free_MB
 # utime + stime of the ingest, in clock ticks.
 ingest_cpu_ticks() { awk '{print $14 + $15}' "/proc/$INGEST_PID/stat"; }
 cpu_at_start="$(ingest_cpu_ticks)"
 written=0
 total=$((ENTRIES * TURNOVERS))
+first_fill=""
+next_chunk_at="$(date +%s.%N)"
 while [ "$written" -lt "$total" ]; do
     results "$written" "$CHUNK" >"$WORK/chunk"
+    if [ -n "$RATE" ]; then
+        # One chunk every tenth of a second, from the same starting point (a late chunk does not shift the rest).
+        next_chunk_at="$(awk -v t="$next_chunk_at" 'BEGIN { printf "%.3f", t + 0.1 }')"
+        wait_s="$(awk -v t="$next_chunk_at" -v now="$(date +%s.%N)" 'BEGIN { d = t - now; printf "%.3f", d > 0 ? d : 0 }')"
+        sleep "$wait_s"
+    fi
     kcat -P -b "$BOOTSTRAP" -t iap.receipts.results -l "$WORK/chunk" 2>>"$WORK/kcat.log"
     written=$((written + CHUNK))
     if [ $((written % STEP)) -eq 0 ]; then
@@ -86,8 +108,14 @@ while [ "$written" -lt "$total" ]; do
         printf '%10d %10s %12s %14s %14s\n' "$written" "$(metric ingest_result_index_entries count)" \
             "$(metric process_resident_memory_bytes)" "$(metric process_heap_in_use_bytes)" \
             "$(metric process_heap_free_bytes)"
+        if [ -z "$first_fill" ] && [ "$written" -ge "$ENTRIES" ]; then
+            first_fill="$(awk -v heap="$(metric process_heap_in_use_bytes count)" -v before="$heap_before" \
+                -v n="$(metric ingest_result_index_entries count)" -v size="$(head -c 100000 "$WORK/chunk" | head -1 | wc -c)" \
+                'BEGIN { printf "heap per indexed verdict: %.0f bytes (the message itself: %d bytes)", (heap - before) / n, size }')"
+        fi
     fi
 done
+[ -z "$first_fill" ] || echo "$first_fill"
 cpu_ticks=$(( $(ingest_cpu_ticks) - cpu_at_start ))
 echo "ingest CPU per result (follower and index): $(awk -v t="$cpu_ticks" -v hz="$(getconf CLK_TCK)" -v n="$written" \
     'BEGIN { printf "%.1f", t / hz * 1e6 / n }') µs over $written results; load average $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -17,10 +17,12 @@ public enum AdminCommand: Sendable, Equatable {
     case massExtendStatus(productId: String, requestIdentifier: String)
     /// `waitSeconds`: how long to poll Get Test Notification Status for a send attempt.
     case testNotification(waitSeconds: Int)
+    /// `force`: finish without asking the ledger whether the purchase was delivered.
+    case finishTransaction(transactionId: String, force: Bool)
 
     public static let names = [
         "lookup-order", "subscription-status", "refund-history", "set-account-token", "extend-renewal", "mass-extend",
-        "mass-extend-status", "test-notification",
+        "mass-extend-status", "test-notification", "finish-transaction",
     ]
 
     /// The subcommand's name, as typed.
@@ -34,6 +36,7 @@ public enum AdminCommand: Sendable, Equatable {
         case .massExtend: "mass-extend"
         case .massExtendStatus: "mass-extend-status"
         case .testNotification: "test-notification"
+        case .finishTransaction: "finish-transaction"
         }
     }
 }
@@ -99,6 +102,7 @@ public struct AdminOptions: Sendable, Equatable {
         var product: String?
         var storefronts: [String]?
         var dryRun = false
+        var force = false
         var status: Int?
         var waitSeconds: Int?
         /// Flags given, to refuse those the subcommand does not take.
@@ -109,6 +113,7 @@ public struct AdminOptions: Sendable, Equatable {
             switch flag {
             case "--json": json = true
             case "--dry-run": dryRun = true
+            case "--force": force = true
             case "--environment":
                 let value = try arguments.value(for: flag).lowercased()
                 switch value {
@@ -220,6 +225,9 @@ public struct AdminOptions: Sendable, Equatable {
                 try only([])
                 let values = try arguments("PRODUCT_ID", "REQUEST_ID")
                 return .massExtendStatus(productId: values[0], requestIdentifier: values[1])
+            case "finish-transaction":
+                try only(["--force"])
+                return .finishTransaction(transactionId: try arguments("TRANSACTION_ID")[0], force: force)
             default:  // test-notification (the names were checked before)
                 try only(["--wait-seconds"])
                 _ = try arguments()

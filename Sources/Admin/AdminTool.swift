@@ -28,15 +28,18 @@ public enum AdminTool {
           mass-extend-status PRODUCT_ID REQUEST_ID
                                                  how far a mass extension got
           test-notification [--wait-seconds N]   Request a Test Notification and poll its status (default 30 s)
+          finish-transaction TRANSACTION_ID [--force]
+                                                 Finish Transaction (a purchase its app cannot finish); with
+                                                 LEDGER_URL only one the ledger delivered, unless --force
 
         Prints a summary (or one JSON object with --json) on stdout and one audit line per App Store call on stderr
         (endpoint, method, environment, attempt, HTTP status, Apple error code, duration; never tokens or signed
         data). 429 is retried after its Retry-After, 5xx and timeouts with a backoff, within --deadline-seconds
         (default 60) per call. --dry-run prints the request and sends nothing.
 
-        Exit status: 0 ok; 1 not found or nothing matched (or the test notification was not delivered); 2 bad usage
-        or settings; 3 Apple refused the request (4xx); 4 Apple or the ledger unavailable after retries; 5 Apple's
-        answer did not verify.
+        Exit status: 0 ok; 1 not found or nothing matched (or the test notification was not delivered, or the ledger
+        has not delivered the purchase to finish); 2 bad usage or settings; 3 Apple refused the request (4xx); 4 Apple
+        or the ledger unavailable after retries; 5 Apple's answer did not verify.
 
         Environment:
           APPLE_ISSUER_ID, APPLE_KEY_ID, APPLE_PRIVATE_KEY_FILE   the App Store Server API key (required)
@@ -139,6 +142,8 @@ public enum AdminTool {
             await RenewalExtensions.status(productId: productId, requestIdentifier: requestIdentifier, context)
         case .testNotification(let waitSeconds):
             await TestNotification.run(waitSeconds: waitSeconds, context)
+        case .finishTransaction(let transactionId, let force):
+            await FinishTransaction.run(transactionId: transactionId, force: force, context)
         }
     }
 }

@@ -45,7 +45,7 @@ enum TestNotification {
             case .failure(let error):
                 return AdminContext.failure(name, error, fields: fields)
             }
-            if let last, !last.sendAttemptResults.isEmpty { break }
+            if let last, !last.sendAttempts.isEmpty { break }
             guard AppleCaller.millisecondsLeft(until: waitUntil) > 0 else { break }
             try? await Task.sleep(for: pollInterval)
         }
@@ -62,7 +62,7 @@ enum TestNotification {
             }
         }
         return report(
-            token: token, environment: context.environment, attempts: last.sendAttemptResults,
+            token: token, environment: context.environment, attempts: last.sendAttempts,
             notificationUUID: notification?.notificationUUID,
             notificationType: notification?.notificationType?.rawValue,
             waitSeconds: waitSeconds)
@@ -70,7 +70,7 @@ enum TestNotification {
 
     /// Exit 0 when an attempt succeeded, 1 when none did (yet).
     static func report(
-        token: String, environment: AppStoreEnvironment, attempts: [CheckTestNotificationResponse.SendAttempt],
+        token: String, environment: AppStoreEnvironment, attempts: [SendAttempt],
         notificationUUID: String?, notificationType: String?, waitSeconds: Int
     ) -> AdminReport {
         let delivered = attempts.contains { $0.sendAttemptResult == "SUCCESS" }

@@ -217,7 +217,7 @@ final class FakeAppStoreHandler: HTTPHandler {
         let environment: String?
     }
 
-    /// `POST /admin/notification-history`: `{"signedPayload", "environment"?, "sendAttemptResults"?}`.
+    /// `POST /admin/notification-history`: `{"signedPayload", "environment"?, "sendAttempts"?}`.
     private func appendNotification(_ request: HTTPRequest) -> HTTPResponse {
         guard let body = try? JSONDecoder().decode(NotificationEntryBody.self, from: Data(request.body)) else {
             return .json(
@@ -225,7 +225,7 @@ final class FakeAppStoreHandler: HTTPHandler {
         }
         var attempts: String?
         if let object = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any],
-            let results = object["sendAttemptResults"], JSONSerialization.isValidJSONObject(results),
+            let results = object["sendAttempts"], JSONSerialization.isValidJSONObject(results),
             let data = try? JSONSerialization.data(withJSONObject: results)
         {
             attempts = String(decoding: data, as: UTF8.self)
@@ -236,7 +236,7 @@ final class FakeAppStoreHandler: HTTPHandler {
                 400, "{\"error\":{\"code\":\"bad_environment\",\"message\":\"Production or Sandbox\"}}")
         }
         serverAPI.appendNotification(
-            signedPayload: body.signedPayload, environment: environment, sendAttemptResultsJSON: attempts)
+            signedPayload: body.signedPayload, environment: environment, sendAttemptsJSON: attempts)
         return .json(200, "{\"appended\":true}")
     }
 
@@ -250,10 +250,13 @@ final class FakeAppStoreHandler: HTTPHandler {
         }
         if let id = request.query["transaction"] {
             let calls = serverAPI.calls(transaction: id)
+            let finished = [("Production", "finished_production"), ("Sandbox", "finished_sandbox")].map {
+                "\"\($0.1)\":\(serverAPI.isFinished(transaction: id, environment: $0.0))"
+            }.joined(separator: ",")
             return .json(
                 200,
                 "{\"transaction\":\(JSONText.quoted(id)),\"production\":\(calls.production),"
-                    + "\"sandbox\":\(calls.sandbox),\"total\":\(calls.total)}")
+                    + "\"sandbox\":\(calls.sandbox),\"total\":\(calls.total),\(finished)}")
         }
         let (calls, unauthorized) = serverAPI.totals
         let endpoints = serverAPI.endpointCalls.sorted { $0.key < $1.key }

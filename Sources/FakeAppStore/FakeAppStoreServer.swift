@@ -103,10 +103,10 @@ public final class FakeAppStoreServer: Sendable {
             case .added(let entry):
                 serverAPI.appendNotification(
                     signedPayload: entry.signedPayload, environment: entry.environment,
-                    sendAttemptResultsJSON: entry.sendAttemptResultsJSON)
+                    sendAttemptsJSON: entry.sendAttemptsJSON)
             case .attempted(let entry):
                 serverAPI.updateNotificationAttempts(
-                    signedPayload: entry.signedPayload, sendAttemptResultsJSON: entry.sendAttemptResultsJSON)
+                    signedPayload: entry.signedPayload, sendAttemptsJSON: entry.sendAttemptsJSON)
             }
         }
         do {
@@ -190,6 +190,11 @@ public final class FakeAppStoreServer: Sendable {
         return (calls.production, calls.sandbox)
     }
 
+    /// Whether Finish Transaction was called for transaction `id` in `environment` (`Production` or `Sandbox`).
+    public func isFinished(transaction id: String, environment: String = "Production") -> Bool {
+        handler.serverAPI.isFinished(transaction: id, environment: environment)
+    }
+
     /// Server API calls received about transaction `id`, by environment (401s before the id was read excluded).
     public func serverAPICalls(transaction id: String) -> (production: Int, sandbox: Int) {
         let calls = handler.serverAPI.calls(transaction: id)
@@ -212,12 +217,12 @@ public final class FakeAppStoreServer: Sendable {
     public var serverAPIUnauthorizedCount: Int { handler.serverAPI.totals.unauthorized }
 
     /// Adds an entry to Get Notification History in `environment` (`Production` or `Sandbox`), as if Apple had
-    /// sent the notification; `sendAttemptResultsJSON` is Apple's `sendAttemptResults` array (default: one
+    /// sent the notification; `sendAttemptsJSON` is Apple's `sendAttempts` array (default: one
     /// `SUCCESS` now).
     public func appendNotificationHistory(
-        signedPayload: String, environment: String = "Production", sendAttemptResultsJSON: String? = nil
+        signedPayload: String, environment: String = "Production", sendAttemptsJSON: String? = nil
     ) {
         handler.serverAPI.appendNotification(
-            signedPayload: signedPayload, environment: environment, sendAttemptResultsJSON: sendAttemptResultsJSON)
+            signedPayload: signedPayload, environment: environment, sendAttemptsJSON: sendAttemptsJSON)
     }
 }

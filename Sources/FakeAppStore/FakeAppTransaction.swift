@@ -72,7 +72,8 @@ public struct FakeAppTransaction: Codable, Sendable, Equatable {
 
     var resolvedEnvironment: String { environment ?? "Production" }
 
-    /// The `JWSAppTransactionDecodedPayload` JSON Apple would sign for it, signed at `signedDateMs`.
+    /// The `JWSAppTransactionDecodedPayload` JSON Apple would sign for it, signed at `signedDateMs` (its
+    /// `receiptCreationDate`).
     func payloadJSON(bundleId defaultBundleId: String, signedDateMs: Int64) -> [UInt8] {
         let sandbox = resolvedEnvironment.caseInsensitiveCompare("Sandbox") == .orderedSame
         var fields = FakeJSONObject()
@@ -90,8 +91,8 @@ public struct FakeAppTransaction: Codable, Sendable, Equatable {
         fields.integer("preorderDate", preorderDateMs)
         fields.string("appTransactionId", id)
         fields.string("originalPlatform", originalPlatform ?? "iOS")
-        fields.integer("signedDate", signedDateMs)
-        fields.string("environment", sandbox ? "Sandbox" : "Production")
+        // Apple's app transaction has neither `environment` (its environment is `receiptType`) nor `signedDate` (the
+        // signing date is `receiptCreationDate`): Apple's libraries' `AppTransaction` and their Xcode-signed sample.
         return fields.bytes
     }
 }

@@ -26,7 +26,7 @@ final class FakeServerAPI: Sendable {
     struct NotificationEntry: Sendable {
         let signedPayload: String
         /// `[{"attemptDate": ms, "sendAttemptResult": "SUCCESS"}]` as JSON text.
-        let sendAttemptResultsJSON: String
+        let sendAttemptsJSON: String
         let lastResult: String?
         let dateMs: Int64
         let notificationType: String?
@@ -46,6 +46,8 @@ final class FakeServerAPI: Sendable {
         var endpointCalls: [String: Int] = [:]
         var unauthorized = 0
         var notifications: [String: [NotificationEntry]] = [:]
+        /// Transactions Finish Transaction was called for, by `environment|id`.
+        var finished: Set<String> = []
         /// Signed answers reused for `signedReuseMs`: the JWS and Get Transaction Info's whole body.
         var signed: [String: (jws: String, infoBody: [UInt8], atMs: Int64)] = [:]
     }
@@ -136,6 +138,11 @@ final class FakeServerAPI: Sendable {
         state.withLock { $0.calls[id] ?? Calls() }
     }
 
+    /// Whether Finish Transaction was called for `id` in `environment` (`Production` or `Sandbox`).
+    func isFinished(transaction id: String, environment: String) -> Bool {
+        state.withLock { $0.finished.contains("\(environment)|\(id)") }
+    }
+
     var totals: (calls: Calls, unauthorized: Int) {
         state.withLock { ($0.totals, $0.unauthorized) }
     }
@@ -155,7 +162,7 @@ final class FakeServerAPI: Sendable {
 
     /// Adds a Get Notification History entry (`environment` `Production` or `Sandbox`). The payload is read
     /// (unverified) for its type, subtype, date and transaction ids, which the endpoint filters on.
-    func appendNotification(signedPayload: String, environment: String, sendAttemptResultsJSON: String?) {
+    func appendNotification(signedPayload: String, environment: String, sendAttemptsJSON: String?) {
         let payload = Self.unverifiedJSON(signedPayload)
         let data = payload?["data"] as? [String: Any]
         let transaction = (data?["signedTransactionInfo"] as? String).flatMap(Self.unverifiedJSON)
@@ -164,11 +171,11 @@ final class FakeServerAPI: Sendable {
         }
         let nowMs = SystemTime.wallMilliseconds()
         let dateMs = (payload?["signedDate"] as? NSNumber)?.int64Value ?? nowMs
-        let attempts = sendAttemptResultsJSON ?? "[{\"attemptDate\":\(nowMs),\"sendAttemptResult\":\"SUCCESS\"}]"
+        let attempts = sendAttemptsJSON ?? "[{\"attemptDate\":\(nowMs),\"sendAttemptResult\":\"SUCCESS\"}]"
         let lastResult = (try? JSONSerialization.jsonObject(with: Data(attempts.utf8)) as? [[String: Any]])?.last?[
             "sendAttemptResult"] as? String
         let entry = NotificationEntry(
-            signedPayload: signedPayload, sendAttemptResultsJSON: attempts, lastResult: lastResult, dateMs: dateMs,
+            signedPayload: signedPayload, sendAttemptsJSON: attempts, lastResult: lastResult, dateMs: dateMs,
             notificationType: payload?["notificationType"] as? String, subtype: payload?["subtype"] as? String,
             transactionIds: ids)
         state.withLock { state in
@@ -178,15 +185,15 @@ final class FakeServerAPI: Sendable {
     }
 
     /// Replaces the send attempts of the entry holding `signedPayload` (a notification the fake is still retrying).
-    func updateNotificationAttempts(signedPayload: String, sendAttemptResultsJSON: String) {
-        let lastResult = (try? JSONSerialization.jsonObject(with: Data(sendAttemptResultsJSON.utf8)) as? [[String: Any]])?
+    func updateNotificationAttempts(signedPayload: String, sendAttemptsJSON: String) {
+        let lastResult = (try? JSONSerialization.jsonObject(with: Data(sendAttemptsJSON.utf8)) as? [[String: Any]])?
             .last?["sendAttemptResult"] as? String
         state.withLock { state in
             for (environment, entries) in state.notifications {
                 guard let index = entries.lastIndex(where: { $0.signedPayload == signedPayload }) else { continue }
                 let old = entries[index]
                 state.notifications[environment]?[index] = NotificationEntry(
-                    signedPayload: old.signedPayload, sendAttemptResultsJSON: sendAttemptResultsJSON,
+                    signedPayload: old.signedPayload, sendAttemptsJSON: sendAttemptsJSON,
                     lastResult: lastResult, dateMs: old.dateMs, notificationType: old.notificationType,
                     subtype: old.subtype, transactionIds: old.transactionIds)
             }
@@ -229,7 +236,7 @@ final class FakeServerAPI: Sendable {
         state.withLock { $0.endpointCalls[route.endpoint.rawValue, default: 0] += 1 }
         switch route {
         case .transactionInfo(let id), .history(let id), .refundHistory(let id), .consumptionInformation(let id),
-            .subscriptionStatuses(let id), .setAppAccountToken(let id):
+            .subscriptionStatuses(let id), .setAppAccountToken(let id), .finishTransaction(let id):
             return transactionCall(route, id: id, bundleId: bundleId, environment: environment, request: request)
         case .extendRenewal(let id):
             // Apple names the original transaction here: its own codes for a bad or unknown one.
@@ -268,6 +275,7 @@ final class FakeServerAPI: Sendable {
         case orderLookup(String)
         case subscriptionStatuses(String)
         case setAppAccountToken(String)
+        case finishTransaction(String)
         case extendRenewal(String)
         case massExtend
         case massExtendStatus(productId: String, requestIdentifier: String)
@@ -285,6 +293,7 @@ final class FakeServerAPI: Sendable {
             case .orderLookup: .orderLookup
             case .subscriptionStatuses: .subscriptionStatuses
             case .setAppAccountToken: .setAppAccountToken
+            case .finishTransaction: .finishTransaction
             case .extendRenewal, .massExtend, .massExtendStatus: .extendRenewal
             case .requestTestNotification, .testNotificationStatus: .testNotification
             case .appTransactionInfo: .appTransactionInfo
@@ -350,6 +359,10 @@ final class FakeServerAPI: Sendable {
                     delayMs)
             case .setAppAccountToken:
                 return (setAppAccountToken(transaction, id: id, body: request.body), delayMs)
+            case .finishTransaction:
+                // Apple: 200 with no body; the transaction is finished (again, when it was: nothing changes).
+                _ = state.withLock { $0.finished.insert("\(environment)|\(id)") }
+                return (HTTPResponse(status: 200, headers: [], body: []), delayMs)
             case .extendRenewal:
                 return (
                     extendRenewal(
@@ -451,7 +464,7 @@ final class FakeServerAPI: Sendable {
         let next = offset + page.count
         let hasMore = next < entries.count
         let items = page.map {
-            "{\"signedPayload\":\(JSONText.quoted($0.signedPayload)),\"sendAttemptResults\":\($0.sendAttemptResultsJSON)}"
+            "{\"signedPayload\":\(JSONText.quoted($0.signedPayload)),\"sendAttempts\":\($0.sendAttemptsJSON)}"
         }
         return .json(
             200,
@@ -549,6 +562,12 @@ extension FakeServerAPI {
             }
         case "POST":
             if path == "/inApps/v1/subscriptions/extend/mass" { return .massExtend }
+            let finishSuffix = "/finish"
+            if path.hasSuffix(finishSuffix),
+                let id = suffix(String(path.dropLast(finishSuffix.count)), after: "/inApps/v1/transactions/")
+            {
+                return .finishTransaction(id)
+            }
             if path == "/inApps/v1/notifications/test" { return .requestTestNotification }
         default:
             break

@@ -69,6 +69,8 @@ public struct FakeServerTransaction: Codable, Sendable, Equatable {
     public var customer: String?
     /// 1 introductory offer ... (with `offerDiscountType` `FREE_TRIAL`: a trial).
     public var offerType: Int?
+    /// `offerIdentifier` of the offer (written when set).
+    public var offerIdentifier: String?
     public var offerDiscountType: String?
     public var priceMilliunits: Int64?
     public var currency: String?
@@ -93,7 +95,8 @@ public struct FakeServerTransaction: Codable, Sendable, Equatable {
         revocationDateMs: Int64? = nil, revocationDateUnreadable: Bool? = nil, revocationReason: Int? = nil,
         revocationType: String? = nil, revocationPercentage: Int? = nil, appAccountToken: String? = nil,
         familyShared: Bool? = nil, ownership: String? = nil, webOrderLineItemId: String? = nil,
-        customer: String? = nil, offerType: Int? = nil, offerDiscountType: String? = nil,
+        customer: String? = nil, offerType: Int? = nil, offerIdentifier: String? = nil,
+        offerDiscountType: String? = nil,
         priceMilliunits: Int64? = nil, currency: String? = nil, failures: [Failure]? = nil,
         productionUnauthorized: Bool? = nil, delayMs: Int? = nil, orderId: String? = nil,
         subscriptionGroup: String? = nil, appTransactionId: String? = nil
@@ -119,6 +122,7 @@ public struct FakeServerTransaction: Codable, Sendable, Equatable {
         self.webOrderLineItemId = webOrderLineItemId
         self.customer = customer
         self.offerType = offerType
+        self.offerIdentifier = offerIdentifier
         self.offerDiscountType = offerDiscountType
         self.priceMilliunits = priceMilliunits
         self.currency = currency
@@ -145,6 +149,7 @@ public struct FakeServerTransaction: Codable, Sendable, Equatable {
         case familyShared = "family_shared"
         case webOrderLineItemId = "web_order_line_item_id"
         case offerType = "offer_type"
+        case offerIdentifier = "offer_identifier"
         case offerDiscountType = "offer_discount_type"
         case priceMilliunits = "price_milliunits"
         case appTransactionId = "app_transaction_id"
@@ -205,6 +210,7 @@ public struct FakeServerTransaction: Codable, Sendable, Equatable {
         if let revocationType { fields.append("\"revocationType\":\(JSONText.quoted(revocationType))") }
         if let revocationPercentage { fields.append("\"revocationPercentage\":\(revocationPercentage)") }
         if let offerType { fields.append("\"offerType\":\(offerType)") }
+        if let offerIdentifier { fields.append("\"offerIdentifier\":\(JSONText.quoted(offerIdentifier))") }
         if let offerDiscountType { fields.append("\"offerDiscountType\":\(JSONText.quoted(offerDiscountType))") }
         if let appTransactionId { fields.append("\"appTransactionId\":\(JSONText.quoted(appTransactionId))") }
         if isAutoRenewable {

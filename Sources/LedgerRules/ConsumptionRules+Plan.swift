@@ -37,6 +37,27 @@ extension ConsumptionRules {
             self.preference = preference
             self.sampleContentProvided = sampleContentProvided
         }
+
+        /// What is sent: the facts by Apple's field rules for the product's kind (`ConsumptionRules.body`).
+        public var body: Body {
+            ConsumptionRules.body(for: facts, preference: preference, sampleContentProvided: sampleContentProvided)
+        }
+    }
+
+    /// What the recorded `CONSUMPTION_REQUEST` says of itself.
+    public struct Request: Sendable, Equatable {
+        /// The `product_type` its transaction named (Apple's `type`, as signed); nil when it named none.
+        public var productKind: ProductKind?
+        /// Apple's `consumptionRequestReason`; nil when the notification carried none.
+        public var reason: String?
+        /// The purchase's key is a subscription period's (`ProductKind.resolved`).
+        public var isSubscriptionPeriod: Bool
+
+        public init(productKind: ProductKind? = nil, reason: String? = nil, isSubscriptionPeriod: Bool = false) {
+            self.productKind = productKind
+            self.reason = reason
+            self.isSubscriptionPeriod = isSubscriptionPeriod
+        }
     }
 
     public enum Plan: Sendable, Equatable {
@@ -60,15 +81,20 @@ extension ConsumptionRules {
     /// - Parameters:
     ///   - consented: the owner's consent as recorded (nil: never asked).
     ///   - deadlineMs: Apple's deadline (12 hours after it signed the request).
+    ///   - request: what the request says of itself: the product's kind (which decides the body's fields) and why
+    ///     the customer asked (which rules may condition on).
     public static func plan(
         mode: Mode, nowMs: Int64, deadlineMs: Int64, state: PurchaseState, balance: Int64?, consented: Bool?,
-        policy: Policy
+        policy: Policy, request: Request = Request()
     ) -> Plan {
         if mode == .off { return .unanswered(.responderOff) }
         if nowMs >= deadlineMs { return .unanswered(.deadlinePassed) }
         guard state.owner != nil else { return .unanswered(.noOwner) }
         guard consented == true else { return .unanswered(.noConsent) }
-        let facts = facts(of: state, balance: balance, nowMs: nowMs)
+        var facts = facts(of: state, balance: balance, nowMs: nowMs)
+        facts.productKind = ProductKind.resolved(
+            named: request.productKind, recorded: state.productKind, isSubscriptionPeriod: request.isSubscriptionPeriod)
+        facts.requestReason = request.reason
         let chosen = preference(for: facts, rules: policy.rules)
         let answer = Answer(
             facts: facts, rule: chosen?.rule, preference: chosen?.preference,

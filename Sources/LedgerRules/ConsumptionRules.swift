@@ -18,16 +18,26 @@ public enum ConsumptionRules {
         case grantProrated = "GRANT_PRORATED"
     }
 
-    /// What the ledger knows of the purchase.
+    /// What the ledger knows of the purchase, and of the request.
     public struct Facts: Sendable, Equatable {
         public var deliveryStatus: DeliveryStatus
         /// How much of it was consumed, in thousandths of a percent (Apple's `consumptionPercentage`); nil when it
         /// cannot be told (nothing delivered, a purchase for good, a null credit).
         public var consumedPercentage: Int64?
+        /// What kind of product it is (`ProductKind.resolved`); nil when unknown. Apple's field rules depend on it.
+        public var productKind: ProductKind?
+        /// Apple's `consumptionRequestReason` of the request (`requestReasons`, or another value Apple added); nil
+        /// when the notification carried none.
+        public var requestReason: String?
 
-        public init(deliveryStatus: DeliveryStatus, consumedPercentage: Int64?) {
+        public init(
+            deliveryStatus: DeliveryStatus, consumedPercentage: Int64?, productKind: ProductKind? = nil,
+            requestReason: String? = nil
+        ) {
             self.deliveryStatus = deliveryStatus
             self.consumedPercentage = consumedPercentage
+            self.productKind = productKind
+            self.requestReason = requestReason
         }
 
         public var isDelivered: Bool { deliveryStatus == .delivered }
@@ -42,7 +52,8 @@ public enum ConsumptionRules {
     /// customer got it). Waiting for an owner, refused or never seen is undelivered (`UNDELIVERED_OTHER`). Items:
     /// the share of the credited amount no longer in the balance, counting the balance as this purchase's first
     /// (the customer spent older units first: the smallest consumption the balance allows). Entitlements: the
-    /// share of the period from purchase to expiry elapsed; one granted for good has no share.
+    /// share of the period from purchase to expiry elapsed; one granted for good has no share. The product's kind and
+    /// the request's reason are the plan's to add (`plan`: they come from the request as much as from the state).
     public static func facts(of state: PurchaseState, balance: Int64?, nowMs: Int64) -> Facts {
         switch state.status {
         case .none, .pendingOwner, .refused:
@@ -82,20 +93,31 @@ public enum ConsumptionRules {
         public var consumedAbove: Int64?
         /// Matches when at most this was consumed.
         public var consumedAtMost: Int64?
+        /// Matches only purchases of these kinds (a nil member: of unknown kind); nil: any.
+        public var productKinds: Set<ProductKind?>?
+        /// Matches only requests with one of these `consumptionRequestReason`s; nil: any (a request without a
+        /// reason matches no reason).
+        public var requestReasons: Set<String>?
         public var preference: RefundPreference
 
         public init(
             delivered: Bool? = nil, consumedAbove: Int64? = nil, consumedAtMost: Int64? = nil,
-            preference: RefundPreference
+            productKinds: Set<ProductKind?>? = nil, requestReasons: Set<String>? = nil, preference: RefundPreference
         ) {
             self.delivered = delivered
             self.consumedAbove = consumedAbove
             self.consumedAtMost = consumedAtMost
+            self.productKinds = productKinds
+            self.requestReasons = requestReasons
             self.preference = preference
         }
 
         func matches(_ facts: Facts) -> Bool {
             if let delivered, delivered != facts.isDelivered { return false }
+            if let productKinds, !productKinds.contains(facts.productKind) { return false }
+            if let requestReasons {
+                guard let reason = facts.requestReason, requestReasons.contains(reason) else { return false }
+            }
             if let consumedAbove {
                 guard let consumed = facts.consumedPercentage, consumed > consumedAbove else { return false }
             }
@@ -106,9 +128,15 @@ public enum ConsumptionRules {
         }
     }
 
-    /// The first rule that matches, with its position (for the audit record); nil: send no preference.
+    /// The first rule that matches, with its position (for the audit record); nil: send no preference. A rule
+    /// matches only where Apple accepts its preference (`refusal(of:)`): a `GRANT_PRORATED` rule never matches a
+    /// consumable consumed 0 %, say. A policy file cannot hold such a rule (`ConsumptionRules.refusedCase(of:)`
+    /// refuses it at load), so this is a guard, never the policy.
     public static func preference(for facts: Facts, rules: [PolicyRule]) -> (rule: Int, preference: RefundPreference)? {
-        for (index, rule) in rules.enumerated() where rule.matches(facts) { return (index, rule.preference) }
+        for (index, rule) in rules.enumerated()
+        where rule.matches(facts) && refusal(of: body(for: facts, preference: rule.preference)) == nil {
+            return (index, rule.preference)
+        }
         return nil
     }
 }

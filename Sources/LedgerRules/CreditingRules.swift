@@ -89,6 +89,7 @@ public enum CreditingRules {
                 var waiting = state
                 waiting.status = .pendingOwner
                 waiting.productId = claim.productId
+                waiting.productKind = claim.productKind ?? state.productKind
                 return LedgerDecision(state: waiting, actions: [.waitForOwner])
             }
             return firstCredit(claim, owner: owner, state, sandbox)
@@ -135,6 +136,7 @@ public enum CreditingRules {
         next.creditedAtMs = claim.atMs
         next.book = book ?? .production
         next.purchaseDateMs = claim.purchaseDateMs
+        next.productKind = claim.productKind ?? state.productKind
         var actions: [LedgerAction] = []
         switch grant {
         case .item(let item, let amount):
@@ -198,6 +200,7 @@ public enum CreditingRules {
             next.expiresDateMs = wouldBe.state.expiresDateMs
             next.book = wouldBe.state.book
             next.purchaseDateMs = wouldBe.state.purchaseDateMs
+            next.productKind = wouldBe.state.productKind
         }
         return LedgerDecision(
             state: next, actions: [.recordRefusedClaim(userId: claimant, submissionId: submissionId, atMs: claim.atMs)])

@@ -22,11 +22,13 @@ public struct CreditClaim: Sendable, Equatable {
     public var ownership: Ownership
     /// Apple's `purchase_date_ms`: where a subscription period starts (upgrades compare periods by it).
     public var purchaseDateMs: Int64?
+    /// The transaction's `product_type` (nil: it named none, or one the ledger does not know).
+    public var productKind: ProductKind?
 
     public init(
         source: Source, owner: String?, productId: String, credit: CreditShape, quantity: Int64,
         expiresDateMs: Int64?, atMs: Int64, environment: PurchaseEnvironment = .production,
-        ownership: Ownership = .purchased, purchaseDateMs: Int64? = nil
+        ownership: Ownership = .purchased, purchaseDateMs: Int64? = nil, productKind: ProductKind? = nil
     ) {
         self.source = source
         self.owner = owner
@@ -38,6 +40,7 @@ public struct CreditClaim: Sendable, Equatable {
         self.environment = environment
         self.ownership = ownership
         self.purchaseDateMs = purchaseDateMs
+        self.productKind = productKind
     }
 }
 

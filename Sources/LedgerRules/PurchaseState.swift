@@ -50,13 +50,16 @@ public struct PurchaseState: Sendable, Equatable {
     public var upgradedAtMs: Int64?
     /// Units the upgrade took back: never given back by a refund's reversal, and already taken for a later refund.
     public var upgradeTaken: Int64
+    /// The product's kind as the credited transaction named it (`product_type`); nil when unknown (purchases
+    /// recorded before migration 7, or a message that named none).
+    public var productKind: ProductKind?
 
     public init(
         status: PurchaseStatus = .none, owner: String? = nil, productId: String? = nil, grant: Grant? = nil,
         quantity: Int64 = 1, expiresDateMs: Int64? = nil, amountCredited: Int64 = 0, amountDebited: Int64 = 0,
         lastDebit: Int64 = 0, creditedAtMs: Int64? = nil, book: Book = .production, purchaseDateMs: Int64? = nil,
         refusedPercentage: Int64? = nil, lastEventSignedMs: Int64? = nil, upgradeReported: Bool = false,
-        upgradedAtMs: Int64? = nil, upgradeTaken: Int64 = 0
+        upgradedAtMs: Int64? = nil, upgradeTaken: Int64 = 0, productKind: ProductKind? = nil
     ) {
         self.status = status
         self.owner = owner
@@ -75,6 +78,7 @@ public struct PurchaseState: Sendable, Equatable {
         self.upgradeReported = upgradeReported
         self.upgradedAtMs = upgradedAtMs
         self.upgradeTaken = upgradeTaken
+        self.productKind = productKind
     }
 
     /// A purchase the ledger has never seen.

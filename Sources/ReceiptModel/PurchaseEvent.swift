@@ -30,12 +30,32 @@ public struct RenewalSummary: Codable, Sendable, Equatable {
     public var renewalBillingPlanType: String?
     /// The renewal info's `appTransactionId` (2025; the same as its transaction's); null when Apple's data has none.
     public var appTransactionId: String?
+    /// What the next renewal will cost (round 5): `renewalPrice` in milli-units of `currency` (9990 = 9.99) and the
+    /// ISO 4217 `currency`, as Apple signed them; null when Apple's data has none. Informational (support, a price
+    /// increase's effect); Apple: not for revenue reporting.
+    public var renewalPrice: Int64?
+    public var currency: String?
+    /// The offer that applies to the next renewal (round 5), as Apple wrote it: `offerType` (1 introductory, 2
+    /// promotional, 3 offer code, 4 win-back, 5 retention; a later value kept as it is), `offerIdentifier`,
+    /// `offerDiscountType`, `offerPeriod`; null without one.
+    public var offerType: Int64?
+    public var offerIdentifier: String?
+    public var offerDiscountType: String?
+    public var offerPeriod: String?
 
     public init(
         autoRenewStatus: Int?, autoRenewProductId: String?, expirationIntent: Int?, gracePeriodExpiresDateMs: Int64?,
-        isInBillingRetryPeriod: Bool?, renewalBillingPlanType: String? = nil, appTransactionId: String? = nil
+        isInBillingRetryPeriod: Bool?, renewalBillingPlanType: String? = nil, appTransactionId: String? = nil,
+        renewalPrice: Int64? = nil, currency: String? = nil, offerType: Int64? = nil, offerIdentifier: String? = nil,
+        offerDiscountType: String? = nil, offerPeriod: String? = nil
     ) {
         self.appTransactionId = appTransactionId
+        self.renewalPrice = renewalPrice
+        self.currency = currency
+        self.offerType = offerType
+        self.offerIdentifier = offerIdentifier
+        self.offerDiscountType = offerDiscountType
+        self.offerPeriod = offerPeriod
         self.renewalBillingPlanType = renewalBillingPlanType
         self.autoRenewStatus = autoRenewStatus
         self.autoRenewProductId = autoRenewProductId
@@ -52,6 +72,12 @@ public struct RenewalSummary: Codable, Sendable, Equatable {
         case isInBillingRetryPeriod = "is_in_billing_retry_period"
         case renewalBillingPlanType = "renewal_billing_plan_type"
         case appTransactionId = "app_transaction_id"
+        case renewalPrice = "renewal_price"
+        case currency
+        case offerType = "offer_type"
+        case offerIdentifier = "offer_identifier"
+        case offerDiscountType = "offer_discount_type"
+        case offerPeriod = "offer_period"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -63,6 +89,12 @@ public struct RenewalSummary: Codable, Sendable, Equatable {
         try c.encode(isInBillingRetryPeriod, forKey: .isInBillingRetryPeriod)
         try c.encode(renewalBillingPlanType, forKey: .renewalBillingPlanType)
         try c.encode(appTransactionId, forKey: .appTransactionId)
+        try c.encode(renewalPrice, forKey: .renewalPrice)
+        try c.encode(currency, forKey: .currency)
+        try c.encode(offerType, forKey: .offerType)
+        try c.encode(offerIdentifier, forKey: .offerIdentifier)
+        try c.encode(offerDiscountType, forKey: .offerDiscountType)
+        try c.encode(offerPeriod, forKey: .offerPeriod)
     }
 }
 
@@ -96,14 +128,19 @@ public struct PurchaseEvent: Codable, Sendable, Equatable {
     /// `RESCIND_CONSENT` (2026-12): the verified `appData.signedAppTransactionInfo`'s `appTransactionId`, the app
     /// download whose owner withdrew consent; null for every other notification.
     public var appTransactionId: String?
+    /// `CONSUMPTION_REQUEST` (round 5): Apple's `data.consumptionRequestReason`, why the customer asked for a refund
+    /// (`UNINTENDED_PURCHASE`, `FULFILLMENT_ISSUE`, `UNSATISFIED_WITH_PURCHASE`, `LEGAL`, `OTHER`; a value Apple adds
+    /// later is carried as it is); null when Apple's notification has none (every other type).
+    public var consumptionRequestReason: String?
 
     public init(
         eventId: String, type: PurchaseEventType, notificationType: String, subtype: String?,
         environment: AppStoreEnvironment?, bundleId: String?, appAppleId: Int64?, transaction: VerifiedTransaction?,
         renewal: RenewalSummary?, subscriptionStatus: Int?, familyShared: Bool, signedDateMs: Int64,
-        receivedAtMs: Int64, appTransactionId: String? = nil
+        receivedAtMs: Int64, appTransactionId: String? = nil, consumptionRequestReason: String? = nil
     ) {
         self.appTransactionId = appTransactionId
+        self.consumptionRequestReason = consumptionRequestReason
         self.schemaVersion = Self.currentSchemaVersion
         self.eventId = eventId
         self.type = type
@@ -129,6 +166,7 @@ public struct PurchaseEvent: Codable, Sendable, Equatable {
         case bundleId = "bundle_id"
         case appAppleId = "app_apple_id"
         case appTransactionId = "app_transaction_id"
+        case consumptionRequestReason = "consumption_request_reason"
         case transaction, renewal
         case subscriptionStatus = "subscription_status"
         case familyShared = "family_shared"
@@ -148,6 +186,7 @@ public struct PurchaseEvent: Codable, Sendable, Equatable {
         try c.encode(bundleId, forKey: .bundleId)
         try c.encode(appAppleId, forKey: .appAppleId)
         try c.encode(appTransactionId, forKey: .appTransactionId)
+        try c.encode(consumptionRequestReason, forKey: .consumptionRequestReason)
         try c.encode(transaction, forKey: .transaction)
         try c.encode(renewal, forKey: .renewal)
         try c.encode(subscriptionStatus, forKey: .subscriptionStatus)

@@ -58,6 +58,17 @@ public struct VerifiedTransaction: Codable, Sendable, Equatable {
     public var currency: String?
     /// A signed transaction's `transactionReason`: `PURCHASE` or `RENEWAL`.
     public var transactionReason: String?
+    /// Signed data's `offerType` (round 5), as Apple wrote it: 1 introductory offer, 2 promotional offer, 3 offer code,
+    /// 4 win-back offer, 5 retention offer (WWDC26); a value Apple adds later is carried as it is. Null without an
+    /// offer and from verifyReceipt. Informational: no money rule reads it.
+    public var offerType: Int64?
+    /// Signed data's `offerIdentifier`: the promotional offer, offer code or win-back offer's identifier (for offer
+    /// codes, the reference name); null without one and from verifyReceipt.
+    public var offerIdentifier: String?
+    /// Signed data's `storefront` (ISO 3166-1 alpha-3, `USA`) and `storefrontId` (Apple's number, `143441`): where the
+    /// purchase was made; null from verifyReceipt.
+    public var storefront: String?
+    public var storefrontId: String?
 
     public init(
         transactionId: String, originalTransactionId: String?, productId: String, quantity: Int, purchaseDateMs: Int64,
@@ -68,9 +79,14 @@ public struct VerifiedTransaction: Codable, Sendable, Equatable {
         price: Int64? = nil, currency: String? = nil, transactionReason: String? = nil,
         notCreditableReason: NotCreditableReason? = nil, offerDiscountType: String? = nil, offerPeriod: String? = nil,
         billingPlanType: String? = nil, commitmentInfo: JSONValue? = nil, appTransactionId: String? = nil,
-        environment: AppStoreEnvironment
+        offerType: Int64? = nil, offerIdentifier: String? = nil, storefront: String? = nil,
+        storefrontId: String? = nil, environment: AppStoreEnvironment
     ) {
         self.appTransactionId = appTransactionId
+        self.offerType = offerType
+        self.offerIdentifier = offerIdentifier
+        self.storefront = storefront
+        self.storefrontId = storefrontId
         self.offerDiscountType = offerDiscountType
         self.offerPeriod = offerPeriod
         self.billingPlanType = billingPlanType
@@ -131,6 +147,10 @@ public struct VerifiedTransaction: Codable, Sendable, Equatable {
         case price
         case currency
         case transactionReason = "transaction_reason"
+        case offerType = "offer_type"
+        case offerIdentifier = "offer_identifier"
+        case storefront
+        case storefrontId = "storefront_id"
     }
 
     // Absent values are written as null (the contract), not omitted.
@@ -164,6 +184,10 @@ public struct VerifiedTransaction: Codable, Sendable, Equatable {
         try c.encode(price, forKey: .price)
         try c.encode(currency, forKey: .currency)
         try c.encode(transactionReason, forKey: .transactionReason)
+        try c.encode(offerType, forKey: .offerType)
+        try c.encode(offerIdentifier, forKey: .offerIdentifier)
+        try c.encode(storefront, forKey: .storefront)
+        try c.encode(storefrontId, forKey: .storefrontId)
     }
 
     public init(from decoder: any Decoder) throws {
@@ -199,5 +223,10 @@ public struct VerifiedTransaction: Codable, Sendable, Equatable {
         price = try c.decodeIfPresent(Int64.self, forKey: .price)
         currency = try c.decodeIfPresent(String.self, forKey: .currency)
         transactionReason = try c.decodeIfPresent(String.self, forKey: .transactionReason)
+        // Absent in messages written before round 5.
+        offerType = try c.decodeIfPresent(Int64.self, forKey: .offerType)
+        offerIdentifier = try c.decodeIfPresent(String.self, forKey: .offerIdentifier)
+        storefront = try c.decodeIfPresent(String.self, forKey: .storefront)
+        storefrontId = try c.decodeIfPresent(String.self, forKey: .storefrontId)
     }
 }

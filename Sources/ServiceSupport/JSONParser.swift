@@ -38,18 +38,18 @@ public struct JSONParser {
         }
     }
 
-    private let bytes: UnsafeBufferPointer<UInt8>
-    private var index = 0
+    let bytes: UnsafeBufferPointer<UInt8>
+    var index = 0
     /// No number so far had a fraction or an exponent or was outside Int64.
     private var onlyPlainIntegers = true
 
-    private init(_ bytes: UnsafeBufferPointer<UInt8>) {
+    init(_ bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
     }
 
-    private func failure(_ what: String) -> Failure { Failure(description: what, offset: index) }
+    func failure(_ what: String) -> Failure { Failure(description: what, offset: index) }
 
-    private mutating func skipWhitespace() {
+    mutating func skipWhitespace() {
         while index < bytes.count {
             switch bytes[index] {
             case 0x20, 0x09, 0x0A, 0x0D: index += 1
@@ -58,7 +58,7 @@ public struct JSONParser {
         }
     }
 
-    private mutating func value(depth: Int) throws(Failure) -> JSONValue {
+    mutating func value(depth: Int) throws(Failure) -> JSONValue {
         guard index < bytes.count else { throw failure("unexpected end") }
         switch bytes[index] {
         case UInt8(ascii: "{"): return try object(depth: depth + 1)
@@ -72,9 +72,18 @@ public struct JSONParser {
         }
     }
 
-    private mutating func literal(_ word: StaticString) throws(Failure) {
+    mutating func literal(_ word: StaticString) throws(Failure) {
         let count = word.utf8CodeUnitCount
         guard index + count <= bytes.count else { throw failure("unexpected end") }
+        // `true`, `null` and the first four bytes of `false` as one word (a result holds dozens of nulls).
+        if let base = bytes.baseAddress, count >= 4,
+            UnsafeRawPointer(base + index).loadUnaligned(as: UInt32.self)
+                == UnsafeRawPointer(word.utf8Start).loadUnaligned(as: UInt32.self),
+            count == 4 || bytes[index + 4] == word.utf8Start[4]
+        {
+            index += count
+            return
+        }
         for offset in 0..<count where bytes[index + offset] != word.utf8Start[offset] {
             throw failure("unexpected character")
         }
@@ -141,13 +150,34 @@ public struct JSONParser {
     /// generic, and its unspecialized validation looked up two generic types' metadata per string (about 650 of
     /// its ~975 instructions; 40 strings per result: 15 % of the ledger's instructions, `bench/ledger-callgrind.sh`).
     /// Anything else is validated strictly (never repaired).
-    private func text(_ bytes: UnsafeBufferPointer<UInt8>, isASCII: Bool) throws(Failure) -> String {
+    func text(_ bytes: UnsafeBufferPointer<UInt8>, isASCII: Bool) throws(Failure) -> String {
         if isASCII { return String(decoding: bytes, as: UTF8.self) }
         guard let text = String(validating: bytes, as: UTF8.self) else { throw failure("invalid UTF-8") }
         return text
     }
 
     private mutating func string() throws(Failure) -> String {
+        let start = index + 1
+        var decoded: [UInt8] = []
+        switch try scanString(decodingInto: &decoded) {
+        case .plain(let end, let isASCII): return try text(UnsafeBufferPointer(rebasing: bytes[start..<end]), isASCII: isASCII)
+        case .escaped(let isASCII):
+            return try decoded.withUnsafeBufferPointer { buffer throws(Failure) in try text(buffer, isASCII: isASCII) }
+        }
+    }
+
+    /// A string as `scanString` found it.
+    enum ScannedString {
+        /// No escapes: the text is the input's bytes from after the opening quote up to `end` (the closing quote).
+        case plain(end: Int, isASCII: Bool)
+        /// With escapes: the text was appended, decoded, to the caller's buffer.
+        case escaped(isASCII: Bool)
+    }
+
+    /// Reads the string at `index` (its opening quote) and moves past its closing quote, checking that it holds no
+    /// control character and only valid escapes (a lone surrogate is an error). Its UTF-8 is the caller's to check
+    /// (`text` does, when it makes the `String`): `isASCII` says when there is nothing to check.
+    mutating func scanString(decodingInto decoded: inout [UInt8]) throws(Failure) -> ScannedString {
         index += 1
         let start = index
         // Every byte's bits together: below 0x80 means ASCII, valid UTF-8 as it is.
@@ -164,12 +194,20 @@ public struct JSONParser {
             let highBits: UInt64 = 0x8080_8080_8080_8080
             var wordBits: UInt64 = 0
             while end + 8 <= count {
-                let word = UnsafeRawPointer(base + end).loadUnaligned(as: UInt64.self)
+                // Byte 0 of the word is the first in memory, whatever the machine's byte order.
+                let word = UInt64(littleEndian: UnsafeRawPointer(base + end).loadUnaligned(as: UInt64.self))
                 let quote = word ^ (ones &* UInt64(UInt8(ascii: "\"")))
                 let backslash = word ^ (ones &* UInt64(UInt8(ascii: "\\")))
                 let stops =
                     ((quote &- ones) & ~quote) | ((backslash &- ones) & ~backslash) | ((word &- ones &* 0x20) & ~word)
-                if stops & highBits != 0 { break }
+                if stops & highBits != 0 {
+                    // The lowest flagged byte is a stop (a borrow runs only upwards, from a byte that is one):
+                    // step to it, with the bytes before it seen.
+                    let stop = (stops & highBits).trailingZeroBitCount >> 3
+                    wordBits |= stop == 0 ? 0 : word & (UInt64.max >> (64 - 8 * UInt64(stop)))
+                    end += stop
+                    break
+                }
                 wordBits |= word
                 end += 8
             }
@@ -185,21 +223,18 @@ public struct JSONParser {
         if index < count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
-                let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
                 index += 1
-                return try text(slice, isASCII: bitsSeen < 0x80)
+                return .plain(end: end, isASCII: bitsSeen < 0x80)
             }
             guard byte >= 0x20 else { throw failure("a control character in a string") }
         }
-        var decoded = Array(UnsafeBufferPointer(rebasing: bytes[start..<index]))
+        decoded.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index]))
         while index < bytes.count {
             let byte = bytes[index]
             switch byte {
             case UInt8(ascii: "\""):
                 index += 1
-                return try decoded.withUnsafeBufferPointer { buffer throws(Failure) in
-                    try text(buffer, isASCII: !buffer.contains { $0 >= 0x80 })
-                }
+                return .escaped(isASCII: bitsSeen < 0x80)
             case UInt8(ascii: "\\"):
                 index += 1
                 guard index < bytes.count else { throw failure("unexpected end") }
@@ -212,11 +247,14 @@ public struct JSONParser {
                 case UInt8(ascii: "n"): decoded.append(0x0A)
                 case UInt8(ascii: "r"): decoded.append(0x0D)
                 case UInt8(ascii: "t"): decoded.append(0x09)
-                case UInt8(ascii: "u"): try unicodeEscape(into: &decoded)
+                case UInt8(ascii: "u"):
+                    try unicodeEscape(into: &decoded)
+                    bitsSeen |= decoded.last ?? 0
                 default: throw failure("unknown escape")
                 }
             default:
                 guard byte >= 0x20 else { throw failure("a control character in a string") }
+                bitsSeen |= byte
                 decoded.append(byte)
                 index += 1
             }
@@ -259,7 +297,7 @@ public struct JSONParser {
         return value
     }
 
-    private mutating func number() throws(Failure) -> JSONValue {
+    mutating func number() throws(Failure) -> JSONValue {
         let start = index
         if bytes[index] == UInt8(ascii: "-") { index += 1 }
         guard index < bytes.count else { throw failure("unexpected end") }

@@ -57,6 +57,12 @@ import Testing
                 == .massExtendStatus(productId: "monthly", requestIdentifier: "req-1"))
         #expect(try parse(["test-notification"]).command == .testNotification(waitSeconds: 30))
         #expect(try parse(["test-notification", "--wait-seconds", "5"]).command == .testNotification(waitSeconds: 5))
+        #expect(
+            try parse(["finish-transaction", "2000000000000005"]).command
+                == .finishTransaction(transactionId: "2000000000000005", force: false))
+        #expect(
+            try parse(["finish-transaction", "--force", "2000000000000005", "--environment", "sandbox"]).command
+                == .finishTransaction(transactionId: "2000000000000005", force: true))
     }
 
     @Test func applesLimitsAndMissingArgumentsAreUsageErrors() {
@@ -80,6 +86,9 @@ import Testing
             (["subscription-status", "1", "--status", "6"], "--status takes"),
             (["refund-history", "1", "--environment", "xcode"], "production or sandbox"),
             (["test-notification", "extra"], "test-notification takes no arguments"),
+            (["finish-transaction"], "finish-transaction takes TRANSACTION_ID"),
+            (["finish-transaction", "1", "--dry-run"], "finish-transaction does not take --dry-run"),
+            (["lookup-order", "A", "--force"], "lookup-order does not take --force"),
         ]
         for (arguments, expected) in cases {
             let message = problem(arguments)

@@ -150,7 +150,7 @@ import Testing
         #expect(try object(noRefund)["refunds"] as? [Any] != nil)
 
         let attempts = try JSONDecoder().decode(
-            [CheckTestNotificationResponse.SendAttempt].self,
+            [SendAttempt].self,
             from: Data(#"[{"attemptDate":1767225600000,"sendAttemptResult":"SOCKET_ISSUE"}]"#.utf8))
         let failed = TestNotification.report(
             token: "t", environment: .production, attempts: attempts, notificationUUID: "u", notificationType: "TEST",
@@ -158,6 +158,18 @@ import Testing
         #expect(failed.exitCode == .notFound)
         #expect(try object(failed)["delivered"] as? Bool == false)
         #expect(failed.rendered(json: false).contains("SOCKET_ISSUE"))
+        // Issue 41 item 6: Apple's own Get Test Notification Status answer (its library's test data: attempts under
+        // `sendAttempts`, the second a SUCCESS) through the client's answer type: delivered, exit 0.
+        let apples = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent(
+                "AppStoreTests/Fixtures/apple-app-store-server-library/models/getTestNotificationStatusResponse.json")
+        let answer = try JSONDecoder().decode(CheckTestNotificationResponse.self, from: Data(contentsOf: apples))
+        let delivered = TestNotification.report(
+            token: "t", environment: .production, attempts: answer.sendAttempts, notificationUUID: "u",
+            notificationType: "TEST", waitSeconds: 30)
+        #expect(delivered.exitCode == .ok)
+        #expect(try object(delivered)["delivered"] as? Bool == true)
+        #expect((try object(delivered)["send_attempts"] as? [[String: Any]])?.count == 2)
         let waited = TestNotification.report(
             token: "t", environment: .production, attempts: [], notificationUUID: nil, notificationType: nil,
             waitSeconds: 5)

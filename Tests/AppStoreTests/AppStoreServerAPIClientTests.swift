@@ -254,7 +254,7 @@ import Testing
                 """
             harness.fake.appendNotificationHistory(
                 signedPayload: try harness.sign(payload),
-                sendAttemptResultsJSON: index == 3 ? #"[{"attemptDate":1,"sendAttemptResult":"TIMED_OUT"}]"# : nil)
+                sendAttemptsJSON: index == 3 ? #"[{"attemptDate":1,"sendAttemptResult":"TIMED_OUT"}]"# : nil)
         }
         let request = NotificationHistoryRequest(startDate: start, endDate: start + 1_000)
         let first = try await harness.client.notificationHistoryPage(
@@ -262,7 +262,7 @@ import Testing
             deadline: harness.deadline()
         ).result.get()
         #expect(first.notificationHistory.count == 20 && first.hasMore)
-        #expect(first.notificationHistory[0].sendAttemptResults.first?.sendAttemptResult == "SUCCESS")
+        #expect(first.notificationHistory[0].sendAttempts.first?.sendAttemptResult == "SUCCESS")
         #expect(first.paginationToken != nil)
         let second = try await harness.client.notificationHistoryPage(
             request, paginationToken: first.paginationToken, bundleId: ServerAPIHarness.bundleId,

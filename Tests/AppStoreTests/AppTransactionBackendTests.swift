@@ -21,8 +21,7 @@ import Testing
         var fields = [
             #""receiptType":"\#(environment)""#, #""bundleId":"\#(bundleId)""#, #""applicationVersion":"3""#,
             #""originalApplicationVersion":"1.0""#, #""originalPurchaseDate":1600000000000"#,
-            #""receiptCreationDate":\#(harness.pki.signedDateMs)"#, #""signedDate":\#(harness.pki.signedDateMs)"#,
-            #""environment":"\#(environment)""#, #""originalPlatform":"iOS""#,
+            #""receiptCreationDate":\#(harness.pki.signedDateMs)"#, #""originalPlatform":"iOS""#,
         ]
         if let id { fields.append(#""appTransactionId":"\#(id)""#) }
         return "{" + fields.joined(separator: ",") + "}"

@@ -60,4 +60,32 @@ import Testing
         #expect(try MessageCoding.decode(VerifiedTransaction.self, from: Array(withoutJSON.utf8)) == without)
     }
 
+    /// Issue 41 item 9: the offer (`offerType` 1...5 and a value Apple adds later, kept as it came;
+    /// `offerIdentifier`) and the storefront through the real decoder and mapping into the result's transaction; null
+    /// (never omitted) when Apple's data has none, and from verifyReceipt. Money does not depend on them.
+    @Test(arguments: [1, 2, 3, 4, 5, 77])
+    func offerAndStorefrontAreCarried(offerType: Int) throws {
+        let payload = try SignedPayloadDecoder.decode(
+            JWSTransactionPayload.self,
+            from: Array(
+                (#"{"transactionId":"7","originalTransactionId":"7","productId":"gems_100","purchaseDate":1700000000000,"#
+                    + #""type":"Consumable","offerType":\#(offerType),"offerIdentifier":"spring-26","#
+                    + #""storefront":"DEU","storefrontId":"143443"}"#).utf8))
+        let carried = VerdictRules.normalize(
+            try SignedTransactionMapping.transaction(payload), .production, catalog: Self.catalog)
+        #expect(carried.offerType == Int64(offerType) && carried.offerIdentifier == "spring-26")
+        #expect(carried.storefront == "DEU" && carried.storefrontId == "143443")
+        #expect(carried.creditable && carried.credit == Self.gems)
+        let json = String(decoding: try MessageCoding.encode(carried), as: UTF8.self)
+        #expect(json.contains(#""offer_type":\#(offerType)"#) && json.contains(#""offer_identifier":"spring-26""#))
+        #expect(json.contains(#""storefront":"DEU""#) && json.contains(#""storefront_id":"143443""#))
+        #expect(try MessageCoding.decode(VerifiedTransaction.self, from: Array(json.utf8)) == carried)
+        let plain = VerdictRules.normalize(
+            AppleTransaction(transactionId: "8", productId: "gems_100", purchaseDateMs: 1), .production,
+            catalog: Self.catalog)
+        let plainJSON = String(decoding: try MessageCoding.encode(plain), as: UTF8.self)
+        for member in ["offer_type", "offer_identifier", "storefront", "storefront_id"] {
+            #expect(plainJSON.contains(#""\#(member)":null"#), "\(member)")
+        }
+    }
 }

@@ -71,6 +71,22 @@ struct SchemaTests {
             eventId: "e-2", type: .info, notificationType: "SOMETHING_NEW", subtype: nil, environment: nil,
             bundleId: nil, appAppleId: nil, transaction: nil, renewal: nil, subscriptionStatus: nil,
             familyShared: false, signedDateMs: 1, receivedAtMs: 2)
+        // Round 5's members, filled: the offer and storefront of a transaction, the renewal's price and offer, the
+        // consumption request's reason.
+        var offered = Self.transaction
+        offered.offerType = 5
+        offered.offerIdentifier = "stay-with-us"
+        offered.storefront = "FRA"
+        offered.storefrontId = "143442"
+        let consumption = PurchaseEvent(
+            eventId: "e-3", type: .consumptionRequest, notificationType: "CONSUMPTION_REQUEST", subtype: nil,
+            environment: .production, bundleId: "com.example", appAppleId: 1_234_567_890, transaction: offered,
+            renewal: RenewalSummary(
+                autoRenewStatus: 1, autoRenewProductId: "p", expirationIntent: nil, gracePeriodExpiresDateMs: nil,
+                isInBillingRetryPeriod: false, renewalPrice: 4_990, currency: "EUR", offerType: 2,
+                offerIdentifier: "promo", offerDiscountType: "PAY_AS_YOU_GO", offerPeriod: "P1M"),
+            subscriptionStatus: 1, familyShared: false, signedDateMs: 1, receivedAtMs: 2,
+            consumptionRequestReason: "UNINTENDED_PURCHASE")
         let withEverything = VerificationResult(
             submissionId: "s-3", orderId: nil, userId: nil, clientId: "billing", outcome: .verified, reason: nil,
             source: .serverAPI, message: nil, appleStatus: nil, environment: .production, bundleId: "com.example",
@@ -82,6 +98,7 @@ struct SchemaTests {
             .init(schema: "result.schema.json", instance: try Self.text(withEverything)),
             .init(schema: "event.schema.json", instance: try Self.text(event)),
             .init(schema: "event.schema.json", instance: try Self.text(info)),
+            .init(schema: "event.schema.json", instance: try Self.text(consumption)),
             .init(
                 schema: "notification.schema.json",
                 instance: try Self.text(

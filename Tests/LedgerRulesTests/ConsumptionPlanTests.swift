@@ -72,3 +72,86 @@ import Testing
         #expect(C.retryAtMs(attempts: attempts, nowMs: nowMs, deadlineMs: deadlineMs, baseMs: 5_000) == expected)
     }
 }
+
+/// What is sent for each kind of product, through the whole plan: the kind the request names wins over the one
+/// recorded, a subscription period's key tells an auto-renewable, policy rules condition on the kind and on Apple's
+/// reason, and a rule whose preference Apple refuses for the facts at hand gives way to the next.
+extension ConsumptionPlanTests {
+    struct BodyRow: CustomTestStringConvertible, Sendable {
+        let name: String
+        var state = PurchaseState(
+            status: .credited, owner: "u1", grant: .item(name: "gems", amount: 100), amountCredited: 100)
+        var balance: Int64? = 60
+        var nowMs: Int64 = 1_000
+        var request = C.Request()
+        /// The rule that gave the preference, and the body: its consumption percentage and preference.
+        let rule: Int?
+        let percentage: Int64?
+        let preference: C.RefundPreference?
+        var testDescription: String { name }
+    }
+
+    /// A game's policy: subscriptions prorated by Apple, an accidental purchase granted in full, consumables
+    /// prorated while mostly unspent, declined once mostly spent.
+    static let gamePolicy = C.Policy(rules: [
+        C.PolicyRule(productKinds: [.autoRenewable], preference: .grantProrated),
+        C.PolicyRule(requestReasons: ["UNINTENDED_PURCHASE"], preference: .grantFull),
+        C.PolicyRule(
+            delivered: true, consumedAbove: 0, consumedAtMost: 50_000, productKinds: [.consumable],
+            preference: .grantProrated),
+        C.PolicyRule(delivered: true, consumedAbove: 50_000, preference: .decline),
+    ])
+
+    static let pro = PurchaseState(
+        status: .credited, owner: "u1", grant: .entitlement(name: "pro"), expiresDateMs: 4_000, purchaseDateMs: 0)
+
+    static let bodyRows: [BodyRow] = [
+        BodyRow(
+            name: "a consumable 40% spent: prorated, with its share", request: C.Request(productKind: .consumable),
+            rule: 2, percentage: 40_000, preference: .grantProrated),
+        BodyRow(
+            name: "a consumable 70% spent: declined, with its share", balance: 30,
+            request: C.Request(productKind: .consumable), rule: 3, percentage: 70_000, preference: .decline),
+        BodyRow(
+            name: "a consumable bought by accident: granted in full (Apple's reason)",
+            request: C.Request(productKind: .consumable, reason: "UNINTENDED_PURCHASE"), rule: 1, percentage: 40_000,
+            preference: .grantFull),
+        BodyRow(
+            name: "the kind recorded on the purchase serves when the request names none",
+            state: PurchaseState(
+                status: .credited, owner: "u1", grant: .item(name: "gems", amount: 100), amountCredited: 100,
+                productKind: .consumable),
+            rule: 2, percentage: 40_000, preference: .grantProrated),
+        BodyRow(
+            name: "an auto-renewable period 75% elapsed: prorated by Apple, no share sent", state: pro, nowMs: 3_000,
+            request: C.Request(productKind: .autoRenewable), rule: 0, percentage: nil, preference: .grantProrated),
+        BodyRow(
+            name: "a period's key tells an auto-renewable when nothing names its kind", state: pro, nowMs: 3_000,
+            request: C.Request(isSubscriptionPeriod: true), rule: 0, percentage: nil, preference: .grantProrated),
+        BodyRow(
+            name: "a non-consumable (an entitlement for good): no share known, no rule matches, no preference",
+            state: PurchaseState(status: .credited, owner: "u1", grant: .entitlement(name: "levels")),
+            request: C.Request(productKind: .nonConsumable), rule: nil, percentage: nil, preference: nil),
+        BodyRow(
+            name: "unknown kind, 40% spent: no share sent, and GRANT_PRORATED, refused without one, gives way",
+            rule: nil, percentage: nil, preference: nil),
+        BodyRow(
+            name: "unknown kind, 70% spent: declined without a share", balance: 30, rule: 3, percentage: nil,
+            preference: .decline),
+    ]
+
+    @Test(arguments: bodyRows)
+    func body(_ row: BodyRow) throws {
+        let plan = C.plan(
+            mode: .send, nowMs: row.nowMs, deadlineMs: 10_000, state: row.state, balance: row.balance,
+            consented: true, policy: Self.gamePolicy, request: row.request)
+        guard case .send(let answer) = plan else {
+            Issue.record("not sent: \(plan)")
+            return
+        }
+        #expect(answer.rule == row.rule)
+        #expect(answer.body.consumptionPercentage == row.percentage)
+        #expect(answer.body.refundPreference == row.preference)
+        #expect(C.refusal(of: answer.body) == nil)
+    }
+}

@@ -28,9 +28,15 @@ import Testing
 
     static let rows: [Row] = [
         Row(
-            name: "items all still in the balance: delivered, 0% consumed, prorated grant",
+            name: "items all still in the balance: delivered, 0% consumed; Apple refuses GRANT_PRORATED at 0 %, so "
+                + "that rule does not match and none gives a preference",
             state: PurchaseState(status: .credited, owner: "u1", grant: gems, quantity: 2, amountCredited: 200),
-            balance: 500, delivery: .delivered, consumed: 0, preference: .grantProrated),
+            balance: 500, delivery: .delivered, consumed: 0, preference: nil),
+        Row(
+            name: "a consumable 5% consumed: the prorated grant Apple accepts",
+            state: PurchaseState(
+                status: .credited, owner: "u1", grant: gems, amountCredited: 100, productKind: .consumable),
+            balance: 95, delivery: .delivered, consumed: 5_000, preference: .grantProrated),
         Row(
             name: "items mostly spent: 90% consumed, declined",
             state: PurchaseState(status: .credited, owner: "u1", grant: gems, amountCredited: 100), balance: 10,
@@ -70,7 +76,8 @@ import Testing
 
     @Test(arguments: rows)
     func row(_ row: Row) {
-        let facts = C.facts(of: row.state, balance: row.balance, nowMs: row.nowMs)
+        var facts = C.facts(of: row.state, balance: row.balance, nowMs: row.nowMs)
+        facts.productKind = row.state.productKind
         #expect(facts.deliveryStatus == row.delivery)
         #expect(facts.consumedPercentage == row.consumed)
         #expect(C.preference(for: facts, rules: Self.policy)?.preference == row.preference)

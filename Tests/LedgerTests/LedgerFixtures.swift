@@ -20,7 +20,7 @@ enum LedgerFixtures {
         quantity: Int = 1, credit: Any? = gems100, creditable: Bool = true, expiresDateMs: Int64? = nil,
         appAccountToken: String? = nil, revocationPercentage: Int? = nil, purchaseDateMs: Int64 = 1_700_000_000_000,
         ownership: String = "PURCHASED", isUpgraded: Bool = false, writtenKey: String? = nil,
-        transactionId: String? = nil, periodId: String?? = .none
+        transactionId: String? = nil, periodId: String?? = .none, productType: String? = "consumable"
     ) -> [String: Any] {
         let period: String? = periodId ?? creditKey
         return [
@@ -30,7 +30,7 @@ enum LedgerFixtures {
             "expires_date_ms": expiresDateMs ?? NSNull(), "cancellation_date_ms": NSNull(),
             "cancellation_reason": NSNull(), "web_order_line_item_id": period ?? NSNull(),
             "in_app_ownership_type": ownership, "is_trial_period": false,
-            "app_account_token": appAccountToken ?? NSNull(), "product_type": "consumable",
+            "app_account_token": appAccountToken ?? NSNull(), "product_type": productType ?? NSNull(),
             "credit_key": writtenKey ?? key(creditKey), "creditable": creditable, "credit": credit ?? NSNull(),
             "revocation_percentage": revocationPercentage ?? NSNull(), "is_upgraded": isUpgraded,
         ]
@@ -51,15 +51,19 @@ enum LedgerFixtures {
 
     static func event(
         eventId: String, type: String, transaction: [String: Any]?, subscriptionStatus: Int? = nil,
-        signedDateMs: Int64 = 1_700_000_000_000, subtype: String? = nil, environment: String = "Production"
+        signedDateMs: Int64 = 1_700_000_000_000, subtype: String? = nil, environment: String = "Production",
+        consumptionRequestReason: String? = nil
     ) -> [UInt8] {
-        json([
+        var event: [String: Any] = [
             "schema_version": 1, "event_id": eventId, "type": type, "notification_type": type.uppercased(),
             "subtype": subtype ?? NSNull(), "environment": environment, "bundle_id": "com.example.app",
             "app_apple_id": 1, "transaction": transaction ?? NSNull(), "renewal": NSNull(),
             "subscription_status": subscriptionStatus ?? NSNull(), "family_shared": false,
             "signed_date_ms": signedDateMs, "received_at_ms": 1_700_000_000_000,
-        ])
+        ]
+        // Absent unless given: events written before it existed carry none, and the ledger takes them.
+        if let consumptionRequestReason { event["consumption_request_reason"] = consumptionRequestReason }
+        return json(event)
     }
 
     static func json(_ object: [String: Any]) -> [UInt8] {

@@ -98,6 +98,13 @@ extension LedgerSettingsTests {
         #expect(throws: ConfigurationError.self) {
             try LedgerSettings.fromEnvironment(Self.minimal.merging(["LEDGER_CONSUMPTION_POLICY_FILE": misspelt]) { $1 })
         }
+        // And a rule that can give a preference Apple refuses (the dev policy before round 5) is a settings error.
+        let refused = directory + "/refused.json"
+        try #"{"rules": [{"when": {"delivered": true, "consumed_at_most_percent": 10}, "preference": "GRANT_PRORATED"}]}"#
+            .write(toFile: refused, atomically: true, encoding: .utf8)
+        #expect(throws: ConfigurationError.self) {
+            try LedgerSettings.fromEnvironment(Self.minimal.merging(["LEDGER_CONSUMPTION_POLICY_FILE": refused]) { $1 })
+        }
     }
 
     /// The text of YAML block scalar `key: |` (its lines, de-indented), as Kubernetes mounts it.

@@ -39,6 +39,7 @@ import Testing
         #expect(states[0].quantity == 3)
         #expect(states[0].amountCredited == 300)
         #expect(states[0].amountDebited == 300)
+        #expect(states[0].productKind == .consumable, "the credited transaction's product_type is kept")
     }
 
     /// A batch's new purchases are inserted from arrays when few and copied when many

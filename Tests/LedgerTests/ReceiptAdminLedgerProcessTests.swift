@@ -73,4 +73,62 @@ struct ReceiptAdminLedgerProcessTests {
         await harness.shutdown()
         await fake.stop()
     }
+
+    /// Issue 41 item 9: `finish-transaction` finishes at Apple only a purchase the ledger delivered (Apple: "after
+    /// it finishes providing the customer with the new content"), unless `--force`.
+    @Test func finishTransactionFinishesOnlyWhatTheLedgerDelivered() async throws {
+        let directory = NSTemporaryDirectory() + "receipt-admin-finish-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let minted = try FakePKIFiles.mint(into: directory)
+        let fake = try await FakeAppStoreProcess.start(arguments: minted.fakeArguments)
+        try await fake.registerTransactions([["id": "2000000000000901"], ["id": "2000000000000902"]])
+        let harness = try await LedgerHarness.start()
+        let ledger = try await harness.startLedger()
+        // u-7's 100 gems are credited; the other purchase never reached the ledger.
+        try await harness.produce(H.resultsTopic, key: "u-7", [
+            F.result(
+                submissionId: "s1", userId: "u-7",
+                transactions: [
+                    F.transaction(
+                        creditKey: "2000000000000901", originalTransactionId: "2000000000000901",
+                        transactionId: "2000000000000901", periodId: .some(nil))
+                ])
+        ])
+        #expect(await eventually(timeout: .seconds(30)) { harness.appliedOffsets() == 1 })
+        func finished(_ id: String) async throws -> Bool {
+            let counters = try await TestHTTPClient.send("GET", fake.url + "/admin/server-api/counters?transaction=\(id)")
+            return counters.jsonObject?["finished_production"] as? Bool == true
+        }
+
+        var settings = minted.verifierSettings.merging(fake.environment) { $1 }
+        settings["ALLOWED_BUNDLE_IDS"] = "com.example.game"
+        settings["LEDGER_URL"] = ledger.url("")
+        settings["LEDGER_API_KEY"] = H.apiKey
+        let credited = try await admin(["finish-transaction", "2000000000000901"], settings: settings)
+        #expect(credited.status == 0, "\(credited.json)")
+        #expect(credited.json["finished"] as? Bool == true)
+        #expect(credited.json["credit_key"] as? String == "apple:production:2000000000000901")
+        #expect((credited.json["ledger"] as? [String: Any])?["state"] as? String == "credited")
+        #expect(try await finished("2000000000000901"))
+
+        let undelivered = try await admin(["finish-transaction", "2000000000000902"], settings: settings)
+        #expect(undelivered.status == 1, "\(undelivered.json)")
+        #expect(undelivered.json["finished"] as? Bool == false)
+        #expect((undelivered.json["ledger"] as? [String: Any])?["known"] as? Bool == false)
+        #expect(try await !finished("2000000000000902"), "nothing was sent to Apple")
+
+        let forced = try await admin(["finish-transaction", "2000000000000902", "--force"], settings: settings)
+        #expect(forced.status == 0, "\(forced.json)")
+        #expect(try await finished("2000000000000902"))
+
+        // Apple does not know it (404 4040010): exit 1, as every not-found.
+        settings["LEDGER_URL"] = nil
+        settings["LEDGER_API_KEY"] = nil
+        let unknown = try await admin(["finish-transaction", "2000000000000903", "--environment", "sandbox"], settings: settings)
+        #expect(unknown.status == 1, "\(unknown.json)")
+
+        #expect(await ledger.stop() == 0)
+        await harness.shutdown()
+        await fake.stop()
+    }
 }

@@ -191,4 +191,72 @@ import Testing
             }
         }
     }
+
+    /// An object of up to six members, each a generated document (so names repeat in nested objects, are sometimes
+    /// written with escapes, and values nest).
+    static func object(_ random: inout Seeded) -> [UInt8] {
+        let members = (0..<random.below(7)).map { index in
+            space(&random) + text("m\(index)", &random) + ":" + space(&random) + document(&random, depth: 1)
+        }
+        return Array(("{" + members.joined(separator: ",") + "}").utf8)
+    }
+
+    /// `members` against `parse`: the same verdict for every input, valid or mutated (it checks what it skips by
+    /// the same rules), and the same values for the members read (a kind-only read: an empty array or object).
+    @Test func membersAcceptExactlyWhatParseAcceptsAndReadTheSameValues() throws {
+        var random = Seeded(state: 43)
+        let alphabet = Array("{}[]\":,\\ 0-1.eEtrufalsnm\u{0}".utf8) + [0xFF, 0xC3]
+        let reads: [JSONParser.MemberRead] = [.value("m0"), .kind("m1"), .value("m2"), .kind("m3"), .value("m9")]
+        var accepted = 0
+        var refused = 0
+        for round in 0..<6_000 {
+            var bytes = Self.object(&random)
+            if round % 2 == 1 {
+                for _ in 0...random.below(2) where !bytes.isEmpty {
+                    let position = random.below(bytes.count)
+                    switch random.below(3) {
+                    case 0: bytes[position] = alphabet[random.below(alphabet.count)]
+                    case 1: bytes.remove(at: position)
+                    default: bytes.insert(alphabet[random.below(alphabet.count)], at: position)
+                    }
+                }
+            }
+            let parsed = try? JSONParser.parse(bytes)
+            let read = try? JSONParser.members(bytes, reads)
+            guard case .object(let whole)? = parsed else {
+                #expect(read == nil, "members read what parse refuses or is no object: \(bytes)")
+                refused += 1
+                continue
+            }
+            let values = try #require(read, "members refused what parse read: \(bytes)")
+            accepted += 1
+            for (read, value) in zip(["m0", "m1", "m2", "m3", "m9"], values) {
+                switch (whole[read], read == "m1" || read == "m3") {
+                case (.array?, true): #expect(value == .array([]), "\(bytes)")
+                case (.object?, true): #expect(value == .object([:]), "\(bytes)")
+                case (let expected, _): #expect(value == expected, "\(read) of \(bytes)")
+                }
+            }
+        }
+        #expect(accepted > 2_000 && refused > 1_000)
+    }
+
+    @Test func membersEdgeCases() throws {
+        let reads: [JSONParser.MemberRead] = [.value("a"), .kind("b")]
+        #expect(try JSONParser.members(Array(#"{"b":[1,{"x":2}],"c":{"d":[]},"a":"yes"}"#.utf8), reads)
+            == [.string("yes"), .array([])])
+        // A name written with escapes is the same name: read, and a duplicate of its plain spelling.
+        #expect(try JSONParser.members(Array(#"{"\u0061":1}"#.utf8), reads) == [.integer(1), nil])
+        for invalid in [
+            #"{"a":1,"\u0061":2}"#, #"{"x":{"k":1,"k":2}}"#, #"{"x":[{"k":1},{"k":2,"\u006b":3}]}"#,
+            #"{"x":1e999}"#, #"{"x":123456789012345678901234567890e400}"#, #"{"x":01}"#, #"{"x":"\ud800"}"#,
+            "{\"x\":\"\u{1}\"}", #"{"x":[1,]}"#, "[1]", "\"a\"", #"{"a":1} 2"#, "",
+            "{\"x\":" + String(repeating: "[", count: 70) + String(repeating: "]", count: 70) + "}",
+        ] {
+            #expect(throws: JSONParser.Failure.self, "\(invalid)") { try JSONParser.members(Array(invalid.utf8), reads) }
+        }
+        #expect(throws: JSONParser.Failure.self) { try JSONParser.members([0x7B, 0x22, 0xFF, 0x22, 0x3A, 0x31, 0x7D], reads) }
+        // The same name in sibling objects is no duplicate.
+        #expect(try JSONParser.members(Array(#"{"x":[{"k":1},{"k":2}],"y":{"k":3}}"#.utf8), reads) == [nil, nil])
+    }
 }

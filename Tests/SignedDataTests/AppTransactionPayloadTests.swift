@@ -24,7 +24,7 @@ struct AppTransactionPayloadTests {
         #expect(try decode(JWSRenewalInfoPayload.self, #"{"originalTransactionId":"1"}"#).appTransactionId == nil)
     }
 
-    @Test("decodes every app transaction field Apple documents; unknown fields are ignored")
+    @Test("decodes every app transaction field Apple documents; its environment is receiptType; unknown fields ignored")
     func everyField() throws {
         let decoded = try decode(
             JWSAppTransactionPayload.self,
@@ -34,7 +34,7 @@ struct AppTransactionPayloadTests {
             "originalPurchaseDate":1600000000000.5,"originalApplicationVersion":"1.0",
             "deviceVerification":"ZmFrZQ==","deviceVerificationNonce":"9f3e2c1a-4b5d-4e6f-8a7b-0c1d2e3f4a5b",
             "preorderDate":"1590000000000","appTransactionId":"705000000000001","originalPlatform":"iOS",
-            "signedDate":1764489600123,"environment":"Production","someFutureField":{"a":1}}
+            "someFutureField":{"a":1}}
             """)
         #expect(decoded.receiptType == "Production")
         #expect(decoded.appAppleId == 1_234_567_890)
@@ -49,23 +49,28 @@ struct AppTransactionPayloadTests {
         #expect(decoded.preorderDate == 1_590_000_000_000)
         #expect(decoded.appTransactionId == "705000000000001")
         #expect(decoded.originalPlatform == "iOS")
-        #expect(decoded.signedDate == 1_764_489_600_123)
         #expect(decoded.environment == .production)
-        #expect(decoded.validationDateMs == 1_764_489_600_123)
+        #expect(decoded.signedDate == 1_764_489_600_000)
+        #expect(decoded.validationDateMs == 1_764_489_600_000)
     }
 
-    @Test("an app transaction without signedDate is validated at its receiptCreationDate, as Apple's libraries do")
-    func validationDateFallsBackToReceiptCreation() throws {
-        let old = try decode(JWSAppTransactionPayload.self, #"{"receiptCreationDate":1700000000000,"bundleId":"b"}"#)
-        #expect(old.validationDateMs == 1_700_000_000_000)
-        #expect(old.appTransactionId == nil)
-        #expect(try decode(JWSAppTransactionPayload.self, #"{"bundleId":"b"}"#).validationDateMs == nil)
+    @Test("members Apple never writes in an app transaction (environment, signedDate) are not read")
+    func onlyApplesMembersAreRead() throws {
+        // Issue 41 item 5: the fake App Store used to add both, and the decoder relied on `environment`.
+        let invented = try decode(
+            JWSAppTransactionPayload.self,
+            #"{"receiptCreationDate":1700000000000,"environment":"Production","signedDate":1700000000999}"#)
+        #expect(invented.environment == nil && invented.receiptType == nil)
+        #expect(invented.validationDateMs == 1_700_000_000_000)
+        let sandbox = try decode(JWSAppTransactionPayload.self, #"{"receiptType":"Sandbox"}"#)
+        #expect(sandbox.environment == .sandbox && sandbox.validationDateMs == nil)
+        #expect(try decode(JWSAppTransactionPayload.self, #"{"receiptType":"Xcode"}"#).environment == .xcode)
     }
 
     @Test("a signed app transaction verifies with the same verifier, chain and roots as a signed transaction")
     func verifiedLikeATransaction() throws {
         let pki = try TestSigningPKI.mint()
-        let payload = #"{"bundleId":"com.example","appTransactionId":"9","environment":"Sandbox","signedDate":"#
+        let payload = #"{"bundleId":"com.example","appTransactionId":"9","receiptType":"Sandbox","receiptCreationDate":"#
             + "\(pki.signedDateMs)}"
         let jws = try pki.sign(payload: Array(payload.utf8))
         let verified = try pki.verifier().verify(jws, as: JWSAppTransactionPayload.self, signedDate: \.validationDateMs)

@@ -220,7 +220,8 @@ struct PurchaseEventJSONTests {
             ]), notCreditableReason: .refunded, offerDiscountType: "PAY_UP_FRONT", offerPeriod: "P1Y",
             billingPlanType: "MONTHLY",
             commitmentInfo: .object(["commitmentPeriod": .string("P1Y"), "billingCount": .integer(12)]),
-            appTransactionId: "705000000000001", environment: .sandbox)
+            appTransactionId: "705000000000001", offerType: 5, offerIdentifier: "stay \"a\" while",
+            storefront: "FRA", storefrontId: "143442", environment: .sandbox)
         return PurchaseEvent(
             eventId: "002e14d5-51f5-4503-b5a8-c3a1af68eb20", type: .debit, notificationType: "REFUND",
             subtype: "SOME_SUBTYPE", environment: .sandbox, bundleId: "com.example.game", appAppleId: 1_234_567_890,
@@ -228,8 +229,11 @@ struct PurchaseEventJSONTests {
             renewal: RenewalSummary(
                 autoRenewStatus: 0, autoRenewProductId: "com.example.pro", expirationIntent: 2,
                 gracePeriodExpiresDateMs: 1_765_000_000_000, isInBillingRetryPeriod: true,
-                renewalBillingPlanType: "BILLED_UPFRONT", appTransactionId: "705000000000001"),
-            subscriptionStatus: 4, familyShared: true, signedDateMs: 1_764_575_900_500, receivedAtMs: 1_764_575_901_000)
+                renewalBillingPlanType: "BILLED_UPFRONT", appTransactionId: "705000000000001", renewalPrice: 9_990,
+                currency: "EUR", offerType: 99, offerIdentifier: "win-back-1", offerDiscountType: "FREE_TRIAL",
+                offerPeriod: "P1M"),
+            subscriptionStatus: 4, familyShared: true, signedDateMs: 1_764_575_900_500, receivedAtMs: 1_764_575_901_000,
+            consumptionRequestReason: "FULFILLMENT_ISSUE")
     }()
 
     static let minimal = PurchaseEvent(

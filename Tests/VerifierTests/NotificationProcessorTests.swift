@@ -162,6 +162,46 @@ struct NotificationProcessorTests {
         #expect((plainJSON["renewal"] as? [String: Any])?["app_transaction_id"] is NSNull)
     }
 
+    /// Issue 41 item 9: what crediting and support need from Apple's signed data reaches the event: the offer and
+    /// storefront of the transaction (offer type 5, WWDC26's retention offer, and a type Apple adds later, kept as
+    /// they came), the renewal's price, currency and offer, and a consumption request's reason at the top level.
+    @Test(arguments: [5, 42])
+    func offersStorefrontsRenewalPricesAndConsumptionReasonsReachTheEvent(offerType: Int) throws {
+        var notification = samples.notification("CONSUMPTION_REQUEST") {
+            $0.productType = "auto_renewable"
+            $0.consumptionRequestReason = "FULFILLMENT_ISSUE"
+        }
+        notification.transaction?.offerType = offerType
+        notification.transaction?.offerIdentifier = "stay-with-us"
+        notification.renewal?.renewalPrice = 4_990
+        notification.renewal?.currency = "EUR"
+        notification.renewal?.offerType = 2
+        notification.renewal?.offerIdentifier = "promo-2"
+        let event = try samples.processor().process(try samples.record(notification)).event()
+        #expect(event.type == .consumptionRequest)
+        #expect(event.consumptionRequestReason == "FULFILLMENT_ISSUE")
+        let transaction = try #require(event.transaction)
+        #expect(transaction.offerType == Int64(offerType) && transaction.offerIdentifier == "stay-with-us")
+        #expect(transaction.storefront == "USA" && transaction.storefrontId == "143441")
+        let renewal = try #require(event.renewal)
+        #expect(renewal.renewalPrice == 4_990 && renewal.currency == "EUR")
+        #expect(renewal.offerType == 2 && renewal.offerIdentifier == "promo-2")
+        let json = try #require(
+            try JSONSerialization.jsonObject(with: Data(PurchaseEventJSON.encode(event))) as? [String: Any])
+        #expect(json["consumption_request_reason"] as? String == "FULFILLMENT_ISSUE")
+        let written = try #require(json["transaction"] as? [String: Any])
+        #expect(written["offer_type"] as? Int == offerType && written["storefront_id"] as? String == "143441")
+        #expect((json["renewal"] as? [String: Any])?["renewal_price"] as? Int == 4_990)
+        // Any other notification: null, never omitted.
+        let renewed = try samples.processor().process(try samples.record(samples.notification("DID_RENEW"))).event()
+        #expect(renewed.consumptionRequestReason == nil && renewed.transaction?.offerType == nil)
+        let plain = try #require(
+            try JSONSerialization.jsonObject(with: Data(PurchaseEventJSON.encode(renewed))) as? [String: Any])
+        #expect(plain["consumption_request_reason"] is NSNull)
+        #expect((plain["transaction"] as? [String: Any])?["offer_type"] is NSNull)
+        #expect((plain["renewal"] as? [String: Any])?["renewal_price"] as? Int == 990)
+    }
+
     /// Issue 29 item 4: RESCIND_CONSENT's `appData.signedAppTransactionInfo`, verified like the transaction, gives the
     /// event its `app_transaction_id`; another app's app transaction is refused.
     @Test func rescindConsentCarriesTheVerifiedAppTransactionId() throws {
@@ -179,7 +219,7 @@ struct NotificationProcessorTests {
         // The app transaction of another app inside this app's notification: bundle_mismatch, no event.
         let otherApp = try samples.pki.signer.sign(
             payload: Array(
-                (#"{"appTransactionId":"7","bundleId":"com.other.app","environment":"Production","signedDate":"#
+                (#"{"appTransactionId":"7","bundleId":"com.other.app","receiptType":"Production","receiptCreationDate":"#
                     + "\(samples.pki.signedDateMs)}").utf8))
         let mixed = try samples.pki.signer.sign(
             payload: notification.payloadJSON(

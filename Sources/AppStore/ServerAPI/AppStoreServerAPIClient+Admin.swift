@@ -90,6 +90,17 @@ extension AppStoreServerAPIClient {
             deadline: deadline)
     }
 
+    /// Finish Transaction (API 1.20): `POST /inApps/v1/transactions/{transactionId}/finish`, no body either way (as
+    /// Apple's libraries send it). Tells the App Store the purchase was delivered; it moves no money.
+    public func finishTransaction(
+        transactionId: String, bundleId: String, environment: AppStoreEnvironment, deadline: DispatchTime
+    ) async -> Answer<ServerAPINoContent> {
+        await asyncCall(
+            .finishTransaction, environment: environment, method: .post,
+            path: "/inApps/v1/transactions/" + URLComponent.encode(transactionId) + "/finish", body: [],
+            bundleId: bundleId, deadline: deadline)
+    }
+
     // MARK: Helpers
 
     private func asyncCall<Value: Decodable & Sendable>(

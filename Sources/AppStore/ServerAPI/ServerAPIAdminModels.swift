@@ -139,24 +139,25 @@ public struct SendTestNotificationResponse: Sendable, Equatable, Decodable {
     public var testNotificationToken: String?
 }
 
-/// Get Test Notification Status' answer: the signed TEST notification and Apple's attempts to send it.
+/// Get Test Notification Status' answer (`CheckTestNotificationResponse`): the signed TEST notification and Apple's
+/// attempts to send it, under `sendAttempts` (each a `SendAttemptItem`: `attemptDate`, `sendAttemptResult`), as
+/// Apple documents it and its libraries name it. (Before round 5 this read `sendAttemptResults`, a name only the
+/// project's fake sent, so `test-notification` never saw Apple's attempts: issue 41 item 6.)
 public struct CheckTestNotificationResponse: Sendable, Equatable, Decodable {
-    public struct SendAttempt: Sendable, Equatable, Decodable {
-        public var attemptDate: Int64?
-        /// `SUCCESS`, `TIMED_OUT`, `TLS_ISSUE`, `CIRCULAR_REDIRECT`, `NO_RESPONSE`, `SOCKET_ISSUE`,
-        /// `UNSUPPORTED_CHARSET`, `INVALID_RESPONSE`, `PREMATURE_CLOSE`, `UNSUCCESSFUL_HTTP_RESPONSE_CODE`, `OTHER`.
-        public var sendAttemptResult: String?
+    public var signedPayload: String?
+    public var sendAttempts: [SendAttempt]
+
+    public init(signedPayload: String?, sendAttempts: [SendAttempt]) {
+        self.signedPayload = signedPayload
+        self.sendAttempts = sendAttempts
     }
 
-    public var signedPayload: String?
-    public var sendAttemptResults: [SendAttempt]
-
-    enum CodingKeys: String, CodingKey { case signedPayload, sendAttemptResults }
+    enum CodingKeys: String, CodingKey { case signedPayload, sendAttempts }
 
     public init(from decoder: any Decoder) throws {
         let fields = try decoder.container(keyedBy: CodingKeys.self)
         signedPayload = try fields.decodeIfPresent(String.self, forKey: .signedPayload)
-        sendAttemptResults = try fields.decodeIfPresent([SendAttempt].self, forKey: .sendAttemptResults) ?? []
+        sendAttempts = try fields.decodeIfPresent([SendAttempt].self, forKey: .sendAttempts) ?? []
     }
 }
 

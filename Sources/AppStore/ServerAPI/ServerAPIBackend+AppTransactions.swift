@@ -4,9 +4,10 @@ import SignedData
 /// `signed_app_transaction`: the app transaction a StoreKit 2 app sends (`AppTransaction.shared`).
 ///
 /// Verified locally exactly like a signed transaction (the same `AppleSignedDataVerifier`, so the same roots, chain
-/// policy and signature check; the chain is validated at `signedDate`, else `receiptCreationDate`, as Apple's
-/// libraries do for app transactions): a refusal is `rejected`/`invalid_signature`; Xcode and LocalTesting data are
-/// `sandbox_not_allowed`; an unknown environment is `invalid_receipt`. With `confirmSignedTransactions`, Get App
+/// policy and signature check; the chain is validated at `receiptCreationDate`, as Apple's libraries do for app
+/// transactions): a refusal is `rejected`/`invalid_signature`. Its environment is its `receiptType` (Apple's app
+/// transaction has no `environment` member): Xcode and LocalTesting data are `sandbox_not_allowed`; an unknown or
+/// absent one is `invalid_receipt`. With `confirmSignedTransactions`, Get App
 /// Transaction Info is asked with its `appTransactionId` in the payload's environment for its bundle id, Apple's
 /// signed answer verified and checked to be the same app transaction of the same app and environment, and that
 /// answer is judged (`source: server_api`); Apple not knowing it (4040019, 4040010, 4000006) is
@@ -37,7 +38,7 @@ extension ServerAPIBackend {
             return
         case .unknown(let name):
             completion(Self.rejected(
-                .invalidReceipt, "the app transaction names no known environment (\(name ?? "absent"))",
+                .invalidReceipt, "the app transaction's receiptType names no known environment (\(name ?? "absent"))",
                 source: .signedTransaction, calls: 0))
             return
         }
@@ -106,8 +107,8 @@ extension ServerAPIBackend {
         else {
             return Self.rejected(
                 .invalidReceipt,
-                "Apple's \(environment.rawValue) answer is signed for environment "
-                    + "\(payload.environment?.rawValue ?? "(none)")", source: .serverAPI, calls: calls)
+                "Apple's \(environment.rawValue) answer is signed for receiptType "
+                    + "\(payload.receiptType ?? "(none)")", source: .serverAPI, calls: calls)
         }
         return BackendAnswer(
             result: .appTransaction(AppTransactionMapping.appTransaction(payload, environment: signedEnvironment)),

@@ -19,7 +19,10 @@ import SignedData
 /// - `transaction_id`: Get Transaction Info, production first, then the sandbox (after 4040010, or a production 401
 ///   with a fresh token: apps without a release), each allowed bundle id in turn (the token names the app). Under
 ///   `SANDBOX_POLICY=reject` the sandbox is never asked: an id known only there is `transaction_not_found`, as
-///   nothing Apple said names the sandbox. Not found anywhere: `rejected`/`transaction_not_found`. Apple's answers
+///   nothing Apple said names the sandbox. Not found anywhere: `rejected`/`transaction_not_found`, but only when
+///   production said so: after a production 401 the answer is `config_error` (a wrong `rejected` would refuse a
+///   paying customer for good; the DLQ record can be replayed). Each move from production to the sandbox is counted
+///   in `appstore_server_api_sandbox_fallbacks_total{reason}` (`SandboxFallbackMetrics`). Apple's answers
 ///   are per app (the token's bundle id), so one app's "not found" says nothing about another's: every allowed app
 ///   is asked. A submission costs at most one call per (environment, allowed bundle id), plus the one retry with a
 ///   fresh token after a 401; each definitive "not found" is remembered for a while (`TransactionNotFoundMemory`),
@@ -27,8 +30,9 @@ import SignedData
 ///   that is no UInt64's decimal text (ids from Kafka are validated before they get here) is refused without a call.
 /// - `receipt_data`: the receipt's PKCS#7 signature checked against `APPLE_RECEIPT_ROOT_CERTIFICATES` at its
 ///   creation date (failing: `invalid_signature`; not a receipt: `invalid_receipt`), then Get Transaction History v2
-///   with its first in-app transaction id, in the environment the signed receipt names, every page verified. With
-///   an expected transaction id paging stops once it is found (newest first). A receipt the rules reject anyway
+///   with its first in-app transaction id, in the environment the signed receipt names (a receipt naming none:
+///   production, then the sandbox after 4040010 or a production 401, as for a `transaction_id`), every page
+///   verified. With an expected transaction id paging stops once it is found (newest first). A receipt the rules reject anyway
 ///   (bundle, sandbox policy, no purchases) is judged without asking Apple.
 ///
 /// Retryable API failures are `.retryable` (a 429 or our hold after one: `.rateLimited`, with the time left), a 401
@@ -65,6 +69,8 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
     private let logger: Logger
     /// Apple's recent "not found" answers to `transaction_id` lookups.
     let notFoundMemory: TransactionNotFoundMemory
+    /// Lookups that went on from production to the sandbox (nil without metrics or without the API).
+    private let fallbacks: SandboxFallbackMetrics?
 
     /// - Parameters:
     ///   - client: nil without API credentials (then only unconfirmed signed transactions can be verified).
@@ -86,6 +92,7 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
         notFoundMemory = TransactionNotFoundMemory(limits: configuration.notFoundMemory, clock: clock)
         // Like the client's own families, only where the API is usable.
         if let metrics, client != nil { notFoundMemory.observe(metrics) }
+        fallbacks = client == nil ? nil : metrics.map(SandboxFallbackMetrics.init)
     }
 
     public func source(for proof: PurchaseProof) -> VerificationSource {
@@ -322,12 +329,14 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
         case .failure(let error) where error.kind == .notFound:
             if environment == .sandbox { progress.sandboxAnswered = true }
             progress.lastNotFound = error
+            recordFallback(from: environment, to: plan.dropFirst().first?.0, progress: progress)
             lookUp(transactionId, plan: plan.dropFirst(), client: client, deadline: deadline, progress: progress,
                    completion: completion)
         case .failure(let error) where error.kind == .unauthorized && environment == .production:
             // Apps without a release get 401 from production; their purchases (App Review, TestFlight) are in
             // the sandbox. Whether the key is wrong shows there.
             progress.productionUnauthorized = error
+            recordFallback(from: environment, to: plan.dropFirst().first?.0, progress: progress)
             lookUp(transactionId, plan: plan.dropFirst(), client: client, deadline: deadline, progress: progress,
                    completion: completion)
         case .failure(let error) where error.kind == .invalidTransactionId:
@@ -343,13 +352,27 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
         }
     }
 
+    /// Counts a lookup that goes on from production to the sandbox (the next step of its plan), with why.
+    private func recordFallback(
+        from environment: AppStoreEnvironment, to next: AppStoreEnvironment?, progress: LookupProgress
+    ) {
+        guard environment == .production, next == .sandbox else { return }
+        fallbacks?.record(progress.productionUnauthorized == nil ? .notFound : .productionUnauthorized)
+    }
+
     private func notFoundEverywhere(_ transactionId: String, progress: LookupProgress) -> BackendAnswer {
-        if let unauthorized = progress.productionUnauthorized, !progress.sandboxAnswered {
-            // Production refused the key and nothing else answered: it cannot be told apart from a wrong key.
+        if let unauthorized = progress.productionUnauthorized {
+            // Production refused the key, so its "not found" was never heard: the purchase may be a production one
+            // (a released app whose key production refuses) as much as junk. Not `transaction_not_found`, which would
+            // refuse a paying customer for good: a configuration error, held on the DLQ for a replay.
             var answer = Self.answer(for: unauthorized, calls: progress.calls)
             if configuration.policy.sandboxPolicy == .reject {
                 answer.message = (answer.message ?? "") + " (SANDBOX_POLICY=reject: the sandbox, where the "
                     + "purchases of an app without a release are, was not asked)"
+            } else if progress.sandboxAnswered {
+                answer.message = (answer.message ?? "") + "; the sandbox does not know transaction \(transactionId) "
+                    + "either (before the app's first release production answers 401: a purchase not in the "
+                    + "sandbox is none; after it, production's 401 is the key's problem)"
             }
             return answer
         }
@@ -447,6 +470,8 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
         var revision: String?
         var payloads: [JWSTransactionPayload] = []
         var lastNotFound: ServerAPIError?
+        /// Production answered 401 to a fresh token (an app without a release): the sandbox was asked next.
+        var productionUnauthorized: ServerAPIError?
 
         /// Newest first, so a recent expected purchase is found in the first pages.
         var query: TransactionHistoryQuery { TransactionHistoryQuery(sort: .descending) }
@@ -457,6 +482,14 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
         completion: @escaping @Sendable (BackendAnswer) -> Void
     ) {
         guard let environment = environments.first else {
+            if let unauthorized = walk.productionUnauthorized {
+                // Production's answer was never heard (401): not a verdict about the purchase (see notFoundEverywhere).
+                var answer = Self.answer(for: unauthorized, calls: walk.calls)
+                answer.message = (answer.message ?? "") + "; the sandbox has no history for the receipt's "
+                    + "transaction \(walk.anchor) either"
+                completion(answer)
+                return
+            }
             completion(Self.rejected(
                 .transactionNotFound,
                 "Apple has no transaction history for the receipt's transaction \(walk.anchor) (bundle "
@@ -501,6 +534,17 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
             case .failure(let error) where error.kind == .notFound:
                 walk.lastNotFound = error
                 walk.revision = nil
+                if environment == .production, environments.dropFirst().first == .sandbox {
+                    fallbacks?.record(.notFound)
+                }
+                readHistory(walk, environments: environments.dropFirst(), client: client, completion: completion)
+            case .failure(let error)
+            where error.kind == .unauthorized && environment == .production && environments.dropFirst().first == .sandbox:
+                // As for a transaction_id: an app without a release gets 401 from production, and a receipt that
+                // does not name its environment may be App Review's, in the sandbox.
+                walk.productionUnauthorized = error
+                walk.revision = nil
+                fallbacks?.record(.productionUnauthorized)
                 readHistory(walk, environments: environments.dropFirst(), client: client, completion: completion)
             case .failure(let error):
                 var answer = Self.answer(for: error, calls: walk.calls)

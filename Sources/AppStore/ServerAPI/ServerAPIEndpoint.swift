@@ -24,6 +24,8 @@ public enum ServerAPIEndpoint: String, Sendable, Hashable, CaseIterable {
     case testNotification = "test_notification"
     /// Get App Transaction Info: `GET /inApps/v1/transactions/appTransactions/{transactionId}` (50/s).
     case appTransactionInfo = "app_transaction_info"
+    /// Finish Transaction (API 1.20): `POST /inApps/v1/transactions/{transactionId}/finish` (50/s).
+    case finishTransaction = "finish_transaction"
 
     /// Apple's published production limit for this endpoint, requests per second per app ("Identifying rate
     /// limits"; the sandbox allows a tenth). A process never paces an endpoint faster than this, whatever
@@ -31,7 +33,7 @@ public enum ServerAPIEndpoint: String, Sendable, Hashable, CaseIterable {
     public var publishedProductionLimitPerSecond: Double {
         switch self {
         case .transactionInfo, .transactionHistory, .notificationHistory, .consumptionInformation,
-            .subscriptionStatuses, .appTransactionInfo:
+            .subscriptionStatuses, .appTransactionInfo, .finishTransaction:
             50
         case .setAppAccountToken, .extendRenewal: 20
         case .refundHistory, .orderLookup: 10

@@ -154,29 +154,29 @@ public struct NotificationHistoryResponse: Sendable, Equatable, Decodable {
     }
 }
 
-/// A notification Apple sent (or tried to): its `signedPayload` (verify it like any notification) and how each
-/// send attempt went.
+/// A notification Apple sent (or tried to) (`NotificationHistoryResponseItem`): its `signedPayload` (verify it like
+/// any notification) and how each send attempt went, Apple's `sendAttempts`.
 public struct NotificationHistoryItem: Sendable, Equatable, Decodable {
     public var signedPayload: String
-    public var sendAttemptResults: [SendAttempt]
+    public var sendAttempts: [SendAttempt]
 
-    public init(signedPayload: String, sendAttemptResults: [SendAttempt] = []) {
+    public init(signedPayload: String, sendAttempts: [SendAttempt] = []) {
         self.signedPayload = signedPayload
-        self.sendAttemptResults = sendAttemptResults
+        self.sendAttempts = sendAttempts
     }
 
     enum CodingKeys: String, CodingKey {
-        case signedPayload, sendAttemptResults
+        case signedPayload, sendAttempts
     }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         signedPayload = try c.decode(String.self, forKey: .signedPayload)
-        sendAttemptResults = (try? c.decodeIfPresent([SendAttempt].self, forKey: .sendAttemptResults)) ?? []
+        sendAttempts = (try? c.decodeIfPresent([SendAttempt].self, forKey: .sendAttempts)) ?? []
     }
 }
 
-/// One delivery attempt: when, and Apple's result (`SUCCESS`, `TIMED_OUT`, `TLS_ISSUE`, `CIRCULAR_REDIRECT`,
+/// One delivery attempt (`SendAttemptItem`): when, and Apple's result (`SUCCESS`, `TIMED_OUT`, `TLS_ISSUE`, `CIRCULAR_REDIRECT`,
 /// `NO_RESPONSE`, `SOCKET_ISSUE`, `UNSUPPORTED_CHARSET`, `INVALID_RESPONSE`, `PREMATURE_CLOSE`,
 /// `UNSUCCESSFUL_HTTP_RESPONSE_CODE`, `OTHER`).
 public struct SendAttempt: Sendable, Equatable, Decodable {

@@ -75,7 +75,9 @@ public enum SignedTransactionMapping {
             price: payload.price, currency: payload.currency, transactionReason: payload.transactionReason?.rawValue,
             unreadableCreditingFields: unreadableCrediting, offerDiscountType: payload.offerDiscountType,
             offerPeriod: payload.offerPeriod, billingPlanType: payload.billingPlanType,
-            commitmentInfo: payload.commitmentInfo, appTransactionId: payload.appTransactionId)
+            commitmentInfo: payload.commitmentInfo, appTransactionId: payload.appTransactionId,
+            offerType: payload.offerType, offerIdentifier: payload.offerIdentifier, storefront: payload.storefront,
+            storefrontId: payload.storefrontId)
     }
 
     /// The verdict rules' input for verified payloads of one app and environment: `named` are the transactions the

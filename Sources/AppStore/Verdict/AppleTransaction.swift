@@ -61,6 +61,14 @@ public struct AppleTransaction: Sendable, Equatable {
     public var commitmentInfo: JSONValue?
     /// Signed data's `appTransactionId` (2025): the app download the purchase was made under; carried, never judged.
     public var appTransactionId: String?
+    /// Signed data's offer and storefront (carried to results and events for support and crediting services; no money
+    /// rule reads them): `offerType` as Apple wrote it (1 introductory, 2 promotional, 3 offer code, 4 win-back, 5
+    /// retention (WWDC26); a value Apple adds later is kept), `offerIdentifier`, `storefront` (ISO 3166-1 alpha-3)
+    /// and `storefrontId` (Apple's storefront number).
+    public var offerType: Int64?
+    public var offerIdentifier: String?
+    public var storefront: String?
+    public var storefrontId: String?
 
     public init(
         transactionId: String, originalTransactionId: String? = nil, productId: String, quantity: Int = 1,
@@ -70,9 +78,14 @@ public struct AppleTransaction: Sendable, Equatable {
         revocationType: String? = nil, revocationPercentage: Int? = nil, unreadableCancellationFields: [String] = [],
         isUpgraded: Bool = false, price: Int64? = nil, currency: String? = nil, transactionReason: String? = nil,
         unreadableCreditingFields: [String] = [], offerDiscountType: String? = nil, offerPeriod: String? = nil,
-        billingPlanType: String? = nil, commitmentInfo: JSONValue? = nil, appTransactionId: String? = nil
+        billingPlanType: String? = nil, commitmentInfo: JSONValue? = nil, appTransactionId: String? = nil,
+        offerType: Int64? = nil, offerIdentifier: String? = nil, storefront: String? = nil, storefrontId: String? = nil
     ) {
         self.appTransactionId = appTransactionId
+        self.offerType = offerType
+        self.offerIdentifier = offerIdentifier
+        self.storefront = storefront
+        self.storefrontId = storefrontId
         self.offerDiscountType = offerDiscountType
         self.offerPeriod = offerPeriod
         self.billingPlanType = billingPlanType

@@ -207,7 +207,9 @@ public enum VerdictRules {
                 currency: apple.currency, transactionReason: apple.transactionReason, notCreditableReason: reason,
                 offerDiscountType: apple.offerDiscountType, offerPeriod: apple.offerPeriod,
                 billingPlanType: apple.billingPlanType, commitmentInfo: apple.commitmentInfo,
-                appTransactionId: apple.appTransactionId, environment: environment)
+                appTransactionId: apple.appTransactionId, offerType: apple.offerType,
+                offerIdentifier: apple.offerIdentifier, storefront: apple.storefront, storefrontId: apple.storefrontId,
+                environment: environment)
         }
 
         /// Why `apple` is not creditable, the first rule that applies; nil when it is creditable.

@@ -57,6 +57,10 @@ public struct FakeNotification: Sendable, Equatable {
         /// Marks the transaction's period as replaced by an upgrade (`isUpgraded`).
         public var isUpgraded: Bool?
         public var quantity: Int?
+        /// RESCIND_CONSENT: the `appTransactionId` of its app transaction (default `705000000000001`).
+        public var appTransactionId: String?
+        /// CONSUMPTION_REQUEST: `data.consumptionRequestReason` (default `UNINTENDED_PURCHASE`).
+        public var consumptionRequestReason: String?
 
         public init() {}
     }
@@ -110,7 +114,7 @@ public struct FakeNotification: Sendable, Equatable {
             return notification
         case ("RESCIND_CONSENT", _):
             notification.container = .appData
-            notification.appTransactionId = "705000000000001"
+            notification.appTransactionId = options.appTransactionId ?? "705000000000001"
             return notification
         default:
             break
@@ -148,7 +152,7 @@ public struct FakeNotification: Sendable, Equatable {
             transaction.revocationReason = 0
             transaction.revocationType = options.revocationType ?? "FAMILY_REVOKE"
         case "CONSUMPTION_REQUEST":
-            notification.consumptionRequestReason = "UNINTENDED_PURCHASE"
+            notification.consumptionRequestReason = options.consumptionRequestReason ?? "UNINTENDED_PURCHASE"
         default:
             break
         }

@@ -53,8 +53,8 @@ public final class FakeNotificationHistory: Sendable {
 
         public var delivered: Bool { attempts.contains(where: \.succeeded) }
 
-        /// Apple's `sendAttemptResults`: `[{"attemptDate": ms, "sendAttemptResult": "..."}]`.
-        public var sendAttemptResultsJSON: String {
+        /// Apple's `sendAttempts`: `[{"attemptDate": ms, "sendAttemptResult": "..."}]`.
+        public var sendAttemptsJSON: String {
             "[" + attempts.map { "{\"attemptDate\":\($0.dateMs),\"sendAttemptResult\":\"\($0.result)\"}" }
                 .joined(separator: ",") + "]"
         }

@@ -13,7 +13,8 @@ public struct FakeNotificationRequest: Sendable, Equatable {
     public static let parameterNames = [
         "url", "type", "subtype", "transaction_id", "original_transaction_id", "product_id", "product_type",
         "bundle_id", "environment", "app_apple_id", "notification_uuid", "ownership", "revocation_percentage",
-        "revocation_type", "status", "retry_schedule_seconds", "deliver",
+        "revocation_type", "status", "retry_schedule_seconds", "deliver", "app_transaction_id",
+        "consumption_request_reason",
     ]
 
     /// Parses `values` (names as in `parameterNames`).
@@ -58,6 +59,8 @@ public struct FakeNotificationRequest: Sendable, Equatable {
         options.revocationType = values["revocation_type"]
         options.revocationPercentage = try integer(values, "revocation_percentage", 0...100_000)
         options.status = try integer(values, "status", 1...5)
+        options.appTransactionId = values["app_transaction_id"]
+        options.consumptionRequestReason = values["consumption_request_reason"]
         let notification = FakeNotification.make(
             type: type, subtype: values["subtype"].flatMap { $0.isEmpty ? nil : $0 }, options: options)
         var schedule: [Duration]?

@@ -16,6 +16,13 @@ public struct FakeRenewalInfo: Sendable, Equatable {
     public var renewalBillingPlanType: String?
     /// `appTransactionId` (2025), written when set.
     public var appTransactionId: String?
+    /// What the next renewal costs, as Apple writes it in every auto-renewable subscription's renewal info:
+    /// `renewalPrice` in milli-units of `currency`.
+    public var renewalPrice: Int64 = 990
+    public var currency: String = "USD"
+    /// The offer of the next renewal (`offerType` 1...5, `offerIdentifier`), written when set.
+    public var offerType: Int?
+    public var offerIdentifier: String?
 
     public init(
         originalTransactionId: String, productId: String, environment: String, signedDateMs: Int64
@@ -43,6 +50,10 @@ public struct FakeRenewalInfo: Sendable, Equatable {
         fields.integer("recentSubscriptionStartDate", renewalDateMs.map { $0 - 30 * 86_400_000 })
         fields.string("renewalBillingPlanType", renewalBillingPlanType)
         fields.string("appTransactionId", appTransactionId)
+        fields.string("currency", currency)
+        fields.integer("renewalPrice", renewalPrice)
+        fields.integer("offerType", offerType.map(Int64.init))
+        fields.string("offerIdentifier", offerIdentifier)
         return fields.bytes
     }
 }

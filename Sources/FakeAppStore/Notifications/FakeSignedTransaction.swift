@@ -31,6 +31,8 @@ public struct FakeSignedTransaction: Sendable, Equatable {
     /// `offerPeriod` (ISO 8601 duration), `billingPlanType` (`BILLED_UPFRONT`, `MONTHLY`), `commitmentInfo` (a JSON
     /// object, written as given).
     public var offerType: Int?
+    /// `offerIdentifier`, written when set (with an offer).
+    public var offerIdentifier: String?
     public var offerDiscountType: String?
     public var offerPeriod: String?
     public var billingPlanType: String?
@@ -81,6 +83,7 @@ public struct FakeSignedTransaction: Sendable, Equatable {
         fields.integer("price", price)
         fields.string("currency", currency)
         fields.integer("offerType", offerType.map(Int64.init))
+        fields.string("offerIdentifier", offerIdentifier)
         fields.string("offerDiscountType", offerDiscountType)
         fields.string("offerPeriod", offerPeriod)
         fields.string("billingPlanType", billingPlanType)

@@ -67,7 +67,7 @@ final class FakeTestNotifications: Sendable {
         return .json(200, "{\"testNotificationToken\":\(JSONText.quoted(token))}")
     }
 
-    /// `GET /inApps/v1/notifications/test/{token}`: `{"signedPayload", "sendAttemptResults": [{"attemptDate",
+    /// `GET /inApps/v1/notifications/test/{token}`: `{"signedPayload", "sendAttempts": [{"attemptDate",
     /// "sendAttemptResult"}]}` (empty until the first attempt ends); 4040008 TestNotificationNotFound for a token it
     /// never gave out.
     func status(token: String) -> HTTPResponse {
@@ -78,6 +78,6 @@ final class FakeTestNotifications: Sendable {
         return .json(
             200,
             "{\"signedPayload\":\(JSONText.quoted(entry.signedPayload)),"
-                + "\"sendAttemptResults\":\(entry.sendAttemptResultsJSON)}")
+                + "\"sendAttempts\":\(entry.sendAttemptsJSON)}")
     }
 }

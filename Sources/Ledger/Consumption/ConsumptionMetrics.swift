@@ -12,6 +12,23 @@ struct ConsumptionMetrics: Sendable {
     let unanswered: [ConsumptionRules.UnansweredReason: Counter]
     let pending: Gauge
     let nearDeadline: Gauge
+    /// Answers Apple refused, by its `errorCode` (`refusalLabel`).
+    let refusedByCode: [String: Counter]
+
+    /// Apple's error codes an answer can be refused with (its Send Consumption Information page and libraries;
+    /// docs/CREDITING.md, "What Apple accepts"), each a label value of its own: the metric's series stay few
+    /// whatever Apple answers. Any other code is `other`; an answer without one (Apple's malformed-request 400)
+    /// `none`.
+    static let refusalCodes: [Int] = [
+        4_000_000, 4_000_006, 4_000_035, 4_000_036, 4_000_041, 4_000_044, 4_000_047, 4_000_048, 4_000_185,
+        4_000_209, 4_040_010,
+    ]
+
+    /// The `error_code` label of a refusal with Apple's `errorCode`.
+    static func refusalLabel(_ errorCode: Int?) -> String {
+        guard let errorCode else { return "none" }
+        return refusalCodes.contains(errorCode) ? String(errorCode) : "other"
+    }
 
     /// Pending requests whose deadline is this close count as near it (the alert's window).
     static let nearDeadlineMs: Int64 = 2 * 3_600_000
@@ -34,6 +51,15 @@ struct ConsumptionMetrics: Sendable {
         retries = registry.counter(
             "ledger_consumption_send_retries_total",
             help: "Send Consumption Information calls that failed retryably (429, 5xx, unreachable) and were retried")
+        var refusedByCode: [String: Counter] = [:]
+        for label in Self.refusalCodes.map(String.init) + ["other", "none"] {
+            refusedByCode[label] = registry.counter(
+                "ledger_consumption_answers_refused_total",
+                help: "Send Consumption Information answers Apple refused (a 4xx other than 401/429, not retried), by "
+                    + "Apple's errorCode (other: a code not listed, none: no code)",
+                labels: [("error_code", label)])
+        }
+        self.refusedByCode = refusedByCode
         pending = registry.gauge(
             "ledger_consumption_requests_pending", help: "CONSUMPTION_REQUESTs waiting for an answer")
         nearDeadline = registry.gauge(

@@ -8,12 +8,17 @@ import ServiceSupport
 /// ```json
 /// {"sample_content_provided": false,
 ///  "rules": [{"when": {"delivered": false}, "preference": "GRANT_FULL"},
+///            {"when": {"product_type": "auto_renewable"}, "preference": "GRANT_PRORATED"},
 ///            {"when": {"delivered": true, "consumed_above_percent": 80}, "preference": "DECLINE"},
-///            {"when": {"consumed_at_most_percent": 10}, "preference": "GRANT_PRORATED"}]}
+///            {"when": {"product_type": "consumable", "delivered": true, "consumed_above_percent": 0,
+///                      "consumed_at_most_percent": 10}, "preference": "GRANT_PRORATED"}]}
 /// ```
 /// Rules are tried in order; the first whose every condition holds gives Apple's `refundPreference`; when none
 /// does, no preference is sent. Percentages may have up to three decimals (Apple counts thousandths of a percent).
-/// Unknown members are errors (a misspelt condition must not silently match everything).
+/// `product_type` and `consumption_request_reason` take one value or a list. Unknown members and values are errors
+/// (a misspelt condition must not silently match everything), and so is a rule that can give a preference Apple
+/// refuses (`ConsumptionRules.refusedCase(of:)`: a `GRANT_PRORATED` that can meet a consumable consumed 0 %, say),
+/// named by its position.
 enum ConsumptionPolicyFile {
     struct Invalid: Error, CustomStringConvertible {
         let description: String
@@ -63,7 +68,10 @@ enum ConsumptionPolicyFile {
         var rule = ConsumptionRules.PolicyRule(preference: preference)
         guard let when = members["when"] else { return rule }
         guard case .object(let conditions) = when else { throw Invalid(description: "\(name).when is not an object") }
-        try onlyKnown(conditions, ["delivered", "consumed_above_percent", "consumed_at_most_percent"], in: "\(name).when")
+        try onlyKnown(
+            conditions,
+            ["delivered", "consumed_above_percent", "consumed_at_most_percent", "product_type", "consumption_request_reason"],
+            in: "\(name).when")
         switch conditions["delivered"] {
         case nil: break
         case .bool(let value)?: rule.delivered = value
@@ -72,7 +80,48 @@ enum ConsumptionPolicyFile {
         rule.consumedAbove = try percentage(conditions["consumed_above_percent"], "\(name).when.consumed_above_percent")
         rule.consumedAtMost = try percentage(
             conditions["consumed_at_most_percent"], "\(name).when.consumed_at_most_percent")
+        if let kinds = try names(
+            conditions["product_type"], "\(name).when.product_type",
+            known: ProductKind.allCases.map(\.rawValue) + [unknownProductType])
+        {
+            rule.productKinds = Set(kinds.map { $0 == unknownProductType ? nil : ProductKind(rawValue: $0) })
+        }
+        if let reasons = try names(
+            conditions["consumption_request_reason"], "\(name).when.consumption_request_reason",
+            known: ConsumptionRules.requestReasons)
+        {
+            rule.requestReasons = Set(reasons)
+        }
+        if let refused = ConsumptionRules.refusedCase(of: rule) {
+            throw Invalid(
+                description: "\(name) gives \(rule.preference.rawValue) where Apple refuses it: for "
+                    + "\(ConsumptionRules.describe(refused.facts)), \(refused.why). Narrow its conditions "
+                    + "(product_type, delivered, consumed_above_percent, consumed_at_most_percent): docs/CREDITING.md, "
+                    + "\"Refund requests\"")
+        }
         return rule
+    }
+
+    /// The `product_type` condition's value for a purchase whose kind the ledger does not know.
+    static let unknownProductType = "unknown"
+
+    /// A condition naming one value or a list of them, each one of `known`.
+    private static func names(_ value: JSONValue?, _ name: String, known: [String]) throws(Invalid) -> [String]? {
+        let items: [JSONValue]
+        switch value {
+        case nil: return nil
+        case .string(let text)?: items = [.string(text)]
+        case .array(let list)? where !list.isEmpty: items = list
+        default: throw Invalid(description: "\(name) is not a string or a non-empty list of strings")
+        }
+        var names: [String] = []
+        for item in items {
+            guard case .string(let text) = item, known.contains(text) else {
+                throw Invalid(description: "\(name) has a value that is not one of \(known.joined(separator: ", "))")
+            }
+            names.append(text)
+        }
+        return names
     }
 
     /// A percentage in thousandths of a percent.

@@ -107,7 +107,10 @@ final class ConsumptionResponder: Sendable {
         let now = nowMs()
         let plan = ConsumptionRules.plan(
             mode: configuration.mode, nowMs: now, deadlineMs: request.deadlineMs, state: facts.state,
-            balance: facts.balance, consented: facts.consented, policy: configuration.policy)
+            balance: facts.balance, consented: facts.consented, policy: configuration.policy,
+            request: ConsumptionRules.Request(
+                productKind: request.productKind, reason: request.reason,
+                isSubscriptionPeriod: PurchaseKey.isPeriod(request.creditKey)))
         var outcome = ConsumptionStore.Outcome(
             status: .unanswered, owner: facts.state.owner, attempts: request.attempts)
         switch plan {
@@ -120,7 +123,6 @@ final class ConsumptionResponder: Sendable {
         case .send(let answer):
             outcome.answer = answer
             outcome.body = Self.bodyText(answer)
-            outcome.attempts += 1
             send(request, answer: answer, into: &outcome)
         }
         let recorded = try database.withConnection { connection throws(PostgresError) in
@@ -128,6 +130,18 @@ final class ConsumptionResponder: Sendable {
         }
         guard recorded else { return }
         count(outcome)
+        if outcome.status == .refused {
+            // Apple decides this refund without the ledger's facts, and the next one like it is refused too.
+            logger.error(
+                "Apple refused the answer to a consumption request",
+                [
+                    "event_id": .string(request.eventId), "attempts": .int(outcome.attempts),
+                    "apple_status": .int(outcome.appleStatus ?? 0),
+                    "apple_error_code": .int(outcome.appleErrorCode ?? 0),
+                    "apple_error": .string(outcome.appleError ?? ""),
+                ])
+            return
+        }
         logger.info(
             "consumption request",
             [
@@ -151,7 +165,7 @@ final class ConsumptionResponder: Sendable {
         let body = Array((outcome.body ?? "").utf8)
         let callDeadlineMs = min(configuration.callTimeoutMs, max(request.deadlineMs - nowMs(), 1))
         let deadline = DispatchTime.now() + .milliseconds(Int(callDeadlineMs))
-        let result = Locked<ConsumptionSendOutcome?>(nil)
+        let result = Locked<ConsumptionSendResult?>(nil)
         let done = DispatchSemaphore(value: 0)
         Task {
             let sent = await sender.send(
@@ -161,16 +175,21 @@ final class ConsumptionResponder: Sendable {
             done.signal()
         }
         done.wait()
-        switch result.withLock({ $0 }) {
+        let sent = result.withLock { $0 }
+        // Only what reached Apple counts: a call the client held back (after another request's 429) is no attempt.
+        outcome.attempts += sent?.requestsSent ?? 0
+        switch sent?.outcome {
         case .accepted(let status):
             outcome.status = .answered
             outcome.appleStatus = status
-        case .refused(let status, let error):
+        case .refused(let status, let errorCode, let error):
             outcome.status = .refused
             outcome.appleStatus = status
+            outcome.appleErrorCode = errorCode
             outcome.appleError = String(error.prefix(500))
-        case .retry(let status, let error, let afterMs):
+        case .retry(let status, let errorCode, let error, let afterMs):
             outcome.appleStatus = status
+            outcome.appleErrorCode = errorCode
             outcome.appleError = String(error.prefix(500))
             let now = nowMs()
             guard
@@ -194,7 +213,9 @@ final class ConsumptionResponder: Sendable {
         switch outcome.status {
         case .answered: metrics.answered.increment()
         case .dryRun: metrics.dryRuns.increment()
-        case .refused: metrics.refused.increment()
+        case .refused:
+            metrics.refused.increment()
+            metrics.refusedByCode[ConsumptionMetrics.refusalLabel(outcome.appleErrorCode)]?.increment()
         case .unanswered:
             if let reason = outcome.unansweredReason.flatMap(ConsumptionRules.UnansweredReason.init(rawValue:)) {
                 metrics.unanswered[reason]?.increment()
@@ -203,12 +224,13 @@ final class ConsumptionResponder: Sendable {
         }
     }
 
-    /// The body Send Consumption Information takes, as sent and as the audit record keeps it.
+    /// The body Send Consumption Information takes, as sent and as the audit record keeps it: built by Apple's
+    /// field rules for the product's kind (`ConsumptionRules.body`).
     static func bodyText(_ answer: ConsumptionRules.Answer) -> String {
+        let body = answer.body
         let request = ConsumptionInformationRequest(
-            sampleContentProvided: answer.sampleContentProvided,
-            deliveryStatus: answer.facts.deliveryStatus.rawValue,
-            consumptionPercentage: answer.facts.consumedPercentage, refundPreference: answer.preference?.rawValue)
+            sampleContentProvided: body.sampleContentProvided, deliveryStatus: body.deliveryStatus.rawValue,
+            consumptionPercentage: body.consumptionPercentage, refundPreference: body.refundPreference?.rawValue)
         return (try? request.jsonBody()).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 }

@@ -13,6 +13,10 @@ enum ConsumptionStore {
         var bundleId: String
         var deadlineMs: Int64
         var attempts: Int
+        /// The `product_type` the request's transaction named; nil when it named none.
+        var productKind: ProductKind? = nil
+        /// Apple's `consumptionRequestReason`.
+        var reason: String? = nil
     }
 
     /// What the rules need of the purchase now.
@@ -47,6 +51,9 @@ enum ConsumptionStore {
         var body: String? = nil
         var appleStatus: Int? = nil
         var appleError: String? = nil
+        /// Apple's `errorCode` of its last error answer.
+        var appleErrorCode: Int? = nil
+        /// Requests sent to Apple so far (`ConsumptionSendResult.requestsSent`).
         var attempts: Int
         /// Set when the request stays pending.
         var nextAttemptAtMs: Int64? = nil
@@ -63,14 +70,17 @@ enum ConsumptionStore {
             WHERE event_id IN (
                 SELECT event_id FROM consumption_requests WHERE status = 'pending' AND next_attempt_at_ms <= $1::bigint
                 ORDER BY deadline_ms LIMIT $3::bigint FOR UPDATE SKIP LOCKED)
-            RETURNING event_id, credit_key, transaction_id, environment, bundle_id, deadline_ms, attempts
+            RETURNING event_id, credit_key, transaction_id, environment, bundle_id, deadline_ms, attempts, product_type,
+                consumption_request_reason
             """, [.int(nowMs), .int(leaseMs), .int(Int64(limit))]
         ).rows.map { row throws(PostgresError) in
             DueRequest(
                 eventId: try row.string("event_id"), creditKey: try row.string("credit_key"),
                 transactionId: try row.string("transaction_id"), environment: try row.string("environment"),
                 bundleId: try row.string("bundle_id"), deadlineMs: try row.int64("deadline_ms"),
-                attempts: Int(try row.int64("attempts")))
+                attempts: Int(try row.int64("attempts")),
+                productKind: try row.optionalString("product_type").flatMap(ProductKind.init(rawValue:)),
+                reason: try row.optionalString("consumption_request_reason"))
         }.sorted { ($0.deadlineMs, $0.eventId) < ($1.deadlineMs, $1.eventId) }
     }
 
@@ -98,7 +108,8 @@ enum ConsumptionStore {
         }
     }
 
-    /// Writes what happened to a claimed request (only while it is still pending: an answer is recorded once).
+    /// Writes what happened to a claimed request (only while it is still pending: an answer is recorded once). The
+    /// product type the answer went by fills in the request's when its transaction named none.
     @discardableResult
     static func record(_ outcome: Outcome, eventId: String, nowMs: Int64, on connection: PostgresConnection)
         throws(PostgresError) -> Bool
@@ -112,7 +123,8 @@ enum ConsumptionStore {
                 refund_preference = coalesce($8, refund_preference), body = coalesce($9, body),
                 apple_status = coalesce($10, apple_status), apple_error = $11, attempts = $12,
                 next_attempt_at_ms = coalesce($13, next_attempt_at_ms),
-                finished_at_ms = CASE WHEN $2::text = 'pending' THEN NULL ELSE $14::bigint END
+                finished_at_ms = CASE WHEN $2::text = 'pending' THEN NULL ELSE $14::bigint END,
+                apple_error_code = $15, product_type = coalesce(product_type, $16)
             WHERE event_id = $1 AND status = 'pending'
             """,
             [
@@ -122,6 +134,7 @@ enum ConsumptionStore {
                 .optional(answer?.preference?.rawValue), .optional(outcome.body),
                 .optional(outcome.appleStatus.map(Int64.init)), .optional(outcome.appleError),
                 .int(Int64(outcome.attempts)), .optional(outcome.nextAttemptAtMs), .int(nowMs),
+                .optional(outcome.appleErrorCode.map(Int64.init)), .optional(answer?.facts.productKind?.rawValue),
             ])
         return result.affectedRows == 1
     }
@@ -161,7 +174,8 @@ enum ConsumptionStore {
                     'delivery_status', delivery_status, 'consumption_percentage', consumption_percentage) END,
                 'rule', rule, 'refund_preference', refund_preference,
                 'body', CASE WHEN body IS NULL THEN NULL ELSE body::json END,
-                'apple_status', apple_status, 'apple_error', apple_error)::text AS audit
+                'apple_status', apple_status, 'apple_error', apple_error, 'apple_error_code', apple_error_code,
+                'product_type', product_type, 'consumption_request_reason', consumption_request_reason)::text AS audit
             FROM consumption_requests WHERE event_id = $1
             """, [.text(eventId)]
         ).rows.first.map { row throws(PostgresError) in try row.string("audit") }

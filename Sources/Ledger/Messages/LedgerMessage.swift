@@ -59,6 +59,9 @@ struct LedgerEvent: Sendable {
     var notificationType: String?
     /// `RESCIND_CONSENT`'s app download (`appData`'s app transaction).
     var appTransactionId: String?
+    /// A `consumption_request`'s `consumption_request_reason` (Apple's `consumptionRequestReason`, as Apple wrote
+    /// it); absent or null on other events and older ones.
+    var consumptionRequestReason: String?
 
 
     init(_ c: JSONFields) throws(UnreadableMessage) {
@@ -76,8 +79,10 @@ struct LedgerEvent: Sendable {
         subtype = try c.string("subtype")
         notificationType = try c.string("notification_type")
         appTransactionId = try c.string("app_transaction_id")
+        consumptionRequestReason = try c.string("consumption_request_reason")
         try Identifier.check(eventId, "event_id")
         try Identifier.check(appTransactionId, "app_transaction_id")
+        try Identifier.check(consumptionRequestReason, "consumption_request_reason")
         try transaction?.derivePurchaseKey(environment: environment)
     }
 

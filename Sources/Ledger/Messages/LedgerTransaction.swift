@@ -31,6 +31,9 @@ struct LedgerTransaction: Sendable, Equatable {
     var transactionReason: String?
     /// Apple's `appTransactionId` (2025): the app download the purchase was made under (`RESCIND_CONSENT`).
     var appTransactionId: String?
+    /// `product_type`: a value the ledger does not know (a newer producer's) is unknown, like null, and never
+    /// guessed (Apple's field rules for a refund request's answer depend on it).
+    var productKind: ProductKind?
 
 
     init(_ c: JSONFields) throws(UnreadableMessage) {
@@ -53,6 +56,7 @@ struct LedgerTransaction: Sendable, Equatable {
         inAppOwnershipType = try c.string("in_app_ownership_type")
         purchaseDateMs = try c.int64("purchase_date_ms")
         appTransactionId = try c.string("app_transaction_id")
+        productKind = try c.string("product_type").flatMap(ProductKind.init(rawValue:))
         try Identifier.check(writtenCreditKey, "transaction.credit_key")
         try Identifier.check(transactionId, "transaction.transaction_id")
         try Identifier.check(originalTransactionId, "transaction.original_transaction_id")

@@ -63,7 +63,8 @@ extension BatchWork {
         CreditClaim(
             source: source, owner: owner, productId: productId, credit: transaction.creditShape, quantity: quantity,
             expiresDateMs: transaction.expiresDateMs, atMs: atMs, environment: transaction.environment,
-            ownership: transaction.ownership, purchaseDateMs: transaction.purchaseDateMs)
+            ownership: transaction.ownership, purchaseDateMs: transaction.purchaseDateMs,
+            productKind: transaction.productKind)
     }
 
     // MARK: Events
@@ -112,7 +113,8 @@ extension BatchWork {
     }
 
     /// A `CONSUMPTION_REQUEST` for the refund responder, once per `event_id` (a redelivery records nothing more). Its
-    /// deadline runs from when Apple signed it.
+    /// deadline runs from when Apple signed it; the product type its transaction names and Apple's reason are kept
+    /// with it (the answer's fields depend on the one, policy rules may on the other).
     private mutating func recordConsumptionRequest(_ event: LedgerEvent) throws(PostgresError) -> [String] {
         guard let transaction = event.transaction, let transactionId = transaction.transactionId else {
             return ["a consumption_request event without a transaction id"]
@@ -127,13 +129,15 @@ extension BatchWork {
         try write(
             """
             INSERT INTO consumption_requests (event_id, credit_key, transaction_id, environment, bundle_id,
-                signed_at_ms, deadline_ms, recorded_at_ms, status, next_attempt_at_ms)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $8)
+                signed_at_ms, deadline_ms, recorded_at_ms, status, next_attempt_at_ms, product_type,
+                consumption_request_reason)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $8, $9, $10)
             ON CONFLICT (event_id) DO NOTHING
             """,
             [
                 .text(event.eventId), .text(transaction.creditKey), .text(transactionId), .text(environment),
                 .text(bundleId), .int(signedAtMs), .int(signedAtMs + ConsumptionRules.answerWindowMs), .int(nowMs),
+                .optional(transaction.productKind?.rawValue), .optional(event.consumptionRequestReason),
             ], counted: .consumptionRequest)
         return []
     }

@@ -74,6 +74,10 @@ extension BatchWork {
         .init("upgrade_reported", .boolean { $0.state.upgradeReported }),
         .init("upgraded_at_ms", .bigint { $0.state.upgradedAtMs }),
         .init("upgrade_taken", .bigint { $0.state.upgradeTaken }),
+        // An update that does not know the kind keeps the stored one (migration 7).
+        .init(
+            "product_type", .text { $0.state.productKind?.rawValue },
+            updatedTo: "coalesce(u.product_type, p.product_type)"),
         .init("updated_at_ms", .bigint { $0.nowMs }),
     ]
 
@@ -157,7 +161,7 @@ extension BatchWork {
         let creditKey: Int, status: Int, owner: Int, productId: Int, grant: GrantPositions, quantity: Int
         let expiresDateMs: Int, amountCredited: Int, amountDebited: Int, lastDebit: Int, creditedAtMs: Int
         let originalTransactionId: Int, book: Int, purchaseDateMs: Int, refusedPercentage: Int
-        let lastEventSignedMs: Int, upgradeReported: Int, upgradedAtMs: Int, upgradeTaken: Int
+        let lastEventSignedMs: Int, upgradeReported: Int, upgradedAtMs: Int, upgradeTaken: Int, productType: Int
 
         init(_ columns: PostgresColumns) throws(PostgresError) {
             creditKey = try columns.position(of: "credit_key")
@@ -179,6 +183,7 @@ extension BatchWork {
             upgradeReported = try columns.position(of: "upgrade_reported")
             upgradedAtMs = try columns.position(of: "upgraded_at_ms")
             upgradeTaken = try columns.position(of: "upgrade_taken")
+            productType = try columns.position(of: "product_type")
         }
     }
 
@@ -208,7 +213,8 @@ extension BatchWork {
             lastEventSignedMs: try row.optionalInt64(column.lastEventSignedMs),
             upgradeReported: try row.bool(column.upgradeReported),
             upgradedAtMs: try row.optionalInt64(column.upgradedAtMs),
-            upgradeTaken: try row.int64(column.upgradeTaken))
+            upgradeTaken: try row.int64(column.upgradeTaken),
+            productKind: row.optionalString(column.productType).flatMap(ProductKind.init(rawValue:)))
     }
 
     /// Writes every changed purchase: new ones in one `INSERT` (a concurrent instance inserting the same purchase

@@ -255,6 +255,27 @@ public enum LedgerSchema {
                 """,
             ]
         ),
+        (
+            version: 7,
+            statements: [
+                // Consumption answers Apple accepts (round 5): Apple's field rules depend on the product's kind. A
+                // purchase recorded before has none (NULL: unknown, except that a subscription period's key tells
+                // an auto-renewable's, ProductKind.resolved); the column is added without rewriting the table.
+                """
+                ALTER TABLE purchases ADD COLUMN product_type text
+                    CHECK (product_type IN ('consumable','non_consumable','auto_renewable','non_renewing'))
+                """,
+                // The request as Apple sent it (its transaction's product type, Apple's consumptionRequestReason), and
+                // Apple's errorCode when it refused the answer (before this version only quoted in apple_error).
+                """
+                ALTER TABLE consumption_requests
+                    ADD COLUMN product_type text
+                        CHECK (product_type IN ('consumable','non_consumable','auto_renewable','non_renewing')),
+                    ADD COLUMN consumption_request_reason text,
+                    ADD COLUMN apple_error_code bigint
+                """,
+            ]
+        ),
     ]
 
     /// The newest schema version this build knows.

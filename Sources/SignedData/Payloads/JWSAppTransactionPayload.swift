@@ -2,8 +2,12 @@
 /// and Get App Transaction Info answers (`signedAppTransactionInfo`). It describes the customer's purchase (or
 /// download) of the app itself. Decoded as tolerantly as `JWSTransactionPayload`: ids may be strings or numbers,
 /// dates epoch milliseconds (fractions dropped), unknown fields ignored, unknown enum values kept.
+///
+/// Apple's app transaction has no `environment` and no `signedDate` member (Apple's libraries' `AppTransaction`
+/// models and the Xcode-signed app transaction in their test data): its environment is `receiptType`, and the date
+/// the App Store signed it is `receiptCreationDate`. Neither is read from any other member.
 public struct JWSAppTransactionPayload: Sendable, Equatable, Decodable {
-    /// `Production`, `Sandbox`, `ProductionVPP`, `ProductionVPPSandbox`, `Xcode`, ... as Apple wrote it.
+    /// The environment (`Production`, `Sandbox`, `Xcode`, `LocalTesting`), as Apple wrote it.
     public var receiptType: String?
     public var appAppleId: Int64?
     public var bundleId: String?
@@ -25,9 +29,6 @@ public struct JWSAppTransactionPayload: Sendable, Equatable, Decodable {
     public var appTransactionId: String?
     /// `iOS`, `macOS`, `tvOS`, `visionOS` (2025).
     public var originalPlatform: String?
-    /// Epoch ms at which the App Store signed the JWS.
-    public var signedDate: Int64?
-    public var environment: SignedEnvironment?
 
     public init(from decoder: any Decoder) throws {
         let fields = try decoder.container(keyedBy: AnyCodingKey.self)
@@ -44,11 +45,16 @@ public struct JWSAppTransactionPayload: Sendable, Equatable, Decodable {
         preorderDate = fields.lenientMillis("preorderDate")
         appTransactionId = fields.lenientString("appTransactionId")
         originalPlatform = fields.lenientString("originalPlatform")
-        signedDate = fields.lenientMillis("signedDate")
-        environment = fields.lenient("environment")
     }
 
-    /// The time the chain is validated at: `signedDate`, else `receiptCreationDate` (as Apple's Python and Node
-    /// libraries do for app transactions).
-    public var validationDateMs: Int64? { signedDate ?? receiptCreationDate }
+    /// The environment the app transaction names: its `receiptType` (Apple's `environment` type).
+    public var environment: SignedEnvironment? { receiptType.map(SignedEnvironment.init(rawValue:)) }
+
+    /// When the App Store signed it: `receiptCreationDate` ("the date that the App Store signs a JWS app
+    /// transaction"; Apple's Swift library's `signedDate` is this member).
+    public var signedDate: Int64? { receiptCreationDate }
+
+    /// The time the chain is validated at: `receiptCreationDate`, as Apple's Python and Node libraries do for app
+    /// transactions.
+    public var validationDateMs: Int64? { receiptCreationDate }
 }

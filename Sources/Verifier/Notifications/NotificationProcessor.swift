@@ -109,7 +109,8 @@ public struct NotificationProcessor: Sendable {
             renewal: renewal.map(Self.summary), subscriptionStatus: payload.data?.status.map { Int(clamping: $0) },
             familyShared: normalized?.inAppOwnershipType == OwnershipType.familyShared.rawValue,
             signedDateMs: verified.signedDateMs, receivedAtMs: record.receivedAtMs,
-            appTransactionId: appTransaction?.appTransactionId)
+            appTransactionId: appTransaction?.appTransactionId,
+            consumptionRequestReason: payload.data?.consumptionRequestReason)
         let key = normalized?.originalTransactionId ?? renewal?.originalTransactionId ?? uuid
         return NotificationEvent(event: event, key: Array(key.utf8))
     }
@@ -203,7 +204,8 @@ public struct NotificationProcessor: Sendable {
     }
 
     /// `appData.signedAppTransactionInfo` (RESCIND_CONSENT), verified like the transaction: the same roots, the
-    /// notification's bundle and environment.
+    /// notification's bundle and environment. Its environment is its `receiptType` (Apple's app transaction has no
+    /// `environment` member) and its chain is validated at its `receiptCreationDate`.
     private func signedAppTransaction(
         _ value: JSONValue?, bundleId: String, environment: AppStoreEnvironment, uuid: String
     ) throws(NotificationRejection) -> JWSAppTransactionPayload? {
@@ -225,7 +227,8 @@ public struct NotificationProcessor: Sendable {
                     + "'\(bundleId)'",
                 notificationUUID: uuid)
         }
-        try Self.sameEnvironment(app.environment, environment, of: "appData.signedAppTransactionInfo", uuid: uuid)
+        try Self.sameEnvironment(
+            app.environment, environment, of: "appData.signedAppTransactionInfo's receiptType", uuid: uuid)
         return app
     }
 
@@ -262,6 +265,9 @@ public struct NotificationProcessor: Sendable {
             expirationIntent: renewal.expirationIntent.map { Int(clamping: $0) },
             gracePeriodExpiresDateMs: renewal.gracePeriodExpiresDate,
             isInBillingRetryPeriod: renewal.isInBillingRetryPeriod,
-            renewalBillingPlanType: renewal.renewalBillingPlanType, appTransactionId: renewal.appTransactionId)
+            renewalBillingPlanType: renewal.renewalBillingPlanType, appTransactionId: renewal.appTransactionId,
+            renewalPrice: renewal.renewalPrice, currency: renewal.currency, offerType: renewal.offerType,
+            offerIdentifier: renewal.offerIdentifier, offerDiscountType: renewal.offerDiscountType,
+            offerPeriod: renewal.offerPeriod)
     }
 }
