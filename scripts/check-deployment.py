@@ -437,7 +437,7 @@ KUSTOMIZATIONS = ["docker/k8s/base", "docker/k8s/jobs", "docker/k8s/overlays/pro
                   "docker/k8s/overlays/production/jobs", "docker/k8s/overlays/sandbox",
                   "docker/k8s/overlays/sandbox/jobs", "deploy/kafka/strimzi", "deploy/kafka/strimzi-sandbox",
                   "deploy/kafka/strimzi-cluster", "deploy/postgres", "deploy/postgres-sandbox", "deploy/monitoring",
-                  "docker/k8s/overlays/production-gateway-api"] + [
+                  "docker/k8s/overlays/production-gateway-api", "examples/consumer"] + [
     f"{directory} without {'+'.join(parts)}" for directory, variants in WITHOUT.items() for parts in variants]
 # The oldest Kubernetes the manifests support (docs/OPERATIONS.md, "Supported versions"): validated against it.
 KUBERNETES_VERSION = "1.31.0"
