@@ -2,7 +2,8 @@
 # The monitoring files against the tools that read them and against the live services (make test, ~20 s):
 #   - promtool check rules + promtool test rules: every alert of deploy/monitoring/alerts.yaml and of each optional
 #     part's deploy/monitoring/components/*/alerts.yaml fires on a synthetic
-#     series that must page and stays quiet on a near miss (deploy/monitoring/tests/alerts.test.yaml);
+#     series that must page and stays quiet on a near miss (deploy/monitoring/tests/alerts.test.yaml, and
+#     alerts-daily.test.yaml for the alerts whose conditions span days);
 #   - deploy/monitoring/render.py --check: the PrometheusRule is the same rules;
 #   - embedded-kafka, the fake App Store, receipt-ingest, receipt-verifier and receipt-ledger (over a throwaway
 #     PostgreSQL) started from the built binaries, a few submissions and notifications through them, then promtool
@@ -21,9 +22,9 @@ command -v promtool >/dev/null || { echo "check-monitoring: promtool is missing:
 
 promtool check rules deploy/monitoring/alerts.yaml deploy/monitoring/components/*/alerts.yaml \
     >"$work/check-rules.log" 2>&1 || { cat "$work/check-rules.log"; exit 1; }
-promtool test rules deploy/monitoring/tests/alerts.test.yaml >"$work/test-rules.log" 2>&1 \
-    || { cat "$work/test-rules.log"; exit 1; }
-tests=$(grep -c "^- name:" deploy/monitoring/tests/alerts.test.yaml)
+promtool test rules deploy/monitoring/tests/alerts.test.yaml deploy/monitoring/tests/alerts-daily.test.yaml \
+    >"$work/test-rules.log" 2>&1 || { cat "$work/test-rules.log"; exit 1; }
+tests=$(cat deploy/monitoring/tests/alerts.test.yaml deploy/monitoring/tests/alerts-daily.test.yaml | grep -c "^- name:")
 echo "check-monitoring: promtool test rules: $tests alert tests passed"
 python3 deploy/monitoring/render.py --check
 
