@@ -42,6 +42,7 @@ test: deps
 	RECEIPTS_BIN_DIR="$$($(SWIFT) build --show-bin-path)" $(SWIFT) test --skip-build --no-parallel 2>&1 | tee .build/test-output.log
 	@scripts/test-summary.sh .build/test-output.log
 	python3 -m unittest discover -s scripts -p 'test_*.py'
+	SWIFT="$(SWIFT)" python3 scripts/check-docs.py
 	python3 scripts/check-generated-clients.py
 	@scripts/check-example-consumer.sh "$$($(SWIFT) build --show-bin-path)"
 	python3 scripts/check-deployment.py "$$($(SWIFT) build --show-bin-path)"

@@ -157,7 +157,7 @@ let package = Package(
         // suites of IngestTests, VerifierTests, AppStoreTests (the fake App Store), LedgerTests and ReconcileTests. HTTPServerTests and
         // AppStoreTests also serve on loopback in process.
         .target(name: "TestSupport", dependencies: ["ServiceSupport"], path: "Tests/TestSupport"),
-        .testTarget(name: "ServiceSupportTests", dependencies: ["ServiceSupport"]),
+        .testTarget(name: "ServiceSupportTests", dependencies: ["ServiceSupport", "TestSupport"]),
         .testTarget(
             name: "ServiceRuntimeTests", dependencies: ["ServiceRuntime", "HTTPServer", "Kafka", "ServiceSupport"]),
         .testTarget(name: "ReceiptModelTests", dependencies: ["ReceiptModel", "TestSupport"]),
@@ -187,7 +187,9 @@ let package = Package(
             ]),
         .testTarget(name: "NotificationBackfillTests", dependencies: ["NotificationBackfill", "ReceiptModel", "Ingest", "ServiceSupport"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"], exclude: ["Fixtures"]),
-        .testTarget(name: "SignedDataTests", dependencies: ["SignedData", "Crypto", "ServiceSupport"], exclude: ["Fixtures"]),
+        .testTarget(
+            name: "SignedDataTests", dependencies: ["SignedData", "Crypto", "ServiceSupport", "TestSupport"],
+            exclude: ["Fixtures"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "LedgerRulesTests", dependencies: ["LedgerRules"]),
         .testTarget(

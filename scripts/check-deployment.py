@@ -330,24 +330,15 @@ def shutdown_bound(binary, environment):
                               r"stopGracePeriod = \.milliseconds\(handlerTimeoutMs \+ (\d+)\)", "the HTTP server's stop grace")
         answer = code_int("Sources/Ingest/IngestHandler.swift", r"effectiveDeliveryTimeoutMs \+ (\d+)",
                           "the handler's answer timeout")
-        service, drain = "Sources/Ingest/IngestService.swift", "public func drain(within"
-        return ((setting("INGEST_KAFKA_DELIVERY_TIMEOUT_MS", 10000) + answer + stop_grace) / 1000
-                + code_int(service, r"resultFeed\?\.close\(timeout: \.seconds\((\d+)\)\)",
-                           "the follower's close bound", drain)
-                + code_int(service, r"var drainBound: Duration \{ \.seconds\((\d+)\) \}", "the ingest's flush bound")
-                + code_int(service, r"producer\.close\(timeout: \.seconds\((\d+)\)\)", "the ingest's close bound",
-                           drain))
+        delivery_ms = setting("INGEST_KAFKA_DELIVERY_TIMEOUT_MS", 10000)
+        return ((delivery_ms + answer + stop_grace) / 1000 + ingest_flush_seconds(delivery_ms)
+                + parts_bound("Sources/Ingest/IngestService.swift"))
     if binary == "receipt-verifier":
-        service, shutdown = "Sources/Verifier/Service/VerifierService.swift", "public func drain(within"
         return (setting("VERIFIER_SHUTDOWN_TIMEOUT_MS", 20000) / 1000
-                + sum(code_int(service, pattern, what, shutdown) for pattern, what in (
-                    (r"consumer\.close\(timeout: \.seconds\((\d+)\)\)", "the consumer's close bound"),
-                    (r"producer\.flush\(timeout: \.seconds\((\d+)\)\)", "the verifier's flush bound"),
-                    (r"producer\.close\(timeout: \.seconds\((\d+)\)\)", "the verifier's close bound"))))
+                + parts_bound("Sources/Verifier/Service/VerifierService.swift"))
     if binary == "receipt-ledger":
         return (setting("LEDGER_SHUTDOWN_TIMEOUT_MS", 30000) / 1000
-                + code_int("Sources/Ledger/Service/LedgerService.swift", r"consumer\.close\(timeout: \.seconds\((\d+)\)\)",
-                           "the ledger consumer's close bound", "public func drain(within"))
+                + parts_bound("Sources/Ledger/Service/LedgerService.swift"))
     return 0
 
 
@@ -518,6 +509,28 @@ def code_int(path, pattern, what, within=None):
     return int(match.group(1))
 
 
+def parts_bound(path):
+    """Seconds the parts a service registers (`parts.add("...", bound: .seconds(N)...`, `parts.makeProducer(...,
+    closeBound: .seconds(N))`) may take to close, summed: what closing adds to a drain's own bound
+    (`ServiceParts.bound`)."""
+    bounds = re.findall(r'(?:parts\.add\("[^"]+", bound|closeBound): \.seconds\((\d+)\)', read(path))
+    if not bounds:
+        finding(f"{path}: cannot find the parts' close bounds (parts.add(..., bound: .seconds(N))); "
+                "update scripts/check-deployment.py")
+    return sum(int(bound) for bound in bounds)
+
+
+INGEST_FLUSH_BOUND = "var drainBound: Duration { .milliseconds(settings.effectiveDeliveryTimeoutMs) }"
+
+
+def ingest_flush_seconds(delivery_ms):
+    """The ingest's drain flushes its producer within `drainBound`, the delivery timeout."""
+    if INGEST_FLUSH_BOUND not in read("Sources/Ingest/IngestService.swift"):
+        finding("Sources/Ingest/IngestService.swift: drainBound is no longer the delivery timeout; "
+                "update scripts/check-deployment.py")
+    return delivery_ms / 1000
+
+
 def documented_default(name, fallback):
     """The default docs/OPERATIONS.md's settings tables give `name` (a number in backticks)."""
     match = re.search(r"^\| `" + re.escape(name) + r"` \| `(\d+)`", read("docs/OPERATIONS.md"), re.MULTILINE)
@@ -610,18 +623,14 @@ def check_rendered_services(directory, documents, known):
                                        documented_default("INGEST_KAFKA_DELIVERY_TIMEOUT_MS", 10000)))
         service = "Sources/Ingest/IngestService.swift"
         # IngestService.drain(within: drainBound), called by ServiceMain on SIGTERM: the HTTP server's stop grace
-        # (IngestHandler.kafkaAnswerTimeoutMs + 500 ms), the results follower's close, then the owned producer's
-        # flush (within drainBound) and close.
+        # (IngestHandler.kafkaAnswerTimeoutMs + 500 ms), the owned producer's flush (within drainBound, the delivery
+        # timeout), then its parts' closes (the results follower, the producer).
         stop_grace = code_int(service, r"stopGracePeriod = \.milliseconds\(handlerTimeoutMs \+ (\d+)\)",
                               "the HTTP server's stop grace")
         answer = code_int("Sources/Ingest/IngestHandler.swift", r"effectiveDeliveryTimeoutMs \+ (\d+)",
                           "the handler's answer timeout")
-        drain = "public func drain(within"
-        bound = (pause + (delivery_ms + answer + stop_grace) / 1000
-                 + code_int(service, r"resultFeed\?\.close\(timeout: \.seconds\((\d+)\)\)", "the follower's close bound",
-                            drain)
-                 + code_int(service, r"var drainBound: Duration \{ \.seconds\((\d+)\) \}", "the ingest's flush bound")
-                 + code_int(service, r"producer\.close\(timeout: \.seconds\((\d+)\)\)", "the ingest's close bound", drain))
+        bound = (pause + (delivery_ms + answer + stop_grace) / 1000 + ingest_flush_seconds(delivery_ms)
+                 + parts_bound(service))
         if pod.get("terminationGracePeriodSeconds", 30) < bound:
             finding(f"{directory}: receipt-ingest terminationGracePeriodSeconds "
                     f"{pod.get('terminationGracePeriodSeconds', 30)} is below its shutdown bound {bound} s")
@@ -641,16 +650,9 @@ def check_rendered_services(directory, documents, known):
         pod = verifier["spec"]["template"]["spec"]
         shutdown_ms = int(settings.get("VERIFIER_SHUTDOWN_TIMEOUT_MS",
                                        documented_default("VERIFIER_SHUTDOWN_TIMEOUT_MS", 20000)))
-        service = "Sources/Verifier/Service/VerifierService.swift"
-        # VerifierService.drain(within: drainBound), drainBound being VERIFIER_SHUTDOWN_TIMEOUT_MS.
-        shutdown = "public func drain(within"
-        bound = (shutdown_ms / 1000
-                 + code_int(service, r"consumer\.close\(timeout: \.seconds\((\d+)\)\)", "the consumer's close bound",
-                            shutdown)
-                 + code_int(service, r"producer\.flush\(timeout: \.seconds\((\d+)\)\)", "the verifier's flush bound",
-                            shutdown)
-                 + code_int(service, r"producer\.close\(timeout: \.seconds\((\d+)\)\)", "the verifier's close bound",
-                            shutdown))
+        # VerifierService.drain(within: drainBound), drainBound being VERIFIER_SHUTDOWN_TIMEOUT_MS, then its parts'
+        # closes (consumer, producer flush and close).
+        bound = shutdown_ms / 1000 + parts_bound("Sources/Verifier/Service/VerifierService.swift")
         if pod.get("terminationGracePeriodSeconds", 30) < bound:
             finding(f"{directory}: receipt-verifier terminationGracePeriodSeconds "
                     f"{pod.get('terminationGracePeriodSeconds', 30)} is below its shutdown bound {bound} s")
@@ -1016,9 +1018,7 @@ def check_ledger(directory, documents):
         finding("Sources/Ledger/Service/LedgerSettings.swift: cannot find LEDGER_SHUTDOWN_TIMEOUT_MS's default")
     pre_stop = container.get("lifecycle", {}).get("preStop", {}).get("exec", {}).get("command", [])
     pause = int(pre_stop[-1]) if pre_stop and pre_stop[-1].isdigit() else 0
-    bound = pause + shutdown_ms / 1000 + code_int(
-        "Sources/Ledger/Service/LedgerService.swift", r"consumer\.close\(timeout: \.seconds\((\d+)\)\)",
-        "the ledger consumer's close bound", "public func drain(within")
+    bound = pause + shutdown_ms / 1000 + parts_bound("Sources/Ledger/Service/LedgerService.swift")
     if pod.get("terminationGracePeriodSeconds", 30) < bound:
         finding(f"{directory}: receipt-ledger terminationGracePeriodSeconds {pod.get('terminationGracePeriodSeconds', 30)}"
                 f" is below its shutdown bound {bound} s")

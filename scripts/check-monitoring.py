@@ -13,6 +13,9 @@ a keyword or a label name inside braces or by/without/on/ignoring lists.
 
 Every alert's runbook_url is an anchor of docs/OPERATIONS.md.
 
+docs/OPERATIONS.md against the same live /metrics, so its listings cannot drift: it names every metric family the
+services export, and every metric the first column of its tables names (the metrics and alert tables) is exported.
+
 Usage: scripts/check-monitoring.py <ingest.metrics> <verifier.metrics> <ledger.metrics>
 """
 import glob
@@ -123,6 +126,29 @@ def exported(paths):
     return names
 
 
+def documentation_findings(paths, available):
+    """docs/OPERATIONS.md against the live /metrics: every exported family is named, every tabled metric exported."""
+    with open(os.path.join(ROOT, "docs/OPERATIONS.md"), encoding="utf-8") as handle:
+        text = handle.read()
+    findings = []
+    families = set()
+    for path in paths:
+        with open(path, encoding="utf-8") as handle:
+            families.update(re.findall(r"^# TYPE (\S+) ", handle.read(), re.MULTILINE))
+    prefixes = {family.split("_")[0] for family in families}
+    for family in sorted(families):
+        if not re.search(r"(?<![A-Za-z0-9_])" + re.escape(family) + r"(?![A-Za-z0-9_])", text):
+            findings.append(f"{family} is exported but docs/OPERATIONS.md does not describe it")
+    for line in text.splitlines():
+        if not line.startswith("| `"):
+            continue
+        for name in re.findall(r"`([a-z][a-z0-9]*_[a-z0-9_]+)(?:\{[^`]*\})?`", line.split("|")[1]):
+            # A metric of ours: its first word is one an exported family starts with (ingest_, kafka_, ...).
+            if name.split("_")[0] in prefixes and name not in available and name not in EXTERNAL:
+                findings.append(f"docs/OPERATIONS.md names {name} in a table, but no service exports it")
+    return findings
+
+
 def metric_names(expression):
     expression = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expression)          # string literals
     expression = re.sub(r"\{[^}]*\}", "{}", expression)                   # label matchers
@@ -211,6 +237,7 @@ def main():
     for base in sorted(families):
         if not {base, base + "_bucket", base + "_sum", base + "_count"} & used:
             findings.append(f"{base} (receipt-ledger) is queried by no alert and no dashboard panel")
+    findings.extend(documentation_findings(sys.argv[1:], available))
     for name in ("process_resident_memory_bytes", "process_open_fds", "process_cpu_seconds_total"):
         for path in sys.argv[1:]:
             if name not in exported([path]):

@@ -8,7 +8,8 @@
 #   - embedded-kafka, the fake App Store, receipt-ingest, receipt-verifier and receipt-ledger (over a throwaway
 #     PostgreSQL) started from the built binaries, a few submissions and notifications through them, then promtool
 #     check metrics on the three /metrics, and every metric the alerts and the Grafana dashboard query, with the
-#     labels they group and filter by, must be one the services export (scripts/check-monitoring.py).
+#     labels they group and filter by, must be one the services export, and docs/OPERATIONS.md must describe every
+#     metric family they export and name none they do not (scripts/check-monitoring.py).
 # Usage: scripts/check-monitoring.sh [<bin-dir>]
 set -euo pipefail
 cd "$(dirname "$0")/.."

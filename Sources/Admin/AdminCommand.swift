@@ -10,8 +10,9 @@ public enum AdminCommand: Sendable, Equatable {
     /// `status`: only subscriptions in that status (1 active ... 5 revoked).
     case subscriptionStatus(transactionId: String, status: Int?)
     case refundHistory(transactionId: String)
-    /// `token` lower-cased.
-    case setAccountToken(originalTransactionId: String, token: String)
+    /// `token` lower-cased; `user` (`--user`): after Apple accepted, the ledger is told the token is that user's
+    /// (`PUT /v1/users/{user_id}/app-account-token`).
+    case setAccountToken(originalTransactionId: String, token: String, user: String? = nil)
     case extendRenewal(originalTransactionId: String, ExtendRenewalDateRequest, dryRun: Bool)
     case massExtend(MassExtendRenewalDateRequest, dryRun: Bool)
     case massExtendStatus(productId: String, requestIdentifier: String)
@@ -52,6 +53,8 @@ public struct AdminOptions: Sendable, Equatable {
     public var bundleId: String?
     /// `--deadline-seconds`: how long one call may take, its retries included.
     public var deadlineSeconds = 60
+    /// `--ledger-url`: the ledger's HTTP API (instead of `LEDGER_URL`).
+    public var ledgerURL: String?
 
     public static let defaultWaitSeconds = 30
 
@@ -86,6 +89,7 @@ public struct AdminOptions: Sendable, Equatable {
         options.environment = parsed.environment
         options.bundleId = parsed.bundleId
         options.deadlineSeconds = parsed.deadlineSeconds
+        options.ledgerURL = parsed.ledgerURL
         return options
     }
 
@@ -105,6 +109,8 @@ public struct AdminOptions: Sendable, Equatable {
         var force = false
         var status: Int?
         var waitSeconds: Int?
+        var user: String?
+        var ledgerURL: String?
         /// Flags given, to refuse those the subcommand does not take.
         var given: [String] = []
 
@@ -153,6 +159,15 @@ public struct AdminOptions: Sendable, Equatable {
                     for: flag, in: 1...5,
                     problem: "--status takes 1 active, 2 expired, 3 billing retry, 4 grace period or 5 revoked")
             case "--wait-seconds": waitSeconds = try arguments.int(for: flag, in: 1...600)
+            case "--user":
+                let value = try arguments.value(for: flag)
+                guard !value.isEmpty else { throw .usage("--user takes the ledger's user id") }
+                if let problem = IdentifierText.problem(field: "--user", value) { throw .usage(problem) }
+                user = value
+            case "--ledger-url":
+                let value = try arguments.value(for: flag)
+                guard LedgerSettings.isURL(value) else { throw .usage("--ledger-url takes an http(s) URL, not '\(value)'") }
+                ledgerURL = value
             default:
                 throw .unknownArgument(flag)
             }
@@ -164,7 +179,7 @@ public struct AdminOptions: Sendable, Equatable {
 
         /// The subcommand, its positional arguments counted and its flags checked.
         func command(_ name: String, makeRequestId: () -> String) throws(CommandLineError) -> AdminCommand {
-            let common: Set<String> = ["--json", "--environment", "--bundle-id", "--deadline-seconds"]
+            let common: Set<String> = ["--json", "--environment", "--bundle-id", "--deadline-seconds", "--ledger-url"]
             func only(_ allowed: Set<String>) throws(CommandLineError) {
                 if let stray = given.first(where: { !common.contains($0) && !allowed.contains($0) }) {
                     throw .usage("\(name) does not take \(stray)")
@@ -192,13 +207,14 @@ public struct AdminOptions: Sendable, Equatable {
                 try only([])
                 return .refundHistory(transactionId: try arguments("TRANSACTION_ID")[0])
             case "set-account-token":
-                try only([])
+                try only(["--user"])
                 let values = try arguments("ORIGINAL_TRANSACTION_ID", "TOKEN")
                 guard let uuid = UUID(uuidString: values[1]) else {
                     throw .usage(
                         "TOKEN must be a UUID (the app's account token), like 7e3fb20b-4cdb-47cc-936d-99d65f608138")
                 }
-                return .setAccountToken(originalTransactionId: values[0], token: uuid.uuidString.lowercased())
+                return .setAccountToken(
+                    originalTransactionId: values[0], token: uuid.uuidString.lowercased(), user: user)
             case "extend-renewal":
                 try only(["--days", "--reason", "--request-id", "--dry-run"])
                 let id = try arguments("ORIGINAL_TRANSACTION_ID")[0]

@@ -33,8 +33,11 @@ public struct AdminSettings: Sendable {
         self.caBundlePath = caBundlePath
     }
 
+    /// - Parameter ledgerURL: `--ledger-url`, which stands for `LEDGER_URL`.
     /// - Throws: `ConfigurationError` naming the first variable that is missing or wrong.
-    public static func fromEnvironment(_ settings: Settings) throws(ConfigurationError) -> AdminSettings {
+    public static func fromEnvironment(_ settings: Settings, ledgerURL: String? = nil) throws(ConfigurationError)
+        -> AdminSettings
+    {
         let serverAPI = try ServerAPISettings.fromEnvironment(settings)
         guard let credentials = serverAPI.credentials else {
             throw ConfigurationError(
@@ -49,7 +52,8 @@ public struct AdminSettings: Sendable {
         }
         return AdminSettings(
             serverAPI: serverAPI, credentials: credentials, timeoutMs: timeoutMs,
-            allowedBundleIds: settings.list("ALLOWED_BUNDLE_IDS"), ledger: try LedgerSettings.fromEnvironment(settings),
+            allowedBundleIds: settings.list("ALLOWED_BUNDLE_IDS"),
+            ledger: try LedgerSettings.fromEnvironment(settings, url: ledgerURL),
             revocation: try RevocationSettings.fromEnvironment(settings), caBundlePath: caBundle)
     }
 
@@ -66,7 +70,8 @@ public struct AdminSettings: Sendable {
     }
 }
 
-/// The ledger's HTTP API (`GET /v1/purchases/{credit_key}`), read-only.
+/// The ledger's HTTP API: `GET /v1/purchases/{credit_key}`, and `PUT /v1/users/{user_id}/app-account-token` (the
+/// one write, `set-account-token --user`).
 public struct LedgerSettings: Sendable, Equatable {
     /// `LEDGER_URL`, e.g. `http://receipt-ledger:8081`, without a trailing slash.
     public var url: String
@@ -80,18 +85,25 @@ public struct LedgerSettings: Sendable, Equatable {
         self.apiKey = apiKey
     }
 
-    /// nil when `LEDGER_URL` is not set.
-    static func fromEnvironment(_ settings: Settings) throws(ConfigurationError) -> LedgerSettings? {
-        guard let url = settings.string("LEDGER_URL") else {
+    /// nil when neither `url` (`--ledger-url`) nor `LEDGER_URL` is set.
+    static func fromEnvironment(_ settings: Settings, url option: String? = nil) throws(ConfigurationError)
+        -> LedgerSettings?
+    {
+        guard let url = option ?? settings.string("LEDGER_URL") else {
             if settings.string("LEDGER_API_KEY") != nil {
                 throw ConfigurationError(variable: "LEDGER_URL", problem: "is required when LEDGER_API_KEY is set")
             }
             return nil
         }
-        let lower = url.lowercased()
-        guard lower.hasPrefix("http://") || lower.hasPrefix("https://"), !url.contains(" "), url.count > 8 else {
+        guard isURL(url) else {
             throw ConfigurationError(variable: "LEDGER_URL", problem: "'\(url)' is not an http(s) URL")
         }
         return LedgerSettings(url: url, apiKey: settings.string("LEDGER_API_KEY"))
+    }
+
+    /// An http(s) URL as `LEDGER_URL` and `--ledger-url` take it.
+    static func isURL(_ url: String) -> Bool {
+        let lower = url.lowercased()
+        return (lower.hasPrefix("http://") || lower.hasPrefix("https://")) && !url.contains(" ") && url.count > 8
     }
 }

@@ -9,7 +9,7 @@ import SignedData
 public enum AdminTool {
     public static let usage = """
         Usage: receipt-admin SUBCOMMAND ARGUMENTS [--json] [--environment production|sandbox] [--bundle-id B]
-                             [--deadline-seconds N]
+                             [--deadline-seconds N] [--ledger-url URL]
 
         Support and operations calls to the App Store Server API (docs/OPERATIONS.md, receipt-admin):
           lookup-order ORDER_ID                  Look Up Order ID: the order's transactions (verified), each one's
@@ -17,9 +17,11 @@ public enum AdminTool {
           subscription-status TRANSACTION_ID [--status 1..5]
                                                  Get All Subscription Statuses
           refund-history TRANSACTION_ID          Get Refund History (every page)
-          set-account-token ORIGINAL_TRANSACTION_ID TOKEN
+          set-account-token ORIGINAL_TRANSACTION_ID TOKEN [--user USER_ID]
                                                  Set App Account Token (TOKEN a UUID); with LEDGER_URL, the ledger's
-                                                 owner and how to move it
+                                                 owner and how to move it; --user: once Apple accepted, tell the
+                                                 ledger TOKEN is USER_ID's (PUT /v1/users/{user_id}/app-account-token:
+                                                 renewals carrying it, and those already waiting, go to USER_ID)
           extend-renewal ORIGINAL_TRANSACTION_ID --days 1..90 --reason 0..3 --request-id ID [--dry-run]
                                                  Extend a Subscription Renewal Date (reason 0 undeclared, 1 customer
                                                  satisfaction, 2 other, 3 service issue or outage)
@@ -38,8 +40,9 @@ public enum AdminTool {
         (default 60) per call. --dry-run prints the request and sends nothing.
 
         Exit status: 0 ok; 1 not found or nothing matched (or the test notification was not delivered, or the ledger
-        has not delivered the purchase to finish); 2 bad usage or settings; 3 Apple refused the request (4xx); 4 Apple
-        or the ledger unavailable after retries; 5 Apple's answer did not verify.
+        has not delivered the purchase to finish); 2 bad usage or settings; 3 Apple refused the request (4xx), or the
+        ledger refused the declaration (the token is another user's); 4 Apple or the ledger unavailable after retries;
+        5 Apple's answer did not verify.
 
         Environment:
           APPLE_ISSUER_ID, APPLE_KEY_ID, APPLE_PRIVATE_KEY_FILE   the App Store Server API key (required)
@@ -51,7 +54,10 @@ public enum AdminTool {
                                     responder; no answer is exit 4) or off; APPLE_OCSP_RESPONDER_URL,
                                     APPLE_OCSP_MAX_AGE_SECONDS, APPLE_OCSP_TIMEOUT_MS, APPLE_CA_BUNDLE as the verifier's
           ALLOWED_BUNDLE_IDS        the app (when it names one; else --bundle-id)
-          LEDGER_URL, LEDGER_API_KEY  the ledger's HTTP API, to show a purchase's state and owner (optional)
+          LEDGER_URL, LEDGER_API_KEY  the ledger's HTTP API (--ledger-url stands for LEDGER_URL; the key is one of
+                                    the ledger's LEDGER_API_KEYS), to show a purchase's state and owner (and let
+                                    finish-transaction finish only what the ledger delivered), and for
+                                    set-account-token --user (required then)
           LOG_LEVEL                 debug, info, warning (default), error
         """
 
@@ -74,8 +80,13 @@ public enum AdminTool {
         let settings: AdminSettings
         let bundleId: String
         do throws(ConfigurationError) {
-            settings = try AdminSettings.fromEnvironment(Settings(environment: environment))
+            settings = try AdminSettings.fromEnvironment(Settings(environment: environment), ledgerURL: options.ledgerURL)
             bundleId = try settings.bundleId(options.bundleId)
+            if case .setAccountToken(_, _, .some) = options.command, settings.ledger == nil {
+                throw ConfigurationError(
+                    variable: "LEDGER_URL",
+                    problem: "is required with --user (or --ledger-url): the declaration goes to the ledger's API")
+            }
         } catch {
             logger.error("invalid configuration: \(error.description)", ["variable": .string(error.variable)])
             standardOutput(
@@ -131,8 +142,8 @@ public enum AdminTool {
             await SubscriptionStatus.run(transactionId: transactionId, status: status, context)
         case .refundHistory(let transactionId):
             await RefundHistory.run(transactionId: transactionId, context)
-        case .setAccountToken(let originalTransactionId, let token):
-            await SetAccountToken.run(originalTransactionId: originalTransactionId, token: token, context)
+        case .setAccountToken(let originalTransactionId, let token, let user):
+            await SetAccountToken.run(originalTransactionId: originalTransactionId, token: token, user: user, context)
         case .extendRenewal(let originalTransactionId, let request, let dryRun):
             await RenewalExtensions.extendOne(
                 originalTransactionId: originalTransactionId, request, dryRun: dryRun, context)

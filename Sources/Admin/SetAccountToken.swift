@@ -2,17 +2,23 @@ import AppStore
 import ReceiptModel
 import ServiceSupport
 
-/// `set-account-token ORIGINAL_TRANSACTION_ID TOKEN`: Set App Account Token; with the ledger, who owns the purchase
-/// there and how it moves (Apple's token does not move it).
+/// `set-account-token ORIGINAL_TRANSACTION_ID TOKEN [--user USER_ID]`: Set App Account Token; with the ledger, who
+/// owns the purchase there and how it moves (Apple's token does not move it); with `--user`, once Apple accepted,
+/// the ledger is told the token is that user's (`PUT /v1/users/{user_id}/app-account-token`), so the renewals Apple
+/// signs with it, and those already waiting for an owner, are credited to them.
 enum SetAccountToken {
     static let name = "set-account-token"
 
     static let howToMove = "The ledger keeps the owner it credited: a new appAccountToken at Apple does not move it. "
         + "Under LEDGER_OWNERSHIP_POLICY=transfer the new owner's app submits the transaction to the ingest and an "
         + "entitlement in force moves to them (item amounts never move); under keep (the default) the claim is "
-        + "refused and shows in GET /v1/purchases/{credit_key} (docs/CREDITING.md, Ownership)."
+        + "refused and shows in GET /v1/purchases/{credit_key} (docs/CREDITING.md, Ownership). With --user USER_ID "
+        + "the ledger is told the new token is USER_ID's: the renewals Apple signs with it (and those already waiting "
+        + "for an owner) are credited to USER_ID."
 
-    static func run(originalTransactionId: String, token: String, _ context: AdminContext) async -> AdminReport {
+    static func run(originalTransactionId: String, token: String, user: String? = nil, _ context: AdminContext) async
+        -> AdminReport
+    {
         let request = AppAccountTokenRequest(appAccountToken: token)
         let answer = await context.caller.call(.setAppAccountToken, .put) { deadline in
             await context.client.setAppAccountToken(
@@ -28,6 +34,10 @@ enum SetAccountToken {
             return report(originalTransactionId: originalTransactionId, token: token, environment: context.environment,
                           ledger: nil)
         }
+        // Apple accepted: now the ledger may follow (never the other way round, or the ledger would credit a token
+        // Apple never put on the transactions).
+        var declaration: Declaration?
+        if let user { declaration = Declaration(user: user, answer: await ledger.declare(token: token, userId: user)) }
         // The purchase the ledger files it under: Apple's current view of the original transaction.
         let info = await context.caller.call(.transactionInfo, .get) { deadline in
             await context.client.transactionInfo(
@@ -47,7 +57,8 @@ enum SetAccountToken {
             }
         }
         return report(
-            originalTransactionId: originalTransactionId, token: token, environment: context.environment, ledger: owner)
+            originalTransactionId: originalTransactionId, token: token, environment: context.environment, ledger: owner,
+            declaration: declaration)
     }
 
     struct Owner: Sendable, Equatable {
@@ -55,8 +66,15 @@ enum SetAccountToken {
         var purchase: LedgerPurchase
     }
 
+    /// `--user`: whose the ledger was told the token is, and its answer.
+    struct Declaration: Sendable, Equatable {
+        var user: String
+        var answer: LedgerDeclaration
+    }
+
     static func report(
-        originalTransactionId: String, token: String, environment: AppStoreEnvironment, ledger: Owner?
+        originalTransactionId: String, token: String, environment: AppStoreEnvironment, ledger: Owner?,
+        declaration: Declaration? = nil
     ) -> AdminReport {
         var fields: [String: JSONValue] = [
             "original_transaction_id": .string(originalTransactionId), "app_account_token": .string(token),
@@ -75,6 +93,28 @@ enum SetAccountToken {
             lines.append("credit_key \(ledger.creditKey ?? "-"): " + ledger.purchase.summary)
             lines.append(howToMove)
             if case .failed = ledger.purchase { exitCode = .unavailable }
+        }
+        if let declaration {
+            var declared = declaration.answer.json
+            if case .object(var members) = declared {
+                members["user_id"] = .string(declaration.user)
+                declared = .object(members)
+            }
+            fields["ledger_declaration"] = declared
+            switch declaration.answer {
+            case .declared(_, let resolvedClaims):
+                lines.append(
+                    "the ledger now credits transactions carrying \(token) to \(declaration.user), in every environment "
+                        + "(\(resolvedClaims) waiting claims applied now)")
+            case .conflict(let message):
+                lines.append("the ledger refused to declare \(token) for \(declaration.user): \(message)")
+                exitCode = .refused
+            case .failed(let message):
+                lines.append(
+                    "the ledger was not told (\(message)); run the command again: Apple's part and the ledger's "
+                        + "are both idempotent")
+                exitCode = .unavailable
+            }
         }
         return AdminReport(command: name, exitCode: exitCode, lines: lines, fields: fields)
     }

@@ -27,7 +27,7 @@ public final class EmbeddedKafkaCluster: Sendable {
     ) throws(KafkaError) {
         guard brokers >= 1 else {
             throw KafkaError(
-                code: KafkaError.invalidArgument, message: "a cluster needs at least 1 broker, not \(brokers)")
+                code: KafkaErrorCode.invalidArgument, message: "a cluster needs at least 1 broker, not \(brokers)")
         }
         let cluster = try RDKafkaMockCluster(brokers: brokers, logger: logger)
         self.bootstrapServers = cluster.bootstrapServers
@@ -55,7 +55,7 @@ public final class EmbeddedKafkaCluster: Sendable {
     public func createTopic(_ name: String, partitions: Int, replicationFactor: Int = 1) throws(KafkaError) {
         guard partitions >= 1, replicationFactor >= 1, replicationFactor <= brokerCount else {
             throw KafkaError(
-                code: KafkaError.invalidArgument,
+                code: KafkaErrorCode.invalidArgument,
                 message: "topic \(name): \(partitions) partitions, replication factor \(replicationFactor) "
                     + "with \(brokerCount) brokers is not possible")
         }
@@ -79,8 +79,8 @@ public final class EmbeddedKafkaCluster: Sendable {
     }
 
     /// The next requests with Kafka API key `apiKey` (0 Produce, 1 Fetch, 3 Metadata, 8 OffsetCommit, 11 JoinGroup,
-    /// ...) are answered with `errors` in order (`rd_kafka_resp_err_t` codes), one per request, on any broker.
-    public func pushRequestErrors(apiKey: Int16, errors: [Int32]) {
+    /// ...) are answered with `errors` in order, one per request, on any broker.
+    public func pushRequestErrors(apiKey: Int16, errors: [KafkaErrorCode]) {
         state.withLock { $0?.pushRequestErrors(apiKey: apiKey, errors: errors) }
     }
 

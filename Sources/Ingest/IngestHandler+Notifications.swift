@@ -71,7 +71,7 @@ extension IngestHandler {
                     metrics.notificationsUnavailable.increment()
                     logger.warning(
                         "notification not acknowledged by Kafka",
-                        ["notification_uuid": .string(uuid), "kafka_code": .int(Int(error.code))])
+                        ["notification_uuid": .string(uuid), "kafka_code": .int(Int(error.code.rawValue))])
                     respond(
                         APIError.kafkaWrite(
                             .failed(error), of: .notification, id: uuid, retryAfter: retryAfter,
@@ -84,7 +84,7 @@ extension IngestHandler {
             metrics.notificationsUnavailable.increment()
             logger.warning(
                 "notification refused by the Kafka producer",
-                ["notification_uuid": .string(uuid), "kafka_code": .int(Int(error.code))])
+                ["notification_uuid": .string(uuid), "kafka_code": .int(Int(error.code.rawValue))])
             respond(kafkaWriteAnswer(.refused(error), of: .notification, id: uuid).response)
         }
     }

@@ -265,7 +265,7 @@ final class IngestHandler: HTTPHandler {
                     metrics.recordRejection(code: answer.code)
                     logger.warning(
                         "submission not acknowledged by Kafka",
-                        ["submission_id": .string(id), "kafka_code": .int(Int(error.code)),
+                        ["submission_id": .string(id), "kafka_code": .int(Int(error.code.rawValue)),
                          "kafka_error": .string(error.message)])
                     respond(answer.response)
                 }
@@ -279,7 +279,7 @@ final class IngestHandler: HTTPHandler {
             metrics.recordRejection(code: answer.code)
             logger.warning(
                 "submission refused by the Kafka producer",
-                ["submission_id": .string(id), "kafka_code": .int(Int(error.code)),
+                ["submission_id": .string(id), "kafka_code": .int(Int(error.code.rawValue)),
                  "kafka_error": .string(error.message)])
             respond(answer.response)
         }

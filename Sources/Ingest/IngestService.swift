@@ -11,8 +11,9 @@ import ServiceSupport
 ///
 /// A `ManagedService`: `start()` starts the feed and binds; `drain(within:)` stops accepting, answers requests
 /// waiting for a verdict 202 at once, waits for every submission still waiting on Kafka (up to the delivery timeout,
-/// the listener's stop grace), closes the listener and then the feed, and, when the service owns its producer
-/// (`make`), flushes it within the bound and closes it. A publisher passed to `init` stays its owner's to close.
+/// the listener's stop grace), closes the listener, flushes an owned producer (`make`) within the bound, then
+/// closes the parts, last made first: the feed, then the owned producer. A publisher passed to `init` stays its
+/// owner's to close.
 public final class IngestService: ManagedService {
     public let settings: IngestSettings
     /// The verdicts this instance knows (fed by `resultFeed`; tests may `record` into it directly).
@@ -21,8 +22,10 @@ public final class IngestService: ManagedService {
     private let handler: IngestHandler
     private let server: HTTPServer
     private let logger: Logger
-    /// The producer `make` created, flushed and closed by `drain`.
+    /// The producer `make` created, flushed by `drain` (and closed with the parts).
     private let ownedProducer: KafkaProducer?
+    /// The result feed and the owned producer, closed at the end of `drain` (a passed feed is closed too).
+    public let parts: ServiceParts
     private let drainOnce = DrainOnce()
 
     /// - Parameters:
@@ -33,14 +36,17 @@ public final class IngestService: ManagedService {
         settings: IngestSettings, publisher: any SubmissionPublisher, resultFeed: (any ResultFeed)? = nil,
         results: ResultIndex? = nil, logger: Logger, metrics: MetricsRegistry
     ) {
+        let parts = ServiceParts()
+        if let resultFeed { Self.register(resultFeed, in: parts) }
         self.init(
             settings: settings, publisher: publisher, resultFeed: resultFeed, results: results, logger: logger,
-            metrics: metrics, ownedProducer: nil)
+            metrics: metrics, ownedProducer: nil, parts: parts)
     }
 
     private init(
         settings: IngestSettings, publisher: any SubmissionPublisher, resultFeed: (any ResultFeed)?,
-        results: ResultIndex?, logger: Logger, metrics: MetricsRegistry, ownedProducer: KafkaProducer?
+        results: ResultIndex?, logger: Logger, metrics: MetricsRegistry, ownedProducer: KafkaProducer?,
+        parts: ServiceParts
     ) {
         let ingestMetrics = IngestMetrics(registry: metrics)
         let results = results ?? ResultIndex(limits: settings.resultIndexLimits)
@@ -77,24 +83,22 @@ public final class IngestService: ManagedService {
         self.handler = handler
         self.logger = logger
         self.ownedProducer = ownedProducer
+        self.parts = parts
         self.server = HTTPServer(
             configuration: configuration, handler: handler, logger: logger.named(logger.label + ".http"),
             onResponse: { ingestMetrics.record($0) })
         ingestMetrics.observe(server)
     }
 
-    /// The service `receipt-ingest` runs: over a `KafkaProducer` (owned: flushed and closed by `drain`) and a
-    /// `KafkaResultFeed` following `RESULTS_TOPIC`.
-    /// - Throws: `ServiceStartupError` (a settings error: exit 2) when a Kafka client cannot be created.
-    public static func make(settings: IngestSettings, logger: Logger, metrics: MetricsRegistry)
-        throws(ServiceStartupError) -> IngestService
-    {
-        let producer: KafkaProducer
-        do {
-            producer = try KafkaProducer(configuration: settings.kafka, logger: logger, metrics: metrics)
-        } catch {
-            throw .settings("cannot create the Kafka producer: \(error.message) (kafka_code \(error.code))")
-        }
+    /// The service `receipt-ingest` runs: over a `KafkaProducer` (owned: flushed by `drain`, closed with the parts)
+    /// and a `KafkaResultFeed` following `RESULTS_TOPIC`, each registered in `parts` as it is made.
+    /// - Throws: `ServiceStartupError` (a settings error: exit 2) when a Kafka client cannot be created; what was
+    ///   made is in `parts` for the caller to close (`ServiceMain.start`).
+    public static func make(
+        settings: IngestSettings, logger: Logger, metrics: MetricsRegistry, parts: ServiceParts = ServiceParts()
+    ) throws(ServiceStartupError) -> IngestService {
+        let producer = try parts.makeProducer(
+            configuration: settings.kafka, logger: logger, metrics: metrics, closeBound: .seconds(5))
         let resultFeed: KafkaResultFeed
         do {
             resultFeed = try KafkaResultFeed(
@@ -102,29 +106,34 @@ public final class IngestService: ManagedService {
                 readBackLimit: settings.resultIndexLimits.maxEntries,
                 readinessBound: .seconds(settings.resultReadinessTimeoutSeconds), logger: logger)
         } catch {
-            producer.close(timeout: .seconds(1))
-            throw .settings("cannot create the results follower: \(error.message) (kafka_code \(error.code))")
+            throw .settings("cannot create the results follower: \(error.message) (kafka_code \(error.code.rawValue))")
         }
+        register(resultFeed, in: parts)
         return IngestService(
             settings: settings, publisher: producer, resultFeed: resultFeed, results: nil, logger: logger,
-            metrics: metrics, ownedProducer: producer)
+            metrics: metrics, ownedProducer: producer, parts: parts)
+    }
+
+
+    /// The feed closes after the listener (no request waits for a verdict any more), within 5 s.
+    private static func register(_ resultFeed: any ResultFeed, in parts: ServiceParts) {
+        parts.add("results follower", bound: .seconds(5), closing: resultFeed)
     }
 
     /// Always alive (a Kafka outage is answered 503 + Retry-After per request); ready once Kafka was first reached
     /// and recent results were read back, until draining starts.
     public var health: Health { Health(readiness: handler.readinessProblem()) }
 
-    /// How long `drain` flushes an owned producer (what Kafka has not acknowledged by then is reported as failed).
-    public var drainBound: Duration { .seconds(10) }
+    /// How long `drain` flushes an owned producer: the delivery timeout (`INGEST_KAFKA_DELIVERY_TIMEOUT_MS`, or
+    /// `KAFKA_MESSAGE_TIMEOUT_MS`), after which librdkafka fails what Kafka has not acknowledged anyway.
+    public var drainBound: Duration { .milliseconds(settings.effectiveDeliveryTimeoutMs) }
 
     /// Binds the listen address and starts serving.
-    /// - Throws: `ServiceStartupError` when the address cannot be bound.
+    /// - Throws: `ServiceStartupError` when the address cannot be bound (the caller closes `parts`).
     public func start() throws(ServiceStartupError) {
         do {
             try startServing()
         } catch {
-            resultFeed?.close(timeout: .seconds(1))
-            ownedProducer?.close(timeout: .seconds(1))
             throw ServiceStartupError("cannot start the HTTP server: \(error)")
         }
     }
@@ -179,8 +188,8 @@ public final class IngestService: ManagedService {
     public var port: UInt16 { server.port }
 
     /// Stops accepting, answers requests waiting for a verdict 202, waits for the submissions still waiting on Kafka
-    /// to be answered, then stops the result feed, and flushes (within `bound`) and closes an owned producer;
-    /// blocks. Idempotent. Returns false when an owned producer did not flush in time.
+    /// to be answered, flushes an owned producer (within `bound`), then closes the parts (the result feed, the owned
+    /// producer); blocks. Idempotent. Returns false when an owned producer did not flush in time.
     @discardableResult
     public func drain(within bound: Duration) -> Bool {
         guard drainOnce.claim() else { return true }
@@ -190,10 +199,9 @@ public final class IngestService: ManagedService {
         results.stopWaiting()
         server.close()
         handler.kafkaDeadlines.cancel()
-        resultFeed?.close(timeout: .seconds(5))
-        guard let producer = ownedProducer else { return true }
-        let flushed = producer.flush(timeout: bound)
-        producer.close(timeout: .seconds(5))
+        let flushed = ownedProducer?.flush(timeout: bound)
+        parts.closeAll()
+        guard let flushed else { return true }
         logger.info("receipt-ingest stopped", ["flushed": .bool(flushed)])
         return flushed
     }

@@ -328,6 +328,6 @@ public struct IngestSettings: Sendable {
         Endpoints: POST /v1/receipts[?wait_ms=N], GET /v1/receipts/{submission_id}, POST /v1/apple/notifications
         (no API key), GET /healthz, GET /readyz, GET /metrics (see schemas/openapi.yaml).
         SIGTERM or SIGINT: stop accepting, answer waiting requests 202, wait for the submissions Kafka has not
-        acknowledged yet, flush, exit 0.
+        acknowledged yet, flush (up to the delivery timeout), exit 0.
         """
 }

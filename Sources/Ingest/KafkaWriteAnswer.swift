@@ -15,7 +15,7 @@ enum KafkaWriteFailure: Sendable {
     var mayHaveBeenWritten: Bool {
         switch self {
         case .noBroker, .refused: false
-        case .failed(let error): error.code == KafkaError.messageTimedOut
+        case .failed(let error): error.code == KafkaErrorCode.messageTimedOut
         case .noReport: true
         }
     }
@@ -38,11 +38,11 @@ extension APIError {
                 answer = .kafkaUnavailable(retryAfter: retryAfter, "no Kafka broker is reachable")
             case .refused(let error) where error.isQueueFull:
                 answer = .kafkaQueueFull(retryAfter: retryAfter)
-            case .refused(let error) where error.code == KafkaError.messageSizeTooLarge:
+            case .refused(let error) where error.code == KafkaErrorCode.messageSizeTooLarge:
                 answer = .messageTooLarge()
             case .refused:
                 answer = .kafkaUnavailable(retryAfter: retryAfter, "refused by the producer")
-            case .failed(let error) where error.code == KafkaError.messageTimedOut:
+            case .failed(let error) where error.code == KafkaErrorCode.messageTimedOut:
                 answer = .kafkaTimeout(retryAfter: retryAfter, timeoutMs: deliveryTimeoutMs)
             case .failed:
                 answer = .kafkaUnavailable(retryAfter: retryAfter, "delivery failed")
@@ -61,7 +61,7 @@ extension APIError {
                     "refused by the producer")
             case .failed(let error):
                 return .notificationNotWritten(
-                    code: error.code == KafkaError.messageTimedOut ? "kafka_timeout" : "kafka_unavailable",
+                    code: error.code == KafkaErrorCode.messageTimedOut ? "kafka_timeout" : "kafka_unavailable",
                     retryAfter: retryAfter, "delivery failed")
             case .noReport(let afterMs):
                 return .notificationNotWritten(

@@ -1,8 +1,9 @@
 import Kafka
+import ServiceRuntime
 
 /// Where the ingest's result index is fed from: a `KafkaResultFeed` (a group-less follower of `RESULTS_TOPIC`) in
 /// the service, a fake in unit tests.
-public protocol ResultFeed: Sendable {
+public protocol ResultFeed: ClosingWithinBound {
     /// Starts delivering the topic's messages to `deliver` (one at a time, in offset order per partition). Called
     /// once.
     func start(deliver: @escaping @Sendable (KafkaMessage) -> Void)

@@ -3,7 +3,7 @@
 /// Any property librdkafka knows can be set (`security.protocol`, `sasl.mechanism`, `linger.ms`, ...). The clients
 /// add their own defaults (for example idempotence for producers) only for properties not set here, so a value
 /// given here always wins. An unknown property or an invalid value makes the client's initializer throw a
-/// `KafkaError` (code `KafkaError.invalidArgument`) naming the property and, when it came from the environment,
+/// `KafkaError` (code `KafkaErrorCode.invalidArgument`) naming the property and, when it came from the environment,
 /// the variable.
 public struct KafkaConfiguration: Sendable, Equatable {
     /// Property name (`bootstrap.servers`) -> value.

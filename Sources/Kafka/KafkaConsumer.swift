@@ -54,16 +54,16 @@ public final class KafkaConsumer: Sendable {
     /// is handed out too).
     public static let heldPollInterval: Duration = .milliseconds(250)
 
-    /// Where assigned partitions start when their owner keeps its own offsets (in a database, written in the same
-    /// transaction as the work): given the partitions being assigned, the next offset to read of each; a partition
-    /// left out starts at its beginning. Called on the poll thread inside the assignment, before any message of
-    /// those partitions is fetched (it may block, bounded, for example to reach its database).
     /// What the lifecycle state holds until the consumer is closed.
     struct Resources: Sendable {
         let client: RDKafkaClient
         let delegate: any KafkaConsumerDelegate
     }
 
+    /// Where assigned partitions start when their owner keeps its own offsets (in a database, written in the same
+    /// transaction as the work): given the partitions being assigned, the next offset to read of each; a partition
+    /// left out starts at its beginning. Called on the poll thread inside the assignment, before any message of
+    /// those partitions is fetched (it may block, bounded, for example to reach its database).
     public typealias StartingOffsets = @Sendable ([TopicPartition]) -> [TopicPartition: Int64]
 
     /// - Parameters:
@@ -85,7 +85,7 @@ public final class KafkaConsumer: Sendable {
     ) throws(KafkaError) {
         guard !groupId.isEmpty, !topics.isEmpty, !topics.contains(where: \.isEmpty) else {
             throw KafkaError(
-                code: KafkaError.invalidArgument, message: "a consumer needs a group id and at least one topic name")
+                code: KafkaErrorCode.invalidArgument, message: "a consumer needs a group id and at least one topic name")
         }
         var effective = configuration.merged(withDefaults: Self.defaultProperties)
         effective["group.id"] = groupId
@@ -169,12 +169,13 @@ public final class KafkaConsumer: Sendable {
         resume(partitions, wakingFetchers: false)
     }
 
-    /// Moves assigned partitions' fetch positions (`offsets[partition]`: the next offset to read, or
-    /// `beginningOffset`), waiting up to `timeout` until no message fetched from the old positions can be handed out.
-    /// Any thread. - Returns: why librdkafka refused (a partition no longer assigned, the client closed), or nil.
     /// The logical offset of a partition's first retained message, for `seek`.
     public static let beginningOffset = RDKafkaClient.offsetBeginning
 
+    /// Moves assigned partitions' fetch positions (`offsets[partition]`: the next offset to read, or
+    /// `beginningOffset`), waiting up to `timeout` until no message fetched from the old positions can be handed out.
+    /// Any thread.
+    /// - Returns: why librdkafka refused (a partition no longer assigned, the client closed), or nil.
     @discardableResult
     public func seek(_ offsets: [TopicPartition: Int64], timeout: Duration) -> KafkaError? {
         guard !offsets.isEmpty else { return nil }
@@ -262,7 +263,7 @@ public final class KafkaConsumer: Sendable {
     /// The latest decoded statistics, if any arrived yet.
     public var statistics: KafkaStatistics? { context.statistics.current }
 
-    private static let closedError = KafkaError(code: KafkaError.destroyed, message: "the Kafka consumer is closed")
+    private static let closedError = KafkaError(code: KafkaErrorCode.destroyed, message: "the Kafka consumer is closed")
 
     private var delegate: (any KafkaConsumerDelegate)? { runtime.resources?.delegate }
 
@@ -277,13 +278,13 @@ public final class KafkaConsumer: Sendable {
     }
 
     private func report(_ error: KafkaError) {
-        if error.code == KafkaError.allBrokersDown {
+        if error.code == KafkaErrorCode.allBrokersDown {
             allBrokersDown.store(true, ordering: .relaxed)
         }
         if error.isFatal {
-            logger.error("Kafka consumer fatal error", ["code": .int(Int(error.code)), "error": .string(error.message)])
+            logger.error("Kafka consumer fatal error", ["code": .int(Int(error.code.rawValue)), "error": .string(error.message)])
         } else {
-            logger.warning("Kafka consumer error", ["code": .int(Int(error.code)), "error": .string(error.message)])
+            logger.warning("Kafka consumer error", ["code": .int(Int(error.code.rawValue)), "error": .string(error.message)])
         }
         delegate?.consumer(self, didFail: error)
     }

@@ -115,7 +115,7 @@ public final class KafkaProducer: Sendable {
     /// The latest decoded statistics, if any arrived yet.
     public var statistics: KafkaStatistics? { context.statistics.current }
 
-    fileprivate static let closedError = KafkaError(code: KafkaError.destroyed, message: "the Kafka producer is closed")
+    fileprivate static let closedError = KafkaError(code: KafkaErrorCode.destroyed, message: "the Kafka producer is closed")
 
     private func registerMetrics(_ metrics: MetricsRegistry) {
         let core = self.core
@@ -225,14 +225,14 @@ final class ProducerEvents: RDKafkaClientEvents {
     }
 
     package func rdKafkaDidReport(_ error: KafkaError) {
-        if error.code == KafkaError.allBrokersDown {
+        if error.code == KafkaErrorCode.allBrokersDown {
             allBrokersDown.store(true, ordering: .relaxed)
             statistics.mark()
         }
         if error.isFatal {
-            logger.error("Kafka producer fatal error", ["code": .int(Int(error.code)), "error": .string(error.message)])
+            logger.error("Kafka producer fatal error", ["code": .int(Int(error.code.rawValue)), "error": .string(error.message)])
         } else {
-            logger.warning("Kafka producer error", ["code": .int(Int(error.code)), "error": .string(error.message)])
+            logger.warning("Kafka producer error", ["code": .int(Int(error.code.rawValue)), "error": .string(error.message)])
         }
     }
 }

@@ -66,7 +66,7 @@ public final class KafkaTopicFollower: Sendable {
         onMessage: @escaping @Sendable (KafkaMessage) -> Void
     ) throws(KafkaError) {
         guard !topic.isEmpty else {
-            throw KafkaError(code: KafkaError.invalidArgument, message: "a topic follower needs a topic name")
+            throw KafkaError(code: KafkaErrorCode.invalidArgument, message: "a topic follower needs a topic name")
         }
         var effective = configuration.merged(withDefaults: [
             "enable.partition.eof": "false", "socket.nagle.disable": "true", "statistics.interval.ms": "0",
@@ -84,7 +84,7 @@ public final class KafkaTopicFollower: Sendable {
         let context = RDKafkaCallbackContext(logger: logger, statistics: KafkaStatisticsStore())
         let client = try RDKafkaClient.make(
             .consumer, configuration: effective, context: context,
-            closedError: KafkaError(code: KafkaError.invalidArgument, message: "the follower is closed"))
+            closedError: KafkaError(code: KafkaErrorCode.invalidArgument, message: "the follower is closed"))
         self.runtime = ClientRuntime(client, threadName: "kafka-follower-poll")
         self.topic = topic
         self.startPosition = start
@@ -128,7 +128,7 @@ public final class KafkaTopicFollower: Sendable {
             let answer = runtime.resources?.watermarks(topic: topic, partition: partition, timeout: timeout)
             guard let answer else {
                 throw KafkaError(
-                    code: KafkaError.invalidArgument, message: "watermarks of \(topic): the follower is closed")
+                    code: KafkaErrorCode.invalidArgument, message: "watermarks of \(topic): the follower is closed")
             }
             switch answer {
             case .success(let marks): result[partition] = marks
@@ -220,7 +220,7 @@ public final class KafkaTopicFollower: Sendable {
             current = partitions
         case .failure(let error):
             if topicExistedAtStart == nil,
-                error.code == KafkaError.unknownTopicOrPartition || error.code == KafkaError.unknownTopic
+                error.code == KafkaErrorCode.unknownTopicOrPartition || error.code == KafkaErrorCode.unknownTopic
             {
                 followed.withLock { $0.topicExistedAtStart = false }
                 if catchUp.withLock({ $0.topicAbsentAtStart() }) { becameCaughtUp() }
@@ -290,7 +290,7 @@ public final class KafkaTopicFollower: Sendable {
     private func watermarks(of partition: Int32, client: RDKafkaClient) -> (low: Int64, high: Int64)? {
         let answer = client.watermarks(topic: topic, partition: partition, timeout: .seconds(5))
         guard case .success(let marks)? = answer, marks.low >= 0, marks.high >= 0 else {
-            let code: Int32 = if case .failure(let error)? = answer { error.code } else { 0 }
+            let code: KafkaErrorCode = if case .failure(let error)? = answer { error.code } else { .noError }
             logger.warning(
                 "watermark lookup failed",
                 ["partition": .int(Int(partition)), "error": .string(KafkaError.describe(code: code))])
@@ -308,9 +308,9 @@ public final class KafkaTopicFollower: Sendable {
         let answer = client.offsetsForTimes(list, timestampMs: timestamp, timeout: .seconds(5))
         return list.map { partition in
             let offset: Int64?
-            let code: Int32
+            let code: KafkaErrorCode
             switch answer {
-            case .success(let offsets): (offset, code) = (offsets[partition], 0)
+            case .success(let offsets): (offset, code) = (offsets[partition], .noError)
             case .failure(let error): (offset, code) = (nil, error.code)
             }
             guard let offset else {
@@ -346,6 +346,6 @@ final class FollowerEvents: RDKafkaClientEvents {
     }
 
     package func rdKafkaDidReport(_ error: KafkaError) {
-        logger.warning("Kafka follower error", ["code": .int(Int(error.code)), "error": .string(error.message)])
+        logger.warning("Kafka follower error", ["code": .int(Int(error.code.rawValue)), "error": .string(error.message)])
     }
 }

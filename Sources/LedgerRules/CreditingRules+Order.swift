@@ -1,21 +1,53 @@
-/// Money events in Apple's order, and upgrades.
+/// Events in Apple's order, and upgrades.
 extension CreditingRules {
-    /// A money event takes effect only if Apple signed it no earlier than the last money event applied to this
-    /// purchase; an older one is recorded (`staleEvent`) and moves nothing. Events signed at the same millisecond
-    /// apply in arrival order.
+    /// An event takes effect only if Apple signed it no earlier than the last event *of its own order* applied to
+    /// this purchase; an older one is recorded (`staleEvent`) and moves nothing. Events signed at the same
+    /// millisecond apply in arrival order. There are two orders per purchase:
+    /// - money events (`debit`, `recredit`, `revoke`) among themselves (`lastEventSignedMs`): a `REFUND` that arrives
+    ///   after its own `REFUND_REVERSED` must not take the credit back;
+    /// - `subscription_status` among status events (`lastStatusSignedMs`): an older status never overwrites a newer
+    ///   expiry.
+    /// A status notification never makes a money event stale, nor the reverse: Apple retries a failed delivery for
+    /// 72 hours, so a `REFUND` signed before a `DID_CHANGE_RENEWAL_STATUS` often arrives after it, and it must still
+    /// take the refund back.
     static func signed(
         _ atMs: Int64, _ inner: LedgerInput, _ state: PurchaseState, _ policy: OwnershipPolicy,
         _ sandbox: SandboxPolicy
     ) -> LedgerDecision {
-        if let last = state.lastEventSignedMs, atMs < last {
+        let order = EventOrder.of(inner)
+        if let last = order.lastSigned(state), atMs < last {
             return LedgerDecision(state: state, actions: [.staleEvent])
         }
         var decision = decide(inner, state, policy, sandbox)
         if decision.actions.contains(where: { if case .unappliable = $0 { true } else { false } }) {
             return decision
         }
-        decision.state.lastEventSignedMs = atMs
+        order.record(atMs, in: &decision.state)
         return decision
+    }
+
+    /// Which of a purchase's two signing orders an event belongs to.
+    enum EventOrder {
+        case money, status
+
+        static func of(_ input: LedgerInput) -> EventOrder {
+            if case .subscriptionStatus = input { return .status }
+            return .money
+        }
+
+        func lastSigned(_ state: PurchaseState) -> Int64? {
+            switch self {
+            case .money: state.lastEventSignedMs
+            case .status: state.lastStatusSignedMs
+            }
+        }
+
+        func record(_ atMs: Int64, in state: inout PurchaseState) {
+            switch self {
+            case .money: state.lastEventSignedMs = atMs
+            case .status: state.lastStatusSignedMs = atMs
+            }
+        }
     }
 
     /// A credited period replaced by an upgrade to a period bought at `newPurchaseDateMs`: the unused share of its

@@ -55,9 +55,10 @@ public indirect enum LedgerInput: Sendable, Equatable {
     case revoke
     /// A subscription's state changed; `expiresDateMs` is the transaction's expiry now (nil: unchanged).
     case subscriptionStatus(expiresDateMs: Int64?)
-    /// A money event as Apple signed it (`signed_date_ms`): it takes effect only if it was not signed before the
-    /// last money event applied to this purchase (Apple retries for 72 hours and a backfill re-posts, so a
-    /// `REFUND` can arrive after its own `REFUND_REVERSED`).
+    /// An event as Apple signed it (`signed_date_ms`): it takes effect only if it was not signed before the last
+    /// event of its order applied to this purchase, money events among money events and `subscription_status` among
+    /// status events (Apple retries for 72 hours and a backfill re-posts, so a `REFUND` can arrive after its own
+    /// `REFUND_REVERSED`, or after a status notification signed later).
     case signed(atMs: Int64, LedgerInput)
     /// This subscription period was replaced by an upgrade to a period that starts at `newPurchaseDateMs`: its
     /// unused share is taken back and its entitlement ends (`UpgradeRule` decides when this applies).
@@ -87,7 +88,7 @@ public enum LedgerAction: Sendable, Equatable {
     /// The claim is valid but grants nothing by rule (a family-shared purchase of items): counted, nothing moves,
     /// the purchase stays unclaimed.
     case declined(reason: DeclineReason)
-    /// A money event signed before the last one applied to this purchase: recorded, nothing moves.
+    /// An event signed before the last one of its order applied to this purchase: recorded, nothing moves.
     case staleEvent
 }
 

@@ -42,8 +42,12 @@ public struct PurchaseState: Sendable, Equatable {
     public var purchaseDateMs: Int64?
     /// While `refused`: the share the refund that came first took, in thousandths of a percent; nil = all of it.
     public var refusedPercentage: Int64?
-    /// The `signed_date_ms` of the last money event applied (events signed before it move nothing).
+    /// The `signed_date_ms` of the last money event (`debit`, `recredit`, `revoke`) applied: money events signed
+    /// before it move nothing.
     public var lastEventSignedMs: Int64?
+    /// The `signed_date_ms` of the last `subscription_status` event applied: an older status never overwrites a newer
+    /// expiry. Kept apart from the money events' order, so a status notification never makes a refund stale.
+    public var lastStatusSignedMs: Int64?
     /// Apple said this period was replaced by an upgrade (`is_upgraded`): evidence for `UpgradeRule`.
     public var upgradeReported: Bool
     /// When the upgrade that replaced this period took effect (the new period's purchase), once applied.
@@ -59,7 +63,8 @@ public struct PurchaseState: Sendable, Equatable {
         quantity: Int64 = 1, expiresDateMs: Int64? = nil, amountCredited: Int64 = 0, amountDebited: Int64 = 0,
         lastDebit: Int64 = 0, creditedAtMs: Int64? = nil, book: Book = .production, purchaseDateMs: Int64? = nil,
         refusedPercentage: Int64? = nil, lastEventSignedMs: Int64? = nil, upgradeReported: Bool = false,
-        upgradedAtMs: Int64? = nil, upgradeTaken: Int64 = 0, productKind: ProductKind? = nil
+        upgradedAtMs: Int64? = nil, upgradeTaken: Int64 = 0, productKind: ProductKind? = nil,
+        lastStatusSignedMs: Int64? = nil
     ) {
         self.status = status
         self.owner = owner
@@ -79,6 +84,7 @@ public struct PurchaseState: Sendable, Equatable {
         self.upgradedAtMs = upgradedAtMs
         self.upgradeTaken = upgradeTaken
         self.productKind = productKind
+        self.lastStatusSignedMs = lastStatusSignedMs
     }
 
     /// A purchase the ledger has never seen.

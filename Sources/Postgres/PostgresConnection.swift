@@ -283,7 +283,9 @@ public struct PostgresSession {
             return Self.read(result)
         default:
             let message = PQresultErrorMessage(result).map { String(cString: $0) } ?? "statement failed"
-            let sqlState = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            let sqlState = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map {
+                SQLState(rawValue: String(cString: $0))
+            }
             throw PostgresError(
                 sqlState: sqlState, message: message.trimmingTrailingNewlines(),
                 isConnectionBroken: PQstatus(connection) != CONNECTION_OK)

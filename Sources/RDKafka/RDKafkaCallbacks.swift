@@ -29,15 +29,15 @@ package enum RDKafkaCallbacks {
     static let error: @convention(c) (OpaquePointer?, Int32, UnsafePointer<CChar>?, UnsafeMutableRawPointer?) -> Void =
         { client, code, reason, opaque in
             guard let context = RDKafkaCallbackContext.from(opaque) else { return }
-            var isFatal = code == RD_KAFKA_RESP_ERR__FATAL.rawValue
-            var effectiveCode = code
-            var text = reason.map { String(cString: $0) } ?? KafkaError.describe(code: code)
+            var effectiveCode = KafkaErrorCode(rawValue: code)
+            var isFatal = effectiveCode == .fatal
+            var text = reason.map { String(cString: $0) } ?? KafkaError.describe(code: effectiveCode)
             if isFatal, let client {
                 // The underlying error is the one worth reporting.
                 var buffer = [CChar](repeating: 0, count: 512)
                 let underlying = rd_kafka_fatal_error(client, &buffer, buffer.count)
                 if underlying != RD_KAFKA_RESP_ERR_NO_ERROR {
-                    effectiveCode = underlying.rawValue
+                    effectiveCode = KafkaErrorCode(underlying)
                     text = buffer.nulTerminatedString
                 }
                 isFatal = true
@@ -72,8 +72,7 @@ package enum RDKafkaCallbacks {
             } else {
                 delivery.complete(
                     .failure(
-                        KafkaError.from(
-                            code: code.rawValue, context: "delivery to \(delivery.topic) failed")))
+                        KafkaError.from(code, context: "delivery to \(delivery.topic) failed")))
             }
         }
 

@@ -75,7 +75,7 @@ package final class RDKafkaClient: @unchecked Sendable {
             rd_kafka_conf_destroy(conf)
             retained.release()
             throw KafkaError(
-                code: KafkaError.invalidArgument,
+                code: KafkaErrorCode.invalidArgument,
                 message: "cannot create Kafka \(kind) client: \(errorText.nulTerminatedString)")
         }
         if kind == .consumer {
@@ -113,7 +113,7 @@ package final class RDKafkaClient: @unchecked Sendable {
                     : errorText.nulTerminatedString
                 let shownValue = sensitive ? "" : " = \"\(value)\""
                 throw KafkaError(
-                    code: KafkaError.invalidArgument,
+                    code: KafkaErrorCode.invalidArgument,
                     message: "invalid Kafka property \(origin(name))\(shownValue): \(reason)")
             }
         }
@@ -179,8 +179,8 @@ package final class RDKafkaClient: @unchecked Sendable {
         if code == RD_KAFKA_RESP_ERR_NO_ERROR { return .message(RDKafkaMessageReader.read(message)) }
         if code == RD_KAFKA_RESP_ERR__PARTITION_EOF { return nil }
         let text =
-            rd_kafka_message_errstr(message).map { String(cString: $0) } ?? KafkaError.describe(code: code.rawValue)
-        return .error(KafkaError(code: code.rawValue, message: text))
+            rd_kafka_message_errstr(message).map { String(cString: $0) } ?? KafkaError.describe(code: KafkaErrorCode(code))
+        return .error(KafkaError(code: KafkaErrorCode(code), message: text))
     }
 
     /// Leaves the group: serves the final revoke and commits stored offsets (`rd_kafka_consumer_close`). Owner
@@ -188,7 +188,7 @@ package final class RDKafkaClient: @unchecked Sendable {
     package func closeConsumer() -> KafkaError? {
         let code = rd_kafka_consumer_close(pointer)
         return code == RD_KAFKA_RESP_ERR_NO_ERROR
-            ? nil : KafkaError(code: code.rawValue, message: KafkaError.describe(code: code.rawValue))
+            ? nil : KafkaError.described(code)
     }
 
     /// Stores `nextOffset` (as given, no +1) for `partition`.
@@ -214,7 +214,7 @@ package final class RDKafkaClient: @unchecked Sendable {
             RDKafkaTopicPartitionList.withList(partitions) { list in
                 let code = paused ? rd_kafka_pause_partitions(client, list) : rd_kafka_resume_partitions(client, list)
                 return code == RD_KAFKA_RESP_ERR_NO_ERROR
-                    ? nil : KafkaError(code: code.rawValue, message: KafkaError.describe(code: code.rawValue))
+                    ? nil : KafkaError.described(code)
             }
         } ?? nil
     }
@@ -322,7 +322,7 @@ package final class RDKafkaClient: @unchecked Sendable {
             let code = rd_kafka_query_watermark_offsets(
                 client, topic, partition, &low, &high, timeout.rdKafkaMilliseconds)
             guard code == RD_KAFKA_RESP_ERR_NO_ERROR else {
-                return .failure(KafkaError(code: code.rawValue, message: KafkaError.describe(code: code.rawValue)))
+                return .failure(KafkaError.described(code))
             }
             return .success((low, high))
         }
@@ -350,7 +350,7 @@ package final class RDKafkaClient: @unchecked Sendable {
         RDKafkaTopicPartitionList.withList(partitions, offsets: partitions.map { _ in timestampMs }) { list in
             let code = rd_kafka_offsets_for_times(pointer, list, timeout.rdKafkaMilliseconds)
             guard code == RD_KAFKA_RESP_ERR_NO_ERROR else {
-                return .failure(KafkaError(code: code.rawValue, message: KafkaError.describe(code: code.rawValue)))
+                return .failure(KafkaError.described(code))
             }
             var offsets: [TopicPartition: Int64] = [:]
             for entry in RDKafkaTopicPartitionList.entries(list) where entry.error == RD_KAFKA_RESP_ERR_NO_ERROR {
@@ -378,7 +378,7 @@ package final class RDKafkaClient: @unchecked Sendable {
         let refusal: KafkaError? =
             withClient { client -> KafkaError? in
                 guard let topicHandle = topicHandle(client, topic) else {
-                    return KafkaError(code: KafkaError.invalidArgument, message: "invalid topic name '\(topic)'")
+                    return KafkaError(code: KafkaErrorCode.invalidArgument, message: "invalid topic name '\(topic)'")
                 }
                 return RDKafkaProduce.produce(
                     client, topic: topicHandle, key: key, value: value, headers: headers, opaque: delivery.toOpaque())

@@ -5,7 +5,7 @@ enum RDKafkaMetadata {
     /// The partition ids of `topic`, or why they are not known (unknown topic, timeout).
     static func partitions(of topic: String, client: OpaquePointer, timeout: Duration) -> Result<[Int32], KafkaError> {
         guard let topicHandle = rd_kafka_topic_new(client, topic, nil) else {
-            return .failure(KafkaError(code: KafkaError.invalidArgument, message: "invalid topic name '\(topic)'"))
+            return .failure(KafkaError(code: KafkaErrorCode.invalidArgument, message: "invalid topic name '\(topic)'"))
         }
         defer { rd_kafka_topic_destroy(topicHandle) }
         var metadata: UnsafePointer<rd_kafka_metadata>?
@@ -15,7 +15,7 @@ enum RDKafkaMetadata {
         }
         defer { rd_kafka_metadata_destroy(metadata) }
         guard metadata.pointee.topic_cnt > 0, let topics = metadata.pointee.topics else {
-            return .failure(KafkaError(code: KafkaError.unknownTopicOrPartition, message: "no metadata for \(topic)"))
+            return .failure(KafkaError(code: KafkaErrorCode.unknownTopicOrPartition, message: "no metadata for \(topic)"))
         }
         let entry = topics[0]
         guard entry.err == RD_KAFKA_RESP_ERR_NO_ERROR, entry.partition_cnt > 0, let partitions = entry.partitions else {

@@ -33,13 +33,13 @@ package final class RDKafkaMockCluster: @unchecked Sendable {
             rd_kafka_conf_destroy(conf)
             retained.release()
             throw KafkaError(
-                code: KafkaError.invalidArgument,
+                code: KafkaErrorCode.invalidArgument,
                 message: "cannot create the mock cluster's client: \(errorText.nulTerminatedString)")
         }
         guard let cluster = rd_kafka_mock_cluster_new(client, Int32(brokers)) else {
             rd_kafka_destroy(client)
             retained.release()
-            throw KafkaError(code: KafkaError.invalidState, message: "cannot start a mock cluster of \(brokers) brokers")
+            throw KafkaError(code: KafkaErrorCode.invalidState, message: "cannot start a mock cluster of \(brokers) brokers")
         }
         self.client = client
         self.cluster = cluster
@@ -64,7 +64,7 @@ package final class RDKafkaMockCluster: @unchecked Sendable {
     package func createTopic(_ name: String, partitions: Int, replicationFactor: Int) throws(KafkaError) {
         let code = rd_kafka_mock_topic_create(cluster, name, Int32(partitions), Int32(replicationFactor))
         if code != RD_KAFKA_RESP_ERR_NO_ERROR {
-            throw KafkaError.from(code: code.rawValue, context: "cannot create topic \(name)")
+            throw KafkaError.from(code, context: "cannot create topic \(name)")
         }
     }
 
@@ -81,8 +81,8 @@ package final class RDKafkaMockCluster: @unchecked Sendable {
     }
 
     /// The next requests with Kafka API key `apiKey` are answered with `errors` (librdkafka codes), in order.
-    package func pushRequestErrors(apiKey: Int16, errors: [Int32]) {
-        var codes = errors.map { rd_kafka_resp_err_t(rawValue: $0) }
+    package func pushRequestErrors(apiKey: Int16, errors: [KafkaErrorCode]) {
+        var codes = errors.map(\.resp)
         codes.withUnsafeMutableBufferPointer { buffer in
             rd_kafka_mock_push_request_errors_array(cluster, apiKey, buffer.count, buffer.baseAddress)
         }

@@ -77,7 +77,30 @@ public enum ReconcileSchema {
                 """,
                 "CREATE INDEX reconcile_sweeps_started ON reconcile_sweeps (started_at_ms)",
             ]
-        )
+        ),
+        (
+            2,
+            [
+                // A drift the sweep cannot correct (a refund a later REFUND_REVERSED outweighs, a correction the
+                // ledger never applied, the ledger debiting what Apple shows paid), recorded once per drift id with
+                // why: a later sweep finding the same drift reports nothing new (issue 41, "reconciliation
+                // converges").
+                """
+                CREATE TABLE reconcile_unresolved (
+                    drift_id text PRIMARY KEY,
+                    credit_key text NOT NULL,
+                    direction text NOT NULL
+                        CHECK (direction IN ('apple_refunded_ledger_credited','ledger_debited_apple_not_refunded')),
+                    reason text NOT NULL,
+                    detail text NOT NULL,
+                    sweep_id bigint NOT NULL,
+                    recorded_at_ms bigint NOT NULL
+                )
+                """,
+                "CREATE INDEX reconcile_unresolved_purchase ON reconcile_unresolved (credit_key)",
+                "ALTER TABLE reconcile_sweeps ADD COLUMN drift_unresolved bigint NOT NULL DEFAULT 0",
+            ]
+        ),
     ]
 
     public static var currentVersion: Int64 { migrations.last?.version ?? 0 }

@@ -34,7 +34,8 @@ public struct Correction: Sendable, Equatable {
 /// A credited purchase whose refund history is due.
 struct ReconcileCandidate: Sendable, Equatable {
     var creditKey: String
-    var status: PurchaseStatus
+    /// The ledger's view of it (status, last money event).
+    var ledger: ReconcileRules.LedgerPurchase
     /// The transaction id Get Refund History is asked with (any of the customer's: the original one).
     var lookupId: String
 }
@@ -54,6 +55,8 @@ public struct SweepFigures: Sendable, Equatable {
     public var purchasesUnchecked: Int64 = 0
     public var driftAppleRefunded: Int64 = 0
     public var driftLedgerDebited: Int64 = 0
+    /// Of the new drift, what the sweep could not correct and recorded (`reconcile_unresolved`), both directions.
+    public var driftUnresolved: Int64 = 0
     public var correctionsRecorded: Int64 = 0
     public var correctionsProduced: Int64 = 0
     public var budgetExhausted = false
@@ -136,18 +139,28 @@ struct ReconcileStore {
             paginationToken: try row.optionalString("pagination_token"))
     }
 
-    /// Which of `ids` the ledger has (applied or parked money events, recorded consumption requests) or a
-    /// correction was recorded for.
+    /// Which of `ids` the ledger has (applied or parked money events, recorded consumption requests, applied
+    /// `RESCIND_CONSENT`s) or a correction was recorded for. A table of a ledger older than its version is absent.
     func knownEventIds(_ ids: [String]) throws(PostgresError) -> Set<String> {
         guard !ids.isEmpty else { return [] }
-        let hasRequests = try connection.execute("SELECT to_regclass('consumption_requests') IS NOT NULL AS present")
-            .rows[0].bool("present")
-        let requests = hasRequests ? " UNION SELECT event_id FROM consumption_requests WHERE event_id = ANY($1::text[])" : ""
+        let present = try connection.execute(
+            """
+            SELECT to_regclass('consumption_requests') IS NOT NULL AS requests,
+                to_regclass('consent_rescinds') IS NOT NULL AS rescinds
+            """
+        ).rows[0]
+        var union = ""
+        if try present.bool("requests") {
+            union += " UNION SELECT event_id FROM consumption_requests WHERE event_id = ANY($1::text[])"
+        }
+        if try present.bool("rescinds") {
+            union += " UNION SELECT event_id FROM consent_rescinds WHERE event_id = ANY($1::text[])"
+        }
         let rows = try connection.execute(
             """
             SELECT event_id FROM applied_events WHERE event_id = ANY($1::text[])
             UNION SELECT correction_id FROM reconcile_corrections WHERE correction_id = ANY($1::text[])
-            """ + requests, [.textArray(ids)]
+            """ + union, [.textArray(ids)]
         ).rows
         var known: Set<String> = []
         for row in rows { known.insert(try row.string("event_id")) }
@@ -181,7 +194,7 @@ struct ReconcileStore {
         let prefix = "apple:\(environment.lowercased()):"
         let rows = try connection.execute(
             """
-            SELECT p.credit_key, p.status, p.original_transaction_id FROM purchases p
+            SELECT p.credit_key, p.status, p.last_event_signed_ms, p.original_transaction_id FROM purchases p
             LEFT JOIN reconcile_checks c ON c.credit_key = p.credit_key
             WHERE p.credited_at_ms >= $1 AND starts_with(p.credit_key, $2)
             ORDER BY c.checked_at_ms NULLS FIRST, p.credited_at_ms, p.credit_key
@@ -198,7 +211,12 @@ struct ReconcileStore {
                 try row.optionalString("original_transaction_id")
                 ?? (fromKey.hasPrefix("period:") ? nil : String(fromKey))
             guard let lookup, !lookup.isEmpty else { continue }
-            candidates.append(ReconcileCandidate(creditKey: key, status: status, lookupId: lookup))
+            candidates.append(
+                ReconcileCandidate(
+                    creditKey: key,
+                    ledger: ReconcileRules.LedgerPurchase(
+                        status, lastMoneyEventSignedMs: try row.optionalInt64("last_event_signed_ms")),
+                    lookupId: lookup))
         }
         return candidates
     }
@@ -213,23 +231,64 @@ struct ReconcileStore {
         ).rows[0].int64("unchecked")
     }
 
-    func statuses(_ creditKeys: [String]) throws(PostgresError) -> [String: PurchaseStatus] {
+    /// The ledger's view of `creditKeys` (the keys it does not know are absent).
+    func purchases(_ creditKeys: [String]) throws(PostgresError) -> [String: ReconcileRules.LedgerPurchase] {
         guard !creditKeys.isEmpty else { return [:] }
-        var statuses: [String: PurchaseStatus] = [:]
+        var purchases: [String: ReconcileRules.LedgerPurchase] = [:]
         for row in try connection.execute(
-            "SELECT credit_key, status FROM purchases WHERE credit_key = ANY($1::text[])", [.textArray(creditKeys)]
+            "SELECT credit_key, status, last_event_signed_ms FROM purchases WHERE credit_key = ANY($1::text[])",
+            [.textArray(creditKeys)]
         ).rows {
-            statuses[try row.string("credit_key")] = PurchaseStatus(rawValue: try row.string("status"))
+            guard let status = PurchaseStatus(rawValue: try row.string("status")) else { continue }
+            purchases[try row.string("credit_key")] = ReconcileRules.LedgerPurchase(
+                status, lastMoneyEventSignedMs: try row.optionalInt64("last_event_signed_ms"))
         }
-        return statuses
+        return purchases
+    }
+
+    /// Where the corrections `ids` stand: recorded (when), or applied by the ledger (its `applied_events` has the
+    /// id, also of a correction whose record is gone); absent: never made.
+    func correctionStates(_ ids: [String]) throws(PostgresError) -> [String: ReconcileRules.CorrectionState] {
+        guard !ids.isEmpty else { return [:] }
+        var states: [String: ReconcileRules.CorrectionState] = [:]
+        for row in try connection.execute(
+            """
+            SELECT coalesce(c.correction_id, a.event_id) AS id, c.recorded_at_ms, a.event_id IS NOT NULL AS applied
+            FROM (SELECT correction_id, recorded_at_ms FROM reconcile_corrections
+                  WHERE correction_id = ANY($1::text[])) AS c
+            FULL JOIN (SELECT event_id FROM applied_events WHERE event_id = ANY($1::text[])) AS a
+                ON a.event_id = c.correction_id
+            """, [.textArray(ids)]
+        ).rows {
+            let id = try row.string("id")
+            if try row.bool("applied") {
+                states[id] = .applied
+            } else if let recordedAtMs = try row.optionalInt64("recorded_at_ms") {
+                states[id] = .recorded(atMs: recordedAtMs)
+            }
+        }
+        return states
+    }
+
+    /// Which of the drift ids `ids` an earlier sweep recorded as unresolved.
+    func recordedUnresolved(_ ids: [String]) throws(PostgresError) -> Set<String> {
+        guard !ids.isEmpty else { return [] }
+        var recorded: Set<String> = []
+        for row in try connection.execute(
+            "SELECT drift_id FROM reconcile_unresolved WHERE drift_id = ANY($1::text[])", [.textArray(ids)]
+        ).rows {
+            recorded.insert(try row.string("drift_id"))
+        }
+        return recorded
     }
 
     /// One page's outcome in one transaction: its corrections recorded (an id recorded before keeps its first
-    /// message), the purchases it checked, the cursor moved, the sweep's figures.
+    /// message), the drifts it could not correct (once per drift id), the purchases it checked, the cursor moved,
+    /// the sweep's figures.
     /// - Returns: the corrections newly recorded (those to produce).
     func commitPage(
-        sweepId: Int64, corrections: [Correction], checked: [String], environment: String, cursor: NotificationCursor?,
-        figures: SweepFigures, nowMs: Int64
+        sweepId: Int64, corrections: [Correction], checked: [String], unresolved: [ReconcileRules.Unresolved] = [],
+        environment: String, cursor: NotificationCursor?, figures: SweepFigures, nowMs: Int64
     ) throws(PostgresError) -> [Correction] {
         try connection.transaction { session throws(PostgresError) -> [Correction] in
             var recorded: [Correction] = []
@@ -248,6 +307,21 @@ struct ReconcileStore {
                     ]
                 ).affectedRows
                 if inserted > 0 { recorded.append(correction) }
+            }
+            if !unresolved.isEmpty {
+                try session.execute(
+                    """
+                    INSERT INTO reconcile_unresolved (drift_id, credit_key, direction, reason, detail, sweep_id,
+                        recorded_at_ms)
+                    SELECT d, k, dir, r, t, $6, $7
+                    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) AS u(d, k, dir, r, t)
+                    ON CONFLICT (drift_id) DO NOTHING
+                    """,
+                    [
+                        .textArray(unresolved.map(\.driftId)), .textArray(unresolved.map(\.creditKey)),
+                        .textArray(unresolved.map(\.direction.rawValue)), .textArray(unresolved.map(\.reason.rawValue)),
+                        .textArray(unresolved.map(\.detail)), .int(sweepId), .int(nowMs),
+                    ])
             }
             if !checked.isEmpty {
                 try session.execute(
@@ -299,14 +373,14 @@ struct ReconcileStore {
             """
             UPDATE reconcile_sweeps SET server_api_calls = $2, notifications_read = $3, purchases_checked = $4,
                 purchases_unchecked = $5, drift_apple_refunded = $6, drift_ledger_debited = $7,
-                corrections_recorded = $8, corrections_produced = $9, budget_exhausted = $10
+                corrections_recorded = $8, corrections_produced = $9, budget_exhausted = $10, drift_unresolved = $11
             WHERE sweep_id = $1
             """,
             [
                 .int(sweepId), .int(figures.serverAPICalls), .int(figures.notificationsRead),
                 .int(figures.purchasesChecked), .int(figures.purchasesUnchecked), .int(figures.driftAppleRefunded),
                 .int(figures.driftLedgerDebited), .int(figures.correctionsRecorded), .int(figures.correctionsProduced),
-                .bool(figures.budgetExhausted),
+                .bool(figures.budgetExhausted), .int(figures.driftUnresolved),
             ])
     }
 }

@@ -80,10 +80,6 @@ public struct ReconcileSweep: Sendable {
     }
 
     var store: ReconcileStore { ReconcileStore(connection: connection) }
-    /// How long a `REFUND` notification sent again explains its purchase's refund: after a day, a purchase still
-    /// credited gets its made-up debit (the notification's event did not reach the ledger; if it does later, the
-    /// ledger's rules take nothing twice: a full refund of a debited purchase moves nothing more).
-    static let notificationExplainsForMs: Int64 = 86_400_000
     var environment: String { options.environment.rawValue }
 
     public func run() async -> ReconcileOutcome {
@@ -255,9 +251,12 @@ public struct ReconcileSweep: Sendable {
             let event = notification.event
             guard seen.insert(event.eventId).inserted else { continue }
             let kind = LedgerEventKind.of(event.type.rawValue) ?? .noMoney
-            guard ReconcileRules.notificationNeed(kind: kind, applied: known.contains(event.eventId)) == .resend else {
-                continue
-            }
+            let rescindsConsent =
+                event.type == .info && event.notificationType == "RESCIND_CONSENT"
+            guard
+                ReconcileRules.notificationNeed(
+                    kind: kind, rescindsConsent: rescindsConsent, applied: known.contains(event.eventId)) == .resend
+            else { continue }
             let creditKey = event.transaction?.creditKey
             if event.type == .debit, let creditKey { state.explained.insert(creditKey) }
             corrections.append(
@@ -347,20 +346,25 @@ public struct ReconcileSweep: Sendable {
                 creditKey: $0.creditKey, transactionId: $0.transactionId, revocationDateMs: $0.revocationDateMs)
         }
         let refundedKeys = Array(Set(appleRefunds.map(\.creditKey))).sorted()
-        let ledger = try store.statuses(refundedKeys)
-        let sentAgain = try store.debitedByNotificationCorrections(
-            refundedKeys, sinceMs: state.startedMs - Self.notificationExplainsForMs)
-        let explained = state.explained.union(sentAgain)
+        let ledger = try store.purchases(refundedKeys)
+        let resentEarlier = try store.debitedByNotificationCorrections(
+            refundedKeys, sinceMs: state.startedMs - ReconcileRules.correctionPatienceMs)
+        let correctionIds = appleRefunds.map(\.correctionId)
         // Apple not knowing the transaction checks nothing: no drift is judged from an empty history.
-        var checked: [String: PurchaseStatus] = [:]
-        if history.found { for member in members { checked[member.creditKey] = member.status } }
+        var checked: [String: ReconcileRules.LedgerPurchase] = [:]
+        if history.found { for member in members { checked[member.creditKey] = member.ledger } }
+        // The drifts earlier sweeps recorded as unresolved, of these refunds and of these purchases as they stand.
+        let driftIds =
+            correctionIds
+            + checked.map { ReconcileRules.reverseDriftId(creditKey: $0.key, $0.value) }
         let comparison = ReconcileRules.compare(
-            checked: checked, refunds: appleRefunds, ledger: ledger, explained: explained)
+            checked: checked, refunds: appleRefunds, ledger: ledger, correctedNow: state.explained,
+            resentEarlier: resentEarlier.subtracting(state.explained),
+            corrections: try store.correctionStates(correctionIds),
+            recordedBefore: try store.recordedUnresolved(driftIds), nowMs: state.startedMs)
         state.recordDrift(comparison, logger: logger)
-        // A refund corrected before (or whose id the ledger applied) is never made up again.
-        let known = try store.knownEventIds(comparison.refundsToCorrect.map(\.correctionId))
         var corrections: [Correction] = []
-        for correction in comparison.refundsToCorrect where !known.contains(correction.correctionId) {
+        for correction in comparison.refundsToCorrect {
             guard
                 let refund = verified.first(where: {
                     $0.transactionId == correction.transactionId && $0.revocationDateMs == correction.revocationDateMs
@@ -375,7 +379,8 @@ public struct ReconcileSweep: Sendable {
                     creditKey: correction.creditKey, topic: topics.events, key: event.key, value: event.value))
         }
         state.figures.purchasesChecked += Int64(members.count)
-        try await commit(corrections, checked: members.map(\.creditKey), cursor: nil, &state)
+        try await commit(
+            corrections, checked: members.map(\.creditKey), unresolved: comparison.unresolved, cursor: nil, &state)
         output(
             "{\"page\":\(state.pages),\"source\":\"refund_history\",\"purchases\":\(members.count),"
                 + "\"refunds\":\(appleRefunds.count),\"corrections\":\(corrections.count),"
@@ -386,7 +391,8 @@ public struct ReconcileSweep: Sendable {
 
     /// Commits one page (on a dry run only the sweep's figures), then produces what it newly recorded.
     private func commit(
-        _ corrections: [Correction], checked: [String], cursor: NotificationCursor?, _ state: inout SweepState
+        _ corrections: [Correction], checked: [String], unresolved: [ReconcileRules.Unresolved] = [],
+        cursor: NotificationCursor?, _ state: inout SweepState
     ) async throws {
         state.pages += 1
         state.found += corrections.count
@@ -396,7 +402,7 @@ public struct ReconcileSweep: Sendable {
             return
         }
         let recorded = try store.commitPage(
-            sweepId: state.sweepId, corrections: corrections, checked: checked,
+            sweepId: state.sweepId, corrections: corrections, checked: checked, unresolved: unresolved,
             environment: environment, cursor: cursor, figures: state.figures, nowMs: nowMs())
         state.figures.correctionsRecorded += Int64(recorded.count)
         if let stop = options.stopAfterPages, state.pages >= stop { throw SweepStop.drill }

@@ -16,8 +16,11 @@ struct SweepState {
     var rejected = 0
     /// Purchases a correction of this sweep already debits (a `REFUND` notification sent again, a refund).
     var explained: Set<String> = []
+    /// New drift found by this sweep (drift corrected or recorded by earlier sweeps is not counted again).
     var appleRefundedLedgerCredited: Set<String> = []
     var ledgerDebitedAppleNot: Set<String> = []
+    /// Drift ids this sweep recorded as unresolved.
+    var unresolved: Set<String> = []
     /// Drift lines logged (bounded: the counts are the figures).
     private var driftLogged = 0
 
@@ -47,8 +50,17 @@ struct SweepState {
         for key in comparison.ledgerDebitedAppleNot where ledgerDebitedAppleNot.insert(key).inserted {
             log(logger, key, "ledger_debited_apple_not_refunded")
         }
+        for drift in comparison.unresolved where unresolved.insert(drift.driftId).inserted {
+            logger.warning(
+                "drift the sweep cannot correct, recorded once (reconcile_unresolved)",
+                [
+                    "credit_key": .string(drift.creditKey), "direction": .string(drift.direction.rawValue),
+                    "reason": .string(drift.reason.rawValue), "detail": .string(drift.detail),
+                ])
+        }
         figures.driftAppleRefunded = Int64(appleRefundedLedgerCredited.count)
         figures.driftLedgerDebited = Int64(ledgerDebitedAppleNot.count)
+        figures.driftUnresolved = Int64(unresolved.count)
     }
 
     private mutating func log(_ logger: Logger, _ creditKey: String, _ direction: String) {
@@ -66,7 +78,8 @@ struct SweepState {
             + "\"rejected\":\(rejected),\"purchases_checked\":\(figures.purchasesChecked),"
             + "\"purchases_unchecked\":\(figures.purchasesUnchecked),"
             + "\"drift\":{\"apple_refunded_ledger_credited\":\(figures.driftAppleRefunded),"
-            + "\"ledger_debited_apple_not_refunded\":\(figures.driftLedgerDebited)},"
+            + "\"ledger_debited_apple_not_refunded\":\(figures.driftLedgerDebited),"
+            + "\"unresolved\":\(figures.driftUnresolved)},"
             + "\"corrections\":{\"found\":\(found),\"recorded\":\(figures.correctionsRecorded),"
             + "\"produced\":\(figures.correctionsProduced)},"
             + "\"error\":\(error.map(JSONText.quoted) ?? "null")}}"

@@ -135,7 +135,7 @@ public final class ConsumerLink: KafkaConsumerDelegate {
             fatal.withLock { $0 = error.message }
             logger.error("fatal Kafka consumer error: restart the \(service)", ["error": .string(error.message)])
         } else {
-            logger.warning("Kafka consumer error", ["error": .string(error.message), "code": .int(Int(error.code))])
+            logger.warning("Kafka consumer error", ["error": .string(error.message), "code": .int(Int(error.code.rawValue))])
         }
     }
 }

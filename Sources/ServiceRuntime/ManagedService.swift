@@ -3,22 +3,29 @@ import ServiceSupport
 
 /// What a long-running service implements; `ServiceMain` owns everything else (help, settings, signals, exit).
 ///
-/// Lifecycle: created by the `make` closure given to `ServiceMain.run` (clients created, nothing runs yet) ->
-/// `start()` (binds its endpoint, starts consuming or serving) -> `drain(within:)` on SIGTERM/SIGINT (stops taking
-/// work, finishes or gives up what it holds, flushes, closes) -> the process exits 0. `drain` is the one stop verb:
-/// idempotent, and it blocks for about `bound` at most (plus the Kafka close bounds of the clients it owns).
+/// Lifecycle: created by the `make` closure given to `ServiceMain.run` (clients created and registered in
+/// `parts` as they are made, nothing runs yet) -> `start()` (binds its endpoint, starts consuming or serving) ->
+/// `drain(within:)` on SIGTERM/SIGINT -> the process exits 0. When `make` or `start()` throws, `ServiceMain` closes
+/// the parts made so far, last first, and exits with the error's status. `drain` is the one stop verb: it stops
+/// taking work, finishes or gives up what the service holds within `bound`, then closes `parts` (last made first,
+/// each within its own bound). It is idempotent and blocks for at most about `bound + parts.bound` (what
+/// `ServiceMain` logs at start as the shutdown bound).
 public protocol ManagedService: AnyObject, Sendable {
     /// Starts serving.
     /// - Throws: `ServiceStartupError` when it cannot (an address in use, a client that cannot be created).
     func start() throws(ServiceStartupError)
 
-    /// Stops taking work, finishes or abandons what is in flight within about `bound`, and closes everything.
-    /// Idempotent. Returns false when something was abandoned at the bound.
+    /// Stops taking work, finishes or abandons what is in flight within about `bound`, then closes `parts`.
+    /// Idempotent. Returns false when something was abandoned at a bound.
     @discardableResult
     func drain(within bound: Duration) -> Bool
 
-    /// The bound `ServiceMain` passes to `drain(within:)` (the service's own `*_SHUTDOWN_TIMEOUT_MS` setting).
+    /// The bound `ServiceMain` passes to `drain(within:)` (the service's own setting: `*_SHUTDOWN_TIMEOUT_MS`, the
+    /// ingest's delivery timeout).
     var drainBound: Duration { get }
+
+    /// What the service made that must be closed, in the order it was made (`ServiceContext.parts`).
+    var parts: ServiceParts { get }
 
     /// Alive and ready, or why not; rendered by `HealthEndpoints` for `/healthz` and `/readyz`.
     var health: Health { get }
@@ -39,15 +46,18 @@ public protocol ServiceSettings: Sendable {
     var kafka: KafkaConfiguration { get }
 }
 
-/// What `ServiceMain` hands the `make` closure: the process's logger and its one metrics registry (which already
-/// holds `<prefix>_build_info`).
+/// What `ServiceMain` hands the `make` closure: the process's logger, its one metrics registry (which already
+/// holds `<prefix>_build_info`) and the parts stack the service registers what it makes in (closed by
+/// `ServiceMain` when the start fails, by the service's `drain` when it stops).
 public struct ServiceContext: Sendable {
     public let logger: Logger
     public let metrics: MetricsRegistry
+    public let parts: ServiceParts
 
-    public init(logger: Logger, metrics: MetricsRegistry) {
+    public init(logger: Logger, metrics: MetricsRegistry, parts: ServiceParts = ServiceParts()) {
         self.logger = logger
         self.metrics = metrics
+        self.parts = parts
     }
 }
 

@@ -5,15 +5,17 @@ import ServiceSupport
 
 /// The one `main` of every long-running service (`receipt-ingest`, `receipt-verifier`, `receipt-ledger`): each
 /// executable's `main.swift` is one call to `run`. It owns how a process starts and ends; the service only says what
-/// it does (`ManagedService`).
+/// it does (`ManagedService`) and registers what it makes (`ServiceParts`).
 ///
 /// In order: `--help`/`-h` prints `helpText` and exits 0; any other argument is bad usage (exit 2: settings come from
-/// the environment); the settings are read (a `ConfigurationError` is logged with its variable, exit 2); the ignored
-/// Kubernetes service-link variables are logged once; SIGPIPE is ignored (a client or scraper going away mid-response
-/// gives EPIPE, not death); `<prefix>_build_info` and the process metrics are registered, and the allocator's free
-/// memory is given back at intervals (`AllocatorTrim`); the service is made and started (a
-/// `ServiceStartupError` exits with its status); then, on the first SIGTERM or SIGINT, `drain(within: drainBound)`
-/// and exit 0 (a second signal exits 1 at once: `ShutdownSignal`).
+/// the environment); the SIGTERM/SIGINT handler is installed (`ShutdownSignal`), before anything is made, so a signal
+/// that comes while the service starts is kept and answered once it has started; the settings are read (a
+/// `ConfigurationError` is logged with its variable, exit 2); the ignored Kubernetes service-link variables are
+/// logged once; SIGPIPE is ignored (a client or scraper going away mid-response gives EPIPE, not death);
+/// `<prefix>_build_info` and the process metrics are registered, and the allocator's free memory is given back at
+/// intervals (`AllocatorTrim`); the service is made and started (`start(context:make:)`: a `ServiceStartupError`
+/// closes the parts made so far and exits with its status); then, on the first SIGTERM or SIGINT,
+/// `drain(within: drainBound)` and exit 0 (a second signal exits 1 at once: `ShutdownSignal`).
 public enum ServiceMain {
     public static func run<Settings: ServiceSettings>(
         name: String, settings: Settings.Type, metricsPrefix: String,
@@ -29,6 +31,15 @@ public enum ServiceMain {
         if let unknown = arguments.first {
             logger.error("unknown argument '\(unknown)'; settings come from the environment (see --help)")
             exit(2)
+        }
+        // The service the handler drains, once it has started; the handler waits for it.
+        let started = StartedService()
+        let shutdown = ShutdownSignal { signalName in
+            logger.info("shutting down", ["signal": .string(signalName)])
+            let service = started.wait()
+            // The service logs "<name> stopped" with what it drained and flushed.
+            service.drain(within: service.drainBound)
+            exit(0)
         }
         let settings: Settings
         do {
@@ -47,20 +58,38 @@ public enum ServiceMain {
 
         let service: any ManagedService
         do {
-            service = try make(settings, ServiceContext(logger: logger, metrics: metrics))
-            try service.start()
+            service = try start(context: ServiceContext(logger: logger, metrics: metrics)) { context throws(ServiceStartupError) in
+                try make(settings, context)
+            }
         } catch {
             logger.error("cannot start: \(error.description)")
             exit(error.exitStatus)
         }
-        let shutdown = ShutdownSignal { signalName in
-            logger.info("shutting down", ["signal": .string(signalName)])
-            // The service logs "<name> stopped" with what it drained and flushed.
-            service.drain(within: service.drainBound)
-            exit(0)
-        }
+        logger.info(
+            "shutdown bound",
+            [
+                "drain_ms": .int(Int(service.drainBound.clampedMilliseconds)),
+                "close_ms": .int(Int(service.parts.bound.clampedMilliseconds)),
+            ])
+        started.set(service)
         withExtendedLifetime((shutdown, allocatorTrim)) {
             dispatchMain()
+        }
+    }
+
+    /// Makes the service with `context` and starts it. When either step throws, the parts registered in
+    /// `context.parts` so far are closed, last made first, before the error is rethrown: the one place a failed start
+    /// is unwound.
+    public static func start(
+        context: ServiceContext, make: (ServiceContext) throws(ServiceStartupError) -> any ManagedService
+    ) throws(ServiceStartupError) -> any ManagedService {
+        do {
+            let service = try make(context)
+            try service.start()
+            return service
+        } catch {
+            context.parts.closeAll()
+            throw error
         }
     }
 
@@ -85,5 +114,23 @@ public enum ServiceMain {
             logger.error("invalid configuration: \(error.description)", ["variable": .string(error.variable)])
             return nil
         }
+    }
+}
+
+/// The service `ServiceMain` started, handed to the shutdown handler, which waits for it: a signal that came while
+/// the service was being made is answered once it has started (a start that fails exits instead).
+private final class StartedService: Sendable {
+    private let service = Locked<(any ManagedService)?>(nil)
+    private let ready = DispatchSemaphore(value: 0)
+
+    func set(_ started: any ManagedService) {
+        service.withLock { $0 = started }
+        ready.signal()
+    }
+
+    func wait() -> any ManagedService {
+        ready.wait()
+        ready.signal()
+        return service.withLock { $0 }!
     }
 }

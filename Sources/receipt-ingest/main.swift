@@ -7,5 +7,6 @@ import ServiceRuntime
 
 ServiceMain.run(name: "receipt-ingest", settings: IngestSettings.self, metricsPrefix: "ingest") {
     settings, context throws(ServiceStartupError) in
-    try IngestService.make(settings: settings, logger: context.logger, metrics: context.metrics)
+    try IngestService.make(
+        settings: settings, logger: context.logger, metrics: context.metrics, parts: context.parts)
 }

@@ -7,5 +7,6 @@ import ServiceRuntime
 
 ServiceMain.run(name: "receipt-ledger", settings: LedgerSettings.self, metricsPrefix: "ledger") {
     settings, context throws(ServiceStartupError) in
-    try LedgerService(settings: settings, logger: context.logger, metrics: context.metrics)
+    try LedgerService(
+        settings: settings, logger: context.logger, metrics: context.metrics, parts: context.parts)
 }

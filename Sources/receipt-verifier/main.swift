@@ -7,5 +7,6 @@ import Verifier
 
 ServiceMain.run(name: "receipt-verifier", settings: VerifierSettings.self, metricsPrefix: "verifier") {
     settings, context throws(ServiceStartupError) in
-    try VerifierService(settings: settings, logger: context.logger, metrics: context.metrics)
+    try VerifierService(
+        settings: settings, logger: context.logger, metrics: context.metrics, parts: context.parts)
 }

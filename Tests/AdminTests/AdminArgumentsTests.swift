@@ -32,6 +32,17 @@ import Testing
             try parse(["set-account-token", "2000000000000003", "7E3FB20B-4CDB-47CC-936D-99D65F608138"]).command
                 == .setAccountToken(
                     originalTransactionId: "2000000000000003", token: "7e3fb20b-4cdb-47cc-936d-99d65f608138"))
+        let declare = try parse([
+            "set-account-token", "2000000000000003", "7e3fb20b-4cdb-47cc-936d-99d65f608138", "--user", "u-42",
+            "--ledger-url", "http://receipt-ledger:8081",
+        ])
+        #expect(
+            declare.command
+                == .setAccountToken(
+                    originalTransactionId: "2000000000000003", token: "7e3fb20b-4cdb-47cc-936d-99d65f608138",
+                    user: "u-42"))
+        #expect(declare.ledgerURL == "http://receipt-ledger:8081")
+        #expect(try parse(["lookup-order", "A", "--ledger-url", "https://ledger.example"]).ledgerURL == "https://ledger.example")
         let extend = try parse([
             "extend-renewal", "2000000000000004", "--days", "7", "--reason", "3", "--request-id", "outage-1",
             "--dry-run", "--bundle-id", "com.example.other", "--deadline-seconds", "5",
@@ -74,6 +85,10 @@ import Testing
             (["lookup-order", "A", "--days", "3"], "lookup-order does not take --days"),
             (["lookup-order", "A", "--verbose"], "unknown argument '--verbose'"),
             (["set-account-token", "1", "not-a-uuid"], "TOKEN must be a UUID"),
+            (["set-account-token", "1", "7e3fb20b-4cdb-47cc-936d-99d65f608138", "--user", ""], "--user takes"),
+            (["set-account-token", "1", "7e3fb20b-4cdb-47cc-936d-99d65f608138", "--user", "u\u{7}"], "control character"),
+            (["lookup-order", "A", "--user", "u1"], "lookup-order does not take --user"),
+            (["lookup-order", "A", "--ledger-url", "ledger:8081"], "--ledger-url takes an http(s) URL"),
             (["extend-renewal", "1", "--days", "91", "--reason", "1", "--request-id", "r"], "from 1 to 90"),
             (["extend-renewal", "1", "--days", "0", "--reason", "1", "--request-id", "r"], "from 1 to 90"),
             (["extend-renewal", "1", "--days", "5", "--reason", "4", "--request-id", "r"], "extendReasonCode"),

@@ -193,4 +193,26 @@ import Testing
             environment: .production, ledger: nil)
         #expect(try object(withoutLedger)["ledger"] == nil)
     }
+
+    /// `--user`: the ledger's answer to the declaration decides the exit status (Apple's part succeeded).
+    @Test func theLedgersAnswerToADeclarationIsReportedWithItsExitStatus() throws {
+        let owner = SetAccountToken.Owner(
+            creditKey: "apple:production:period:7000000000000030",
+            purchase: .found(owner: "u-981", state: "credited", amountCredited: 0, amountDebited: 0))
+        let cases: [(LedgerDeclaration, AdminExitCode, String)] = [
+            (.declared(declaredAtMs: 1_767_225_600_000, resolvedClaims: 2), .ok, "2 waiting claims applied now"),
+            (.conflict("this app_account_token is declared for another user"), .refused, "refused to declare"),
+            (.failed("cannot reach the ledger"), .unavailable, "run the command again"),
+        ]
+        for (answer, exitCode, line) in cases {
+            let report = SetAccountToken.report(
+                originalTransactionId: "2000000000000030", token: "7e3fb20b-4cdb-47cc-936d-99d65f608138",
+                environment: .production, ledger: owner,
+                declaration: SetAccountToken.Declaration(user: "u-42", answer: answer))
+            #expect(report.exitCode == exitCode)
+            #expect(report.rendered(json: false).contains(line), "\(report.rendered(json: false))")
+            let declared = try #require(try object(report)["ledger_declaration"] as? [String: Any])
+            #expect(declared["user_id"] as? String == "u-42")
+        }
+    }
 }

@@ -4,6 +4,7 @@ import Foundation
 import ReceiptModel
 import ServiceSupport
 import SignedData
+import TestSupport
 import Testing
 
 /// Every answer the fake App Store sends, member by member and with its JSON type, against Apple's: the App Store
@@ -212,11 +213,11 @@ import Testing
             return
         }
         var status = JSONValue.null
-        for _ in 0..<100 {
+        _ = try await eventually {
             status = try await Self.expectConforms(
                 harness, .get, "/inApps/v1/notifications/test/\(token)", model: "CheckTestNotificationResponse")
-            if case .array(let attempts)? = status["sendAttempts"], !attempts.isEmpty { break }
-            try await Task.sleep(for: .milliseconds(50))
+            guard case .array(let attempts)? = status["sendAttempts"] else { return false }
+            return !attempts.isEmpty
         }
         guard case .array(let attempts)? = status["sendAttempts"], let attempt = attempts.first else {
             Issue.record("the test notification's status never listed an attempt: \(status)")

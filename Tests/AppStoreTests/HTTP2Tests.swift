@@ -33,13 +33,9 @@ struct HTTP2Tests {
         let url = "https://127.0.0.1:\(port)/verifyReceipt"
         let body = Array(#"{"receipt-data":"AAAA"}"#.utf8)
         // Wait until the server listens.
-        var ready = false
-        for _ in 0..<100 where !ready {
-            if case .success = await client.send(HTTPClientRequest(url: url, body: body)) {
-                ready = true
-            } else {
-                try await Task.sleep(for: .milliseconds(50))
-            }
+        let ready = await eventually {
+            if case .success = await client.send(HTTPClientRequest(url: url, body: body)) { return true }
+            return false
         }
         try #require(ready, "nghttpd did not start: \(server.stderrTail())")
 

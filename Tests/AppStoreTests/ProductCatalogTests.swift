@@ -1,6 +1,7 @@
 import Foundation
 import ReceiptModel
 import ServiceSupport
+import TestSupport
 import Testing
 
 @testable import AppStore
@@ -197,11 +198,8 @@ import Testing
         catalogFile.startWatching(interval: .milliseconds(50))
         defer { catalogFile.stopWatching() }
         try file.replace(Self.catalog(["a": "a", "b": "b"]))
-        var seen = false
-        for _ in 0..<200 where !seen {
-            try await Task.sleep(for: .milliseconds(25))
-            seen = catalogFile.currentCatalog["b"] != nil
-        }
-        #expect(seen, "the watcher did not reload the changed file within 5 s")
+        #expect(
+            await eventually(interval: .milliseconds(25)) { catalogFile.currentCatalog["b"] != nil },
+            "the watcher did not reload the changed file")
     }
 }

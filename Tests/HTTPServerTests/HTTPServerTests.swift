@@ -377,13 +377,3 @@ struct HTTPServerTests {
     }
 }
 
-/// Polls `condition` for up to twenty seconds: it returns as soon as the condition holds, and the margin is for
-/// sanitizer builds (`make test-sanitize`) on a loaded machine, where the server's threads run several times slower.
-func waitUntil(_ condition: () -> Bool) -> Bool {
-    let deadline = SystemTime.monotonicNanoseconds() + 20_000_000_000
-    while SystemTime.monotonicNanoseconds() < deadline {
-        if condition() { return true }
-        usleep(5_000)
-    }
-    return condition()
-}

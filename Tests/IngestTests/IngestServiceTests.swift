@@ -124,10 +124,10 @@ struct IngestServiceTests {
     }
 
     @Test("Kafka trouble is 503 with Retry-After", arguments: [
-        (FakePublisher.Behaviour.refuse(KafkaError(code: KafkaError.queueFull, message: "full")), "kafka_queue_full"),
-        (.fail(KafkaError(code: KafkaError.messageTimedOut, message: "timed out")), "kafka_timeout"),
-        (.fail(KafkaError(code: KafkaError.unknownTopicOrPartition, message: "no topic")), "kafka_unavailable"),
-        (.refuse(KafkaError(code: KafkaError.unknownTopic, message: "no topic")), "kafka_unavailable"),
+        (FakePublisher.Behaviour.refuse(KafkaError(code: KafkaErrorCode.queueFull, message: "full")), "kafka_queue_full"),
+        (.fail(KafkaError(code: KafkaErrorCode.messageTimedOut, message: "timed out")), "kafka_timeout"),
+        (.fail(KafkaError(code: KafkaErrorCode.unknownTopicOrPartition, message: "no topic")), "kafka_unavailable"),
+        (.refuse(KafkaError(code: KafkaErrorCode.unknownTopic, message: "no topic")), "kafka_unavailable"),
     ])
     func kafkaTrouble(behaviour: FakePublisher.Behaviour, code: String) throws {
         let running = try start(FakePublisher(behaviour)) { $0.retryAfterSeconds = 3 }
@@ -274,12 +274,3 @@ struct DiscardingSink: LogSink {
     func write(line: String) {}
 }
 
-/// Polls `condition` for up to five seconds.
-func waitUntil(_ condition: () -> Bool) -> Bool {
-    let deadline = SystemTime.monotonicNanoseconds() + 5_000_000_000
-    while SystemTime.monotonicNanoseconds() < deadline {
-        if condition() { return true }
-        usleep(5_000)
-    }
-    return condition()
-}

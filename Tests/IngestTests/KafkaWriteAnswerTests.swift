@@ -17,10 +17,10 @@ struct KafkaWriteAnswerTests {
         var testDescription: String { "\(kind) \(failure) → \(status) \(code)" }
     }
 
-    static let queueFull = KafkaError(code: KafkaError.queueFull, message: "Local: Queue full")
-    static let timedOut = KafkaError(code: KafkaError.messageTimedOut, message: "Local: Message timed out")
-    static let tooLarge = KafkaError(code: KafkaError.messageSizeTooLarge, message: "Broker: Message size too large")
-    static let transport = KafkaError(code: -195, message: "Local: Broker transport failure")
+    static let queueFull = KafkaError(code: KafkaErrorCode.queueFull, message: "Local: Queue full")
+    static let timedOut = KafkaError(code: KafkaErrorCode.messageTimedOut, message: "Local: Message timed out")
+    static let tooLarge = KafkaError(code: KafkaErrorCode.messageSizeTooLarge, message: "Broker: Message size too large")
+    static let transport = KafkaError(code: .transport, message: "Local: Broker transport failure")
 
     static let rows: [Row] = [
         Row(failure: .noBroker, kind: .submission, status: 503, code: "kafka_unavailable", mayHaveBeenWritten: false),

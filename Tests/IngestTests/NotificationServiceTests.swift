@@ -59,9 +59,9 @@ struct NotificationServiceTests {
     }
 
     @Test("Kafka trouble is 503 with Retry-After, so Apple retries", arguments: [
-        FakePublisher.Behaviour.refuse(KafkaError(code: KafkaError.queueFull, message: "full")),
-        .fail(KafkaError(code: KafkaError.messageTimedOut, message: "timed out")),
-        .fail(KafkaError(code: KafkaError.unknownTopicOrPartition, message: "no topic")),
+        FakePublisher.Behaviour.refuse(KafkaError(code: KafkaErrorCode.queueFull, message: "full")),
+        .fail(KafkaError(code: KafkaErrorCode.messageTimedOut, message: "timed out")),
+        .fail(KafkaError(code: KafkaErrorCode.unknownTopicOrPartition, message: "no topic")),
     ])
     func kafkaTrouble(behaviour: FakePublisher.Behaviour) throws {
         let ingest = try InProcessIngest.start(FakePublisher(behaviour)) { $0.retryAfterSeconds = 5 }

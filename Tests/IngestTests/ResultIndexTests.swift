@@ -2,6 +2,7 @@ import Foundation
 import Ingest
 import ReceiptModel
 import Synchronization
+import TestSupport
 import Testing
 import ServiceSupport
 
@@ -325,10 +326,7 @@ struct ResultIndexTests {
         let index = ResultIndex()
         let outcomes = Outcomes()
         index.wait(for: "d-1", timeoutMs: 20) { outcomes.append($0) }
-        let deadline = ContinuousClock.now + .seconds(5)
-        while outcomes.all.isEmpty, ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(5))
-        }
+        #expect(await eventually { !outcomes.all.isEmpty })
         #expect(outcomes.all == [.timedOut])
     }
 }

@@ -118,7 +118,7 @@ struct SubmissionServiceTests {
 
     @Test("a failed write releases the id: a corrected submission with the same id is not a conflict")
     func refusedWriteReleasesId() throws {
-        let publisher = FakePublisher(.refuse(KafkaError(code: KafkaError.queueFull, message: "full")))
+        let publisher = FakePublisher(.refuse(KafkaError(code: KafkaErrorCode.queueFull, message: "full")))
         let ingest = try InProcessIngest.start(publisher)
         defer { ingest.service.drain() }
         #expect(try ingest.post(#"{"receipt_data":"aGVsbG8=","submission_id":"x-1"}"#).status == 503)

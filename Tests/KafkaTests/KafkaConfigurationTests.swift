@@ -103,7 +103,7 @@ struct KafkaConfigurationTests {
         let error = try #require(throws: KafkaError.self) {
             _ = try KafkaProducer(configuration: configuration, logger: quietLogger)
         }
-        #expect(error.code == KafkaError.invalidArgument)
+        #expect(error.code == KafkaErrorCode.invalidArgument)
         #expect(error.message.contains("not.a.property"))
         #expect(error.message.contains("KAFKA_NOT_A_PROPERTY"))
         #expect(!error.isRetriable)
@@ -176,21 +176,21 @@ struct KafkaConfigurationTests {
 struct KafkaErrorTests {
     @Test("queue full is distinct and retriable; named codes match librdkafka")
     func queueFull() {
-        let error = KafkaError(code: KafkaError.queueFull, message: "full")
+        let error = KafkaError(code: KafkaErrorCode.queueFull, message: "full")
         #expect(error.isQueueFull)
         #expect(error.isRetriable)
         #expect(!error.isFatal)
-        #expect(KafkaError.queueFull == -184)
-        #expect(KafkaError.describe(code: KafkaError.queueFull).lowercased().contains("queue full"))
+        #expect(KafkaErrorCode.queueFull.rawValue == -184)
+        #expect(KafkaError.describe(code: KafkaErrorCode.queueFull).lowercased().contains("queue full"))
     }
 
     @Test("fatal errors are never retriable")
     func fatal() {
-        let error = KafkaError(code: KafkaError.timedOut, message: "x", isFatal: true)
+        let error = KafkaError(code: KafkaErrorCode.timedOut, message: "x", isFatal: true)
         #expect(error.isFatal)
         #expect(!error.isRetriable)
-        #expect(KafkaError(code: KafkaError.fatal, message: "x").isFatal)
-        #expect(!KafkaError(code: KafkaError.messageSizeTooLarge, message: "x").isRetriable)
+        #expect(KafkaError(code: KafkaErrorCode.fatal, message: "x").isFatal)
+        #expect(!KafkaError(code: KafkaErrorCode.messageSizeTooLarge, message: "x").isRetriable)
     }
 }
 

@@ -47,7 +47,7 @@ struct KafkaFaultTests {
         // Produce requests failing with retriable errors are retried without duplicates (idempotence).
         cluster.pushRequestErrors(
             apiKey: 0,
-            errors: [KafkaError.notEnoughReplicas, KafkaError.notEnoughReplicas, KafkaError.notEnoughReplicas])
+            errors: [KafkaErrorCode.notEnoughReplicas, KafkaErrorCode.notEnoughReplicas, KafkaErrorCode.notEnoughReplicas])
         _ = try await produceNumbered(producer, topic: topic, count: 10, prefix: "after")
 
         #expect(await eventually { outcomes.count == 30 })
@@ -125,7 +125,7 @@ struct KafkaFaultTests {
                 Issue.record("a message was acknowledged by a broker that is down")
                 continue
             }
-            #expect([KafkaError.purgedQueue, KafkaError.purgedInFlight].contains(error.code))
+            #expect([KafkaErrorCode.purgedQueue, KafkaErrorCode.purgedInFlight].contains(error.code))
         }
         // Closed: later sends are refused synchronously, close again is a no-op.
         #expect(throws: KafkaError.self) { try producer.send(topic: topic, key: nil, value: [9]) { _ in } }

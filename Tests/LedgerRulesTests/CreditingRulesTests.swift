@@ -338,7 +338,74 @@ import Testing
             owner: "u1"),
     ]
 
-    @Test(arguments: rows + roundFourRows)
+    /// Round 5 (issue 41): money events are ordered among money events, `subscription_status` among status events;
+    /// a status notification never swallows a refund or its reversal. Every arrival order of a `REFUND` (signed at
+    /// 10), its `REFUND_REVERSED` (20) and a status notification signed after both (30), for a month of 300 gems.
+    static let refund = LedgerInput.signed(atMs: 10, .debit(revocationPercentage: nil))
+    static let reversal = LedgerInput.signed(atMs: 20, .recredit)
+    static let laterStatus = LedgerInput.signed(atMs: 30, .subscriptionStatus(expiresDateMs: 40 * day))
+    static let gemsCredit = LedgerAction.adjustBalance(owner: "u1", item: "gems", delta: 300)
+    static let gemsDebit = LedgerAction.adjustBalance(owner: "u1", item: "gems", delta: -300)
+
+    static let roundFiveRows: [Row] = [
+        Row(
+            name: "REFUND, REFUND_REVERSED, status: taken back, given back",
+            inputs: [period(), refund, reversal, laterStatus], actions: [gemsCredit, gemsDebit, gemsCredit],
+            status: .recredited, owner: "u1", credited: 600, debited: 300),
+        Row(
+            name: "REFUND, status, REFUND_REVERSED: the reversal is not stale behind the status",
+            inputs: [period(), refund, laterStatus, reversal], actions: [gemsCredit, gemsDebit, gemsCredit],
+            status: .recredited, owner: "u1", credited: 600, debited: 300),
+        Row(
+            name: "status, REFUND, REFUND_REVERSED: the refund a later status was signed after still takes back",
+            inputs: [period(), laterStatus, refund, reversal], actions: [gemsCredit, gemsDebit, gemsCredit],
+            status: .recredited, owner: "u1", credited: 600, debited: 300),
+        Row(
+            name: "REFUND_REVERSED, REFUND, status: the refund signed before its reversal moves nothing",
+            inputs: [period(), reversal, refund, laterStatus], actions: [gemsCredit, .staleEvent],
+            status: .credited, owner: "u1", credited: 300),
+        Row(
+            name: "REFUND_REVERSED, status, REFUND: still stale behind its reversal, not behind the status",
+            inputs: [period(), reversal, laterStatus, refund], actions: [gemsCredit, .staleEvent],
+            status: .credited, owner: "u1", credited: 300),
+        Row(
+            name: "status, REFUND_REVERSED, REFUND: the same",
+            inputs: [period(), laterStatus, reversal, refund], actions: [gemsCredit, .staleEvent],
+            status: .credited, owner: "u1", credited: 300),
+        Row(
+            name: "a refund alone after a later status: the items are taken back (the issue's case)",
+            inputs: [period(), laterStatus, refund], actions: [gemsCredit, gemsDebit], status: .debited,
+            owner: "u1", credited: 300, debited: 300),
+        Row(
+            name: "a status signed before the last money event still moves the expiry (orders are apart)",
+            inputs: [
+                period(pro), .signed(atMs: 20, .recredit), .signed(atMs: 5, .subscriptionStatus(expiresDateMs: 40 * day)),
+            ],
+            actions: [
+                .grantEntitlement(owner: "u1", entitlement: "pro", expiresDateMs: 30 * day),
+                .setEntitlementExpiry(expiresDateMs: 40 * day),
+            ], status: .credited, owner: "u1"),
+        Row(
+            name: "an older status never overwrites a newer expiry",
+            inputs: [
+                period(pro), .signed(atMs: 30, .subscriptionStatus(expiresDateMs: 60 * day)),
+                .signed(atMs: 20, .subscriptionStatus(expiresDateMs: 40 * day)),
+            ],
+            actions: [
+                .grantEntitlement(owner: "u1", entitlement: "pro", expiresDateMs: 30 * day),
+                .setEntitlementExpiry(expiresDateMs: 60 * day), .staleEvent,
+            ], status: .credited, owner: "u1"),
+        Row(
+            name: "an entitlement: refund after a later status ends it, its reversal grants it again",
+            inputs: [period(pro), laterStatus, refund, reversal],
+            actions: [
+                .grantEntitlement(owner: "u1", entitlement: "pro", expiresDateMs: 30 * day),
+                .setEntitlementExpiry(expiresDateMs: 40 * day), .endEntitlement,
+                .grantEntitlement(owner: "u1", entitlement: "pro", expiresDateMs: 40 * day),
+            ], status: .recredited, owner: "u1"),
+    ]
+
+    @Test(arguments: rows + roundFourRows + roundFiveRows)
     func row(_ row: Row) {
         var state = PurchaseState.unknown
         var actions: [LedgerAction] = []

@@ -20,6 +20,14 @@ import Testing
         var testDescription: String { name }
     }
 
+    /// The reverse drift of `key` as the rules record it (the ledger's last money event unknown: `none`).
+    static func reverse(_ key: String, _ status: PurchaseStatus, lastMoney: Int64? = nil) -> R.Unresolved {
+        R.Unresolved(
+            driftId: R.reverseDriftId(creditKey: key, R.LedgerPurchase(status, lastMoneyEventSignedMs: lastMoney)),
+            creditKey: key, direction: .ledgerDebitedAppleNot, reason: .ledgerDebitedAppleNot,
+            detail: "the ledger shows \(status.rawValue); Apple's refund history shows no refund")
+    }
+
     static let rows: [Row] = [
         Row(
             name: "refunded at Apple, credited in the ledger, no notification: one debit, drift",
@@ -40,11 +48,13 @@ import Testing
             name: "refused (refunded before the credit) and Apple agrees: nothing",
             checked: ["a": .refused], refunds: [refund("a")], ledger: ["a": .refused], expected: R.Comparison()),
         Row(
-            name: "debited in the ledger, no refund at Apple: reverse drift, no correction",
-            checked: ["a": .debited, "b": .credited], refunds: [], expected: R.Comparison(ledgerDebitedAppleNot: ["a"])),
+            name: "debited in the ledger, no refund at Apple: reverse drift, recorded as not corrected",
+            checked: ["a": .debited, "b": .credited], refunds: [],
+            expected: R.Comparison(ledgerDebitedAppleNot: ["a"], unresolved: [reverse("a", .debited)])),
         Row(
             name: "refused in the ledger, no refund at Apple: reverse drift",
-            checked: ["a": .refused], expected: R.Comparison(ledgerDebitedAppleNot: ["a"])),
+            checked: ["a": .refused],
+            expected: R.Comparison(ledgerDebitedAppleNot: ["a"], unresolved: [reverse("a", .refused)])),
         Row(
             name: "credited everywhere: nothing",
             checked: ["a": .credited, "b": .recredited], expected: R.Comparison()),
@@ -72,32 +82,136 @@ import Testing
             explained: ["b"],
             expected: R.Comparison(
                 refundsToCorrect: [refund("a")], appleRefundedLedgerCredited: ["a", "b"],
-                ledgerDebitedAppleNot: ["d"])),
+                ledgerDebitedAppleNot: ["d"], unresolved: [reverse("d", .debited)])),
     ]
 
     @Test(arguments: rows)
     func compare(_ row: Row) {
         #expect(
-            R.compare(checked: row.checked, refunds: row.refunds, ledger: row.ledger, explained: row.explained)
+            R.compare(
+                checked: row.checked.mapValues { R.LedgerPurchase($0) }, refunds: row.refunds,
+                ledger: row.ledger.mapValues { R.LedgerPurchase($0) }, correctedNow: row.explained)
                 == row.expected)
     }
 
-    static let needs: [(LedgerEventKind, Bool, R.NotificationNeed)] = [
-        (.debit, false, .resend),
-        (.debit, true, .alreadyApplied),
-        (.credit, false, .resend),
-        (.recredit, false, .resend),
-        (.revoke, false, .resend),
-        (.subscriptionStatus, false, .resend),
-        (.consumptionRequest, false, .resend),
-        (.consumptionRequest, true, .alreadyApplied),
-        (.noMoney, false, .movesNothing),
-        (.noMoney, true, .movesNothing),
+    /// Convergence (issue 41): every drift is corrected or recorded as unresolved with its reason, once; what an
+    /// earlier sweep corrected or recorded is not reported again. One refund of `a` revoked at 5,000; the sweep
+    /// runs at `now`.
+    struct ConvergenceRow: CustomTestStringConvertible, Sendable {
+        let name: String
+        var ledger: R.LedgerPurchase
+        var resentEarlier: Set<String> = []
+        var correction: R.CorrectionState?
+        var recordedBefore: Set<String> = []
+        let expected: R.Comparison
+        var testDescription: String { name }
+    }
+
+    static let now: Int64 = 10 * R.correctionPatienceMs
+
+    static func unresolved(_ reason: R.UnresolvedReason, _ detail: String) -> R.Unresolved {
+        R.Unresolved(
+            driftId: refund("a").correctionId, creditKey: "a", direction: .appleRefundedLedgerCredited, reason: reason,
+            detail: detail)
+    }
+
+    static let convergenceRows: [ConvergenceRow] = [
+        ConvergenceRow(
+            name: "a status notification signed after the refund does not stand in the way: the debit is made up",
+            ledger: R.LedgerPurchase(.credited, lastMoneyEventSignedMs: nil),
+            expected: R.Comparison(refundsToCorrect: [refund("a")], appleRefundedLedgerCredited: ["a"])),
+        ConvergenceRow(
+            name: "a money event signed before the refund: the debit is made up (it is not stale)",
+            ledger: R.LedgerPurchase(.recredited, lastMoneyEventSignedMs: 4_000),
+            expected: R.Comparison(refundsToCorrect: [refund("a")], appleRefundedLedgerCredited: ["a"])),
+        ConvergenceRow(
+            name: "a money event signed at the refund's millisecond: the debit still applies (arrival order)",
+            ledger: R.LedgerPurchase(.credited, lastMoneyEventSignedMs: 5_000),
+            expected: R.Comparison(refundsToCorrect: [refund("a")], appleRefundedLedgerCredited: ["a"])),
+        ConvergenceRow(
+            name: "a REFUND_REVERSED signed after the refund was applied: no stale debit, recorded why, once",
+            ledger: R.LedgerPurchase(.recredited, lastMoneyEventSignedMs: 7_000),
+            expected: R.Comparison(
+                appleRefundedLedgerCredited: ["a"],
+                unresolved: [
+                    unresolved(
+                        .laterEventApplied,
+                        "the ledger applied a money event Apple signed at 7000, after this refund's revocation at 5000")
+                ])),
+        ConvergenceRow(
+            name: "the same drift recorded by an earlier sweep: nothing new",
+            ledger: R.LedgerPurchase(.recredited, lastMoneyEventSignedMs: 7_000),
+            recordedBefore: [refund("a").correctionId], expected: R.Comparison()),
+        ConvergenceRow(
+            name: "an earlier sweep's correction on its way to the ledger: not reported again",
+            ledger: R.LedgerPurchase(.credited), correction: .recorded(atMs: now - 60_000), expected: R.Comparison()),
+        ConvergenceRow(
+            name: "a correction the ledger has not applied for a day: recorded why, once",
+            ledger: R.LedgerPurchase(.credited), correction: .recorded(atMs: now - R.correctionPatienceMs),
+            expected: R.Comparison(
+                appleRefundedLedgerCredited: ["a"],
+                unresolved: [
+                    unresolved(
+                        .correctionNotApplied,
+                        "the correction recorded at \(now - R.correctionPatienceMs) was not applied by the ledger "
+                            + "(dead-lettered, or the ledger is not consuming the events topic)")
+                ])),
+        ConvergenceRow(
+            name: "a correction the ledger applied that left the purchase credited: recorded why, once",
+            ledger: R.LedgerPurchase(.credited, lastMoneyEventSignedMs: 5_000), correction: .applied,
+            expected: R.Comparison(
+                appleRefundedLedgerCredited: ["a"],
+                unresolved: [
+                    unresolved(
+                        .correctionMovedNothing, "the ledger applied the correction and still credits the purchase")
+                ])),
+        ConvergenceRow(
+            name: "a REFUND notification an earlier sweep sent again (within the day): on its way, not reported",
+            ledger: R.LedgerPurchase(.credited), resentEarlier: ["a"], expected: R.Comparison()),
+        ConvergenceRow(
+            name: "the corrected purchase is debited now: no drift",
+            ledger: R.LedgerPurchase(.debited, lastMoneyEventSignedMs: 5_000), correction: .applied,
+            expected: R.Comparison()),
+        ConvergenceRow(
+            name: "a reverse drift recorded before (the ledger's last money event unchanged): nothing new",
+            ledger: R.LedgerPurchase(.credited),
+            recordedBefore: [R.reverseDriftId(creditKey: "b", R.LedgerPurchase(.debited, lastMoneyEventSignedMs: 3_000))],
+            expected: R.Comparison()),
+    ]
+
+    @Test(arguments: convergenceRows)
+    func converges(_ row: ConvergenceRow) {
+        let isReverseRow = row.recordedBefore.contains { $0.hasPrefix("ledger-debited:") }
+        // The reverse-drift row checks `b`, debited in the ledger, whose customer's history shows only `a`'s refund.
+        let checked: [String: R.LedgerPurchase] =
+            isReverseRow ? ["a": row.ledger, "b": R.LedgerPurchase(.debited, lastMoneyEventSignedMs: 3_000)] : ["a": row.ledger]
+        let comparison = R.compare(
+            checked: checked, refunds: isReverseRow ? [] : [Self.refund("a")], ledger: ["a": row.ledger],
+            resentEarlier: row.resentEarlier,
+            corrections: row.correction.map { [Self.refund("a").correctionId: $0] } ?? [:],
+            recordedBefore: row.recordedBefore, nowMs: Self.now)
+        #expect(comparison == row.expected)
+    }
+
+    static let needs: [(LedgerEventKind, Bool, Bool, R.NotificationNeed)] = [
+        (.debit, false, false, .resend),
+        (.debit, false, true, .alreadyApplied),
+        (.credit, false, false, .resend),
+        (.recredit, false, false, .resend),
+        (.revoke, false, false, .resend),
+        (.subscriptionStatus, false, false, .resend),
+        (.consumptionRequest, false, false, .resend),
+        (.consumptionRequest, false, true, .alreadyApplied),
+        (.noMoney, false, false, .movesNothing),
+        (.noMoney, false, true, .movesNothing),
+        // RESCIND_CONSENT moves no money, but withdraws consent: a lost one is sent again (issue 41).
+        (.noMoney, true, false, .resend),
+        (.noMoney, true, true, .alreadyApplied),
     ]
 
     @Test(arguments: needs)
-    func notificationNeed(kind: LedgerEventKind, applied: Bool, expected: R.NotificationNeed) {
-        #expect(R.notificationNeed(kind: kind, applied: applied) == expected)
+    func notificationNeed(kind: LedgerEventKind, rescindsConsent: Bool, applied: Bool, expected: R.NotificationNeed) {
+        #expect(R.notificationNeed(kind: kind, rescindsConsent: rescindsConsent, applied: applied) == expected)
     }
 
     @Test func theCorrectionIdIsTheTransactionAndTheRevocation() {

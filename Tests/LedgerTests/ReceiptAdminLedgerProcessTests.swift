@@ -132,3 +132,117 @@ struct ReceiptAdminLedgerProcessTests {
         await fake.stop()
     }
 }
+
+/// Issue 41 item 4: after Set App Account Token, renewals carry a token no user is linked to and wait for ever;
+/// `set-account-token --user` tells the ledger whose the token is once Apple accepted it, and the waiting renewal is
+/// credited. Also the declaration API's answers through the real ledger process.
+@Suite("receipt-admin declares a token to the ledger", .serialized)
+struct ReceiptAdminTokenDeclarationProcessTests {
+    typealias F = LedgerFixtures
+    typealias H = LedgerHarness
+
+    @Test func setAccountTokenWithUserResolvesTheRenewalsWaitingForTheNewToken() async throws {
+        let directory = NSTemporaryDirectory() + "receipt-admin-declare-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let minted = try FakePKIFiles.mint(into: directory)
+        let fake = try await FakeAppStoreProcess.start(arguments: minted.fakeArguments)
+        let now = Int(Date().timeIntervalSince1970 * 1000)
+        try await fake.registerTransactions([
+            ["id": "2000000000000901", "type": "Auto-Renewable Subscription", "product_id": "monthly",
+             "web_order_line_item_id": "7000000000000901", "purchase_date_ms": now - 40 * 86_400_000,
+             "expires_date_ms": now - 10 * 86_400_000],
+        ])
+        let harness = try await LedgerHarness.start()
+        let ledger = try await harness.startLedger()
+        let oldToken = "aaaaaaaa-0000-4000-8000-000000000901"
+        let newToken = "7e3fb20b-4cdb-47cc-936d-99d65f608901"
+        func period(_ label: String, _ token: String) -> [String: Any] {
+            F.transaction(creditKey: label, originalTransactionId: "2000000000000901", productId: "monthly",
+                          credit: F.pro, appAccountToken: token)
+        }
+        // u-old subscribed; support moved the subscription to u-new at Apple, and the next renewal carries the new
+        // token: no result ever linked it, so it waits.
+        try await harness.produce(H.resultsTopic, key: "u-old", [
+            F.result(submissionId: "s1", userId: "u-old", transactions: [period("7000000000000901", oldToken)])
+        ])
+        try await harness.produce(H.eventsTopic, key: "2000000000000901", [
+            F.event(eventId: "renewal-902", type: "credit", transaction: period("7000000000000902", newToken))
+        ])
+        #expect(await eventually(timeout: .seconds(30)) { harness.appliedOffsets() == 2 })
+        let waiting = try await harness.get(ledger, "/v1/purchases/" + F.key("7000000000000902"))
+        #expect(waiting.jsonObject?["state"] as? String == "pending_owner")
+
+        // The declaration API refuses what is not a declaration, before anything is written.
+        let path = "/v1/users/u-new/app-account-token"
+        #expect(try await harness.put(ledger, path, body: "not json").status == 400)
+        let notUUID = try await harness.put(ledger, path, body: #"{"app_account_token":"7e3fb20b"}"#)
+        #expect(notUUID.status == 400)
+        #expect((notUUID.jsonObject?["error"] as? [String: Any])?["code"] as? String == "invalid_app_account_token")
+        #expect(try await harness.put(ledger, path, body: #"{"app_account_token":5}"#).status == 400)
+        #expect(try await harness.put(ledger, "/v1/users/u%0Bnew/app-account-token", body: "{}").status == 400)
+        #expect(try await harness.put(ledger, path, body: "{}", key: nil).status == 401)
+        let get = try await harness.send(ledger, "GET", path)
+        #expect(get.status == 405)
+        #expect(get.header("allow") == "PUT")
+        #expect(try await harness.send(ledger, "DELETE", path).status == 405)
+        #expect(try harness.count("SELECT count(*) FROM declared_account_tokens") == 0)
+
+        var settings = minted.verifierSettings.merging(fake.environment) { $1 }
+        settings["ALLOWED_BUNDLE_IDS"] = "com.example.game"
+        let run = { (arguments: [String], environment: [String: String]) async throws -> (status: Int32, json: [String: Any]) in
+            let tool = try await ToolRun.run(
+                try TestBinaries.path("receipt-admin"), arguments: arguments + ["--json"], environment: environment)
+            return (tool.status, try #require(tool.lastJSONObject, "\(tool.stdout) \(tool.stderr)"))
+        }
+        // --user needs the ledger: refused before Apple is called.
+        let noLedger = try await run(["set-account-token", "2000000000000901", newToken, "--user", "u-new"], settings)
+        #expect(noLedger.status == 2)
+        #expect(((noLedger.json["error"] as? [String: Any])?["message"] as? String)?.contains("--user") == true)
+        settings["LEDGER_API_KEY"] = H.apiKey
+
+        let declared = try await run([
+            "set-account-token", "2000000000000901", newToken.uppercased(), "--user", "u-new",
+            "--ledger-url", ledger.url(""),
+        ], settings)
+        #expect(declared.status == 0, "\(declared.json)")
+        let answer = try #require(declared.json["ledger_declaration"] as? [String: Any])
+        #expect(answer["user_id"] as? String == "u-new")
+        #expect(answer["resolved_claims"] as? Int == 1)
+        let credited = try await harness.get(ledger, "/v1/purchases/" + F.key("7000000000000902"))
+        #expect(credited.jsonObject?["state"] as? String == "credited")
+        #expect(credited.jsonObject?["owner"] as? String == "u-new")
+        let user = try await harness.get(ledger, "/v1/users/u-new")
+        #expect((user.jsonObject?["entitlements"] as? [[String: Any]])?.count == 1)
+
+        // The same command again: Apple's part and the ledger's are idempotent.
+        settings["LEDGER_URL"] = ledger.url("")
+        let again = try await run(["set-account-token", "2000000000000901", newToken, "--user", "u-new"], settings)
+        #expect(again.status == 0, "\(again.json)")
+        #expect((again.json["ledger_declaration"] as? [String: Any])?["resolved_claims"] as? Int == 0)
+        // Declared for u-new: the ledger refuses it for anyone else (Apple took the token; the ledger did not).
+        let taken = try await run(["set-account-token", "2000000000000901", newToken, "--user", "u-other"], settings)
+        #expect(taken.status == 3, "\(taken.json)")
+        #expect((taken.json["ledger_declaration"] as? [String: Any])?["conflict"] as? Bool == true)
+        let conflict = try await harness.put(ledger, "/v1/users/u-other/app-account-token",
+                                             body: #"{"app_account_token":"\#(newToken)"}"#)
+        #expect(conflict.status == 409)
+        #expect((conflict.jsonObject?["error"] as? [String: Any])?["code"] as? String == "app_account_token_declared")
+        #expect(await ledger.metricSum("ledger_token_declarations_total", labels: [#"outcome="conflict""#]) == 2)
+        #expect(await ledger.metricSum("ledger_token_declarations_total", labels: [#"outcome="declared""#]) == 1)
+
+        #expect(await ledger.stop() == 0)
+        await harness.shutdown()
+        await fake.stop()
+    }
+}
+
+extension LedgerHarness {
+    /// `PUT` with a JSON body on the ledger's API, with the test key unless `key` says otherwise.
+    func put(_ ledger: ServiceProcess, _ path: String, body: String, key: String? = apiKey) async throws
+        -> TestHTTPResponse
+    {
+        var headers = ["Content-Type": "application/json"]
+        if let key { headers["Authorization"] = "Bearer \(key)" }
+        return try await TestHTTPClient.send("PUT", ledger.url(path), headers: headers, body: Data(body.utf8), timeout: 5)
+    }
+}

@@ -13,7 +13,8 @@ import TestSupport
 ///   History tells; the sweep makes up its `debit` (`reconcile:refund:3001:<revocation>`) and the ledger applies it;
 /// - u3's purchase 3003 is credited, then refunded with a `REFUND` notification Apple recorded but never delivered:
 ///   the sweep sends the notification again (the verifier turns it into its event) and makes up no second debit;
-/// - u2's purchase 3002 is debited in the ledger while Apple shows no refund: reported as drift, nothing produced.
+/// - u2's purchase 3002 is debited in the ledger while Apple shows no refund: reported as drift and recorded once as
+///   not corrected (`reconcile_unresolved`), nothing produced.
 /// A dry run first (drift reported, nothing recorded); then a sweep stopped after its second page (a crash between
 /// recording a correction and producing it), resumed by the next one; a last sweep finds nothing to do.
 @Suite("receipt-reconcile process", .serialized)
@@ -134,13 +135,20 @@ struct ReconcileProcessTests {
         #expect(await eventually(timeout: .seconds(60)) { Self.status(database, "3003") == "debited" })
         #expect(try Self.count(database, "SELECT count(*) FROM applied_events WHERE event_id = '\(uuid)'") == 1)
 
-        // A last sweep: nothing to correct, nothing produced; only the reverse drift remains.
+        // A last sweep: nothing to correct, nothing produced, nothing new; the reverse drift was recorded once, by the
+        // sweep that found it, with why it is not corrected.
         let last = try await Self.reconcile(["--once"], environment)
         #expect(last.status == 0, "\(last.stderr)")
         #expect((last.summary["corrections"] as? [String: Any])?["found"] as? Int == 0)
         #expect((last.summary["corrections"] as? [String: Any])?["produced"] as? Int == 0)
         #expect((last.summary["drift"] as? [String: Any])?["apple_refunded_ledger_credited"] as? Int == 0)
-        #expect((last.summary["drift"] as? [String: Any])?["ledger_debited_apple_not_refunded"] as? Int == 1)
+        #expect((last.summary["drift"] as? [String: Any])?["ledger_debited_apple_not_refunded"] as? Int == 0)
+        #expect(
+            try Self.count(
+                database,
+                "SELECT count(*) FROM reconcile_unresolved WHERE credit_key = 'apple:production:3002' AND reason = 'ledger_debited_apple_not_refunded'")
+                == 1)
+        #expect(try Self.count(database, "SELECT count(*) FROM reconcile_unresolved") == 1)
         // On the events topic: the ledger-only debit, the verifier's REFUND event and the one made-up debit, once each.
         #expect(await eventually(timeout: .seconds(15)) { Self.eventsApplied(database) == 3 })
         try await Task.sleep(for: .seconds(2))
@@ -155,7 +163,7 @@ struct ReconcileProcessTests {
         #expect(await ledger.metricSum("ledger_reconcile_corrections_unproduced") == 0)
         #expect((await ledger.metricSum("ledger_reconcile_last_sweep_timestamp_seconds") ?? 0) > Double(nowMs / 1_000))
         // The sweep's own migrations bookkeeping; the ledger's is untouched.
-        #expect(try Self.count(database, "SELECT count(*) FROM reconcile_schema_migrations") == 1)
+        #expect(try Self.count(database, "SELECT count(*) FROM reconcile_schema_migrations") == 2)
         #expect(try Self.count(database, "SELECT max(version) FROM schema_migrations") == LedgerSchema.currentVersion)
 
         #expect(await verifier.stop() == 0)
@@ -213,6 +221,189 @@ struct ReconcileProcessTests {
         #expect(try Self.count(database, "SELECT count(*) FROM applied_events WHERE event_id = '\(refundId)'") == 1)
         #expect(Self.eventsApplied(database) == 1)
 
+        #expect(await ledger.stop() == 0)
+        _ = await kafka.stop()
+        await fake.stop()
+    }
+
+    /// Issue 41 item 2: a sweep corrects a drift it finds or records why it cannot, once. u5's item subscription
+    /// period 5001 was refunded with no notification, and a status notification signed after the refund was applied:
+    /// the first sweep's debit is not stale (status events are ordered apart), the ledger ends debited, the second
+    /// sweep finds no drift. u7's purchase 5002 was refunded and the refund reversed (REFUND_REVERSED applied, signed
+    /// after the revocation) while Apple's refund history still lists it: a debit dated at the revocation would be
+    /// stale, so the first sweep records why it does not correct it, and the second reports nothing new.
+    @Test func twoSweepsConvergeOnRefundsALaterEventDidOrDidNotOutweigh() async throws {
+        let directory = NSTemporaryDirectory() + "reconcile-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let minted = try FakePKIFiles.mint(into: directory)
+        let fake = try await FakeAppStoreProcess.start(arguments: minted.fakeArguments)
+        let kafka = try await EmbeddedKafkaProcess.start(
+            topics: [(name: "iap.receipts.results", partitions: 2), (name: "iap.purchase.events", partitions: 2)])
+        let postgres = try TestPostgresServer.start()
+        defer { postgres.stop() }
+        let database = postgres.connectionString()
+        let producer = try KafkaProducer(
+            configuration: KafkaConfiguration(["bootstrap.servers": kafka.bootstrapServers, "linger.ms": "5"]),
+            logger: Logger(label: "test-producer", threshold: .error))
+        defer { producer.close(timeout: .seconds(5)) }
+        let base = kafka.environment.merging(Self.topics) { $1 }.merging([
+            "KAFKA_SESSION_TIMEOUT_MS": "6000", "KAFKA_HEARTBEAT_INTERVAL_MS": "500", "LOG_LEVEL": "info",
+            "LEDGER_DATABASE_URL": database, "ALLOWED_BUNDLE_IDS": Self.bundleId,
+            "RECONCILE_NOTIFICATION_LAG_MINUTES": "0",
+        ]) { $1 }.merging(minted.verifierSettings) { $1 }.merging(fake.environment) { $1 }
+        let ledger = try await ServiceProcess.start(.ledger, environment: base)
+        let nowMs = SystemTime.wallMilliseconds()
+        let revocation = nowMs - 60_000
+        let month: [String: Any] = [
+            "id": "5001", "type": "Auto-Renewable Subscription", "product_id": "monthly",
+            "web_order_line_item_id": "7005001", "purchase_date_ms": nowMs - 86_400_000,
+            "expires_date_ms": nowMs + 29 * 86_400_000,
+        ]
+        try await fake.registerTransactions([month, ["id": "5002", "type": "Consumable", "product_id": "gems_100"]])
+        let period = Self.period("5001", webOrderLineItemId: "7005001", purchaseDateMs: nowMs - 86_400_000)
+        _ = try await producer.send(
+            topic: "iap.receipts.results", key: Array("u5".utf8),
+            value: Self.result(user: "u5", transactions: [period], submissionId: "s-5001"))
+        _ = try await producer.send(
+            topic: "iap.receipts.results", key: Array("u7".utf8), value: Self.result(user: "u7", transactionId: "5002"))
+        let periodKey = "apple:production:period:7005001"
+        #expect(await eventually(timeout: .seconds(30)) {
+            Self.state(database, periodKey) == "credited" && Self.status(database, "5002") == "credited"
+        })
+        // A DID_CHANGE_RENEWAL_STATUS signed now (after the refund below) reaches the ledger; 5002's REFUND (signed at
+        // the revocation) and its REFUND_REVERSED (signed now) too.
+        _ = try await producer.send(
+            topic: "iap.purchase.events", key: Array("5001".utf8),
+            value: Self.event(eventId: "status-5001", type: "subscription_status", transaction: period, signedDateMs: nowMs))
+        _ = try await producer.send(
+            topic: "iap.purchase.events", key: Array("5002".utf8),
+            value: Self.debitEvent(eventId: "refund-5002", transactionId: "5002", signedDateMs: revocation))
+        _ = try await producer.send(
+            topic: "iap.purchase.events", key: Array("5002".utf8),
+            value: Self.event(
+                eventId: "reversal-5002", type: "recredit", transaction: Self.transaction("5002"), signedDateMs: nowMs))
+        #expect(await eventually(timeout: .seconds(30)) {
+            Self.eventsApplied(database) == 3 && Self.status(database, "5002") == "recredited"
+        })
+        // Apple's refund history lists both as refunded at `revocation`.
+        var refundedMonth = month
+        refundedMonth["revocation_date_ms"] = revocation
+        try await fake.registerTransactions([
+            refundedMonth,
+            ["id": "5002", "type": "Consumable", "product_id": "gems_100", "revocation_date_ms": revocation],
+        ])
+
+        let first = try await Self.reconcile(["--once"], base)
+        #expect(first.status == 0, "\(first.stderr)")
+        let drift = first.summary["drift"] as? [String: Any]
+        #expect(drift?["apple_refunded_ledger_credited"] as? Int == 2)
+        #expect(drift?["unresolved"] as? Int == 1)
+        #expect((first.summary["corrections"] as? [String: Any])?["produced"] as? Int == 1)
+        #expect(first.stderr.contains("later_event_applied"), "the unresolved drift is logged with its reason")
+        #expect(await eventually(timeout: .seconds(30)) { Self.state(database, periodKey) == "debited" })
+        #expect(try Self.count(database, "SELECT amount FROM balances WHERE user_id = 'u5' AND item = 'gems'") == 0)
+        #expect(Self.status(database, "5002") == "recredited", "no stale debit was made up")
+        #expect(try Self.count(database, "SELECT count(*) FROM reconcile_corrections WHERE credit_key = 'apple:production:5002'") == 0)
+        #expect(
+            try Self.count(
+                database,
+                "SELECT count(*) FROM reconcile_unresolved WHERE credit_key = 'apple:production:5002' AND reason = 'later_event_applied' AND direction = 'apple_refunded_ledger_credited'")
+                == 1)
+
+        let second = try await Self.reconcile(["--once"], base)
+        #expect(second.status == 0, "\(second.stderr)")
+        let settled = second.summary["drift"] as? [String: Any]
+        #expect(settled?["apple_refunded_ledger_credited"] as? Int == 0)
+        #expect(settled?["ledger_debited_apple_not_refunded"] as? Int == 0)
+        #expect(settled?["unresolved"] as? Int == 0)
+        #expect((second.summary["corrections"] as? [String: Any])?["found"] as? Int == 0)
+        #expect((second.summary["purchases_checked"] as? Int ?? 0) >= 2, "both purchases were checked again")
+        #expect(try Self.count(database, "SELECT count(*) FROM reconcile_unresolved") == 1)
+        // The ledger reads the reconcile tables every few seconds: the second sweep's figures (no new drift), and the
+        // drift recorded once, all time (only after the second sweep are both true).
+        #expect(await eventually(timeout: .seconds(15)) {
+            let unresolved = await ledger.metricSum(
+                "ledger_reconcile_unresolved", labels: [#"reason="later_event_applied""#])
+            let drift = await ledger.metricSum(
+                "ledger_reconcile_drift", labels: [#"direction="apple_refunded_ledger_credited""#])
+            return unresolved == 1 && drift == 0
+        })
+        #expect(await ledger.metricSum("ledger_reconcile_unresolved", labels: [#"reason="correction_not_applied""#]) == 0)
+
+        #expect(await ledger.stop() == 0)
+        _ = await kafka.stop()
+        await fake.stop()
+    }
+
+    /// Issue 41 item 7: the ledger remembers the RESCIND_CONSENT notifications it applied, so the sweep sends again
+    /// only a lost one (through the notifications topic, like the money notifications), and the verifier and the
+    /// ledger then withdraw the consent it names.
+    @Test func aLostRescindConsentIsSentAgainAndWithdrawsTheConsent() async throws {
+        let directory = NSTemporaryDirectory() + "reconcile-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let minted = try FakePKIFiles.mint(into: directory)
+        let fake = try await FakeAppStoreProcess.start(arguments: minted.fakeArguments)
+        let kafka = try await EmbeddedKafkaProcess.start(
+            topics: Self.topics.values.sorted().map { (name: $0, partitions: $0.hasSuffix(".dlq") ? 1 : 2) })
+        let postgres = try TestPostgresServer.start()
+        defer { postgres.stop() }
+        let database = postgres.connectionString()
+        let producer = try KafkaProducer(
+            configuration: KafkaConfiguration(["bootstrap.servers": kafka.bootstrapServers, "linger.ms": "5"]),
+            logger: Logger(label: "test-producer", threshold: .error))
+        defer { producer.close(timeout: .seconds(5)) }
+        let base = kafka.environment.merging(Self.topics) { $1 }.merging([
+            "KAFKA_SESSION_TIMEOUT_MS": "6000", "KAFKA_HEARTBEAT_INTERVAL_MS": "500", "LOG_LEVEL": "info",
+            "LEDGER_DATABASE_URL": database, "ALLOWED_BUNDLE_IDS": Self.bundleId,
+            "RECONCILE_NOTIFICATION_LAG_MINUTES": "0",
+        ]) { $1 }.merging(minted.verifierSettings) { $1 }.merging(fake.environment) { $1 }
+        let ledger = try await ServiceProcess.start(.ledger, environment: base)
+        // u6 bought under the app download the fake's RESCIND_CONSENT names, and consented.
+        var gems = Self.transaction("6001")
+        gems["app_transaction_id"] = "705000000000001"
+        _ = try await producer.send(
+            topic: "iap.receipts.results", key: Array("u6".utf8),
+            value: Self.result(user: "u6", transactions: [gems], submissionId: "s-6001"))
+        #expect(await eventually(timeout: .seconds(30)) { Self.status(database, "6001") == "credited" })
+        try Self.execute(database, "INSERT INTO consents (user_id, consented, updated_at_ms) VALUES ('u6', true, 0)")
+
+        // The first RESCIND_CONSENT reached the ledger (its event, as the verifier writes it); the second was lost.
+        let applied = try await Self.rescind(fake)
+        _ = try await producer.send(
+            topic: "iap.purchase.events", key: Array(applied.utf8),
+            value: Self.json([
+                "schema_version": 1, "event_id": applied, "type": "info", "notification_type": "RESCIND_CONSENT",
+                "subtype": NSNull(), "environment": "Production", "bundle_id": Self.bundleId, "app_apple_id": NSNull(),
+                "transaction": NSNull(), "renewal": NSNull(), "subscription_status": NSNull(), "family_shared": false,
+                "signed_date_ms": SystemTime.wallMilliseconds(), "received_at_ms": SystemTime.wallMilliseconds(),
+                "app_transaction_id": "705000000000001",
+            ]))
+        #expect(await eventually(timeout: .seconds(30)) { (try? Self.consented(database, "u6")) == false })
+        // u6 consents again; then the parent withdraws it again, and that notification never arrives.
+        try Self.execute(
+            database, "UPDATE consents SET consented = true, updated_at_ms = \(SystemTime.wallMilliseconds()) WHERE user_id = 'u6'")
+        try await Task.sleep(for: .milliseconds(20))
+        let lost = try await Self.rescind(fake)
+
+        let sweep = try await Self.reconcile(["--once"], base)
+        #expect(sweep.status == 0, "\(sweep.stderr)")
+        #expect((sweep.summary["corrections"] as? [String: Any])?["produced"] as? Int == 1)
+        #expect(
+            try Self.count(
+                database,
+                "SELECT count(*) FROM reconcile_corrections WHERE kind = 'notification' AND event_type = 'info' AND correction_id = '\(lost)'")
+                == 1)
+        #expect(try Self.count(database, "SELECT count(*) FROM reconcile_corrections WHERE correction_id = '\(applied)'") == 0)
+
+        let verifier = try await ServiceProcess.start(.verifier, environment: base)
+        #expect(await eventually(timeout: .seconds(60)) { (try? Self.consented(database, "u6")) == false })
+        #expect(try Self.count(database, "SELECT count(*) FROM consent_rescinds WHERE event_id IN ('\(applied)', '\(lost)')") == 2)
+        // A last sweep sends nothing again.
+        let last = try await Self.reconcile(["--once"], base)
+        #expect(last.status == 0, "\(last.stderr)")
+        #expect((last.summary["corrections"] as? [String: Any])?["found"] as? Int == 0)
+
+        #expect(await verifier.stop() == 0)
         #expect(await ledger.stop() == 0)
         _ = await kafka.stop()
         await fake.stop()
@@ -298,6 +489,69 @@ struct ReconcileProcessTests {
             "message": NSNull(), "apple_status": NSNull(), "environment": "Production", "bundle_id": bundleId,
             "transactions": [transaction(transactionId)], "submission_fingerprint": "00", "attempts": 1,
             "verified_at_ms": 1_700_000_000_000,
+        ])
+    }
+
+    /// A RESCIND_CONSENT the fake records in its notification history without delivering it; its notificationUUID.
+    static func rescind(_ fake: FakeAppStoreProcess) async throws -> String {
+        let response = try await TestHTTPClient.send(
+            "POST", fake.url + "/admin/notifications/send?type=RESCIND_CONSENT&deliver=0&retry_schedule_seconds=none")
+        try #require(response.status == 200, "\(response.text)")
+        return try #require(response.jsonObject?["notification_uuid"] as? String)
+    }
+
+    static func consented(_ database: String, _ userId: String) throws -> Bool {
+        let connection = try PostgresConnection(connectionString: database)
+        defer { connection.close() }
+        return try connection.execute("SELECT consented FROM consents WHERE user_id = $1", [.text(userId)]).rows[0]
+            .bool("consented")
+    }
+
+    static func execute(_ database: String, _ sql: String) throws {
+        let connection = try PostgresConnection(connectionString: database)
+        defer { connection.close() }
+        try connection.execute(sql)
+    }
+
+    /// The ledger's state of the purchase `creditKey`.
+    static func state(_ database: String, _ creditKey: String) -> String? {
+        guard let connection = try? PostgresConnection(connectionString: database, connectTimeoutSeconds: 2) else {
+            return nil
+        }
+        defer { connection.close() }
+        return try? connection.execute("SELECT status FROM purchases WHERE credit_key = $1", [.text(creditKey)])
+            .rows.first?.string("status")
+    }
+
+    /// An item subscription's period (300 gems a month) as results carry it.
+    static func period(_ id: String, webOrderLineItemId: String, purchaseDateMs: Int64) -> [String: Any] {
+        var fields = transaction(id)
+        fields["product_id"] = "monthly"
+        fields["product_type"] = "auto_renewable"
+        fields["web_order_line_item_id"] = webOrderLineItemId
+        fields["purchase_date_ms"] = purchaseDateMs
+        fields["expires_date_ms"] = purchaseDateMs + 30 * 86_400_000
+        fields["credit_key"] = "apple:production:period:\(webOrderLineItemId)"
+        fields["credit"] = ["item": "gems", "amount": 300]
+        return fields
+    }
+
+    static func result(user: String, transactions: [[String: Any]], submissionId: String) -> [UInt8] {
+        json([
+            "schema_version": 1, "submission_id": submissionId, "order_id": NSNull(), "user_id": user,
+            "client_id": NSNull(), "outcome": "verified", "reason": NSNull(), "source": "signed_transaction",
+            "message": NSNull(), "apple_status": NSNull(), "environment": "Production", "bundle_id": bundleId,
+            "transactions": transactions, "submission_fingerprint": "00", "attempts": 1,
+            "verified_at_ms": 1_700_000_000_000,
+        ])
+    }
+
+    static func event(eventId: String, type: String, transaction: [String: Any], signedDateMs: Int64) -> [UInt8] {
+        json([
+            "schema_version": 1, "event_id": eventId, "type": type, "notification_type": type.uppercased(),
+            "subtype": NSNull(), "environment": "Production", "bundle_id": bundleId, "app_apple_id": NSNull(),
+            "transaction": transaction, "renewal": NSNull(), "subscription_status": NSNull(),
+            "family_shared": false, "signed_date_ms": signedDateMs, "received_at_ms": signedDateMs,
         ])
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import ServiceSupport
+import TestSupport
 import Testing
 
 @Suite("ShutdownSignal")
@@ -13,10 +14,7 @@ struct ShutdownSignalTests {
         let calls = Locked<[String]>([])
         var shutdown: ShutdownSignal? = ShutdownSignal { name in calls.withLock { $0.append(name) } }
         kill(getpid(), SIGTERM)
-        let deadline = ContinuousClock.now + .seconds(10)
-        while calls.withLock({ $0.isEmpty }), ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(5))
-        }
+        #expect(await eventually { !calls.withLock { $0.isEmpty } })
         #expect(calls.withLock { $0 } == ["SIGTERM"])
         withExtendedLifetime(shutdown) {}
         shutdown = nil  // the default dispositions come back for the rest of the test process

@@ -3,6 +3,7 @@ import Dispatch
 import Glibc
 import ServiceSupport
 import SignedData
+import TestSupport
 import Testing
 
 @Suite("RevocationChecker")
@@ -177,8 +178,7 @@ struct RevocationCheckerTests {
             }
         }
         // The first check's request for the intermediate is held; release it (and answer what follows) once seen.
-        let deadline = DispatchTime.now() + .seconds(10)
-        while harness.responder.heldCount == 0, DispatchTime.now() < deadline { usleep(1_000) }
+        #expect(waitUntil { harness.responder.heldCount > 0 })
         harness.responder.mode = .answer
         #expect(done.wait(timeout: .now() + .seconds(20)) == .success)
         #expect(failures.withLock { $0 } == 0)

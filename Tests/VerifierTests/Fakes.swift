@@ -3,6 +3,7 @@ import AppStore
 import Kafka
 import ReceiptModel
 import Synchronization
+import TestSupport
 import Testing
 import ServiceSupport
 
@@ -133,18 +134,21 @@ final class FakeControl: PartitionControl {
     func stored(_ partition: TopicPartition) -> [Int64] { state.withLock { $0.stored[partition] ?? [] } }
 }
 
-/// Waits (briefly) for work hopping across Dispatch queues to settle.
+extension VerificationEngine {
+    /// Returns once everything the engine was asked to do so far has been done (`waitForQueuedWork`, off the test's
+    /// task): the point at which "nothing else happened" can be judged, without a sleep that hopes it is long enough.
+    func settled() async {
+        await Task.detached { self.waitForQueuedWork() }.value
+    }
+}
+
+/// Waits for work hopping across Dispatch queues to settle (`eventually`), recording an issue naming `what` when it
+/// does not.
 func settles(
-    _ what: String = "condition", timeout: Duration = .seconds(3), sourceLocation: SourceLocation = #_sourceLocation,
-    _ condition: () -> Bool
+    _ what: String = "condition", sourceLocation: SourceLocation = #_sourceLocation, _ condition: () -> Bool
 ) async {
-    let start = ContinuousClock.now
-    while !condition() {
-        if ContinuousClock.now - start > timeout {
-            Issue.record("timed out waiting for \(what)", sourceLocation: sourceLocation)
-            return
-        }
-        try? await Task.sleep(for: .milliseconds(2))
+    if await !eventually(interval: .milliseconds(2), { condition() }) {
+        Issue.record("timed out waiting for \(what)", sourceLocation: sourceLocation)
     }
 }
 

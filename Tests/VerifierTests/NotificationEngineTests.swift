@@ -112,7 +112,7 @@ struct NotificationEngineTests {
 
         let heldIds = publisher.state.withLock { $0.held.map { $0.0.header(MessageHeaders.eventId)! } }
         publisher.acknowledgeHeld(at: heldIds.firstIndex(of: records[5].uuid)!)
-        try await Task.sleep(for: .milliseconds(20))
+        await engine.settled()
         #expect(control.stored(partition).isEmpty, "offset 5 acknowledged, but 0...4 are not")
         let rest = publisher.state.withLock { $0.held.map { $0.0.header(MessageHeaders.eventId)! } }
         publisher.acknowledgeHeld(at: rest.firstIndex(of: records[0].uuid)!)

@@ -31,31 +31,31 @@ struct PublishFailureTests {
         return engine
     }
 
-    static func kafkaFailure(_ code: Int32, fatal: Bool = false) -> PublishFailure {
+    static func kafkaFailure(_ code: KafkaErrorCode, fatal: Bool = false) -> PublishFailure {
         PublishFailure(
             KafkaError(code: code, message: "refused: \(KafkaError.describe(code: code))", isFatal: fatal)
         )
     }
 
     @Test func kafkaErrorsAreClassified() {
-        let tooLarge = Self.kafkaFailure(KafkaError.messageSizeTooLarge)
+        let tooLarge = Self.kafkaFailure(KafkaErrorCode.messageSizeTooLarge)
         #expect(
             tooLarge.isMessageTooLarge && !tooLarge.isRetriable && !tooLarge.isFatal
-                && tooLarge.code == 10)
-        let timedOut = Self.kafkaFailure(KafkaError.messageTimedOut)
+                && tooLarge.code == .messageSizeTooLarge && tooLarge.code?.rawValue == 10)
+        let timedOut = Self.kafkaFailure(KafkaErrorCode.messageTimedOut)
         #expect(timedOut.isRetriable && !timedOut.isMessageTooLarge)
-        let fatal = Self.kafkaFailure(KafkaError.fatal)
+        let fatal = Self.kafkaFailure(KafkaErrorCode.fatal)
         #expect(fatal.isFatal && !fatal.isRetriable)
-        #expect(!Self.kafkaFailure(29).isRetriable)  // topic authorization failed
-        #expect(!Self.kafkaFailure(KafkaError.unknownTopic).isRetriable)  // needs an operator, not time
-        #expect(Self.kafkaFailure(KafkaError.queueFull).isQueueFull)
+        #expect(!Self.kafkaFailure(.topicAuthorizationFailed).isRetriable)  // a code the project does not name
+        #expect(!Self.kafkaFailure(KafkaErrorCode.unknownTopic).isRetriable)  // needs an operator, not time
+        #expect(Self.kafkaFailure(KafkaErrorCode.queueFull).isQueueFull)
     }
 
     @Test func aFatalProducerErrorMakesTheProcessUnhealthyAndLeavesTheOffset() async throws {
         let engine = makeEngine()
         verifier.automatic.withLock { $0 = Samples.verified() }
         publisher.state.withLock {
-            $0.refuse = { _ in Self.kafkaFailure(KafkaError.fatal, fatal: true) }
+            $0.refuse = { _ in Self.kafkaFailure(KafkaErrorCode.fatal, fatal: true) }
         }
         #expect(engine.livenessProblem == nil)
         engine.consume(Samples.message("s-1", offset: 0))
@@ -79,7 +79,7 @@ struct PublishFailureTests {
                     let dead = try? MessageCoding.decode(DeadLetterRecord.self, from: record.value),
                     !dead.originalValue.isEmpty
                 else { return nil }
-                return Self.kafkaFailure(KafkaError.messageSizeTooLarge)
+                return Self.kafkaFailure(KafkaErrorCode.messageSizeTooLarge)
             }
         }
         engine.consume(
@@ -100,7 +100,7 @@ struct PublishFailureTests {
     @Test func aRetryRecordTooLargeEndsTheSubmissionAsAFinalFailure() async throws {
         let engine = makeEngine(rounds: 3)
         publisher.state.withLock {
-            $0.refuse = { $0.kind == .retry ? Self.kafkaFailure(KafkaError.messageSizeTooLarge) : nil }
+            $0.refuse = { $0.kind == .retry ? Self.kafkaFailure(KafkaErrorCode.messageSizeTooLarge) : nil }
         }
         engine.consume(Samples.message("s-big", offset: 3))
         await settles("Apple called") { verifier.pendingIds == ["s-big"] }
@@ -128,7 +128,7 @@ struct PublishFailureTests {
         let engine = makeEngine(publishFailuresBeforeNotReady: 3)
         verifier.automatic.withLock { $0 = Samples.verified() }
         publisher.state.withLock {  // TOPIC_AUTHORIZATION_FAILED on the results topic only
-            $0.refuse = { $0.topic == "results" ? Self.kafkaFailure(29) : nil }
+            $0.refuse = { $0.topic == "results" ? Self.kafkaFailure(.topicAuthorizationFailed) : nil }
         }
         engine.consume(Samples.message("s-1", offset: 0))
         await settles("first failure") {
@@ -162,4 +162,9 @@ struct PublishFailureTests {
         await settles("stored") { control.stored(Samples.receipts) == [2] }
         #expect(engine.publishingProblem == nil)
     }
+}
+
+extension KafkaErrorCode {
+    /// The broker's TOPIC_AUTHORIZATION_FAILED (29): a code production code does not act on by name.
+    static let topicAuthorizationFailed = KafkaErrorCode(rawValue: 29)
 }

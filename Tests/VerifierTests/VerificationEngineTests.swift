@@ -45,7 +45,7 @@ struct VerificationEngineTests {
 
         let order = publisher.state.withLock { $0.held.map { $0.0.header(MessageHeaders.submissionId)! } }
         publisher.acknowledgeHeld(at: order.firstIndex(of: "s-2")!)
-        try await Task.sleep(for: .milliseconds(20))
+        await engine.settled()
         #expect(control.stored(Samples.receipts).isEmpty)  // 0 and 1 are not acknowledged yet
         let rest = publisher.state.withLock { $0.held.map { $0.0.header(MessageHeaders.submissionId)! } }
         publisher.acknowledgeHeld(at: rest.firstIndex(of: "s-0")!)
@@ -210,14 +210,14 @@ struct VerificationEngineTests {
         verifier.answer("s-1", with: Samples.unavailable)
         // The late round has reached its end (the engine counts it off Apple) before "nothing written" is judged.
         await settles("late round ended") { engine.snapshot.appleInFlight == 0 }
-        try await Task.sleep(for: .milliseconds(50))
+        await engine.settled()
         #expect(publisher.published.count == 1)
         #expect(publisher.state.withLock { $0.attempts } == 1)
         #expect(control.stored(Samples.receipts) == [1])
         #expect(engine.snapshot.appleInFlight == 0)
         #expect(registry.render().contains("verifier_abandoned_messages_total 1"))
         engine.consume(Samples.message("s-2", offset: 2))  // no longer assigned: ignored
-        try await Task.sleep(for: .milliseconds(20))
+        await engine.settled()
         #expect(verifier.pendingIds.isEmpty)
     }
 
@@ -233,7 +233,7 @@ struct VerificationEngineTests {
         verifier.answer("s-3", with: Samples.verified())
         await settles("stored") { control.stored(Samples.receipts) == [4] }
         await settles("both rounds ended") { engine.snapshot.appleInFlight == 0 }
-        try await Task.sleep(for: .milliseconds(30))
+        await engine.settled()
         #expect(publisher.published.count == 1)  // the old position's round wrote nothing
         #expect(publisher.records(of: .result).first?.header(MessageHeaders.submissionId) == "s-3")
         #expect(control.stored(Samples.receipts) == [4])
@@ -250,12 +250,13 @@ struct VerificationEngineTests {
         await settles("one at Apple, one waiting") {
             verifier.pendingIds.count == 1 && engine.snapshot.waitingForApple == 1
         }
+        // Apple answers once the drain has begun (and so dropped the waiting one).
         let answer = Task.detached {
-            try await Task.sleep(for: .milliseconds(30))
+            await settles("draining") { engine.snapshot.stopping }
             verifier.answerAll(with: Samples.verified())
         }
         let drained = await Task.detached { engine.drain(within: .seconds(2)) }.value
-        try await answer.value
+        await answer.value
         #expect(drained)
         #expect(control.stored(Samples.receipts) == [1])
         #expect(control.paused.isSuperset(of: [Samples.receipts, Samples.receipts1, Samples.retry]))
@@ -272,7 +273,7 @@ struct VerificationEngineTests {
         #expect(engine.snapshot.appleInFlight == 1)  // still at Apple: the wait below is for its late end
         verifier.answerAll(with: Samples.unavailable)
         await settles("late round ended") { engine.snapshot.appleInFlight == 0 }
-        try await Task.sleep(for: .milliseconds(50))
+        await engine.settled()
         #expect(publisher.published.isEmpty)  // no retry record: the message is read again after the restart
         #expect(publisher.state.withLock { $0.attempts } == 0)
         #expect(control.stored(Samples.receipts).isEmpty)

@@ -93,7 +93,7 @@ final class ConsumptionResponder: Sendable {
             metrics.nearDeadline.set(Double(backlog.nearDeadline))
             return !due.isEmpty
         } catch {
-            if error.sqlState != "42P01" {  // the schema is not there yet at first start
+            if !error.isUndefinedTable {  // the schema is not there yet at first start
                 logger.error("the refund responder cannot reach the database; retrying", ["error": .string(error.description)])
             }
             return false

@@ -6,13 +6,16 @@ import ServiceRuntime
 import ServiceSupport
 
 /// The ledger's HTTP API (`GET /v1/users/{user_id}`, `GET /v1/purchases/{credit_key}`, `PUT`/`DELETE
-/// /v1/users/{user_id}/consent`, `GET /v1/consumption-requests/{event_id}`, bearer keys from `LEDGER_API_KEYS`) and `/healthz`, `/readyz`, `/metrics` (no key). Queries run on a queue of their own, never on
+/// /v1/users/{user_id}/consent`, `PUT /v1/users/{user_id}/app-account-token`, `GET
+/// /v1/consumption-requests/{event_id}`, bearer keys from `LEDGER_API_KEYS`) and `/healthz`, `/readyz`, `/metrics` (no key). Queries run on a queue of their own, never on
 /// the server's I/O threads.
 struct LedgerHTTPHandler: HTTPHandler {
     let endpoints: HealthEndpoints
     let apiKeys: BearerKeys
     let database: DatabaseLink
     let queries: DispatchQueue
+    /// `PUT /v1/users/{user_id}/app-account-token`.
+    let declarations: TokenDeclarations
 
     /// Epoch milliseconds (consent times).
     let nowMs: @Sendable () -> Int64
@@ -22,6 +25,7 @@ struct LedgerHTTPHandler: HTTPHandler {
         case user(String)
         case purchase(String)
         case consent(String)
+        case appAccountToken(String)
         case consumptionRequest(String)
     }
 
@@ -30,6 +34,9 @@ struct LedgerHTTPHandler: HTTPHandler {
     static func route(_ path: String) -> Route? {
         if let rest = suffix(path, "/v1/users/") {
             if rest.hasSuffix("/consent") { return .consent(String(rest.dropLast("/consent".count))) }
+            if rest.hasSuffix("/app-account-token") {
+                return .appAccountToken(String(rest.dropLast("/app-account-token".count)))
+            }
             return .user(rest)
         }
         if let rest = suffix(path, "/v1/purchases/") { return .purchase(rest) }
@@ -45,6 +52,7 @@ struct LedgerHTTPHandler: HTTPHandler {
     static func allowed(_ route: Route) -> [String] {
         switch route {
         case .consent: ["PUT", "DELETE"]
+        case .appAccountToken: ["PUT"]
         case .user, .purchase, .consumptionRequest: ["GET", "HEAD"]
         }
     }
@@ -58,8 +66,8 @@ struct LedgerHTTPHandler: HTTPHandler {
             respond(
                 Self.error(
                     404, "not_found",
-                    "try /v1/users/{user_id}, /v1/users/{user_id}/consent, /v1/purchases/{credit_key} or "
-                        + "/v1/consumption-requests/{event_id}"))
+                    "try /v1/users/{user_id}, /v1/users/{user_id}/consent, /v1/users/{user_id}/app-account-token, "
+                        + "/v1/purchases/{credit_key} or /v1/consumption-requests/{event_id}"))
             return
         }
         let allowed = Self.allowed(route)
@@ -79,7 +87,8 @@ struct LedgerHTTPHandler: HTTPHandler {
         }
         let argument: String
         switch route {
-        case .user(let value), .purchase(let value), .consent(let value), .consumptionRequest(let value):
+        case .user(let value), .purchase(let value), .consent(let value), .appAccountToken(let value),
+            .consumptionRequest(let value):
             argument = value
         }
         guard !argument.isEmpty else {
@@ -88,19 +97,22 @@ struct LedgerHTTPHandler: HTTPHandler {
         }
         // No one can own an id with a control character (results naming one are dead-lettered), and libpq would cut
         // the text at a NUL: refused rather than read or written as another user's.
-        if route == .consent(argument) || route == .user(argument),
+        if route == .consent(argument) || route == .user(argument) || route == .appAccountToken(argument),
             let problem = IdentifierText.problem(field: "user_id", argument)
         {
             respond(Self.error(400, "invalid_identifier", problem))
             return
         }
         let method = request.method
+        let body = request.body
         queries.async {
             do throws(PostgresError) {
                 switch route {
                 case .user(let userId): respond(try userResponse(userId))
                 case .purchase(let creditKey): respond(try purchaseResponse(creditKey))
                 case .consent(let userId): respond(try consentResponse(userId, method: method))
+                case .appAccountToken(let userId):
+                    respond(try declarations.response(userId: userId, body: body, nowMs: nowMs()))
                 case .consumptionRequest(let eventId): respond(try consumptionRequestResponse(eventId))
                 }
             } catch {

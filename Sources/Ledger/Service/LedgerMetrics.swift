@@ -27,6 +27,10 @@ struct LedgerMetrics: Sendable {
     let databaseUp: Gauge
     let bufferedMessages: Gauge
     let reconcile: ReconcileMetrics
+    /// `PUT /v1/users/{user_id}/app-account-token`, by outcome.
+    let tokensDeclared: Counter
+    let tokensAlreadyDeclared: Counter
+    let tokenDeclarationConflicts: Counter
 
     init(registry: MetricsRegistry, sandboxPolicy: SandboxPolicy = .separate) {
         self.registry = registry
@@ -59,7 +63,7 @@ struct LedgerMetrics: Sendable {
             "ledger_declined_claims_total", help: "Valid claims granting nothing by rule (family-shared items)")
         staleEvents = registry.counter(
             "ledger_stale_events_total",
-            help: "Money events signed before the last one applied to their purchase (recorded, nothing moved)")
+            help: "Events signed before the last one of their order (money, or status) applied to their purchase (recorded, nothing moved)")
         upgrades = registry.counter(
             "ledger_upgrades_total", help: "Subscription periods replaced by an upgrade (unused share taken back)")
         batches = registry.counter("ledger_batches_total", help: "Database transactions committed with messages")
@@ -79,5 +83,20 @@ struct LedgerMetrics: Sendable {
         bufferedMessages = registry.gauge(
             "ledger_buffered_messages", help: "Messages fetched from Kafka and not yet applied")
         reconcile = ReconcileMetrics(registry: registry)
+        let declarations = "ledger_token_declarations_total"
+        let declarationsHelp = "Declarations of an app_account_token's user (PUT /v1/users/{user_id}/app-account-token), by outcome"
+        tokensDeclared = registry.counter(declarations, help: declarationsHelp, labels: [("outcome", "declared")])
+        tokensAlreadyDeclared = registry.counter(
+            declarations, help: declarationsHelp, labels: [("outcome", "already_declared")])
+        tokenDeclarationConflicts = registry.counter(
+            declarations, help: declarationsHelp, labels: [("outcome", "conflict")])
+    }
+
+    func tokenDeclarations(_ decision: OwnerRules.Declaration) -> Counter {
+        switch decision {
+        case .declared: tokensDeclared
+        case .alreadyDeclared: tokensAlreadyDeclared
+        case .conflict: tokenDeclarationConflicts
+        }
     }
 }

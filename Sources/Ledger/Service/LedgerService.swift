@@ -12,24 +12,21 @@ import Synchronization
 /// `receipt-ledger`: a consumer of `RESULTS_TOPIC` and `EVENTS_TOPIC` whose worker applies batches to PostgreSQL
 /// (offsets in the same transaction; assigned partitions start from the stored offsets), and the HTTP API.
 ///
-/// A `ManagedService`: `init` -> `start()` -> `drain(within:)` (lets the batch being applied commit, closes the
-/// consumer, stops the server). The database may be down at start: the worker retries, `/readyz` says so.
+/// A `ManagedService`: `init` (each part registered in `parts` as it is made) -> `start()` -> `drain(within:)`
+/// (lets the batch being applied commit, stops the refund responder, then closes the parts, last made first: the
+/// consumer, the server, the worker's and the API's database connections). The database may be down at start: the
+/// worker retries, `/readyz` says so.
 public final class LedgerService: ManagedService {
     private let settings: LedgerSettings
     private let logger: Logger
-    private let registry: MetricsRegistry
-    private let buffer: RecordBuffer
-    /// The consumer's delegate: records into `buffer`, fetching paused while it is over `LEDGER_MAX_BUFFERED_MESSAGES`.
-    private let link: ConsumerLink
     private let worker: LedgerWorker
-    /// Where assigned partitions start (the offsets stored in the database), read off the poll thread when the
-    /// database does not answer on assignment.
-    private let starts: PartitionStarts
     private let consumer: KafkaConsumer
     private let server: HTTPServer
-    private let apiDatabase: DatabaseLink
     /// Answers CONSUMPTION_REQUESTs (`LEDGER_CONSUMPTION_RESPONSES`); its own database connection.
     private let responder: ConsumptionResponder
+    /// What `/healthz` and `/readyz` answer (`health(link:worker:starts:consumer:)` once everything is made).
+    private let currentHealth: DeferredHealth
+    public let parts: ServiceParts
     private let drainOnce = DrainOnce()
 
     /// Defaults for librdkafka properties `KAFKA_*` does not set: statistics every second (lag, `/readyz`), and
@@ -40,12 +37,18 @@ public final class LedgerService: ManagedService {
 
     /// - Parameters:
     ///   - metrics: the process's registry (`ServiceMain` registers `ledger_build_info` in it).
-    public init(settings: LedgerSettings, logger: Logger, metrics registry: MetricsRegistry = MetricsRegistry())
-        throws(ServiceStartupError)
-    {
+    ///   - parts: where what `init` makes is registered, to be closed by `drain` or, when `init` throws, by the
+    ///     caller (`ServiceMain.start`).
+    public init(
+        settings: LedgerSettings, logger: Logger, metrics registry: MetricsRegistry = MetricsRegistry(),
+        parts: ServiceParts = ServiceParts()
+    ) throws(ServiceStartupError) {
         self.settings = settings
         self.logger = logger
-        self.registry = registry
+        self.parts = parts
+        // The API's connection first: it closes after the server that uses it.
+        let apiDatabase = DatabaseLink(connectionString: settings.databaseURL, metrics: nil, logger: logger)
+        parts.add("API database connection") { apiDatabase.close() }
         let metrics = LedgerMetrics(registry: registry, sandboxPolicy: settings.sandboxPolicy)
         let consumptionMetrics = ConsumptionMetrics(registry: registry)
         let responder = ConsumptionResponder(
@@ -55,14 +58,40 @@ public final class LedgerService: ManagedService {
             sender: try Self.consumptionSender(settings.consumption, logger: logger, registry: registry),
             database: DatabaseLink(connectionString: settings.databaseURL, metrics: nil, logger: logger),
             metrics: consumptionMetrics, logger: logger.named("consumption-responder"))
+        self.responder = responder
         let buffer = RecordBuffer(highWater: settings.maxBufferedMessages)
         let database = DatabaseLink(connectionString: settings.databaseURL, metrics: metrics, logger: logger)
-        let starts = PartitionStarts(database: database, rebind: settings.rebind, logger: logger)
-        // Revoked partitions' buffered messages are forgotten: their next owner starts from the offsets in the
-        // database, as this instance does on assignment.
+        parts.add("worker database connection") { database.close() }
+        // The server before the consumer, so it serves until the consumer has left the group.
+        let health = DeferredHealth()
+        let server = HTTPServer(
+            configuration: HTTPServerConfiguration(listen: settings.listen, threadCount: 2, connectionLimit: 1_024),
+            handler: LedgerHTTPHandler(
+                endpoints: HealthEndpoints(registry: registry) { health.current },
+                apiKeys: BearerKeys(settings.apiKeys), database: apiDatabase,
+                queries: DispatchQueue(label: "ledger-api"),
+                declarations: TokenDeclarations(
+                    store: LedgerStore(
+                        topics: settings.topics, policy: settings.ownershipPolicy,
+                        sandboxPolicy: settings.sandboxPolicy),
+                    database: apiDatabase, metrics: metrics, logger: logger.named("ledger-api")),
+                nowMs: { SystemTime.wallMilliseconds() }),
+            logger: logger.named("ledger-http"))
+        parts.add("HTTP server") { server.close() }
+        self.server = server
+        self.currentHealth = health
+        // The link is the one holder of the consumer: the partition starts and the worker reach it through the link.
+        // The consumer's delegate: records into `buffer`, fetching paused while it is over
+        // `LEDGER_MAX_BUFFERED_MESSAGES`.
         let link = ConsumerLink(
             service: "ledger", logger: logger,
-            waterline: ConsumerLink.Waterline(high: buffer.highWater) { buffer.count },
+            waterline: ConsumerLink.Waterline(high: buffer.highWater) { buffer.count })
+        // Where assigned partitions start (the offsets stored in the database), read off the poll thread when the
+        // database does not answer on assignment.
+        let starts = PartitionStarts(database: database, rebind: settings.rebind, link: link, logger: logger)
+        // Revoked partitions' buffered messages are forgotten: their next owner starts from the offsets in the
+        // database, as this instance does on assignment.
+        link.attach(
             handlers: ConsumerLink.Handlers(
                 received: { message in
                     buffer.append(
@@ -75,12 +104,11 @@ public final class LedgerService: ManagedService {
                     starts.revoking(partitions)
                     buffer.drop(Set(partitions))
                 }))
-        let consumerBox = Locked<KafkaConsumer?>(nil)
         let worker = LedgerWorker(
             settings: settings, database: database, buffer: buffer, starts: starts, metrics: metrics, logger: logger,
-            clusterId: { consumerBox.withLock { $0 }?.clusterId(timeout: .seconds(10)) },
+            clusterId: { link.consumer?.clusterId(timeout: .seconds(10)) },
             afterBatch: { summary in
-                guard let consumer = consumerBox.withLock({ $0 }) else { return }
+                guard let consumer = link.consumer else { return }
                 // The database holds the truth; the group's offsets follow for lag and monitoring only.
                 for (partition, next) in summary.nextOffsets {
                     try? consumer.storeOffset(partition, nextOffset: next)
@@ -106,26 +134,11 @@ public final class LedgerService: ManagedService {
         } catch {
             throw .settings("cannot create the Kafka consumer: \(error.message)")
         }
-        consumerBox.withLock { $0 = consumer }
+        parts.add("Kafka consumer", bound: .seconds(10), closing: consumer)
         link.attach(consumer: consumer)
-        starts.attach(consumer: consumer, pausedByWaterline: { link.isPausedByWaterline })
-        let apiDatabase = DatabaseLink(connectionString: settings.databaseURL, metrics: nil, logger: logger)
-        let handler = LedgerHTTPHandler(
-            endpoints: HealthEndpoints(registry: registry) {
-                Self.health(link: link, worker: worker, starts: starts, consumer: consumer)
-            },
-            apiKeys: BearerKeys(settings.apiKeys), database: apiDatabase, queries: DispatchQueue(label: "ledger-api"),
-            nowMs: { SystemTime.wallMilliseconds() })
-        self.buffer = buffer
-        self.link = link
+        health.attach { Self.health(link: link, worker: worker, starts: starts, consumer: consumer) }
         self.worker = worker
-        self.starts = starts
         self.consumer = consumer
-        self.apiDatabase = apiDatabase
-        self.responder = responder
-        self.server = HTTPServer(
-            configuration: HTTPServerConfiguration(listen: settings.listen, threadCount: 2, connectionLimit: 1_024),
-            handler: handler, logger: logger.named("ledger-http"))
     }
 
     /// The bound HTTP port (useful with port 0).
@@ -147,20 +160,14 @@ public final class LedgerService: ManagedService {
         return Health()
     }
 
-    public var health: Health {
-        Self.health(link: link, worker: worker, starts: starts, consumer: consumer)
-    }
+    public var health: Health { currentHealth.current }
 
     /// `LEDGER_SHUTDOWN_TIMEOUT_MS`.
     public var drainBound: Duration { settings.shutdownTimeout }
 
     /// Binds the HTTP server, starts the worker (which prepares the schema) and starts consuming.
     public func start() throws(ServiceStartupError) {
-        do {
-            try server.start()
-        } catch {
-            throw ServiceStartupError("cannot listen on LEDGER_LISTEN \(settings.listen): \(error)")
-        }
+        try server.start(listening: "LEDGER_LISTEN", settings.listen)
         if settings.apiKeys.isEmpty {
             logger.warning("LEDGER_API_KEYS is empty: the API answers anyone who can reach it")
         }
@@ -177,17 +184,18 @@ public final class LedgerService: ManagedService {
             ])
     }
 
-    /// Lets the batch being applied commit (within `bound`), then leaves the group and stops the server. Messages
-    /// fetched but not applied are read again after the restart, from the stored offsets.
+    /// Lets the batch being applied commit and stops the refund responder, both within `bound` (the responder
+    /// gets what the worker left of it), then closes the parts: leaves the group, stops the server, closes the
+    /// database connections. Messages fetched but not applied are read again after the restart, from the stored
+    /// offsets.
     @discardableResult
     public func drain(within bound: Duration) -> Bool {
         guard drainOnce.claim() else { return true }
-        let responderStopped = responder.drain(within: bound)
-        let drained = worker.drain(within: bound) && responderStopped
-        consumer.close(timeout: .seconds(10))
-        server.close()
-        worker.database.close()
-        apiDatabase.close()
+        let deadline = ContinuousClock.now + bound
+        let workerDrained = worker.drain(within: bound)
+        let responderStopped = responder.drain(within: max(.zero, deadline - ContinuousClock.now))
+        parts.closeAll()
+        let drained = workerDrained && responderStopped
         logger.info("receipt-ledger stopped", ["drained": .bool(drained)])
         return drained
     }

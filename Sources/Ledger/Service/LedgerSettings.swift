@@ -105,7 +105,8 @@ public struct LedgerSettings: ServiceSettings {
                                     created again (the ledger refuses to run against either otherwise)
           LEDGER_BATCH_SIZE         most messages per database transaction (default 500)
           LEDGER_MAX_BUFFERED_MESSAGES  most messages fetched and not yet applied (default 20000)
-          LEDGER_SHUTDOWN_TIMEOUT_MS    how long SIGTERM waits for the batch being applied (default 30000)
+          LEDGER_SHUTDOWN_TIMEOUT_MS    how long SIGTERM waits for the batch being applied, then for the
+                                        refund responder, in all (default 30000)
         """ + "\n" + ConsumptionSettings.helpText + "\n" + """
           KAFKA_BOOTSTRAP_SERVERS   required; KAFKA_<PROPERTY> sets any librdkafka property
           RESULTS_TOPIC             default iap.receipts.results

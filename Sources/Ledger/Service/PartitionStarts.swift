@@ -1,5 +1,6 @@
 import Kafka
 import Postgres
+import ServiceRuntime
 import ServiceSupport
 
 /// Where the ledger's assigned partitions start: at the next offsets stored in the database, the truth (the group's
@@ -32,20 +33,16 @@ final class PartitionStarts: Sendable {
     /// The partitions of the assignment in progress whose offsets the database did not give: awaiting from the
     /// moment they are assigned (`assigned`), not before, so the worker never seeks a partition not assigned yet.
     private let unreadInAssignment = Locked<[TopicPartition]>([])
-    private let consumer = Locked<KafkaConsumer?>(nil)
-    private let pausedByWaterline = Locked<@Sendable () -> Bool>({ false })
+    /// The service's consumer link: the consumer, once attached, and whether the waterline holds fetching paused
+    /// (then the link resumes every partition itself once under its low water mark, and a resolved partition stays
+    /// paused until then).
+    private let link: ConsumerLink
 
-    init(database: DatabaseLink, rebind: Set<KafkaBinding.Rebind>, logger: Logger) {
+    init(database: DatabaseLink, rebind: Set<KafkaBinding.Rebind>, link: ConsumerLink, logger: Logger) {
         self.database = database
         self.rebind = rebind
+        self.link = link
         self.logger = logger
-    }
-
-    /// Before the consumer starts. `pausedByWaterline`: whether the service holds fetching paused (then it resumes
-    /// every partition itself once under its low water mark, and a resolved partition stays paused until then).
-    func attach(consumer: KafkaConsumer, pausedByWaterline: @escaping @Sendable () -> Bool) {
-        self.consumer.withLock { $0 = consumer }
-        self.pausedByWaterline.withLock { $0 = pausedByWaterline }
     }
 
     /// How many assigned partitions wait for their stored offsets.
@@ -117,7 +114,7 @@ final class PartitionStarts: Sendable {
         if let failure = consumer.seek(starts, timeout: .seconds(10)) {
             logger.warning("cannot move an awaiting partition to its stored offset", ["error": .string(failure.message)])
         }
-        if !pausedByWaterline.withLock({ $0 })() { consumer.resume(partitions) }
+        if !link.isPausedByWaterline { consumer.resume(partitions) }
         awaiting.withLock { $0.done(snapshot) }
         logger.info(
             "awaiting partitions start from the stored offsets",
@@ -127,7 +124,7 @@ final class PartitionStarts: Sendable {
 
     // MARK: Both
 
-    private var currentConsumer: KafkaConsumer? { consumer.withLock { $0 } }
+    private var currentConsumer: KafkaConsumer? { link.consumer }
 
     /// The offsets stored in the database for `partitions` (absent: nothing applied from that partition yet).
     private func readStoredOffsets(_ partitions: [TopicPartition]) -> Result<[TopicPartition: Int64], PostgresError> {
@@ -140,7 +137,7 @@ final class PartitionStarts: Sendable {
                 })
         } catch {
             // The schema may not exist yet (first start): nothing stored means from the beginning.
-            if error.sqlState == "42P01" { return .success([:]) }
+            if error.isUndefinedTable { return .success([:]) }
             return .failure(error)
         }
     }

@@ -1,3 +1,4 @@
+import LedgerRules
 import ServiceSupport
 
 /// `receipt-reconcile`'s figures as the ledger exports them (read from the reconcile tables every few seconds; all 0
@@ -10,6 +11,8 @@ struct ReconcileMetrics: Sendable {
     let notificationCorrections: Gauge
     let refundCorrections: Gauge
     let unproducedCorrections: Gauge
+    /// `ledger_reconcile_unresolved{reason}`, one per reason the sweep knows.
+    let unresolved: [String: Gauge]
 
     init(registry: MetricsRegistry) {
         lastSweepTimestamp = registry.gauge(
@@ -32,6 +35,14 @@ struct ReconcileMetrics: Sendable {
         unproducedCorrections = registry.gauge(
             "ledger_reconcile_corrections_unproduced",
             help: "Corrections recorded but not acknowledged by Kafka (the next sweep produces them again)")
+        var unresolved: [String: Gauge] = [:]
+        for reason in ReconcileRules.UnresolvedReason.allCases {
+            unresolved[reason.rawValue] = registry.gauge(
+                "ledger_reconcile_unresolved",
+                help: "Drifts receipt-reconcile could not correct and recorded once (all time), by reason",
+                labels: [("reason", reason.rawValue)])
+        }
+        self.unresolved = unresolved
     }
 
     func update(_ figures: ReconcileFigures) {
@@ -42,5 +53,6 @@ struct ReconcileMetrics: Sendable {
         notificationCorrections.set(Double(figures.notificationCorrections))
         refundCorrections.set(Double(figures.refundCorrections))
         unproducedCorrections.set(Double(figures.unproducedCorrections))
+        for (reason, gauge) in unresolved { gauge.set(Double(figures.unresolvedByReason[reason] ?? 0)) }
     }
 }

@@ -18,14 +18,12 @@ extension BatchWork {
                 continue
             }
             let claimant = result.owner
-            // A token linked to a user says whose purchase it is, whoever submitted it; the submitter's claim is
-            // then recorded as refused when it is someone else's.
-            let tokenOwner = linkedOwner(.appAccountToken, transaction.appAccountToken)
-            var owner = tokenOwner ?? claimant
-            if owner == nil { owner = try resolveOwner(transaction) }
+            // A declared token, or a token linked in this environment, says whose purchase it is, whoever submitted
+            // it; the submitter's claim is then recorded as refused when it is someone else's (`OwnerRules`).
+            let owner = try owner(of: transaction, claimant: claimant)
             let claim = claim(
-                transaction, source: .result(submissionId: result.submissionId), owner: owner, productId: productId,
-                quantity: quantity, atMs: atMs)
+                transaction, source: .result(submissionId: result.submissionId), owner: owner.user,
+                productId: productId, quantity: quantity, atMs: atMs)
             if let problem = try decide(
                 .credit(claim), transaction: transaction,
                 claimId: "result:\(result.submissionId):\(transaction.creditKey)")
@@ -36,21 +34,24 @@ extension BatchWork {
             if let appTransactionId = transaction.appTransactionId {
                 appTransactionIds[transaction.creditKey] = appTransactionId
             }
-            if let claimant, let tokenOwner, claimant != tokenOwner,
+            if let claimant, owner.claimantRefused,
                 purchases[transaction.creditKey]?.state.status ?? PurchaseStatus.none != PurchaseStatus.none
             {
                 try perform(
                     .recordRefusedClaim(userId: claimant, submissionId: result.submissionId, atMs: atMs),
                     creditKey: transaction.creditKey, book: .production)
             }
-            // Links go to the purchase's owner only: a refused claimant moves no link, under either policy.
+            // Links go to the purchase's owner only, in the transaction's environment: a refused claimant moves no
+            // link, under either policy, and a sandbox claim never binds a production token.
             if let claimant, purchases[transaction.creditKey]?.state.owner == claimant {
                 if transaction.isPeriod || awaitedValues.contains(transaction.originalTransactionId ?? "") {
                     // A consumable's or a non-consumable's id is never looked up again once it is credited (its
                     // later events find the purchase by key); a subscription's serves its renewals.
-                    try link(.originalTransactionId, transaction.originalTransactionId, to: claimant)
+                    try link(
+                        .originalTransactionId, transaction.originalTransactionId, to: claimant,
+                        in: transaction.environment)
                 }
-                try link(.appAccountToken, transaction.appAccountToken, to: claimant)
+                try link(.appAccountToken, transaction.appAccountToken, to: claimant, in: transaction.environment)
             }
         }
         return problems
@@ -92,7 +93,8 @@ extension BatchWork {
                 return try undoEvent(event, "\(transaction.creditKey): creditable without product_id or quantity")
             }
             let claim = claim(
-                transaction, source: .event(eventId: event.eventId), owner: try resolveOwner(transaction),
+                transaction, source: .event(eventId: event.eventId),
+                owner: try owner(of: transaction, claimant: nil).user,
                 productId: productId, quantity: quantity, atMs: atMs)
             problem = try decide(
                 .credit(claim), transaction: transaction, claimId: "event:\(event.eventId)",
@@ -147,31 +149,44 @@ extension BatchWork {
     /// row kept for the audit), unless they consented again after Apple signed the rescind (`ConsentRules`). The
     /// consents are locked as they are read, so a consent given through the API meanwhile waits and is not undone.
     /// Purchases credited earlier in this batch count (their downloads are written first). An event without an app
-    /// transaction ties to no purchase: nothing to do.
+    /// transaction ties to no purchase: nothing to withdraw. Every rescind is recorded by its `event_id`
+    /// (`consent_rescinds`, with what it withdrew): receipt-reconcile tells a lost one by its absence there.
     private mutating func withdrawConsent(_ event: LedgerEvent) throws(PostgresError) -> [String] {
-        guard let appTransactionId = event.appTransactionId, !appTransactionId.isEmpty else { return [] }
-        try writeAppTransactionIds()
-        let consents = try read(
-            """
-            SELECT user_id, consented, updated_at_ms FROM consents WHERE user_id IN (
-                SELECT p.owner FROM purchase_app_transactions a JOIN purchases p ON p.credit_key = a.credit_key
-                WHERE a.app_transaction_id = $1 AND p.owner IS NOT NULL)
-            ORDER BY user_id FOR UPDATE
-            """, [.text(appTransactionId)])
         var withdrawn: [String] = []
-        for row in consents.rows {
-            let consented = try row.bool("consented")
-            let updatedAtMs = try row.int64("updated_at_ms")
-            if ConsentRules.rescindWithdraws(
-                consented: consented, consentUpdatedAtMs: updatedAtMs, rescindSignedAtMs: event.signedDateMs)
-            {
-                withdrawn.append(try row.string("user_id"))
+        if let appTransactionId = event.appTransactionId, !appTransactionId.isEmpty {
+            try writeAppTransactionIds()
+            let consents = try read(
+                """
+                SELECT user_id, consented, updated_at_ms FROM consents WHERE user_id IN (
+                    SELECT p.owner FROM purchase_app_transactions a JOIN purchases p ON p.credit_key = a.credit_key
+                    WHERE a.app_transaction_id = $1 AND p.owner IS NOT NULL)
+                ORDER BY user_id FOR UPDATE
+                """, [.text(appTransactionId)])
+            for row in consents.rows {
+                let consented = try row.bool("consented")
+                let updatedAtMs = try row.int64("updated_at_ms")
+                if ConsentRules.rescindWithdraws(
+                    consented: consented, consentUpdatedAtMs: updatedAtMs, rescindSignedAtMs: event.signedDateMs)
+                {
+                    withdrawn.append(try row.string("user_id"))
+                }
             }
         }
-        guard !withdrawn.isEmpty else { return [] }
+        if !withdrawn.isEmpty {
+            try write(
+                "UPDATE consents SET consented = false, updated_at_ms = $2 WHERE user_id = ANY($1::text[]) AND consented",
+                [.textArray(withdrawn), .int(nowMs)], counted: .consentWithdrawal)
+        }
+        // A redelivery keeps the first record (what the first application withdrew).
         try write(
-            "UPDATE consents SET consented = false, updated_at_ms = $2 WHERE user_id = ANY($1::text[]) AND consented",
-            [.textArray(withdrawn), .int(nowMs)], counted: .consentWithdrawal)
+            """
+            INSERT INTO consent_rescinds (event_id, app_transaction_id, signed_at_ms, consents_withdrawn, applied_at_ms)
+            VALUES ($1, $2, $3, $4, $5) ON CONFLICT (event_id) DO NOTHING
+            """,
+            [
+                .text(event.eventId), .optional(event.appTransactionId), .optional(event.signedDateMs),
+                .int(Int64(withdrawn.count)), .int(nowMs),
+            ])
         return []
     }
 

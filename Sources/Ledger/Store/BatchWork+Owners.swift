@@ -1,76 +1,113 @@
 import LedgerRules
 import Postgres
 
-/// Who owns what: the links results make, the owners events find, the claims that wait for one.
+/// Who owns what: the links results make (per environment), the tokens the backend declared, the owners claims
+/// find (`OwnerRules`), the claims that wait for one.
 enum LinkKind: String, Sendable {
     case originalTransactionId = "original_transaction_id"
     case appAccountToken = "app_account_token"
+
+    /// The `pending_claims` column a claim waiting on this kind of value keeps it in.
+    var pendingColumn: String { rawValue }
 }
 
 struct LinkKey: Hashable, Sendable {
     let kind: LinkKind
+    let environment: PurchaseEnvironment
     let value: String
 }
 
 extension BatchWork {
-    /// The user `value` is linked to, from the batch's links (read at its start for every id and token it carries).
-    func linkedOwner(_ kind: LinkKind, _ value: String?) -> String? {
-        guard let value, !value.isEmpty else { return nil }
-        return ownerLinks[LinkKey(kind: kind, value: value)] ?? nil
-    }
-
-    /// The owner of a transaction whose message names none (an event, or a result without `user_id`): the user its
-    /// `app_account_token` is linked to; only a transaction without a token falls back to the user its
-    /// `original_transaction_id` is linked to (one Apple ID may serve several app accounts; the token says which).
-    /// nil: it waits for its owner (on the token when it has one).
-    mutating func resolveOwner(_ transaction: LedgerTransaction) throws(PostgresError) -> String? {
-        if let token = transaction.appAccountToken, !token.isEmpty {
-            return try knownOwner(.appAccountToken, token)
+    /// What the ledger knows of the owner of `transaction`'s claim, asked of `OwnerRules`: the token's declared
+    /// owner, the links of its token and original id in each environment.
+    mutating func owner(of transaction: LedgerTransaction, claimant: String?) throws(PostgresError) -> OwnerRules.Owner {
+        let token = transaction.appAccountToken.flatMap { $0.isEmpty ? nil : $0 }
+        var facts = OwnerRules.Facts(
+            claimant: claimant, environment: transaction.environment, hasToken: token != nil)
+        if let token {
+            facts.declaredOwner = try declaredOwner(token)
+            // Only this environment's link can decide; the other's is never read for it.
+            facts.tokenLinks[transaction.environment] = try knownOwner(.appAccountToken, transaction.environment, token)
+        } else if claimant == nil {
+            facts.originalLinks[transaction.environment] = try knownOwner(
+                .originalTransactionId, transaction.environment, transaction.originalTransactionId)
         }
-        return try knownOwner(.originalTransactionId, transaction.originalTransactionId)
+        return OwnerRules.owner(facts)
     }
 
-    private mutating func knownOwner(_ kind: LinkKind, _ value: String?) throws(PostgresError) -> String? {
+    /// The user the backend declared `token` for (`declared_account_tokens`; tokens compare lower-cased, as UUIDs).
+    mutating func declaredOwner(_ token: String) throws(PostgresError) -> String? {
+        let normalized = token.lowercased()
+        if let known = declaredOwners[normalized] { return known }
+        let owner = try read(
+            "SELECT user_id FROM declared_account_tokens WHERE app_account_token = $1", [.text(normalized)]
+        ).rows.first?.optionalString("user_id")
+        declaredOwners[normalized] = .some(owner)
+        return owner
+    }
+
+    private mutating func knownOwner(_ kind: LinkKind, _ environment: PurchaseEnvironment, _ value: String?)
+        throws(PostgresError) -> String?
+    {
         guard let value, !value.isEmpty else { return nil }
-        let key = LinkKey(kind: kind, value: value)
+        let key = LinkKey(kind: kind, environment: environment, value: value)
         if let known = ownerLinks[key] { return known }
         // Not among the batch's own ids (a claim resolved from another message's link): read it.
         let owner = try read(
-            "SELECT user_id FROM owner_links WHERE kind = $1 AND value = $2", [.text(kind.rawValue), .text(value)]
+            "SELECT user_id FROM owner_links WHERE kind = $1 AND environment = $2 AND value = $3",
+            [.text(kind.rawValue), .text(environment.rawValue), .text(value)]
         ).rows.first?.optionalString("user_id")
         ownerLinks[key] = .some(owner)
         return owner
     }
 
-    /// Ties `value` to `owner` (first claim under `keep`, latest owner under `transfer`) and applies the claims
-    /// that were waiting for it. Writes nothing when the link is already there.
-    mutating func link(_ kind: LinkKind, _ value: String?, to owner: String) throws(PostgresError) {
+    /// Ties `value` to `owner` in `environment` when `OwnerRules.links` says so (first claim under `keep`, latest
+    /// owner under `transfer`, never a declared token) and applies the claims of that environment that were waiting
+    /// for it. Writes nothing when the link is already there.
+    mutating func link(_ kind: LinkKind, _ value: String?, to owner: String, in environment: PurchaseEnvironment)
+        throws(PostgresError)
+    {
         guard let value, !value.isEmpty else { return }
-        let key = LinkKey(kind: kind, value: value)
-        let current = try knownOwner(kind, value)
-        if current == owner || (current != nil && policy == .keep) { return }
-        ownerLinks[key] = .some(owner)
+        let declared = kind == .appAccountToken ? try declaredOwner(value) != nil : false
+        let current = try knownOwner(kind, environment, value)
+        guard OwnerRules.links(owner, current: current, declared: declared, policy: policy) else { return }
+        ownerLinks[LinkKey(kind: kind, environment: environment, value: value)] = .some(owner)
         try write(
             """
-            INSERT INTO owner_links (kind, value, user_id) VALUES ($1, $2, $3)
-            ON CONFLICT (kind, value) DO UPDATE SET user_id = EXCLUDED.user_id
-            """, [.text(kind.rawValue), .text(value), .text(owner)])
+            INSERT INTO owner_links (kind, environment, value, user_id) VALUES ($1, $2, $3, $4)
+            ON CONFLICT (value, kind, environment) DO UPDATE SET user_id = EXCLUDED.user_id
+            """, [.text(kind.rawValue), .text(environment.rawValue), .text(value), .text(owner)])
         guard current == nil, awaitedValues.contains(value) else { return }
-        let waitedOn = kind == .originalTransactionId ? "original_transaction_id" : "app_account_token"
+        try resolveWaiting(kind, value, owner: owner, environment: environment)
+    }
+
+    /// Applies, in the order they were made, the claims waiting on `value` (in `environment`, or in every
+    /// environment for a declared token: nil), now owned by `owner`. Their purchases are read and locked together,
+    /// in key order, before any is decided.
+    /// - Returns: how many claims were applied.
+    @discardableResult
+    mutating func resolveWaiting(
+        _ kind: LinkKind, _ value: String, owner: String, environment: PurchaseEnvironment?
+    ) throws(PostgresError) -> Int {
+        var parameters: [PostgresValue] = [.text(value)]
+        if let environment { parameters.append(.text(environment.rawValue)) }
         let waiting = try read(
             """
-            DELETE FROM pending_claims WHERE \(waitedOn) = $1
+            DELETE FROM pending_claims WHERE \(kind.pendingColumn) = $1\(environment == nil ? "" : " AND environment = $2")
             RETURNING claim_id, credit_key, source_kind, source_id, product_id, grant_kind, grant_name, grant_amount,
                 quantity, expires_date_ms, at_ms, original_transaction_id, app_account_token, environment, ownership,
                 purchase_date_ms, upgrade_notified
-            """, [.text(value)]
+            """, parameters
         ).rows
-        guard let columns = waiting.first?.columns else { return }
+        guard let columns = waiting.first?.columns else { return 0 }
         let column = try PendingClaimPositions(columns)
         // In the order they were made.
         let ordered = try waiting.map { row throws(PostgresError) in
             (atMs: try row.int64(column.atMs), claimId: try row.string(column.claimId), row: row)
         }.sorted { ($0.atMs, $0.claimId) < ($1.atMs, $1.claimId) }
+        var keys: Set<String> = []
+        for (_, _, row) in ordered { keys.insert(try row.string(column.creditKey)) }
+        try loadPurchases(keys: keys, subscriptions: [], periodsEndingAfter: .max)
         for (atMs, claimId, row) in ordered {
             let sourceId = try row.string(column.sourceId)
             let source: CreditClaim.Source =
@@ -91,6 +128,7 @@ extension BatchWork {
                 appAccountToken: row.optionalString(column.appAccountToken), claimId: claimId,
                 isPeriod: PurchaseKey.isPeriod(creditKey), upgradeNotified: try row.bool(column.upgradeNotified))
         }
+        return ordered.count
     }
 
     /// Where the columns of a `pending_claims` row stand in a result: found by name once, every row read at them.

@@ -74,6 +74,7 @@ extension BatchWork {
         .init("upgrade_reported", .boolean { $0.state.upgradeReported }),
         .init("upgraded_at_ms", .bigint { $0.state.upgradedAtMs }),
         .init("upgrade_taken", .bigint { $0.state.upgradeTaken }),
+        .init("last_status_signed_ms", .bigint { $0.state.lastStatusSignedMs }),
         // An update that does not know the kind keeps the stored one (migration 7).
         .init(
             "product_type", .text { $0.state.productKind?.rawValue },
@@ -162,6 +163,7 @@ extension BatchWork {
         let expiresDateMs: Int, amountCredited: Int, amountDebited: Int, lastDebit: Int, creditedAtMs: Int
         let originalTransactionId: Int, book: Int, purchaseDateMs: Int, refusedPercentage: Int
         let lastEventSignedMs: Int, upgradeReported: Int, upgradedAtMs: Int, upgradeTaken: Int, productType: Int
+        let lastStatusSignedMs: Int
 
         init(_ columns: PostgresColumns) throws(PostgresError) {
             creditKey = try columns.position(of: "credit_key")
@@ -184,6 +186,7 @@ extension BatchWork {
             upgradedAtMs = try columns.position(of: "upgraded_at_ms")
             upgradeTaken = try columns.position(of: "upgrade_taken")
             productType = try columns.position(of: "product_type")
+            lastStatusSignedMs = try columns.position(of: "last_status_signed_ms")
         }
     }
 
@@ -214,7 +217,8 @@ extension BatchWork {
             upgradeReported: try row.bool(column.upgradeReported),
             upgradedAtMs: try row.optionalInt64(column.upgradedAtMs),
             upgradeTaken: try row.int64(column.upgradeTaken),
-            productKind: row.optionalString(column.productType).flatMap(ProductKind.init(rawValue:)))
+            productKind: row.optionalString(column.productType).flatMap(ProductKind.init(rawValue:)),
+            lastStatusSignedMs: try row.optionalInt64(column.lastStatusSignedMs))
     }
 
     /// Writes every changed purchase: new ones in one `INSERT` (a concurrent instance inserting the same purchase

@@ -17,8 +17,10 @@ struct BatchWork {
     var dirtyPurchases: Set<String> = []
     /// Balance changes, summed per (user, book, item) and written once at the end of the batch.
     var balanceDeltas: [BalanceKey: Int64] = [:]
-    /// Owner links known in this batch: `nil` = read and absent.
+    /// Owner links known in this batch, per environment: `nil` = read and absent.
     var ownerLinks: [LinkKey: String?] = [:]
+    /// Declared owners of tokens (lower-cased) known in this batch: `nil` = read and not declared.
+    var declaredOwners: [String: String?] = [:]
     /// Writes whose results the batch does not need at once, sent together (one round trip, `pipeline`) before
     /// the next read and at the end of the batch.
     var writes: [(sql: String, parameters: [PostgresValue], counted: CountedWrite)] = []
@@ -82,9 +84,10 @@ struct BatchWork {
 
     /// Reads what the batch touches, in a fixed lock order (so two instances never wait on each other in a cycle):
     /// the ids and tokens its transactions carry (advisory locks: a claim parked for an owner and the result that
-    /// links that owner serialize, whichever instance commits first), then the purchases (`FOR UPDATE`, by key),
-    /// with the credited periods of the same subscriptions (what an upgrade replaces), the owner links of those ids
-    /// and tokens, and which of them claims wait for.
+    /// links that owner, or the backend's declaration of that token, serialize, whichever commits first), then the
+    /// purchases (`FOR UPDATE`, by key), with the credited periods of the same subscriptions (what an upgrade
+    /// replaces), the owner links of those ids and tokens in every environment, the tokens' declared owners, and
+    /// which of them claims wait for.
     mutating func prefetch(_ decoded: [Decoded]) throws(PostgresError) {
         var keys: Set<String> = []
         var linkable: Set<String> = []
@@ -92,6 +95,7 @@ struct BatchWork {
         // message names no owner (a consumable's id with a named owner is never looked up: its link is written
         // only when a claim waits for it, which the pending-claims read tells).
         var lookedUp: Set<String> = []
+        var tokens: Set<String> = []
         var subscriptions: Set<String> = []
         var earliestPeriod = Int64.max
         func touch(_ transaction: LedgerTransaction, ownerNamed: Bool) {
@@ -103,6 +107,7 @@ struct BatchWork {
             if let value = transaction.appAccountToken, !value.isEmpty {
                 linkable.insert(value)
                 lookedUp.insert(value)
+                tokens.insert(value.lowercased())
             }
             if transaction.isPeriod, let original = transaction.originalTransactionId, !original.isEmpty {
                 subscriptions.insert(original)
@@ -139,7 +144,19 @@ struct BatchWork {
         if let purchasesRead { statements.append((purchasesRead.sql, purchasesRead.parameters)) }
         if !lookedUp.isEmpty {
             statements.append(
-                ("SELECT kind, value, user_id FROM owner_links WHERE value = ANY($1::text[])", [.textArray(Array(lookedUp))]))
+                (
+                    "SELECT kind, environment, value, user_id FROM owner_links WHERE value = ANY($1::text[])",
+                    [.textArray(Array(lookedUp))]
+                ))
+        }
+        if !tokens.isEmpty {
+            statements.append(
+                (
+                    """
+                    SELECT app_account_token, user_id FROM declared_account_tokens
+                    WHERE app_account_token = ANY($1::text[])
+                    """, [.textArray(Array(tokens))]
+                ))
         }
         if !linkable.isEmpty {
             statements.append(
@@ -159,20 +176,36 @@ struct BatchWork {
         }
         if !lookedUp.isEmpty {
             for value in lookedUp {
-                ownerLinks[LinkKey(kind: .originalTransactionId, value: value)] = .some(nil)
-                ownerLinks[LinkKey(kind: .appAccountToken, value: value)] = .some(nil)
+                for environment in PurchaseEnvironment.allCases {
+                    for kind in [LinkKind.originalTransactionId, .appAccountToken] {
+                        ownerLinks[LinkKey(kind: kind, environment: environment, value: value)] = .some(nil)
+                    }
+                }
             }
             // Each loop finds its columns by name once, from the columns its rows share.
             let links = results.removeFirst().rows
             if let columns = links.first?.columns {
                 let kindColumn = try columns.position(of: "kind")
+                let environmentColumn = try columns.position(of: "environment")
                 let valueColumn = try columns.position(of: "value")
                 let userColumn = try columns.position(of: "user_id")
                 for row in links {
-                    guard let kind = LinkKind(rawValue: try row.string(kindColumn)) else { continue }
+                    guard let kind = LinkKind(rawValue: try row.string(kindColumn)),
+                        let environment = PurchaseEnvironment(rawValue: try row.string(environmentColumn))
+                    else { continue }
                     let owner = try row.string(userColumn)
-                    ownerLinks[LinkKey(kind: kind, value: try row.string(valueColumn))] = .some(owner)
+                    ownerLinks[LinkKey(kind: kind, environment: environment, value: try row.string(valueColumn))] =
+                        .some(owner)
                 }
+            }
+        }
+        if !tokens.isEmpty {
+            for token in tokens { declaredOwners[token] = .some(nil) }
+            let declared = results.removeFirst().rows
+            if let columns = declared.first?.columns {
+                let tokenColumn = try columns.position(of: "app_account_token")
+                let userColumn = try columns.position(of: "user_id")
+                for row in declared { declaredOwners[try row.string(tokenColumn)] = .some(try row.string(userColumn)) }
             }
         }
         if !linkable.isEmpty {

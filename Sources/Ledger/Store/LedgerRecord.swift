@@ -1,6 +1,8 @@
 import Kafka
 
-/// One consumed message as the store applies it (copied out of the consumer; no Kafka types below the service).
+/// One consumed message as the store applies it: copied out of the consumer's `KafkaMessage` (the buffer and the
+/// store hold no consumer type; `TopicPartition`, a plain value, names the partition), so the store and its tests
+/// need no consumer.
 public struct LedgerRecord: Sendable, Equatable {
     public let topic: String
     public let partition: Int32
@@ -26,11 +28,17 @@ public struct BatchSummary: Sendable, Equatable {
     public var applied = 0
     /// Messages skipped because their offset was already applied (a redelivery after a crash or a rebalance).
     public var alreadyApplied = 0
+    /// Purchase events whose `event_id` was applied before (another delivery of the same notification).
     public var duplicateEvents = 0
+    /// Messages written to the ledger's dead-letter table instead of being applied.
     public var deadLettered = 0
+    /// Claims refused by the ownership policy (the purchase belongs to another user).
     public var refusedClaims = 0
+    /// Purchases moved to another owner by the ownership policy.
     public var transfers = 0
+    /// Claims recorded (`pending_claims`) to wait for their owner: no user is linked to their token or id yet.
     public var parkedClaims = 0
+    /// Waiting claims whose owner became known in this batch.
     public var resolvedClaims = 0
     /// Transactions whose `credit_key` differed from the key the ledger derived (pre-2026-12 keys).
     public var rederivedKeys = 0
@@ -39,7 +47,8 @@ public struct BatchSummary: Sendable, Equatable {
     public var sandboxCredits = 0
     /// Valid claims that grant nothing by rule (family-shared items).
     public var declinedClaims = 0
-    /// Money events signed before the last one applied to their purchase: recorded, nothing moved.
+    /// Events signed before the last one of their order (money events, or status events) applied to their purchase:
+    /// recorded, nothing moved.
     public var staleEvents = 0
     /// Subscription periods replaced by an upgrade: their unused share taken back.
     public var upgrades = 0
@@ -53,7 +62,7 @@ public struct BatchSummary: Sendable, Equatable {
     public init() {}
 }
 
-/// The ledger's two input topics.
+/// The ledger's two input topics: verification results and purchase events.
 public struct LedgerTopics: Sendable, Equatable {
     public let results: String
     public let events: String

@@ -276,6 +276,75 @@ public enum LedgerSchema {
                 """,
             ]
         ),
+        (
+            version: 8,
+            statements: [
+                // Round 5 (issue 41), owners and order. Round 5's branches numbered their versions apart (6, 7, 8):
+                // each migration runs once by its own number, whichever order they were released in.
+                //
+                // A subscription_status event is ordered among status events only: its own last signing time. A
+                // period whose last ordered event was a status notification had that time in last_event_signed_ms;
+                // it is copied here so an older status still never overwrites a newer expiry. The money order keeps
+                // its value (nothing tells which kind of event set it); a refund it leaves stale is what
+                // receipt-reconcile corrects or records (docs/CREDITING.md, "Reconciliation").
+                "ALTER TABLE purchases ADD COLUMN last_status_signed_ms bigint",
+                """
+                UPDATE purchases SET last_status_signed_ms = last_event_signed_ms
+                WHERE last_event_signed_ms IS NOT NULL AND credit_key LIKE '%:period:%'
+                """,
+                // Owner links per Apple environment: a token linked by a (free) sandbox claim never decides who owns
+                // production money. An existing link is kept for the environments it can be told to serve: an
+                // original transaction id for the environments of the purchases that carry it; a token for the
+                // environments in which its user owns purchases (the token itself is on no row); a link nothing
+                // tells about stays production, as it served before. A backend repairs a link this keeps wrongly by
+                // declaring the token (below), which every environment follows.
+                "ALTER TABLE owner_links ADD COLUMN environment text CHECK (environment IN ('production','sandbox'))",
+                "ALTER TABLE owner_links DROP CONSTRAINT owner_links_pkey",
+                """
+                INSERT INTO owner_links (kind, value, user_id, environment)
+                SELECT DISTINCT l.kind, l.value, l.user_id,
+                    CASE WHEN starts_with(p.credit_key, 'apple:sandbox:') THEN 'sandbox' ELSE 'production' END
+                FROM owner_links l JOIN purchases p ON p.original_transaction_id = l.value
+                WHERE l.kind = 'original_transaction_id' AND l.environment IS NULL
+                """,
+                """
+                INSERT INTO owner_links (kind, value, user_id, environment)
+                SELECT DISTINCT l.kind, l.value, l.user_id,
+                    CASE WHEN starts_with(p.credit_key, 'apple:sandbox:') THEN 'sandbox' ELSE 'production' END
+                FROM owner_links l JOIN purchases p ON p.owner = l.user_id
+                WHERE l.kind = 'app_account_token' AND l.environment IS NULL
+                """,
+                """
+                UPDATE owner_links l SET environment = 'production' WHERE l.environment IS NULL AND NOT EXISTS (
+                    SELECT 1 FROM owner_links n WHERE n.kind = l.kind AND n.value = l.value AND n.environment IS NOT NULL)
+                """,
+                "DELETE FROM owner_links WHERE environment IS NULL",
+                "ALTER TABLE owner_links ALTER COLUMN environment SET NOT NULL",
+                // Looked up by value (a batch's ids and tokens), so the value leads.
+                "ALTER TABLE owner_links ADD PRIMARY KEY (value, kind, environment)",
+                // The backend's word on whose a token is (PUT /v1/users/{user_id}/app-account-token): binds in every
+                // environment, never taken by a claim or another declaration. Tokens lower-cased (UUIDs).
+                """
+                CREATE TABLE declared_account_tokens (
+                    app_account_token text PRIMARY KEY,
+                    user_id text NOT NULL,
+                    declared_at_ms bigint NOT NULL
+                )
+                """,
+                "CREATE INDEX declared_account_tokens_user ON declared_account_tokens (user_id)",
+                // Every RESCIND_CONSENT the ledger applied (its event_id, Apple's notificationUUID): how
+                // receipt-reconcile tells a lost one from one that arrived, and the audit of each withdrawal.
+                """
+                CREATE TABLE consent_rescinds (
+                    event_id text PRIMARY KEY,
+                    app_transaction_id text,
+                    signed_at_ms bigint,
+                    consents_withdrawn bigint NOT NULL,
+                    applied_at_ms bigint NOT NULL
+                )
+                """,
+            ]
+        ),
     ]
 
     /// The newest schema version this build knows.

@@ -18,6 +18,9 @@ public struct ReconcileFigures: Sendable, Equatable {
     public var refundCorrections: Int64
     /// Corrections recorded and not (yet) acknowledged by Kafka.
     public var unproducedCorrections: Int64
+    /// Drifts the sweeps could not correct and recorded (`reconcile_unresolved`), all time, by reason; empty
+    /// before receipt-reconcile's version 2.
+    public var unresolvedByReason: [String: Int64] = [:]
 
     /// nil when receipt-reconcile never ran on this database (its tables do not exist).
     public static func read(on connection: PostgresConnection) throws(PostgresError) -> ReconcileFigures? {
@@ -42,6 +45,17 @@ public struct ReconcileFigures: Sendable, Equatable {
             ) AS s ON true
             """
         ).rows[0]
+        var unresolved: [String: Int64] = [:]
+        let hasUnresolved = try connection.execute(
+            "SELECT to_regclass('reconcile_unresolved') IS NOT NULL AS present"
+        ).rows[0].bool("present")
+        if hasUnresolved {
+            for row in try connection.execute(
+                "SELECT reason, count(*) AS drifts FROM reconcile_unresolved GROUP BY reason"
+            ).rows {
+                unresolved[try row.string("reason")] = try row.int64("drifts")
+            }
+        }
         return ReconcileFigures(
             lastSweepFinishedMs: try row.optionalInt64("finished_at_ms"),
             driftAppleRefunded: try row.int64("drift_apple_refunded"),
@@ -49,6 +63,6 @@ public struct ReconcileFigures: Sendable, Equatable {
             uncheckedPurchases: try row.int64("purchases_unchecked"),
             notificationCorrections: try row.int64("notification_corrections"),
             refundCorrections: try row.int64("refund_corrections"),
-            unproducedCorrections: try row.int64("unproduced_corrections"))
+            unproducedCorrections: try row.int64("unproduced_corrections"), unresolvedByReason: unresolved)
     }
 }

@@ -2,8 +2,8 @@ import Kafka
 import ServiceSupport
 
 /// The verifier's per-process dispatch bookkeeping: which messages are admitted, which wait for an Apple slot,
-/// which partitions must be paused, which offsets may be stored. A pure state machine: every transition returns a
-/// `DispatchStep` saying what to do; the owner performs it outside its lock.
+/// which partitions must be paused, whether the consumer's intake is held, which offsets may be stored. A pure state
+/// machine: every transition returns a `Step` saying what to do; the owner performs it outside its lock.
 ///
 /// Invariants:
 /// - An offset is only ever stored as "one past the contiguous completed prefix" of what was admitted in the current
@@ -11,10 +11,12 @@ import ServiceSupport
 /// - Every admitted ticket ends exactly once: `complete`, or dropped (revoke, stop, stale ticket). Dropped work is
 ///   never stored past, so it is redelivered.
 /// - At most `limits.maxInFlight` rounds are at Apple while the breaker is closed; one probe at a time while open.
-/// - A partition is paused while its window is full, while it holds a retry record that is not yet due, and every
-///   partition is paused while too many admitted messages wait for Apple, while the breaker is open with work
-///   waiting, and once stopping. The partitions of the direct topics (processed without Apple: notifications) are
-///   also paused while `limits.directLimit` of their messages are admitted and not finished.
+/// - A partition is paused while its window is full and while it holds a retry record that is not yet due; every
+///   partition is paused while the breaker is open with work waiting, and once stopping. The partitions of the
+///   direct topics (processed without Apple: notifications) are also paused while `limits.directLimit` of their
+///   messages are admitted and not finished.
+/// - While too many admitted submissions wait for Apple the consumer's intake is held (`isIntakeHeld`), not its
+///   partitions paused: a pause would make librdkafka drop what it prefetched and fetch it again.
 struct DispatchState<Work: Sendable>: Sendable {
     /// A round to start at Apple. `isProbe` marks the single call allowed while the breaker is open.
     struct Dispatch: Sendable {

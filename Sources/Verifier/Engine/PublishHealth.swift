@@ -1,3 +1,4 @@
+import Kafka
 import Synchronization
 import ServiceSupport
 
@@ -13,7 +14,7 @@ final class PublishHealth: Sendable {
     private struct State {
         var fatal: String?
         /// Per topic: permanent failures since its last acknowledgement, and the last code.
-        var permanent: [String: (count: Int, code: Int32?)] = [:]
+        var permanent: [String: (count: Int, code: KafkaErrorCode?)] = [:]
     }
 
     let notReadyAfter: Int
@@ -31,7 +32,7 @@ final class PublishHealth: Sendable {
 
     /// Records a failure on `topic` that retrying cannot fix; returns the number of such failures in a row there.
     @discardableResult
-    func permanentFailure(topic: String, code: Int32?) -> Int {
+    func permanentFailure(topic: String, code: KafkaErrorCode?) -> Int {
         state.withLock { state in
             let count = (state.permanent[topic]?.count ?? 0) + 1
             state.permanent[topic] = (count, code)
@@ -61,7 +62,7 @@ final class PublishHealth: Sendable {
             let broken = state.permanent.filter { $0.value.count >= notReadyAfter }.sorted { $0.key < $1.key }
             guard let (topic, last) = broken.first else { return nil }
             return "\(last.count) publishes in a row to topic \(topic) failed with an error retrying cannot fix "
-                + "(code \(last.code.map(String.init) ?? "none"); check the topic and its ACLs)"
+                + "(code \(last.code.map { String($0.rawValue) } ?? "none"); check the topic and its ACLs)"
         }
     }
 }

@@ -19,6 +19,10 @@ import Synchronization
 /// Threads: `consume`, `partitionsAssigned` and `partitionsRevoking` are called on the consumer's poll thread;
 /// Apple completions and delivery reports arrive on library threads. CPU work (decoding, encoding) runs on a
 /// concurrent Dispatch queue; all bookkeeping is in `DispatchState` behind one lock, and its actions run outside it.
+///
+/// Files by concern: here the engine's state, the consumer's events, draining and the state's actions;
+/// `+Processing` a message's way through triage and rounds, `+Notifications` verifying and holding notifications,
+/// `+Publishing` writing records and completing messages.
 final class VerificationEngine: Sendable {
     struct Configuration: Sendable {
         var topics: TopicNames
@@ -55,19 +59,22 @@ final class VerificationEngine: Sendable {
         var stopping: Bool
     }
 
-    private let configuration: Configuration
-    private let verifier: any SubmissionVerifying
-    private let notifications: NotificationProcessor?
-    private let publisher: any RecordPublishing
-    private let clock: any ServiceClock
-    private let logger: Logger
-    private let metrics: VerifierMetrics
-    private let triage: MessageTriage
-    private let router: RoundOutcomeRouter
-    private let applier: ConsumerControlApplier
-    private let publishHealth: PublishHealth
-    private let state: Locked<DispatchState<VerificationJob>>
+    let configuration: Configuration
+    let verifier: any SubmissionVerifying
+    let notifications: NotificationProcessor?
+    let publisher: any RecordPublishing
+    let clock: any ServiceClock
+    let logger: Logger
+    let metrics: VerifierMetrics
+    let triage: MessageTriage
+    let router: RoundOutcomeRouter
+    let applier: ConsumerControlApplier
+    let publishHealth: PublishHealth
+    let state: Locked<DispatchState<VerificationJob>>
+    /// CPU work (decoding, encoding, a round's end): only through `enqueue`, which counts it.
     private let work = DispatchQueue(label: "verifier-work", attributes: .concurrent)
+    /// Blocks enqueued and not finished (those they enqueue included): `waitForQueuedWork`'s end condition.
+    private let queuedWork = Atomic<Int>(0)
 
     /// - Parameter notifications: verifies messages of `topics.notifications`; without it they are treated as
     ///   malformed submissions (the service always gives one).
@@ -150,7 +157,7 @@ final class VerificationEngine: Sendable {
                 ["partition": .string(message.topicPartition.description), "offset": .int(Int(message.offset))])
             return
         }
-        work.async { self.process(message, ticket: ticket) }
+        enqueue { self.process(message, ticket: ticket) }
     }
 
     /// Periodic: lets a due probe go while the breaker is open, refreshes gauges.
@@ -176,352 +183,9 @@ final class VerificationEngine: Sendable {
         return finished
     }
 
-    // MARK: Processing
-
-    private func process(_ message: KafkaMessage, ticket: MessageTicket) {
-        let nowMs = clock.wallMilliseconds()
-        if let notifications, message.topic == configuration.topics.notifications {
-            processNotification(message, ticket: ticket, processor: notifications, nowMs: nowMs)
-            return
-        }
-        switch triage.triage(message, nowMs: nowMs) {
-        case .malformed(let records, let problem, let submissionId):
-            metrics.malformed.increment()
-            var fields: KeyValuePairs<String, LogValue> = [:]
-            fields = [
-                "submission_id": .string(submissionId ?? ""), "topic": .string(message.topic),
-                "partition": .int(Int(message.partition)), "offset": .int(Int(message.offset)),
-                "bytes": .int(message.value.count), "problem": .string(problem),
-            ]
-            guard stillOwned(ticket) else { return }
-            logger.warning("malformed message sent to the DLQ", fields)
-            let disposition: RoundDisposition? = submissionId == nil ? nil : .result(.failed, .malformedSubmission)
-            publish(PublishGroup(ticket: ticket, records: records, disposition: disposition, submittedAtMs: nil))
-
-        case .verify(let job):
-            let now = clock.monotonicNanoseconds()
-            perform(state.withLock { $0.enqueue(ticket, work: job, nowNs: now) })
-
-        case .waitUntil(let notBeforeMs, let job):
-            metrics.heldRetryRecords.increment()
-            perform(state.withLock { $0.hold(ticket) })
-            // No round legitimately waits longer than the policy's longest backoff: a record due further ahead
-            // (clock skew, a hand-written record) must not keep its partition paused for longer than that.
-            let longest = configuration.retryPolicy.maximumBackoff.clampedMilliseconds
-            clock.schedule(after: .milliseconds(min(notBeforeMs - nowMs, longest))) {
-                self.metrics.heldRetryRecords.decrement()
-                let now = self.clock.monotonicNanoseconds()
-                self.perform(self.state.withLock { $0.release(ticket, work: job, nowNs: now) })
-            }
-        }
-    }
-
-    /// Verifies a notification and publishes its event, or its DLQ record, like a malformed message: directly. A
-    /// notification that cannot be judged now (`NotificationRejection.isRetryable`: its signing chain's revocation
-    /// status is unavailable) is held instead and verified again after a backoff (`notificationRetryDelay`): it
-    /// keeps its place in its partition (its offset and those after it are not stored, the partition window fills
-    /// and pauses the partition as during an Apple outage), nothing is written, nothing is lost; on revoke or
-    /// shutdown it is abandoned like in-flight work and redelivered.
-    private func processNotification(
-        _ message: KafkaMessage, ticket: MessageTicket, processor: NotificationProcessor, nowMs: Int64,
-        attempt: Int = 0
-    ) {
-        let outcome = processor.process(message.value)
-        guard stillOwned(ticket) else { return }
-        if case .failure(let rejection) = outcome, rejection.isRetryable {
-            holdNotification(message, ticket: ticket, processor: processor, rejection: rejection, attempt: attempt)
-            return
-        }
-        switch outcome {
-        case .success(let notification):
-            let event = notification.event
-            if logger.isEnabled(.debug) {
-                logger.debug(
-                    "notification verified",
-                    [
-                        "event_id": .string(event.eventId), "type": .string(event.type.rawValue),
-                        "notification_type": .string(event.notificationType),
-                        "transaction_id": .string(event.transaction?.transactionId ?? ""),
-                    ])
-            }
-            publish(
-                PublishGroup(
-                    ticket: ticket, records: [router.factory.event(notification)], disposition: nil,
-                    submittedAtMs: nil,
-                    notification: .event(
-                        event.type, notificationType: event.notificationType, receivedAtMs: event.receivedAtMs)))
-        case .failure(let rejection):
-            logger.warning(
-                "notification sent to the DLQ",
-                [
-                    "notification_uuid": .string(rejection.notificationUUID ?? ""),
-                    "reason": .string(rejection.reason.rawValue), "problem": .string(rejection.message),
-                    "topic": .string(message.topic), "partition": .int(Int(message.partition)),
-                    "offset": .int(Int(message.offset)), "bytes": .int(message.value.count),
-                ])
-            let record = router.factory.deadLetter(
-                message: message, submissionId: nil, reason: rejection.reason, text: rejection.message,
-                appleStatus: nil, attempts: 0, nowMs: nowMs)
-            publish(
-                PublishGroup(
-                    ticket: ticket, records: [record], disposition: nil, submittedAtMs: nil,
-                    notification: .rejected(rejection.reason)))
-        }
-    }
-
-    /// The waits before verifying a held notification again: 1 s, doubling, at most 60 s.
-    static let notificationBackoff = Backoff(initial: .seconds(1), maximum: .seconds(60))
-
-    /// The wait after verifying a held notification failed `attempt + 1` times.
-    static func notificationRetryDelay(attempt: Int) -> Duration {
-        notificationBackoff.wait(afterFailures: attempt + 1)
-    }
-
-    private func holdNotification(
-        _ message: KafkaMessage, ticket: MessageTicket, processor: NotificationProcessor,
-        rejection: NotificationRejection, attempt: Int
-    ) {
-        let delay = Self.notificationRetryDelay(attempt: attempt)
-        let fields: KeyValuePairs<String, LogValue> = [
-            "notification_uuid": .string(rejection.notificationUUID ?? ""), "attempt": .int(attempt + 1),
-            "retry_in_ms": .int(Int(delay.clampedMilliseconds)), "problem": .string(rejection.message),
-            "topic": .string(message.topic), "partition": .int(Int(message.partition)),
-            "offset": .int(Int(message.offset)),
-        ]
-        if attempt == 0 { logger.warning("notification held: it cannot be verified now, retrying", fields) } else {
-            logger.info("notification still held", fields)
-        }
-        clock.schedule(after: delay) { [self] in
-            // Given up meanwhile (revoke, shutdown): the partition's next owner reads it again.
-            guard stillOwned(ticket) else { return }
-            work.async { [self] in
-                processNotification(
-                    message, ticket: ticket, processor: processor, nowMs: clock.wallMilliseconds(),
-                    attempt: attempt + 1)
-            }
-        }
-        metrics.notificationsHeld.increment()
-    }
-
-    private func startRound(_ dispatch: DispatchState<VerificationJob>.Dispatch) {
-        let started = clock.monotonicNanoseconds()
-        if dispatch.isProbe {
-            logger.info("probing Apple", ["submission_id": .string(dispatch.work.submission.submissionId)])
-        }
-        verifier.verify(dispatch.work.submission) { outcome in
-            self.work.async { self.roundEnded(dispatch, outcome: outcome, started: started) }
-        }
-    }
-
-    private func roundEnded(
-        _ dispatch: DispatchState<VerificationJob>.Dispatch, outcome: VerificationOutcome, started: UInt64
-    ) {
-        let now = clock.monotonicNanoseconds()
-        metrics.roundDuration.observe(Double(now &- started) / 1e9)
-        metrics.roundEnded(outcome)
-        let (step, breakerOpen) = state.withLock { state in
-            let step = state.appleFinished(dispatch, appleAnswered: outcome.appleAnswered, nowNs: now)
-            return (step, state.breaker.isOpen)
-        }
-        perform(step)
-        guard stillOwned(dispatch.ticket) else {
-            logger.debug(
-                "round ended after its partition was given up: no output, the new owner verifies it again",
-                ["submission_id": .string(dispatch.work.submission.submissionId)])
-            return
-        }
-        let job = dispatch.work
-        let (records, disposition) = router.route(
-            outcome, job: job, breakerOpen: breakerOpen, nowMs: clock.wallMilliseconds())
-        log(outcome, job: job, disposition: disposition)
-        publish(
-            PublishGroup(
-                ticket: dispatch.ticket, records: records, disposition: disposition,
-                submittedAtMs: job.submission.submittedAtMs))
-    }
-
-    private func log(_ outcome: VerificationOutcome, job: VerificationJob, disposition: RoundDisposition) {
-        let id = job.submission.submissionId
-        switch (outcome, disposition) {
-        case (.configurationError(let failure), _):
-            metrics.configErrors.increment()
-            logger.error(
-                "Apple rejected our configuration: fix the settings (APPLE_SHARED_SECRET for 21004)",
-                [
-                    "submission_id": .string(id), "apple_status": .int(failure.appleStatus ?? -1),
-                    "problem": .string(failure.message),
-                ])
-        case (.unavailable(let failure), .retry(let round, let notBefore)):
-            logger.info(
-                "no verdict from Apple this round, retrying later",
-                [
-                    "submission_id": .string(id), "round": .int(round), "attempts": .int(failure.attempts),
-                    "apple_status": .int(failure.appleStatus ?? -1), "error": .string(failure.message),
-                    "not_before_ms": .int(Int(notBefore)),
-                ])
-        case (.unavailable(let failure), _):
-            logger.warning(
-                "no verdict from Apple after the last round",
-                [
-                    "submission_id": .string(id), "apple_status": .int(failure.appleStatus ?? -1),
-                    "error": .string(failure.message),
-                ])
-        case (.verdict(let verdict), _):
-            if logger.isEnabled(.debug) {
-                logger.debug(
-                    "verdict",
-                    [
-                        "submission_id": .string(id), "outcome": .string(verdict.outcome.rawValue),
-                        "reason": .string(verdict.reason?.rawValue ?? "none"),
-                    ])
-            }
-        }
-    }
-
-    /// Whether the ticket's partition is still ours in the ticket's assignment (revoking or draining included).
-    /// When it is not, the work is abandoned without output: its offset was never stored past it, so the partition's
-    /// owner now reads it again, and writing outputs here too would start a second retry chain whose final result
-    /// could disagree with the owner's. The abandonment was counted when the partition was given up (or, for a
-    /// ticket still tracked, is counted by the drop here).
-    private func stillOwned(_ ticket: MessageTicket) -> Bool {
-        let (owned, step) = state.withLock { state -> (Bool, DispatchState<VerificationJob>.Step?) in
-            state.isOwned(ticket) ? (true, nil) : (false, state.abandon(ticket))
-        }
-        if let step { perform(step) }
-        return owned
-    }
-
-    // MARK: Publishing
-
-    private func publish(_ group: PublishGroup) {
-        if group.records.isEmpty {
-            finished(group)
-            return
-        }
-        for record in group.records {
-            publish(record, in: group, attempt: 0)
-        }
-    }
-
-    private func publish(_ record: OutgoingRecord, in group: PublishGroup, attempt: Int) {
-        publisher.publish(record) { failure in
-            guard let failure else {
-                self.metrics.publishedRecord(record.kind)
-                self.publishHealth.acknowledged(topic: record.topic)
-                if group.acknowledge() { self.finished(group) }
-                return
-            }
-            self.publishFailed(record, in: group, attempt: attempt, failure: failure)
-        }
-    }
-
-    /// A record was not written. Transient failures are retried with backoff. A record too large for Kafka is
-    /// rewritten smaller (a DLQ record without the original bytes; a retry record becomes the submission's final
-    /// failure). A fatal producer error makes the process unhealthy: the work is abandoned (its offset is never
-    /// stored, so it is redelivered after the restart). Other failures (authorization, unknown topic) are retried
-    /// too, since an operator can fix them, but counted, logged as errors and make the process not ready.
-    private func publishFailed(_ record: OutgoingRecord, in group: PublishGroup, attempt: Int, failure: PublishFailure)
-    {
-        metrics.publishFailed(record.kind, retriable: failure.isRetriable)
-        let owned = state.withLock { $0.isOwned(group.ticket) }
-        guard owned, !failure.isFatal else {
-            // Not owned: the partition went to another consumer, which reads the message again and writes its
-            // outputs (results are idempotent), so dropping this one loses nothing.
-            if failure.isFatal, publishHealth.fatalFailure(failure.message) {
-                logger.error(
-                    "fatal Kafka producer error: the verifier must be restarted (/healthz fails); unfinished work is "
-                        + "redelivered",
-                    [
-                        "topic": .string(record.topic), "code": .int(Int(failure.code ?? 0)),
-                        "error": .string(failure.message),
-                    ])
-            }
-            if group.abandon() { perform(state.withLock { $0.abandon(group.ticket) }) }
-            return
-        }
-        if failure.isMessageTooLarge, rewriteOversized(record, in: group, failure: failure) { return }
-        let fields: KeyValuePairs<String, LogValue> = [
-            "kind": .string(record.kind.rawValue), "topic": .string(record.topic), "attempt": .int(attempt + 1),
-            "code": .int(Int(failure.code ?? 0)), "bytes": .int(record.value.count), "error": .string(failure.message),
-        ]
-        if failure.isRetriable {
-            if !failure.isQueueFull || attempt % 100 == 0 { logger.warning("publishing failed, retrying", fields) }
-        } else {
-            let inARow = publishHealth.permanentFailure(topic: record.topic, code: failure.code)
-            if attempt < 3 || attempt % 20 == 0 || inARow == publishHealth.notReadyAfter {
-                logger.error(
-                    "publishing failed and will not succeed until the topic or its ACLs are fixed; retrying", fields)
-            }
-        }
-        clock.schedule(after: configuration.publishBackoff.wait(afterFailures: attempt + 1)) {
-            self.publish(record, in: group, attempt: attempt + 1)
-        }
-    }
-
-    /// Replaces a record Kafka refused as too large. Returns false when there is nothing smaller to write.
-    private func rewriteOversized(_ record: OutgoingRecord, in group: PublishGroup, failure: PublishFailure) -> Bool {
-        let factory = router.factory
-        if let smaller = factory.deadLetterWithoutOriginal(record) {
-            logger.warning(
-                "DLQ record too large for Kafka: writing it without the original message",
-                [
-                    "topic": .string(record.topic), "bytes": .int(record.value.count),
-                    "code": .int(Int(failure.code ?? 0)),
-                ])
-            publish(smaller, in: group, attempt: 0)
-            return true
-        }
-        if let records = factory.finalFailure(
-            ofOversizedRetry: record, source: group.ticket, nowMs: clock.wallMilliseconds())
-        {
-            logger.error(
-                "retry record too large for Kafka: the submission fails with apple_unavailable",
-                [
-                    "submission_id": .string(record.header(MessageHeaders.submissionId) ?? ""),
-                    "topic": .string(record.topic), "bytes": .int(record.value.count),
-                ])
-            // The retry record was the group's only output: the failure records replace the whole group.
-            publish(
-                PublishGroup(
-                    ticket: group.ticket, records: records, disposition: .result(.failed, .appleUnavailable),
-                    submittedAtMs: group.submittedAtMs))
-            return true
-        }
-        return false
-    }
-
-    private func finished(_ group: PublishGroup) {
-        switch group.disposition {
-        case .result(let outcome, let reason):
-            metrics.resultWritten(outcome, reason)
-            if let submitted = group.submittedAtMs, submitted > 0 {
-                metrics.resultLatency.observe(Double(clock.wallMilliseconds() - submitted) / 1000)
-            }
-        case .retry:
-            metrics.retries.increment()
-        case nil:
-            break
-        }
-        switch group.notification {
-        case .event(let type, let notificationType, let receivedAtMs):
-            metrics.notificationEventWritten(type, notificationType: notificationType)
-            if receivedAtMs > 0 {
-                metrics.notificationLag.observe(Double(max(clock.wallMilliseconds() - receivedAtMs, 0)) / 1000)
-            }
-        case .rejected(let reason):
-            metrics.notificationRejected(reason)
-        case nil:
-            break
-        }
-        for record in group.records {
-            if case .deadLetter(let dead) = record.payload { metrics.deadLetterWritten(dead.reason) }
-        }
-        perform(state.withLock { $0.complete(group.ticket) })
-    }
-
     // MARK: Actions
 
-    private func perform(_ step: DispatchState<VerificationJob>.Step) {
+    func perform(_ step: DispatchState<VerificationJob>.Step) {
         applier.apply(step.controls)
         if !step.dropped.isEmpty { metrics.abandoned.increment(by: step.dropped.count) }
         if let reset = step.positionReset {
@@ -556,6 +220,25 @@ final class VerificationEngine: Sendable {
     /// Polls until no message is live and every control batch emitted so far was applied (so the offsets the last
     /// completions produced are stored before the caller revokes or closes), or until the deadline.
     /// The bound is real elapsed time (not the injected clock): it limits how long a thread is blocked.
+    /// Runs `body` on the work queue, counted until it has run.
+    func enqueue(_ body: @escaping @Sendable () -> Void) {
+        queuedWork.add(1, ordering: .relaxed)
+        work.async {
+            body()
+            self.queuedWork.subtract(1, ordering: .releasing)
+        }
+    }
+
+    /// Blocks until every block enqueued so far, and every block those enqueued, has run: a point where everything
+    /// the engine was asked to do has been done, after which only a new event (a message, an answer from Apple or
+    /// Kafka, a timer) makes it do anything. A block counts itself off only after it ran, so the count is never zero
+    /// while a chain of blocks is live; each barrier waits for every block queued before it.
+    func waitForQueuedWork() {
+        repeat {
+            work.sync(flags: .barrier) {}
+        } while queuedWork.load(ordering: .acquiring) > 0
+    }
+
     private func waitUntilNoLiveWork(in partitions: [TopicPartition]?, timeout: Duration) -> Bool {
         let deadline = DispatchTime.now().uptimeNanoseconds &+ timeout.clampedNanoseconds
         while true {

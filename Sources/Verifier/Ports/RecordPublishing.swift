@@ -5,7 +5,7 @@ import Kafka
 struct PublishFailure: Error, Sendable, Equatable, CustomStringConvertible {
     let message: String
     /// librdkafka's `rd_kafka_resp_err_t` code, when the failure came from Kafka.
-    let code: Int32?
+    let code: KafkaErrorCode?
     /// The producer's local queue is full (back-pressure, not an error of the record).
     let isQueueFull: Bool
     /// The producer is unusable (for example an idempotent producer that lost its guarantees): nothing it sends
@@ -15,7 +15,7 @@ struct PublishFailure: Error, Sendable, Equatable, CustomStringConvertible {
     let isRetriable: Bool
 
     init(
-        message: String, code: Int32? = nil, isQueueFull: Bool = false, isFatal: Bool = false,
+        message: String, code: KafkaErrorCode? = nil, isQueueFull: Bool = false, isFatal: Bool = false,
         isRetriable: Bool = true
     ) {
         self.message = message
@@ -34,15 +34,14 @@ struct PublishFailure: Error, Sendable, Equatable, CustomStringConvertible {
             isRetriable: error.isRetriable && !Self.unknownTopicCodes.contains(error.code))
     }
 
-    static let unknownTopicCodes: Set<Int32> = [
-        KafkaError.unknownTopic, KafkaError.unknownTopicOrPartition,
+    static let unknownTopicCodes: Set<KafkaErrorCode> = [
+        KafkaErrorCode.unknownTopic, KafkaErrorCode.unknownTopicOrPartition,
     ]
 
     /// Codes meaning the record itself is larger than the producer or the broker accepts: retrying the same
-    /// bytes can never succeed.
-    /// (`RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE` = 10, from the producer or the broker, and
-    /// `RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE` = 18, a batch larger than the broker's segment size.)
-    static let tooLargeCodes: Set<Int32> = [KafkaError.messageSizeTooLarge, 18]
+    /// bytes can never succeed (a message too large, from the producer or the broker, or a batch larger than the
+    /// broker's segment size).
+    static let tooLargeCodes: Set<KafkaErrorCode> = [.messageSizeTooLarge, .recordListTooLarge]
 
     /// The record is too large to ever be written as it is.
     var isMessageTooLarge: Bool { code.map(Self.tooLargeCodes.contains) ?? false }

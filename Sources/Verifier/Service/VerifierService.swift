@@ -11,55 +11,66 @@ import Synchronization
 /// VERIFIER_GROUP_ID) feeding the `VerificationEngine`, the App Store client, the notification verifier (anchored to
 /// APPLE_ROOT_CERTIFICATES), an idempotent producer for outputs, and the health/metrics endpoint.
 ///
-/// A `ManagedService`: `init` creates the clients (nothing runs yet), `start` binds the endpoint and starts
-/// consuming, `drain(within:)` drains (pause, finish or abandon in-flight work within the bound, offsets stored as
-/// outputs are acknowledged), closes the consumer (commits stored offsets, leaves the group), stops the App Store
-/// client, flushes and closes the producer, and stops the endpoint. `drain` is idempotent.
+/// A `ManagedService`: `init` creates the clients (nothing runs yet), each registered in `parts` as it is made,
+/// `start` binds the endpoint and starts consuming, `drain(within:)` drains (pause, finish or abandon in-flight work
+/// within the bound, offsets stored as outputs are acknowledged) and then closes the parts, last made first: the
+/// probe ticker, the consumer (commits stored offsets, leaves the group), the App Store and OCSP clients, the
+/// catalog's watch, the producer (flushed, then closed) and last the endpoint, which serves `/readyz` ("draining")
+/// and `/metrics` to the end. `drain` is idempotent.
 public final class VerifierService: ManagedService {
     private let settings: VerifierSettings
     private let logger: Logger
     let metrics: MetricsRegistry
     private let engine: VerificationEngine
     private let consumer: KafkaConsumer
-    private let producer: KafkaProducer
-    private let appleVerifier: ReceiptVerifier
-    /// The OCSP client (`APPLE_REVOCATION_CHECK=ocsp`), stopped with the App Store client.
-    private let revocationClient: RevocationClient
     /// `PRODUCT_CATALOG_FILE`, followed (re-read within a second of a change) until shutdown.
     private let catalog: ProductCatalogFile?
-    private let link: ConsumerLink
     private let server: HTTPServer
+    /// What `/healthz` and `/readyz` answer (`health(link:engine:consumer:producer:)` once everything is made).
+    private let currentHealth: DeferredHealth
     private let ticker: RepeatingTicker
+    public let parts: ServiceParts
     private let drainOnce = DrainOnce()
 
     /// - Parameters:
     ///   - metrics: the process's registry (`ServiceMain` registers `verifier_build_info` in it).
-    public init(settings: VerifierSettings, logger: Logger, metrics: MetricsRegistry = MetricsRegistry())
-        throws(ServiceStartupError)
-    {
+    ///   - parts: where what `init` makes is registered, to be closed by `drain` or, when `init` throws, by the
+    ///     caller (`ServiceMain.start`).
+    public init(
+        settings: VerifierSettings, logger: Logger, metrics: MetricsRegistry = MetricsRegistry(),
+        parts: ServiceParts = ServiceParts()
+    ) throws(ServiceStartupError) {
         self.settings = settings
         self.logger = logger
         self.metrics = metrics
+        self.parts = parts
+        // The endpoint first, so it closes last: it answers /readyz and /metrics until everything else is closed.
+        let health = DeferredHealth()
+        let server = HTTPServer(
+            configuration: HTTPServerConfiguration(
+                listen: settings.metricsListen, threadCount: 1, connectionLimit: 256),
+            handler: HealthHandler(endpoints: HealthEndpoints(registry: metrics) { health.current }),
+            logger: logger.named("verifier-http"))
+        parts.add("health and metrics endpoint") { server.close() }
         for property in settings.overriddenConsumerProperties {
             logger.warning(
                 "KAFKA_* setting ignored for the consumer: auto-commit commits stored offsets on revoke and close",
                 ["setting": .string(property)])
         }
-        let producer: KafkaProducer
-        do {
-            producer = try KafkaProducer(configuration: settings.kafka, logger: logger, metrics: metrics)
-        } catch {
-            throw .settings("cannot create the Kafka producer: \(error.message)")
-        }
+        let producer = try parts.makeProducer(
+            configuration: settings.kafka, logger: logger, metrics: metrics, closeBound: .seconds(2))
+        // Closed just before the producer: what the drain left (records of abandoned work) gets this long to reach
+        // Kafka.
+        parts.add("Kafka producer flush", bound: .seconds(5)) { producer.flush(timeout: $0) }
         var catalog: ProductCatalogFile?
         if let path = settings.appStore.productCatalogFile {
             do {
                 catalog = try ProductCatalogFile(path: path, logger: logger.named("product-catalog"), metrics: metrics)
             } catch {
-                producer.close(timeout: .seconds(1))
                 throw .settings("invalid configuration: \(error.description)")
             }
         }
+        if let catalog { parts.add("product catalog watch") { catalog.stopWatching() } }
         // One revocation checker (one OCSP cache) for every signed-data verifier of the process.
         let revocationClient: RevocationClient
         do {
@@ -67,9 +78,9 @@ public final class VerifierService: ManagedService {
                 settings: settings.revocation, trustedRoots: settings.serverAPI.rootCertificates,
                 caBundlePath: settings.appStore.caBundlePath, logger: logger.named("ocsp"), metrics: metrics)
         } catch {
-            producer.close(timeout: .seconds(1))
             throw ServiceStartupError("cannot create the OCSP client: \(error)")
         }
+        parts.add("OCSP client") { revocationClient.close() }
         let revocation = revocationClient.checker
         // The Server API backend's verifier (signed transactions, Apple's signed answers).
         let submissionSignedData = AppleSignedDataVerifier(
@@ -80,9 +91,11 @@ public final class VerifierService: ManagedService {
                 settings: settings.appStore, serverAPI: settings.serverAPI, catalog: catalog,
                 logger: logger.named("appstore"), metrics: metrics, signedData: submissionSignedData)
         } catch {
-            producer.close(timeout: .seconds(1))
             throw ServiceStartupError("cannot create the App Store client: \(error)")
         }
+        // Rounds still at Apple when it closes end then, without a verdict; the drain gave their partitions up, so
+        // they write nothing (their messages are read again after the restart).
+        parts.add("App Store client") { appleVerifier.close() }
         // The notifications' own verifier (its chain and header caches), anchored to APPLE_ROOT_CERTIFICATES.
         let signedData = AppleSignedDataVerifier(
             trustedRoots: settings.serverAPI.rootCertificates, revocation: revocation)
@@ -100,9 +113,9 @@ public final class VerifierService: ManagedService {
                 delegate: link, logger: logger,
                 metrics: metrics, commitInterval: settings.commitInterval)
         } catch {
-            producer.close(timeout: .seconds(1))
             throw .settings("cannot create the Kafka consumer: \(error.message)")
         }
+        parts.add("Kafka consumer", bound: .seconds(10), closing: consumer)
         let engine = VerificationEngine(
             configuration: VerificationEngine.Configuration(
                 topics: settings.topics, limits: settings.limits, retryPolicy: settings.retryPolicy,
@@ -120,23 +133,15 @@ public final class VerifierService: ManagedService {
                 assigned: { engine.partitionsAssigned($0) },
                 revoking: { engine.partitionsRevoking($0, timeout: revokeTimeout) }))
         link.attach(consumer: consumer)
-        self.producer = producer
-        self.revocationClient = revocationClient
-        self.appleVerifier = appleVerifier
+        let ticker = RepeatingTicker(interval: .milliseconds(250)) { engine.tick() }
+        parts.add("probe ticker") { ticker.close() }
+        health.attach { Self.health(link: link, engine: engine, consumer: consumer, producer: producer) }
         self.catalog = catalog
         self.consumer = consumer
-        self.link = link
         self.engine = engine
-        self.ticker = RepeatingTicker(interval: .milliseconds(250)) { engine.tick() }
-
-        let handler = HealthHandler(
-            endpoints: HealthEndpoints(registry: metrics) {
-                Self.health(link: link, engine: engine, consumer: consumer, producer: producer)
-            })
-        self.server = HTTPServer(
-            configuration: HTTPServerConfiguration(
-                listen: settings.metricsListen, threadCount: 1, connectionLimit: 256),
-            handler: handler, logger: logger.named("verifier-http"))
+        self.ticker = ticker
+        self.server = server
+        self.currentHealth = health
         registerGauges(engine: engine)
     }
 
@@ -162,7 +167,7 @@ public final class VerifierService: ManagedService {
         return health
     }
 
-    public var health: Health { Self.health(link: link, engine: engine, consumer: consumer, producer: producer) }
+    public var health: Health { currentHealth.current }
 
     /// `VERIFIER_SHUTDOWN_TIMEOUT_MS`.
     public var drainBound: Duration { settings.shutdownTimeout }
@@ -170,11 +175,7 @@ public final class VerifierService: ManagedService {
     /// Binds the endpoint, starts the probe ticker and starts consuming.
     /// - Throws: `ServiceStartupError` when the endpoint cannot be bound.
     public func start() throws(ServiceStartupError) {
-        do {
-            try server.start()
-        } catch {
-            throw ServiceStartupError("cannot listen on VERIFIER_METRICS_LISTEN \(settings.metricsListen): \(error)")
-        }
+        try server.start(listening: "VERIFIER_METRICS_LISTEN", settings.metricsListen)
         ticker.start()
         catalog?.startWatching()
         consumer.start()
@@ -191,24 +192,15 @@ public final class VerifierService: ManagedService {
             ])
     }
 
-    /// Drains and closes everything (see the type's documentation). Blocks for at most about `bound` plus the
-    /// Kafka close bounds.
+    /// Drains the engine within `bound`, then closes the parts (see the type's documentation). Blocks for at most
+    /// about `bound + parts.bound`.
     @discardableResult
     public func drain(within bound: Duration) -> Bool {
         guard drainOnce.claim() else { return true }
         let drained = engine.drain(within: bound)
-        ticker.close()
-        consumer.close(timeout: .seconds(10))
-        // Rounds still at Apple end now, without a verdict; the drain gave their partitions up, so they write
-        // nothing (their messages are read again after the restart).
-        appleVerifier.close()
-        revocationClient.close()
-        catalog?.stopWatching()
-        let flushed = producer.flush(timeout: .seconds(5))
-        producer.close(timeout: .seconds(2))
-        server.close()
-        logger.info("receipt-verifier stopped", ["drained": .bool(drained), "flushed": .bool(flushed)])
-        return drained && flushed
+        let closing = parts.closeAll()
+        logger.info("receipt-verifier stopped", ["drained": .bool(drained), "flushed": .bool(closing.isComplete)])
+        return drained && closing.isComplete
     }
 
     private func registerGauges(engine: VerificationEngine) {
