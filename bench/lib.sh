@@ -40,6 +40,7 @@ bench_cleanup() {
     for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
     for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
     if [ -n "${BENCH_KEEP_WORK:-}" ]; then echo "kept $WORK" >&2; else rm -rf "$WORK"; fi
+    if declare -F postgres_cluster_cleanup >/dev/null; then postgres_cluster_cleanup; fi
 }
 
 # wait_for_line FILE PREFIX: prints the value of the first "PREFIX=value" line of FILE (waits up to 10 s).
@@ -80,17 +81,15 @@ free_port() {
 postgres_start() {
     PG_BIN="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)"
     [ -x "$PG_BIN/initdb" ] || { echo "no PostgreSQL server found: run scripts/install-deps.sh" >&2; return 1; }
-    PG_DIR="$WORK/postgres"
     PG_PORT="$(free_port)"
-    mkdir -p "$PG_DIR"
-    AS_POSTGRES=()
-    if [ "$(id -u)" -eq 0 ]; then
-        # PostgreSQL refuses to run as root: the `postgres` system user (Debian's package creates it) owns the data
-        # and must be able to reach it through the run's directory.
-        chmod 711 "$WORK"
-        chown postgres:postgres "$PG_DIR"
-        AS_POSTGRES=(setpriv --reuid=postgres --regid=postgres --init-groups --)
-    fi
+    # PostgreSQL refuses to run as root: the `postgres` system user (Debian's package creates it) owns the data and
+    # must reach it through every parent directory; where it cannot (WORK under a private TMPDIR), the cluster goes
+    # under /tmp instead (scripts/throwaway-postgres.sh), removed by bench_cleanup.
+    [ "$(id -u)" -ne 0 ] || chmod 711 "$WORK"
+    . "$(dirname "${BASH_SOURCE[0]}")/../scripts/throwaway-postgres.sh"
+    postgres_cluster_dir "$WORK/postgres"
+    PG_DIR="$POSTGRES_CLUSTER_DIR"
+    AS_POSTGRES=("${POSTGRES_AS[@]}")
     "${AS_POSTGRES[@]}" "$PG_BIN/initdb" -D "$PG_DIR/data" -U postgres --auth=trust -E UTF8 --no-sync \
         >"$WORK/initdb.log" 2>&1 || { cat "$WORK/initdb.log" >&2; return 1; }
     LEDGER_DATABASE_URL="host=127.0.0.1 port=$PG_PORT user=postgres dbname=postgres connect_timeout=5"

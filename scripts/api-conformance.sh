@@ -32,9 +32,11 @@ started=$SECONDS
 command -v schemathesis >/dev/null || { echo "api-conformance: schemathesis is missing: run scripts/install-deps.sh"; exit 1; }
 
 pids=()
+. scripts/throwaway-postgres.sh
 cleanup() {
     for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
     wait 2>/dev/null || true
+    postgres_cluster_cleanup
 }
 trap cleanup EXIT
 
@@ -135,7 +137,6 @@ run_pass kafka-down 127.0.0.1:9 "INGEST_MAX_WAIT_MS=300000" -- --exclude-checks 
     --phases examples,coverage,fuzzing
 
 # receipt-ledger: one pass per configuration, each its own process over the same database.
-. scripts/throwaway-postgres.sh
 start_throwaway_postgres "$PWD/$work/postgres" "$work/postgres.log"
 run_ledger_pass() {
     local name="$1" settings="$2"

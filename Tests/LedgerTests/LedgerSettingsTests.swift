@@ -92,9 +92,9 @@ extension LedgerSettingsTests {
     /// own settings, as the ledger reads them at start: a policy the ledger would refuse never reaches a cluster.
     @Test func theShippedRefundPoliciesAreValid() throws {
         let configMap = try String(
-            contentsOf: Self.root.appendingPathComponent("docker/k8s/base/refund-policy.yaml"), encoding: .utf8)
+            contentsOf: Self.root.appendingPathComponent("docker/k8s/components/refund-responder/refund-policy.yaml"), encoding: .utf8)
         let shipped = [
-            "docker/k8s/base/refund-policy.yaml": try Self.blockScalar("refund-policy.json", in: configMap),
+            "docker/k8s/components/refund-responder/refund-policy.yaml": try Self.blockScalar("refund-policy.json", in: configMap),
             "scripts/dev-refund-policy.json": try String(
                 contentsOf: Self.root.appendingPathComponent("scripts/dev-refund-policy.json"), encoding: .utf8),
         ]
