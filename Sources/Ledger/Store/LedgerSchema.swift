@@ -346,6 +346,15 @@ public enum LedgerSchema {
                 """,
             ]
         ),
+        (
+            version: 9,
+            statements: [
+                // Who paid for a refund request's transaction (Apple's inAppOwnershipType as the event carried it):
+                // Apple refuses any answer for a family-shared one (4000185), so the responder answers none
+                // (family_shared). Requests recorded before are NULL: not known, answered as before.
+                "ALTER TABLE consumption_requests ADD COLUMN in_app_ownership_type text",
+            ]
+        ),
     ]
 
     /// The newest schema version this build knows.
