@@ -116,10 +116,12 @@ final class LedgerWorker: Sendable {
             metrics.bufferedMessages.set(buffer.count)
             // After the take: a partition whose messages are in `batch` was recorded as awaiting before them.
             guard startsResolved(), lifecycle.withLock({ $0.mayApply }) else { continue }
+            // Messages of a partition held for an offset gap (fetched before it was held) are never applied.
+            let admitted = starts.withoutHeld(batch)
             if !batch.isEmpty {
                 ahead = DecodingAhead(on: decoder) { [self] in takeDecodedBatch() }
-                applyUntilCommitted(batch, isolating: false)
             }
+            if !admitted.isEmpty { applyUntilCommitted(admitted, isolating: false) }
             refreshGaugesIfDue()
         }
     }

@@ -401,6 +401,19 @@ public enum LedgerSchema {
                 UPDATE pending_claims SET app_account_token = \(canonicalToken("app_account_token"))
                 WHERE app_account_token <> \(canonicalToken("app_account_token"))
                 """,
+                // The gaps an operator accepted (LEDGER_ACCEPT_OFFSET_GAP): a partition whose stored offset was below
+                // its low watermark (a database older than the topics' retention) moved on to it; the offsets from
+                // stored_offset up to low_watermark were never applied.
+                """
+                CREATE TABLE accepted_offset_gaps (
+                    topic text NOT NULL,
+                    partition integer NOT NULL,
+                    stored_offset bigint NOT NULL,
+                    low_watermark bigint NOT NULL,
+                    accepted_at_ms bigint NOT NULL,
+                    PRIMARY KEY (topic, partition, stored_offset)
+                )
+                """,
             ]
         ),
     ]
