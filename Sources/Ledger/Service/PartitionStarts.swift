@@ -43,6 +43,9 @@ final class PartitionStarts: Sendable {
     private let awaiting = Locked(AwaitingStarts())
     /// Assigned partitions held for a gap nobody accepted; forgotten when revoked.
     private let held = Locked<[TopicPartition: KafkaBinding.OffsetGap]>([:])
+    /// The gaps found for the assignment in progress: held from the moment the partitions are assigned
+    /// (`assigned`), so a partition librdkafka did not assign after all is never held.
+    private let gapsInAssignment = Locked<[KafkaBinding.OffsetGap]>([])
     /// `held` is not empty: the per-message check (`admits`) takes no lock otherwise.
     private let anyHeld = Atomic<Bool>(false)
     /// The partitions of the assignment in progress whose offsets the database did not give: awaiting from the
@@ -113,11 +116,12 @@ final class PartitionStarts: Sendable {
                 "partitions start from the stored offsets",
                 ["partitions": .int(partitions.count), "known": .int(stored.count)])
             let checked = checkTopics(stored, refuse: refuse)
-            // Held partitions start at their beginning (as awaiting ones) and are paused in `assigned`; `admits`
-            // drops whatever of theirs is fetched before the pause.
-            setHeld(checked.held, forgetting: [])
+            // Held partitions start at their beginning (as awaiting ones) and are held and paused in `assigned`,
+            // before any message is handed out; `admits` drops whatever of theirs is fetched before the pause.
+            gapsInAssignment.withLock { $0 = checked.held }
             return checked.starts
         case .failure(let error):
+            gapsInAssignment.withLock { $0 = [] }
             unreadInAssignment.withLock { $0 = partitions }
             logger.warning(
                 "cannot read the stored offsets: the partitions stay paused until the database answers",
@@ -127,14 +131,21 @@ final class PartitionStarts: Sendable {
     }
 
     /// After the assignment, before any of its messages is handed out: those of `partitions` whose offsets could
-    /// not be read are paused and await.
+    /// not be read are paused and await; those with a gap nobody accepted are paused and held.
     func assigned(_ partitions: [TopicPartition]) {
         let unread = Set(unreadInAssignment.withLock { unread in
             defer { unread = [] }
             return unread
         })
-        let gapped = held.withLock { held in partitions.filter { held[$0] != nil } }
-        if !gapped.isEmpty { currentConsumer?.pause(gapped) }
+        let assigned = Set(partitions)
+        let gaps = gapsInAssignment.withLock { gaps in
+            defer { gaps = [] }
+            return gaps.filter { assigned.contains($0.partition) }
+        }
+        if !gaps.isEmpty {
+            setHeld(gaps, forgetting: [])
+            currentConsumer?.pause(gaps.map(\.partition))
+        }
         let waiting = partitions.filter { unread.contains($0) }
         guard !waiting.isEmpty else { return }
         currentConsumer?.pause(waiting)
@@ -165,8 +176,9 @@ final class PartitionStarts: Sendable {
             refuse(reason)
         })
         if refused { return .refused }
-        // A held partition stays paused and is never sought: nothing of it is applied.
-        setHeld(checked.held, forgetting: [])
+        // A held partition stays paused and is never sought: nothing of it is applied. Held only while still
+        // awaiting under the same ticket (one revoked meanwhile is its next owner's to judge).
+        setHeld(checked.held, forgetting: [], ifAwaiting: snapshot)
         let gapped = Set(checked.held.map(\.partition))
         let started = partitions.filter { !gapped.contains($0) }
         var starts: [TopicPartition: Int64] = [:]
@@ -314,11 +326,18 @@ final class PartitionStarts: Sendable {
         if asError { logger.error(message, fields) } else { logger.warning(message, fields) }
     }
 
-    /// Forgets the held partitions among `forgetting`, then holds `gaps`; updates the gauge.
-    private func setHeld(_ gaps: [KafkaBinding.OffsetGap], forgetting: [TopicPartition]) {
+    /// Forgets the held partitions among `forgetting`, then holds `gaps` (with `ifAwaiting`, only those still
+    /// awaiting under the ticket it gives them: checked under the lock, so a revocation's forgetting comes after);
+    /// updates the gauge.
+    private func setHeld(
+        _ gaps: [KafkaBinding.OffsetGap], forgetting: [TopicPartition], ifAwaiting snapshot: [TopicPartition: UInt64]? = nil
+    ) {
         let count = held.withLock { held -> Int in
             for partition in forgetting { held[partition] = nil }
-            for gap in gaps { held[gap.partition] = gap }
+            let current = snapshot.map { _ in awaiting.withLock { $0.tickets } }
+            for gap in gaps where snapshot == nil || current?[gap.partition] == snapshot?[gap.partition] {
+                held[gap.partition] = gap
+            }
             anyHeld.store(!held.isEmpty, ordering: .releasing)
             return held.count
         }
