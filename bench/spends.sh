@@ -61,7 +61,8 @@ for tool in wrk curl psql python3; do
 done
 [ "$ROUNDS" -ge 1 ] 2>/dev/null || { echo "--rounds needs a whole number of at least 1" >&2; exit 2; }
 python="$(python3 -c 'import sys; print(sys.executable)')"  # the interpreter itself: its pid is the peer's
-"$python" -c 'import psycopg' 2>/dev/null || { echo "bench/spends.sh needs psycopg: run scripts/install-deps.sh" >&2; exit 2; }
+"$python" -c 'import psycopg' 2>/dev/null \
+    || { echo "bench/spends.sh needs psycopg: run scripts/install-deps.sh" >&2; exit 2; }
 if [ "$PEER" -eq 1 ]; then
     "$python" -c 'import aiohttp, psycopg_pool' 2>/dev/null || {
         echo "the peer (bench/spend-peer.py) needs aiohttp and psycopg-pool: run scripts/install-deps.sh, or pass" \
@@ -99,7 +100,8 @@ PIDS+=("$LEDGER_PID")
 LEDGER_URL="http://127.0.0.1:$(listening_port "$WORK/ledger.log")" \
     || { echo "receipt-ledger did not start:" >&2; cat "$WORK/ledger.log" >&2; exit 1; }
 for _ in $(seq 1 300); do curl -fsS -o /dev/null "$LEDGER_URL/readyz" 2>/dev/null && break; sleep 0.1; done
-curl -fsS -o /dev/null "$LEDGER_URL/readyz" || { echo "receipt-ledger never became ready" >&2; tail -5 "$WORK/ledger.log" >&2; exit 1; }
+curl -fsS -o /dev/null "$LEDGER_URL/readyz" \
+    || { echo "receipt-ledger never became ready" >&2; tail -5 "$WORK/ledger.log" >&2; exit 1; }
 
 if [ "$PEER" -eq 1 ]; then
     SPEND_PEER_DSN="$(dsn peer)" SPEND_PEER_LISTEN=127.0.0.1:0 SPEND_PEER_POOL="$PEER_POOL" \
@@ -229,8 +231,10 @@ PY
         read -r count_before requests_before seconds_before <<<"$batches_before"
         read -r count_after requests_after seconds_after <<<"$(wallet_batches)"
         python3 -c "
-count, requests, seconds = $count_after - $count_before, $requests_after - $requests_before, $seconds_after - $seconds_before
-print(f'  ledger spend batches: {count:.0f}, {requests / max(count, 1):.1f} requests and {seconds * 1000 / max(count, 1):.2f} ms each on average ({seconds:.1f} s in all)')"
+count = $count_after - $count_before
+requests, seconds = $requests_after - $requests_before, $seconds_after - $seconds_before
+print(f'  ledger spend batches: {count:.0f}, {requests / max(count, 1):.1f} requests and '
+      f'{seconds * 1000 / max(count, 1):.2f} ms each on average ({seconds:.1f} s in all)')"
     fi
 }
 
