@@ -134,6 +134,34 @@ postgres_stop() {
     POSTGRES_PID=
 }
 
+# postgres_server_ticks POSTMASTER_PID: the server's CPU so far, in clock ticks (user + system): every live process
+# it started (backends, WAL writer, checkpointer...), the postmaster's own and what its reaped children used (ended
+# backends, autovacuum workers). The difference of two readings is the whole server's CPU between them, as
+# bench/ledger.sh measures it (bench/spends.sh).
+postgres_server_ticks() {
+    python3 - "$1" <<'PY'
+import os, sys
+postmaster = int(sys.argv[1])
+
+def stat(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return int(fields[1]), int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14])
+
+total = 0
+for entry in os.listdir("/proc"):
+    if entry.isdigit():
+        s = stat(int(entry))
+        if s is not None and s[0] == postmaster:
+            total += s[1]
+_, own, reaped = stat(postmaster)
+print(total + own + reaped)
+PY
+}
+
 # ---- instruction counts of an in-process bench (bench/verifier-callgrind.sh, bench/ingest-callgrind.sh) ----------
 # callgrind_counts_option ARGS...: sets N1 and N2 from `--counts N1,N2` (default 2000,4000); exits 2 otherwise.
 callgrind_counts_option() {

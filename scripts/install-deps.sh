@@ -56,6 +56,7 @@ pinned check-jsonschema 0.39.0 || python_missing+=(check-jsonschema==0.39.0)
 # confluent-kafka bundles its own librdkafka, psycopg[binary] its own libpq.
 python3 -c 'import confluent_kafka' 2>/dev/null || python_missing+=(confluent-kafka)
 python3 -c 'import psycopg' 2>/dev/null || python_missing+=('psycopg[binary]')
+python3 -c 'import psycopg_pool' 2>/dev/null || python_missing+=(psycopg-pool==3.3.3)  # bench/spend-peer.py's pool
 # bench/verifier-peer.py and bench/ingest-peer.py (the Python peers): asyncio HTTP client and server.
 pinned aiohttp 3.14.5 || python_missing+=(aiohttp==3.14.5)
 # The API conformance run (scripts/api-conformance.sh): pinned, because schemathesis's CLI and checks change between
