@@ -296,6 +296,16 @@ import Testing
                 .adjustBalance(owner: "u1", item: "gems", delta: -100),
             ], status: .debited, owner: "u1", credited: 400, debited: 400),
         Row(
+            name: "a period is upgraded once: refunded after its upgrade and reversed, the replacement takes nothing again",
+            inputs: [
+                period(), .upgrade(newPurchaseDateMs: 10 * day), .debit(revocationPercentage: nil), .recredit,
+                .upgrade(newPurchaseDateMs: 10 * day),
+            ],
+            actions: [
+                .adjustBalance(owner: "u1", item: "gems", delta: 300), .adjustBalance(owner: "u1", item: "gems", delta: -200),
+                .adjustBalance(owner: "u1", item: "gems", delta: -100), .adjustBalance(owner: "u1", item: "gems", delta: 100),
+            ], status: .recredited, owner: "u1", credited: 400, debited: 300),
+        Row(
             name: "a refund signed before the reversal that already arrived moves nothing",
             inputs: [result("u1"), .signed(atMs: 20, .recredit), .signed(atMs: 10, .debit(revocationPercentage: nil))],
             actions: [.adjustBalance(owner: "u1", item: "gems", delta: 100), .staleEvent], status: .credited,
