@@ -67,9 +67,14 @@ struct WalletWork {
 
     /// The statements that lock the wallets `keys` (their balances rows, in key order: the lock order of every
     /// transaction touching wallets) and read their lots with units remaining, their clawbacks with debt
-    /// outstanding, and, for a reversal of the purchases `reversing`, their refunds not reversed yet with their takes
-    /// and the lots those took from. Run them in this order in one pipeline (the lock first).
-    static func readStatements(_ keys: [WalletKey], reversing: [String] = []) -> [(sql: String, parameters: [PostgresValue])] {
+    /// outstanding, for a reversal of the purchases `reversing` their refunds not reversed yet with their takes, the
+    /// lots those took from and the refunds of those lots' purchases still short (what the restored units settle
+    /// first), and the clawbacks `takingBack` names (user, clawback key) if recorded already: a take-back is taken
+    /// once against the database, not only against what else was read. Run them in this order in one pipeline (the
+    /// lock first).
+    static func readStatements(
+        _ keys: [WalletKey], reversing: [String] = [], takingBack: [(user: String, key: String)] = []
+    ) -> [(sql: String, parameters: [PostgresValue])] {
         let sorted = keys.sorted()
         let wallets: [PostgresValue] = [
             .textArray(sorted.map(\.user)), .textArray(sorted.map(\.book.rawValue)), .textArray(sorted.map(\.item)),
@@ -77,7 +82,10 @@ struct WalletWork {
         return [
             (lockBalances, wallets),
             reversing.isEmpty ? (remainingLots, wallets) : (remainingAndTakenLots, wallets + [.textArray(reversing)]),
-            (clawbacks, wallets + [.textArray(reversing)]),
+            (
+                clawbacks,
+                wallets + [.textArray(reversing), .textArray(takingBack.map(\.user)), .textArray(takingBack.map(\.key))]
+            ),
         ]
     }
 
@@ -111,7 +119,16 @@ struct WalletWork {
             JOIN wallet_clawbacks c ON c.user_id = w.u AND c.book = w.b AND c.item = w.i AND c.debt > 0
             UNION
             SELECT user_id, clawback_key FROM wallet_clawbacks
-            WHERE credit_key = ANY($4::text[]) AND kind = 'refund' AND NOT reversed)
+            WHERE credit_key = ANY($4::text[]) AND kind = 'refund' AND NOT reversed
+            UNION
+            SELECT o.user_id, o.clawback_key FROM wallet_clawbacks c
+            JOIN wallet_takes t ON t.user_id = c.user_id AND t.clawback_key = c.clawback_key
+            JOIN wallet_clawbacks o ON o.user_id = t.user_id AND o.credit_key = t.lot_key AND o.kind = 'refund'
+                AND NOT o.reversed AND (o.debt > 0 OR o.unrecovered > 0)
+            WHERE c.credit_key = ANY($4::text[]) AND c.kind = 'refund' AND NOT c.reversed
+            UNION
+            SELECT c.user_id, c.clawback_key FROM unnest($5::text[], $6::text[]) AS k(u, k)
+            JOIN wallet_clawbacks c ON c.user_id = k.u AND c.clawback_key = k.k)
         SELECT c.user_id, c.clawback_key, c.book, c.item, c.credit_key, c.kind, c.requested, c.debt, c.unrecovered,
             c.reversed, c.at_ms, t.lot_key AS take_lot, t.amount AS take_amount
         FROM wanted w JOIN wallet_clawbacks c ON c.user_id = w.user_id AND c.clawback_key = w.clawback_key
