@@ -1,7 +1,7 @@
 // receipt-notifications-backfill: recovers App Store Server Notifications Apple could not deliver (or that were
 // lost before the ingest) from Get Notification History and writes them to NOTIFICATIONS_TOPIC.
 
-import AppStore
+import AppStoreServerAPI
 import Foundation
 import Kafka
 import NotificationBackfill
@@ -83,18 +83,15 @@ enum BackfillMain {
             })
         else { return 2 }
 
-        let http: CurlHTTPClient
+        let client: AppStoreServerAPIClient
         do {
-            http = try CurlHTTPClient(configuration: HTTPClientConfiguration(maxInFlight: 4, requestTimeoutMs: timeoutMs))
+            client = try AppStoreServerAPIClient.make(
+                settings: serverAPI, credentials: credentials, requestTimeoutMs: timeoutMs, logger: logger)
         } catch {
             logger.error("cannot create the HTTP client", ["error": .string("\(error)")])
             return 1
         }
-        defer { http.close() }
-        let client = AppStoreServerAPIClient(
-            http: http, endpoints: serverAPI.endpoints, tokens: AppStoreServerAPITokenProvider(credentials: credentials),
-            pacer: ServerAPIPacer(pacing: ServerAPIPacing(productionRatePerSecond: serverAPI.maxRequestsPerSecond)),
-            requestTimeoutMs: timeoutMs, logger: logger.named("server-api"))
+        defer { client.close() }
         var producer: KafkaProducer?
         if !options.dryRun {
             do {

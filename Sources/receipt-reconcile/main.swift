@@ -3,16 +3,16 @@
 // own rules.
 
 import AppStore
+import AppStoreServerAPI
 import Foundation
 import Kafka
-import NotificationBackfill
+import Notifications
 import Postgres
 import Reconcile
 import ReceiptModel
 import ServiceRuntime
 import ServiceSupport
 import SignedData
-import Verifier
 
 let usage = """
     Usage: receipt-reconcile [--once] [--dry-run] [--environment production|sandbox] [--bundle-id B]
@@ -113,18 +113,15 @@ enum ReconcileMain {
         }
         defer { connection.close() }
 
-        let http: CurlHTTPClient
+        let client: AppStoreServerAPIClient
         do {
-            http = try CurlHTTPClient(configuration: HTTPClientConfiguration(maxInFlight: 4, requestTimeoutMs: timeoutMs))
+            client = try AppStoreServerAPIClient.make(
+                settings: serverAPI, credentials: credentials, requestTimeoutMs: timeoutMs, logger: logger)
         } catch {
             logger.error("cannot create the HTTP client", ["error": .string("\(error)")])
             return 1
         }
-        defer { http.close() }
-        let client = AppStoreServerAPIClient(
-            http: http, endpoints: serverAPI.endpoints, tokens: AppStoreServerAPITokenProvider(credentials: credentials),
-            pacer: ServerAPIPacer(pacing: ServerAPIPacing(productionRatePerSecond: serverAPI.maxRequestsPerSecond)),
-            requestTimeoutMs: timeoutMs, logger: logger.named("server-api"))
+        defer { client.close() }
         var producer: KafkaProducer?
         if !options.dryRun {
             do {

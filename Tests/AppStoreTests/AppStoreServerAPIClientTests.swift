@@ -1,7 +1,9 @@
+@testable import AppStoreServerAPI
 import Crypto
 import Dispatch
 import FakeAppStore
 import Foundation
+@testable import HTTPClient
 import ReceiptModel
 import ServiceSupport
 import SignedData

@@ -1,5 +1,7 @@
+@testable import AppStoreServerAPI
 import Crypto
 import Foundation
+@testable import HTTPClient
 import ReceiptModel
 import ServiceSupport
 import SignedData

@@ -1,6 +1,8 @@
 import AppStore
+import AppStoreServerAPI
 import FakeAppStore
 import Foundation
+import HTTPClient
 import ReceiptModel
 import ServiceSupport
 import SignedData

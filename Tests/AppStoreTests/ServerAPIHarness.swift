@@ -1,8 +1,10 @@
 import AppStore
+import AppStoreServerAPI
 import Crypto
 import Dispatch
 import FakeAppStore
 import Foundation
+import HTTPClient
 import ReceiptModel
 import ServiceSupport
 import SignedData

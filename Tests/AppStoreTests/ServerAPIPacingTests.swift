@@ -1,3 +1,4 @@
+@testable import AppStoreServerAPI
 import Dispatch
 import ReceiptModel
 import Synchronization

@@ -1,3 +1,4 @@
+@testable import AppStoreServerAPI
 import Crypto
 import Foundation
 import ServiceSupport

@@ -1,4 +1,5 @@
 import AppStore
+import AppStoreServerAPI
 import ReceiptModel
 import ServiceSupport
 import Testing

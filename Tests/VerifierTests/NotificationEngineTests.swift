@@ -1,6 +1,7 @@
 import FakeAppStore
 import Foundation
 import Kafka
+@testable import Notifications
 import ReceiptModel
 import ServiceSupport
 import SignedData

@@ -1,6 +1,7 @@
 import AppStore
 import FakeAppStore
 import Foundation
+@testable import Notifications
 import ReceiptModel
 import ServiceSupport
 import SignedData

@@ -2,6 +2,7 @@ import AppStore
 import FakeAppStore
 import Foundation
 import Kafka
+@testable import Notifications
 import ReceiptModel
 import ServiceSupport
 import SignedData

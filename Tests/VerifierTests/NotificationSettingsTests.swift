@@ -1,4 +1,5 @@
 import Foundation
+@testable import Notifications
 import ServiceSupport
 import SignedData
 import Testing

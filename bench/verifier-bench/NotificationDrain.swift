@@ -13,6 +13,7 @@ import Dispatch
 import FakeAppStore
 import Foundation
 import Kafka
+import Notifications
 import ReceiptModel
 import ServiceSupport
 import SignedData

@@ -1,5 +1,6 @@
 import AppStore
 import Kafka
+import Notifications
 import ReceiptModel
 import ServiceSupport
 

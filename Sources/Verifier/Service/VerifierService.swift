@@ -1,7 +1,9 @@
 import AppStore
+import AppStoreServerAPI
 import Dispatch
 import HTTPServer
 import Kafka
+import Notifications
 import ServiceRuntime
 import ServiceSupport
 import SignedData

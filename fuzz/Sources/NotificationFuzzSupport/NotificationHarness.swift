@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import FuzzSupport
 import Kafka
+import Notifications
 import ReceiptModel
 import SignedData
 import Verifier

@@ -1,5 +1,6 @@
 import AppStore
 import FuzzSupport
+@testable import Notifications
 import ReceiptModel
 
 @testable import Verifier

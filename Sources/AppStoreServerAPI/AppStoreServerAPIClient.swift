@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import HTTPClient
 import ReceiptModel
 import ServiceSupport
 import SignedData

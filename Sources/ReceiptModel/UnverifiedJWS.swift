@@ -1,5 +1,4 @@
 import Foundation
-import ReceiptModel
 
 /// Reading a compact JWS without verifying it: its shape, and its header and payload as JSON objects. Only for
 /// routing (a Kafka key) and for refusing what cannot be a JWS at all; the verifier checks chain and signature.

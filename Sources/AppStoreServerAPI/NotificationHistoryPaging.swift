@@ -1,4 +1,4 @@
-/// One page of Get Notification History, as the backfill needs it.
+/// One page of Get Notification History, as the backfill and the reconciliation sweep need it.
 public struct NotificationHistoryPage: Sendable, Equatable {
     /// Apple's `signedPayload`s, unverified (the verifier verifies them like any notification).
     public var signedPayloads: [String]
@@ -16,23 +16,17 @@ public struct NotificationHistoryPage: Sendable, Equatable {
     }
 }
 
-/// Where the backfill reads notifications from: the App Store Server API's Get Notification History in production,
-/// a fake in tests.
+/// Where the backfill and the reconciliation sweep read notifications from: the App Store Server API's Get
+/// Notification History in production (`ServerAPINotificationHistory`), a fake in tests.
 public protocol NotificationHistoryPaging: Sendable {
     /// The page after `paginationToken` (nil: the first) of the notifications signed in `[startMs, endMs)`.
     /// - Returns: the page, or why there is none (a message for the operator).
     func page(startMs: Int64, endMs: Int64, onlyFailures: Bool, paginationToken: String?) async
-        -> Result<NotificationHistoryPage, BackfillError>
+        -> Result<NotificationHistoryPage, NotificationHistoryError>
 }
 
-/// Where recovered notification records go: `NOTIFICATIONS_TOPIC`.
-public protocol NotificationRecordWriting: Sendable {
-    /// Writes one record; returns nil once Kafka acknowledged it, else why not.
-    func write(key: [UInt8]?, value: [UInt8]) async -> String?
-}
-
-/// Why the backfill could not go on.
-public struct BackfillError: Error, Sendable, Equatable, CustomStringConvertible {
+/// Why Get Notification History gave no page (the backfill and the sweep stop there).
+public struct NotificationHistoryError: Error, Sendable, Equatable, CustomStringConvertible {
     public let description: String
     /// App Store Server API requests made before giving up (what a call budget counts).
     public var calls: Int

@@ -1,4 +1,5 @@
 import Crypto
+import HTTPClient
 import ServiceSupport
 import SignedData
 

@@ -127,7 +127,7 @@ public struct NotificationProcessor: Sendable {
             record = try MessageCoding.decode(NotificationRecord.self, from: value)
         } catch {
             throw NotificationRejection(
-                .malformedSubmission, "not a notification record: \(MessageTriage.describe(error))")
+                .malformedSubmission, "not a notification record: \(MessageCoding.describe(error))")
         }
         guard record.schemaVersion == NotificationRecord.currentSchemaVersion else {
             throw NotificationRejection(

@@ -1,4 +1,5 @@
 import Dispatch
+import HTTPClient
 import ReceiptModel
 
 /// The support and operations endpoints (receipt-admin): each one call through `call(...)`, paced per endpoint as

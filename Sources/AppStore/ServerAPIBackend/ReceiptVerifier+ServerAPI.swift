@@ -1,4 +1,6 @@
+import AppStoreServerAPI
 import Crypto
+import HTTPClient
 import ServiceSupport
 import SignedData
 
@@ -17,14 +19,10 @@ extension ReceiptVerifier {
         let verifyReceipt = VerifyReceiptBackend(
             client: http, endpoints: settings.endpoints, sharedSecret: settings.sharedSecret,
             excludeOldTransactions: settings.excludeOldTransactions, metrics: metrics, logger: logger)
-        var client: AppStoreServerAPIClient?
-        if let credentials = serverAPI.credentials {
-            let pacer = ServerAPIPacer(
-                pacing: ServerAPIPacing(productionRatePerSecond: serverAPI.maxRequestsPerSecond))
-            client = AppStoreServerAPIClient(
-                http: http, endpoints: serverAPI.endpoints,
-                tokens: AppStoreServerAPITokenProvider(credentials: credentials), pacer: pacer,
-                requestTimeoutMs: settings.timeoutMs, logger: logger.named("server-api"), metrics: metrics)
+        let client = serverAPI.credentials.map { credentials in
+            AppStoreServerAPIClient.make(
+                settings: serverAPI, credentials: credentials, http: http, requestTimeoutMs: settings.timeoutMs,
+                logger: logger, metrics: metrics)
         }
         let receipts: AppReceiptVerifier? =
             serverAPI.receiptBackend == .serverAPI

@@ -1,5 +1,3 @@
-import Ingest
-import ReceiptModel
 import ServiceSupport
 
 /// A `signedPayload` from Get Notification History as a `NOTIFICATIONS_TOPIC` record: a `NotificationRecord` of

@@ -1,3 +1,4 @@
+import AppStoreServerAPI
 import ReceiptModel
 import ServiceSupport
 

@@ -1,4 +1,3 @@
-import AppStore
 import Dispatch
 import ReceiptModel
 import ServiceSupport
@@ -23,7 +22,7 @@ public struct ServerAPINotificationHistory: NotificationHistoryPaging {
     }
 
     public func page(startMs: Int64, endMs: Int64, onlyFailures: Bool, paginationToken: String?) async
-        -> Result<NotificationHistoryPage, BackfillError>
+        -> Result<NotificationHistoryPage, NotificationHistoryError>
     {
         let request = NotificationHistoryRequest(
             startDate: startMs, endDate: endMs, onlyFailures: onlyFailures ? true : nil)
@@ -52,9 +51,9 @@ public struct ServerAPINotificationHistory: NotificationHistoryPaging {
                     ])
                 try? await Task.sleep(for: .milliseconds(delay))
             case .failure(let error):
-                return .failure(BackfillError("Get Notification History (\(environment.rawValue)) failed: \(error)", calls: calls))
+                return .failure(NotificationHistoryError("Get Notification History (\(environment.rawValue)) failed: \(error)", calls: calls))
             }
         }
-        return .failure(BackfillError("Get Notification History did not answer after \(maximumAttempts) attempts", calls: calls))
+        return .failure(NotificationHistoryError("Get Notification History did not answer after \(maximumAttempts) attempts", calls: calls))
     }
 }

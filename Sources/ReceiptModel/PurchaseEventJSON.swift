@@ -1,12 +1,11 @@
-import ReceiptModel
 import ServiceSupport
 
 /// A purchase event's JSON, written directly: the same members, values and key order as `MessageCoding` (sorted
 /// keys, absent values as null, slashes unescaped), without `JSONEncoder`'s generic machinery, which cost a fifth of
 /// a notification's processing (events are written at thousands per second). `PurchaseEventJSONTests` check that it
 /// decodes to the event it was written from and matches `MessageCoding`'s output member for member.
-enum PurchaseEventJSON {
-    static func encode(_ event: PurchaseEvent) -> [UInt8] {
+public enum PurchaseEventJSON {
+    public static func encode(_ event: PurchaseEvent) -> [UInt8] {
         // Members in sorted key order (as `.sortedKeys` writes them); `PurchaseEventJSONTests` holds them to it.
         var out = JSONWriter(capacity: 1_536)
         out.member("app_apple_id", first: true)
@@ -45,7 +44,7 @@ enum PurchaseEventJSON {
         return out.bytes
     }
 
-    static func write(_ transaction: VerifiedTransaction, to out: inout JSONWriter) {
+    public static func write(_ transaction: VerifiedTransaction, to out: inout JSONWriter) {
         out.member("app_account_token", first: true)
         out.string(transaction.appAccountToken)
         out.member("app_transaction_id")

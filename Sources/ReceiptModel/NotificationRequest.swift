@@ -1,10 +1,22 @@
 import Foundation
-import ReceiptModel
 
 /// The body of `POST /v1/apple/notifications`: `{"signedPayload": "<JWS>"}` as Apple posts App Store Server
 /// Notifications V2, checked for its shape only (nothing is verified here), with what routing needs read from the
-/// unverified payload.
+/// unverified payload. The ingest reads Apple's posts with it, and `NotificationHistoryRecord` the payloads of Get
+/// Notification History, so both are keyed alike.
 public struct NotificationRequest: Sendable, Equatable {
+    /// Why a body is not a notification (the ingest answers it 400 `invalid_notification`): `problem` says what
+    /// Apple would have sent instead, never quoting the body.
+    public struct Invalid: Error, Sendable, Equatable, CustomStringConvertible {
+        public let problem: String
+
+        public init(_ problem: String) {
+            self.problem = problem
+        }
+
+        public var description: String { problem }
+    }
+
     /// Apple's `signedPayload`, unchanged.
     public var signedPayload: String
     /// `data.signedTransactionInfo`'s `originalTransactionId` (read from the unverified nested JWS), when present.
@@ -17,32 +29,32 @@ public struct NotificationRequest: Sendable, Equatable {
     public var partitionKey: String? { originalTransactionId ?? notificationUUID }
 
     /// Parses and checks a request body.
-    /// - Throws: `APIError` 400 `invalid_notification` when the body is not a JSON object with a `signedPayload`
-    ///   that is three base64url segments with an ES256 header.
-    public static func parse(_ body: [UInt8]) throws(APIError) -> NotificationRequest {
+    /// - Throws: `Invalid` when the body is not a JSON object with a `signedPayload` that is three base64url
+    ///   segments with an ES256 header.
+    public static func parse(_ body: [UInt8]) throws(Invalid) -> NotificationRequest {
         let parsed: Any
         do {
             parsed = try JSONSerialization.jsonObject(with: Data(body), options: [])
         } catch {
-            throw .invalidNotification("the body is not valid JSON: Apple posts {\"signedPayload\": \"<JWS>\"}")
+            throw Invalid("the body is not valid JSON: Apple posts {\"signedPayload\": \"<JWS>\"}")
         }
         guard let object = parsed as? [String: Any] else {
-            throw .invalidNotification("the body must be a JSON object {\"signedPayload\": \"<JWS>\"}")
+            throw Invalid("the body must be a JSON object {\"signedPayload\": \"<JWS>\"}")
         }
         guard let signedPayload = object["signedPayload"] as? String, !signedPayload.isEmpty else {
-            throw .invalidNotification("signedPayload is missing or not a string")
+            throw Invalid("signedPayload is missing or not a string")
         }
         do {
             try UnverifiedJWS.checkShape(signedPayload)
         } catch {
             switch error {
             case .notCompact:
-                throw .invalidNotification(
+                throw Invalid(
                     "signedPayload is not a compact JWS (three base64url segments joined by dots)")
             case .unreadableHeader:
-                throw .invalidNotification("signedPayload's header is not a base64url JSON object")
+                throw Invalid("signedPayload's header is not a base64url JSON object")
             case .unsupportedAlgorithm(let alg):
-                throw .invalidNotification(
+                throw Invalid(
                     "signedPayload's header names alg \(alg.map { "'\($0.prefix(20))'" } ?? "(none)"); "
                         + "Apple signs with ES256 only")
             }

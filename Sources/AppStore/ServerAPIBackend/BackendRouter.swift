@@ -1,3 +1,4 @@
+import AppStoreServerAPI
 import ReceiptModel
 
 /// Picks the backend for each proof: `receipt_data` to verifyReceipt or, with `RECEIPT_BACKEND=server-api`, to the

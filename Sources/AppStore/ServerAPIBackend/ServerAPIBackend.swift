@@ -1,3 +1,4 @@
+import AppStoreServerAPI
 import Dispatch
 import ReceiptModel
 import ServiceSupport
