@@ -188,7 +188,7 @@ let package = Package(
         .testTarget(name: "ServiceSupportTests", dependencies: ["ServiceSupport", "TestSupport"]),
         .testTarget(
             name: "ServiceRuntimeTests", dependencies: ["ServiceRuntime", "HTTPServer", "Kafka", "ServiceSupport"]),
-        .testTarget(name: "ReceiptModelTests", dependencies: ["ReceiptModel", "TestSupport"]),
+        .testTarget(name: "ReceiptModelTests", dependencies: ["ReceiptModel", "ServiceSupport", "TestSupport"]),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", "EmbeddedKafka", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(

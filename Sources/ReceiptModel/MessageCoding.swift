@@ -13,6 +13,16 @@ public enum MessageCoding {
         try JSONDecoder().decode(type, from: Data(bytes))
     }
 
+    /// `encode` for the message types, which hold only strings, integers, booleans and arrays and objects of them:
+    /// encoding cannot fail.
+    public static func encodeMessage<T: Encodable>(_ value: T) -> [UInt8] {
+        do {
+            return try encode(value)
+        } catch {
+            preconditionFailure("encoding \(T.self) failed: \(error)")
+        }
+    }
+
     /// A `decode` error in one line without the data itself (which may hold a receipt): what a DLQ record says.
     public static func describe(_ error: any Error) -> String {
         guard let decoding = error as? DecodingError else { return "not valid JSON" }

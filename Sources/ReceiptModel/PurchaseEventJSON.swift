@@ -1,10 +1,89 @@
 import ServiceSupport
 
-/// A purchase event's JSON, written directly: the same members, values and key order as `MessageCoding` (sorted
-/// keys, absent values as null, slashes unescaped), without `JSONEncoder`'s generic machinery, which cost a fifth of
-/// a notification's processing (events are written at thousands per second). `PurchaseEventJSONTests` check that it
-/// decodes to the event it was written from and matches `MessageCoding`'s output member for member.
+/// A purchase event (`EVENTS_TOPIC`) as JSON, written and read here only, so a member of the contract changes in one
+/// place.
+///
+/// - The writer (`encode`, the verifier's and receipt-reconcile's): the same members, values and key order as
+///   `MessageCoding` (sorted keys, absent values as null, slashes unescaped), without `JSONEncoder`'s generic
+///   machinery, which cost a fifth of a notification's processing (events are written at thousands per second).
+/// - The strict reader (`read`, the ledger's): the lean `JSONParser` (a duplicate member is malformed JSON), then
+///   the members a crediting service reads, each with the contract's type (`VerifiedTransactionJSON` for the
+///   transaction); only schema version 1 is read.
+///
+/// `PurchaseEventJSONTests` check that the bytes are `MessageCoding`'s; `MessageRoundTripTests` hold
+/// `read(encode(e))` to `Members(e)`.
 public enum PurchaseEventJSON {
+    /// What the strict reader reads of an event, as written: `type` is the producer's text (a type this build does
+    /// not know is read, not refused).
+    public struct Members: Sendable, Equatable {
+        public var schemaVersion: Int
+        public var eventId: String
+        public var type: String
+        public var transaction: VerifiedTransactionJSON.Members?
+        public var subscriptionStatus: Int64?
+        public var receivedAtMs: Int64?
+        /// When Apple signed the notification: money events of one purchase take effect in this order.
+        public var signedDateMs: Int64?
+        public var environment: String?
+        public var bundleId: String?
+        /// Apple's `subtype` (`UPGRADE` is an upgrade's evidence).
+        public var subtype: String?
+        /// Apple's `notificationType` (`RESCIND_CONSENT` withdraws consent).
+        public var notificationType: String?
+        /// `RESCIND_CONSENT`'s app download (`appData`'s app transaction).
+        public var appTransactionId: String?
+        /// A `consumption_request`'s `consumption_request_reason` (Apple's `consumptionRequestReason`, as Apple wrote
+        /// it); absent or null on other events and older ones.
+        public var consumptionRequestReason: String?
+
+        /// What `read` gives for the bytes `encode` writes of `event` (an event of schema version 1).
+        public init(_ event: PurchaseEvent) {
+            schemaVersion = event.schemaVersion
+            eventId = event.eventId
+            type = event.type.rawValue
+            transaction = event.transaction.map(VerifiedTransactionJSON.Members.init)
+            subscriptionStatus = event.subscriptionStatus.map(Int64.init)
+            receivedAtMs = event.receivedAtMs
+            signedDateMs = event.signedDateMs
+            environment = event.environment?.rawValue
+            bundleId = event.bundleId
+            subtype = event.subtype
+            notificationType = event.notificationType
+            appTransactionId = event.appTransactionId
+            consumptionRequestReason = event.consumptionRequestReason
+        }
+
+        /// Reads the message `c` (members in this order, the first problem decides the reason).
+        init(_ c: JSONFields) throws(UnreadableMessage) {
+            schemaVersion = Int(try c.requiredInt64("schema_version"))
+            guard schemaVersion == 1 else { throw UnreadableMessage("unknown schema_version \(schemaVersion)") }
+            eventId = try c.requiredString("event_id")
+            guard !eventId.isEmpty else { throw UnreadableMessage("event_id is empty") }
+            type = try c.requiredString("type")
+            transaction = try c.object("transaction").map { fields throws(UnreadableMessage) in
+                try VerifiedTransactionJSON.read(fields)
+            }
+            subscriptionStatus = try c.int64("subscription_status")
+            receivedAtMs = try c.int64("received_at_ms")
+            signedDateMs = try c.int64("signed_date_ms")
+            environment = try c.string("environment")
+            bundleId = try c.string("bundle_id")
+            subtype = try c.string("subtype")
+            notificationType = try c.string("notification_type")
+            appTransactionId = try c.string("app_transaction_id")
+            consumptionRequestReason = try c.string("consumption_request_reason")
+            try IdentifierText.check(eventId, "event_id")
+            try IdentifierText.check(appTransactionId, "app_transaction_id")
+            try IdentifierText.check(consumptionRequestReason, "consumption_request_reason")
+        }
+    }
+
+    /// Reads an event message strictly.
+    /// - Throws: `UnreadableMessage` naming the first problem (the ledger dead-letters the message with it).
+    public static func read(_ bytes: [UInt8]) throws(UnreadableMessage) -> Members {
+        try Members(JSONFields.message(bytes))
+    }
+
     public static func encode(_ event: PurchaseEvent) -> [UInt8] {
         // Members in sorted key order (as `.sortedKeys` writes them); `PurchaseEventJSONTests` holds them to it.
         var out = JSONWriter(capacity: 1_536)
@@ -37,79 +116,15 @@ public enum PurchaseEventJSON {
         out.member("subtype")
         out.string(event.subtype)
         out.member("transaction")
-        if let transaction = event.transaction { write(transaction, to: &out) } else { out.null() }
+        if let transaction = event.transaction {
+            VerifiedTransactionJSON.write(transaction, to: &out)
+        } else {
+            out.null()
+        }
         out.member("type")
         out.string(event.type.rawValue)
         out.raw("}")
         return out.bytes
-    }
-
-    public static func write(_ transaction: VerifiedTransaction, to out: inout JSONWriter) {
-        out.member("app_account_token", first: true)
-        out.string(transaction.appAccountToken)
-        out.member("app_transaction_id")
-        out.string(transaction.appTransactionId)
-        out.member("billing_plan_type")
-        out.string(transaction.billingPlanType)
-        out.member("cancellation_date_ms")
-        out.number(transaction.cancellationDateMs)
-        out.member("cancellation_reason")
-        out.string(transaction.cancellationReason)
-        out.member("commitment_info")
-        write(transaction.commitmentInfo ?? .null, to: &out)
-        out.member("credit")
-        write(transaction.credit ?? .null, to: &out)
-        out.member("credit_key")
-        out.string(transaction.creditKey)
-        out.member("creditable")
-        out.bool(transaction.creditable)
-        out.member("currency")
-        out.string(transaction.currency)
-        out.member("expires_date_ms")
-        out.number(transaction.expiresDateMs)
-        out.member("in_app_ownership_type")
-        out.string(transaction.inAppOwnershipType)
-        out.member("is_trial_period")
-        out.bool(transaction.isTrialPeriod)
-        out.member("is_upgraded")
-        out.bool(transaction.isUpgraded)
-        out.member("not_creditable_reason")
-        out.string(transaction.notCreditableReason?.rawValue)
-        out.member("offer_discount_type")
-        out.string(transaction.offerDiscountType)
-        out.member("offer_identifier")
-        out.string(transaction.offerIdentifier)
-        out.member("offer_period")
-        out.string(transaction.offerPeriod)
-        out.member("offer_type")
-        out.number(transaction.offerType)
-        out.member("original_transaction_id")
-        out.string(transaction.originalTransactionId)
-        out.member("price")
-        out.number(transaction.price)
-        out.member("product_id")
-        out.string(transaction.productId)
-        out.member("product_type")
-        out.string(transaction.productType?.rawValue)
-        out.member("purchase_date_ms")
-        out.number(transaction.purchaseDateMs)
-        out.member("quantity")
-        out.number(Int64(transaction.quantity))
-        out.member("revocation_percentage")
-        out.number(transaction.revocationPercentage.map(Int64.init))
-        out.member("revocation_type")
-        out.string(transaction.revocationType)
-        out.member("storefront")
-        out.string(transaction.storefront)
-        out.member("storefront_id")
-        out.string(transaction.storefrontId)
-        out.member("transaction_id")
-        out.string(transaction.transactionId)
-        out.member("transaction_reason")
-        out.string(transaction.transactionReason)
-        out.member("web_order_line_item_id")
-        out.string(transaction.webOrderLineItemId)
-        out.raw("}")
     }
 
     static func write(_ renewal: RenewalSummary, to out: inout JSONWriter) {
@@ -140,34 +155,5 @@ public enum PurchaseEventJSON {
         out.member("renewal_price")
         out.number(renewal.renewalPrice)
         out.raw("}")
-    }
-
-    /// The catalog's opaque `credit`, object keys sorted.
-    static func write(_ value: JSONValue, to out: inout JSONWriter) {
-        switch value {
-        case .null: out.null()
-        case .bool(let flag): out.bool(flag)
-        case .integer(let number): out.number(number)
-        case .number:
-            // Fractions are rare in a catalog: JSONEncoder decides their text, as for every other message.
-            out.raw((try? MessageCoding.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "null")
-        case .string(let text): out.string(text)
-        case .array(let elements):
-            out.raw("[")
-            for (index, element) in elements.enumerated() {
-                if index > 0 { out.raw(",") }
-                write(element, to: &out)
-            }
-            out.raw("]")
-        case .object(let members):
-            out.raw("{")
-            for (index, key) in members.keys.sorted().enumerated() {
-                if index > 0 { out.raw(",") }
-                out.string(key)
-                out.raw(":")
-                write(members[key] ?? .null, to: &out)
-            }
-            out.raw("}")
-        }
     }
 }

@@ -1,9 +1,9 @@
-import ReceiptModel
 import ServiceSupport
 
-/// The members of one JSON object of a message, read by name with the types the contract gives them. Absent and
-/// null read as nil; a member of another type makes the message unreadable, naming where (`wrong type at
-/// transactions.0.quantity`), never its contents.
+/// The members of one JSON object of a message, read by name with the types the contract gives them: the strict
+/// readers' (`VerificationResultJSON.read`, `PurchaseEventJSON.read`, the ledger's). Absent and null read as nil; a
+/// member of another type makes the message unreadable, naming where (`wrong type at transactions.0.quantity`), never
+/// its contents.
 struct JSONFields {
     let members: [String: JSONValue]
     /// Where this object is in the message (`transactions.0`), for the reasons.
@@ -17,7 +17,8 @@ struct JSONFields {
         self.path = path
     }
 
-    /// The message's top-level object.
+    /// The message's top-level object, parsed by the strict `JSONParser` (a duplicate member, invalid UTF-8 or a
+    /// number that does not fit is `malformed JSON`).
     static func message(_ bytes: [UInt8]) throws(UnreadableMessage) -> JSONFields {
         let value: JSONValue
         do {
@@ -83,5 +84,21 @@ struct JSONFields {
     func object(_ name: String) throws(UnreadableMessage) -> JSONFields? {
         guard let value = present(name) else { return nil }
         return try JSONFields(value, path: at(name))
+    }
+}
+
+/// Why a message cannot be read: the dead-letter reason (it names members and paths, never values).
+public struct UnreadableMessage: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+extension IdentifierText {
+    /// Identifiers the messages carry end up in keys, logs and a crediting service's database: a control character
+    /// (a NUL, which libpq would cut the text at, or any other C0/C1 control or DEL) makes the message unreadable
+    /// instead of truncated or credited to another user. `member` names it in the reason.
+    public static func check(_ value: String?, _ member: String) throws(UnreadableMessage) {
+        guard let value, let problem = problem(field: member, value) else { return }
+        throw UnreadableMessage(problem)
     }
 }
