@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "ReceiptModel", targets: ["ReceiptModel"]),
         .library(name: "AppStore", targets: ["AppStore"]),
         .library(name: "AppStoreServerAPI", targets: ["AppStoreServerAPI"]),
+        .library(name: "Catalog", targets: ["Catalog"]),
         .library(name: "HTTPClient", targets: ["HTTPClient"]),
         .library(name: "Notifications", targets: ["Notifications"]),
         .library(name: "Ingest", targets: ["Ingest"]),
@@ -65,21 +66,27 @@ let package = Package(
         .target(
             name: "AppStoreServerAPI",
             dependencies: ["HTTPClient", "ReceiptModel", "ServiceSupport", "SignedData", "Crypto"]),
-        // Receipt verification: the verifyReceipt and Server API backends behind `ReceiptVerifier`, the verdict rules
-        // and the product catalog.
+        // PRODUCT_CATALOG_FILE: the products' types and credits, followed as the file changes (the verifier's money
+        // rules judge transactions by it; the ledger reads it too).
+        .target(name: "Catalog", dependencies: ["ReceiptModel", "ServiceSupport"]),
+        // Receipt verification: the verifyReceipt and Server API backends behind `ReceiptVerifier`, the verdict rules.
         .target(
             name: "AppStore",
-            dependencies: ["AppStoreServerAPI", "HTTPClient", "ReceiptModel", "ServiceSupport", "SignedData", "Crypto"]),
+            dependencies: [
+                "AppStoreServerAPI", "Catalog", "HTTPClient", "ReceiptModel", "ServiceSupport", "SignedData", "Crypto",
+            ]),
         .target(
             name: "FakeAppStore",
             dependencies: [
-                "AppStoreServerAPI", "HTTPClient", "HTTPServer", "ReceiptModel", "ServiceSupport", "SignedData", "Crypto",
+                "AppStoreServerAPI", "HTTPClient", "HTTPServer", "ReceiptModel", "ServiceSupport", "SignedData",
+                "Crypto",
             ],
             exclude: ["README.md"]),
         // App Store Server Notifications V2: a record verified, judged by the verdict rules and mapped to a purchase
         // event (the verifier's notifications; receipt-reconcile checks recovered ones and refunds with it).
         .target(
-            name: "Notifications", dependencies: ["AppStore", "ReceiptModel", "ServiceSupport", "SignedData"]),
+            name: "Notifications",
+            dependencies: ["AppStore", "Catalog", "ReceiptModel", "ServiceSupport", "SignedData"]),
         // The one service runtime: ServiceMain (help, settings errors exit 2, signals, drain, exit), ManagedService,
         // Health and its endpoints, bearer keys, the consumer link.
         .target(name: "ServiceRuntime", dependencies: ["Kafka", "HTTPServer", "ServiceSupport"]),
@@ -88,8 +95,8 @@ let package = Package(
         .target(
             name: "Verifier",
             dependencies: [
-                "Kafka", "AppStore", "AppStoreServerAPI", "HTTPClient", "HTTPServer", "Notifications", "ReceiptModel",
-                "ServiceRuntime", "ServiceSupport", "SignedData", "Crypto",
+                "Kafka", "AppStore", "AppStoreServerAPI", "Catalog", "HTTPClient", "HTTPServer", "Notifications",
+                "ReceiptModel", "ServiceRuntime", "ServiceSupport", "SignedData", "Crypto",
             ]),
 
         // receipt-ledger: the crediting rules, pure (per credit_key a state and (state, input) -> (state, actions),
@@ -127,8 +134,8 @@ let package = Package(
         .executableTarget(
             name: "receipt-reconcile",
             dependencies: [
-                "Reconcile", "AppStore", "AppStoreServerAPI", "Kafka", "Notifications", "Postgres", "ReceiptModel",
-                "ServiceRuntime", "ServiceSupport", "SignedData",
+                "Reconcile", "AppStore", "AppStoreServerAPI", "Catalog", "Kafka", "Notifications", "Postgres",
+                "ReceiptModel", "ServiceRuntime", "ServiceSupport", "SignedData",
             ]),
         .executableTarget(
             name: "receipt-notifications-backfill",
@@ -194,8 +201,8 @@ let package = Package(
         .testTarget(
             name: "AppStoreTests",
             dependencies: [
-                "AppStore", "AppStoreServerAPI", "HTTPClient", "FakeAppStore", "ReceiptModel", "ServiceSupport",
-                "TestSupport", "SignedData", "Crypto",
+                "AppStore", "AppStoreServerAPI", "Catalog", "HTTPClient", "FakeAppStore", "ReceiptModel",
+                "ServiceSupport", "TestSupport", "SignedData", "Crypto",
             ],
             exclude: ["Fixtures"]),
         .testTarget(
@@ -204,8 +211,9 @@ let package = Package(
         .testTarget(
             name: "VerifierTests",
             dependencies: [
-                "Verifier", "AppStore", "AppStoreServerAPI", "HTTPServer", "Kafka", "Notifications", "ReceiptModel",
-                "ServiceRuntime", "ServiceSupport", "TestSupport", "SignedData", "Crypto", "FakeAppStore",
+                "Verifier", "AppStore", "AppStoreServerAPI", "Catalog", "HTTPServer", "Kafka", "Notifications",
+                "ReceiptModel", "ServiceRuntime", "ServiceSupport", "TestSupport", "SignedData", "Crypto",
+                "FakeAppStore",
             ]),
         .testTarget(name: "ReplayTests", dependencies: ["Replay", "ReceiptModel"]),
         .testTarget(

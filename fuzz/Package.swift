@@ -45,6 +45,7 @@ let package = Package(
             dependencies: [
                 "FuzzSupport", .product(name: "Verifier", package: "receipt-verification"),
                 .product(name: "Notifications", package: "receipt-verification"),
+                .product(name: "Catalog", package: "receipt-verification"),
                 .product(name: "AppStore", package: "receipt-verification"),
                 .product(name: "SignedData", package: "receipt-verification"),
                 .product(name: "ReceiptModel", package: "receipt-verification"),
@@ -77,6 +78,7 @@ let package = Package(
             dependencies: [
                 "FuzzSupport", .product(name: "AppStore", package: "receipt-verification"),
                 .product(name: "ReceiptModel", package: "receipt-verification"),
+                .product(name: "Catalog", package: "receipt-verification"),
                 .product(name: "Notifications", package: "receipt-verification"),
                 .product(name: "Verifier", package: "receipt-verification"),
             ]),

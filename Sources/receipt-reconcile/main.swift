@@ -4,6 +4,7 @@
 
 import AppStore
 import AppStoreServerAPI
+import Catalog
 import Foundation
 import Kafka
 import Notifications

@@ -1,3 +1,4 @@
+@testable import Catalog
 @testable import HTTPClient
 import ReceiptModel
 import ServiceSupport

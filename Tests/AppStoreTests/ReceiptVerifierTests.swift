@@ -1,3 +1,4 @@
+@testable import Catalog
 import Dispatch
 import ReceiptModel
 import ServiceSupport

@@ -1,4 +1,5 @@
 import AppStore
+import Catalog
 import FakeAppStore
 import Foundation
 @testable import Notifications

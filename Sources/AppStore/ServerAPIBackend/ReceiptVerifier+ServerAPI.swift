@@ -1,4 +1,5 @@
 import AppStoreServerAPI
+import Catalog
 import Crypto
 import HTTPClient
 import ServiceSupport

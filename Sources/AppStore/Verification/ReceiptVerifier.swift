@@ -1,3 +1,4 @@
+import Catalog
 import Dispatch
 import HTTPClient
 import ReceiptModel

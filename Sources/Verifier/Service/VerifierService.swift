@@ -1,5 +1,6 @@
 import AppStore
 import AppStoreServerAPI
+import Catalog
 import Dispatch
 import HTTPServer
 import Kafka

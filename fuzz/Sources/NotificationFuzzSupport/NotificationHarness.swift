@@ -1,4 +1,5 @@
 import AppStore
+import Catalog
 import Crypto
 import Foundation
 import FuzzSupport

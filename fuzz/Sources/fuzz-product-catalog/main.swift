@@ -1,4 +1,5 @@
 import AppStore
+import Catalog
 import FuzzSupport
 @testable import Notifications
 import ReceiptModel
