@@ -27,6 +27,7 @@ let package = Package(
         .library(name: "Crypto", targets: ["Crypto"]),
         .library(name: "Verifier", targets: ["Verifier"]),
         .library(name: "ServiceSupport", targets: ["ServiceSupport"]),
+        .library(name: "TestPKI", targets: ["TestPKI"]),
     ],
     targets: [
         // MARK: C system libraries (Debian 12 packages)
@@ -41,23 +42,28 @@ let package = Package(
 
         // MARK: Libraries
         .target(name: "ServiceSupport", dependencies: ["CMalloc", "CThreadName"]),
-        // The only Swift code over librdkafka: one client class (`RDKafkaClient`) owns the handle and every
-        // rd_kafka_* call (`RDKafkaMockCluster` the mock cluster's), plus the value types (KafkaError, TopicPartition,
-        // KafkaMessage, ...) that Kafka re-exports.
+        // The only production Swift code over librdkafka: one client class (`RDKafkaClient`) owns the handle and
+        // every rd_kafka_* call, plus the value types (KafkaError, TopicPartition, KafkaMessage, ...) that Kafka
+        // re-exports.
         .target(name: "RDKafka", dependencies: ["CRdKafka", "ServiceSupport"]),
         // Consumer, topic follower and producer, in Swift types only: no C here (no CRdKafka dependency).
         .target(name: "Kafka", dependencies: ["RDKafka", "ServiceSupport"]),
-        // librdkafka's mock cluster, a test and development tool (embedded-kafka, KafkaTests), not production code;
-        // Swift only, over RDKafka's `RDKafkaMockCluster`.
-        .target(name: "EmbeddedKafka", dependencies: ["RDKafka", "ServiceSupport"]),
+        // librdkafka's mock cluster, a test and development tool (embedded-kafka, KafkaTests), not production code: its
+        // `rd_kafka_mock_*` calls are here (`RDKafkaMockCluster`), over RDKafka's client configuration and callbacks,
+        // so no service links them.
+        .target(name: "EmbeddedKafka", dependencies: ["CRdKafka", "RDKafka", "ServiceSupport"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "ServiceSupport"]),
         // The only Swift code over libpq: connections, parameterized statements, transactions, typed rows.
         .target(name: "Postgres", dependencies: ["CPostgres", "ServiceSupport"]),
         .target(name: "ReceiptModel", dependencies: ["Crypto", "ServiceSupport"]),
-        // The only Swift code over OpenSSL: digests, certificates, chain validation, EC keys, PKCS#7, test PKI.
+        // The only production Swift code over OpenSSL: digests, certificates, chain validation, EC keys, PKCS#7, OCSP.
         .target(name: "Crypto", dependencies: ["COpenSSL"]),
         // JWS (StoreKit 2 / Server API / notifications), the API token and legacy receipts, above Crypto.
         .target(name: "SignedData", dependencies: ["Crypto", "ServiceSupport"]),
+        // The test and development PKI, a test-support target as EmbeddedKafka is (the fake App Store, tests,
+        // benchmarks, fuzzing; no service links it): minted Apple-shaped chains, JWS and receipt signing, OCSP
+        // answers and a responder. It calls OpenSSL's minting and signing functions itself, over Crypto's types.
+        .target(name: "TestPKI", dependencies: ["COpenSSL", "Crypto", "ReceiptModel", "ServiceSupport", "SignedData"]),
         // The only Swift code over libcurl: one multi loop per client, HTTP/2, TLS always verified.
         .target(name: "HTTPClient", dependencies: ["CCurl", "ServiceSupport"]),
         // The App Store Server API client (made by its one factory: the verifier, the ledger's refund responder and
@@ -79,7 +85,7 @@ let package = Package(
             name: "FakeAppStore",
             dependencies: [
                 "AppStoreServerAPI", "HTTPClient", "HTTPServer", "ReceiptModel", "ServiceSupport", "SignedData",
-                "Crypto",
+                "Crypto", "TestPKI",
             ],
             exclude: ["README.md"]),
         // App Store Server Notifications V2: a record verified, judged by the verdict rules and mapped to a purchase
@@ -114,7 +120,8 @@ let package = Package(
         .executableTarget(name: "receipt-verifier", dependencies: ["Verifier", "ServiceRuntime"]),
         .executableTarget(name: "receipt-ledger", dependencies: ["Ledger", "ServiceRuntime"]),
         .executableTarget(
-            name: "fake-appstore", dependencies: ["FakeAppStore", "ServiceRuntime", "ServiceSupport", "Crypto"]),
+            name: "fake-appstore",
+            dependencies: ["FakeAppStore", "ServiceRuntime", "ServiceSupport", "Crypto", "TestPKI"]),
         .executableTarget(
             name: "embedded-kafka", dependencies: ["EmbeddedKafka", "RDKafka", "ServiceRuntime", "ServiceSupport"]),
         .executableTarget(
@@ -162,10 +169,13 @@ let package = Package(
         .executableTarget(
             name: "verifier-bench",
             dependencies: [
-                "Kafka", "Notifications", "ReceiptModel", "ServiceSupport", "FakeAppStore", "SignedData", "Verifier",
+                "Kafka", "Notifications", "ReceiptModel", "ServiceSupport", "FakeAppStore", "SignedData", "TestPKI",
+                "Verifier",
             ],
             path: "bench/verifier-bench"),
-        .executableTarget(name: "jws-bench", dependencies: ["SignedData", "Crypto", "ServiceSupport"], path: "bench/jws-bench"),
+        .executableTarget(
+            name: "jws-bench", dependencies: ["SignedData", "Crypto", "ServiceSupport", "TestPKI"],
+            path: "bench/jws-bench"),
         .executableTarget(
             name: "ledger-apply-bench", dependencies: ["Ledger", "LedgerRules", "Postgres"],
             path: "bench/ledger-apply-bench"),
@@ -202,7 +212,7 @@ let package = Package(
             name: "AppStoreTests",
             dependencies: [
                 "AppStore", "AppStoreServerAPI", "Catalog", "HTTPClient", "FakeAppStore", "ReceiptModel",
-                "ServiceSupport", "TestSupport", "SignedData", "Crypto",
+                "ServiceSupport", "TestSupport", "SignedData", "Crypto", "TestPKI",
             ],
             exclude: ["Fixtures"]),
         .testTarget(
@@ -213,7 +223,7 @@ let package = Package(
             dependencies: [
                 "Verifier", "AppStore", "AppStoreServerAPI", "Catalog", "HTTPServer", "Kafka", "Notifications",
                 "ReceiptModel", "ServiceRuntime", "ServiceSupport", "TestSupport", "SignedData", "Crypto",
-                "FakeAppStore",
+                "FakeAppStore", "TestPKI",
             ]),
         .testTarget(name: "ReplayTests", dependencies: ["Replay", "ReceiptModel"]),
         .testTarget(
@@ -225,9 +235,9 @@ let package = Package(
         .testTarget(
             name: "NotificationBackfillTests",
             dependencies: ["NotificationBackfill", "AppStoreServerAPI", "ReceiptModel", "ServiceSupport"]),
-        .testTarget(name: "CryptoTests", dependencies: ["Crypto"], exclude: ["Fixtures"]),
+        .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestPKI"], exclude: ["Fixtures"]),
         .testTarget(
-            name: "SignedDataTests", dependencies: ["SignedData", "Crypto", "ServiceSupport", "TestSupport"],
+            name: "SignedDataTests", dependencies: ["SignedData", "Crypto", "ServiceSupport", "TestSupport", "TestPKI"],
             exclude: ["Fixtures"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "LedgerRulesTests", dependencies: ["LedgerRules"]),
@@ -247,6 +257,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "Kafka", "ReceiptModel", "ServiceSupport", "FakeAppStore", "TestSupport", "SignedData", "Crypto",
+                "TestPKI",
             ]),
     ],
     swiftLanguageModes: [.v6]

@@ -46,6 +46,7 @@ let package = Package(
                 "FuzzSupport", .product(name: "Verifier", package: "receipt-verification"),
                 .product(name: "Notifications", package: "receipt-verification"),
                 .product(name: "Catalog", package: "receipt-verification"),
+                .product(name: "TestPKI", package: "receipt-verification"),
                 .product(name: "AppStore", package: "receipt-verification"),
                 .product(name: "SignedData", package: "receipt-verification"),
                 .product(name: "ReceiptModel", package: "receipt-verification"),

@@ -58,7 +58,7 @@ public final class ServerAPIPacer: Sendable {
     }
 
     /// Milliseconds left of `key`'s hold, or nil.
-    public func holdRemainingMs(_ key: ServerAPIPacing.Key) -> Int? {
+    @_spi(Testing) public func holdRemainingMs(_ key: ServerAPIPacing.Key) -> Int? {
         let now = clock.monotonicNanoseconds()
         return state.withLock { $0.holdRemaining(key, nowNs: now) }.map { Self.milliseconds(rounding: $0) }
     }

@@ -8,7 +8,7 @@ import Glibc
 /// OpenSSL's lazily computed extension cache is filled in `init` (`X509_check_purpose`), so later concurrent use by
 /// chain verification only reads it. Released in `deinit`.
 public final class Certificate: @unchecked Sendable, Hashable, CustomStringConvertible {
-    let pointer: OpaquePointer
+    package let pointer: OpaquePointer
     /// The certificate's DER encoding.
     public let der: [UInt8]
     /// The subject name in RFC 2253 form (for messages).
@@ -33,7 +33,7 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
     public let ocspResponderURLs: [String]
 
     /// Takes ownership of one reference of `pointer`.
-    init(owning pointer: OpaquePointer) throws(CryptoError) {
+    package init(owning pointer: OpaquePointer) throws(CryptoError) {
         self.pointer = pointer
         // Fills OpenSSL's extension cache now, while this thread is the only user.
         _ = X509_check_purpose(pointer, -1, 0)
@@ -174,7 +174,7 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
     }
 
     /// The SHA-256 fingerprint as colon-separated uppercase hexadecimal (as Apple and `openssl x509` print it).
-    public var fingerprintText: String {
+    @_spi(Testing) public var fingerprintText: String {
         Hex.encode(sha256Fingerprint, separator: ":").uppercased()
     }
 

@@ -54,7 +54,7 @@ public final class CurlHTTPClient: Sendable {
     }
 
     /// Requests waiting for a slot in the in-flight window.
-    public var queuedRequests: Int { loop.queuedCount }
+    @_spi(Testing) public var queuedRequests: Int { loop.queuedCount }
 
     /// Fails queued and in-flight requests with `.shutdown` and stops the network thread. Blocks until done;
     /// idempotent. Callers that want to drain wait for their completions first.

@@ -10,6 +10,7 @@ import SignedData
 import Testing
 
 @testable import AppStore
+import TestPKI
 
 /// The App Store Server API client (real libcurl client) against the in-process fake: answers, every error class,
 /// the bearer token's life, 429 hold-backs and pacing.

@@ -4,7 +4,7 @@ import Foundation
 @testable import HTTPClient
 import ReceiptModel
 import ServiceSupport
-import SignedData
+@_spi(Testing) import SignedData
 import Testing
 
 @testable import AppStore

@@ -1,7 +1,7 @@
 import AppStore
 import FakeAppStore
 import Foundation
-import HTTPClient
+@_spi(Testing) import HTTPClient
 import ReceiptModel
 import ServiceSupport
 import Testing

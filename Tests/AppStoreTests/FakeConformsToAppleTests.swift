@@ -5,7 +5,8 @@ import Foundation
 import HTTPClient
 import ReceiptModel
 import ServiceSupport
-import SignedData
+@_spi(Testing) import SignedData
+import TestPKI
 import TestSupport
 import Testing
 

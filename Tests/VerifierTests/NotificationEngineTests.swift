@@ -7,6 +7,7 @@ import ServiceSupport
 import SignedData
 import Testing
 
+import TestSupport
 @testable import Verifier
 
 /// Notifications through the engine with in-memory fakes: events written, offsets stored only after

@@ -8,6 +8,7 @@ import ServiceSupport
 import SignedData
 import Testing
 
+import TestPKI
 @testable import Verifier
 
 /// A minted App Store-shaped PKI and the notifications the fake App Store would sign with it.

@@ -4,6 +4,7 @@ import ServiceSupport
 import SignedData
 import Testing
 
+import TestPKI
 @testable import Verifier
 
 @Suite("VerifierSettings for notifications")

@@ -18,6 +18,7 @@ import ReceiptModel
 import ServiceSupport
 import SignedData
 import Synchronization
+import TestPKI
 import Verifier
 
 /// Event arrivals by event id.

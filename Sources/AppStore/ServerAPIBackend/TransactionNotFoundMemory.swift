@@ -28,7 +28,7 @@ public final class TransactionNotFoundMemory: Sendable {
         public static let defaultMaxEntries = 100_000
         public static let defaultTTL = Duration.seconds(600)
         /// Remembers nothing: every lookup asks Apple.
-        public static let disabled = Limits(maxEntries: 0, ttl: .zero)
+        @_spi(Testing) public static let disabled = Limits(maxEntries: 0, ttl: .zero)
     }
 
     /// One lookup: Get Transaction Info about `transactionId` with `bundleId`'s token in `environment`.

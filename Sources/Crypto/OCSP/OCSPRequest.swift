@@ -31,8 +31,8 @@ public enum OCSPRequest {
 }
 
 /// DER decoding of the OCSP objects; each must consume the whole input (nothing may follow it).
-enum OCSPASN1 {
-    static func request(_ der: [UInt8]) -> OpaquePointer? {
+package enum OCSPASN1 {
+    package static func request(_ der: [UInt8]) -> OpaquePointer? {
         var consumed = 0
         let parsed = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
             var cursor: UnsafePointer<UInt8>? = buffer.baseAddress

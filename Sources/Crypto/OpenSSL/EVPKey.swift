@@ -6,11 +6,11 @@ import COpenSSL
 /// OpenSSL 3 guards the only lazily-filled state of an `EVP_PKEY` (its provider export cache) with the key's own
 /// lock, so signing and verifying with the same key from many threads at once is safe. The reference is released
 /// in `deinit`, after the last Swift user is gone.
-final class EVPKey: @unchecked Sendable {
-    let pointer: OpaquePointer
+package final class EVPKey: @unchecked Sendable {
+    package let pointer: OpaquePointer
 
     /// Takes ownership of one reference of `pointer`.
-    init(owning pointer: OpaquePointer) {
+    package init(owning pointer: OpaquePointer) {
         self.pointer = pointer
     }
 

@@ -7,6 +7,7 @@ import Kafka
 import Notifications
 import ReceiptModel
 import SignedData
+import TestPKI
 import Verifier
 
 /// The verifier's notification processing as the fuzz targets run it: `NotificationProcessor` trusting Apple's test

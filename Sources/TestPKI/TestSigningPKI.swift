@@ -1,6 +1,7 @@
 import Crypto
 import Glibc
 import ServiceSupport
+import SignedData
 
 /// A minted App Store-shaped signing PKI (root → intermediate with 1.2.840.113635.100.6.2.1 → leaf with
 /// 1.2.840.113635.100.6.11.1) plus the broken variants every verifier must refuse:

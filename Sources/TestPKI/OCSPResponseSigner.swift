@@ -1,4 +1,5 @@
 import COpenSSL
+import Crypto
 
 /// Signs OCSP responses about the certificates one authority issued: signed by the authority itself, or by a
 /// responder certificate it delegated (`CertificateAuthority.issueOCSPResponder`). Also makes the unsigned

@@ -1,4 +1,5 @@
 import Dispatch
+import ServiceSupport
 
 /// A `ServiceClock` that tests move by hand: time stands still until `advance` or `passTime`, and scheduled work runs
 /// only when the test moves time past it, on the test's thread. Wall and monotonic time move together.

@@ -1,4 +1,6 @@
 import Crypto
+import ReceiptModel
+import SignedData
 
 /// Produces App Store-shaped compact JWS: header `{"alg":"ES256","x5c":[leaf, intermediate, root]}` (standard
 /// base64 DER), base64url payload, raw `r || s` ES256 signature.
@@ -21,19 +23,19 @@ public struct JWSSigner: Sendable {
 
     /// A JWS of `payload` under an arbitrary header (for tests of refused headers), signed with ES256.
     public func sign(payload: [UInt8], headerJSON: String) throws(CryptoError) -> String {
-        let signingInput = Base64.encodeURL(Array(headerJSON.utf8)) + "." + Base64.encodeURL(payload)
+        let signingInput = Base64URL.encode(Array(headerJSON.utf8)) + "." + Base64URL.encode(payload)
         let signature = try privateKey.signES256(message: signingInput.utf8)
-        return signingInput + "." + Base64.encodeURL(signature)
+        return signingInput + "." + Base64URL.encode(signature)
     }
 
     /// The header JSON App Store JWS carry: `alg` and `x5c` with the certificates in standard base64.
     public static func header(alg: String, chain: [Certificate]) -> String {
-        let certificates = chain.map { "\"" + Base64.encodeStandard($0.der) + "\"" }.joined(separator: ",")
+        let certificates = chain.map { "\"" + Base64.encode($0.der) + "\"" }.joined(separator: ",")
         return "{\"alg\":\"\(alg)\",\"x5c\":[\(certificates)]}"
     }
 
     /// Base64url without padding, as JWS segments are written.
     public static func base64URL(_ bytes: [UInt8]) -> String {
-        Base64.encodeURL(bytes)
+        Base64URL.encode(bytes)
     }
 }

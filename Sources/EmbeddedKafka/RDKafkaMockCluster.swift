@@ -1,22 +1,23 @@
 internal import CRdKafka
+import RDKafka
 import ServiceSupport
 
-/// librdkafka's mock cluster and the client that owns it: every `rd_kafka_mock_*` call, so the `EmbeddedKafka`
-/// target above it speaks Swift only (as the producer and consumer do over `RDKafkaClient`).
+/// librdkafka's mock cluster and the client that owns it: every `rd_kafka_mock_*` call, here in the test-support
+/// target rather than in RDKafka so that no service links them (`EmbeddedKafkaCluster` speaks Swift over it).
 ///
 /// Invariants: the cluster is destroyed before its client, and the callback context stays retained until the client
 /// is destroyed (librdkafka may log until then); `destroy` does both once, and `deinit` runs it when no one did. The
 /// owner serializes calls (`EmbeddedKafkaCluster` holds it under a lock), so no call runs during `destroy`.
-package final class RDKafkaMockCluster: @unchecked Sendable {
+final class RDKafkaMockCluster: @unchecked Sendable {
     private let client: OpaquePointer
     private let cluster: OpaquePointer
     private let context: Unmanaged<RDKafkaCallbackContext>
     private var destroyed = false
     /// The bootstrap list (`127.0.0.1:port,...`).
-    package let bootstrapServers: String
+    let bootstrapServers: String
 
     /// Starts `brokers` mock brokers on 127.0.0.1 ephemeral ports; librdkafka's log lines go to `logger`.
-    package init(brokers: Int, logger: Logger) throws(KafkaError) {
+    init(brokers: Int, logger: Logger) throws(KafkaError) {
         let context = RDKafkaCallbackContext(logger: logger)
         let retained = Unmanaged.passRetained(context)
         let conf: OpaquePointer
@@ -52,7 +53,7 @@ package final class RDKafkaMockCluster: @unchecked Sendable {
     }
 
     /// Closes the brokers' connections and frees the cluster, then its client. Idempotent.
-    package func destroy() {
+    func destroy() {
         guard !destroyed else { return }
         destroyed = true
         rd_kafka_mock_cluster_destroy(cluster)
@@ -61,34 +62,34 @@ package final class RDKafkaMockCluster: @unchecked Sendable {
     }
 
     /// Creates `name`; librdkafka's error code when the cluster refuses.
-    package func createTopic(_ name: String, partitions: Int, replicationFactor: Int) throws(KafkaError) {
+    func createTopic(_ name: String, partitions: Int, replicationFactor: Int) throws(KafkaError) {
         let code = rd_kafka_mock_topic_create(cluster, name, Int32(partitions), Int32(replicationFactor))
         if code != RD_KAFKA_RESP_ERR_NO_ERROR {
-            throw KafkaError.from(code, context: "cannot create topic \(name)")
+            throw KafkaError.from(code: KafkaErrorCode(rawValue: code.rawValue), context: "cannot create topic \(name)")
         }
     }
 
-    package func setBrokerDown(_ brokerId: Int32) {
+    func setBrokerDown(_ brokerId: Int32) {
         _ = rd_kafka_mock_broker_set_down(cluster, brokerId)
     }
 
-    package func setBrokerUp(_ brokerId: Int32) {
+    func setBrokerUp(_ brokerId: Int32) {
         _ = rd_kafka_mock_broker_set_up(cluster, brokerId)
     }
 
-    package func setRoundTripTime(_ brokerId: Int32, milliseconds: Int) {
+    func setRoundTripTime(_ brokerId: Int32, milliseconds: Int) {
         _ = rd_kafka_mock_broker_set_rtt(cluster, brokerId, Int32(clamping: milliseconds))
     }
 
     /// The next requests with Kafka API key `apiKey` are answered with `errors` (librdkafka codes), in order.
-    package func pushRequestErrors(apiKey: Int16, errors: [KafkaErrorCode]) {
-        var codes = errors.map(\.resp)
+    func pushRequestErrors(apiKey: Int16, errors: [KafkaErrorCode]) {
+        var codes = errors.map { rd_kafka_resp_err_t(rawValue: $0.rawValue) }
         codes.withUnsafeMutableBufferPointer { buffer in
             rd_kafka_mock_push_request_errors_array(cluster, apiKey, buffer.count, buffer.baseAddress)
         }
     }
 
-    package func clearRequestErrors(apiKey: Int16) {
+    func clearRequestErrors(apiKey: Int16) {
         rd_kafka_mock_clear_request_errors(cluster, apiKey)
     }
 }

@@ -1,3 +1,5 @@
+import Crypto
+
 /// A certificate of the test and development PKI together with its private key.
 ///
 /// - Important: test and development only (tests, the fake App Store, `make dev`). Nothing in production code

@@ -1,4 +1,5 @@
 import Crypto
+import SignedData
 
 /// Legacy (PKCS#7) app receipts signed by the test PKI, and the forged signers `ReceiptSignerPolicy.appStore` refuses.
 ///

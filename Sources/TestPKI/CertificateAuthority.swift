@@ -1,4 +1,5 @@
 import COpenSSL
+import Crypto
 
 /// A certificate authority of the test and development PKI: mints roots, intermediates and leaves shaped like
 /// Apple's App Store signing chain (root → WWDR-like intermediate → receipt-signing leaf), with configurable

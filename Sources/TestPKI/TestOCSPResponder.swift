@@ -1,5 +1,6 @@
 import Crypto
 import ServiceSupport
+import SignedData
 
 /// An OCSP responder for a test signing PKI, usable directly as the checker's `OCSPTransport` (tests) or behind
 /// HTTP (the fake App Store's `POST /ocsp`): each authority answers about the certificates it issued (the
