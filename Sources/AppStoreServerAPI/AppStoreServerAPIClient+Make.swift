@@ -42,4 +42,18 @@ extension AppStoreServerAPIClient {
             settings: settings, credentials: credentials, http: http, requestTimeoutMs: requestTimeoutMs,
             logger: logger, metrics: metrics)
     }
+
+    /// A command-line tool's client (receipt-notifications-backfill, receipt-reconcile): `make` over its own HTTP
+    /// client; nil after logging why the HTTP client cannot be made (the tool exits 1).
+    public static func forTool(
+        settings: ServerAPISettings, credentials: AppStoreServerAPICredentials, requestTimeoutMs: Int, logger: Logger
+    ) -> AppStoreServerAPIClient? {
+        do {
+            return try make(
+                settings: settings, credentials: credentials, requestTimeoutMs: requestTimeoutMs, logger: logger)
+        } catch {
+            logger.error("cannot create the HTTP client", ["error": .string("\(error)")])
+            return nil
+        }
+    }
 }

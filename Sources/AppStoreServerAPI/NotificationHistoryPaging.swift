@@ -17,7 +17,7 @@ public struct NotificationHistoryPage: Sendable, Equatable {
 }
 
 /// Where the backfill and the reconciliation sweep read notifications from: the App Store Server API's Get
-/// Notification History in production (`ServerAPINotificationHistory`), a fake in tests.
+/// Notification History in production (`ServerAPIHistory`), a fake in tests.
 public protocol NotificationHistoryPaging: Sendable {
     /// The page after `paginationToken` (nil: the first) of the notifications signed in `[startMs, endMs)`.
     /// - Returns: the page, or why there is none (a message for the operator).

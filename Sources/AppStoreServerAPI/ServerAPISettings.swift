@@ -72,6 +72,16 @@ public struct ServerAPISettings: Sendable, CustomStringConvertible {
     /// True when the three API key settings are set: Get Transaction Info and History can be called.
     public var hasCredentials: Bool { credentials != nil }
 
+    /// A command-line tool's API key; nil after logging that the three key settings are required and `why` (the
+    /// tool exits 2).
+    public func toolCredentials(why: String, logger: Logger) -> AppStoreServerAPICredentials? {
+        guard let credentials else {
+            logger.error("APPLE_ISSUER_ID, APPLE_KEY_ID and APPLE_PRIVATE_KEY_FILE are required: " + why)
+            return nil
+        }
+        return credentials
+    }
+
     static let credentialVariables = ["APPLE_ISSUER_ID", "APPLE_KEY_ID", "APPLE_PRIVATE_KEY_FILE"]
 
     /// Reads and checks the settings.

@@ -37,15 +37,9 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
         self.pointer = pointer
         // Fills OpenSSL's extension cache now, while this thread is the only user.
         _ = X509_check_purpose(pointer, -1, 0)
-        let length = i2d_X509(pointer, nil)
-        guard length > 0 else {
+        guard let (der, _) = DERCoding.encode({ i2d_X509(pointer, $0) }) else {
             X509_free(pointer)
             throw CryptoError.openSSL(.unreadableCertificate, "the certificate cannot be re-encoded as DER")
-        }
-        var der = [UInt8](repeating: 0, count: Int(length))
-        _ = der.withUnsafeMutableBufferPointer { buffer -> Int32 in
-            var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
-            return i2d_X509(pointer, &cursor)
         }
         self.der = der
         subject = Certificate.name(X509_get_subject_name(pointer))
@@ -80,14 +74,7 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
     ///
     /// - Throws: `CryptoError.Kind.unreadableCertificate`.
     public convenience init(der: [UInt8]) throws(CryptoError) {
-        var consumed = 0
-        let parsed = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
-            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            let result = d2i_X509(nil, &cursor, buffer.count)
-            if let cursor, let base = buffer.baseAddress { consumed = cursor - base }
-            return result
-        }
-        guard let parsed else {
+        guard let (parsed, consumed) = DERCoding.decode(der, { d2i_X509(nil, $0, $1) }) else {
             throw CryptoError.openSSL(.unreadableCertificate, "the \(der.count) bytes are not a DER X.509 certificate")
         }
         guard consumed == der.count else {

@@ -24,14 +24,7 @@ public enum PKCS7SignedData {
     public static func verify(
         der: [UInt8], trustedRoots: [Certificate], atEpochSeconds: Int64
     ) throws(PKCS7Error) -> Verified {
-        var consumed = 0
-        let parsed = der.withUnsafeBufferPointer { buffer -> UnsafeMutablePointer<PKCS7>? in
-            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            let result = d2i_PKCS7(nil, &cursor, buffer.count)
-            if let cursor, let base = buffer.baseAddress { consumed = cursor - base }
-            return result
-        }
-        guard let p7 = parsed else {
+        guard let (p7, consumed) = DERCoding.decode(der, { d2i_PKCS7(nil, $0, $1) }) else {
             throw PKCS7Error(kind: .malformed, message: OpenSSLErrorQueue.describe("the receipt is not PKCS#7"))
         }
         defer { PKCS7_free(p7) }

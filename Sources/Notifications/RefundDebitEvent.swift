@@ -12,16 +12,13 @@ import SignedData
 /// The signed transaction is verified like any signed data (ES256, chain to `APPLE_ROOT_CERTIFICATES` at its
 /// `signedDate`, Apple's marker OIDs), and must be of an allowed bundle, of `environment`, and revoked.
 public struct RefundDebitEvent: Sendable {
-    public let verifier: AppleSignedDataVerifier
-    public let policy: NotificationPolicy
-    public let catalog: (any ProductCatalogSource)?
+    /// The signed-data verifier, policy and catalog, as notifications are judged with them.
+    public let rules: NotificationProcessor
 
     public init(
         verifier: AppleSignedDataVerifier, policy: NotificationPolicy, catalog: (any ProductCatalogSource)? = nil
     ) {
-        self.verifier = verifier
-        self.policy = policy
-        self.catalog = catalog
+        rules = NotificationProcessor(verifier: verifier, policy: policy, catalog: catalog)
     }
 
     /// A verified revoked transaction and the purchase it belongs to.
@@ -37,11 +34,11 @@ public struct RefundDebitEvent: Sendable {
     public func refund(_ jws: String, environment: AppStoreEnvironment) -> Result<Refund, NotificationRejection> {
         let payload: JWSTransactionPayload
         do {
-            payload = try verifier.verify(jws, as: JWSTransactionPayload.self) { $0.signedDate }.payload
+            payload = try rules.verifier.verify(jws, as: JWSTransactionPayload.self) { $0.signedDate }.payload
         } catch {
             return .failure(.signedData(error, "a refunded transaction"))
         }
-        guard let bundleId = payload.bundleId, policy.allowedBundleIds.contains(bundleId) else {
+        guard let bundleId = payload.bundleId, rules.policy.allowedBundleIds.contains(bundleId) else {
             return .failure(
                 NotificationRejection(.bundleMismatch, "a refunded transaction's bundleId is not in ALLOWED_BUNDLE_IDS"))
         }
@@ -58,7 +55,7 @@ public struct RefundDebitEvent: Sendable {
         }
         guard
             let transaction = SignedTransactionNormalizer.normalize(
-                payload, environment: environment, catalog: catalog?.currentCatalog)
+                payload, environment: environment, catalog: rules.catalog?.currentCatalog)
         else {
             return .failure(
                 NotificationRejection(
@@ -73,7 +70,7 @@ public struct RefundDebitEvent: Sendable {
     ) -> NotificationEvent {
         let event = PurchaseEvent(
             eventId: eventId, type: .debit, notificationType: "REFUND", subtype: nil, environment: environment,
-            bundleId: refund.payload.bundleId, appAppleId: environment == .production ? policy.appAppleId : nil,
+            bundleId: refund.payload.bundleId, appAppleId: environment == .production ? rules.policy.appAppleId : nil,
             transaction: refund.transaction, renewal: nil, subscriptionStatus: nil,
             familyShared: refund.transaction.inAppOwnershipType == OwnershipType.familyShared.rawValue,
             signedDateMs: refund.revocationDateMs, receivedAtMs: receivedAtMs)

@@ -143,12 +143,8 @@ public struct OCSPResponseSigner: Sendable {
     }
 
     private static func encode(_ response: OpaquePointer) throws(CryptoError) -> [UInt8] {
-        let length = i2d_OCSP_RESPONSE(response, nil)
-        guard length > 0 else { throw CryptoError.openSSL(.operationFailed, "could not encode the OCSP response") }
-        var der = [UInt8](repeating: 0, count: Int(length))
-        _ = der.withUnsafeMutableBufferPointer { buffer -> Int32 in
-            var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
-            return i2d_OCSP_RESPONSE(response, &cursor)
+        guard let (der, _) = DERCoding.encode({ i2d_OCSP_RESPONSE(response, $0) }) else {
+            throw CryptoError.openSSL(.operationFailed, "could not encode the OCSP response")
         }
         return der
     }

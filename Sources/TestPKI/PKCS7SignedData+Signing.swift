@@ -25,12 +25,8 @@ extension PKCS7SignedData {
             throw CryptoError.openSSL(.operationFailed, "PKCS#7 signing failed")
         }
         defer { PKCS7_free(p7) }
-        let length = i2d_PKCS7(p7, nil)
-        guard length > 0 else { throw CryptoError.openSSL(.operationFailed, "could not encode the SignedData") }
-        var der = [UInt8](repeating: 0, count: Int(length))
-        _ = der.withUnsafeMutableBufferPointer { buffer -> Int32 in
-            var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
-            return i2d_PKCS7(p7, &cursor)
+        guard let (der, _) = DERCoding.encode({ i2d_PKCS7(p7, $0) }) else {
+            throw CryptoError.openSSL(.operationFailed, "could not encode the SignedData")
         }
         return der
     }

@@ -26,14 +26,9 @@ package final class EVPKey: @unchecked Sendable {
 
     /// DER SubjectPublicKeyInfo of the public half.
     func subjectPublicKeyInfo() throws(CryptoError) -> [UInt8] {
-        let length = i2d_PUBKEY(pointer, nil)
-        guard length > 0 else { throw CryptoError.openSSL(.operationFailed, "could not encode a public key") }
-        var bytes = [UInt8](repeating: 0, count: Int(length))
-        let written = bytes.withUnsafeMutableBufferPointer { buffer -> Int32 in
-            var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
-            return i2d_PUBKEY(pointer, &cursor)
+        guard let (bytes, written) = DERCoding.encode({ i2d_PUBKEY(pointer, $0) }), written == bytes.count else {
+            throw CryptoError.openSSL(.operationFailed, "could not encode a public key")
         }
-        guard written == length else { throw CryptoError.openSSL(.operationFailed, "could not encode a public key") }
         return bytes
     }
 }
