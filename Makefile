@@ -10,15 +10,26 @@ SWIFT_FLAGS ?= -Xswiftc -warnings-as-errors
 deps:
 	@scripts/install-deps.sh
 
+# The build stamp beside the binaries (BuildInfo: *_build_info{version,revision}); outside git, the defaults.
+define write-build-stamp
+	@printf 'version=%s\nrevision=%s\n' "$$(git describe --tags --always --dirty 2>/dev/null)" \
+	    "$$(git rev-parse HEAD 2>/dev/null)" >"$$($(SWIFT) build $(1) --show-bin-path)/build-info"
+endef
+
 build: deps
 	$(SWIFT) build $(SWIFT_FLAGS)
+	$(call write-build-stamp,)
 
 build-release: deps
 	$(SWIFT) build -c release $(SWIFT_FLAGS)
+	$(call write-build-stamp,-c release)
 
 # Builds every product (the integration tests start the real executables), runs all tests one suite at a time
 # (process tests have timing bounds that other suites on the same 2 cores would disturb), then checks the
-# deployment files against the built binaries, the code and the docs (kustomize renders, CRD models; first
+# schemas as code generators read them (Java and Python clients and models generated, compiled, and reading every
+# example and captured real message exactly: about 60 s when schemas/ changed, 15 s when the cached code is reused),
+# the example consumer (examples/consumer) over real messages and a throwaway PostgreSQL (about 40 s),
+# the deployment files against the built binaries, the code and the docs (kustomize renders, CRD models; first
 # scripts/test_crd_schemas.py shows that the hand-written CRD schemas report a mistyped field), the monitoring
 # files (promtool: alert unit tests, /metrics of the three services live, the ledger over a throwaway PostgreSQL;
 # dashboard queries and their labels; about 35 s), runs the HTTP APIs (ingest, ledger) against their OpenAPIs (about 2 minutes), the short chaos run (about 2 minutes: verifier, ingest and ledger
@@ -32,6 +43,8 @@ test: deps
 	@scripts/test-summary.sh .build/test-output.log
 	python3 -m unittest discover -s scripts -p 'test_*.py'
 	SWIFT="$(SWIFT)" python3 scripts/check-docs.py
+	python3 scripts/check-generated-clients.py
+	@scripts/check-example-consumer.sh "$$($(SWIFT) build --show-bin-path)"
 	python3 scripts/check-deployment.py "$$($(SWIFT) build --show-bin-path)"
 	@scripts/check-monitoring.sh "$$($(SWIFT) build --show-bin-path)"
 	@scripts/api-conformance.sh "$$($(SWIFT) build --show-bin-path)"

@@ -4,6 +4,8 @@ standard library only (no Swift code of this repository is involved in what it c
 
   load     POSTs submissions to the ingest at a fixed rate (and asks the fake App Store to send App Store Server
            Notifications to the ingest) until SIGTERM; records every answer.
+  wallet   spends and grants (and replays of their keys) against the ledgers at a fixed rate until SIGUSR1, every
+           request retried with its key until it has a final answer; records every final answer.
   sample   every N seconds: RSS, open file descriptors and threads of each process (/proc), consumer lag and
            counters (the services' /metrics), the load average; one CSV row per sample.
   drain    waits until the verifiers' consumer lag is 0 on every input partition and stays there.
@@ -15,7 +17,10 @@ standard library only (no Swift code of this repository is involved in what it c
            has an event, the readers saw every partition up to its end offset. Duplicates are counted and attributed
            to the fault that preceded them. With --ledger: every user's balance in receipt-ledger equals what the
            topics say was bought (each purchase, its credit_key, once) minus what was refunded, the ledger's
-           dead_letters table is empty and its stored offsets reach the topics' ends. Exit status 1 on any violation.
+           dead_letters table is empty and its stored offsets reach the topics' ends. With --wallet as well: the
+           wallet client's spends and grants each applied exactly once or not at all as answered, replays answered
+           alike, the wallet's tables consistent, and balances = credits + grants - spends - take-backs (check_wallet).
+           Exit status 1 on any violation.
   soak-report  pass criteria of a soak CSV (RSS and fds without a leak's trend after warm-up, lag bounded).
 
 Submission ids say what the verdict must be: <run>-v-<n> is a valid purchase (verified), <run>-b-<n> another app's
@@ -32,6 +37,7 @@ import concurrent.futures
 import hashlib
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -284,6 +290,200 @@ class Load:
 
 def command_load(args):
     asyncio.run(Load(args).run())
+
+
+# ---- wallet -------------------------------------------------------------------------------------------------------
+WALLET_ITEM = "gems"
+WALLET_DEFINITIVE_CODES = {"insufficient_balance", "idempotency_key_reused", "amount_overflow"}
+
+
+async def read_answer(reader):
+    """(status, headers {lower-case name: value}, body, close) of one HTTP/1.1 response with a Content-Length."""
+    status_line = await reader.readline()
+    if not status_line:
+        raise ConnectionError("connection closed before the answer")
+    status = int(status_line.split()[1])
+    headers = {}
+    while True:
+        line = await reader.readline()
+        if not line:
+            raise ConnectionError("connection closed in the headers")
+        if line in (b"\r\n", b"\n"):
+            break
+        name, _, value = line.decode("latin-1").partition(":")
+        headers[name.strip().lower()] = value.strip()
+    body = await reader.readexactly(int(headers.get("content-length", "0")))
+    return status, headers, body, headers.get("connection", "").lower() == "close"
+
+
+class WalletLoad:
+    """Spends and grants against every ledger (each request to one of them at random) while the faults hit them.
+
+    Operation n is a grant in GRANT_EVERY (1 to 50 gems), else a spend (1 to 120 gems), of user-<u> for u drawn from
+    the first --users users of the load (who also buy gems_100 through the submissions), with Idempotency-Key
+    <run>-<kind>-<n>. An answer that is not final (the connection dropped or refused, a timeout, 503, 409
+    idempotency_key_in_flight) is retried with the same key and body on a ledger at random until one is, also after
+    the load stops (up to --settle seconds). One final answer in --replay-every is replayed 0.5 to 3 s later (same
+    key, same body, any ledger), and that replay too until final. Every operation's final answer is one line of --out:
+
+        w <kind> <user> <key> <amount> <replay 0|1> <status|unresolved> <code> <body digest> <replayed header 0|1>
+          <balance in the answer> <attempts> <attempts without a final answer> <ms>
+    """
+
+    GRANT_EVERY = 12
+
+    def __init__(self, args):
+        self.args = args
+        self.ledgers = [urllib.parse.urlsplit(url) for url in args.ledger]
+        self.queue = asyncio.Queue(maxsize=max(int(args.rate), 50))
+        self.out = open(args.out, "a", buffering=1)
+        self.random = random.Random(args.seed)
+        self.stopping = False
+        self.settle_deadline = None
+        self.replays = set()
+        self.counts = {"operations": 0, "skipped": 0, "lost_attempts": 0, "unavailable_attempts": 0,
+                       "in_flight_attempts": 0, "other_attempts": 0, "replays": 0, "replay_mismatches": 0, "unresolved": 0}
+        self.finals = {}
+        self.first_answers = {}   # key -> (status, digest) of the first operation's final answer
+
+    def operation(self, number):
+        kind = "grant" if number % self.GRANT_EVERY == 5 else "spend"
+        user = f"user-{self.random.randrange(self.args.users)}"
+        amount = self.random.randint(1, 50) if kind == "grant" else self.random.randint(1, 120)
+        note = ("reason", "chaos") if kind == "grant" else ("reference", f"chaos-{number}")
+        body = json.dumps({"item": WALLET_ITEM, "amount": amount, note[0]: note[1]}, separators=(",", ":")).encode()
+        return {"kind": kind, "user": user, "key": f"{self.args.run}-{kind}-{number}", "amount": amount,
+                "body": body, "replay": False}
+
+    async def send(self, connections, index, operation):
+        """One attempt on ledger `index` over its kept-alive connection: (status, headers, body)."""
+        ledger = self.ledgers[index]
+        if connections.get(index) is None:
+            connections[index] = await asyncio.wait_for(asyncio.open_connection(ledger.hostname, ledger.port), 3)
+        reader, writer = connections[index]
+        path = f"/v1/users/{urllib.parse.quote(operation['user'], safe='')}/{operation['kind']}s"
+        writer.write((f"POST {path} HTTP/1.1\r\nHost: {ledger.netloc}\r\nContent-Type: application/json\r\n"
+                      f"Idempotency-Key: {operation['key']}\r\nContent-Length: {len(operation['body'])}\r\n\r\n"
+                      ).encode() + operation["body"])
+        status, headers, body, close = await asyncio.wait_for(read_answer(reader), self.args.request_timeout)
+        if close:
+            writer.close()
+            connections[index] = None
+        return status, headers, body
+
+    async def perform(self, connections, operation):
+        attempts = not_final = 0
+        index = self.random.randrange(len(self.ledgers))
+        while True:
+            attempts += 1
+            status, code, headers, body = "lost", "", {}, b""
+            try:
+                status, headers, body = await self.send(connections, index, operation)
+                if status != 200:
+                    code = json.loads(body).get("error", {}).get("code", "")
+            except (OSError, ConnectionError, asyncio.TimeoutError, asyncio.IncompleteReadError, ValueError,
+                    IndexError, AttributeError):
+                if connections.get(index) is not None:
+                    connections[index][1].close()
+                connections[index] = None
+            if status == 200 or (isinstance(status, int) and 400 <= status < 500 and status != 409) \
+                    or code in WALLET_DEFINITIVE_CODES:
+                break
+            not_final += 1
+            counter = {"lost": "lost_attempts", 503: "unavailable_attempts", 409: "in_flight_attempts"}.get(
+                status, "other_attempts")
+            self.counts[counter] += 1
+            if self.settle_deadline is not None and time.monotonic() > self.settle_deadline:
+                status = "unresolved"
+                self.counts["unresolved"] += 1
+                break
+            await asyncio.sleep(0.3)
+            index = self.random.randrange(len(self.ledgers))
+        balance = ""
+        if status in (200, 409):
+            try:
+                answer = json.loads(body)
+                balance = answer.get("balance", answer.get("error", {}).get("balance", ""))
+            except ValueError:
+                pass
+        digest = hashlib.sha1(body).hexdigest()[:16] if status != "unresolved" else ""
+        replayed = 1 if headers.get("idempotent-replayed") == "true" else 0
+        self.out.write("\t".join(map(str, (
+            "w", operation["kind"], operation["user"], operation["key"], operation["amount"],
+            int(operation["replay"]), status, code, digest, replayed, balance, attempts, not_final, now_ms()))) + "\n")
+        final = f"{operation['kind']} {status}{' ' + code if code else ''}"
+        self.finals[final] = self.finals.get(final, 0) + 1
+        if operation["replay"]:
+            self.counts["replays"] += 1
+            if self.first_answers.get(operation["key"]) != (status, digest) or not replayed:
+                self.counts["replay_mismatches"] += 1
+        elif status != "unresolved":
+            self.first_answers[operation["key"]] = (status, digest)
+            if not self.stopping and self.random.randrange(self.args.replay_every) == 0:
+                handle = asyncio.get_running_loop().call_later(
+                    self.random.uniform(0.5, 3), self.replay, {**operation, "replay": True})
+                self.replays.add(handle)
+
+    def replay(self, operation):
+        if not self.stopping and not self.queue.full():
+            self.queue.put_nowait(operation)
+
+    async def worker(self):
+        connections = {}
+        while True:
+            operation = await self.queue.get()
+            if operation is None:
+                break
+            await self.perform(connections, operation)
+        for connection in connections.values():
+            if connection is not None:
+                connection[1].close()
+
+    async def pace(self):
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        number = issued = 0
+        while not self.stopping:
+            due = int((loop.time() - start) * self.args.rate)
+            while issued < due:
+                issued += 1
+                if self.queue.full():
+                    self.counts["skipped"] += 1
+                else:
+                    self.queue.put_nowait(self.operation(number))
+                    self.counts["operations"] += 1
+                number += 1
+            await asyncio.sleep(0.01)
+
+    async def run(self):
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGUSR1, self.stop)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.abandon)
+        workers = [asyncio.create_task(self.worker()) for _ in range(self.args.connections)]
+        await self.pace()
+        for handle in self.replays:
+            handle.cancel()
+        if self.settle_deadline is None:
+            self.settle_deadline = time.monotonic() + self.args.settle
+        for _ in workers:
+            await self.queue.put(None)
+        await asyncio.wait(workers)
+        self.out.flush()
+        print(json.dumps({**self.counts, "final_answers": dict(sorted(self.finals.items()))}), flush=True)
+
+    def stop(self):
+        """SIGUSR1: no new requests; those made get their final answers (up to --settle seconds)."""
+        self.stopping = True
+
+    def abandon(self):
+        """SIGTERM (a harness cleaning up): stop at once; what has no final answer yet is recorded unresolved."""
+        self.stopping = True
+        self.settle_deadline = time.monotonic()
+
+
+def command_wallet(args):
+    asyncio.run(WalletLoad(args).run())
 
 
 # ---- sample -------------------------------------------------------------------------------------------------------
@@ -572,6 +772,15 @@ class LedgerExpectation:
                 self.credit_events.append((transaction["credit_key"], transaction.get("original_transaction_id"),
                                            *granted))
 
+    def credited(self):
+        """{credit_key: {"owners", "item", "amount"}} of every purchase the topics credit (refunded ones included)."""
+        credited = dict(self.purchases)
+        for key, original, item, amount in self.credit_events:
+            owner = self.owner_of_original.get(original)
+            if key not in credited and owner:
+                credited[key] = {"owners": {owner}, "item": item, "amount": amount}
+        return credited
+
     def balances(self, report):
         """{user: {item: amount}} expected, and figures for the report."""
         expected = {}
@@ -580,11 +789,7 @@ class LedgerExpectation:
             # The load never lets two users claim one purchase (the first claim would win, an order the topics do
             # not record): a finding about the load generator, and those balances cannot be predicted.
             report.violation(f"{len(contested)} purchases claimed by more than one user", contested)
-        credited = dict(self.purchases)
-        for key, original, item, amount in self.credit_events:
-            owner = self.owner_of_original.get(original)
-            if key not in credited and owner:
-                credited[key] = {"owners": {owner}, "item": item, "amount": amount}
+        credited = self.credited()
         refunded = 0
         for key, entry in credited.items():
             if key in self.debited:
@@ -601,12 +806,295 @@ def fetch_json(url, timeout=10):
         return json.loads(response.read())
 
 
+def read_wallet_log(paths, report):
+    """The wallet client's final answers (WalletLoad's lines), as dicts."""
+    names = ("kind", "user", "key", "amount", "replay", "status", "code", "digest", "replayed", "balance",
+             "attempts", "not_final", "at_ms")
+    operations, unreadable = [], []
+    for path in paths:
+        with open(path, encoding="utf-8", errors="replace") as lines:
+            for number, line in enumerate(lines, 1):
+                parts = line.rstrip("\n").split("\t")
+                if len(parts) != len(names) + 1 or parts[0] != "w":
+                    unreadable.append(f"{path}:{number}")
+                    continue
+                entry = dict(zip(names, parts[1:]))
+                for name in ("amount", "attempts", "not_final"):
+                    entry[name] = int(entry[name])
+                entry["replay"], entry["replayed"] = entry["replay"] == "1", entry["replayed"] == "1"
+                entry["status"] = int(entry["status"]) if entry["status"].isdigit() else entry["status"]
+                operations.append(entry)
+    if unreadable:
+        report.violation(f"{len(unreadable)} unreadable lines in the wallet client's record", unreadable)
+    return operations
+
+
+def check_wallet(args, report, expectation):
+    """The spends and grants the wallet client made during the faults, against the ledger's database; returns
+    {user: {item: balance}} expected (what the topics credited, plus what was granted, less what was spent and what
+    refunds took) and figures for the summary.
+
+    Client side: every operation got a final answer (retried with its key until it did); no key was refused as
+    reused; a replay answered what its first request was finally answered (status and body), marked replayed; a 409
+    insufficient_balance named a balance below the amount, a 200 a balance not below zero. Database side: the spends
+    answered 200 are exactly the rows of wallet_requests with status 200 (same amounts), the 409s those with 409, the
+    grants likewise; each spend's attributions (wallet_spends) add up to its amount, a refused spend has none; each
+    applied spend and grant has one history entry of its amount, a refused one none; a grant lot per grant; a
+    purchase lot per purchase the topics credit (a refunded one may have none: its refund came first), none else; a
+    refund's take-back (wallet_clawbacks) only for a purchase the topics refunded that has a lot, one each, asking its
+    whole amount, taking (wallet_takes) only purchased units of its owner's wallet, takes + unrecovered = asked, no
+    debt; each lot's spent = its attributions, taken + covered = the takes from it; each wallet's balance = its lots'
+    remaining less debt = its history's sum (never below zero on the way), its unrecovered = its take-backs'."""
+    operations = read_wallet_log(args.wallet, report)
+    first = {(op["user"], op["key"]): op for op in operations if not op["replay"]}
+    replays = [op for op in operations if op["replay"]]
+
+    unresolved = [op["key"] for op in operations if op["status"] == "unresolved"]
+    if unresolved:
+        report.violation(f"{len(unresolved)} wallet requests never got a final answer", unresolved)
+    refused_keys = [f"{op['key']}: {op['status']} {op['code']}" for op in operations
+                    if isinstance(op["status"], int) and op["status"] not in (200, 409)]
+    if refused_keys:
+        report.violation(f"{len(refused_keys)} wallet requests refused (the client never reuses a key)", refused_keys)
+    mismatched = []
+    for op in replays:
+        original = first.get((op["user"], op["key"]))
+        if original is None or (op["status"], op["digest"]) != (original["status"], original["digest"]) \
+                or not op["replayed"]:
+            mismatched.append(f"{op['key']}: replay {op['status']} {op['code']} replayed={op['replayed']}, first "
+                              f"{original and original['status']} {original and original['code']}")
+    if mismatched:
+        report.violation(f"{len(mismatched)} replays did not answer their first answer", mismatched)
+    applied_spends = {k: op["amount"] for k, op in first.items() if op["kind"] == "spend" and op["status"] == 200}
+    refused_spends = {k: op["amount"] for k, op in first.items()
+                      if op["kind"] == "spend" and op["status"] == 409 and op["code"] == "insufficient_balance"}
+    applied_grants = {k: op["amount"] for k, op in first.items() if op["kind"] == "grant" and op["status"] == 200}
+    unlikely = [f"{op['key']}: {op['status']} balance {op['balance']}, amount {op['amount']}" for op in first.values()
+                if (op["status"] == 409 and op["code"] == "insufficient_balance" and op["balance"].lstrip("-").isdigit()
+                    and int(op["balance"]) >= op["amount"])
+                or (op["status"] == 200 and op["balance"].lstrip("-").isdigit() and int(op["balance"]) < 0)]
+    if unlikely:
+        report.violation(f"{len(unlikely)} wallet answers with a balance that contradicts them", unlikely)
+
+    try:
+        requests = psql(args.database_url,
+                        "SELECT user_id, idempotency_key, operation, amount, status FROM wallet_requests")
+        attributions = psql(args.database_url,
+                            "SELECT user_id, idempotency_key, lot_key, amount FROM wallet_spends")
+        lots = psql(args.database_url, "SELECT user_id, lot_key, book, item, kind, amount, spent, taken, covered "
+                                       "FROM wallet_lots")
+        clawbacks = psql(args.database_url, "SELECT user_id, clawback_key, book, item, coalesce(credit_key, ''), kind, "
+                                            "requested, debt, unrecovered, reversed FROM wallet_clawbacks")
+        takes = psql(args.database_url, "SELECT user_id, clawback_key, lot_key, amount FROM wallet_takes")
+        balances = psql(args.database_url, "SELECT user_id, book, item, amount, debt, unrecovered FROM balances")
+        history = psql(args.database_url, "SELECT user_id, book, item, kind, key, amount, balance_change, shortfall "
+                                          "FROM wallet_history ORDER BY user_id, book, item, seq")
+    except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
+        report.violation(f"the ledger's wallet tables could not be read: {error}")
+        return {}, {}
+
+    def differ(what, expected, actual):
+        wrong = [f"{key}: {actual.get(key)}, expected {expected.get(key)}"
+                 for key in sorted(set(expected) | set(actual), key=str) if expected.get(key) != actual.get(key)]
+        if wrong:
+            report.violation(f"{what}: {len(wrong)} differ", wrong)
+
+    # The requests recorded are exactly the client's final answers.
+    recorded = {(status, operation): {} for status in ("200", "409") for operation in ("spend", "grant")}
+    strange = []
+    for user, key, operation, amount, status in requests:
+        if (status, operation) in recorded:
+            recorded[(status, operation)][(user, key)] = int(amount)
+        else:
+            strange.append(f"{user}/{key}: {operation} {status}")
+    if strange:
+        report.violation(f"{len(strange)} wallet requests recorded with an unexpected status", strange)
+    differ("spends answered 200 vs wallet_requests with 200", applied_spends, recorded[("200", "spend")])
+    differ("spends answered 409 vs wallet_requests with 409", refused_spends, recorded[("409", "spend")])
+    differ("grants answered 200 vs wallet_requests with 200", applied_grants, recorded[("200", "grant")])
+    differ("grants refused vs wallet_requests", {}, recorded[("409", "grant")])
+
+    # Each applied spend's units gone exactly once (its attributions), a refused one's not at all.
+    attributed, spent_from_lot = {}, {}
+    for user, key, lot, amount in attributions:
+        attributed[(user, key)] = attributed.get((user, key), 0) + int(amount)
+        spent_from_lot[(user, lot)] = spent_from_lot.get((user, lot), 0) + int(amount)
+    differ("spends answered 200 vs their attributions (wallet_spends)", applied_spends, attributed)
+
+    # Lots: a purchase lot per credited purchase (of its owner), a grant lot per grant; nothing else.
+    credited = expectation.credited()
+    debited = expectation.debited
+    lot_rows = {}
+    unexpected_lots = []
+    for user, lot_key, book, item, kind, amount, spent, taken, covered in lots:
+        lot_rows[(user, lot_key)] = {"book": book, "item": item, "kind": kind, "amount": int(amount),
+                                     "spent": int(spent), "taken": int(taken), "covered": int(covered)}
+        if kind == "grant":
+            if applied_grants.get((user, lot_key.removeprefix("grant:"))) != int(amount):
+                unexpected_lots.append(f"{user}/{lot_key}: a grant lot of {amount} the client was not granted")
+        else:
+            entry = credited.get(lot_key)
+            if entry is None or entry["owners"] != {user} or (entry["item"], entry["amount"]) != (item, int(amount)):
+                unexpected_lots.append(f"{user}/{lot_key}: a purchase lot of {amount} {item} the topics do not "
+                                       f"credit so ({entry and sorted(entry['owners'])})")
+    missing_lots = [f"{user}/grant:{key}" for (user, key) in applied_grants if (user, f"grant:{key}") not in lot_rows]
+    for key, entry in credited.items():
+        if key not in debited and len(entry["owners"]) == 1 and (next(iter(entry["owners"])), key) not in lot_rows:
+            missing_lots.append(f"{next(iter(entry['owners']))}/{key}")
+    if unexpected_lots:
+        report.violation(f"{len(unexpected_lots)} wallet lots nothing credited or granted", unexpected_lots)
+    if missing_lots:
+        report.violation(f"{len(missing_lots)} credits or grants without their wallet lot", missing_lots)
+
+    # Take-backs: one per refunded purchase with a lot, asking its whole amount, taking only purchased units of the
+    # owner's wallet (never a grant), takes + unrecovered = asked, no debt under LEDGER_CLAWBACK=floor.
+    taken_by, taken_from_lot = {}, {}
+    wrong_takes = []
+    for user, clawback, lot, amount in takes:
+        taken_by[(user, clawback)] = taken_by.get((user, clawback), 0) + int(amount)
+        taken_from_lot[(user, lot)] = taken_from_lot.get((user, lot), 0) + int(amount)
+    clawback_rows = {}
+    wrong_clawbacks = []
+    unrecovered_of_wallet, taken_of_user = {}, {}
+    for user, key, book, item, credit_key, kind, requested, debt, unrecovered, reversed_ in clawbacks:
+        clawback_rows[(user, key)] = credit_key
+        lot = lot_rows.get((user, credit_key))
+        took = taken_by.get((user, key), 0)
+        problems = []
+        if kind != "refund" or credit_key not in debited:
+            problems.append(f"a {kind} take-back of {credit_key or 'nothing'}, which the topics did not refund")
+        if lot is None or int(requested) != lot["amount"]:
+            problems.append(f"asked {requested}, its purchase lot holds {lot and lot['amount']}")
+        if int(debt) != 0 or reversed_ != "f":
+            problems.append(f"debt {debt}, reversed {reversed_}")
+        if took + int(unrecovered) != int(requested):
+            problems.append(f"took {took} + unrecovered {unrecovered} != asked {requested}")
+        if problems:
+            wrong_clawbacks.append(f"{user}/{key}: " + "; ".join(problems))
+        wallet = (user, book, item)
+        unrecovered_of_wallet[wallet] = unrecovered_of_wallet.get(wallet, 0) + int(unrecovered)
+        taken_of_user[(user, item)] = taken_of_user.get((user, item), 0) + took
+    for user, clawback, lot, amount in takes:
+        source = lot_rows.get((user, lot))
+        owner = clawback_rows.get((user, clawback))
+        if source is None or source["kind"] != "purchase" or owner is None:
+            wrong_takes.append(f"{user}/{clawback}: {amount} from {lot} ({source and source['kind']})")
+    per_purchase = {}
+    for (user, key), credit_key in clawback_rows.items():
+        per_purchase.setdefault(credit_key, []).append(key)
+    for key in debited:
+        entry = credited.get(key)
+        if entry is None or len(entry["owners"]) != 1:
+            continue
+        has_lot = (next(iter(entry["owners"])), key) in lot_rows
+        if has_lot and len(per_purchase.get(key, [])) != 1:
+            wrong_clawbacks.append(f"{key}: refunded after its credit, {len(per_purchase.get(key, []))} take-backs")
+    if wrong_clawbacks:
+        report.violation(f"{len(wrong_clawbacks)} refunds' take-backs wrong", wrong_clawbacks)
+    if wrong_takes:
+        report.violation(f"{len(wrong_takes)} take-backs took from a lot that is not a purchase of the wallet",
+                         wrong_takes)
+
+    # Each lot: spent = its attributions, taken + covered = the takes from it.
+    wrong_lots = []
+    for (user, lot_key), lot in lot_rows.items():
+        if lot["spent"] != spent_from_lot.get((user, lot_key), 0) \
+                or lot["taken"] + lot["covered"] != taken_from_lot.get((user, lot_key), 0):
+            wrong_lots.append(f"{user}/{lot_key}: spent {lot['spent']} (attributed "
+                              f"{spent_from_lot.get((user, lot_key), 0)}), taken + covered "
+                              f"{lot['taken'] + lot['covered']} (takes {taken_from_lot.get((user, lot_key), 0)})")
+    if wrong_lots:
+        report.violation(f"{len(wrong_lots)} lots disagree with their attributions or takes", wrong_lots)
+
+    # History: one entry per applied spend and grant (of its amount), none for a refused spend; per wallet its sum is
+    # the balance, never below zero on the way.
+    entries = {}
+    running, lowest = {}, {}
+    for user, book, item, kind, key, amount, change, shortfall in history:
+        entries.setdefault(kind, {})
+        entries[kind][(user, key)] = entries[kind].get((user, key), 0) + int(change)
+        wallet = (user, book, item)
+        running[wallet] = running.get(wallet, 0) + int(change)
+        lowest[wallet] = min(lowest.get(wallet, 0), running[wallet])
+    differ("spends answered 200 vs their history entries", {k: -v for k, v in applied_spends.items()},
+           entries.get("spend", {}))
+    differ("grants answered 200 vs their history entries", applied_grants, entries.get("grant", {}))
+
+    # Each wallet: lots' remaining less debt = balance = its history's sum; unrecovered = its take-backs'.
+    remaining = {}
+    for (user, _), lot in lot_rows.items():
+        wallet = (user, lot["book"], lot["item"])
+        remaining[wallet] = remaining.get(wallet, 0) + lot["amount"] - lot["spent"] - lot["taken"] - lot["covered"]
+    wrong_wallets = []
+    table = {}
+    for user, book, item, amount, debt, unrecovered in balances:
+        wallet = (user, book, item)
+        table[wallet] = int(amount)
+        if remaining.get(wallet, 0) - int(debt) != int(amount) or running.get(wallet, 0) != int(amount) \
+                or unrecovered_of_wallet.get(wallet, 0) != int(unrecovered) or lowest.get(wallet, 0) < 0:
+            wrong_wallets.append(f"{'/'.join(wallet)}: balance {amount}, lots remaining {remaining.get(wallet, 0)} "
+                                 f"less debt {debt}, history sum {running.get(wallet, 0)} (lowest "
+                                 f"{lowest.get(wallet, 0)}), unrecovered {unrecovered} (take-backs "
+                                 f"{unrecovered_of_wallet.get(wallet, 0)})")
+    for wallet in sorted(set(remaining) - set(table)):
+        wrong_wallets.append(f"{'/'.join(wallet)}: lots without a balance")
+    if wrong_wallets:
+        report.violation(f"{len(wrong_wallets)} wallets inconsistent", wrong_wallets)
+
+    # What each user must hold: what the topics credited (a refunded purchase only where its credit came first:
+    # it has a lot) + grants - spends (the client's answers) - what refunds took.
+    expected = {}
+    def add(user, item, amount):
+        items = expected.setdefault(user, {})
+        items[item] = items.get(item, 0) + amount
+    for key, entry in credited.items():
+        if len(entry["owners"]) != 1:
+            continue
+        owner = next(iter(entry["owners"]))
+        if key not in debited or (owner, key) in lot_rows:
+            add(owner, entry["item"], entry["amount"])
+    for (user, _), amount in applied_grants.items():
+        add(user, WALLET_ITEM, amount)
+    for (user, _), amount in applied_spends.items():
+        add(user, WALLET_ITEM, -amount)
+    for (user, item), took in taken_of_user.items():
+        add(user, item, -took)
+    expected = {user: {item: amount for item, amount in items.items() if amount != 0}
+                for user, items in expected.items()}
+    expected = {user: items for user, items in expected.items() if items}
+    differ("balances (production) vs credits + grants - spends - take-backs",
+           {(user, item): amount for user, items in expected.items() for item, amount in items.items()},
+           {(user, item): amount for (user, book, item), amount in table.items() if book == "production" and amount})
+
+    lost = [op for op in first.values() if op["not_final"] > 0]
+    figures = {
+        "wallet_spends_applied": len(applied_spends), "wallet_spends_refused": len(refused_spends),
+        "wallet_grants": len(applied_grants), "wallet_replays": len(replays),
+        "wallet_answers_lost_then_retried": len(lost),
+    }
+    applied_before_lost = sum(1 for op in lost if op["status"] == 200 and op["replayed"])
+    report.say(f"wallet: {len(applied_spends)} spends applied ({sum(applied_spends.values())} gems), "
+               f"{len(refused_spends)} refused (insufficient_balance), {len(applied_grants)} grants "
+               f"({sum(applied_grants.values())} gems), {len(replays)} replays ({len(mismatched)} not the first "
+               f"answer); {len(lost)} requests whose answer was lost or not final (dropped, refused, 503, in flight) "
+               f"and retried with their key: {sum(1 for op in lost if op['status'] == 200)} applied "
+               f"({applied_before_lost} of them by the attempt whose answer was lost: the retry answered the stored "
+               f"answer), {sum(1 for op in lost if op['status'] == 409)} refused; {len(clawback_rows)} refunds' "
+               f"take-backs ({sum(taken_by.values())} gems taken, "
+               f"{sum(unrecovered_of_wallet.values())} unrecovered); {len(lot_rows)} lots, {len(table)} wallets "
+               f"{'INCONSISTENT' if wrong_lots or wrong_wallets else 'consistent'}")
+    return expected, figures
+
+
 def check_ledger(args, report, expectation, accepted):
     """Every user's balance in the ledger against the topics' purchases minus refunds; dead letters; offsets."""
     if expectation.uncheckable:
         report.violation(f"{len(expectation.uncheckable)} events whose effect on a balance depends on order (the "
                          "load sends none)", expectation.uncheckable)
     expected, figures = expectation.balances(report)
+    wallet_summary = {}
+    if args.wallet:
+        expected, wallet_summary = check_wallet(args, report, expectation)
 
     # The load's own record: every acknowledged purchase is credited to the user the load bought it for.
     misowned, acknowledged_keys = [], set()
@@ -641,7 +1129,8 @@ def check_ledger(args, report, expectation, accepted):
         if held != expected.get(user, {}):
             wrong.append(f"{user}: ledger {held}, expected {expected.get(user, {})}")
     if wrong:
-        report.violation(f"{len(wrong)} users' balances differ from what they bought minus what was refunded", wrong)
+        report.violation(f"{len(wrong)} users' balances differ from what they bought minus what was refunded"
+                         + (" (and spent, granted and taken back)" if args.wallet else ""), wrong)
     # And the table itself: no balance for anyone the topics do not name.
     strangers = []
     try:
@@ -669,7 +1158,7 @@ def check_ledger(args, report, expectation, accepted):
                f"{figures['refunded']} refunded; purchase states {states}; dead letters {len(dead)}; stored offsets "
                f"{'at the end' if not behind else 'BEHIND'}")
     return {"users_checked": len(users), "balance_mismatches": len(wrong), "purchases": figures["purchases"],
-            "refunded": figures["refunded"], "ledger_dead_letters": len(dead)}
+            "refunded": figures["refunded"], "ledger_dead_letters": len(dead), **wallet_summary}
 
 
 def command_check(args):
@@ -995,6 +1484,20 @@ def main():
     ledger_drain.add_argument("--ledger", help="(unused here; accepted so the same arguments serve check)")
     ledger_drain.add_argument("--timeout", type=float, default=300)
 
+    wallet = commands.add_parser("wallet")
+    wallet.add_argument("--ledger", action="append", required=True, help="a receipt-ledger's URL (each request to one "
+                        "of them at random)")
+    wallet.add_argument("--rate", type=float, required=True, help="spends and grants per second")
+    wallet.add_argument("--users", type=int, default=250, help="spend as user-0 .. user-<N-1>")
+    wallet.add_argument("--out", required=True)
+    wallet.add_argument("--run", required=True, help="prefix of every Idempotency-Key")
+    wallet.add_argument("--seed", type=int, default=0)
+    wallet.add_argument("--connections", type=int, default=8)
+    wallet.add_argument("--replay-every", type=int, default=10, help="one final answer in N is replayed")
+    wallet.add_argument("--request-timeout", type=float, default=10)
+    wallet.add_argument("--settle", type=float, default=60,
+                        help="seconds after SIGUSR1 to get every request a final answer (SIGTERM: none)")
+
     wait_notifications = commands.add_parser("wait-notifications")
     wait_notifications.add_argument("--fake", required=True)
     wait_notifications.add_argument("--timeout", type=float, default=180)
@@ -1017,6 +1520,8 @@ def main():
     check.add_argument("--ledger", help="receipt-ledger's URL: check every user's balance")
     check.add_argument("--database-url", help="the ledger's database (dead letters, stored offsets)")
     check.add_argument("--ledger-topic", action="append", default=[], help="topic:partitions the ledger consumes")
+    check.add_argument("--wallet", action="append", default=[],
+                       help="files the wallet client wrote: check its spends and grants, and balances with them")
 
     report = commands.add_parser("soak-report")
     report.add_argument("--csv", required=True)
@@ -1034,7 +1539,7 @@ def main():
     plot.add_argument("--title", default="soak")
 
     args = parser.parse_args()
-    handler = {"load": command_load, "sample": command_sample, "drain": command_drain, "check": command_check,
+    handler = {"load": command_load, "wallet": command_wallet, "sample": command_sample, "drain": command_drain, "check": command_check,
                "wait-notifications": command_wait_notifications, "ledger-drain": command_ledger_drain,
                "soak-report": command_soak_report, "plot-script": command_plot_script}[args.command]
     sys.exit(handler(args) or 0)

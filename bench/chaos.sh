@@ -10,9 +10,15 @@
 #     the mock cluster keeps its data in memory), CHAOS_BROKER_STOPS times;
 #   - Apple down for CHAOS_APPLE_OUTAGE_S, answering 21005, HTTP 503 and nothing at all (timeouts) in turns;
 #   - SIGKILL of a random ledger (restarted at once), CHAOS_LEDGER_KILLS times, each halfway through the pause before
-#     another fault (no time of its own);
+#     another fault (no time of its own), while spend batches wait in the database: a lock on wallet_requests, taken
+#     just before and held 1.5 s, stops every spend batch at its last write (lots, attributions, balances and history
+#     written, nothing committed), so the kill lands mid-batch with spends in flight;
 #   - PostgreSQL crashed (immediate shutdown, SIGQUIT: crash recovery at the next start) and started again after
 #     CHAOS_POSTGRES_DOWN_S, CHAOS_POSTGRES_CRASHES times.
+# All along, a wallet client (bench/chaos-tool.py wallet) spends and grants gems of the first CHAOS_WALLET_USERS users
+# through both ledgers at CHAOS_WALLET_RATE per second (one in 12 a grant, each request to a ledger at random), retries
+# every request whose answer is not final (connection dropped or refused, 503, key in flight) with its key until it
+# is, and replays one final answer in 10 with the same key 0.5 to 3 s later.
 # Then the load stops, the system drains (consumer lag 0 on every input partition, all owned), and an independent
 # reader checks what reached the topics (kcat copies them while they are written; bench/chaos-tool.py check):
 #   every acknowledged submission (202) is on the topic and has a result; no submission has results that disagree
@@ -21,7 +27,13 @@
 #   drains too (its stored offsets reach the end of the results and events topics), and then every user's balance
 #   (GET /v1/users/{id}, and no balance in its table for anyone else) equals what the topics say was bought (each
 #   credit_key once, amount x quantity) minus the purchases a debit event refunded; every acknowledged purchase is
-#   credited by the topics to the user the load bought it for; the ledger's dead_letters table is empty.
+#   credited by the topics to the user the load bought it for; the ledger's dead_letters table is empty. With the
+#   spends: every spend answered 200 is applied exactly once (its key in wallet_requests, its units attributed and in
+#   its history entry), every 409 insufficient_balance changed nothing, every request whose answer was lost got a
+#   final answer by its retries and was applied once or not at all as that answer says, every replay answered its first
+#   answer; each refund took back (wallet_clawbacks, wallet_takes) only purchased units of its owner, takes +
+#   unrecovered = the purchase; lots, history and balances agree; and the balances above are credits + grants -
+#   applied spends - take-backs, per user and item (bench/chaos-tool.py check_wallet).
 # Exit status 1 on any violation, a service that died by itself, or a group that did not drain.
 #
 #   bench/chaos.sh                  the long form: 10 verifier kills, 1 ingest kill, 2 broker stops of 20 s, a
@@ -32,10 +44,10 @@
 #
 # Settings (environment): CHAOS_RATE, CHAOS_NOTIFICATION_RATE, CHAOS_VERIFIER_KILLS, CHAOS_INGEST_KILLS,
 # CHAOS_BROKER_STOPS, CHAOS_BROKER_STOP_S, CHAOS_APPLE_OUTAGE_S, CHAOS_LEDGER_KILLS, CHAOS_POSTGRES_CRASHES,
-# CHAOS_POSTGRES_DOWN_S, CHAOS_LEDGERS (default 2), CHAOS_GAP_MIN_S / CHAOS_GAP_MAX_S (pause before
-# each fault), CHAOS_WARMUP_S, CHAOS_TAIL_S, CHAOS_SEED (the fault order and times; printed), RECEIPT_PARTITIONS
-# (default 16: the mock cluster keeps 5 MB per partition, and the outage's backlog must fit), BENCH_CONFIGURATION
-# (release by default), CHAOS_BIN (use the executables in this directory as they are: `make test` passes its debug
+# CHAOS_POSTGRES_DOWN_S, CHAOS_LEDGERS (default 2), CHAOS_WALLET_RATE (spends and grants per second; 0: none),
+# CHAOS_WALLET_USERS (default 250), CHAOS_GAP_MIN_S / CHAOS_GAP_MAX_S (pause before each fault), CHAOS_WARMUP_S,
+# CHAOS_TAIL_S, CHAOS_SEED (the fault order and times; printed), RECEIPT_PARTITIONS (default 16: the mock cluster
+# keeps 5 MB per partition, and the outage's backlog must fit), BENCH_CONFIGURATION (release by default), CHAOS_BIN (use the executables in this directory as they are: `make test` passes its debug
 # build), BENCH_KEEP_WORK=1 keeps the logs and topic copies.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,13 +57,15 @@ if [ -n "${CHAOS_SHORT:-}" ]; then
     : "${CHAOS_BROKER_STOPS:=1}" "${CHAOS_BROKER_STOP_S:=8}" "${CHAOS_APPLE_OUTAGE_S:=12}"
     : "${CHAOS_GAP_MIN_S:=4}" "${CHAOS_GAP_MAX_S:=6}" "${CHAOS_WARMUP_S:=8}" "${CHAOS_TAIL_S:=5}"
     : "${CHAOS_DRAIN_TIMEOUT_S:=90}" "${CHAOS_LEDGER_KILLS:=1}" "${CHAOS_POSTGRES_CRASHES:=0}"
+    : "${CHAOS_WALLET_RATE:=40}"
 else
     : "${CHAOS_RATE:=500}" "${CHAOS_NOTIFICATION_RATE:=5}" "${CHAOS_VERIFIER_KILLS:=10}" "${CHAOS_INGEST_KILLS:=1}"
     : "${CHAOS_BROKER_STOPS:=2}" "${CHAOS_BROKER_STOP_S:=20}" "${CHAOS_APPLE_OUTAGE_S:=120}"
     : "${CHAOS_GAP_MIN_S:=20}" "${CHAOS_GAP_MAX_S:=30}" "${CHAOS_WARMUP_S:=30}" "${CHAOS_TAIL_S:=30}"
     : "${CHAOS_DRAIN_TIMEOUT_S:=300}" "${CHAOS_LEDGER_KILLS:=4}" "${CHAOS_POSTGRES_CRASHES:=1}"
+    : "${CHAOS_WALLET_RATE:=100}"
 fi
-: "${CHAOS_POSTGRES_DOWN_S:=10}"
+: "${CHAOS_POSTGRES_DOWN_S:=10}" "${CHAOS_WALLET_USERS:=250}"
 CHAOS_SEED="${CHAOS_SEED:-$((RANDOM * 32768 + RANDOM))}"
 for tool in kcat curl python3 psql; do
     command -v "$tool" >/dev/null || { echo "$tool is not installed (make deps)" >&2; exit 1; }
@@ -103,6 +117,17 @@ python3 bench/chaos-tool.py load --ingest "$INGEST_URL" --rate "$CHAOS_RATE" --o
     2>"$WORK/load.log" &
 LOAD_PID=$!
 PIDS+=("$LOAD_PID")
+WALLET_ARGS=()
+if [ "$CHAOS_WALLET_RATE" != 0 ]; then
+    for ((n = 1; n <= CHAOS_LEDGERS; n++)); do WALLET_ARGS+=(--ledger "${LEDGER_URL[$n]}"); done
+    python3 bench/chaos-tool.py wallet "${WALLET_ARGS[@]}" --rate "$CHAOS_WALLET_RATE" --users "$CHAOS_WALLET_USERS" \
+        --out "$WORK/wallet.tsv" --run "chaos-$CHAOS_SEED" --seed "$CHAOS_SEED" >"$WORK/wallet-summary.json" \
+        2>"$WORK/wallet.log" &
+    WALLET_PID=$!
+    PIDS+=("$WALLET_PID")
+    echo "wallet: $CHAOS_WALLET_RATE spends and grants/s of $CHAOS_WALLET_USERS users through the" \
+        "$CHAOS_LEDGERS ledgers"
+fi
 
 # The faults, in a random order (CHAOS_SEED), each after a random pause.
 RANDOM=$CHAOS_SEED
@@ -128,8 +153,14 @@ ledger_kill() {
     # Printed, not in $FAULTS: the verifiers' duplicate results stay attributed to the faults that caused them.
     printf '  %4ds  %-18s %s\n' "$((SECONDS - started_s))" "ledger-kill#${count[ledger-kill]}" \
         "SIGKILL ledger $n (pid ${LEDGER_PID[$n]}), restarted at once"
+    # Every spend batch stops at its last write (wallet_requests) while this lock is held: the kill lands mid-batch.
+    psql "$LEDGER_DATABASE_URL" -X -q -c \
+        "BEGIN; LOCK TABLE wallet_requests IN SHARE MODE; SELECT pg_sleep(1.5); COMMIT" >/dev/null 2>&1 &
+    local holder=$!
+    sleep 0.7
     kill -KILL "${LEDGER_PID[$n]}"
     wait "${LEDGER_PID[$n]}" 2>/dev/null || true
+    wait "$holder" || true
     start_ledger "$n"
 }
 sleep "$CHAOS_WARMUP_S"
@@ -194,9 +225,17 @@ for index in "${!events[@]}"; do
 done
 sleep "$CHAOS_TAIL_S"
 kill -TERM "$LOAD_PID"
+if [ -n "${WALLET_PID:-}" ]; then kill -USR1 "$WALLET_PID"; fi  # no new requests; the ones made get final answers
 wait "$LOAD_PID" || true
 load_s=$((SECONDS - started_s))
 echo "load stopped after ${load_s} s: $(cat "$WORK/load-summary.json")"
+WALLET_CHECK=()
+if [ -n "${WALLET_PID:-}" ]; then
+    # Every request it made gets a final answer first (retried with its key; the ledgers are up).
+    wait "$WALLET_PID" || true
+    echo "wallet client stopped: $(cat "$WORK/wallet-summary.json")"
+    WALLET_CHECK=(--wallet "$WORK/wallet.tsv")
+fi
 
 status=0
 # Notifications still being retried by the fake would be answered 200 after the check looked for their events.
@@ -217,7 +256,7 @@ kill -0 "$INGEST_PID" 2>/dev/null || { echo "the ingest died by itself" >&2; sta
 for ((n = 1; n <= CHAOS_LEDGERS; n++)); do
     kill -0 "${LEDGER_PID[$n]}" 2>/dev/null || { echo "ledger $n died by itself" >&2; status=1; }
 done
-check_topics --faults "$FAULTS" --fake "$FAKE_URL" "${LEDGER_TOOL_ARGS[@]}" || status=1
+check_topics --faults "$FAULTS" --fake "$FAKE_URL" "${LEDGER_TOOL_ARGS[@]}" "${WALLET_CHECK[@]}" || status=1
 pipeline_stop || status=1
 postgres_stop
 for logs in "verifier-*.log ingest.log" "ledger-*.log"; do

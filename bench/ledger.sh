@@ -57,6 +57,7 @@ cleanup() {
     for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill -TERM "${pids[$i]}" 2>/dev/null || true; done
     wait 2>/dev/null || true
     rm -rf "$work"
+    if declare -F postgres_cluster_cleanup >/dev/null; then postgres_cluster_cleanup; fi
 }
 trap cleanup EXIT
 
@@ -71,19 +72,18 @@ fi
 # PostgreSQL, root-safe (the server refuses root: as root it runs as the `postgres` system user).
 pg_bin="$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)"
 pg_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
-mkdir -p "$work/pg"
-as_postgres=()
-if [ "$(id -u)" -eq 0 ]; then
-    chown postgres:postgres "$work/pg"
-    chmod 755 "$work"
-    as_postgres=(setpriv --reuid=postgres --regid=postgres --init-groups --)
-fi
-"${as_postgres[@]}" "$pg_bin/initdb" -D "$work/pg/data" -U postgres --auth=trust -E UTF8 --no-sync >/dev/null
-"${as_postgres[@]}" "$pg_bin/postgres" -D "$work/pg/data" -p "$pg_port" -k "$work/pg" -c listen_addresses=127.0.0.1 \
+[ "$(id -u)" -ne 0 ] || chmod 755 "$work"
+# Under /tmp instead when the postgres user cannot reach $work (a private TMPDIR): scripts/throwaway-postgres.sh.
+. scripts/throwaway-postgres.sh
+postgres_cluster_dir "$work/pg"
+pg_dir="$POSTGRES_CLUSTER_DIR"
+as_postgres=("${POSTGRES_AS[@]}")
+"${as_postgres[@]}" "$pg_bin/initdb" -D "$pg_dir/data" -U postgres --auth=trust -E UTF8 --no-sync >/dev/null
+"${as_postgres[@]}" "$pg_bin/postgres" -D "$pg_dir/data" -p "$pg_port" -k "$pg_dir" -c listen_addresses=127.0.0.1 \
     "${pg_settings[@]}" 2>"$work/postgres.log" &
 pids+=($!)
 for _ in $(seq 1 100); do "$pg_bin/pg_isready" -q -h 127.0.0.1 -p "$pg_port" && break; sleep 0.1; done
-postmaster_pid="$(head -1 "$work/pg/data/postmaster.pid")"
+postmaster_pid="$(head -1 "$pg_dir/data/postmaster.pid")"
 echo "PostgreSQL $("$pg_bin/postgres" --version | awk '{print $3}') ($pg_mode)"
 psql_base=(psql -X -q -t -A -h 127.0.0.1 -p "$pg_port" -U postgres)
 

@@ -40,6 +40,7 @@ bench_cleanup() {
     for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
     for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
     if [ -n "${BENCH_KEEP_WORK:-}" ]; then echo "kept $WORK" >&2; else rm -rf "$WORK"; fi
+    if declare -F postgres_cluster_cleanup >/dev/null; then postgres_cluster_cleanup; fi
 }
 
 # wait_for_line FILE PREFIX: prints the value of the first "PREFIX=value" line of FILE (waits up to 10 s).
@@ -80,17 +81,15 @@ free_port() {
 postgres_start() {
     PG_BIN="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)"
     [ -x "$PG_BIN/initdb" ] || { echo "no PostgreSQL server found: run scripts/install-deps.sh" >&2; return 1; }
-    PG_DIR="$WORK/postgres"
     PG_PORT="$(free_port)"
-    mkdir -p "$PG_DIR"
-    AS_POSTGRES=()
-    if [ "$(id -u)" -eq 0 ]; then
-        # PostgreSQL refuses to run as root: the `postgres` system user (Debian's package creates it) owns the data
-        # and must be able to reach it through the run's directory.
-        chmod 711 "$WORK"
-        chown postgres:postgres "$PG_DIR"
-        AS_POSTGRES=(setpriv --reuid=postgres --regid=postgres --init-groups --)
-    fi
+    # PostgreSQL refuses to run as root: the `postgres` system user (Debian's package creates it) owns the data and
+    # must reach it through every parent directory; where it cannot (WORK under a private TMPDIR), the cluster goes
+    # under /tmp instead (scripts/throwaway-postgres.sh), removed by bench_cleanup.
+    [ "$(id -u)" -ne 0 ] || chmod 711 "$WORK"
+    . "$(dirname "${BASH_SOURCE[0]}")/../scripts/throwaway-postgres.sh"
+    postgres_cluster_dir "$WORK/postgres"
+    PG_DIR="$POSTGRES_CLUSTER_DIR"
+    AS_POSTGRES=("${POSTGRES_AS[@]}")
     "${AS_POSTGRES[@]}" "$PG_BIN/initdb" -D "$PG_DIR/data" -U postgres --auth=trust -E UTF8 --no-sync \
         >"$WORK/initdb.log" 2>&1 || { cat "$WORK/initdb.log" >&2; return 1; }
     LEDGER_DATABASE_URL="host=127.0.0.1 port=$PG_PORT user=postgres dbname=postgres connect_timeout=5"
@@ -133,6 +132,34 @@ postgres_stop() {
     kill -INT "$POSTGRES_PID" 2>/dev/null || return 0
     wait "$POSTGRES_PID" 2>/dev/null || true
     POSTGRES_PID=
+}
+
+# postgres_server_ticks POSTMASTER_PID: the server's CPU so far, in clock ticks (user + system): every live process
+# it started (backends, WAL writer, checkpointer...), the postmaster's own and what its reaped children used (ended
+# backends, autovacuum workers). The difference of two readings is the whole server's CPU between them, as
+# bench/ledger.sh measures it (bench/spends.sh).
+postgres_server_ticks() {
+    python3 - "$1" <<'PY'
+import os, sys
+postmaster = int(sys.argv[1])
+
+def stat(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return int(fields[1]), int(fields[11]) + int(fields[12]), int(fields[13]) + int(fields[14])
+
+total = 0
+for entry in os.listdir("/proc"):
+    if entry.isdigit():
+        s = stat(int(entry))
+        if s is not None and s[0] == postmaster:
+            total += s[1]
+_, own, reaped = stat(postmaster)
+print(total + own + reaped)
+PY
 }
 
 # ---- instruction counts of an in-process bench (bench/verifier-callgrind.sh, bench/ingest-callgrind.sh) ----------

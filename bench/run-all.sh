@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make bench`: every benchmark, one after the other (they share this machine's cores, so never in parallel),
 # each printing its own figures. Record them, with the machine, in docs/BENCHMARKS.md.
-#   bench/run-all.sh [producer|appstore|ingest|notifications|verifier|verdicts|jws|hostile|counts]...
+#   bench/run-all.sh [producer|appstore|ingest|notifications|verifier|verdicts|spends|jws|hostile|counts]...
 #                                                                                                   (default: all)
 # `counts`: the repeatable figures, instructions per message and per POST (bench/counts.sh: callgrind, the same on
 # a busy machine).
@@ -9,7 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 selected=("$@")
-[ ${#selected[@]} -gt 0 ] || selected=(producer appstore ingest notifications verifier verdicts jws hostile counts)
+[ ${#selected[@]} -gt 0 ] \
+    || selected=(producer appstore ingest notifications verifier verdicts spends jws hostile counts)
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
 for name in "${selected[@]}"; do
@@ -20,11 +21,12 @@ for name in "${selected[@]}"; do
         notifications) script="bench/ingest.sh --notifications" ;;
         verifier) script=bench/verifier.sh ;;
         verdicts) script=bench/verdicts.sh ;;
+        spends) script=bench/spends.sh ;;
         jws) script=bench/jws.sh ;;
         hostile) script=bench/hostile.sh ;;
         counts) script=bench/counts.sh ;;
-        *) echo "unknown benchmark '$name' (producer, appstore, ingest, notifications, verifier, verdicts, jws," \
-            "hostile, counts)" >&2; exit 2 ;;
+        *) echo "unknown benchmark '$name' (producer, appstore, ingest, notifications, verifier, verdicts, spends," \
+            "jws, hostile, counts)" >&2; exit 2 ;;
     esac
     echo
     echo "=== $name ($script) ==="

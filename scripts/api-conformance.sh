@@ -32,9 +32,11 @@ started=$SECONDS
 command -v schemathesis >/dev/null || { echo "api-conformance: schemathesis is missing: run scripts/install-deps.sh"; exit 1; }
 
 pids=()
+. scripts/throwaway-postgres.sh
 cleanup() {
     for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
     wait 2>/dev/null || true
+    postgres_cluster_cleanup
 }
 trap cleanup EXIT
 
@@ -135,7 +137,6 @@ run_pass kafka-down 127.0.0.1:9 "INGEST_MAX_WAIT_MS=300000" -- --exclude-checks 
     --phases examples,coverage,fuzzing
 
 # receipt-ledger: one pass per configuration, each its own process over the same database.
-. scripts/throwaway-postgres.sh
 start_throwaway_postgres "$PWD/$work/postgres" "$work/postgres.log"
 run_ledger_pass() {
     local name="$1" settings="$2"
@@ -170,9 +171,15 @@ import collections, json, re, sys
 counts = collections.defaultdict(collections.Counter)
 for entry in json.load(open(sys.argv[1]))["log"]["entries"]:
     path = re.sub(r"^https?://[^/]+", "", entry["request"]["url"]).split("?")[0]
-    path = re.sub(r"^/v1/users/.+", "/v1/users/{user_id}", re.sub(r"^/v1/purchases/.+", "/v1/purchases/{credit_key}", path))
+    path = re.sub(r"^/v1/purchases/.+", "/v1/purchases/{credit_key}", path)
+    path = re.sub(r"^/v1/consumption-requests/.+", "/v1/consumption-requests/{event_id}", path)
+    path = re.sub(r"^/v1/users/[^/]+/(consent|app-account-token|spends|grants|history)$", r"/v1/users/{user_id}/\1", path)
+    path = re.sub(r"^/v1/users/[^/]+$", "/v1/users/{user_id}", path)
     method = entry["request"]["method"]
-    counts[method + " " + path if method in ("GET", "HEAD") else "undocumented methods"][entry["response"]["status"]] += 1
+    documented = {"POST": ("/spends", "/grants"), "PUT": ("/consent", "/app-account-token"), "DELETE": ("/consent",)}
+    known = method in ("GET", "HEAD") and not path.endswith(("/spends", "/grants", "/consent", "/app-account-token")) \
+        or path.endswith(documented.get(method, ("//",)))
+    counts[method + " " + path if known else "undocumented methods"][entry["response"]["status"]] += 1
 for operation in sorted(counts):
     statuses = ", ".join(f"{status}: {n}" for status, n in sorted(counts[operation].items()))
     print(f"  {sys.argv[2]}: {operation:34} {sum(counts[operation].values()):4} requests ({statuses})")

@@ -271,11 +271,17 @@ def check_compose_system(compose):
             if out.returncode != 0:
                 finding(f"promtool check config {config_path}:\n{(out.stdout + out.stderr).strip()}")
             config = yaml.safe_load(read(config_path))
+            loaded = set()
             for rule_file in config.get("rule_files", []):
-                if volumes.get(rule_file) != "deploy/monitoring/alerts.yaml":
-                    finding(f"compose Prometheus: rule file {rule_file} is not deploy/monitoring/alerts.yaml mounted")
-            if not config.get("rule_files"):
-                finding("compose Prometheus loads no alerts (rule_files)")
+                source = volumes.get(rule_file) or ""
+                if not re.fullmatch(r"deploy/monitoring/(components/[\w-]+/)?alerts\.yaml", source):
+                    finding(f"compose Prometheus: rule file {rule_file} is not one of deploy/monitoring's alerts.yaml")
+                loaded.add(source)
+            # compose runs the ledger and its refund responder: their alerts too (no reconciliation CronJob there).
+            for source in ("deploy/monitoring/alerts.yaml", "deploy/monitoring/components/ledger/alerts.yaml",
+                           "deploy/monitoring/components/refund-responder/alerts.yaml"):
+                if source not in loaded:
+                    finding(f"compose Prometheus does not load {source}")
             jobs = {job["job_name"]: job for job in config.get("scrape_configs", [])}
             for binary in ("receipt-ingest", "receipt-verifier", "receipt-ledger"):
                 job = jobs.get(binary)
@@ -409,27 +415,61 @@ def check_compose(bin_dir, known):
                 finding(f"compose service {name}: its health check asks port {health}, it serves {served}")
 
 
+# The optional parts (kustomize Components): the overlays and deploy/monitoring include them; each is also rendered
+# and checked with parts left out ("<directory> without <part>+<part>"), the base alone being the ingest and verifiers.
+OPTIONAL_PARTS = ("ledger", "refund-responder", "reconcile")
+WITHOUT = {
+    "docker/k8s/overlays/production": [OPTIONAL_PARTS, ("refund-responder", "reconcile"), ("reconcile",),
+                                       ("refund-responder",)],
+    "docker/k8s/overlays/sandbox": [OPTIONAL_PARTS],
+    "deploy/monitoring": [OPTIONAL_PARTS, ("refund-responder", "reconcile")],
+}
 KUSTOMIZATIONS = ["docker/k8s/base", "docker/k8s/jobs", "docker/k8s/overlays/production",
                   "docker/k8s/overlays/production/jobs", "docker/k8s/overlays/sandbox",
                   "docker/k8s/overlays/sandbox/jobs", "deploy/kafka/strimzi", "deploy/kafka/strimzi-sandbox",
-                  "deploy/kafka/strimzi-cluster", "deploy/postgres", "deploy/postgres-sandbox", "deploy/monitoring"]
+                  "deploy/kafka/strimzi-cluster", "deploy/postgres", "deploy/postgres-sandbox", "deploy/monitoring",
+                  "docker/k8s/overlays/production-gateway-api", "examples/consumer"] + [
+    f"{directory} without {'+'.join(parts)}" for directory, variants in WITHOUT.items() for parts in variants]
 # The oldest Kubernetes the manifests support (docs/OPERATIONS.md, "Supported versions"): validated against it.
 KUBERNETES_VERSION = "1.31.0"
 RENDERED = {}
 
 
+def without_parts(directory, parts, work):
+    """A copy of docker/ and deploy/ under `work` whose `directory` kustomization lists none of `parts` among its
+    components; returns the copy's directory."""
+    for tree in ("docker", "deploy"):
+        if not os.path.exists(os.path.join(work, tree)):
+            shutil.copytree(os.path.join(ROOT, tree), os.path.join(work, tree))
+    path = os.path.join(work, directory, "kustomization.yaml")
+    with open(path, encoding="utf-8") as handle:
+        lines = handle.read().splitlines(True)
+    kept = [line for line in lines if not any(re.fullmatch(r"\s*- (\.\./)*components/" + re.escape(part) + r"\s*", line)
+                                              for part in parts)]
+    if len(lines) - len(kept) != len(parts):
+        finding(f"{directory}/kustomization.yaml does not list the components {', '.join(parts)} one per line")
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.writelines(kept)
+    return os.path.join(work, directory)
+
+
 def render(directory):
-    """`kubectl kustomize` of a directory (kustomize v5 inside kubectl), as a list of documents."""
+    """`kubectl kustomize` of a directory (kustomize v5 inside kubectl), as a list of documents; "<directory> without
+    <part>+<part>" renders it with those optional parts left out of its components."""
     if directory in RENDERED:
         return RENDERED[directory]
     if shutil.which("kubectl") is None:
         finding("kubectl is not installed: cannot render the kustomizations (scripts/install-deps.sh)")
         RENDERED[directory] = []
         return []
-    if not os.path.exists(os.path.join(ROOT, directory, "kustomization.yaml")):
+    source, _, parts = directory.partition(" without ")
+    if not os.path.exists(os.path.join(ROOT, source, "kustomization.yaml")):
         RENDERED[directory] = []
         return []
-    out = subprocess.run(["kubectl", "kustomize", os.path.join(ROOT, directory)], capture_output=True, text=True)
+    import tempfile
+    with tempfile.TemporaryDirectory() as work:
+        path = without_parts(source, parts.split("+"), work) if parts else os.path.join(ROOT, source)
+        out = subprocess.run(["kubectl", "kustomize", path], capture_output=True, text=True)
     if out.returncode != 0:
         finding(f"kubectl kustomize {directory} failed:\n{out.stderr.strip()}")
         RENDERED[directory] = []
@@ -674,17 +714,19 @@ def check_rendered_services(directory, documents, known):
 
 def check_kubernetes(known):
     for directory in KUSTOMIZATIONS:
-        if not os.path.exists(os.path.join(ROOT, directory, "kustomization.yaml")):
+        if not os.path.exists(os.path.join(ROOT, directory.partition(" without ")[0], "kustomization.yaml")):
             finding(f"{directory}/kustomization.yaml does not exist")
             continue
         documents = render(directory)
         if directory.startswith("docker/k8s"):
             check_rendered_services(directory, documents, known)
-    base = yaml.safe_load(read("docker/k8s/base/kustomization.yaml"))
-    tags = {image.get("newTag") for image in base.get("images", [])}
-    version = re.search(r'public static let version = "([^"]+)"', read("Sources/ServiceSupport/BuildInfo.swift"))
+    tags = {image.get("newTag") for path in ["docker/k8s/base/kustomization.yaml"] + sorted(
+                glob.glob(os.path.join(ROOT, "docker/k8s/components/*/kustomization.yaml")))
+            for image in yaml.safe_load(read(path)).get("images", [])}
+    version = re.search(r'public static let releaseVersion = "([^"]+)"', read("Sources/ServiceSupport/BuildInfo.swift"))
     if not version or tags != {version.group(1)}:
-        finding(f"docker/k8s/base image tag {tags} is not BuildInfo.version {version.group(1) if version else None}")
+        finding(f"docker/k8s base and components image tags {tags} are not BuildInfo.version "
+                f"{version.group(1) if version else None}")
     out = subprocess.run([sys.executable, os.path.join(ROOT, "deploy/kafka/render.py"), "--check"],
                          capture_output=True, text=True)
     if out.returncode != 0:
@@ -745,9 +787,15 @@ def check_with_linters():
     import tempfile
     with tempfile.TemporaryDirectory() as work:
         core = []
+        validated = set()
         for directory in KUSTOMIZATIONS:
             for index, document in enumerate(render(directory)):
-                path = os.path.join(work, f"{directory.replace('/', '_')}-{index}.yaml")
+                # The renderings with optional parts left out repeat most objects: each distinct one once.
+                content = json.dumps(document, sort_keys=True)
+                if content in validated:
+                    continue
+                validated.add(content)
+                path = os.path.join(work, f"{directory.replace('/', '_').replace(' ', '_')}-{index}.yaml")
                 with open(path, "w", encoding="utf-8") as handle:
                     yaml.safe_dump(document, handle)
                 if "." not in document.get("apiVersion", "").split("/")[0] or \
@@ -777,6 +825,7 @@ CRD_MODELS = {
 JSON_SCHEMAS = {
     "kafka.strimzi.io/v1": "deploy/crds/strimzi-v1.schema.yaml",
     "postgresql.cnpg.io/v1": "deploy/crds/cloudnative-pg-v1.schema.yaml",
+    "gateway.networking.k8s.io/v1": "deploy/crds/gateway-api-v1.schema.yaml",
 }
 
 
@@ -911,9 +960,14 @@ def check_pods_on_a_cluster(directory, documents):
             finding(f"{where}: its NetworkPolicy allows no egress to Kafka ({kafka_namespace}:{kafka_port}, "
                     "KAFKA_BOOTSTRAP_SERVERS)")
         apple = allows(443, lambda peer: "ipBlock" in peer)
-        if name in CALLS_APPLE and not apple:
+        calls_apple = name in CALLS_APPLE
+        if name == "receipt-ledger":
+            # Only its refund responder calls Apple (the refund-responder component turns it on).
+            calls_apple = any(variable.get("name") == "LEDGER_CONSUMPTION_RESPONSES" and variable.get("value") != "off"
+                              for container in pod["containers"] for variable in container.get("env", []))
+        if calls_apple and not apple:
             finding(f"{where}: calls Apple but its NetworkPolicy allows no egress on 443")
-        if name not in CALLS_APPLE and apple:
+        if not calls_apple and apple:
             finding(f"{where}: never calls Apple but its NetworkPolicy allows egress to the internet on 443")
         ocsp = allows(80, lambda peer: "ipBlock" in peer)
         revocation_off = any(variable.get("name") == "APPLE_REVOCATION_CHECK" and variable.get("value") == "off"
@@ -942,8 +996,6 @@ def check_ledger(directory, documents):
     ledger = next((d for d in documents if d.get("kind") == "Deployment"
                    and d["metadata"]["name"] == "receipt-ledger"), None)
     if ledger is None:
-        if directory in ("docker/k8s/base", "docker/k8s/overlays/production", "docker/k8s/overlays/sandbox"):
-            finding(f"{directory}: no receipt-ledger Deployment")
         return
     pod = ledger["spec"]["template"]["spec"]
     container = pod["containers"][0]
@@ -1023,9 +1075,79 @@ def check_refund_responder(directory, documents, pod, container, env):
                     "Secret receipt-apple-server-api-key there")
 
 
+def present_parts(documents):
+    """The optional parts a rendering holds, by the object each one brings."""
+    brings = {"ledger": ("Deployment", "receipt-ledger"), "reconcile": ("CronJob", "receipt-reconcile"),
+              "refund-responder": ("ConfigMap", "receipt-refund-policy")}
+    names = {(d.get("kind"), d["metadata"]["name"]) for d in documents}
+    return {part for part, key in brings.items() if key in names}
+
+
+def referenced_secrets(node):
+    """Every Secret name a rendered object refers to (envFrom, env, volumes, KEDA's TriggerAuthentication)."""
+    found = set()
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "secretName" and isinstance(value, str):
+                found.add(value)
+            elif key in ("secretRef", "secretKeyRef") and isinstance(value, dict) and "name" in value:
+                found.add(value["name"])
+            elif key == "secretTargetRef" and isinstance(value, list):
+                found.update(item.get("name") for item in value if isinstance(item, dict))
+            found |= referenced_secrets(value)
+    elif isinstance(node, list):
+        for item in node:
+            found |= referenced_secrets(item)
+    return found
+
+
+def check_optional_parts(directory, documents):
+    """The base is the ingest and the verifiers alone; a rendering without a part has nothing of it, not even a
+    reference to its Secrets; the refund responder and the reconciliation come only with the ledger."""
+    parts = present_parts(documents)
+    _, _, left_out = directory.partition(" without ")
+    expected_absent = set(left_out.split("+")) if left_out else set()
+    if directory in ("docker/k8s/base", "docker/k8s/jobs") or "/jobs" in directory:
+        expected_absent = set(OPTIONAL_PARTS)
+    for part in sorted(parts & expected_absent):
+        finding(f"{directory}: renders the optional part {part}, which it should leave out")
+    for part in ("refund-responder", "reconcile"):
+        if part in parts and "ledger" not in parts:
+            finding(f"{directory}: includes {part} without the ledger component it needs")
+    labelled = {d["metadata"]["name"]: d["metadata"].get("labels", {}).get("receipt-verification/component")
+                for d in yaml.safe_load_all(read("docker/k8s/secrets.example.yaml")) if d}
+    for document in documents:
+        for secret in sorted(referenced_secrets(document)):
+            part = labelled.get(secret)
+            if part and part not in parts:
+                finding(f"{directory}: {document['kind']} {document['metadata']['name']} needs Secret {secret}, which "
+                        f"belongs to the optional part {part} (secrets.example.yaml), not rendered here")
+
+
 def check_database():
-    """The ledger's durability rule (docs/OPERATIONS.md, receipt-ledger): a commit must survive a failover."""
-    clusters = [d for d in render("deploy/postgres") if d.get("kind") == "Cluster"]
+    """The ledger's durability rule (docs/OPERATIONS.md, receipt-ledger): a commit must survive a failover. And it is
+    operated: backed up to an object store on a schedule with a retention, scraped by a PodMonitor of our own."""
+    documents = render("deploy/postgres")
+    clusters = [d for d in documents if d.get("kind") == "Cluster"]
+    scheduled = [d for d in documents if d.get("kind") == "ScheduledBackup"]
+    monitors = [d for d in render("deploy/monitoring") if d.get("kind") == "PodMonitor"]
+    for cluster in clusters:
+        name, spec = cluster["metadata"]["name"], cluster["spec"]
+        backup = spec.get("backup", {})
+        if not backup.get("barmanObjectStore", {}).get("destinationPath") or not backup.get("retentionPolicy"):
+            finding(f"deploy/postgres: Cluster {name} has no object store backup with a retentionPolicy")
+        if not any(s["spec"]["cluster"]["name"] == name and s["spec"].get("method", "barmanObjectStore")
+                   == "barmanObjectStore" for s in scheduled):
+            finding(f"deploy/postgres: no ScheduledBackup of Cluster {name} to its object store")
+        if spec.get("monitoring", {}).get("enablePodMonitor"):
+            finding(f"deploy/postgres: Cluster {name} uses the deprecated monitoring.enablePodMonitor; the PodMonitor "
+                    "belongs in deploy/monitoring")
+        if not any(m["spec"]["selector"].get("matchLabels", {}).get("cnpg.io/cluster") == name for m in monitors):
+            finding(f"deploy/monitoring: no PodMonitor scrapes the CloudNativePG Cluster {name} (cnpg.io/cluster)")
+    backup_secrets = {reference for cluster in clusters for reference in referenced_secrets(cluster)}
+    examples = {d["metadata"]["name"] for d in yaml.safe_load_all(read("docker/k8s/secrets.example.yaml")) if d}
+    for secret in sorted(backup_secrets - examples):
+        finding(f"deploy/postgres refers to Secret {secret}, which docker/k8s/secrets.example.yaml does not describe")
     if not clusters:
         finding("deploy/postgres renders no CloudNativePG Cluster for the ledger")
     for cluster in clusters:
@@ -1113,7 +1235,9 @@ def check_scraped_namespaces():
     """The PodMonitors scrape every namespace an overlay deploys the services to, and every service is scraped."""
     namespaces = {d["metadata"]["name"] for directory in ("docker/k8s/overlays/production", "docker/k8s/overlays/sandbox")
                   for d in render(directory) if d.get("kind") == "Namespace"}
-    monitors = [d for d in render("deploy/monitoring") if d.get("kind") == "PodMonitor"]
+    # The services' PodMonitors (the Kafka Exporter's scrapes the Kafka clusters' namespaces).
+    monitors = [d for d in render("deploy/monitoring") if d.get("kind") == "PodMonitor"
+                and "app.kubernetes.io/name" in d["spec"]["selector"].get("matchLabels", {})]
     for monitor in monitors:
         selected = set(monitor["spec"].get("namespaceSelector", {}).get("matchNames")
                        or [monitor["metadata"].get("namespace")])
@@ -1134,6 +1258,7 @@ def check_platform():
         if directory.startswith("docker/k8s"):
             check_pods_on_a_cluster(directory, documents)
             check_ledger(directory, documents)
+            check_optional_parts(directory, documents)
     check_database()
     check_kafka_cluster()
     check_follower_grants()

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Every metric the alerts (deploy/monitoring/alerts.yaml) and the Grafana dashboard
-(deploy/monitoring/dashboards/*.json, row panels included) query is one the services export, read from their live
+"""Every metric the alerts (deploy/monitoring/alerts.yaml, components/*/alerts.yaml) and the Grafana dashboards
+(deploy/monitoring/dashboards/*.json, components/*/dashboards/*.json, row panels included) query is one the services export, read from their live
 /metrics (files given on the command line), and the ingest and the verifier export *_build_info. Every label a
 query groups by (`by (...)`), filters on (`{label=...}`) or shows in a legend (`{{label}}`) is one that the live
 series of its metrics carry (or one Prometheus adds when scraping: namespace, pod, job, instance). Every aggregation
@@ -32,6 +32,18 @@ EXTERNAL = {
     "up": "Prometheus' scrape health",
     "kafka_consumergroup_lag": "the Kafka Exporter (Strimzi's kafkaExporter), broker-side group lag",
     "kube_deployment_spec_replicas": "kube-state-metrics (kube-prometheus-stack): replicas a Deployment wants",
+    "kube_job_status_failed": "kube-state-metrics: a Job's failed pods (the reconciliation CronJob's Jobs)",
+    "kube_job_status_succeeded": "kube-state-metrics: a Job's succeeded pods",
+    "kubelet_volume_stats_available_bytes": "the kubelet (kube-prometheus-stack): free bytes of a PersistentVolumeClaim",
+    "kubelet_volume_stats_capacity_bytes": "the kubelet: size of a PersistentVolumeClaim",
+    # CloudNativePG's exporter on the ledger database's instances (its default monitoring queries).
+    "cnpg_pg_replication_lag": "CloudNativePG: a standby's replay lag in seconds",
+    "cnpg_backends_total": "CloudNativePG: backends by database, user and state",
+    "cnpg_pg_settings_setting": "CloudNativePG: PostgreSQL settings (max_connections)",
+    "cnpg_pg_database_xid_age": "CloudNativePG: age of a database's oldest unfrozen transaction id",
+    "cnpg_collector_last_available_backup_timestamp": "CloudNativePG: when the newest backup completed",
+    "cnpg_pg_stat_archiver_last_archived_time": "CloudNativePG: the last WAL segment archived",
+    "cnpg_pg_stat_archiver_last_failed_time": "CloudNativePG: the last failed WAL archive attempt",
 }
 # Metrics that other branches add to the services (merged separately). Until they are exported, queries of them are
 # not checked against live series; once exported they are checked like every other (and this entry can go).
@@ -170,8 +182,12 @@ def main():
         # GitHub's heading anchors: lower case, punctuation other than - and _ dropped, spaces as -.
         anchors = {re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
                    for heading in re.findall(r"^#+ (.*)$", handle.read(), re.MULTILINE)}
-    with open(os.path.join(ROOT, "deploy/monitoring/alerts.yaml"), encoding="utf-8") as handle:
-        for group in yaml.safe_load(handle)["groups"]:
+    alert_files = [os.path.join(ROOT, "deploy/monitoring/alerts.yaml")] + sorted(
+        glob.glob(os.path.join(ROOT, "deploy/monitoring/components/*/alerts.yaml")))
+    for alert_file in alert_files:
+        with open(alert_file, encoding="utf-8") as handle:
+            groups = yaml.safe_load(handle)["groups"]
+        for group in groups:
             for rule in group["rules"]:
                 queries.append((f"alert {rule['alert']}", rule["expr"], ""))
                 for aggregation in unscoped_aggregations(rule["expr"]):
@@ -184,7 +200,8 @@ def main():
                     findings.append(f"alert {rule['alert']}: runbook_url {url!r} is not an anchor of docs/OPERATIONS.md")
                 if rule.get("labels", {}).get("severity") not in ("page", "ticket"):
                     findings.append(f"alert {rule['alert']}: severity must be page or ticket")
-    dashboards = glob.glob(os.path.join(ROOT, "deploy/monitoring/dashboards/*.json"))
+    dashboards = glob.glob(os.path.join(ROOT, "deploy/monitoring/dashboards/*.json")) + glob.glob(
+        os.path.join(ROOT, "deploy/monitoring/components/*/dashboards/*.json"))
     for path in dashboards:
         with open(path, encoding="utf-8") as handle:
             dashboard = json.load(handle)

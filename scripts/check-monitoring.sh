@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The monitoring files against the tools that read them and against the live services (make test, ~20 s):
-#   - promtool check rules + promtool test rules: every alert of deploy/monitoring/alerts.yaml fires on a synthetic
-#     series that must page and stays quiet on a near miss (deploy/monitoring/tests/alerts.test.yaml);
+#   - promtool check rules + promtool test rules: every alert of deploy/monitoring/alerts.yaml and of each optional
+#     part's deploy/monitoring/components/*/alerts.yaml fires on a synthetic
+#     series that must page and stays quiet on a near miss (deploy/monitoring/tests/alerts.test.yaml, and
+#     alerts-daily.test.yaml for the alerts whose conditions span days);
 #   - deploy/monitoring/render.py --check: the PrometheusRule is the same rules;
 #   - embedded-kafka, the fake App Store, receipt-ingest, receipt-verifier and receipt-ledger (over a throwaway
 #     PostgreSQL) started from the built binaries, a few submissions and notifications through them, then promtool
@@ -19,18 +21,20 @@ mkdir -p "$work"
 started=$SECONDS
 command -v promtool >/dev/null || { echo "check-monitoring: promtool is missing: run scripts/install-deps.sh"; exit 1; }
 
-promtool check rules deploy/monitoring/alerts.yaml >"$work/check-rules.log" 2>&1 \
-    || { cat "$work/check-rules.log"; exit 1; }
-promtool test rules deploy/monitoring/tests/alerts.test.yaml >"$work/test-rules.log" 2>&1 \
-    || { cat "$work/test-rules.log"; exit 1; }
-tests=$(grep -c "^- name:" deploy/monitoring/tests/alerts.test.yaml)
+promtool check rules deploy/monitoring/alerts.yaml deploy/monitoring/components/*/alerts.yaml \
+    >"$work/check-rules.log" 2>&1 || { cat "$work/check-rules.log"; exit 1; }
+promtool test rules deploy/monitoring/tests/alerts.test.yaml deploy/monitoring/tests/alerts-daily.test.yaml \
+    >"$work/test-rules.log" 2>&1 || { cat "$work/test-rules.log"; exit 1; }
+tests=$(cat deploy/monitoring/tests/alerts.test.yaml deploy/monitoring/tests/alerts-daily.test.yaml | grep -c "^- name:")
 echo "check-monitoring: promtool test rules: $tests alert tests passed"
 python3 deploy/monitoring/render.py --check
 
 pids=()
+. scripts/throwaway-postgres.sh
 cleanup() {
     for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
     wait 2>/dev/null || true
+    postgres_cluster_cleanup
 }
 trap cleanup EXIT
 
@@ -81,7 +85,6 @@ pids+=($!)
 wait_for "$work/verifier.log" '"msg":"receipt-verifier started"' "${pids[-1]}"
 verifier="http://127.0.0.1:$(field "$work/verifier.log" '"msg":"receipt-verifier started"' metrics_port)"
 # receipt-ledger over a throwaway PostgreSQL.
-. scripts/throwaway-postgres.sh
 start_throwaway_postgres "$PWD/$work/postgres" "$work/postgres.log"
 env "${common[@]}" LEDGER_LISTEN=127.0.0.1:0 LEDGER_DATABASE_URL="$POSTGRES_URL" \
     "$bin/receipt-ledger" >"$work/ledger.out" 2>"$work/ledger.log" &

@@ -51,6 +51,7 @@ stop_all() {
         kill -KILL "${pids[$i]}" 2>/dev/null || true
     done
     wait 2>/dev/null || true
+    if declare -F postgres_cluster_cleanup >/dev/null; then postgres_cluster_cleanup; fi
     echo "stopped."
 }
 # SIGTERM (the outer part's, on Ctrl-C) or SIGINT: a clean stop (exit 0); any other exit (a service died, start-up
@@ -153,15 +154,13 @@ if [ -z "${LEDGER_DATABASE_URL:-}" ]; then
     # system user (created by Debian's package) and the server runs as that user.
     pg_bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)"
     [ -x "$pg_bin/initdb" ] || { echo "no PostgreSQL server found: run scripts/install-deps.sh" >&2; exit 1; }
-    pg_dir="$PWD/.build/dev-postgres"
     pg_port="${LEDGER_DEV_POSTGRES_PORT:-54329}"
-    rm -rf "$pg_dir"
-    mkdir -p "$pg_dir"
-    as_postgres=()
-    if [ "$(id -u)" -eq 0 ]; then
-        chown postgres:postgres "$pg_dir"
-        as_postgres=(setpriv --reuid=postgres --regid=postgres --init-groups --)
-    fi
+    rm -rf "$PWD/.build/dev-postgres"
+    # As root, under /tmp when the checkout is out of the postgres user's reach (scripts/throwaway-postgres.sh).
+    . scripts/throwaway-postgres.sh
+    postgres_cluster_dir "$PWD/.build/dev-postgres"
+    pg_dir="$POSTGRES_CLUSTER_DIR"
+    as_postgres=("${POSTGRES_AS[@]}")
     "${as_postgres[@]}" "$pg_bin/initdb" -D "$pg_dir/data" -U postgres --auth=trust -E UTF8 --no-sync \
         >"$log_dir/initdb.log" 2>&1
     "${as_postgres[@]}" "$pg_bin/postgres" -D "$pg_dir/data" -p "$pg_port" -k "$pg_dir" \

@@ -17,6 +17,10 @@ packages=(
     prometheus              # promtool: the alert rules' unit tests and the lint of both services' /metrics
     libpq-dev               # PostgreSQL client library: receipt-ledger's Postgres module
     postgresql              # PostgreSQL server: the ledger's tests and `make dev` start throwaway clusters
+    # scripts/check-generated-clients.py compiles the Java that openapi-generator makes of schemas/ (javac) with
+    # Debian's Jakarta annotations (its Jackson comes from openapi-generator's own jar).
+    openjdk-17-jdk-headless
+    libjakarta-annotation-api-java
 )
 
 missing=()
@@ -52,6 +56,7 @@ pinned check-jsonschema 0.39.0 || python_missing+=(check-jsonschema==0.39.0)
 # confluent-kafka bundles its own librdkafka, psycopg[binary] its own libpq.
 python3 -c 'import confluent_kafka' 2>/dev/null || python_missing+=(confluent-kafka)
 python3 -c 'import psycopg' 2>/dev/null || python_missing+=('psycopg[binary]')
+python3 -c 'import psycopg_pool' 2>/dev/null || python_missing+=(psycopg-pool==3.3.3)  # bench/spend-peer.py's pool
 # bench/verifier-peer.py and bench/ingest-peer.py (the Python peers): asyncio HTTP client and server.
 pinned aiohttp 3.14.5 || python_missing+=(aiohttp==3.14.5)
 # The API conformance run (scripts/api-conformance.sh): pinned, because schemathesis's CLI and checks change between
@@ -59,6 +64,11 @@ pinned aiohttp 3.14.5 || python_missing+=(aiohttp==3.14.5)
 schemathesis_version=4.32.5
 python3 -c "import importlib.metadata as m, sys; sys.exit(m.version('schemathesis') != '$schemathesis_version')" \
     2>/dev/null || python_missing+=("schemathesis==$schemathesis_version")
+# Code generators run on schemas/ by scripts/check-generated-clients.py (pinned: their output is what is compiled):
+# openapi-generator (its jar, run with the JDK above), openapi-python-client and datamodel-code-generator.
+pinned openapi-generator-cli 7.26.0 || python_missing+=(openapi-generator-cli==7.26.0)
+pinned openapi-python-client 0.29.1 || python_missing+=(openapi-python-client==0.29.1)
+pinned datamodel-code-generator 0.97.0 || python_missing+=(datamodel-code-generator==0.97.0)
 if [ ${#python_missing[@]} -gt 0 ]; then
     echo "installing python packages: ${python_missing[*]}"
     python3 -m pip install --quiet --disable-pip-version-check "${python_missing[@]}"

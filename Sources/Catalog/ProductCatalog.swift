@@ -37,7 +37,8 @@ public struct ProductCatalog: Sendable, Equatable {
     /// Parses a catalog file's bytes. Unknown fields are ignored; everything the contract names is checked.
     /// - Throws: `ProductCatalogError` saying what is wrong: not JSON, `products` missing or not an object, an entry
     ///   that is not an object, a `type` that is not `consumable`, `non_consumable`, `auto_renewable` or
-    ///   `non_renewing`, a `credit` missing or not an object.
+    ///   `non_renewing`, a `credit` missing or not an object, or with an `item`, `entitlement` or `amount` of another
+    ///   type than the contract's.
     public static func parse(_ bytes: [UInt8]) throws(ProductCatalogError) -> ProductCatalog {
         let document: JSONValue
         do {
@@ -73,11 +74,31 @@ public struct ProductCatalog: Sendable, Equatable {
             guard let credit = fields["credit"], credit != .null else {
                 throw ProductCatalogError(problem: "product '\(productId)' has no \"credit\" object")
             }
-            guard case .object = credit else {
+            guard case .object(let members) = credit else {
                 throw ProductCatalogError(problem: "product '\(productId)': \"credit\" is not an object")
             }
+            try checkContractMembers(of: members, productId: productId)
             products[productId] = Entry(type: type, credit: credit)
         }
         return ProductCatalog(products: products)
+    }
+
+    /// The members of a credit the contract names have the contract's types (`item` and `entitlement` strings,
+    /// `amount` a whole number), as schemas/transaction.schema.json declares them for generated clients; any other
+    /// member is carried unchanged.
+    private static func checkContractMembers(
+        of credit: [String: JSONValue], productId: String
+    ) throws(ProductCatalogError) {
+        for name in ["item", "entitlement"] {
+            guard let value = credit[name] else { continue }
+            guard case .string = value else {
+                throw ProductCatalogError(problem: "product '\(productId)': credit \"\(name)\" is not a string")
+            }
+        }
+        if let amount = credit["amount"] {
+            guard case .integer = amount else {
+                throw ProductCatalogError(problem: "product '\(productId)': credit \"amount\" is not a whole number")
+            }
+        }
     }
 }

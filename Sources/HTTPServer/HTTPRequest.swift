@@ -4,6 +4,8 @@ public struct HTTPRequest: Sendable {
     public let method: String
     /// The percent-decoded path without the query string (`/v1/receipts`).
     public let path: String
+    /// The path as the client sent it, percent-encoding kept (`HTTPRequestHead.rawPath`).
+    public let rawPath: String
     /// Query arguments, percent-decoded. When a name repeats, the last value wins.
     public let query: [String: String]
     /// Header names lower-cased. When a header repeats, the values are joined with ", " (RFC 9110 list semantics).
@@ -15,10 +17,11 @@ public struct HTTPRequest: Sendable {
 
     public init(
         method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:],
-        body: [UInt8] = [], remoteAddress: String? = nil
+        body: [UInt8] = [], remoteAddress: String? = nil, rawPath: String? = nil
     ) {
         self.method = method
         self.path = path
+        self.rawPath = rawPath ?? path
         self.query = query
         self.headers = headers
         self.body = body
@@ -29,7 +32,7 @@ public struct HTTPRequest: Sendable {
     public init(head: HTTPRequestHead, body: [UInt8]) {
         self.init(
             method: head.method, path: head.path, query: head.query, headers: head.headers, body: body,
-            remoteAddress: head.remoteAddress)
+            remoteAddress: head.remoteAddress, rawPath: head.rawPath)
     }
 
     /// The value of header `name` (any case).

@@ -5,6 +5,9 @@ public struct HTTPRequestHead: Sendable {
     public let method: String
     /// The percent-decoded path without the query string (`/v1/receipts`).
     public let path: String
+    /// The path as the client sent it, percent-encoding kept (`/v1/users/a%2Fb`): what a router splits into segments
+    /// before decoding each (an encoded `/` is part of its segment, an encoded NUL is not the end).
+    public let rawPath: String
     /// Query arguments, percent-decoded. When a name repeats, the last value wins.
     public let query: [String: String]
     /// Header names lower-cased. When a header repeats, the values are joined with ", " (RFC 9110 list semantics).
@@ -14,10 +17,11 @@ public struct HTTPRequestHead: Sendable {
 
     public init(
         method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:],
-        remoteAddress: String? = nil
+        remoteAddress: String? = nil, rawPath: String? = nil
     ) {
         self.method = method
         self.path = path
+        self.rawPath = rawPath ?? path
         self.query = query
         self.headers = headers
         self.remoteAddress = remoteAddress

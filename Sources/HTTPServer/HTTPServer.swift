@@ -71,6 +71,8 @@ public final class HTTPServer: Sendable {
                 CVarArgPointer.function(MHDCallbacks.requestCompleted), Int(bitPattern: coreContext),
                 MHD_OPTION.NOTIFY_CONNECTION.rawValue,
                 CVarArgPointer.function(MHDCallbacks.connectionNotification), Int(bitPattern: coreContext),
+                // Paths and query arguments as sent: decoded in Swift, never cut at a decoded NUL (`PercentEncoding`).
+                MHD_OPTION.UNESCAPE_CALLBACK.rawValue, CVarArgPointer.function(MHDCallbacks.keepEscaped), Int(0),
             ]
             if configuration.threadCount > 1 {
                 options += [MHD_OPTION.THREAD_POOL_SIZE.rawValue, UInt32(clamping: configuration.threadCount)]

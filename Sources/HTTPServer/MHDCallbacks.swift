@@ -15,7 +15,7 @@ enum MHDCallbacks {
         guard let existing = requestContext.pointee else {
             let context = RequestContext(
                 connection: connection, method: method.map { String(cString: $0) } ?? "",
-                path: url.map { String(cString: $0) } ?? "/")
+                rawPath: url.map { String(cString: $0) } ?? "/")
             requestContext.pointee = Unmanaged.passRetained(context).toOpaque()
             // Retained by libmicrohttpd's socket context until the connection's "closed" notification, which comes
             // after this request's last callback.
@@ -88,8 +88,19 @@ enum MHDCallbacks {
     static let queryIterator: MHD_KeyValueIterator = { cls, _, key, value in
         guard let cls, let key else { return .YES }
         let query = cls.assumingMemoryBound(to: [String: String].self)
-        query.pointee[String(cString: key)] = value.map { String(cString: $0) } ?? ""
+        // Kept escaped by libmicrohttpd (`+` already a space): decoded here, as it used to decode them.
+        query.pointee[PercentEncoding.decodeLeniently(String(cString: key))] =
+            value.map { PercentEncoding.decodeLeniently(String(cString: $0)) } ?? ""
         return .YES
+    }
+
+    /// libmicrohttpd's unescape callback, for the path and the query arguments: leaves them as sent (the string's
+    /// length, unchanged). Its own decoding wrote a decoded `%00` as a NUL that ended the C string (`/a%00b` read as
+    /// `/a`) and made an encoded `/` a separator; the Swift side decodes instead (`PercentEncoding`).
+    static let keepEscaped: @convention(c) (UnsafeMutableRawPointer?, OpaquePointer?, UnsafeMutablePointer<CChar>?) -> Int = {
+        _, _, text in
+        guard let text else { return 0 }
+        return strlen(text)
     }
 
     static let errorLogger: MHD_LogCallback = {
@@ -275,7 +286,8 @@ enum MHDCallbacks {
         let remote = cmhd_client_address(connection, &address, socklen_t(address.count)) == 0
             ? cString(address) : nil
         return HTTPRequestHead(
-            method: context.method, path: context.path, query: query, headers: headers, remoteAddress: remote)
+            method: context.method, path: context.path, query: query, headers: headers, remoteAddress: remote,
+            rawPath: context.rawPath)
     }
 
     /// Queues `response` on `connection` (connection thread only, inside the access handler).

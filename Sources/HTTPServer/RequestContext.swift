@@ -32,7 +32,10 @@ final class RequestContext: @unchecked Sendable {
     }
 
     let method: String
+    /// Percent-decoded (`PercentEncoding.decodeLeniently`).
     let path: String
+    /// As sent.
+    let rawPath: String
     /// When the headers were parsed (`SystemTime.monotonicNanoseconds`).
     let startedAt: UInt64
     private let connection: OpaquePointer
@@ -59,10 +62,12 @@ final class RequestContext: @unchecked Sendable {
     var countedAsAwaiting = false
     var responseQueued = false
 
-    init(connection: OpaquePointer, method: String, path: String) {
+    /// - Parameter rawPath: the path as sent (libmicrohttpd decodes nothing: `MHDCallbacks.keepEscaped`).
+    init(connection: OpaquePointer, method: String, rawPath: String) {
         self.connection = connection
         self.method = method
-        self.path = path
+        self.rawPath = rawPath
+        self.path = PercentEncoding.decodeLeniently(rawPath)
         self.startedAt = SystemTime.monotonicNanoseconds()
     }
 

@@ -79,19 +79,20 @@ extension ConsumptionRules {
     }
 
     /// - Parameters:
+    ///   - consumed: units of the purchase consumed (items; `facts(of:consumed:nowMs:)`).
     ///   - consented: the owner's consent as recorded (nil: never asked).
     ///   - deadlineMs: Apple's deadline (12 hours after it signed the request).
     ///   - request: what the request says of itself: the product's kind (which decides the body's fields) and why
     ///     the customer asked (which rules may condition on).
     public static func plan(
-        mode: Mode, nowMs: Int64, deadlineMs: Int64, state: PurchaseState, balance: Int64?, consented: Bool?,
+        mode: Mode, nowMs: Int64, deadlineMs: Int64, state: PurchaseState, consumed: Int64?, consented: Bool?,
         policy: Policy, request: Request = Request()
     ) -> Plan {
         if mode == .off { return .unanswered(.responderOff) }
         if nowMs >= deadlineMs { return .unanswered(.deadlinePassed) }
         guard state.owner != nil else { return .unanswered(.noOwner) }
         guard consented == true else { return .unanswered(.noConsent) }
-        var facts = facts(of: state, balance: balance, nowMs: nowMs)
+        var facts = facts(of: state, consumed: consumed, nowMs: nowMs)
         facts.productKind = ProductKind.resolved(
             named: request.productKind, recorded: state.productKind, isSubscriptionPeriod: request.isSubscriptionPeriod)
         facts.requestReason = request.reason

@@ -45,16 +45,16 @@ public enum ConsumptionRules {
 
     /// The facts of a purchase in `state`.
     /// - Parameters:
-    ///   - balance: the owner's balance of the purchase's item in its book now (items only).
+    ///   - consumed: units of the purchase the owner used (items only): its lot's `amount_consumed`, spends
+    ///     attributed to it first in, first out plus what covered refunds of spent units (`WalletLot.consumed`).
     ///   - nowMs: the time of the request (entitlements: the share of the period elapsed).
     ///
     /// Delivered means the ledger credited it (also when it was taken back since: what Apple asks is whether the
     /// customer got it). Waiting for an owner, refused or never seen is undelivered (`UNDELIVERED_OTHER`). Items:
-    /// the share of the credited amount no longer in the balance, counting the balance as this purchase's first
-    /// (the customer spent older units first: the smallest consumption the balance allows). Entitlements: the
-    /// share of the period from purchase to expiry elapsed; one granted for good has no share. The product's kind and
-    /// the request's reason are the plan's to add (`plan`: they come from the request as much as from the state).
-    public static func facts(of state: PurchaseState, balance: Int64?, nowMs: Int64) -> Facts {
+    /// the share of the credited amount consumed. Entitlements: the share of the period from purchase to expiry
+    /// elapsed; one granted for good has no share. The product's kind and the request's reason are the plan's to add
+    /// (`plan`: they come from the request as much as from the state).
+    public static func facts(of state: PurchaseState, consumed: Int64?, nowMs: Int64) -> Facts {
         switch state.status {
         case .none, .pendingOwner, .refused:
             return Facts(deliveryStatus: .undeliveredOther, consumedPercentage: nil)
@@ -64,9 +64,8 @@ public enum ConsumptionRules {
         switch state.grant {
         case .item:
             let credited = state.fullAmount
-            guard credited > 0, let balance else { return Facts(deliveryStatus: .delivered, consumedPercentage: nil) }
-            let consumed = min(max(credited - balance, 0), credited)
-            return Facts(deliveryStatus: .delivered, consumedPercentage: share(consumed, of: credited))
+            guard credited > 0, let consumed else { return Facts(deliveryStatus: .delivered, consumedPercentage: nil) }
+            return Facts(deliveryStatus: .delivered, consumedPercentage: share(min(max(consumed, 0), credited), of: credited))
         case .entitlement:
             guard let purchased = state.purchaseDateMs, let expires = state.expiresDateMs, expires > purchased else {
                 return Facts(deliveryStatus: .delivered, consumedPercentage: nil)

@@ -45,6 +45,8 @@ public struct SQLState: RawRepresentable, Hashable, Sendable, CustomStringConver
     public static let uniqueViolation = SQLState(rawValue: "23505")
     /// `42P01` undefined_table.
     public static let undefinedTable = SQLState(rawValue: "42P01")
+    /// `22003` numeric_value_out_of_range (a data exception: the ledger's wallet raises it for a balance past 64 bits).
+    public static let numericValueOutOfRange = SQLState(rawValue: "22003")
 
     /// The class of a SQLSTATE: its first two characters.
     public struct Class: RawRepresentable, Hashable, Sendable {

@@ -54,6 +54,13 @@ import Testing
         (#"{"products": {"a": {"type": "consumable", "credit": null}}}"#, "product 'a' has no \"credit\""),
         (#"{"products": {"a": {"type": "consumable", "credit": 100}}}"#, "\"credit\" is not an object"),
         (#"{"products": {"": {"type": "consumable", "credit": {}}}}"#, "a product id is empty"),
+        (#"{"products": {"a": {"type": "consumable", "credit": {"item": 1, "amount": 5}}}}"#, "\"item\" is not a string"),
+        (#"{"products": {"a": {"type": "consumable", "credit": {"item": "g", "amount": "5"}}}}"#,
+         "\"amount\" is not a whole number"),
+        (#"{"products": {"a": {"type": "consumable", "credit": {"item": "g", "amount": 2.5}}}}"#,
+         "\"amount\" is not a whole number"),
+        (#"{"products": {"a": {"type": "auto_renewable", "credit": {"entitlement": null}}}}"#,
+         "\"entitlement\" is not a string"),
     ])
     func refusesAnInvalidCatalogSayingWhy(text: String, problem: String) {
         #expect {

@@ -62,6 +62,38 @@ struct HTTPServerTests {
         #expect(echo["remote"] as? String == "127.0.0.1")
     }
 
+    @Test("the path as sent and decoded: an encoded NUL or / is kept, never an end or a separator")
+    func encodedPaths() throws {
+        let server = try startServer(EchoHandler())
+        defer { server.close() }
+        let connection = try HTTPTestConnection(port: server.port)
+        let cases: [(sent: String, path: String, query: [String: String])] = [
+            ("/v1/purchases/key%00junk", "/v1/purchases/key\u{0}junk", [:]),
+            ("/v1/users/a%2Fconsent", "/v1/users/a/consent", [:]),
+            ("/v1/users/caf%C3%A9?q=a%2Bb+c&n%00=x%00y", "/v1/users/café", ["q": "a+b c", "n\u{0}": "x\u{0}y"]),
+            ("/v1/users/50%", "/v1/users/50%", [:]),
+            ("/v1/users/%zz", "/v1/users/%zz", [:]),
+        ]
+        for (sent, path, query) in cases {
+            let response = try connection.request("GET", sent)
+            let echo = try #require(response.jsonObject)
+            #expect(echo["raw_path"] as? String == String(sent.split(separator: "?", maxSplits: 1)[0]), "\(sent)")
+            #expect(echo["path"] as? String == path, "\(sent)")
+            #expect(echo["query"] as? [String: String] == query, "\(sent)")
+        }
+    }
+
+    @Test("percent-decoding: lenient keeps what is not an escape, strict refuses it and bytes that are not UTF-8")
+    func percentDecoding() {
+        #expect(PercentEncoding.decodeLeniently("a%2Fb%00c%zz%4") == "a/b\u{0}c%zz%4")
+        #expect(PercentEncoding.decodeStrictly("a%2Fb%00c") == "a/b\u{0}c")
+        #expect(PercentEncoding.decodeStrictly("a%zz") == nil)
+        #expect(PercentEncoding.decodeStrictly("a%4") == nil)
+        #expect(PercentEncoding.decodeStrictly("%FF") == nil)
+        #expect(PercentEncoding.decodeLeniently("%FF") == "\u{FFFD}")
+        #expect(PercentEncoding.decodeStrictly("plain") == "plain")
+    }
+
     @Test("a body up to the limit is delivered whole, also when chunked")
     func largeBodies() throws {
         let server = try startServer(EchoHandler()) { $0.maxBodyBytes = 256 * 1024 }

@@ -7,7 +7,8 @@ import Synchronization
 struct EchoHandler: HTTPHandler {
     func handle(_ request: HTTPRequest, respond: @escaping HTTPResponder) {
         let object: [String: Any] = [
-            "method": request.method, "path": request.path, "query": request.query, "headers": request.headers,
+            "method": request.method, "path": request.path, "raw_path": request.rawPath, "query": request.query,
+            "headers": request.headers,
             "body_length": request.body.count, "body": String(decoding: request.body, as: UTF8.self),
             "remote": request.remoteAddress ?? "",
         ]

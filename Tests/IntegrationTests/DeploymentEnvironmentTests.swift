@@ -29,7 +29,8 @@ struct DeploymentEnvironmentTests {
                 "ALLOWED_BUNDLE_IDS": "com.example.game", "KAFKA_SESSION_TIMEOUT_MS": "6000",
             ]) { $1 })
         let labels =
-            "version=\"\(BuildInfo.version)\",swift_version=\"\(BuildInfo.swiftVersion)\","
+            "version=\"\(BuildInfo.version)\",revision=\"\(BuildInfo.revision)\","
+            + "swift_version=\"\(BuildInfo.swiftVersion)\","
             + "librdkafka_version=\"\(KafkaLibrary.version)\"} 1"
         let ingestMetrics = try await TestHTTPClient.send("GET", ingest.url("/metrics"))
         #expect(String(decoding: ingestMetrics.body, as: UTF8.self).contains("ingest_build_info{\(labels)"))

@@ -14,7 +14,7 @@ import Testing
         var deadlineMs: Int64 = 10_000
         var state = PurchaseState(
             status: .credited, owner: "u1", grant: .item(name: "gems", amount: 100), amountCredited: 100)
-        var balance: Int64? = 10
+        var unitsConsumed: Int64? = 90
         var consented: Bool? = true
         let plan: C.Plan
         var testDescription: String { name }
@@ -41,7 +41,7 @@ import Testing
             state: PurchaseState(status: .pendingOwner), consented: nil, plan: .unanswered(.noOwner)),
         Row(
             name: "no rule matches: the facts without a preference",
-            balance: 100,
+            unitsConsumed: 0,
             plan: .send(
                 C.Answer(
                     facts: C.Facts(deliveryStatus: .delivered, consumedPercentage: 0), rule: nil, preference: nil,
@@ -51,7 +51,7 @@ import Testing
     @Test(arguments: rows)
     func plan(_ row: Row) {
         let plan = C.plan(
-            mode: row.mode, nowMs: row.nowMs, deadlineMs: row.deadlineMs, state: row.state, balance: row.balance,
+            mode: row.mode, nowMs: row.nowMs, deadlineMs: row.deadlineMs, state: row.state, consumed: row.unitsConsumed,
             consented: row.consented, policy: Self.policy)
         #expect(plan == row.plan)
     }
@@ -81,7 +81,7 @@ extension ConsumptionPlanTests {
         let name: String
         var state = PurchaseState(
             status: .credited, owner: "u1", grant: .item(name: "gems", amount: 100), amountCredited: 100)
-        var balance: Int64? = 60
+        var unitsConsumed: Int64? = 40
         var nowMs: Int64 = 1_000
         var request = C.Request()
         /// The rule that gave the preference, and the body: its consumption percentage and preference.
@@ -110,7 +110,7 @@ extension ConsumptionPlanTests {
             name: "a consumable 40% spent: prorated, with its share", request: C.Request(productKind: .consumable),
             rule: 2, percentage: 40_000, preference: .grantProrated),
         BodyRow(
-            name: "a consumable 70% spent: declined, with its share", balance: 30,
+            name: "a consumable 70% spent: declined, with its share", unitsConsumed: 70,
             request: C.Request(productKind: .consumable), rule: 3, percentage: 70_000, preference: .decline),
         BodyRow(
             name: "a consumable bought by accident: granted in full (Apple's reason)",
@@ -136,14 +136,14 @@ extension ConsumptionPlanTests {
             name: "unknown kind, 40% spent: no share sent, and GRANT_PRORATED, refused without one, gives way",
             rule: nil, percentage: nil, preference: nil),
         BodyRow(
-            name: "unknown kind, 70% spent: declined without a share", balance: 30, rule: 3, percentage: nil,
+            name: "unknown kind, 70% spent: declined without a share", unitsConsumed: 70, rule: 3, percentage: nil,
             preference: .decline),
     ]
 
     @Test(arguments: bodyRows)
     func body(_ row: BodyRow) throws {
         let plan = C.plan(
-            mode: .send, nowMs: row.nowMs, deadlineMs: 10_000, state: row.state, balance: row.balance,
+            mode: .send, nowMs: row.nowMs, deadlineMs: 10_000, state: row.state, consumed: row.unitsConsumed,
             consented: true, policy: Self.gamePolicy, request: row.request)
         guard case .send(let answer) = plan else {
             Issue.record("not sent: \(plan)")

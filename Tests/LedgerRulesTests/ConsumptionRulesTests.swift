@@ -1,15 +1,15 @@
 import LedgerRules
 import Testing
 
-/// What the ledger would tell Apple about a refund request, as a table: the purchase's state, the owner's balance and
-/// the time in; the delivery status, the consumed share and the policy's preference out.
+/// What the ledger would tell Apple about a refund request, as a table: the purchase's state, the units of it consumed
+/// (its lot's spends, first in, first out) and the time in; the delivery status, the consumed share and the policy's preference out.
 @Suite struct ConsumptionRulesTests {
     typealias C = ConsumptionRules
 
     struct Row: CustomTestStringConvertible, Sendable {
         let name: String
         let state: PurchaseState
-        var balance: Int64? = nil
+        var unitsConsumed: Int64? = nil
         var nowMs: Int64 = 0
         let delivery: C.DeliveryStatus
         let consumed: Int64?
@@ -28,26 +28,26 @@ import Testing
 
     static let rows: [Row] = [
         Row(
-            name: "items all still in the balance: delivered, 0% consumed; Apple refuses GRANT_PRORATED at 0 %, so "
+            name: "items none of which were spent: delivered, 0% consumed; Apple refuses GRANT_PRORATED at 0 %, so "
                 + "that rule does not match and none gives a preference",
             state: PurchaseState(status: .credited, owner: "u1", grant: gems, quantity: 2, amountCredited: 200),
-            balance: 500, delivery: .delivered, consumed: 0, preference: nil),
+            unitsConsumed: 0, delivery: .delivered, consumed: 0, preference: nil),
         Row(
             name: "a consumable 5% consumed: the prorated grant Apple accepts",
             state: PurchaseState(
                 status: .credited, owner: "u1", grant: gems, amountCredited: 100, productKind: .consumable),
-            balance: 95, delivery: .delivered, consumed: 5_000, preference: .grantProrated),
+            unitsConsumed: 5, delivery: .delivered, consumed: 5_000, preference: .grantProrated),
         Row(
             name: "items mostly spent: 90% consumed, declined",
-            state: PurchaseState(status: .credited, owner: "u1", grant: gems, amountCredited: 100), balance: 10,
+            state: PurchaseState(status: .credited, owner: "u1", grant: gems, amountCredited: 100), unitsConsumed: 90,
             delivery: .delivered, consumed: 90_000, preference: .decline),
         Row(
             name: "a third spent rounds half up in thousandths of a percent; no rule matches: no preference",
             state: PurchaseState(status: .credited, owner: "u1", grant: gems, quantity: 3, amountCredited: 300),
-            balance: 200, delivery: .delivered, consumed: 33_333, preference: nil),
+            unitsConsumed: 100, delivery: .delivered, consumed: 33_333, preference: nil),
         Row(
-            name: "a negative balance is all of it consumed",
-            state: PurchaseState(status: .credited, owner: "u1", grant: gems, amountCredited: 100), balance: -40,
+            name: "more consumed than credited counts as all of it",
+            state: PurchaseState(status: .credited, owner: "u1", grant: gems, amountCredited: 100), unitsConsumed: 140,
             delivery: .delivered, consumed: 100_000, preference: .decline),
         Row(
             name: "a claim still waiting for its owner is undelivered: granted in full",
@@ -71,12 +71,12 @@ import Testing
         Row(
             name: "a refunded purchase was still delivered",
             state: PurchaseState(status: .debited, owner: "u1", grant: gems, amountCredited: 100, amountDebited: 100),
-            balance: 0, delivery: .delivered, consumed: 100_000, preference: .decline),
+            unitsConsumed: 100, delivery: .delivered, consumed: 100_000, preference: .decline),
     ]
 
     @Test(arguments: rows)
     func row(_ row: Row) {
-        var facts = C.facts(of: row.state, balance: row.balance, nowMs: row.nowMs)
+        var facts = C.facts(of: row.state, consumed: row.unitsConsumed, nowMs: row.nowMs)
         facts.productKind = row.state.productKind
         #expect(facts.deliveryStatus == row.delivery)
         #expect(facts.consumedPercentage == row.consumed)

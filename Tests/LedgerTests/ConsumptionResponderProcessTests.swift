@@ -46,16 +46,27 @@ struct ConsumptionResponderProcessTests {
         let harness = try await LedgerHarness.start(settings: settings)
         let ledger = try await harness.startLedger()
 
-        // u1 owns two packs of 100 gems and has spent all but 10 of them; u2 owns one and never consented.
+        // u1 owns two packs of 100 gems and spent all of the first and 90 of the second (spends are attributed first
+        // in, first out); u2 owns one and never consented.
+        let spend = { (key: String, amount: Int) in
+            try await TestHTTPClient.send(
+                "POST", ledger.url("/v1/users/u1/spends"),
+                headers: ["Authorization": "Bearer \(H.apiKey)", "Idempotency-Key": key],
+                body: Data(#"{"item":"gems","amount":\#(amount)}"#.utf8))
+        }
         try await harness.produce(H.resultsTopic, key: "u1", [
             F.result(submissionId: "s1", userId: "u1", transactions: [F.transaction(creditKey: "spent")]),
+        ])
+        #expect(await eventually(timeout: .seconds(30)) { harness.appliedOffsets() == 1 })
+        #expect(try await spend("k1", 100).status == 200)
+        try await harness.produce(H.resultsTopic, key: "u1", [
             F.result(submissionId: "s2", userId: "u1", transactions: [F.transaction(creditKey: "busy")]),
         ])
         try await harness.produce(H.resultsTopic, key: "u2", [
             F.result(submissionId: "s3", userId: "u2", transactions: [F.transaction(creditKey: "other")]),
         ])
         #expect(await eventually(timeout: .seconds(30)) { harness.appliedOffsets() == 3 })
-        try harness.execute("UPDATE balances SET amount = 10 WHERE user_id = 'u1' AND item = 'gems'")
+        #expect(try await spend("k2", 90).status == 200)
         let consent = try await harness.send(ledger, "PUT", "/v1/users/u1/consent")
         #expect(consent.status == 200)
         #expect(consent.jsonObject?["consented"] as? Bool == true)
@@ -82,7 +93,7 @@ struct ConsumptionResponderProcessTests {
             return true
         })
 
-        // Consented, 90% of the credited 100 no longer in the balance: declined by the second rule, sent once.
+        // Consented, all of the first pack spent: declined by the second rule, sent once.
         // Requested with busy-request, answered after it: the try made while busy's 429 held the endpoint back
         // reached no one and is no attempt; Apple received exactly the attempts counted.
         let spent = try #require(await finished("spent-request"))
@@ -96,8 +107,8 @@ struct ConsumptionResponderProcessTests {
         #expect(spent["consumption_request_reason"] is NSNull, "an event without a reason is taken")
         let facts = try #require(spent["facts"] as? [String: Any])
         #expect(facts["delivery_status"] as? String == "DELIVERED")
-        // Both of u1's packs count the 10 left as their own: 90% consumed each.
-        #expect(facts["consumption_percentage"] as? Int == 90_000)
+        // Each pack is consumed as far as spends were attributed to it: the first all of it.
+        #expect(facts["consumption_percentage"] as? Int == 100_000)
         let spentAnswers = try await fake.consumptionAnswers(transaction: "spent-t")
         #expect(spentAnswers.count == 1)
         for body in [try #require(spent["body"] as? [String: Any]), try #require(spentAnswers.first)] {
@@ -105,7 +116,7 @@ struct ConsumptionResponderProcessTests {
             #expect(body["customerConsented"] as? Bool == true)
             #expect(body["sampleContentProvided"] as? Bool == false)
             #expect(body["deliveryStatus"] as? String == "DELIVERED")
-            #expect(body["consumptionPercentage"] as? Int == 90_000)
+            #expect(body["consumptionPercentage"] as? Int == 100_000)
             #expect(body["refundPreference"] as? String == "DECLINE")
         }
 
@@ -113,6 +124,8 @@ struct ConsumptionResponderProcessTests {
         // audit counts those three (a try the client held back while the 429's hold lasted reached no one).
         let busyAudit = try #require(await finished("busy-request"))
         #expect(busyAudit["status"] as? String == "answered")
+        // The second pack: the 90 of it spent.
+        #expect((busyAudit["facts"] as? [String: Any])?["consumption_percentage"] as? Int == 90_000)
         #expect(busyAudit["attempts"] as? Int == 3)
         #expect(try await fake.consumptionAnswers(transaction: "busy-t").count == 1)
         #expect(try await fake.serverAPICalls(transaction: "busy-t").production == 3)

@@ -13,11 +13,14 @@ final class LedgerDatabase {
     let store: LedgerStore
     private var nextOffsets: [TopicPartition: Int64] = [:]
 
-    init(_ name: String, policy: OwnershipPolicy = .keep, sandbox: SandboxPolicy = .separate) throws {
+    init(
+        _ name: String, policy: OwnershipPolicy = .keep, sandbox: SandboxPolicy = .separate,
+        clawback: ClawbackPolicy = .floor, migrate: Bool = true
+    ) throws {
         connectionString = try TestPostgresServer.freshDatabase(name)
         connection = try PostgresConnection(connectionString: connectionString)
-        try LedgerSchema.migrate(connection)
-        store = LedgerStore(topics: LedgerFixtures.topics, policy: policy, sandboxPolicy: sandbox)
+        if migrate { try LedgerSchema.migrate(connection) }
+        store = LedgerStore(topics: LedgerFixtures.topics, policy: policy, sandboxPolicy: sandbox, clawback: clawback)
     }
 
     /// The records `values` become when appended to `topic`'s `partition`.

@@ -96,7 +96,8 @@ struct LedgerProcessTests {
         let ledger = try await harness.startLedger()
         let metrics = try await TestHTTPClient.send("GET", ledger.url("/metrics"))
         let labels =
-            "version=\"\(BuildInfo.version)\",swift_version=\"\(BuildInfo.swiftVersion)\","
+            "version=\"\(BuildInfo.version)\",revision=\"\(BuildInfo.revision)\","
+            + "swift_version=\"\(BuildInfo.swiftVersion)\","
             + "librdkafka_version=\"\(KafkaLibrary.version)\"} 1"
         #expect(String(decoding: metrics.body, as: UTF8.self).contains("ledger_build_info{\(labels)"))
         let warnings = ledger.process.stderrLines.filter { $0.contains("ignoring Kubernetes service-link variables") }

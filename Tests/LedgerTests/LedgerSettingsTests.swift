@@ -16,6 +16,8 @@ import Testing
         #expect(settings.ownershipPolicy == .keep)
         #expect(settings.sandboxPolicy == .separate, "sandbox money is kept apart unless told otherwise")
         #expect(settings.rebind.isEmpty)
+        #expect(settings.clawback == .floor, "a refund never takes the balance below zero unless told otherwise")
+        #expect(settings.productCatalogFile == nil)
         #expect(settings.topics == LedgerTopics(results: "iap.receipts.results", events: "iap.purchase.events"))
         #expect(settings.databaseURL == "dbname=ledger")
     }
@@ -26,7 +28,10 @@ import Testing
                 "LEDGER_GROUP_ID": "g", "LEDGER_LISTEN": "127.0.0.1:9000", "LEDGER_API_KEYS": "ops:k1, k2",
                 "LEDGER_OWNERSHIP_POLICY": "TRANSFER", "RESULTS_TOPIC": "r", "EVENTS_TOPIC": "e",
                 "LEDGER_BATCH_SIZE": "50", "LEDGER_SANDBOX_POLICY": "ignore", "LEDGER_REBIND": "topics, cluster",
+                "LEDGER_CLAWBACK": "debt", "PRODUCT_CATALOG_FILE": Self.catalogFile(#"{"products": {}}"#),
             ]) { $1 })
+        #expect(settings.clawback == .debt)
+        #expect(settings.productCatalogFile?.hasSuffix("catalog.json") == true)
         #expect(settings.sandboxPolicy == .ignore)
         #expect(settings.rebind == [.topics, .cluster])
         #expect(settings.groupId == "g")
@@ -35,6 +40,15 @@ import Testing
         #expect(settings.ownershipPolicy == .transfer)
         #expect(settings.topics == LedgerTopics(results: "r", events: "e"))
         #expect(settings.batchSize == 50)
+    }
+
+    /// A catalog file with `text`, in a directory of its own.
+    static func catalogFile(_ text: String) -> String {
+        let directory = NSTemporaryDirectory() + "ledger-settings-\(UUID().uuidString)"
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let path = directory + "/catalog.json"
+        try? text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
     }
 
     @Test func missingOrInvalidSettingsNameTheirVariable() {
@@ -52,6 +66,9 @@ import Testing
         #expect(variable(Self.minimal.merging(["LEDGER_BATCH_SIZE": "0"]) { $1 }) == "LEDGER_BATCH_SIZE")
         #expect(variable(Self.minimal.merging(["LEDGER_SANDBOX_POLICY": "mix"]) { $1 }) == "LEDGER_SANDBOX_POLICY")
         #expect(variable(Self.minimal.merging(["LEDGER_REBIND": "everything"]) { $1 }) == "LEDGER_REBIND")
+        #expect(variable(Self.minimal.merging(["LEDGER_CLAWBACK": "clamp"]) { $1 }) == "LEDGER_CLAWBACK")
+        #expect(variable(Self.minimal.merging(["PRODUCT_CATALOG_FILE": "/nonexistent/catalog.json"]) { $1 }) == "PRODUCT_CATALOG_FILE")
+        #expect(variable(Self.minimal.merging(["PRODUCT_CATALOG_FILE": Self.catalogFile("{")]) { $1 }) == "PRODUCT_CATALOG_FILE")
         #expect(variable(Self.minimal.merging(["RESULTS_TOPIC": "bad topic"]) { $1 }) == "RESULTS_TOPIC")
         #expect(variable(Self.minimal.merging(["LEDGER_LISTEN": "nowhere"]) { $1 }) == "LEDGER_LISTEN")
         // The ingest's syntax (one `BearerKey`): a key containing ':' needs a name, it is never cut at the colon.
@@ -75,9 +92,9 @@ extension LedgerSettingsTests {
     /// own settings, as the ledger reads them at start: a policy the ledger would refuse never reaches a cluster.
     @Test func theShippedRefundPoliciesAreValid() throws {
         let configMap = try String(
-            contentsOf: Self.root.appendingPathComponent("docker/k8s/base/refund-policy.yaml"), encoding: .utf8)
+            contentsOf: Self.root.appendingPathComponent("docker/k8s/components/refund-responder/refund-policy.yaml"), encoding: .utf8)
         let shipped = [
-            "docker/k8s/base/refund-policy.yaml": try Self.blockScalar("refund-policy.json", in: configMap),
+            "docker/k8s/components/refund-responder/refund-policy.yaml": try Self.blockScalar("refund-policy.json", in: configMap),
             "scripts/dev-refund-policy.json": try String(
                 contentsOf: Self.root.appendingPathComponent("scripts/dev-refund-policy.json"), encoding: .utf8),
         ]

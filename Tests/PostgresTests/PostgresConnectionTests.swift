@@ -151,6 +151,24 @@ import Testing
         #expect(try connection.execute("SELECT 2 AS two").rows[0].int64("two") == 2)
     }
 
+    /// A checkout or TMPDIR in a directory only its owner may enter (`mktemp -d`, /root/...): as root the server runs
+    /// as the `postgres` user, which could not reach a cluster made there; the cluster goes where it can.
+    @Test func aServerStartsFromADirectoryThePostgresUserCannotEnter() throws {
+        let parent = NSTemporaryDirectory() + "receipts-private-" + UUID().uuidString.prefix(8)
+        try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: false,
+                                                attributes: [.posixPermissions: 0o700])
+        defer { try? FileManager.default.removeItem(atPath: parent) }
+        let server = try TestPostgresServer.start(under: parent)
+        defer { server.stop() }
+        let connection = try PostgresConnection(connectionString: server.connectionString())
+        #expect(try connection.execute("SELECT 1 AS one").rows[0].int64("one") == 1)
+        if geteuid() == 0 {
+            #expect(!server.directory.hasPrefix(parent))
+        } else {
+            #expect(server.directory.hasPrefix(parent))
+        }
+    }
+
     @Test func anUnreachableServerFailsToConnectWithAClearError() throws {
         let server = try TestPostgresServer.start()
         let connectionString = server.connectionString()

@@ -66,8 +66,18 @@ import Testing
         #expect(text.contains("# TYPE ingest_build_info gauge\n"))
         #expect(
             text.contains(
-                "ingest_build_info{version=\"\(BuildInfo.version)\",swift_version=\"\(BuildInfo.swiftVersion)\","
-                    + "librdkafka_version=\"2.0.2\"} 1\n"))
+                "ingest_build_info{version=\"\(BuildInfo.version)\",revision=\"\(BuildInfo.revision)\","
+                    + "swift_version=\"\(BuildInfo.swiftVersion)\",librdkafka_version=\"2.0.2\"} 1\n"))
         #expect(BuildInfo.swiftVersion.hasPrefix("6.") || BuildInfo.swiftVersion == "7.0+")
+    }
+
+    /// The build stamp the Dockerfile and `make build` write: `git describe` output and a commit id; a line without a
+    /// value, or with spaces or control characters (a label value must stay one token), is left out.
+    @Test func theBuildStampGivesVersionAndRevision() {
+        #expect(
+            BuildInfo.parseStamp("version=v1.4.0-12-g1a2b3c4-dirty\nrevision=1a2b3c4d5e6f\n")
+                == ["version": "v1.4.0-12-g1a2b3c4-dirty", "revision": "1a2b3c4d5e6f"])
+        #expect(BuildInfo.parseStamp("version=\nrevision=a b\nnoise\nrevision2=\u{7}x\n") == [:])
+        #expect(!BuildInfo.version.isEmpty && !BuildInfo.revision.isEmpty)
     }
 }

@@ -18,13 +18,25 @@ public final class TestPostgresServer: Sendable {
         "host=127.0.0.1 port=\(port) user=postgres dbname=\(database)"
     }
 
-    /// `initdb` and start. Throws `TestSupportError` with the server's log tail when it does not come up.
-    public static func start() throws -> TestPostgresServer {
+    /// `initdb` and start, in a new directory under `parent`. Throws `TestSupportError` with the server's log tail
+    /// when it does not come up.
+    ///
+    /// As root, the `postgres` user must reach the directory through every parent: where it cannot (a `TMPDIR` or
+    /// checkout in a private directory, mode 0700), the cluster is made under /tmp instead, which every user may
+    /// traverse.
+    public static func start(under parent: String = NSTemporaryDirectory()) throws -> TestPostgresServer {
         let binDirectory = try findBinDirectory()
-        let directory = NSTemporaryDirectory() + "receipts-pg-" + UUID().uuidString.prefix(8)
+        let name = "receipts-pg-" + UUID().uuidString.prefix(8)
+        var directory = (parent as NSString).appendingPathComponent(name)
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         if geteuid() == 0 {
             try run("/bin/chown", ["postgres:postgres", directory], asPostgres: false)
+            if (try? run("/usr/bin/test", ["-w", directory, "-a", "-x", directory], asPostgres: true)) == nil {
+                try? FileManager.default.removeItem(atPath: directory)
+                directory = "/tmp/" + name
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+                try run("/bin/chown", ["postgres:postgres", directory], asPostgres: false)
+            }
         }
         try run(
             binDirectory + "/initdb",

@@ -107,7 +107,7 @@ final class ConsumptionResponder: Sendable {
         let now = nowMs()
         let plan = ConsumptionRules.plan(
             mode: configuration.mode, nowMs: now, deadlineMs: request.deadlineMs, state: facts.state,
-            balance: facts.balance, consented: facts.consented, policy: configuration.policy,
+            consumed: facts.consumed, consented: facts.consented, policy: configuration.policy,
             request: ConsumptionRules.Request(
                 productKind: request.productKind, reason: request.reason,
                 isSubscriptionPeriod: PurchaseKey.isPeriod(request.creditKey)))

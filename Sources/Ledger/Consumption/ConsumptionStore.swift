@@ -22,8 +22,8 @@ enum ConsumptionStore {
     /// What the rules need of the purchase now.
     struct PurchaseFacts: Sendable {
         var state: PurchaseState
-        /// The owner's balance of the purchase's item in its book (items only).
-        var balance: Int64?
+        /// Units of the purchase the owner used (items only): its lot's spent and covered units.
+        var consumed: Int64?
         /// The owner's consent (nil: never recorded).
         var consented: Bool?
     }
@@ -84,27 +84,27 @@ enum ConsumptionStore {
         }.sorted { ($0.deadlineMs, $0.eventId) < ($1.deadlineMs, $1.eventId) }
     }
 
-    /// The purchase's state, its owner's balance of its item and the owner's consent, in one snapshot.
+    /// The purchase's state, how much of it its owner used and the owner's consent, in one snapshot.
     static func facts(of creditKey: String, on connection: PostgresConnection) throws(PostgresError) -> PurchaseFacts {
         try connection.transaction(isolation: .repeatableRead) { session throws(PostgresError) -> PurchaseFacts in
             guard
                 let row = try session.execute(
                     BatchWork.selectPurchases + " WHERE credit_key = $1", [.text(creditKey)]
                 ).rows.first
-            else { return PurchaseFacts(state: .unknown, balance: nil, consented: nil) }
+            else { return PurchaseFacts(state: .unknown, consumed: nil, consented: nil) }
             let state = try BatchWork.readState(row, at: BatchWork.PurchasePositions(row.columns), creditKey)
-            guard let owner = state.owner else { return PurchaseFacts(state: state, balance: nil, consented: nil) }
-            var balance: Int64?
-            if case .item(let item, _) = state.grant {
-                balance = try session.execute(
-                    "SELECT amount FROM balances WHERE user_id = $1 AND book = $2 AND item = $3",
-                    [.text(owner), .text(state.book.rawValue), .text(item)]
-                ).rows.first.map { row throws(PostgresError) in try row.int64("amount") } ?? 0
+            guard let owner = state.owner else { return PurchaseFacts(state: state, consumed: nil, consented: nil) }
+            var consumed: Int64?
+            if case .item = state.grant {
+                consumed = try session.execute(
+                    "SELECT spent + covered AS consumed FROM wallet_lots WHERE user_id = $1 AND lot_key = $2",
+                    [.text(owner), .text(creditKey)]
+                ).rows.first.map { row throws(PostgresError) in try row.int64("consumed") }
             }
             let consented = try session.execute(
                 "SELECT consented FROM consents WHERE user_id = $1", [.text(owner)]
             ).rows.first.map { row throws(PostgresError) in try row.bool("consented") }
-            return PurchaseFacts(state: state, balance: balance, consented: consented)
+            return PurchaseFacts(state: state, consumed: consumed, consented: consented)
         }
     }
 

@@ -27,6 +27,7 @@ struct LedgerMetrics: Sendable {
     let databaseUp: Gauge
     let bufferedMessages: Gauge
     let reconcile: ReconcileMetrics
+    let wallet: WalletMetrics
     /// `PUT /v1/users/{user_id}/app-account-token`, by outcome.
     let tokensDeclared: Counter
     let tokensAlreadyDeclared: Counter
@@ -83,6 +84,7 @@ struct LedgerMetrics: Sendable {
         bufferedMessages = registry.gauge(
             "ledger_buffered_messages", help: "Messages fetched from Kafka and not yet applied")
         reconcile = ReconcileMetrics(registry: registry)
+        wallet = WalletMetrics(registry: registry)
         let declarations = "ledger_token_declarations_total"
         let declarationsHelp = "Declarations of an app_account_token's user (PUT /v1/users/{user_id}/app-account-token), by outcome"
         tokensDeclared = registry.counter(declarations, help: declarationsHelp, labels: [("outcome", "declared")])

@@ -13,8 +13,9 @@ import Synchronization
 /// (offsets in the same transaction; assigned partitions start from the stored offsets), and the HTTP API.
 ///
 /// A `ManagedService`: `init` (each part registered in `parts` as it is made) -> `start()` -> `drain(within:)`
-/// (lets the batch being applied commit, stops the refund responder, then closes the parts, last made first: the
-/// consumer, the server, the worker's and the API's database connections). The database may be down at start: the
+/// (answers the spends and grants waiting, lets the batch being applied commit, stops the refund responder, then
+/// closes the parts, last made first: the consumer, the server, the worker's, the wallet's and the API's database
+/// connections, the catalog watcher). The database may be down at start: the
 /// worker retries, `/readyz` says so.
 public final class LedgerService: ManagedService {
     private let settings: LedgerSettings
@@ -24,6 +25,10 @@ public final class LedgerService: ManagedService {
     private let server: HTTPServer
     /// Answers CONSUMPTION_REQUESTs (`LEDGER_CONSUMPTION_RESPONSES`); its own database connection.
     private let responder: ConsumptionResponder
+    /// Spends and grants, group-committed on their own database connection.
+    private let wallet: WalletBatcher
+    /// The items spends and grants may name (`PRODUCT_CATALOG_FILE`, followed).
+    private let items: WalletItems
     /// What `/healthz` and `/readyz` answer (`health(link:worker:starts:consumer:)` once everything is made).
     private let currentHealth: DeferredHealth
     public let parts: ServiceParts
@@ -62,6 +67,18 @@ public final class LedgerService: ManagedService {
         let buffer = RecordBuffer(highWater: settings.maxBufferedMessages)
         let database = DatabaseLink(connectionString: settings.databaseURL, metrics: metrics, logger: logger)
         parts.add("worker database connection") { database.close() }
+        let items: WalletItems
+        do {
+            items = try WalletItems(catalogFile: settings.productCatalogFile, logger: logger, metrics: registry)
+        } catch {
+            throw .settings(error.description)
+        }
+        parts.add("product catalog watcher") { items.stopWatching() }
+        self.items = items
+        let walletDatabase = DatabaseLink(connectionString: settings.databaseURL, metrics: nil, logger: logger)
+        parts.add("wallet database connection") { walletDatabase.close() }
+        let wallet = WalletBatcher(database: walletDatabase, metrics: metrics.wallet, logger: logger.named("wallet"))
+        self.wallet = wallet
         // The server before the consumer, so it serves until the consumer has left the group.
         let health = DeferredHealth()
         let server = HTTPServer(
@@ -73,9 +90,9 @@ public final class LedgerService: ManagedService {
                 declarations: TokenDeclarations(
                     store: LedgerStore(
                         topics: settings.topics, policy: settings.ownershipPolicy,
-                        sandboxPolicy: settings.sandboxPolicy),
+                        sandboxPolicy: settings.sandboxPolicy, clawback: settings.clawback),
                     database: apiDatabase, metrics: metrics, logger: logger.named("ledger-api")),
-                nowMs: { SystemTime.wallMilliseconds() }),
+                wallet: wallet, items: items, walletMetrics: metrics.wallet, nowMs: { SystemTime.wallMilliseconds() }),
             logger: logger.named("ledger-http"))
         parts.add("HTTP server") { server.close() }
         self.server = server
@@ -173,6 +190,8 @@ public final class LedgerService: ManagedService {
         }
         worker.start()
         responder.start()
+        items.startWatching()
+        wallet.start()
         consumer.start()
         logger.info(
             "receipt-ledger started",
@@ -181,21 +200,24 @@ public final class LedgerService: ManagedService {
                 "events_topic": .string(settings.topics.events), "port": .int(Int(server.port)),
                 "ownership_policy": .string(settings.ownershipPolicy.rawValue), "batch_size": .int(settings.batchSize),
                 "consumption_responses": .string(settings.consumption.mode.rawValue),
+                "clawback": .string(settings.clawback.rawValue),
             ])
     }
 
-    /// Lets the batch being applied commit and stops the refund responder, both within `bound` (the responder
-    /// gets what the worker left of it), then closes the parts: leaves the group, stops the server, closes the
-    /// database connections. Messages fetched but not applied are read again after the restart, from the stored
+    /// Lets the spend batch being applied commit (the spends and grants still waiting are answered 503: retried with
+    /// their keys), lets the Kafka batch being applied commit and stops the refund responder, all within `bound`
+    /// (each gets what the one before left of it), then closes the parts: leaves the group, stops the server, closes
+    /// the database connections. Messages fetched but not applied are read again after the restart, from the stored
     /// offsets.
     @discardableResult
     public func drain(within bound: Duration) -> Bool {
         guard drainOnce.claim() else { return true }
         let deadline = ContinuousClock.now + bound
-        let workerDrained = worker.drain(within: bound)
+        let walletDrained = wallet.drain(within: bound)
+        let workerDrained = worker.drain(within: max(.zero, deadline - ContinuousClock.now))
         let responderStopped = responder.drain(within: max(.zero, deadline - ContinuousClock.now))
         parts.closeAll()
-        let drained = workerDrained && responderStopped
+        let drained = walletDrained && workerDrained && responderStopped
         logger.info("receipt-ledger stopped", ["drained": .bool(drained)])
         return drained
     }

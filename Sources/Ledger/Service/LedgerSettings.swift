@@ -16,6 +16,11 @@ public struct LedgerSettings: ServiceSettings {
     public var ownershipPolicy: OwnershipPolicy
     /// What a Sandbox purchase is worth here (`LEDGER_SANDBOX_POLICY`).
     public var sandboxPolicy: SandboxPolicy
+    /// What a refund does with the part of a purchase already spent (`LEDGER_CLAWBACK`).
+    public var clawback: ClawbackPolicy
+    /// `PRODUCT_CATALOG_FILE` (validated; nil: unset): the item names spends and grants may name, followed as the
+    /// file changes.
+    public var productCatalogFile: String?
     /// What the ledger may rebind when its database was bound to another cluster or topic (`LEDGER_REBIND`).
     public var rebind: Set<KafkaBinding.Rebind>
     /// Most messages applied in one database transaction.
@@ -31,6 +36,7 @@ public struct LedgerSettings: ServiceSettings {
         kafka: KafkaConfiguration, topics: LedgerTopics, databaseURL: String, groupId: String = "iap-ledger",
         listen: ListenAddress = ListenAddress(host: "0.0.0.0", port: 8081), apiKeys: [BearerKey] = [],
         ownershipPolicy: OwnershipPolicy = .keep, sandboxPolicy: SandboxPolicy = .separate,
+        clawback: ClawbackPolicy = .floor, productCatalogFile: String? = nil,
         rebind: Set<KafkaBinding.Rebind> = [], batchSize: Int = 500, maxBufferedMessages: Int = 20_000,
         shutdownTimeout: Duration = .seconds(30), consumption: ConsumptionSettings = ConsumptionSettings()
     ) {
@@ -42,6 +48,8 @@ public struct LedgerSettings: ServiceSettings {
         self.apiKeys = apiKeys
         self.ownershipPolicy = ownershipPolicy
         self.sandboxPolicy = sandboxPolicy
+        self.clawback = clawback
+        self.productCatalogFile = productCatalogFile
         self.rebind = rebind
         self.batchSize = batchSize
         self.maxBufferedMessages = maxBufferedMessages
@@ -61,6 +69,10 @@ public struct LedgerSettings: ServiceSettings {
             "LEDGER_OWNERSHIP_POLICY", from: OwnershipPolicy.allCases.map(\.rawValue), default: "keep")
         let sandboxName = try settings.choice(
             "LEDGER_SANDBOX_POLICY", from: SandboxPolicy.allCases.map(\.rawValue), default: "separate")
+        let clawbackName = try settings.choice(
+            "LEDGER_CLAWBACK", from: ClawbackPolicy.allCases.map(\.rawValue), default: "floor")
+        let catalogFile = settings.string("PRODUCT_CATALOG_FILE")
+        if let catalogFile { try WalletItems.check(catalogFile) }
         var rebind: Set<KafkaBinding.Rebind> = []
         for name in settings.list("LEDGER_REBIND") {
             guard let value = KafkaBinding.Rebind(rawValue: name) else {
@@ -77,7 +89,8 @@ public struct LedgerSettings: ServiceSettings {
             groupId: settings.string("LEDGER_GROUP_ID", default: "iap-ledger"),
             listen: try settings.listenAddress("LEDGER_LISTEN", default: "0.0.0.0:8081"), apiKeys: apiKeys,
             ownershipPolicy: OwnershipPolicy(rawValue: policyName) ?? .keep,
-            sandboxPolicy: SandboxPolicy(rawValue: sandboxName) ?? .separate, rebind: rebind,
+            sandboxPolicy: SandboxPolicy(rawValue: sandboxName) ?? .separate,
+            clawback: ClawbackPolicy(rawValue: clawbackName) ?? .floor, productCatalogFile: catalogFile, rebind: rebind,
             batchSize: try settings.int("LEDGER_BATCH_SIZE", default: 500, range: 1...10_000),
             maxBufferedMessages: try settings.int("LEDGER_MAX_BUFFERED_MESSAGES", default: 20_000, range: 1...1_000_000),
             shutdownTimeout: .milliseconds(try settings.int("LEDGER_SHUTDOWN_TIMEOUT_MS", default: 30_000, range: 0...600_000)),
@@ -100,6 +113,12 @@ public struct LedgerSettings: ServiceSettings {
           LEDGER_SANDBOX_POLICY     separate (Sandbox purchases - App Review, TestFlight - go to balances and
                                     entitlements kept apart, reported under "sandbox"; default), credit (mixed
                                     with production: a sandbox-only deployment) or ignore (recorded, nothing granted)
+          LEDGER_CLAWBACK           what a refund takes when the user spent the purchase's currency: floor (what the
+                                    user's purchased currency still holds, never below zero; the rest is recorded as
+                                    unrecovered; default) or debt (the balance goes negative, spends are refused
+                                    until later credits and grants repay it)
+          PRODUCT_CATALOG_FILE      the verifier's product catalog: spends and grants may name only the items its
+                                    credits give (followed as the file changes); unset: any item name
           LEDGER_REBIND             empty (default), or cluster and/or topics: rebind a database bound to another
                                     Kafka cluster, or apply again from their beginning the partitions of a topic
                                     created again (the ledger refuses to run against either otherwise)

@@ -37,7 +37,8 @@ final class LedgerWorker: Sendable {
         self.clusterId = clusterId
         self.settings = settings
         self.store = LedgerStore(
-            topics: settings.topics, policy: settings.ownershipPolicy, sandboxPolicy: settings.sandboxPolicy)
+            topics: settings.topics, policy: settings.ownershipPolicy, sandboxPolicy: settings.sandboxPolicy,
+            clawback: settings.clawback)
         self.buffer = buffer
         self.metrics = metrics
         self.logger = logger
@@ -275,6 +276,8 @@ final class LedgerWorker: Sendable {
         metrics.declinedClaims.increment(by: summary.declinedClaims)
         metrics.staleEvents.increment(by: summary.staleEvents)
         metrics.upgrades.increment(by: summary.upgrades)
+        metrics.wallet.unrecoveredUnits.increment(by: summary.unrecoveredUnits)
+        metrics.wallet.debtUnits.increment(by: summary.debtUnits)
         if summary.deadLettered > 0 {
             logger.warning("messages dead-lettered (see the dead_letters table)", ["count": .int(summary.deadLettered)])
         }

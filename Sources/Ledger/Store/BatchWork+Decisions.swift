@@ -5,19 +5,21 @@ import Postgres
 extension BatchWork {
     /// Runs the rules for one purchase and writes what they decided.
     /// - Parameter upgradeNotified: the credit came with an `UPGRADE` notification (evidence for `UpgradeRule`).
+    /// - Parameter eventId: the event applied (a refund's take-back and a reversal are recorded under it).
     /// - Returns: why the input cannot be applied (dead-letter it), or nil.
     mutating func decide(
-        _ input: LedgerInput, transaction: LedgerTransaction, claimId: String? = nil, upgradeNotified: Bool = false
+        _ input: LedgerInput, transaction: LedgerTransaction, claimId: String? = nil, upgradeNotified: Bool = false,
+        eventId: String? = nil
     ) throws(PostgresError) -> String? {
         try decide(
             input, creditKey: transaction.creditKey, originalTransactionId: transaction.originalTransactionId,
             appAccountToken: transaction.appAccountToken, claimId: claimId, isPeriod: transaction.isPeriod,
-            upgradeNotified: upgradeNotified)
+            upgradeNotified: upgradeNotified, eventId: eventId)
     }
 
     mutating func decide(
         _ input: LedgerInput, creditKey: String, originalTransactionId: String?, appAccountToken: String?,
-        claimId: String?, isPeriod: Bool, upgradeNotified: Bool
+        claimId: String?, isPeriod: Bool, upgradeNotified: Bool, eventId: String? = nil
     ) throws(PostgresError) -> String? {
         var purchase = try load(creditKey)
         let before = purchase.state
@@ -46,6 +48,9 @@ extension BatchWork {
         for action in decision.actions {
             try perform(action, creditKey: creditKey, book: decision.state.book)
         }
+        queueWalletMoves(
+            WalletRules.movements(for: input, before: before, decision: decision), creditKey: creditKey,
+            state: decision.state, eventId: eventId)
         if case .credit(let claim) = input, claim.environment == .sandbox, !before.isCreditedOnce,
             decision.state.isCreditedOnce
         {
@@ -62,8 +67,8 @@ extension BatchWork {
 
     mutating func perform(_ action: LedgerAction, creditKey: String, book: Book) throws(PostgresError) {
         switch action {
-        case .adjustBalance(let owner, let item, let delta):
-            balanceDeltas[BalanceKey(user: owner, book: book, item: item), default: 0] += delta
+        case .adjustBalance:
+            break  // a wallet movement (`WalletRules.movements`), queued by `decide`
         case .grantEntitlement(let owner, let entitlement, let expiresDateMs):
             try write(
                 """

@@ -108,7 +108,7 @@ extension BatchWork {
                     revocationPercentage: transaction.revocationPercentage, expiresDateMs: transaction.expiresDateMs,
                     signedDateMs: event.signedDateMs)
             else { return [] }
-            problem = try decide(input, transaction: transaction)
+            problem = try decide(input, transaction: transaction, eventId: event.eventId)
         }
         guard let problem else { return [] }
         return try undoEvent(event, problem)

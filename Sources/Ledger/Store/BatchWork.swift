@@ -10,13 +10,20 @@ struct BatchWork {
     let topics: LedgerTopics
     let policy: OwnershipPolicy
     let sandboxPolicy: SandboxPolicy
+    /// `LEDGER_CLAWBACK`: what a take-back does with the part of a purchase already spent.
+    let clawback: ClawbackPolicy
     let nowMs: Int64
     var summary = BatchSummary()
     var purchases: [String: CachedPurchase] = [:]
     /// Purchases whose state changed since they were last written.
     var dirtyPurchases: Set<String> = []
-    /// Balance changes, summed per (user, book, item) and written once at the end of the batch.
-    var balanceDeltas: [BalanceKey: Int64] = [:]
+    /// What the batch's decisions do to wallets, in the order decided; applied at the end of the batch
+    /// (`applyWalletMoves`), when the wallets they read are locked together, in key order.
+    var walletMoves: [PendingWalletMove] = []
+    /// Wallets the balances upsert left with debt outstanding (`WalletWork.balancesUpsert`).
+    var walletsInDebt: [WalletKey] = []
+    /// The credits of wallets the batch did not read (their lots written blind), for `repayDebtsOfWalletsNotRead`.
+    var addedLots: [PendingWalletMove] = []
     /// Owner links known in this batch, per environment: `nil` = read and absent.
     var ownerLinks: [LinkKey: String?] = [:]
     /// Declared owners of tokens (lower-cased) known in this batch: `nil` = read and not declared.
@@ -36,6 +43,8 @@ struct BatchWork {
 
     enum CountedWrite {
         case none, refusedClaim, parkedClaim, deadLetter, consumptionRequest, consentWithdrawal
+        /// The balances upsert: its rows are the wallets left in debt.
+        case walletsInDebt
     }
 
     /// A message decoded once, before the batch reads what it touches.
@@ -52,24 +61,15 @@ struct BatchWork {
         var originalTransactionId: String?
     }
 
-    struct BalanceKey: Hashable, Comparable {
-        let user: String
-        let book: Book
-        let item: String
-
-        static func < (lhs: BalanceKey, rhs: BalanceKey) -> Bool {
-            (lhs.user, lhs.book.rawValue, lhs.item) < (rhs.user, rhs.book.rawValue, rhs.item)
-        }
-    }
-
     init(
         session: PostgresSession, topics: LedgerTopics, policy: OwnershipPolicy, sandboxPolicy: SandboxPolicy,
-        nowMs: Int64
+        clawback: ClawbackPolicy = .floor, nowMs: Int64
     ) {
         self.session = session
         self.topics = topics
         self.policy = policy
         self.sandboxPolicy = sandboxPolicy
+        self.clawback = clawback
         self.nowMs = nowMs
     }
 
@@ -276,29 +276,22 @@ struct BatchWork {
             case .deadLetter: summary.deadLettered += result.affectedRows
             case .consumptionRequest: summary.consumptionRequests += result.affectedRows
             case .consentWithdrawal: summary.consentsWithdrawn += result.affectedRows
+            case .walletsInDebt:
+                for row in result.rows {
+                    guard let book = Book(rawValue: try row.string("book")) else { continue }
+                    walletsInDebt.append(
+                        WalletKey(user: try row.string("user_id"), book: book, item: try row.string("item")))
+                }
             }
         }
     }
 
-    /// The end of the batch: every deferred write, then the balances, once per (user, book, item).
+    /// The end of the batch: every deferred write, then the wallets (lots, balances, history), once per batch.
     mutating func finish() throws(PostgresError) {
         try writeAppTransactionIds()
-        let changes = balanceDeltas.filter { $0.value != 0 }.sorted { $0.key < $1.key }
-        balanceDeltas.removeAll()
-        if !changes.isEmpty {
-            // In key order, so two instances changing the same balances lock them in the same order.
-            try write(
-                """
-                INSERT INTO balances (user_id, book, item, amount)
-                SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) ORDER BY 1, 2, 3
-                ON CONFLICT (user_id, book, item) DO UPDATE SET amount = balances.amount + EXCLUDED.amount
-                """,
-                [
-                    .textArray(changes.map(\.key.user)), .textArray(changes.map(\.key.book.rawValue)),
-                    .textArray(changes.map(\.key.item)), .textArray(changes.map { String($0.value) }),
-                ])
-        }
+        try applyWalletMoves()
         try flush()
+        try repayDebtsOfWalletsNotRead()
     }
 
     /// Queues one statement recording the app downloads of this batch's credited purchases (in key order).

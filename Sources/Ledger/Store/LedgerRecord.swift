@@ -56,6 +56,10 @@ public struct BatchSummary: Sendable, Equatable {
     public var consumptionRequests = 0
     /// Consents to share consumption data withdrawn by `RESCIND_CONSENT` events (users, not events).
     public var consentsWithdrawn = 0
+    /// Units refunds and upgrades could not take back, recorded as `unrecovered` (`LEDGER_CLAWBACK=floor`).
+    public var unrecoveredUnits = 0
+    /// Units refunds and upgrades could not take back, recorded as debt (`LEDGER_CLAWBACK=debt`).
+    public var debtUnits = 0
     /// The next offset to read per partition after this batch.
     public var nextOffsets: [TopicPartition: Int64] = [:]
 

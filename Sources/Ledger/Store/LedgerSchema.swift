@@ -255,6 +255,7 @@ public enum LedgerSchema {
                 """,
             ]
         ),
+        (version: 6, statements: WalletSchema.migration),
         (
             version: 7,
             statements: [

@@ -10,11 +10,17 @@ public struct LedgerStore: Sendable {
     public let topics: LedgerTopics
     public let policy: OwnershipPolicy
     public let sandboxPolicy: SandboxPolicy
+    /// `LEDGER_CLAWBACK`.
+    public let clawback: ClawbackPolicy
 
-    public init(topics: LedgerTopics, policy: OwnershipPolicy, sandboxPolicy: SandboxPolicy = .separate) {
+    public init(
+        topics: LedgerTopics, policy: OwnershipPolicy, sandboxPolicy: SandboxPolicy = .separate,
+        clawback: ClawbackPolicy = .floor
+    ) {
         self.topics = topics
         self.policy = policy
         self.sandboxPolicy = sandboxPolicy
+        self.clawback = clawback
     }
 
     /// Applies `records` (in order; any partitions of the two topics) within the caller's transaction.
@@ -36,7 +42,8 @@ public struct LedgerStore: Sendable {
         -> BatchSummary
     {
         var work = BatchWork(
-            session: session, topics: topics, policy: policy, sandboxPolicy: sandboxPolicy, nowMs: nowMs)
+            session: session, topics: topics, policy: policy, sandboxPolicy: sandboxPolicy, clawback: clawback,
+            nowMs: nowMs)
         // Locked in a fixed order, so two instances never wait on each other's partitions in a cycle.
         let partitions = Set(records.map(\.record.partitionKey)).sorted()
         var next = try Self.lockOffsets(partitions, in: session)

@@ -39,7 +39,8 @@ extension LedgerStore {
             break
         }
         var work = BatchWork(
-            session: session, topics: topics, policy: policy, sandboxPolicy: sandboxPolicy, nowMs: nowMs)
+            session: session, topics: topics, policy: policy, sandboxPolicy: sandboxPolicy, clawback: clawback,
+            nowMs: nowMs)
         work.declaredOwners[token] = .some(userId)
         try work.resolveWaiting(.appAccountToken, token, owner: userId, environment: nil)
         try work.finish()

@@ -1,0 +1,151 @@
+import LedgerRules
+import Postgres
+
+/// The wallets' side of a batch: the crediting decisions' wallet movements, applied at the end of the batch with
+/// `WalletRules` and written once (`WalletWork`).
+///
+/// A batch whose movements are credits only (every results batch) reads nothing: each credit is a new lot, inserted,
+/// and the balances upsert adds it, as before the wallet (no extra round trip). Only when that upsert finds a wallet
+/// with debt outstanding is that wallet read (it is locked by then) and the debt repaid from the batch's new lots.
+/// A batch with a take-back or a reversal first locks every wallet it touches, in key order (the lock order of spends
+/// too), reads them, and applies all its movements in order in memory.
+extension BatchWork {
+    /// A movement waiting for the end of the batch.
+    struct PendingWalletMove {
+        let wallet: WalletKey
+        let movement: WalletMovement
+        let creditKey: String
+        /// A take-back's clawback key (the refund's `event_id`, `upgrade:<credit_key>`,
+        /// `refund-before-credit:<credit_key>`); a reversal's history key (the recredit's `event_id`).
+        let key: String
+        /// A credit's lot time (the purchase's credit time).
+        let atMs: Int64
+    }
+
+    mutating func queueWalletMoves(
+        _ movements: [WalletMovement], creditKey: String, state: PurchaseState, eventId: String?
+    ) {
+        for movement in movements {
+            let key: String
+            switch movement {
+            case .addPurchase: key = creditKey
+            case .takeBack(_, _, _, .upgrade): key = "upgrade:\(creditKey)"
+            case .takeBack(_, _, _, .refund) where eventId == nil: key = "refund-before-credit:\(creditKey)"
+            case .takeBack, .reverseRefunds: key = eventId ?? "\(creditKey):\(nowMs):\(walletMoves.count)"
+            }
+            walletMoves.append(
+                PendingWalletMove(
+                    wallet: WalletKey(user: movement.owner, book: state.book, item: movement.item), movement: movement,
+                    creditKey: creditKey, key: key, atMs: state.creditedAtMs ?? nowMs))
+        }
+    }
+
+    /// Applies the batch's wallet movements in order and queues their writes.
+    mutating func applyWalletMoves() throws(PostgresError) {
+        guard !walletMoves.isEmpty else { return }
+        let moves = walletMoves
+        walletMoves.removeAll()
+        var work = WalletWork()
+        if moves.contains(where: { $0.movement.readsWallet }) {
+            let keys = Array(Set(moves.map(\.wallet))).sorted()
+            let reversing = moves.compactMap { move -> String? in
+                if case .reverseRefunds = move.movement { return move.creditKey }
+                return nil
+            }
+            try flush()
+            try work.cacheRead(keys, try session.pipeline(WalletWork.readStatements(keys, reversing: reversing))[...])
+        }
+        for move in moves {
+            try apply(move, to: &work)
+        }
+        for statement in work.writeStatements() {
+            try write(
+                statement.sql, statement.parameters,
+                counted: statement.sql == WalletWork.balancesUpsert ? .walletsInDebt : .none)
+        }
+        addedLots = moves.filter { !work.wasRead($0.wallet) }
+    }
+
+    private mutating func apply(_ move: PendingWalletMove, to work: inout WalletWork) throws(PostgresError) {
+        let wallet = move.wallet
+        switch move.movement {
+        case .addPurchase(_, _, let amount):
+            var repaid: [(clawback: String, amount: Int64)]?
+            work.update(wallet) { wallet in
+                repaid = WalletRules.add(
+                    WalletLot(key: move.key, kind: .purchase, amount: amount, addedAtMs: move.atMs), to: &wallet)
+            }
+            guard let repaid else { throw Self.balanceOverflow(wallet) }
+            work.history.append(
+                WalletHistoryEntry(
+                    wallet: wallet, kind: .credit, key: move.creditKey, creditKey: move.creditKey, amount: amount,
+                    balanceChange: amount, atMs: move.atMs))
+            recordRepayments(repaid, wallet: wallet, in: &work)
+        case .takeBack(_, _, let units, let kind):
+            var outcome = WalletRules.TakeBack(taken: 0, shortfall: 0)
+            let policy = clawback
+            let atMs = nowMs
+            work.update(wallet) { wallet in
+                outcome = WalletRules.takeBack(
+                    units, of: move.creditKey, as: move.key, kind: kind, policy: policy, atMs: atMs, from: &wallet)
+            }
+            // Under debt the shortfall lowers the balance too (it goes negative); under floor it is only recorded.
+            let balanceChange = -(outcome.taken + (policy == .debt ? outcome.shortfall : 0))
+            work.history.append(
+                WalletHistoryEntry(
+                    wallet: wallet, kind: kind == .upgrade ? .upgrade : .debit, key: move.key,
+                    creditKey: move.creditKey, amount: units, balanceChange: balanceChange,
+                    shortfall: outcome.shortfall, atMs: atMs))
+            switch policy {
+            case .floor: summary.unrecoveredUnits += Int(clamping: outcome.shortfall)
+            case .debt: summary.debtUnits += Int(clamping: outcome.shortfall)
+            }
+        case .reverseRefunds(_, _, let units):
+            var reversal = WalletRules.Reversal(restored: 0, debtCancelled: 0, unrecoveredCancelled: 0, clawbacks: [])
+            work.update(wallet) { wallet in reversal = WalletRules.reverseRefunds(of: move.creditKey, in: &wallet) }
+            work.history.append(
+                WalletHistoryEntry(
+                    wallet: wallet, kind: .recredit, key: move.key, creditKey: move.creditKey, amount: units,
+                    balanceChange: reversal.balanceChange, atMs: nowMs))
+        }
+    }
+
+    /// History rows of the debt a new lot repaid (the lot's own credit or grant row comes just before).
+    private func recordRepayments(
+        _ repaid: [(clawback: String, amount: Int64)], wallet: WalletKey, in work: inout WalletWork
+    ) {
+        for repayment in repaid {
+            work.history.append(
+                WalletHistoryEntry(
+                    wallet: wallet, kind: .debtRepayment, key: repayment.clawback,
+                    creditKey: work.wallet(wallet).clawbacks[repayment.clawback]?.creditKey, amount: repayment.amount,
+                    balanceChange: 0, atMs: nowMs))
+        }
+    }
+
+    /// Wallets the batch credited without reading them, which the balances upsert found in debt: read them now (the
+    /// upsert locked them) and repay the debt from the batch's new lots, in the order they were credited.
+    mutating func repayDebtsOfWalletsNotRead() throws(PostgresError) {
+        let owing = Set(walletsInDebt)
+        walletsInDebt.removeAll()
+        let lots = addedLots.filter { owing.contains($0.wallet) }
+        addedLots.removeAll()
+        guard !lots.isEmpty else { return }
+        let keys = owing.sorted()
+        var work = WalletWork()
+        try work.cacheRead(keys, try session.pipeline(WalletWork.readStatements(keys))[...])
+        for move in lots {
+            var repaid: [(clawback: String, amount: Int64)] = []
+            work.update(move.wallet) { wallet in repaid = WalletRules.repayDebt(from: move.key, in: &wallet) }
+            recordRepayments(repaid, wallet: move.wallet, in: &work)
+        }
+        _ = try session.pipeline(work.writeStatements())
+    }
+
+    /// The balance of `wallet` would pass 64 bits: refused as the database refuses such a value (a data exception),
+    /// so the worker applies the batch message by message and dead-letters the credit that overflows.
+    static func balanceOverflow(_ wallet: WalletKey) -> PostgresError {
+        PostgresError(
+            sqlState: .numericValueOutOfRange, message: "the balance of \(wallet.item) would pass 64 bits", isConnectionBroken: false)
+    }
+}

@@ -1,0 +1,190 @@
+/// Schema version 6: the wallet (docs/CREDITING.md, "The wallet"). Every item credit becomes a lot of its owner's
+/// wallet (user, book, item); spends consume lots first in, first out and record what they consumed; take-backs
+/// (refunds, upgrades) record what they took from which lot and what they could not. `balances` stays the one number
+/// users read, with the wallet's outstanding `debt` and `unrecovered` units beside it, kept equal to Σ remaining − debt
+/// in the same transactions.
+///
+/// The back-fill turns what the ledger held into lots: one per credited item purchase (what it credited, less what
+/// refunds and upgrades took back then, recorded as takes of that purchase so that a later reversal gives them back);
+/// a balance lower than its lots hold was spent by the app outside the ledger (there was no spend API), counted as
+/// spent first in, first out; a balance higher than its lots (set by hand) becomes an opening lot of the difference;
+/// a negative balance (the old signed rule) becomes an opening debt. Each wallet's history starts with its balance.
+enum WalletSchema {
+    /// The lot columns' condition "units remaining", written exactly as the partial index's predicate (the planner
+    /// uses the index only for the same expression).
+    static let hasRemaining = "spent + taken + covered < amount"
+
+    static let migration: [String] = [
+        "ALTER TABLE balances ADD COLUMN debt bigint NOT NULL DEFAULT 0, ADD COLUMN unrecovered bigint NOT NULL DEFAULT 0",
+        """
+        CREATE TABLE wallet_lots (
+            user_id text NOT NULL,
+            lot_key text NOT NULL,
+            book text NOT NULL CHECK (book IN ('production','sandbox')),
+            item text NOT NULL,
+            kind text NOT NULL CHECK (kind IN ('purchase','grant')),
+            amount bigint NOT NULL CHECK (amount > 0),
+            spent bigint NOT NULL DEFAULT 0 CHECK (spent >= 0),
+            taken bigint NOT NULL DEFAULT 0 CHECK (taken >= 0),
+            covered bigint NOT NULL DEFAULT 0 CHECK (covered >= 0),
+            added_at_ms bigint NOT NULL,
+            PRIMARY KEY (user_id, lot_key),
+            CHECK (spent + taken + covered <= amount)
+        )
+        """,
+        // First in, first out over the lots with units left: what spends and take-backs read.
+        """
+        CREATE INDEX wallet_lots_remaining ON wallet_lots (user_id, book, item, added_at_ms, lot_key)
+            WHERE \(hasRemaining)
+        """,
+        """
+        CREATE TABLE wallet_clawbacks (
+            user_id text NOT NULL,
+            clawback_key text NOT NULL,
+            book text NOT NULL CHECK (book IN ('production','sandbox')),
+            item text NOT NULL,
+            credit_key text,
+            kind text NOT NULL CHECK (kind IN ('refund','upgrade','opening')),
+            requested bigint NOT NULL,
+            debt bigint NOT NULL DEFAULT 0 CHECK (debt >= 0),
+            unrecovered bigint NOT NULL DEFAULT 0 CHECK (unrecovered >= 0),
+            reversed boolean NOT NULL DEFAULT false,
+            at_ms bigint NOT NULL,
+            PRIMARY KEY (user_id, clawback_key)
+        )
+        """,
+        "CREATE INDEX wallet_clawbacks_owed ON wallet_clawbacks (user_id, book, item) WHERE debt > 0",
+        """
+        CREATE INDEX wallet_clawbacks_open_refunds ON wallet_clawbacks (credit_key)
+            WHERE kind = 'refund' AND NOT reversed
+        """,
+        """
+        CREATE TABLE wallet_takes (
+            user_id text NOT NULL,
+            clawback_key text NOT NULL,
+            lot_key text NOT NULL,
+            amount bigint NOT NULL CHECK (amount > 0),
+            PRIMARY KEY (user_id, clawback_key, lot_key)
+        )
+        """,
+        // What each spend consumed (the attribution `amount_consumed` sums).
+        """
+        CREATE TABLE wallet_spends (
+            user_id text NOT NULL,
+            idempotency_key text NOT NULL,
+            lot_key text NOT NULL,
+            amount bigint NOT NULL CHECK (amount > 0),
+            PRIMARY KEY (user_id, idempotency_key, lot_key)
+        )
+        """,
+        // Each spend and grant request (per user and Idempotency-Key) with the answer given: replayed for the same
+        // request, refused for another.
+        """
+        CREATE TABLE wallet_requests (
+            user_id text NOT NULL,
+            idempotency_key text NOT NULL,
+            operation text NOT NULL CHECK (operation IN ('spend','grant')),
+            book text NOT NULL,
+            item text NOT NULL,
+            amount bigint NOT NULL,
+            note text,
+            status integer NOT NULL,
+            body text NOT NULL,
+            at_ms bigint NOT NULL,
+            PRIMARY KEY (user_id, idempotency_key)
+        )
+        """,
+        """
+        CREATE TABLE wallet_history (
+            user_id text NOT NULL,
+            seq bigint GENERATED ALWAYS AS IDENTITY,
+            book text NOT NULL,
+            item text NOT NULL,
+            kind text NOT NULL CHECK (kind IN
+                ('opening','credit','grant','spend','debit','upgrade','recredit','debt_repayment')),
+            key text NOT NULL,
+            credit_key text,
+            amount bigint NOT NULL,
+            balance_change bigint NOT NULL,
+            shortfall bigint NOT NULL DEFAULT 0,
+            note text,
+            at_ms bigint NOT NULL,
+            PRIMARY KEY (user_id, seq)
+        )
+        """,
+        // Back-fill: a lot per credited item purchase (what refunds and upgrades took back then: taken).
+        """
+        INSERT INTO wallet_lots (user_id, lot_key, book, item, kind, amount, taken, added_at_ms)
+        SELECT owner, credit_key, book, grant_name, 'purchase', grant_amount * quantity,
+            least(greatest(grant_amount * quantity - (amount_credited - amount_debited), 0), grant_amount * quantity),
+            coalesce(credited_at_ms, updated_at_ms)
+        FROM purchases
+        WHERE grant_kind = 'item' AND owner IS NOT NULL AND grant_amount > 0 AND quantity > 0
+            AND status IN ('credited','debited','recredited','upgraded')
+        """,
+        // What was taken back, as takes of the purchase: the upgrade's share (never given back), and the rest as
+        // an open refund (a reversal gives it back).
+        """
+        INSERT INTO wallet_clawbacks (user_id, clawback_key, book, item, credit_key, kind, requested, at_ms)
+        SELECT l.user_id, 'upgrade:' || l.lot_key, l.book, l.item, l.lot_key, 'upgrade',
+            least(p.upgrade_taken, l.taken), p.updated_at_ms
+        FROM wallet_lots l JOIN purchases p ON p.credit_key = l.lot_key
+        WHERE least(p.upgrade_taken, l.taken) > 0
+        """,
+        """
+        INSERT INTO wallet_clawbacks (user_id, clawback_key, book, item, credit_key, kind, requested, at_ms)
+        SELECT l.user_id, 'refund-before-schema-6:' || l.lot_key, l.book, l.item, l.lot_key, 'refund',
+            l.taken - least(p.upgrade_taken, l.taken), p.updated_at_ms
+        FROM wallet_lots l JOIN purchases p ON p.credit_key = l.lot_key
+        WHERE l.taken - least(p.upgrade_taken, l.taken) > 0
+        """,
+        """
+        INSERT INTO wallet_takes (user_id, clawback_key, lot_key, amount)
+        SELECT user_id, clawback_key, credit_key, requested FROM wallet_clawbacks
+        """,
+        // A wallet without a balances row (none should be) is taken as having spent nothing.
+        """
+        INSERT INTO balances (user_id, book, item, amount)
+        SELECT user_id, book, item, sum(amount - taken) FROM wallet_lots GROUP BY 1, 2, 3
+        ON CONFLICT DO NOTHING
+        """,
+        // A balance below what its lots hold: the app spent the difference; counted spent first in, first out.
+        """
+        WITH totals AS (
+            SELECT l.user_id, l.book, l.item, sum(l.amount - l.taken) AS remaining, max(b.amount) AS balance
+            FROM wallet_lots l JOIN balances b USING (user_id, book, item) GROUP BY 1, 2, 3),
+        fifo AS (
+            SELECT l.user_id, l.lot_key, l.amount - l.taken AS available,
+                sum(l.amount - l.taken) OVER (PARTITION BY l.user_id, l.book, l.item ORDER BY l.added_at_ms, l.lot_key)
+                    - (l.amount - l.taken) AS before,
+                t.remaining - greatest(t.balance, 0) AS to_spend
+            FROM wallet_lots l JOIN totals t USING (user_id, book, item)
+            WHERE t.remaining > greatest(t.balance, 0))
+        UPDATE wallet_lots l SET spent = least(f.available, f.to_spend - f.before)
+        FROM fifo f WHERE l.user_id = f.user_id AND l.lot_key = f.lot_key AND f.to_spend > f.before
+        """,
+        // A balance above what its lots hold (set by hand): an opening lot of the difference, oldest of all.
+        """
+        INSERT INTO wallet_lots (user_id, lot_key, book, item, kind, amount, added_at_ms)
+        SELECT b.user_id, 'opening:' || b.book || ':' || b.item, b.book, b.item, 'purchase',
+            b.amount - coalesce(s.remaining, 0), 0
+        FROM balances b LEFT JOIN (
+            SELECT user_id, book, item, sum(amount - taken) AS remaining FROM wallet_lots GROUP BY 1, 2, 3
+        ) s USING (user_id, book, item)
+        WHERE b.amount > coalesce(s.remaining, 0)
+        """,
+        // A negative balance (amounts were signed before): an opening debt.
+        """
+        INSERT INTO wallet_clawbacks (user_id, clawback_key, book, item, kind, requested, debt, at_ms)
+        SELECT user_id, 'opening:' || book || ':' || item, book, item, 'opening', -amount, -amount, 0
+        FROM balances WHERE amount < 0
+        """,
+        "UPDATE balances SET debt = -amount WHERE amount < 0",
+        """
+        INSERT INTO wallet_history (user_id, book, item, kind, key, amount, balance_change, at_ms)
+        SELECT user_id, book, item, 'opening', 'opening', abs(amount), amount,
+            (extract(epoch FROM clock_timestamp()) * 1000)::bigint
+        FROM balances WHERE amount <> 0 ORDER BY user_id, book, item
+        """,
+    ]
+}

@@ -1,0 +1,350 @@
+import LedgerRules
+import Postgres
+
+/// A user's wallet of one item in one book: the lock order of everything that reads or changes a wallet (its
+/// `balances` row is the wallet's lock, taken in this order).
+struct WalletKey: Hashable, Comparable, Sendable {
+    let user: String
+    let book: Book
+    let item: String
+
+    static func < (lhs: WalletKey, rhs: WalletKey) -> Bool {
+        (lhs.user, lhs.book.rawValue, lhs.item) < (rhs.user, rhs.book.rawValue, rhs.item)
+    }
+}
+
+/// One row of a user's history (`wallet_history`), written in the transaction that moved the units.
+struct WalletHistoryEntry: Sendable, Equatable {
+    enum Kind: String, Sendable {
+        case credit, grant, spend, debit, upgrade, recredit
+        case debtRepayment = "debt_repayment"
+    }
+
+    let wallet: WalletKey
+    let kind: Kind
+    /// The purchase's `credit_key` (a credit, an upgrade), the `Idempotency-Key` (a spend, a grant), the event's
+    /// `event_id` (a debit, a recredit), the debt's clawback key (a repayment).
+    let key: String
+    /// The purchase concerned (credited, taken back, given back, or whose debt is repaid); nil for spends and grants.
+    let creditKey: String?
+    /// Units the entry is about (always ≥ 0).
+    let amount: Int64
+    /// What the balance changed by.
+    let balanceChange: Int64
+    /// Units a take-back could not take (`unrecovered` or debt).
+    var shortfall: Int64 = 0
+    /// A spend's `reference`, a grant's `reason`.
+    var note: String? = nil
+    let atMs: Int64
+}
+
+/// The wallets one transaction touches, as read (locked, first) and as the rules leave them, and the writes that
+/// make the database say the same: new and changed lots, clawbacks and their takes, spend attributions, the balances
+/// rows' changes (in key order) and history rows, each one statement for the whole transaction.
+///
+/// A wallet that was not read starts empty (balance 0): adding a lot to it is what the balances upsert adds, written
+/// without a read. Take-backs, reversals and spends need the wallet read.
+struct WalletWork {
+    /// As read (nil: not read).
+    private(set) var read: [WalletKey: Wallet] = [:]
+    private(set) var current: [WalletKey: Wallet] = [:]
+    var history: [WalletHistoryEntry] = []
+    /// Spend attributions: (user, Idempotency-Key, lot share).
+    var spends: [(user: String, key: String, share: LotShare)] = []
+
+    /// The wallet `key` as it stands in this transaction (empty when neither read nor changed).
+    func wallet(_ key: WalletKey) -> Wallet { current[key] ?? read[key] ?? Wallet() }
+
+    mutating func update(_ key: WalletKey, _ change: (inout Wallet) -> Void) {
+        var wallet = wallet(key)
+        change(&wallet)
+        current[key] = wallet
+    }
+
+    func wasRead(_ key: WalletKey) -> Bool { read[key] != nil }
+
+    // MARK: Reading
+
+    /// The statements that lock the wallets `keys` (their balances rows, in key order: the lock order of every
+    /// transaction touching wallets) and read their lots with units remaining, their clawbacks with debt
+    /// outstanding, and, for a reversal of the purchases `reversing`, their refunds not reversed yet with their takes
+    /// and the lots those took from. Run them in this order in one pipeline (the lock first).
+    static func readStatements(_ keys: [WalletKey], reversing: [String] = []) -> [(sql: String, parameters: [PostgresValue])] {
+        let sorted = keys.sorted()
+        let wallets: [PostgresValue] = [
+            .textArray(sorted.map(\.user)), .textArray(sorted.map(\.book.rawValue)), .textArray(sorted.map(\.item)),
+        ]
+        return [
+            (lockBalances, wallets),
+            reversing.isEmpty ? (remainingLots, wallets) : (remainingAndTakenLots, wallets + [.textArray(reversing)]),
+            (clawbacks, wallets + [.textArray(reversing)]),
+        ]
+    }
+
+    static let lockBalances = """
+        SELECT b.user_id, b.book, b.item, b.amount, b.debt, b.unrecovered
+        FROM (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) AS w(u, b, i) ORDER BY 1, 2, 3) AS w,
+        LATERAL (SELECT * FROM balances WHERE user_id = w.u AND book = w.b AND item = w.i FOR UPDATE) AS b
+        """
+
+    static let lotColumns = "l.user_id, l.lot_key, l.book, l.item, l.kind, l.amount, l.spent, l.taken, l.covered, l.added_at_ms"
+
+    static let remainingLots = """
+        SELECT \(lotColumns)
+        FROM unnest($1::text[], $2::text[], $3::text[]) AS w(u, b, i),
+        LATERAL (SELECT * FROM wallet_lots WHERE user_id = w.u AND book = w.b AND item = w.i
+            AND \(WalletSchema.hasRemaining)) AS l
+        """
+
+    static let remainingAndTakenLots = """
+        \(remainingLots)
+        UNION
+        SELECT \(lotColumns) FROM wallet_clawbacks c
+        JOIN wallet_takes t ON t.user_id = c.user_id AND t.clawback_key = c.clawback_key
+        JOIN wallet_lots l ON l.user_id = t.user_id AND l.lot_key = t.lot_key
+        WHERE c.credit_key = ANY($4::text[]) AND c.kind = 'refund' AND NOT c.reversed
+        """
+
+    static let clawbacks = """
+        WITH wanted AS (
+            SELECT c.user_id, c.clawback_key FROM unnest($1::text[], $2::text[], $3::text[]) AS w(u, b, i)
+            JOIN wallet_clawbacks c ON c.user_id = w.u AND c.book = w.b AND c.item = w.i AND c.debt > 0
+            UNION
+            SELECT user_id, clawback_key FROM wallet_clawbacks
+            WHERE credit_key = ANY($4::text[]) AND kind = 'refund' AND NOT reversed)
+        SELECT c.user_id, c.clawback_key, c.book, c.item, c.credit_key, c.kind, c.requested, c.debt, c.unrecovered,
+            c.reversed, c.at_ms, t.lot_key AS take_lot, t.amount AS take_amount
+        FROM wanted w JOIN wallet_clawbacks c ON c.user_id = w.user_id AND c.clawback_key = w.clawback_key
+        LEFT JOIN wallet_takes t ON t.user_id = c.user_id AND t.clawback_key = c.clawback_key
+        ORDER BY c.user_id, c.clawback_key, t.lot_key
+        """
+
+    /// Records the results of `readStatements(keys, ...)` (in their order) as the wallets read.
+    mutating func cacheRead(_ keys: [WalletKey], _ results: ArraySlice<PostgresResult>) throws(PostgresError) {
+        var wallets: [WalletKey: Wallet] = [:]
+        for key in keys { wallets[key] = Wallet() }
+        var results = results
+        for row in results.removeFirst().rows {
+            let key = try Self.walletKey(row)
+            wallets[key] = Wallet(
+                balance: try row.int64("amount"), debt: try row.int64("debt"), unrecovered: try row.int64("unrecovered"))
+        }
+        for row in results.removeFirst().rows {
+            let key = try Self.walletKey(row)
+            guard let kind = LotKind(rawValue: try row.string("kind")) else { throw Self.unknown("lot kind", row) }
+            let lot = WalletLot(
+                key: try row.string("lot_key"), kind: kind, amount: try row.int64("amount"),
+                spent: try row.int64("spent"), taken: try row.int64("taken"), covered: try row.int64("covered"),
+                addedAtMs: try row.int64("added_at_ms"))
+            wallets[key, default: Wallet()].lots[lot.key] = lot
+        }
+        for row in results.removeFirst().rows {
+            let key = try Self.walletKey(row)
+            let clawbackKey = try row.string("clawback_key")
+            var clawback = wallets[key]?.clawbacks[clawbackKey]
+            if clawback == nil {
+                guard let kind = ClawbackKind(rawValue: try row.string("kind")) else {
+                    throw Self.unknown("clawback kind", row)
+                }
+                clawback = Clawback(
+                    key: clawbackKey, creditKey: try row.optionalString("credit_key"), kind: kind,
+                    requested: try row.int64("requested"), debt: try row.int64("debt"),
+                    unrecovered: try row.int64("unrecovered"), reversed: try row.bool("reversed"),
+                    atMs: try row.int64("at_ms"))
+            }
+            if let lot = try row.optionalString("take_lot") {
+                clawback?.takes.append(LotShare(lot: lot, amount: try row.int64("take_amount")))
+            }
+            wallets[key, default: Wallet()].clawbacks[clawbackKey] = clawback
+        }
+        for (key, wallet) in wallets {
+            read[key] = wallet
+            current[key] = nil
+        }
+    }
+
+    private static func walletKey(_ row: PostgresRow) throws(PostgresError) -> WalletKey {
+        guard let book = Book(rawValue: try row.string("book")) else { throw unknown("book", row) }
+        return WalletKey(user: try row.string("user_id"), book: book, item: try row.string("item"))
+    }
+
+    private static func unknown(_ what: String, _ row: PostgresRow) -> PostgresError {
+        PostgresError(sqlState: nil, message: "a wallet row has an unknown \(what)", isConnectionBroken: false)
+    }
+
+    // MARK: Writing
+
+    /// The statements that write every change since the wallets were read (none when nothing changed). The balances
+    /// upsert (in key order) answers the wallets it left with debt outstanding (`user_id`, `book`, `item`): a lot
+    /// written without reading its wallet repays that debt once the wallet is read.
+    func writeStatements() -> [(sql: String, parameters: [PostgresValue])] {
+        var newLots: [(WalletKey, WalletLot)] = []
+        var changedLots: [(WalletKey, WalletLot)] = []
+        var newClawbacks: [(WalletKey, Clawback)] = []
+        var changedClawbacks: [(WalletKey, Clawback)] = []
+        var newTakes: [(WalletKey, String, LotShare)] = []
+        var balanceChanges: [(WalletKey, amount: Int64, debt: Int64, unrecovered: Int64)] = []
+        for (key, wallet) in current.sorted(by: { $0.key < $1.key }) {
+            let before = read[key] ?? Wallet()
+            for lot in wallet.lots.values.sorted(by: { $0.key < $1.key }) {
+                if let old = before.lots[lot.key] {
+                    if old != lot { changedLots.append((key, lot)) }
+                } else {
+                    newLots.append((key, lot))
+                }
+            }
+            for clawback in wallet.clawbacks.values.sorted(by: { $0.key < $1.key }) {
+                let old = before.clawbacks[clawback.key]
+                if old == nil {
+                    newClawbacks.append((key, clawback))
+                } else if old != clawback {
+                    changedClawbacks.append((key, clawback))
+                }
+                for take in clawback.takes.dropFirst(old?.takes.count ?? 0) {
+                    newTakes.append((key, clawback.key, take))
+                }
+            }
+            let change = (
+                key, wallet.balance - before.balance, wallet.debt - before.debt, wallet.unrecovered - before.unrecovered
+            )
+            if change.1 != 0 || change.2 != 0 || change.3 != 0 { balanceChanges.append(change) }
+        }
+        var statements: [(sql: String, parameters: [PostgresValue])] = []
+        if !newLots.isEmpty {
+            statements.append(
+                (
+                    """
+                    INSERT INTO wallet_lots (user_id, lot_key, book, item, kind, amount, spent, taken, covered, added_at_ms)
+                    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[],
+                        $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[])
+                    """,
+                    [
+                        .textArray(newLots.map(\.0.user)), .textArray(newLots.map(\.1.key)),
+                        .textArray(newLots.map(\.0.book.rawValue)), .textArray(newLots.map(\.0.item)),
+                        .textArray(newLots.map(\.1.kind.rawValue)), .intArray(newLots.map(\.1.amount)),
+                        .intArray(newLots.map(\.1.spent)), .intArray(newLots.map(\.1.taken)),
+                        .intArray(newLots.map(\.1.covered)), .intArray(newLots.map(\.1.addedAtMs)),
+                    ]
+                ))
+        }
+        if !changedLots.isEmpty {
+            statements.append(
+                (
+                    """
+                    UPDATE wallet_lots l SET spent = u.spent, taken = u.taken, covered = u.covered
+                    FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[])
+                        AS u(user_id, lot_key, spent, taken, covered)
+                    WHERE l.user_id = u.user_id AND l.lot_key = u.lot_key
+                    """,
+                    [
+                        .textArray(changedLots.map(\.0.user)), .textArray(changedLots.map(\.1.key)),
+                        .intArray(changedLots.map(\.1.spent)), .intArray(changedLots.map(\.1.taken)),
+                        .intArray(changedLots.map(\.1.covered)),
+                    ]
+                ))
+        }
+        if !newClawbacks.isEmpty {
+            statements.append(
+                (
+                    """
+                    INSERT INTO wallet_clawbacks (user_id, clawback_key, book, item, credit_key, kind, requested, debt,
+                        unrecovered, reversed, at_ms)
+                    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+                        $7::bigint[], $8::bigint[], $9::bigint[], $10::boolean[], $11::bigint[])
+                    """,
+                    [
+                        .textArray(newClawbacks.map(\.0.user)), .textArray(newClawbacks.map(\.1.key)),
+                        .textArray(newClawbacks.map(\.0.book.rawValue)), .textArray(newClawbacks.map(\.0.item)),
+                        .nullableArray(newClawbacks.map(\.1.creditKey)), .textArray(newClawbacks.map(\.1.kind.rawValue)),
+                        .intArray(newClawbacks.map(\.1.requested)), .intArray(newClawbacks.map(\.1.debt)),
+                        .intArray(newClawbacks.map(\.1.unrecovered)),
+                        .nullableArray(newClawbacks.map { $0.1.reversed ? "t" : "f" }),
+                        .intArray(newClawbacks.map(\.1.atMs)),
+                    ]
+                ))
+        }
+        if !changedClawbacks.isEmpty {
+            statements.append(
+                (
+                    """
+                    UPDATE wallet_clawbacks c SET debt = u.debt, unrecovered = u.unrecovered, reversed = u.reversed
+                    FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::boolean[])
+                        AS u(user_id, clawback_key, debt, unrecovered, reversed)
+                    WHERE c.user_id = u.user_id AND c.clawback_key = u.clawback_key
+                    """,
+                    [
+                        .textArray(changedClawbacks.map(\.0.user)), .textArray(changedClawbacks.map(\.1.key)),
+                        .intArray(changedClawbacks.map(\.1.debt)), .intArray(changedClawbacks.map(\.1.unrecovered)),
+                        .nullableArray(changedClawbacks.map { $0.1.reversed ? "t" : "f" }),
+                    ]
+                ))
+        }
+        if !newTakes.isEmpty {
+            statements.append(
+                (
+                    """
+                    INSERT INTO wallet_takes (user_id, clawback_key, lot_key, amount)
+                    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[])
+                    ON CONFLICT (user_id, clawback_key, lot_key) DO UPDATE SET amount = wallet_takes.amount + EXCLUDED.amount
+                    """,
+                    [
+                        .textArray(newTakes.map(\.0.user)), .textArray(newTakes.map(\.1)),
+                        .textArray(newTakes.map(\.2.lot)), .intArray(newTakes.map(\.2.amount)),
+                    ]
+                ))
+        }
+        if !spends.isEmpty {
+            statements.append(
+                (
+                    """
+                    INSERT INTO wallet_spends (user_id, idempotency_key, lot_key, amount)
+                    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[])
+                    """,
+                    [
+                        .textArray(spends.map(\.user)), .textArray(spends.map(\.key)),
+                        .textArray(spends.map(\.share.lot)), .intArray(spends.map(\.share.amount)),
+                    ]
+                ))
+        }
+        if !balanceChanges.isEmpty {
+            statements.append((Self.balancesUpsert, [
+                .textArray(balanceChanges.map(\.0.user)), .textArray(balanceChanges.map(\.0.book.rawValue)),
+                .textArray(balanceChanges.map(\.0.item)), .intArray(balanceChanges.map(\.amount)),
+                .intArray(balanceChanges.map(\.debt)), .intArray(balanceChanges.map(\.unrecovered)),
+            ]))
+        }
+        if !history.isEmpty {
+            statements.append(
+                (
+                    """
+                    INSERT INTO wallet_history (user_id, book, item, kind, key, credit_key, amount, balance_change,
+                        shortfall, note, at_ms)
+                    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+                        $7::bigint[], $8::bigint[], $9::bigint[], $10::text[], $11::bigint[])
+                    """,
+                    [
+                        .textArray(history.map(\.wallet.user)), .textArray(history.map(\.wallet.book.rawValue)),
+                        .textArray(history.map(\.wallet.item)), .textArray(history.map(\.kind.rawValue)),
+                        .textArray(history.map(\.key)), .nullableArray(history.map(\.creditKey)),
+                        .intArray(history.map(\.amount)), .intArray(history.map(\.balanceChange)),
+                        .intArray(history.map(\.shortfall)), .nullableArray(history.map(\.note)),
+                        .intArray(history.map(\.atMs)),
+                    ]
+                ))
+        }
+        return statements
+    }
+
+    /// The balances rows' changes, in key order (two transactions changing the same wallets lock them in the same
+    /// order); answers the wallets left with debt outstanding.
+    static let balancesUpsert = """
+        WITH changed AS (
+            INSERT INTO balances (user_id, book, item, amount, debt, unrecovered)
+            SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[])
+            ORDER BY 1, 2, 3
+            ON CONFLICT (user_id, book, item) DO UPDATE SET amount = balances.amount + EXCLUDED.amount,
+                debt = balances.debt + EXCLUDED.debt, unrecovered = balances.unrecovered + EXCLUDED.unrecovered
+            RETURNING user_id, book, item, debt)
+        SELECT user_id, book, item FROM changed WHERE debt > 0
+        """
+}
