@@ -112,7 +112,7 @@ let package = Package(
             name: "Ledger",
             dependencies: [
                 "LedgerRules", "Postgres", "Kafka", "HTTPServer", "ReceiptModel", "ServiceRuntime", "ServiceSupport",
-                "AppStoreServerAPI", "SignedData",
+                "AppStoreServerAPI", "Catalog", "SignedData",
             ]),
 
         // MARK: Executables (thin: each service's main.swift is one ServiceMain.run call)
