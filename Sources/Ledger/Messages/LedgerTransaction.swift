@@ -19,12 +19,16 @@ struct LedgerTransaction: Sendable, Equatable {
     /// `product_type`: a value the ledger does not know (a newer producer's) is unknown, like null, and never
     /// guessed (Apple's field rules for a refund request's answer depend on it).
     var productKind: ProductKind?
+    /// In its canonical form (`AppAccountToken.canonical`: lower-cased, as UUIDs compare), however the producer cased
+    /// it: links, parked claims and declarations hold that form, so one token is one owner.
+    let appAccountToken: String?
 
     /// The transaction as read; `creditKey` is the written one until `derivePurchaseKey`.
     init(_ read: VerifiedTransactionJSON.Members) {
         written = read
         creditKey = read.creditKey
         productKind = read.productType.flatMap(ProductKind.init(rawValue:))
+        appAccountToken = read.appAccountToken.map(AppAccountToken.canonical)
     }
 
     subscript<Value>(dynamicMember member: KeyPath<VerifiedTransactionJSON.Members, Value>) -> Value {
