@@ -149,7 +149,7 @@ import Testing
             ], status: .credited, owner: "u1"),
         Row(
             name: "subscription_status of a purchase not credited changes nothing",
-            inputs: [.subscriptionStatus(expiresDateMs: 7_000)], actions: [], status: .none),
+            inputs: [.subscriptionStatus(expiresDateMs: 7_000)], actions: [], status: .unseen),
         Row(
             name: "keep: a second user's claim is refused and recorded; nothing is credited twice",
             inputs: [result("u1", pro), result("u2", pro, at: 3_000, submission: "s2")],
@@ -197,17 +197,17 @@ import Testing
         Row(
             name: "an unknown credit shape is not guessed: unappliable, the purchase stays unknown",
             inputs: [result("u1", .unknown(description: "{\"coins\":5}"))],
-            actions: [.unappliable(reason: "unknown credit shape: {\"coins\":5}")], status: .none),
+            actions: [.unappliable(reason: "unknown credit shape: {\"coins\":5}")], status: .unseen),
         Row(
             name: "a null credit records the owner and grants nothing", inputs: [result("u1", .nothing), .debit(revocationPercentage: nil)],
             actions: [], status: .debited, owner: "u1"),
         Row(
             name: "a non-positive quantity is unappliable", inputs: [result("u1", quantity: 0)],
-            actions: [.unappliable(reason: "quantity 0 is not positive")], status: .none),
+            actions: [.unappliable(reason: "quantity 0 is not positive")], status: .unseen),
         Row(
             name: "an amount × quantity that overflows is unappliable",
             inputs: [result("u1", .grant(.item(name: "gems", amount: Int64.max / 2)), quantity: 3)],
-            actions: [.unappliable(reason: "amount \(Int64.max / 2) × quantity 3 is not a usable amount")], status: .none),
+            actions: [.unappliable(reason: "amount \(Int64.max / 2) × quantity 3 is not a usable amount")], status: .unseen),
         Row(
             name: "a refund reversed before any claim lets the later claim credit",
             inputs: [.debit(revocationPercentage: nil), .recredit, result("u1")],
@@ -251,7 +251,7 @@ import Testing
         Row(
             name: "a family-shared purchase of items is declined: someone else paid, the purchase stays unclaimed",
             inputs: [result("u1", ownership: .familyShared)], actions: [.declined(reason: .familySharedItems)],
-            status: .none),
+            status: .unseen),
         Row(
             name: "a family-shared entitlement is granted, and a revoke ends it",
             inputs: [result("u1", pro, ownership: .familyShared), .revoke],

@@ -89,12 +89,10 @@ extension BatchWork {
                 outcome = WalletRules.takeBack(
                     units, of: move.creditKey, as: move.key, kind: kind, policy: policy, atMs: atMs, from: &wallet)
             }
-            // Under debt the shortfall lowers the balance too (it goes negative); under floor it is only recorded.
-            let balanceChange = -(outcome.taken + (policy == .debt ? outcome.shortfall : 0))
             work.history.append(
                 WalletHistoryEntry(
                     wallet: wallet, kind: kind == .upgrade ? .upgrade : .debit, key: move.key,
-                    creditKey: move.creditKey, amount: units, balanceChange: balanceChange,
+                    creditKey: move.creditKey, amount: units, balanceChange: outcome.balanceChange(under: policy),
                     shortfall: outcome.shortfall, atMs: atMs))
             switch policy {
             case .floor: summary.unrecoveredUnits += Int(clamping: outcome.shortfall)
