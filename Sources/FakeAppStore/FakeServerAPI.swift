@@ -406,7 +406,7 @@ final class FakeServerAPI: Sendable {
         return .json(
             200,
             "{\"revision\":\"r\(next)\",\"hasMore\":\(hasMore),\"bundleId\":\(JSONText.quoted(bundleId)),"
-                + "\"environment\":\(JSONText.quoted(environment)),"
+                + "\"appAppleId\":\(FakeAppTransaction.defaultAppAppleId),\"environment\":\(JSONText.quoted(environment)),"
                 + "\"signedTransactions\":[\(signed.joined(separator: ","))]}")
     }
 
@@ -468,8 +468,9 @@ final class FakeServerAPI: Sendable {
         }
         return .json(
             200,
-            "{\"notificationHistory\":[\(items.joined(separator: ","))],\"hasMore\":\(hasMore)"
-                + (hasMore ? ",\"paginationToken\":\"n\(next)\"" : "") + "}")
+            // Apple: "All responses include a paginationToken" (its paginationToken page), the last page's too.
+            "{\"notificationHistory\":[\(items.joined(separator: ","))],\"hasMore\":\(hasMore),"
+                + "\"paginationToken\":\"n\(next)\"}")
     }
 
     // MARK: Signing and responses

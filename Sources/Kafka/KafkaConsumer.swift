@@ -213,10 +213,16 @@ public final class KafkaConsumer: Sendable {
     /// The partition's end (the offset the next message will get), asked of its leader (blocks up to `timeout`);
     /// nil when closed or not answered.
     public func highWatermark(_ partition: TopicPartition, timeout: Duration) -> Int64? {
+        watermarks(partition, timeout: timeout)?.high
+    }
+
+    /// The partition's first retained offset (`low`: retention deleted what was before it) and its end (`high`),
+    /// asked of its leader in one request (blocks up to `timeout`); nil when closed or not answered.
+    public func watermarks(_ partition: TopicPartition, timeout: Duration) -> (low: Int64, high: Int64)? {
         guard case .success(let marks)? = runtime.resources?.client.watermarks(
             topic: partition.topic, partition: partition.partition, timeout: timeout)
         else { return nil }
-        return marks.high
+        return marks
     }
 
     /// Asynchronous commits `requestCommit` issued.

@@ -17,6 +17,9 @@ extension ConsumptionRules {
         case responderOff = "responder_off"
         /// Apple's 12 hours passed before an answer could be sent (counted late).
         case deadlinePassed = "deadline_passed"
+        /// The request's transaction is family-shared: Send Consumption Information refuses every answer for one
+        /// (`FamilyTransactionNotSupportedError`, 4000185), whatever the facts.
+        case familyShared = "family_shared"
         /// The ledger knows no owner of the purchase, so no one can have consented.
         case noOwner = "no_owner"
         /// The owner has not consented (or withdrew): Apple takes `customerConsented` true only.
@@ -52,11 +55,18 @@ extension ConsumptionRules {
         public var reason: String?
         /// The purchase's key is a subscription period's (`ProductKind.resolved`).
         public var isSubscriptionPeriod: Bool
+        /// Who paid, as the request's transaction says (`in_app_ownership_type`); `.purchased` when it said nothing
+        /// (requests recorded before schema version 9: then Apple's 4000185 is what tells).
+        public var ownership: Ownership
 
-        public init(productKind: ProductKind? = nil, reason: String? = nil, isSubscriptionPeriod: Bool = false) {
+        public init(
+            productKind: ProductKind? = nil, reason: String? = nil, isSubscriptionPeriod: Bool = false,
+            ownership: Ownership = .purchased
+        ) {
             self.productKind = productKind
             self.reason = reason
             self.isSubscriptionPeriod = isSubscriptionPeriod
+            self.ownership = ownership
         }
     }
 
@@ -82,13 +92,16 @@ extension ConsumptionRules {
     ///   - consumed: units of the purchase consumed (items; `facts(of:consumed:nowMs:)`).
     ///   - consented: the owner's consent as recorded (nil: never asked).
     ///   - deadlineMs: Apple's deadline (12 hours after it signed the request).
-    ///   - request: what the request says of itself: the product's kind (which decides the body's fields) and why
-    ///     the customer asked (which rules may condition on).
+    ///   - request: what the request says of itself: the product's kind (which decides the body's fields), why
+    ///     the customer asked (which rules may condition on) and who paid (a family-shared transaction is never
+    ///     answered).
     public static func plan(
         mode: Mode, nowMs: Int64, deadlineMs: Int64, state: PurchaseState, consumed: Int64?, consented: Bool?,
         policy: Policy, request: Request = Request()
     ) -> Plan {
         if mode == .off { return .unanswered(.responderOff) }
+        // Before the deadline: a request no answer can ever satisfy is not a late one.
+        if request.ownership == .familyShared { return .unanswered(.familyShared) }
         if nowMs >= deadlineMs { return .unanswered(.deadlinePassed) }
         guard state.owner != nil else { return .unanswered(.noOwner) }
         guard consented == true else { return .unanswered(.noConsent) }

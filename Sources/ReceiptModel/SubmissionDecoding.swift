@@ -353,4 +353,14 @@ public enum AppAccountToken {
     public static func normalize(_ text: String) -> String? {
         UUID(uuidString: text).map { $0.uuidString.lowercased() }
     }
+
+    /// `text` with its ASCII letters lower-cased and nothing else changed: for a UUID the same as `normalize`
+    /// (UUIDs are case-insensitive, RFC 9562 section 4), and defined for any text a producer may have written, so
+    /// a token is one value however it was cased. ASCII only, like the ledger's SQL `translate` of stored tokens:
+    /// the two agree whatever the database's locale.
+    public static func canonical(_ text: String) -> String {
+        let upper = UInt8(ascii: "A")...UInt8(ascii: "Z")
+        guard text.utf8.contains(where: upper.contains) else { return text }
+        return String(decoding: text.utf8.map { upper.contains($0) ? $0 + 32 : $0 }, as: UTF8.self)
+    }
 }

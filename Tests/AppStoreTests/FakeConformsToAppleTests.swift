@@ -15,6 +15,13 @@ import Testing
 /// `signedPayload`) are opened and their payloads checked the same way, so a member the fake invents anywhere fails
 /// here (issue 41 item 6: two invented members, the app transaction's `environment` and the test notification
 /// status's `sendAttemptResults`, had let the decoders rely on them).
+///
+/// Missing members fail too, by one rule: Apple's models mark no member required (every member is optional in its
+/// Java, Python, Swift and Node libraries), so a Server API answer must carry every member that each of Apple's
+/// example answers of its model carries (`requiredMembers`, from `models/*.json`), down through the objects nested in
+/// it. Signed payloads and notifications are exempt: Apple's examples of those fill every optional member at once,
+/// while which ones Apple sends depends on the product and the notification type. (The fake's transaction history
+/// answered without `appAppleId`, which every example of Apple's `HistoryResponse` has.)
 @Suite(.serialized) struct FakeConformsToAppleTests {
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
 
@@ -41,11 +48,64 @@ import Testing
         "signedPayload": "ResponseBodyV2DecodedPayload",
     ]
 
-    /// What does not conform in `value` read as Apple's `model`, with paths (`$.data.signedTransactionInfo.price`).
+    /// Apple's example answers of the Server API (`models/*.json`) and the model each is.
+    static let exampleAnswers: [String: String] = [
+        "transactionInfoResponse.json": "TransactionInfoResponse", "transactionHistoryResponse.json": "HistoryResponse",
+        "getAllSubscriptionStatusesResponse.json": "StatusResponse", "lookupOrderIdResponse.json": "OrderLookupResponse",
+        "getRefundHistoryResponse.json": "RefundHistoryResponse",
+        "getNotificationHistoryResponse.json": "NotificationHistoryResponse",
+        "getTestNotificationStatusResponse.json": "CheckTestNotificationResponse",
+        "requestTestNotificationResponse.json": "SendTestNotificationResponse",
+        "extendSubscriptionRenewalDateResponse.json": "ExtendRenewalDateResponse",
+        "extendRenewalDateForAllActiveSubscribersResponse.json": "MassExtendRenewalDateResponse",
+        "getStatusOfSubscriptionRenewalDateExtensionsResponse.json": "MassExtendRenewalDateStatusResponse",
+        "appTransactionInfoResponse.json": "AppTransactionInfoResponse", "apiException.json": "ErrorPayload",
+        "apiTooManyRequestsException.json": "ErrorPayload", "apiUnknownError.json": "ErrorPayload",
+        "appTransactionDoesNotExistError.json": "ErrorPayload", "familyTransactionNotSupportedError.json": "ErrorPayload",
+        "invalidAppAccountTokenUUIDError.json": "ErrorPayload", "invalidTransactionIdError.json": "ErrorPayload",
+        "transactionIdNotFoundError.json": "ErrorPayload", "transactionIdNotOriginalTransactionId.json": "ErrorPayload",
+    ]
+
+    /// Model -> the members every example of it in Apple's example answers carries (non-null), the objects nested in
+    /// them included (`StatusResponse.data[].lastTransactions[]`): what the fake's answers must carry too.
+    static let requiredMembers: [String: Set<String>] = {
+        var seen: [String: Set<String>] = [:]
+        func collect(_ value: JSONValue, model: String) {
+            guard case .object(let object) = value, let members = models[model] else { return }
+            let carried = Set(object.filter { $0.value != .null }.keys)
+            seen[model] = seen[model].map { $0.intersection(carried) } ?? carried
+            for (key, member) in object {
+                switch members[key] {
+                case .string(let inner)? where models[inner] != nil: collect(member, model: inner)
+                case .array(let elements)?:
+                    guard case .string(let inner)? = elements.first, models[inner] != nil,
+                        case .array(let items) = member
+                    else { continue }
+                    for item in items { collect(item, model: inner) }
+                default: continue
+                }
+            }
+        }
+        let directory = fixtures.appendingPathComponent("apple-app-store-server-library/models")
+        for (file, model) in exampleAnswers {
+            guard let data = try? Data(contentsOf: directory.appendingPathComponent(file)),
+                let example = try? JSONParser.parse(Array(data))
+            else { continue }
+            collect(example, model: model)
+        }
+        return seen
+    }()
+
+    /// What does not conform in `value` read as Apple's `model`, with paths (`$.data.signedTransactionInfo.price`):
+    /// members Apple's model does not have, members of the wrong type, and members every example of Apple's carries
+    /// that `value` lacks (`requiredMembers`).
     static func problems(_ value: JSONValue, model: String, path: String = "$") -> [String] {
         guard let members = models[model] else { return ["\(path): Apple has no model \(model)"] }
         guard case .object(let object) = value else { return ["\(path): not an object (\(model))"] }
         var problems: [String] = []
+        for key in (requiredMembers[model] ?? []).sorted() where (object[key] ?? .null) == .null {
+            problems.append("\(path).\(key): missing (every example of Apple's \(model) carries it)")
+        }
         for key in object.keys.sorted() {
             guard let declared = members[key] else {
                 problems.append("\(path).\(key): not a member of Apple's \(model)")
@@ -112,11 +172,26 @@ import Testing
 
     @Test func theCheckerCatchesWhatTheFakeUsedToInvent() throws {
         #expect(!Self.models.isEmpty)
+        // Every example answer was read, and the rule found the members Apple always sends.
+        #expect(Set(Self.exampleAnswers.values).isSubset(of: Set(Self.requiredMembers.keys)))
+        #expect(Self.requiredMembers["HistoryResponse"]
+            == ["revision", "hasMore", "bundleId", "appAppleId", "environment", "signedTransactions"])
+        #expect(Self.requiredMembers["LastTransactionsItem"]
+            == ["status", "originalTransactionId", "signedTransactionInfo", "signedRenewalInfo"])
+        // Before this check: the transaction history without `appAppleId`.
+        let history = try JSONParser.parse(
+            Array(#"{"revision":"r1","hasMore":false,"bundleId":"b","environment":"Sandbox","signedTransactions":[]}"#.utf8))
+        #expect(Self.problems(history, model: "HistoryResponse")
+            == ["$.appAppleId: missing (every example of Apple's HistoryResponse carries it)"])
         // Before issue 41: the test notification status' attempts under `sendAttemptResults`, and an app transaction
         // with `environment` and `signedDate`.
         let status = try JSONParser.parse(Array(#"{"signedPayload":null,"sendAttemptResults":[]}"#.utf8))
         #expect(Self.problems(status, model: "CheckTestNotificationResponse")
-            == ["$.sendAttemptResults: not a member of Apple's CheckTestNotificationResponse"])
+            == [
+                "$.sendAttempts: missing (every example of Apple's CheckTestNotificationResponse carries it)",
+                "$.signedPayload: missing (every example of Apple's CheckTestNotificationResponse carries it)",
+                "$.sendAttemptResults: not a member of Apple's CheckTestNotificationResponse",
+            ])
         let app = try JSONParser.parse(Array(#"{"receiptType":"Sandbox","environment":"Sandbox","signedDate":1}"#.utf8))
         #expect(Self.problems(app, model: "AppTransaction").count == 2)
         // Types count: a price as text is not Apple's.

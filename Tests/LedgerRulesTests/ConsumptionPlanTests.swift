@@ -2,8 +2,8 @@ import LedgerRules
 import Testing
 
 /// What the refund responder does with a recorded request, as a table: mode, time, owner and consent in; no answer
-/// (and why), a dry run or an answer to send out. The checks apply in this order: the mode, the deadline, the owner,
-/// the consent.
+/// (and why), a dry run or an answer to send out. The checks apply in this order: the mode, the ownership (a
+/// family-shared transaction: Apple refuses any answer, 4000185), the deadline, the owner, the consent.
 @Suite struct ConsumptionPlanTests {
     typealias C = ConsumptionRules
 
@@ -16,6 +16,7 @@ import Testing
             status: .credited, owner: "u1", grant: .item(name: "gems", amount: 100), amountCredited: 100)
         var unitsConsumed: Int64? = 90
         var consented: Bool? = true
+        var request = C.Request()
         let plan: C.Plan
         var testDescription: String { name }
     }
@@ -34,6 +35,22 @@ import Testing
             name: "off wins over a passed deadline (nothing was ever going to be sent)", mode: .off, nowMs: 20_000,
             plan: .unanswered(.responderOff)),
         Row(name: "at the deadline: too late, counted late", nowMs: 10_000, plan: .unanswered(.deadlinePassed)),
+        Row(
+            name: "a family-shared transaction: never answered (Apple refuses it, 4000185)",
+            request: C.Request(ownership: .familyShared), plan: .unanswered(.familyShared)),
+        Row(
+            name: "family-shared, in a dry run too: nothing Apple would take to record",
+            mode: .dryRun, request: C.Request(ownership: .familyShared), plan: .unanswered(.familyShared)),
+        Row(
+            name: "family-shared past the deadline: family_shared, not late",
+            nowMs: 20_000, request: C.Request(ownership: .familyShared), plan: .unanswered(.familyShared)),
+        Row(
+            name: "family-shared while off: responder_off (nothing is looked at)",
+            mode: .off, request: C.Request(ownership: .familyShared), plan: .unanswered(.responderOff)),
+        Row(
+            name: "family-shared with no owner and no consent: family_shared first",
+            state: PurchaseState(status: .pendingOwner), consented: nil, request: C.Request(ownership: .familyShared),
+            plan: .unanswered(.familyShared)),
         Row(name: "never asked for consent: nothing sent", consented: nil, plan: .unanswered(.noConsent)),
         Row(name: "consent withdrawn: nothing sent", consented: false, plan: .unanswered(.noConsent)),
         Row(
@@ -52,7 +69,7 @@ import Testing
     func plan(_ row: Row) {
         let plan = C.plan(
             mode: row.mode, nowMs: row.nowMs, deadlineMs: row.deadlineMs, state: row.state, consumed: row.unitsConsumed,
-            consented: row.consented, policy: Self.policy)
+            consented: row.consented, policy: Self.policy, request: row.request)
         #expect(plan == row.plan)
     }
 

@@ -10,7 +10,8 @@ import TestSupport
 /// a consented request answered once with the ledger's facts; a request without consent not sent; Apple's 429 and
 /// 5xx retried and answered, attempts counting only what reached Apple; each product type answered as Apple takes
 /// it; Apple's 4xx recorded with its code, counted and not retried; a policy Apple would refuse stopping the ledger
-/// at start; a redelivered event answered no second time; a request past its 12 hours counted late.
+/// at start; a redelivered event answered no second time; a request past its 12 hours counted late; a request for
+/// a family-shared transaction (which Apple refuses to take any answer for, 4000185) not sent.
 @Suite("refund responder process", .serialized)
 struct ConsumptionResponderProcessTests {
     typealias F = LedgerFixtures
@@ -37,7 +38,10 @@ struct ConsumptionResponderProcessTests {
             ["http_status": 429, "error_code": 4_290_000, "retry_after": "1", "times": 1],
             ["http_status": 500, "error_code": 5_000_001, "times": 1],
         ]
-        try await fake.registerTransactions([gems("spent"), busy, gems("other"), gems("late")])
+        var family = gems("family")
+        family["type"] = "Non-Consumable"
+        family["family_shared"] = true
+        try await fake.registerTransactions([gems("spent"), busy, gems("other"), gems("late"), family])
 
         var settings = minted.verifierSettings.merging(fake.environment) { $1 }
         settings["LEDGER_CONSUMPTION_RESPONSES"] = "send"
@@ -65,7 +69,15 @@ struct ConsumptionResponderProcessTests {
         try await harness.produce(H.resultsTopic, key: "u2", [
             F.result(submissionId: "s3", userId: "u2", transactions: [F.transaction(creditKey: "other")]),
         ])
-        #expect(await eventually(timeout: .seconds(30)) { harness.appliedOffsets() == 3 })
+        // A family member's share of u1's family organizer's purchase: an entitlement for u1, who consents below.
+        try await harness.produce(H.resultsTopic, key: "u1", [
+            F.result(submissionId: "s4", userId: "u1", transactions: [
+                F.transaction(
+                    creditKey: "family", credit: ["entitlement": "pro"], ownership: "FAMILY_SHARED",
+                    productType: "non_consumable"),
+            ]),
+        ])
+        #expect(await eventually(timeout: .seconds(30)) { harness.appliedOffsets() == 4 })
         #expect(try await spend("k2", 90).status == 200)
         let consent = try await harness.send(ledger, "PUT", "/v1/users/u1/consent")
         #expect(consent.status == 200)
@@ -78,6 +90,12 @@ struct ConsumptionResponderProcessTests {
             F.event(eventId: "busy-request", type: "consumption_request", transaction: F.transaction(creditKey: "busy"), signedDateMs: now),
             F.event(eventId: "other-request", type: "consumption_request", transaction: F.transaction(creditKey: "other"), signedDateMs: now),
             F.event(eventId: "late-request", type: "consumption_request", transaction: F.transaction(creditKey: "late"), signedDateMs: thirteenHoursAgo),
+            F.event(
+                eventId: "family-request", type: "consumption_request",
+                transaction: F.transaction(
+                    creditKey: "family", credit: ["entitlement": "pro"], ownership: "FAMILY_SHARED",
+                    productType: "non_consumable"),
+                signedDateMs: now),
         ])
         // Finished: recorded (200; a request the ledger has not read yet is a 404) and no longer pending.
         let finished: @Sendable (String) async -> [String: Any]? = { eventId in
@@ -87,7 +105,8 @@ struct ConsumptionResponderProcessTests {
             return audit
         }
         #expect(await eventually(timeout: .seconds(30)) {
-            for id in ["spent-request", "busy-request", "other-request", "late-request"] where await finished(id) == nil {
+            for id in ["spent-request", "busy-request", "other-request", "late-request", "family-request"]
+            where await finished(id) == nil {
                 return false
             }
             return true
@@ -139,19 +158,31 @@ struct ConsumptionResponderProcessTests {
         let late = try #require(await finished("late-request"))
         #expect(late["unanswered_reason"] as? String == "deadline_passed")
         #expect(try await fake.consumptionAnswers(transaction: "late-t").isEmpty)
+        // Family-shared: owned and consented, but Apple refuses any answer for it (4000185): none is sent.
+        let familyAudit = try #require(await finished("family-request"))
+        #expect(familyAudit["status"] as? String == "unanswered")
+        #expect(familyAudit["unanswered_reason"] as? String == "family_shared")
+        #expect(familyAudit["in_app_ownership_type"] as? String == "FAMILY_SHARED")
+        #expect(familyAudit["owner"] as? String == "u1")
+        #expect(familyAudit["attempts"] as? Int == 0)
+        #expect(try await fake.serverAPICalls(transaction: "family-t").production == 0)
+        #expect(try await fake.consumptionAnswers(transaction: "family-t").isEmpty)
+        #expect(spent["in_app_ownership_type"] as? String == "PURCHASED")
 
         // Apple sent the same notification again (redelivered event): recorded once, answered no second time.
         try await harness.produce(H.eventsTopic, key: "o", [
             F.event(eventId: "spent-request", type: "consumption_request", transaction: F.transaction(creditKey: "spent"), signedDateMs: now),
         ])
-        #expect(await eventually(timeout: .seconds(30)) { harness.appliedOffsets() == 8 })
+        #expect(await eventually(timeout: .seconds(30)) { harness.appliedOffsets() == 10 })
         #expect(try await fake.consumptionAnswers(transaction: "spent-t").count == 1)
         #expect(try harness.count("SELECT count(*) FROM consumption_requests WHERE status = 'pending'") == 0)
 
-        #expect(await ledger.metricSum("ledger_consumption_requests_total", labels: [#"outcome="recorded""#]) == 4)
+        #expect(await ledger.metricSum("ledger_consumption_requests_total", labels: [#"outcome="recorded""#]) == 5)
         #expect(await ledger.metricSum("ledger_consumption_requests_total", labels: [#"outcome="answered""#]) == 2)
         #expect(await ledger.metricSum("ledger_consumption_unanswered_total", labels: [#"reason="deadline_passed""#]) == 1)
         #expect(await ledger.metricSum("ledger_consumption_unanswered_total", labels: [#"reason="no_consent""#]) == 1)
+        #expect(await ledger.metricSum("ledger_consumption_unanswered_total", labels: [#"reason="family_shared""#]) == 1)
+        #expect(await ledger.metricSum("ledger_consumption_requests_total", labels: [#"outcome="refused""#]) == 0)
         #expect((await ledger.metricSum("ledger_consumption_send_retries_total") ?? 0) >= 2)
 
         // The withdrawal is recorded (and kept: the audit tells when).

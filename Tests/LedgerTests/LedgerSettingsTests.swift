@@ -1,4 +1,5 @@
 import Foundation
+import Kafka
 import Ledger
 import LedgerRules
 import ServiceRuntime
@@ -29,7 +30,12 @@ import Testing
                 "LEDGER_OWNERSHIP_POLICY": "TRANSFER", "RESULTS_TOPIC": "r", "EVENTS_TOPIC": "e",
                 "LEDGER_BATCH_SIZE": "50", "LEDGER_SANDBOX_POLICY": "ignore", "LEDGER_REBIND": "topics, cluster",
                 "LEDGER_CLAWBACK": "debt", "PRODUCT_CATALOG_FILE": Self.catalogFile(#"{"products": {}}"#),
+                "LEDGER_ACCEPT_OFFSET_GAP": "r:2:1200, e:0:0",
             ]) { $1 })
+        #expect(
+            settings.acceptedOffsetGaps == [
+                TopicPartition(topic: "r", partition: 2): 1_200, TopicPartition(topic: "e", partition: 0): 0,
+            ])
         #expect(settings.clawback == .debt)
         #expect(settings.productCatalogFile?.hasSuffix("catalog.json") == true)
         #expect(settings.sandboxPolicy == .ignore)
@@ -67,6 +73,16 @@ import Testing
         #expect(variable(Self.minimal.merging(["LEDGER_SANDBOX_POLICY": "mix"]) { $1 }) == "LEDGER_SANDBOX_POLICY")
         #expect(variable(Self.minimal.merging(["LEDGER_REBIND": "everything"]) { $1 }) == "LEDGER_REBIND")
         #expect(variable(Self.minimal.merging(["LEDGER_CLAWBACK": "clamp"]) { $1 }) == "LEDGER_CLAWBACK")
+        // A gap is named exactly (its partition and stored offset), of a topic the ledger reads, once.
+        for gaps in [
+            "iap.receipts.results:2", "iap.receipts.results:2:1200:3", "iap.receipts.results:-1:5",
+            "iap.receipts.results:two:5", "iap.receipts.results:2:", "other.topic:0:5", ":0:5",
+            "iap.receipts.results:2:5,iap.receipts.results:2:6",
+        ] {
+            #expect(
+                variable(Self.minimal.merging(["LEDGER_ACCEPT_OFFSET_GAP": gaps]) { $1 }) == "LEDGER_ACCEPT_OFFSET_GAP",
+                "\(gaps)")
+        }
         #expect(variable(Self.minimal.merging(["PRODUCT_CATALOG_FILE": "/nonexistent/catalog.json"]) { $1 }) == "PRODUCT_CATALOG_FILE")
         #expect(variable(Self.minimal.merging(["PRODUCT_CATALOG_FILE": Self.catalogFile("{")]) { $1 }) == "PRODUCT_CATALOG_FILE")
         #expect(variable(Self.minimal.merging(["RESULTS_TOPIC": "bad topic"]) { $1 }) == "RESULTS_TOPIC")

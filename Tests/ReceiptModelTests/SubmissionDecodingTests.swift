@@ -225,6 +225,22 @@ import Testing
                 != nil)
     }
 
+    /// The one form every token is compared in (the ledger's results, events, declarations, parked claims and links):
+    /// ASCII letters lower-cased, nothing else touched, the same as `normalize` for a UUID.
+    @Test(arguments: [
+        ("7E3FB20B-4CDB-47CC-936D-99D65F608138", "7e3fb20b-4cdb-47cc-936d-99d65f608138"),
+        ("7e3fb20b-4cdb-47cc-936d-99d65f608138", "7e3fb20b-4cdb-47cc-936d-99d65f608138"),
+        ("7e3FB20b-4Cdb-47cc-936D-99d65f608138", "7e3fb20b-4cdb-47cc-936d-99d65f608138"),
+        ("Not-A-UUID", "not-a-uuid"),
+        ("ÄBC-É", "Äbc-É"),
+        ("", ""),
+    ])
+    func aTokensCanonicalFormLowerCasesASCIILettersOnly(_ text: String, _ canonical: String) {
+        #expect(AppAccountToken.canonical(text) == canonical)
+        #expect(AppAccountToken.canonical(canonical) == canonical, "idempotent")
+        if let uuid = AppAccountToken.normalize(text) { #expect(uuid == canonical) }
+    }
+
     @Test func theClientIdIsEchoedEvenWhenTheMessageIsMalformed() {
         #expect(
             problem(#"{"schema_version":1,"submission_id":"s","client_id":"billing","receipt_data":"%%"}"#)?.clientId

@@ -110,7 +110,7 @@ final class ConsumptionResponder: Sendable {
             consumed: facts.consumed, consented: facts.consented, policy: configuration.policy,
             request: ConsumptionRules.Request(
                 productKind: request.productKind, reason: request.reason,
-                isSubscriptionPeriod: PurchaseKey.isPeriod(request.creditKey)))
+                isSubscriptionPeriod: PurchaseKey.isPeriod(request.creditKey), ownership: request.ownership))
         var outcome = ConsumptionStore.Outcome(
             status: .unanswered, owner: facts.state.owner, attempts: request.attempts)
         switch plan {

@@ -17,6 +17,11 @@ enum ConsumptionStore {
         var productKind: ProductKind? = nil
         /// Apple's `consumptionRequestReason`.
         var reason: String? = nil
+        /// Apple's `inAppOwnershipType` of the request's transaction; nil when not recorded (before version 9).
+        var inAppOwnershipType: String? = nil
+
+        /// Who paid: `FAMILY_SHARED` is someone else's purchase, which Apple takes no answer for.
+        var ownership: Ownership { inAppOwnershipType == "FAMILY_SHARED" ? .familyShared : .purchased }
     }
 
     /// What the rules need of the purchase now.
@@ -71,7 +76,7 @@ enum ConsumptionStore {
                 SELECT event_id FROM consumption_requests WHERE status = 'pending' AND next_attempt_at_ms <= $1::bigint
                 ORDER BY deadline_ms LIMIT $3::bigint FOR UPDATE SKIP LOCKED)
             RETURNING event_id, credit_key, transaction_id, environment, bundle_id, deadline_ms, attempts, product_type,
-                consumption_request_reason
+                consumption_request_reason, in_app_ownership_type
             """, [.int(nowMs), .int(leaseMs), .int(Int64(limit))]
         ).rows.map { row throws(PostgresError) in
             DueRequest(
@@ -80,7 +85,8 @@ enum ConsumptionStore {
                 bundleId: try row.string("bundle_id"), deadlineMs: try row.int64("deadline_ms"),
                 attempts: Int(try row.int64("attempts")),
                 productKind: try row.optionalString("product_type").flatMap(ProductKind.init(rawValue:)),
-                reason: try row.optionalString("consumption_request_reason"))
+                reason: try row.optionalString("consumption_request_reason"),
+                inAppOwnershipType: try row.optionalString("in_app_ownership_type"))
         }.sorted { ($0.deadlineMs, $0.eventId) < ($1.deadlineMs, $1.eventId) }
     }
 
@@ -175,7 +181,8 @@ enum ConsumptionStore {
                 'rule', rule, 'refund_preference', refund_preference,
                 'body', CASE WHEN body IS NULL THEN NULL ELSE body::json END,
                 'apple_status', apple_status, 'apple_error', apple_error, 'apple_error_code', apple_error_code,
-                'product_type', product_type, 'consumption_request_reason', consumption_request_reason)::text AS audit
+                'product_type', product_type, 'consumption_request_reason', consumption_request_reason,
+                'in_app_ownership_type', in_app_ownership_type)::text AS audit
             FROM consumption_requests WHERE event_id = $1
             """, [.text(eventId)]
         ).rows.first.map { row throws(PostgresError) in try row.string("audit") }

@@ -21,6 +21,8 @@ struct LedgerTransaction: Sendable, Equatable {
     var productId: String?
     var quantity: Int64?
     var expiresDateMs: Int64?
+    /// In its canonical form (`AppAccountToken.canonical`: lower-cased, as UUIDs compare), however the producer cased
+    /// it: links, parked claims and declarations hold that form, so one token is one owner.
     var appAccountToken: String?
     var creditable: Bool
     var credit: JSONValue?
@@ -44,7 +46,7 @@ struct LedgerTransaction: Sendable, Equatable {
         productId = try c.string("product_id")
         quantity = try c.int64("quantity")
         expiresDateMs = try c.int64("expires_date_ms")
-        appAccountToken = try c.string("app_account_token")
+        appAccountToken = try c.string("app_account_token").map(AppAccountToken.canonical)
         creditable = try c.bool("creditable") ?? false
         credit = c.value("credit")
         revocationPercentage = try c.int64("revocation_percentage")

@@ -26,6 +26,8 @@ struct LedgerMetrics: Sendable {
     let deadLettersStored: Gauge
     let databaseUp: Gauge
     let bufferedMessages: Gauge
+    /// Partitions held for an offset gap, and the offsets accepted as lost (`PartitionStarts`).
+    let offsetGaps: PartitionStarts.GapMetrics
     let reconcile: ReconcileMetrics
     let wallet: WalletMetrics
     /// `PUT /v1/users/{user_id}/app-account-token`, by outcome.
@@ -83,6 +85,14 @@ struct LedgerMetrics: Sendable {
         databaseUp = registry.gauge("ledger_database_up", help: "1 when the last database statement succeeded")
         bufferedMessages = registry.gauge(
             "ledger_buffered_messages", help: "Messages fetched from Kafka and not yet applied")
+        offsetGaps = PartitionStarts.GapMetrics(
+            heldPartitions: registry.gauge(
+                "ledger_offset_gap_partitions",
+                help: "Assigned partitions not consumed: their stored offset is below the partition's first retained "
+                    + "offset (messages deleted before the ledger applied them), until LEDGER_ACCEPT_OFFSET_GAP names it"),
+            acceptedOffsets: registry.counter(
+                "ledger_offset_gap_accepted_offsets_total",
+                help: "Offsets never applied because an operator accepted their gap (LEDGER_ACCEPT_OFFSET_GAP)"))
         reconcile = ReconcileMetrics(registry: registry)
         wallet = WalletMetrics(registry: registry)
         let declarations = "ledger_token_declarations_total"

@@ -105,12 +105,17 @@ public final class LedgerService: ManagedService {
             waterline: ConsumerLink.Waterline(high: buffer.highWater) { buffer.count })
         // Where assigned partitions start (the offsets stored in the database), read off the poll thread when the
         // database does not answer on assignment.
-        let starts = PartitionStarts(database: database, rebind: settings.rebind, link: link, logger: logger)
+        let starts = PartitionStarts(
+            database: database, rebind: settings.rebind, acceptedGaps: settings.acceptedOffsetGaps, link: link,
+            gapMetrics: metrics.offsetGaps, logger: logger)
         // Revoked partitions' buffered messages are forgotten: their next owner starts from the offsets in the
         // database, as this instance does on assignment.
         link.attach(
             handlers: ConsumerLink.Handlers(
                 received: { message in
+                    guard starts.admits(TopicPartition(topic: message.topic, partition: message.partition)) else {
+                        return
+                    }
                     buffer.append(
                         LedgerRecord(
                             topic: message.topic, partition: message.partition, offset: message.offset,
@@ -161,14 +166,15 @@ public final class LedgerService: ManagedService {
     /// The bound HTTP port (useful with port 0).
     public var port: UInt16 { server.port }
 
-    /// Alive unless the consumer reported a fatal error; ready once the database answers and the consumer is
-    /// connected, until draining starts.
+    /// Alive unless the consumer reported a fatal error; ready once the database answers, no assigned partition is
+    /// held for an offset gap and the consumer is connected, until draining starts.
     static func health(
         link: ConsumerLink, worker: LedgerWorker, starts: PartitionStarts, consumer: KafkaConsumer
     ) -> Health {
         if let fatal = link.liveness { return .unhealthy(fatal) }
         if let workerHealth = worker.health { return workerHealth }
         if !worker.database.isUp { return Health(readiness: "the database is not reachable (retrying)") }
+        if let gaps = starts.gapReadiness { return Health(readiness: gaps) }
         let awaiting = starts.awaitingCount
         if awaiting > 0 {
             return Health(readiness: "\(awaiting) assigned partitions wait for their stored offsets (retrying)")

@@ -23,6 +23,9 @@ public struct LedgerSettings: ServiceSettings {
     public var productCatalogFile: String?
     /// What the ledger may rebind when its database was bound to another cluster or topic (`LEDGER_REBIND`).
     public var rebind: Set<KafkaBinding.Rebind>
+    /// `LEDGER_ACCEPT_OFFSET_GAP`: per partition, the stored offset of the gap the operator accepts
+    /// (`KafkaBinding.OffsetGap`).
+    public var acceptedOffsetGaps: [TopicPartition: Int64]
     /// Most messages applied in one database transaction.
     public var batchSize: Int
     /// Most messages fetched and not yet applied; fetching pauses above it (memory stays bounded).
@@ -37,8 +40,9 @@ public struct LedgerSettings: ServiceSettings {
         listen: ListenAddress = ListenAddress(host: "0.0.0.0", port: 8081), apiKeys: [BearerKey] = [],
         ownershipPolicy: OwnershipPolicy = .keep, sandboxPolicy: SandboxPolicy = .separate,
         clawback: ClawbackPolicy = .floor, productCatalogFile: String? = nil,
-        rebind: Set<KafkaBinding.Rebind> = [], batchSize: Int = 500, maxBufferedMessages: Int = 20_000,
-        shutdownTimeout: Duration = .seconds(30), consumption: ConsumptionSettings = ConsumptionSettings()
+        rebind: Set<KafkaBinding.Rebind> = [], acceptedOffsetGaps: [TopicPartition: Int64] = [:], batchSize: Int = 500,
+        maxBufferedMessages: Int = 20_000, shutdownTimeout: Duration = .seconds(30),
+        consumption: ConsumptionSettings = ConsumptionSettings()
     ) {
         self.kafka = kafka
         self.topics = topics
@@ -51,6 +55,7 @@ public struct LedgerSettings: ServiceSettings {
         self.clawback = clawback
         self.productCatalogFile = productCatalogFile
         self.rebind = rebind
+        self.acceptedOffsetGaps = acceptedOffsetGaps
         self.batchSize = batchSize
         self.maxBufferedMessages = maxBufferedMessages
         self.shutdownTimeout = shutdownTimeout
@@ -82,6 +87,23 @@ public struct LedgerSettings: ServiceSettings {
             }
             rebind.insert(value)
         }
+        var acceptedGaps: [TopicPartition: Int64] = [:]
+        for entry in settings.list("LEDGER_ACCEPT_OFFSET_GAP") {
+            guard let gap = KafkaBinding.acceptedGap(entry) else {
+                throw ConfigurationError(
+                    variable: "LEDGER_ACCEPT_OFFSET_GAP",
+                    problem: "'\(entry)' is not topic:partition:stored offset, as the ledger's error names the gap")
+            }
+            guard [names.results, names.events].contains(gap.partition.topic) else {
+                throw ConfigurationError(
+                    variable: "LEDGER_ACCEPT_OFFSET_GAP",
+                    problem: "'\(entry)' names a topic the ledger does not read (\(names.results), \(names.events))")
+            }
+            guard acceptedGaps.updateValue(gap.stored, forKey: gap.partition) == nil else {
+                throw ConfigurationError(
+                    variable: "LEDGER_ACCEPT_OFFSET_GAP", problem: "names \(gap.partition) twice")
+            }
+        }
         let apiKeys = try BearerKey.fromSettings(settings, variable: "LEDGER_API_KEYS")
         return LedgerSettings(
             kafka: kafka, topics: LedgerTopics(results: names.results, events: names.events),
@@ -91,7 +113,7 @@ public struct LedgerSettings: ServiceSettings {
             ownershipPolicy: OwnershipPolicy(rawValue: policyName) ?? .keep,
             sandboxPolicy: SandboxPolicy(rawValue: sandboxName) ?? .separate,
             clawback: ClawbackPolicy(rawValue: clawbackName) ?? .floor, productCatalogFile: catalogFile, rebind: rebind,
-            batchSize: try settings.int("LEDGER_BATCH_SIZE", default: 500, range: 1...10_000),
+            acceptedOffsetGaps: acceptedGaps, batchSize: try settings.int("LEDGER_BATCH_SIZE", default: 500, range: 1...10_000),
             maxBufferedMessages: try settings.int("LEDGER_MAX_BUFFERED_MESSAGES", default: 20_000, range: 1...1_000_000),
             shutdownTimeout: .milliseconds(try settings.int("LEDGER_SHUTDOWN_TIMEOUT_MS", default: 30_000, range: 0...600_000)),
             consumption: try ConsumptionSettings.fromEnvironment(settings))
@@ -122,6 +144,10 @@ public struct LedgerSettings: ServiceSettings {
           LEDGER_REBIND             empty (default), or cluster and/or topics: rebind a database bound to another
                                     Kafka cluster, or apply again from their beginning the partitions of a topic
                                     created again (the ledger refuses to run against either otherwise)
+          LEDGER_ACCEPT_OFFSET_GAP  empty (default), or topic:partition:stored offset entries, comma-separated: go on
+                                    past a gap the ledger reported (a stored offset below the partition's first
+                                    retained offset: messages deleted before they were applied); such a partition
+                                    is not consumed, and the ledger not ready, until its gap is named
           LEDGER_BATCH_SIZE         most messages per database transaction (default 500)
           LEDGER_MAX_BUFFERED_MESSAGES  most messages fetched and not yet applied (default 20000)
           LEDGER_SHUTDOWN_TIMEOUT_MS    how long SIGTERM waits for the batch being applied, then for the

@@ -102,6 +102,7 @@ final class LedgerWorker: Sendable {
         guard database.migrateWithRetry(until: { self.isStopping }) else { return }
         handle(.schemaReady)
         bindCluster()
+        if lifecycle.withLock({ $0.mayApply }) { resolveStrandedClaims() }
         // The batch taken and decoded while the one before it was applied: applied next, never dropped while the
         // worker runs (its messages are out of the buffer).
         var ahead: DecodingAhead?
@@ -115,10 +116,12 @@ final class LedgerWorker: Sendable {
             metrics.bufferedMessages.set(buffer.count)
             // After the take: a partition whose messages are in `batch` was recorded as awaiting before them.
             guard startsResolved(), lifecycle.withLock({ $0.mayApply }) else { continue }
+            // Messages of a partition held for an offset gap (fetched before it was held) are never applied.
+            let admitted = starts.withoutHeld(batch)
             if !batch.isEmpty {
                 ahead = DecodingAhead(on: decoder) { [self] in takeDecodedBatch() }
-                applyUntilCommitted(batch, isolating: false)
             }
+            if !admitted.isEmpty { applyUntilCommitted(admitted, isolating: false) }
             refreshGaugesIfDue()
         }
     }
@@ -165,6 +168,34 @@ final class LedgerWorker: Sendable {
                 return
             } catch {
                 logger.error("cannot check the database's Kafka cluster binding; retrying", ["error": .string(error.description)])
+                backoff.sleep()
+            }
+        }
+    }
+
+    /// Applies the claims parked on a token whose owner is known by now (`LedgerStore.resolveStrandedClaims`: after
+    /// schema version 9 put tokens in one case), before any batch; retried with backoff while the database fails.
+    private func resolveStrandedClaims() {
+        var backoff = Backoff()
+        while !isStopping {
+            do throws(PostgresError) {
+                let summary = try database.withConnection { connection throws(PostgresError) in
+                    try store.resolveStrandedClaims(on: connection, nowMs: SystemTime.wallMilliseconds())
+                }
+                guard summary.resolvedClaims > 0 else { return }
+                metrics.resolvedClaims.increment(by: summary.resolvedClaims)
+                metrics.refusedClaims.increment(by: summary.refusedClaims)
+                metrics.declinedClaims.increment(by: summary.declinedClaims)
+                metrics.sandboxCredits.increment(by: summary.sandboxCredits)
+                metrics.upgrades.increment(by: summary.upgrades)
+                metrics.wallet.unrecoveredUnits.increment(by: summary.unrecoveredUnits)
+                metrics.wallet.debtUnits.increment(by: summary.debtUnits)
+                logger.warning(
+                    "claims parked on an app_account_token whose owner was known are applied",
+                    ["claims": .int(summary.resolvedClaims), "refused_claims": .int(summary.refusedClaims)])
+                return
+            } catch {
+                logger.error("cannot apply the claims parked on known tokens; retrying", ["error": .string(error.description)])
                 backoff.sleep()
             }
         }

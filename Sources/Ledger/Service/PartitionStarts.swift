@@ -2,9 +2,17 @@ import Kafka
 import Postgres
 import ServiceRuntime
 import ServiceSupport
+import Synchronization
 
 /// Where the ledger's assigned partitions start: at the next offsets stored in the database, the truth (the group's
-/// offsets in Kafka follow it for lag only), checked against each partition's end (`checkTopics`).
+/// offsets in Kafka follow it for lag only), checked against each partition's end and start (`checkTopics`).
+///
+/// A partition whose stored offset lies below its first retained offset (`KafkaBinding.OffsetGap`: messages deleted
+/// before this database applied them, e.g. a restored backup older than the topics' retention) is held: assigned
+/// but paused, none of its messages buffered or applied, the service not ready and `ledger_offset_gap_partitions`
+/// counting it, until `LEDGER_ACCEPT_OFFSET_GAP` names that gap (its stored offset moves to the low watermark, the
+/// gap is recorded in `accepted_offset_gaps`). The other partitions go on. librdkafka alone would skip the gap
+/// without a word (`auto.offset.reset=earliest`).
 ///
 /// On assignment the consumer's poll thread asks the database once. When it does not answer, the partitions are
 /// assigned at their beginning, paused and recorded as awaiting (`AwaitingStarts`); the worker reads their offsets
@@ -28,8 +36,18 @@ final class PartitionStarts: Sendable {
 
     private let database: DatabaseLink
     private let rebind: Set<KafkaBinding.Rebind>
+    /// `LEDGER_ACCEPT_OFFSET_GAP`: the gaps the operator accepted, by partition, with the stored offset each names.
+    private let acceptedGaps: [TopicPartition: Int64]
+    private let gapMetrics: GapMetrics?
     private let logger: Logger
     private let awaiting = Locked(AwaitingStarts())
+    /// Assigned partitions held for a gap nobody accepted; forgotten when revoked.
+    private let held = Locked<[TopicPartition: KafkaBinding.OffsetGap]>([:])
+    /// The gaps found for the assignment in progress: held from the moment the partitions are assigned
+    /// (`assigned`), so a partition librdkafka did not assign after all is never held.
+    private let gapsInAssignment = Locked<[KafkaBinding.OffsetGap]>([])
+    /// `held` is not empty: the per-message check (`admits`) takes no lock otherwise.
+    private let anyHeld = Atomic<Bool>(false)
     /// The partitions of the assignment in progress whose offsets the database did not give: awaiting from the
     /// moment they are assigned (`assigned`), not before, so the worker never seeks a partition not assigned yet.
     private let unreadInAssignment = Locked<[TopicPartition]>([])
@@ -38,15 +56,47 @@ final class PartitionStarts: Sendable {
     /// paused until then).
     private let link: ConsumerLink
 
-    init(database: DatabaseLink, rebind: Set<KafkaBinding.Rebind>, link: ConsumerLink, logger: Logger) {
+    /// The gauge of held partitions and the counter of accepted offsets.
+    struct GapMetrics: Sendable {
+        let heldPartitions: Gauge
+        let acceptedOffsets: Counter
+    }
+
+    init(
+        database: DatabaseLink, rebind: Set<KafkaBinding.Rebind>, acceptedGaps: [TopicPartition: Int64] = [:],
+        link: ConsumerLink, gapMetrics: GapMetrics? = nil, logger: Logger
+    ) {
         self.database = database
         self.rebind = rebind
+        self.acceptedGaps = acceptedGaps
         self.link = link
+        self.gapMetrics = gapMetrics
         self.logger = logger
     }
 
     /// How many assigned partitions wait for their stored offsets.
     var awaitingCount: Int { awaiting.withLock { $0.count } }
+
+    /// Why the service is not ready while partitions are held for a gap (nil: none is).
+    var gapReadiness: String? {
+        let gaps = held.withLock { Array($0.values) }.sorted()
+        return gaps.isEmpty ? nil : KafkaBinding.gapRefusal(gaps)
+    }
+
+    /// Whether a fetched message of `partition` may be buffered: never one of a held partition, which is paused
+    /// again (the waterline's resume takes in every assigned partition). The consumer's poll thread, per message.
+    func admits(_ partition: TopicPartition) -> Bool {
+        guard anyHeld.load(ordering: .acquiring), held.withLock({ $0[partition] != nil }) else { return true }
+        currentConsumer?.pause([partition])
+        return false
+    }
+
+    /// `batch` without the records of held partitions (fetched before they were held: never applied).
+    func withoutHeld(_ batch: [DecodedRecord]) -> [DecodedRecord] {
+        guard anyHeld.load(ordering: .acquiring) else { return batch }
+        let partitions = held.withLock { Set($0.keys) }
+        return batch.filter { !partitions.contains($0.record.partitionKey) }
+    }
 
     // MARK: The consumer's poll thread
 
@@ -54,6 +104,9 @@ final class PartitionStarts: Sendable {
     /// the database does not answer, none (their beginning) and the partitions await (`assigned` pauses them).
     /// `refuse` is called when a stored offset lies beyond its partition's end.
     func startingOffsets(for partitions: [TopicPartition], refuse: (String) -> Void) -> [TopicPartition: Int64] {
+        // Judged again now: a partition held by an assignment librdkafka refused is not held by this one unless
+        // its gap is still there.
+        setHeld([], forgetting: partitions)
         switch readStoredOffsets(partitions) {
         case .success(let stored):
             // An earlier assignment whose read failed but which librdkafka then refused never reached `assigned`:
@@ -62,8 +115,13 @@ final class PartitionStarts: Sendable {
             logger.info(
                 "partitions start from the stored offsets",
                 ["partitions": .int(partitions.count), "known": .int(stored.count)])
-            return checkTopics(stored, refuse: refuse)
+            let checked = checkTopics(stored, refuse: refuse)
+            // Held partitions start at their beginning (as awaiting ones) and are held and paused in `assigned`,
+            // before any message is handed out; `admits` drops whatever of theirs is fetched before the pause.
+            gapsInAssignment.withLock { $0 = checked.held }
+            return checked.starts
         case .failure(let error):
+            gapsInAssignment.withLock { $0 = [] }
             unreadInAssignment.withLock { $0 = partitions }
             logger.warning(
                 "cannot read the stored offsets: the partitions stay paused until the database answers",
@@ -73,21 +131,31 @@ final class PartitionStarts: Sendable {
     }
 
     /// After the assignment, before any of its messages is handed out: those of `partitions` whose offsets could
-    /// not be read are paused and await.
+    /// not be read are paused and await; those with a gap nobody accepted are paused and held.
     func assigned(_ partitions: [TopicPartition]) {
         let unread = Set(unreadInAssignment.withLock { unread in
             defer { unread = [] }
             return unread
         })
-        let held = partitions.filter { unread.contains($0) }
-        guard !held.isEmpty else { return }
-        currentConsumer?.pause(held)
-        awaiting.withLock { $0.add(held) }
+        let assigned = Set(partitions)
+        let gaps = gapsInAssignment.withLock { gaps in
+            defer { gaps = [] }
+            return gaps.filter { assigned.contains($0.partition) }
+        }
+        if !gaps.isEmpty {
+            setHeld(gaps, forgetting: [])
+            currentConsumer?.pause(gaps.map(\.partition))
+        }
+        let waiting = partitions.filter { unread.contains($0) }
+        guard !waiting.isEmpty else { return }
+        currentConsumer?.pause(waiting)
+        awaiting.withLock { $0.add(waiting) }
     }
 
-    /// Before a revocation: their next owner reads their offsets itself.
+    /// Before a revocation: their next owner reads their offsets (and checks them) itself.
     func revoking(_ partitions: [TopicPartition]) {
         awaiting.withLock { $0.forget(partitions) }
+        setHeld([], forgetting: partitions)
     }
 
     // MARK: The worker's thread
@@ -108,13 +176,18 @@ final class PartitionStarts: Sendable {
             refuse(reason)
         })
         if refused { return .refused }
+        // A held partition stays paused and is never sought: nothing of it is applied. Held only while still
+        // awaiting under the same ticket (one revoked meanwhile is its next owner's to judge).
+        setHeld(checked.held, forgetting: [], ifAwaiting: snapshot)
+        let gapped = Set(checked.held.map(\.partition))
+        let started = partitions.filter { !gapped.contains($0) }
         var starts: [TopicPartition: Int64] = [:]
-        for partition in partitions { starts[partition] = checked[partition] ?? KafkaConsumer.beginningOffset }
+        for partition in started { starts[partition] = checked.starts[partition] ?? KafkaConsumer.beginningOffset }
         // A partition revoked meanwhile is refused by librdkafka: its next owner starts it.
-        if let failure = consumer.seek(starts, timeout: .seconds(10)) {
+        if !starts.isEmpty, let failure = consumer.seek(starts, timeout: .seconds(10)) {
             logger.warning("cannot move an awaiting partition to its stored offset", ["error": .string(failure.message)])
         }
-        if !link.isPausedByWaterline { consumer.resume(partitions) }
+        if !link.isPausedByWaterline, !started.isEmpty { consumer.resume(started) }
         awaiting.withLock { $0.done(snapshot) }
         logger.info(
             "awaiting partitions start from the stored offsets",
@@ -142,28 +215,41 @@ final class PartitionStarts: Sendable {
         }
     }
 
-    /// The guard against an earlier incarnation of a topic: a partition whose stored offset lies beyond the
-    /// partition's end (the topic was created again, or is another cluster's) would take new messages for applied
-    /// ones. Under `LEDGER_REBIND=topics` such partitions are applied again from their beginning; otherwise the
-    /// ledger refuses to run (`refuse`).
-    private func checkTopics(_ stored: [TopicPartition: Int64], refuse: (String) -> Void) -> [TopicPartition: Int64] {
-        guard let consumer = currentConsumer, !stored.isEmpty else { return stored }
+    /// What the checks decided for the stored offsets of partitions being started.
+    private struct Checked {
+        /// Where each partition with a stored offset starts (absent: at its beginning).
+        var starts: [TopicPartition: Int64]
+        /// Partitions held for a gap nobody accepted (absent from `starts`).
+        var held: [KafkaBinding.OffsetGap] = []
+    }
+
+    /// The guards against a database that does not match the topics, from each partition's watermarks (one request
+    /// each). A partition whose stored offset lies beyond the partition's end (the topic was created again, or is
+    /// another cluster's) would take new messages for applied ones: under `LEDGER_REBIND=topics` such partitions are
+    /// applied again from their beginning; otherwise the ledger refuses to run (`refuse`). A partition whose stored
+    /// offset lies below its first retained offset would skip what retention deleted: it is held
+    /// (`checkGaps`).
+    private func checkTopics(_ stored: [TopicPartition: Int64], refuse: (String) -> Void) -> Checked {
+        guard let consumer = currentConsumer, !stored.isEmpty else { return Checked(starts: stored) }
         var ends: [TopicPartition: Int64] = [:]
+        var starts: [TopicPartition: Int64] = [:]
         for partition in stored.keys {
-            ends[partition] = consumer.highWatermark(partition, timeout: .seconds(10))
+            guard let marks = consumer.watermarks(partition, timeout: .seconds(10)) else { continue }
+            starts[partition] = marks.low
+            ends[partition] = marks.high
         }
         let unknown = stored.keys.filter { ends[$0] == nil }.map(\.description).sorted()
         if !unknown.isEmpty {
             // Not judged this time (the leader did not answer); the next assignment checks them again.
             logger.warning(
-                "the end of some partitions is not known: not checked against their stored offsets",
+                "the start and end of some partitions are not known: not checked against their stored offsets",
                 ["partitions": .string(unknown.joined(separator: ", "))])
         }
         let stale = KafkaBinding.stalePartitions(stored: stored, highWatermarks: ends)
-        guard !stale.isEmpty else { return stored }
+        guard !stale.isEmpty else { return checkGaps(stored, lowWatermarks: starts) }
         guard rebind.contains(.topics) else {
             refuse(KafkaBinding.topicRefusal(stale.map(\.description)))
-            return stored
+            return Checked(starts: stored)
         }
         do throws(PostgresError) {
             try database.withConnection { connection throws(PostgresError) in
@@ -173,11 +259,88 @@ final class PartitionStarts: Sendable {
             }
         } catch {
             refuse("cannot forget the stored offsets of \(stale.map(\.description)) (LEDGER_REBIND=topics): \(error)")
-            return stored
+            return Checked(starts: stored)
         }
         logger.warning(
             "partitions stored beyond their end are applied again from their beginning (LEDGER_REBIND=topics)",
             ["partitions": .string(stale.map(\.description).joined(separator: ", "))])
-        return stored.filter { !stale.contains($0.key) }
+        return checkGaps(stored.filter { !stale.contains($0.key) }, lowWatermarks: starts)
+    }
+
+    /// Holds the partitions whose stored offset lies below their low watermark, each named in an error, unless
+    /// `LEDGER_ACCEPT_OFFSET_GAP` accepts that very gap: then the loss is recorded and the partition starts at its
+    /// low watermark. An acceptance the database does not take now is held, and tried again at the next assignment.
+    private func checkGaps(_ stored: [TopicPartition: Int64], lowWatermarks: [TopicPartition: Int64]) -> Checked {
+        var checked = Checked(starts: stored)
+        let gaps = KafkaBinding.offsetGaps(stored: stored, lowWatermarks: lowWatermarks)
+        guard !gaps.isEmpty else { return checked }
+        var held = gaps.filter { !KafkaBinding.isAccepted($0, by: acceptedGaps) }
+        let toAccept = gaps.filter { KafkaBinding.isAccepted($0, by: acceptedGaps) }
+        if !toAccept.isEmpty {
+            do throws(PostgresError) {
+                let accepted = try database.withConnection { connection throws(PostgresError) in
+                    try connection.transaction { session throws(PostgresError) in
+                        try KafkaBinding.acceptGaps(toAccept, in: session, nowMs: SystemTime.wallMilliseconds())
+                    }
+                }
+                for gap in toAccept where !accepted.contains(gap) {
+                    // Its stored offset moved meanwhile (another instance applied or accepted it): judged again at
+                    // the next assignment.
+                    checked.starts[gap.partition] = nil
+                    held.append(gap)
+                }
+                for gap in accepted {
+                    checked.starts[gap.partition] = gap.lowWatermark
+                    gapMetrics?.acceptedOffsets.increment(by: Int(gap.deletedOffsets))
+                    log(
+                        gap, asError: false,
+                        "an offset gap was accepted: the partition goes on from its first retained offset; what was "
+                            + "deleted before it was never applied (accepted_offset_gaps)")
+                }
+            } catch {
+                logger.error(
+                    "cannot record an accepted offset gap: the partitions stay held until the next assignment",
+                    ["error": .string(error.description)])
+                held += toAccept
+            }
+        }
+        for gap in held.sorted() {
+            checked.starts[gap.partition] = nil
+            log(
+                gap, asError: true,
+                "a partition's stored offset is below its first retained offset: messages were deleted before the "
+                    + "ledger applied them (a database older than the topics' retention); the partition is not "
+                    + "consumed until LEDGER_ACCEPT_OFFSET_GAP names this gap (docs/OPERATIONS.md)")
+        }
+        checked.held = held.sorted()
+        return checked
+    }
+
+    /// One line naming the gap: topic, partition, stored offset, low watermark, and the acceptance that names it.
+    private func log(_ gap: KafkaBinding.OffsetGap, asError: Bool, _ message: String) {
+        let fields: KeyValuePairs<String, LogValue> = [
+            "topic": .string(gap.partition.topic), "partition": .int(Int(gap.partition.partition)),
+            "stored_offset": .int(Int(gap.stored)), "low_watermark": .int(Int(gap.lowWatermark)),
+            "deleted_offsets": .int(Int(gap.deletedOffsets)), "accept_with": .string(gap.acceptance),
+        ]
+        if asError { logger.error(message, fields) } else { logger.warning(message, fields) }
+    }
+
+    /// Forgets the held partitions among `forgetting`, then holds `gaps` (with `ifAwaiting`, only those still
+    /// awaiting under the ticket it gives them: checked under the lock, so a revocation's forgetting comes after);
+    /// updates the gauge.
+    private func setHeld(
+        _ gaps: [KafkaBinding.OffsetGap], forgetting: [TopicPartition], ifAwaiting snapshot: [TopicPartition: UInt64]? = nil
+    ) {
+        let count = held.withLock { held -> Int in
+            for partition in forgetting { held[partition] = nil }
+            let current = snapshot.map { _ in awaiting.withLock { $0.tickets } }
+            for gap in gaps where snapshot == nil || current?[gap.partition] == snapshot?[gap.partition] {
+                held[gap.partition] = gap
+            }
+            anyHeld.store(!held.isEmpty, ordering: .releasing)
+            return held.count
+        }
+        gapMetrics?.heldPartitions.set(Double(count))
     }
 }

@@ -119,8 +119,9 @@ extension BatchWork {
     }
 
     /// A `CONSUMPTION_REQUEST` for the refund responder, once per `event_id` (a redelivery records nothing more). Its
-    /// deadline runs from when Apple signed it; the product type its transaction names and Apple's reason are kept
-    /// with it (the answer's fields depend on the one, policy rules may on the other).
+    /// deadline runs from when Apple signed it; the product type its transaction names, Apple's reason and who paid
+    /// are kept with it (the answer's fields depend on the first, policy rules may on the second, and a family-shared
+    /// transaction is never answered).
     private mutating func recordConsumptionRequest(_ event: LedgerEvent) throws(PostgresError) -> [String] {
         guard let transaction = event.transaction, let transactionId = transaction.transactionId else {
             return ["a consumption_request event without a transaction id"]
@@ -136,14 +137,15 @@ extension BatchWork {
             """
             INSERT INTO consumption_requests (event_id, credit_key, transaction_id, environment, bundle_id,
                 signed_at_ms, deadline_ms, recorded_at_ms, status, next_attempt_at_ms, product_type,
-                consumption_request_reason)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $8, $9, $10)
+                consumption_request_reason, in_app_ownership_type)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $8, $9, $10, $11)
             ON CONFLICT (event_id) DO NOTHING
             """,
             [
                 .text(event.eventId), .text(transaction.creditKey), .text(transactionId), .text(environment),
                 .text(bundleId), .int(signedAtMs), .int(signedAtMs + ConsumptionRules.answerWindowMs), .int(nowMs),
                 .optional(transaction.productKind?.rawValue), .optional(event.consumptionRequestReason),
+                .optional(transaction.inAppOwnershipType),
             ], counted: .consumptionRequest)
         return []
     }

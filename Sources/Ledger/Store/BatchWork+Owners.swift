@@ -1,5 +1,6 @@
 import LedgerRules
 import Postgres
+import ReceiptModel
 
 /// Who owns what: the links results make (per environment), the tokens the backend declared, the owners claims
 /// find (`OwnerRules`), the claims that wait for one.
@@ -35,9 +36,10 @@ extension BatchWork {
         return OwnerRules.owner(facts)
     }
 
-    /// The user the backend declared `token` for (`declared_account_tokens`; tokens compare lower-cased, as UUIDs).
+    /// The user the backend declared `token` for (`declared_account_tokens`; tokens compare in their canonical,
+    /// lower-cased form, as UUIDs).
     mutating func declaredOwner(_ token: String) throws(PostgresError) -> String? {
-        let normalized = token.lowercased()
+        let normalized = AppAccountToken.canonical(token)
         if let known = declaredOwners[normalized] { return known }
         let owner = try read(
             "SELECT user_id FROM declared_account_tokens WHERE app_account_token = $1", [.text(normalized)]

@@ -107,7 +107,7 @@ struct BatchWork {
             if let value = transaction.appAccountToken, !value.isEmpty {
                 linkable.insert(value)
                 lookedUp.insert(value)
-                tokens.insert(value.lowercased())
+                tokens.insert(value)  // canonical already (LedgerTransaction)
             }
             if transaction.isPeriod, let original = transaction.originalTransactionId, !original.isEmpty {
                 subscriptions.insert(original)

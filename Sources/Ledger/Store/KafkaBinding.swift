@@ -61,6 +61,72 @@ public enum KafkaBinding {
             + "LEDGER_DATABASE_URL at the right ledger (docs/OPERATIONS.md, receipt-ledger runbook)"
     }
 
+    // MARK: Offsets below the partition's start
+
+    /// A partition whose stored next offset lies below its low watermark (its first retained offset): the messages
+    /// in between were deleted (retention) before this database applied them, typically after restoring a backup
+    /// older than the topics' retention. librdkafka would start at the low watermark without a word
+    /// (`auto.offset.reset`); the ledger holds the partition instead until the operator accepts the loss.
+    public struct OffsetGap: Sendable, Equatable, Comparable {
+        public let partition: TopicPartition
+        /// The next offset the database would apply.
+        public let stored: Int64
+        /// The partition's first offset still in Kafka.
+        public let lowWatermark: Int64
+
+        public init(partition: TopicPartition, stored: Int64, lowWatermark: Int64) {
+            self.partition = partition
+            self.stored = stored
+            self.lowWatermark = lowWatermark
+        }
+
+        /// Offsets deleted before they were applied (at most that many messages: transaction markers take offsets).
+        public var deletedOffsets: Int64 { lowWatermark - stored }
+
+        /// The `LEDGER_ACCEPT_OFFSET_GAP` entry that accepts exactly this gap: `topic:partition:stored offset`.
+        public var acceptance: String { "\(partition.topic):\(partition.partition):\(stored)" }
+
+        public static func < (lhs: OffsetGap, rhs: OffsetGap) -> Bool { lhs.partition < rhs.partition }
+    }
+
+    /// The partitions whose stored next offset lies below their low watermark. Partitions without a stored offset
+    /// (nothing applied yet: they start at their beginning, like a new ledger's) or without a known low watermark
+    /// have none.
+    public static func offsetGaps(stored: [TopicPartition: Int64], lowWatermarks: [TopicPartition: Int64]) -> [OffsetGap] {
+        stored.compactMap { partition, next in
+            guard let low = lowWatermarks[partition], next < low else { return nil }
+            return OffsetGap(partition: partition, stored: next, lowWatermark: low)
+        }.sorted()
+    }
+
+    /// A gap is accepted only by an entry naming its partition and its stored offset (`LEDGER_ACCEPT_OFFSET_GAP`):
+    /// an entry left in place never accepts a later, different gap of the same partition.
+    public static func isAccepted(_ gap: OffsetGap, by accepted: [TopicPartition: Int64]) -> Bool {
+        accepted[gap.partition] == gap.stored
+    }
+
+    /// Why the ledger is not ready while it holds `gaps`, and how to go on (`/readyz`).
+    public static func gapRefusal(_ gaps: [OffsetGap]) -> String {
+        let each = gaps.map { gap in
+            "\(gap.partition) stored offset \(gap.stored) is below its first retained offset \(gap.lowWatermark) "
+                + "(\(gap.deletedOffsets) offsets deleted before they were applied)"
+        }
+        return "not consuming \(each.joined(separator: "; ")): the database is older than the topics' retention "
+            + "(a restored backup?). Recover or accept what is missing, then set LEDGER_ACCEPT_OFFSET_GAP="
+            + gaps.map(\.acceptance).joined(separator: ",") + " (docs/OPERATIONS.md, restoring the ledger's database)"
+    }
+
+    /// One `LEDGER_ACCEPT_OFFSET_GAP` entry, `topic:partition:stored offset`; nil when it is not one. Topic names
+    /// hold no ':' (Kafka allows letters, digits, '.', '_' and '-').
+    public static func acceptedGap(_ entry: String) -> (partition: TopicPartition, stored: Int64)? {
+        let parts = entry.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 3, !parts[0].isEmpty,
+            parts[0].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }),
+            let partition = Int32(parts[1]), partition >= 0, let stored = Int64(parts[2]), stored >= 0
+        else { return nil }
+        return (TopicPartition(topic: String(parts[0]), partition: partition), stored)
+    }
+
     // MARK: Storage
 
     /// The cluster id the database is bound to.
@@ -76,6 +142,37 @@ public enum KafkaBinding {
             INSERT INTO kafka_bindings (name, value, bound_at_ms) VALUES ('cluster_id', $1, $2)
             ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value, bound_at_ms = EXCLUDED.bound_at_ms
             """, [.text(clusterId), .int(nowMs)])
+    }
+
+    /// Accepts `gaps` for good: each partition's stored offset moves to its low watermark (only if it is still the
+    /// stored offset the gap was found with), and the gap is recorded in `accepted_offset_gaps`, the audit of what
+    /// was never applied.
+    /// - Returns: the gaps accepted now (one whose stored offset moved meanwhile is left out).
+    @discardableResult
+    public static func acceptGaps(_ gaps: [OffsetGap], in session: PostgresSession, nowMs: Int64) throws(PostgresError)
+        -> [OffsetGap]
+    {
+        var accepted: [OffsetGap] = []
+        for gap in gaps {
+            let moved = try session.execute(
+                """
+                UPDATE consumer_offsets SET next_offset = $4
+                WHERE topic = $1 AND partition = $2 AND next_offset = $3
+                """,
+                [.text(gap.partition.topic), .int(Int64(gap.partition.partition)), .int(gap.stored), .int(gap.lowWatermark)])
+            guard moved.affectedRows == 1 else { continue }
+            try session.execute(
+                """
+                INSERT INTO accepted_offset_gaps (topic, partition, stored_offset, low_watermark, accepted_at_ms)
+                VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING
+                """,
+                [
+                    .text(gap.partition.topic), .int(Int64(gap.partition.partition)), .int(gap.stored),
+                    .int(gap.lowWatermark), .int(nowMs),
+                ])
+            accepted.append(gap)
+        }
+        return accepted
     }
 
     /// Forgets the stored offsets of `partitions` (they are applied again from their beginning).

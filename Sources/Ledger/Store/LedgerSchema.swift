@@ -346,7 +346,83 @@ public enum LedgerSchema {
                 """,
             ]
         ),
+        (
+            version: 9,
+            statements: [
+                // Who paid for a refund request's transaction (Apple's inAppOwnershipType as the event carried it):
+                // Apple refuses any answer for a family-shared one (4000185), so the responder answers none
+                // (family_shared). Requests recorded before are NULL: not known, answered as before.
+                "ALTER TABLE consumption_requests ADD COLUMN in_app_ownership_type text",
+                // app_account_token in one case (AppAccountToken.canonical: ASCII letters lower-cased, the same as
+                // translate() here whatever the locale). Results a backend produced itself may have carried a token
+                // upper-cased, which linked or parked it apart from the same token lower-cased. Declarations were
+                // always lower-cased. Two links of one token and environment that collide: the one already in
+                // canonical form is kept (every event the pipeline wrote, always lower-cased, was matched against
+                // it, so it is the owner renewals and refunds went to), else the one whose text sorts first; each
+                // dropped link naming another user is kept in owner_link_case_merges for the operator (a
+                // declaration of the token decides for good). Parked claims whose token has an owner now are
+                // applied when the ledger starts (LedgerStore.resolveStrandedClaims).
+                """
+                CREATE TABLE owner_link_case_merges (
+                    environment text NOT NULL,
+                    dropped_value text NOT NULL,
+                    dropped_user_id text NOT NULL,
+                    kept_value text NOT NULL,
+                    kept_user_id text NOT NULL,
+                    merged_at timestamptz NOT NULL DEFAULT now(),
+                    PRIMARY KEY (dropped_value, environment)
+                )
+                """,
+                """
+                CREATE TEMPORARY TABLE token_link_ranks ON COMMIT DROP AS
+                SELECT value, environment, user_id,
+                    \(canonicalToken("value")) AS canonical,
+                    row_number() OVER (
+                        PARTITION BY \(canonicalToken("value")), environment
+                        ORDER BY value = \(canonicalToken("value")) DESC, value COLLATE "C") AS rank
+                FROM owner_links WHERE kind = 'app_account_token'
+                """,
+                """
+                INSERT INTO owner_link_case_merges (environment, dropped_value, dropped_user_id, kept_value, kept_user_id)
+                SELECT dropped.environment, dropped.value, dropped.user_id, kept.value, kept.user_id
+                FROM token_link_ranks dropped JOIN token_link_ranks kept
+                    ON kept.canonical = dropped.canonical AND kept.environment = dropped.environment AND kept.rank = 1
+                WHERE dropped.rank > 1 AND dropped.user_id <> kept.user_id
+                """,
+                """
+                DELETE FROM owner_links l USING token_link_ranks r
+                WHERE l.kind = 'app_account_token' AND l.value = r.value AND l.environment = r.environment AND r.rank > 1
+                """,
+                """
+                UPDATE owner_links SET value = \(canonicalToken("value"))
+                WHERE kind = 'app_account_token' AND value <> \(canonicalToken("value"))
+                """,
+                """
+                UPDATE pending_claims SET app_account_token = \(canonicalToken("app_account_token"))
+                WHERE app_account_token <> \(canonicalToken("app_account_token"))
+                """,
+                // The gaps an operator accepted (LEDGER_ACCEPT_OFFSET_GAP): a partition whose stored offset was below
+                // its low watermark (a database older than the topics' retention) moved on to it; the offsets from
+                // stored_offset up to low_watermark were never applied.
+                """
+                CREATE TABLE accepted_offset_gaps (
+                    topic text NOT NULL,
+                    partition integer NOT NULL,
+                    stored_offset bigint NOT NULL,
+                    low_watermark bigint NOT NULL,
+                    accepted_at_ms bigint NOT NULL,
+                    PRIMARY KEY (topic, partition, stored_offset)
+                )
+                """,
+            ]
+        ),
     ]
+
+    /// SQL for `AppAccountToken.canonical` of `column`: its ASCII letters lower-cased (`lower()` would follow the
+    /// database's locale).
+    static func canonicalToken(_ column: String) -> String {
+        "translate(\(column), 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"
+    }
 
     /// The newest schema version this build knows.
     public static var currentVersion: Int64 { migrations.last?.version ?? 0 }

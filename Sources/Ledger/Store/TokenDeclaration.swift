@@ -1,5 +1,6 @@
 import LedgerRules
 import Postgres
+import ReceiptModel
 
 /// How a declaration of an app account token ended (`PUT /v1/users/{user_id}/app-account-token`).
 public struct TokenDeclarationOutcome: Sendable, Equatable {
@@ -19,7 +20,7 @@ extension LedgerStore {
     public func declare(token: String, for userId: String, in session: PostgresSession, nowMs: Int64)
         throws(PostgresError) -> TokenDeclarationOutcome
     {
-        let token = token.lowercased()
+        let token = AppAccountToken.canonical(token)
         try session.execute(
             "SELECT pg_advisory_xact_lock(\(LedgerSchema.linkLockNamespace), hashtext($1))", [.text(token)])
         let existing = try session.execute(

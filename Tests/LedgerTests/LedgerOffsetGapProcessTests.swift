@@ -1,0 +1,144 @@
+import Foundation
+import Postgres
+import Testing
+import TestSupport
+
+/// A database older than the topics' retention, with the real executable over embedded-kafka: a partition whose
+/// stored offset lies below its first retained offset is not consumed (the messages in between were deleted before
+/// the ledger applied them, and librdkafka would skip them without a word), the ledger is not ready and says why,
+/// the other partitions go on, until `LEDGER_ACCEPT_OFFSET_GAP` names that gap.
+///
+/// How the gap is made: librdkafka 2.0.2's mock cluster has no DeleteRecords handler (its API table stops at
+/// EndTxn), but it keeps at most 5 MiB per partition and drops the oldest message sets beyond that, moving the
+/// partition's low watermark as retention would. So the test stores offset 1 (one result applied), stops the
+/// ledger, and writes over 5 MiB more to the same partition: offset 1 and the next ones are gone, deterministically.
+@Suite(.serialized) struct LedgerOffsetGapProcessTests {
+    typealias F = LedgerFixtures
+    typealias H = LedgerHarness
+
+    /// A rejected result (nothing to credit) carrying `padding` bytes of message: retention's fodder.
+    static func filler(_ index: Int, padding: Int) -> [UInt8] {
+        F.json([
+            "schema_version": 1, "submission_id": "filler-\(index)", "order_id": NSNull(), "user_id": "u1",
+            "client_id": NSNull(), "outcome": "rejected", "reason": "invalid_receipt", "source": "verify_receipt",
+            "message": String(repeating: "x", count: padding), "apple_status": 21_002, "environment": "Production",
+            "bundle_id": "com.example.app", "transactions": [], "submission_fingerprint": "00", "attempts": 1,
+            "verified_at_ms": 1_700_000_000_000,
+        ])
+    }
+
+    func readiness(_ ledger: ServiceProcess) async -> (status: Int, reason: String)? {
+        guard let response = try? await TestHTTPClient.send("GET", ledger.url("/readyz"), timeout: 2) else { return nil }
+        let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
+        return (response.status, object?["reason"] as? String ?? "")
+    }
+
+    func storedOffset(_ harness: LedgerHarness, partition: Int32) throws -> Int64? {
+        let connection = try PostgresConnection(connectionString: harness.postgres.connectionString())
+        defer { connection.close() }
+        return try connection.execute(
+            "SELECT next_offset FROM consumer_offsets WHERE topic = $1 AND partition = $2",
+            [.text(H.resultsTopic), .int(Int64(partition))]
+        ).rows.first?.int64("next_offset")
+    }
+
+    @Test func aPartitionStoredBelowItsFirstRetainedOffsetIsHeldUntilTheGapIsAccepted() async throws {
+        let harness = try await LedgerHarness.start()
+        defer { Task { await harness.shutdown() } }
+        let first = try await harness.startLedger()
+        let credited = try await harness.producer.send(
+            topic: H.resultsTopic, key: Array("u1".utf8),
+            value: F.result(submissionId: "s1", userId: "u1", transactions: [F.transaction(creditKey: "k1")]))
+        let partition = credited.partition
+        #expect(await eventually(timeout: .seconds(30)) { (try? storedOffset(harness, partition: partition)) == 1 })
+        _ = await first.stop()
+
+        // While the ledger is down, over 5 MiB more reach the partition: the mock cluster drops its oldest message
+        // sets, offset 1 among them. Then a purchase of u1's that is still there.
+        for index in 0..<32 {
+            let report = try await harness.producer.send(
+                topic: H.resultsTopic, key: Array("u1".utf8), value: Self.filler(index, padding: 200_000))
+            #expect(report.partition == partition)
+        }
+        let kept = try await harness.producer.send(
+            topic: H.resultsTopic, key: Array("u1".utf8),
+            value: F.result(submissionId: "s2", userId: "u1", transactions: [F.transaction(creditKey: "k2")]))
+        let acceptance = "\(H.resultsTopic):\(partition):1"
+
+        // The ledger holds the partition: not ready, saying which gap and how to accept it; an error log line names
+        // topic, partition, stored offset and low watermark; the gauge counts it; nothing of it is applied.
+        let held = try await ServiceProcess.start(
+            .ledger, environment: harness.environment, name: "held", waitUntilReady: false)
+        let line = try await held.process.waitForStderrLine(timeout: .seconds(30)) {
+            $0.contains("\"accept_with\":\"\(acceptance)\"") && $0.contains("\"level\":\"error\"")
+        }
+        let logged = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(logged["topic"] as? String == H.resultsTopic)
+        #expect(logged["partition"] as? Int == Int(partition))
+        #expect(logged["stored_offset"] as? Int == 1)
+        let low = try #require(logged["low_watermark"] as? Int)
+        #expect(low > 1 && low <= Int(kept.offset), "retention deleted offset 1 and kept the last purchase")
+        #expect(await eventually(timeout: .seconds(30)) {
+            guard let ready = await readiness(held) else { return false }
+            return ready.status == 503 && ready.reason.contains("LEDGER_ACCEPT_OFFSET_GAP=\(acceptance)")
+        })
+        #expect(await held.metricSum("ledger_offset_gap_partitions") == 1)
+
+        // The other partitions go on: a purchase of u2's on another partition is credited.
+        var otherKey = 0
+        var other = try await harness.producer.send(
+            topic: H.resultsTopic, key: Array("other-\(otherKey)".utf8),
+            value: F.result(submissionId: "probe-\(otherKey)", userId: "u2", transactions: [], outcome: "rejected"))
+        while other.partition == partition {
+            otherKey += 1
+            other = try await harness.producer.send(
+                topic: H.resultsTopic, key: Array("other-\(otherKey)".utf8),
+                value: F.result(submissionId: "probe-\(otherKey)", userId: "u2", transactions: [], outcome: "rejected"))
+        }
+        _ = try await harness.producer.send(
+            topic: H.resultsTopic, key: Array("other-\(otherKey)".utf8),
+            value: F.result(submissionId: "s3", userId: "u2", transactions: [F.transaction(creditKey: "k3")]))
+        #expect(await eventually(timeout: .seconds(30)) { (try? harness.balances(item: "gems"))?["u2"] == 100 })
+        #expect(try harness.balances(item: "gems")["u1"] == 100, "nothing of the held partition is applied")
+        #expect(try storedOffset(harness, partition: partition) == 1)
+        #expect(await readiness(held)?.status == 503)
+        _ = await held.stop()
+
+        // An entry for another stored offset accepts nothing.
+        let wrong = try await ServiceProcess.start(
+            .ledger, environment: harness.environment.merging(
+                ["LEDGER_ACCEPT_OFFSET_GAP": "\(H.resultsTopic):\(partition):0"]) { $1 },
+            name: "wrong", waitUntilReady: false)
+        #expect(await eventually(timeout: .seconds(30)) {
+            await readiness(wrong)?.reason.contains("LEDGER_ACCEPT_OFFSET_GAP=\(acceptance)") == true
+        })
+        #expect(await wrong.metricSum("ledger_offset_gap_partitions") == 1)
+        _ = await wrong.stop()
+        #expect(try storedOffset(harness, partition: partition) == 1)
+
+        // Accepted: the partition goes on from its first retained offset, the loss is recorded, u1's purchase that
+        // was still there is credited.
+        let accepted = try await ServiceProcess.start(
+            .ledger, environment: harness.environment.merging(["LEDGER_ACCEPT_OFFSET_GAP": acceptance]) { $1 },
+            name: "accepted")
+        #expect(await eventually(timeout: .seconds(30)) { (try? harness.balances(item: "gems"))?["u1"] == 200 })
+        #expect(try storedOffset(harness, partition: partition) == kept.offset + 1)
+        #expect(try harness.count("SELECT count(*) FROM accepted_offset_gaps") == 1)
+        #expect(
+            try harness.count(
+                "SELECT low_watermark FROM accepted_offset_gaps WHERE stored_offset = 1 AND partition = \(partition)")
+                == Int64(low))
+        #expect(await accepted.metricSum("ledger_offset_gap_partitions") == 0)
+        #expect(await accepted.metricSum("ledger_offset_gap_accepted_offsets_total") == Double(low - 1))
+        _ = await accepted.stop()
+
+        // The entry left in place changes nothing at the next start: there is no gap any more.
+        let again = try await ServiceProcess.start(
+            .ledger, environment: harness.environment.merging(["LEDGER_ACCEPT_OFFSET_GAP": acceptance]) { $1 },
+            name: "again")
+        #expect(await readiness(again)?.status == 200)
+        #expect(try harness.count("SELECT count(*) FROM accepted_offset_gaps") == 1)
+        #expect(try harness.balances(item: "gems") == ["u1": 200, "u2": 100])
+        _ = await again.stop()
+    }
+}
