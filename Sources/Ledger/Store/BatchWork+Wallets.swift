@@ -80,7 +80,7 @@ extension BatchWork {
                 WalletHistoryEntry(
                     wallet: wallet, kind: .credit, key: move.creditKey, creditKey: move.creditKey, amount: amount,
                     balanceChange: amount, atMs: move.atMs))
-            recordRepayments(repaid, wallet: wallet, in: &work)
+            work.recordRepayments(repaid, of: wallet, atMs: nowMs)
         case .takeBack(_, _, let units, let kind):
             var outcome = WalletRules.TakeBack(taken: 0, shortfall: 0)
             let policy = clawback
@@ -108,19 +108,6 @@ extension BatchWork {
         }
     }
 
-    /// History rows of the debt a new lot repaid (the lot's own credit or grant row comes just before).
-    private func recordRepayments(
-        _ repaid: [(clawback: String, amount: Int64)], wallet: WalletKey, in work: inout WalletWork
-    ) {
-        for repayment in repaid {
-            work.history.append(
-                WalletHistoryEntry(
-                    wallet: wallet, kind: .debtRepayment, key: repayment.clawback,
-                    creditKey: work.wallet(wallet).clawbacks[repayment.clawback]?.creditKey, amount: repayment.amount,
-                    balanceChange: 0, atMs: nowMs))
-        }
-    }
-
     /// Wallets the batch credited without reading them, which the balances upsert found in debt: read them now (the
     /// upsert locked them) and repay the debt from the batch's new lots, in the order they were credited.
     mutating func repayDebtsOfWalletsNotRead() throws(PostgresError) {
@@ -135,7 +122,7 @@ extension BatchWork {
         for move in lots {
             var repaid: [(clawback: String, amount: Int64)] = []
             work.update(move.wallet) { wallet in repaid = WalletRules.repayDebt(from: move.key, in: &wallet) }
-            recordRepayments(repaid, wallet: move.wallet, in: &work)
+            work.recordRepayments(repaid, of: move.wallet, atMs: nowMs)
         }
         _ = try session.pipeline(work.writeStatements())
     }
