@@ -122,6 +122,34 @@ public final class MetricsRegistry: Sendable {
         return histogram
     }
 
+    /// One counter per value of `label`, keyed by the value: a family whose series are all known up front, looked up
+    /// once (counting then costs one atomic add) and rendered at 0 before anything is counted.
+    public func counters(
+        _ name: String, help: String, label: String, values: some Sequence<String>
+    ) -> [String: Counter] {
+        Self.family(values, text: { $0 }) { counter(name, help: help, labels: [(label, $0)]) }
+    }
+
+    /// `counters(_:help:label:values:)` keyed by a type whose raw value is the label's value (a reason, a kind).
+    public func counters<Value: RawRepresentable & Hashable>(
+        _ name: String, help: String, label: String, values: some Sequence<Value>
+    ) -> [Value: Counter] where Value.RawValue == String {
+        Self.family(values, text: \.rawValue) { counter(name, help: help, labels: [(label, $0)]) }
+    }
+
+    /// One gauge per value of `label`, keyed by the value (as `counters(_:help:label:values:)`).
+    public func gauges(_ name: String, help: String, label: String, values: some Sequence<String>) -> [String: Gauge] {
+        Self.family(values, text: { $0 }) { gauge(name, help: help, labels: [(label, $0)]) }
+    }
+
+    private static func family<Value: Hashable, Instrument>(
+        _ values: some Sequence<Value>, text: (Value) -> String, make: (String) -> Instrument
+    ) -> [Value: Instrument] {
+        var instruments: [Value: Instrument] = [:]
+        for value in values { instruments[value] = make(text(value)) }
+        return instruments
+    }
+
     /// A family whose series are computed when scraped (consumer lag per partition, queue depths).
     public func collect(
         _ name: String, help: String, kind: MetricKind, _ collector: @escaping @Sendable () -> [(MetricLabels, Double)]

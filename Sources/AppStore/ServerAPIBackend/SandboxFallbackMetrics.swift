@@ -14,16 +14,12 @@ struct SandboxFallbackMetrics: Sendable {
     private let counters: [Reason: Counter]
 
     init(_ registry: MetricsRegistry) {
-        var counters: [Reason: Counter] = [:]
-        for reason in Reason.allCases {
-            counters[reason] = registry.counter(
-                "appstore_server_api_sandbox_fallbacks_total",
-                help: "App Store Server API lookups that went on from production to the sandbox, by why: production's "
-                    + "4040010 (not_found) or its 401 to a fresh token (production_unauthorized: an app without a "
-                    + "release, else a key problem)",
-                labels: [("reason", reason.rawValue)])
-        }
-        self.counters = counters
+        counters = registry.counters(
+            "appstore_server_api_sandbox_fallbacks_total",
+            help: "App Store Server API lookups that went on from production to the sandbox, by why: production's "
+                + "4040010 (not_found) or its 401 to a fresh token (production_unauthorized: an app without a "
+                + "release, else a key problem)",
+            label: "reason", values: Reason.allCases)
     }
 
     func record(_ reason: Reason) {

@@ -66,15 +66,9 @@ public final class ReceiptVerifier: Sendable {
             "appstore_21002_outage_answers_total",
             help: "21002 answers treated as an Apple outage (a burst) instead of a malformed receipt")
         callsCounter = metrics?.counter("appstore_verify_attempts_total", help: "Backend attempts made to Apple")
-        var counters: [String: Counter] = [:]
-        if let metrics {
-            for name in ["verified", "rejected", "unavailable", "config_error"] {
-                counters[name] = metrics.counter(
-                    "appstore_verifications_total", help: "Receipt verifications by how they ended",
-                    labels: [("outcome", name)])
-            }
-        }
-        outcomeCounters = counters
+        outcomeCounters = metrics?.counters(
+            "appstore_verifications_total", help: "Receipt verifications by how they ended", label: "outcome",
+            values: ["verified", "rejected", "unavailable", "config_error"]) ?? [:]
     }
 
     /// The verifyReceipt verifier the settings describe: a libcurl client, the two endpoints and the policies.

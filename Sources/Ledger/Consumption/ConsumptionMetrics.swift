@@ -40,26 +40,18 @@ struct ConsumptionMetrics: Sendable {
         answered = registry.counter(name, help: help, labels: [("outcome", "answered")])
         dryRuns = registry.counter(name, help: help, labels: [("outcome", "dry_run")])
         refused = registry.counter(name, help: help, labels: [("outcome", "refused")])
-        var unanswered: [ConsumptionRules.UnansweredReason: Counter] = [:]
-        for reason in ConsumptionRules.UnansweredReason.allCases {
-            unanswered[reason] = registry.counter(
-                "ledger_consumption_unanswered_total",
-                help: "CONSUMPTION_REQUESTs left unanswered, by reason (deadline_passed: late)",
-                labels: [("reason", reason.rawValue)])
-        }
-        self.unanswered = unanswered
+        unanswered = registry.counters(
+            "ledger_consumption_unanswered_total",
+            help: "CONSUMPTION_REQUESTs left unanswered, by reason (deadline_passed: late)", label: "reason",
+            values: ConsumptionRules.UnansweredReason.allCases)
         retries = registry.counter(
             "ledger_consumption_send_retries_total",
             help: "Send Consumption Information calls that failed retryably (429, 5xx, unreachable) and were retried")
-        var refusedByCode: [String: Counter] = [:]
-        for label in Self.refusalCodes.map(String.init) + ["other", "none"] {
-            refusedByCode[label] = registry.counter(
-                "ledger_consumption_answers_refused_total",
-                help: "Send Consumption Information answers Apple refused (a 4xx other than 401/429, not retried), by "
-                    + "Apple's errorCode (other: a code not listed, none: no code)",
-                labels: [("error_code", label)])
-        }
-        self.refusedByCode = refusedByCode
+        refusedByCode = registry.counters(
+            "ledger_consumption_answers_refused_total",
+            help: "Send Consumption Information answers Apple refused (a 4xx other than 401/429, not retried), by "
+                + "Apple's errorCode (other: a code not listed, none: no code)",
+            label: "error_code", values: Self.refusalCodes.map(String.init) + ["other", "none"])
         pending = registry.gauge(
             "ledger_consumption_requests_pending", help: "CONSUMPTION_REQUESTs waiting for an answer")
         nearDeadline = registry.gauge(

@@ -35,14 +35,10 @@ struct ReconcileMetrics: Sendable {
         unproducedCorrections = registry.gauge(
             "ledger_reconcile_corrections_unproduced",
             help: "Corrections recorded but not acknowledged by Kafka (the next sweep produces them again)")
-        var unresolved: [String: Gauge] = [:]
-        for reason in ReconcileRules.UnresolvedReason.allCases {
-            unresolved[reason.rawValue] = registry.gauge(
-                "ledger_reconcile_unresolved",
-                help: "Drifts receipt-reconcile could not correct and recorded once (all time), by reason",
-                labels: [("reason", reason.rawValue)])
-        }
-        self.unresolved = unresolved
+        unresolved = registry.gauges(
+            "ledger_reconcile_unresolved",
+            help: "Drifts receipt-reconcile could not correct and recorded once (all time), by reason", label: "reason",
+            values: ReconcileRules.UnresolvedReason.allCases.map(\.rawValue))
     }
 
     func update(_ figures: ReconcileFigures) {

@@ -244,14 +244,10 @@ struct RevocationMetrics: Sendable {
         self.checks = checks
         cacheHits = registry.counter(
             prefix + "_ocsp_cache_hits_total", help: "Revocation checks answered from the shared OCSP cache")
-        var fetches: [String: Counter] = [:]
-        for result in ["answered", "failed"] {
-            fetches[result] = registry.counter(
-                prefix + "_ocsp_fetches_total",
-                help: "OCSP requests sent, by result (answered: a verified answer; failed: none)",
-                labels: [("result", result)])
-        }
-        self.fetches = fetches
+        fetches = registry.counters(
+            prefix + "_ocsp_fetches_total",
+            help: "OCSP requests sent, by result (answered: a verified answer; failed: none)",
+            label: "result", values: ["answered", "failed"])
     }
 
     func checked(_ role: RevocationChecker.Role, _ result: String) {

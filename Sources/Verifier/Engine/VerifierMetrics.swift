@@ -47,23 +47,15 @@ final class VerifierMetrics: Sendable {
                 labels: [("outcome", reason.outcome.rawValue), ("reason", reason.rawValue)])
         }
         self.results = results
-        var deadLetters: [Reason: Counter] = [:]
-        for reason in [
-            Reason.malformedSubmission, .appleUnavailable, .configError, .invalidSignature, .bundleMismatch,
-            .sandboxNotAllowed,
-        ] {
-            deadLetters[reason] = registry.counter(
-                "verifier_dlq_records_total", help: "DLQ records written, by reason",
-                labels: [("reason", reason.rawValue)])
-        }
-        self.deadLetters = deadLetters
-        var rounds: [String: Counter] = [:]
-        for result in ["verdict", "unavailable", "config_error"] {
-            rounds[result] = registry.counter(
-                "verifier_apple_rounds_total", help: "Rounds of Apple calls for a submission, by how they ended",
-                labels: [("result", result)])
-        }
-        self.rounds = rounds
+        deadLetters = registry.counters(
+            "verifier_dlq_records_total", help: "DLQ records written, by reason", label: "reason",
+            values: [
+                Reason.malformedSubmission, .appleUnavailable, .configError, .invalidSignature, .bundleMismatch,
+                .sandboxNotAllowed,
+            ])
+        rounds = registry.counters(
+            "verifier_apple_rounds_total", help: "Rounds of Apple calls for a submission, by how they ended",
+            label: "result", values: ["verdict", "unavailable", "config_error"])
         var published: [OutgoingRecordKind: Counter] = [:]
         var publishFailures: [PublishFailureKey: Counter] = [:]
         for kind in [OutgoingRecordKind.result, .retry, .deadLetter, .event] {
@@ -90,14 +82,11 @@ final class VerifierMetrics: Sendable {
                 labels: [("type", eventType.rawValue), ("notification_type", notificationType)])
         }
         self.notificationEvents = notificationEvents
-        var notificationRejections: [Reason: Counter] = [:]
-        for reason in [Reason.invalidSignature, .bundleMismatch, .sandboxNotAllowed, .malformedSubmission] {
-            notificationRejections[reason] = registry.counter(
-                "verifier_notification_rejections_total",
-                help: "Notifications that became DLQ records instead of events (acknowledged by Kafka), by reason",
-                labels: [("reason", reason.rawValue)])
-        }
-        self.notificationRejections = notificationRejections
+        notificationRejections = registry.counters(
+            "verifier_notification_rejections_total",
+            help: "Notifications that became DLQ records instead of events (acknowledged by Kafka), by reason",
+            label: "reason",
+            values: [Reason.invalidSignature, .bundleMismatch, .sandboxNotAllowed, .malformedSubmission])
         notificationLag = registry.histogram(
             "verifier_notification_to_event_seconds",
             help: "From a notification's received_at_ms (ingest or backfill) to its event's acknowledgement")
