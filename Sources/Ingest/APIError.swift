@@ -194,43 +194,45 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
 
     // MARK: - 503
 
-    static func kafkaUnavailable(retryAfter: Int, _ detail: String) -> APIError {
+    /// A 503 with `Retry-After` (seconds): the client may send the same request again after it.
+    private static func unavailable(_ code: String, retryAfter: Int, _ message: String) -> APIError {
         APIError(
-            status: 503, code: "kafka_unavailable",
-            message: "the submission could not be written to Kafka (\(detail)); retry with the same submission_id",
+            status: 503, code: code, message: message,
             headers: [Header(name: "Retry-After", value: String(retryAfter))])
     }
 
+    static func kafkaUnavailable(retryAfter: Int, _ detail: String) -> APIError {
+        unavailable(
+            "kafka_unavailable", retryAfter: retryAfter,
+            "the submission could not be written to Kafka (\(detail)); retry with the same submission_id")
+    }
+
     static func kafkaQueueFull(retryAfter: Int) -> APIError {
-        APIError(
-            status: 503, code: "kafka_queue_full",
-            message: "too many submissions are waiting for Kafka; retry with the same submission_id",
-            headers: [Header(name: "Retry-After", value: String(retryAfter))])
+        unavailable(
+            "kafka_queue_full", retryAfter: retryAfter,
+            "too many submissions are waiting for Kafka; retry with the same submission_id")
     }
 
     /// A notification Kafka did not acknowledge (`code`: kafka_unavailable, kafka_queue_full, kafka_timeout): Apple
     /// retries on any non-2xx answer.
     static func notificationNotWritten(code: String, retryAfter: Int, _ detail: String) -> APIError {
-        APIError(
-            status: 503, code: code,
-            message: "the notification was not acknowledged by Kafka (\(detail)); send it again (Apple retries)",
-            headers: [Header(name: "Retry-After", value: String(retryAfter))])
+        unavailable(
+            code, retryAfter: retryAfter,
+            "the notification was not acknowledged by Kafka (\(detail)); send it again (Apple retries)")
     }
 
     static func kafkaTimeout(retryAfter: Int, timeoutMs: Int) -> APIError {
-        APIError(
-            status: 503, code: "kafka_timeout",
-            message: "Kafka did not acknowledge the submission within \(timeoutMs) ms; it may still be written: "
-                + "retry with the same submission_id",
-            headers: [Header(name: "Retry-After", value: String(retryAfter))])
+        unavailable(
+            "kafka_timeout", retryAfter: retryAfter,
+            "Kafka did not acknowledge the submission within \(timeoutMs) ms; it may still be written: "
+                + "retry with the same submission_id")
     }
 
     /// Bodies being received already hold `INGEST_MAX_BUFFERED_BYTES` (answered by the HTTP server).
     static func serverBusy(retryAfter: Int) -> APIError {
-        APIError(
-            status: 503, code: "server_busy",
-            message: "the server is receiving as many request bodies as it may hold; retry after Retry-After seconds",
-            headers: [Header(name: "Retry-After", value: String(retryAfter))])
+        unavailable(
+            "server_busy", retryAfter: retryAfter,
+            "the server is receiving as many request bodies as it may hold; retry after Retry-After seconds")
     }
 
     static func internalError(_ detail: String) -> APIError {
