@@ -20,8 +20,7 @@ extension FakeServerAPI {
         }
         guard !matches.isEmpty else { return .json(200, "{\"status\":1,\"signedTransactions\":[]}") }
         do {
-            let signed = try matches.map { "\"" + (try signedAnswer($0).jws) + "\"" }
-            return .json(200, "{\"status\":0,\"signedTransactions\":[\(signed.joined(separator: ","))]}")
+            return .json(200, "{\"status\":0,\"signedTransactions\":\(try signedTransactionsJSON(matches))}")
         } catch {
             return Self.error(500, 5_000_000, "An unknown error occurred.")
         }

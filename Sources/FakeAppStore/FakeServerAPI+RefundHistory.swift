@@ -14,19 +14,12 @@ extension FakeServerAPI {
             let (l, r) = (left.revocationDateMs ?? 0, right.revocationDateMs ?? 0)
             return l != r ? l < r : left.id < right.id
         }
-        var offset = 0
-        if let revision = query["revision"] {
-            guard revision.hasPrefix("f"), let value = Int(revision.dropFirst()), value >= 0 else {
-                return Self.error(400, 4_000_005, "Invalid request revision.")
-            }
-            offset = value
+        guard let page = Self.page(refunded, after: query["revision"], letter: "f") else {
+            return Self.error(400, 4_000_005, "Invalid request revision.")
         }
-        let page = refunded.dropFirst(offset).prefix(Self.pageSize)
-        let next = offset + page.count
-        let signed = try page.map { "\"" + (try signedAnswer($0).jws) + "\"" }
         return .json(
             200,
-            "{\"revision\":\"f\(next)\",\"hasMore\":\(next < refunded.count),"
-                + "\"signedTransactions\":[\(signed.joined(separator: ","))]}")
+            "{\"revision\":\"\(page.next)\",\"hasMore\":\(page.hasMore),"
+                + "\"signedTransactions\":\(try signedTransactionsJSON(page.items))}")
     }
 }

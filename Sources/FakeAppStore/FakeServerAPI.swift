@@ -53,6 +53,22 @@ final class FakeServerAPI: Sendable {
     }
 
     static let pageSize = 20
+
+    /// A page of `items`, `pageSize` of them, after the token of the page before (`<letter><offset>`: Apple's tokens
+    /// are opaque, the fake's count; none for the first page), with the next page's token; nil when `token` is not
+    /// one of this list's.
+    static func page<Item>(
+        _ items: [Item], after token: String?, letter: Character
+    ) -> (items: ArraySlice<Item>, next: String, hasMore: Bool)? {
+        var offset = 0
+        if let token {
+            guard token.first == letter, let value = Int(token.dropFirst()), value >= 0 else { return nil }
+            offset = value
+        }
+        let page = items.dropFirst(offset).prefix(pageSize)
+        let next = offset + page.count
+        return (page, "\(letter)\(next)", next < items.count)
+    }
     /// Get Notification History entries kept per environment, the most recent (Apple keeps 180 days; the fake keeps a
     /// bounded count so that a long run's memory stays flat).
     static let notificationHistoryCapacity = FakeNotificationHistory.defaultCapacity
@@ -391,23 +407,20 @@ final class FakeServerAPI: Sendable {
             if l != r { return descending ? l > r : l < r }
             return descending ? left.id > right.id : left.id < right.id
         }
-        var offset = 0
-        if let revision = query["revision"] {
-            guard revision.hasPrefix("r"), let value = Int(revision.dropFirst()), value >= 0 else {
-                return Self.error(400, 4_000_005, "Invalid request revision.")
-            }
-            offset = value
+        guard let page = Self.page(group, after: query["revision"], letter: "r") else {
+            return Self.error(400, 4_000_005, "Invalid request revision.")
         }
-        let page = group.dropFirst(offset).prefix(Self.pageSize)
-        let next = offset + page.count
-        let hasMore = next < group.count
-        // A JWS is base64url and dots: nothing in it needs escaping in JSON.
-        let signed = try page.map { "\"" + (try signedAnswer($0).jws) + "\"" }
         return .json(
             200,
-            "{\"revision\":\"r\(next)\",\"hasMore\":\(hasMore),\"bundleId\":\(JSONText.quoted(bundleId)),"
+            "{\"revision\":\"\(page.next)\",\"hasMore\":\(page.hasMore),\"bundleId\":\(JSONText.quoted(bundleId)),"
                 + "\"appAppleId\":\(FakeAppTransaction.defaultAppAppleId),\"environment\":\(JSONText.quoted(environment)),"
-                + "\"signedTransactions\":[\(signed.joined(separator: ","))]}")
+                + "\"signedTransactions\":\(try signedTransactionsJSON(page.items))}")
+    }
+
+    /// `transactions` signed, as the JSON array of `signedTransactions` in Apple's answers.
+    func signedTransactionsJSON(_ transactions: some Sequence<FakeServerTransaction>) throws -> String {
+        // A JWS is base64url and dots: nothing in it needs escaping in JSON.
+        "[" + (try transactions.map { "\"" + (try signedAnswer($0).jws) + "\"" }).joined(separator: ",") + "]"
     }
 
     /// Every transaction of `transaction`'s customer in this app and environment (itself included): what its
@@ -446,13 +459,6 @@ final class FakeServerAPI: Sendable {
         if body.transactionId != nil, body.notificationType != nil {
             return Self.error(400, 4_000_000, "transactionId and notificationType exclude each other.")
         }
-        var offset = 0
-        if let token = request.query["paginationToken"] {
-            guard token.hasPrefix("n"), let value = Int(token.dropFirst()), value >= 0 else {
-                return Self.error(400, 4_000_014, "Invalid pagination token.")
-            }
-            offset = value
-        }
         let entries = state.withLock { $0.notifications[environment] ?? [] }.filter { entry in
             entry.dateMs >= start && entry.dateMs < end
                 && (body.notificationType == nil || entry.notificationType == body.notificationType)
@@ -460,17 +466,17 @@ final class FakeServerAPI: Sendable {
                 && (body.onlyFailures != true || entry.lastResult != "SUCCESS")
                 && (body.transactionId.map { entry.transactionIds.contains($0) } ?? true)
         }
-        let page = entries.dropFirst(offset).prefix(Self.pageSize)
-        let next = offset + page.count
-        let hasMore = next < entries.count
-        let items = page.map {
+        guard let page = Self.page(entries, after: request.query["paginationToken"], letter: "n") else {
+            return Self.error(400, 4_000_014, "Invalid pagination token.")
+        }
+        let items = page.items.map {
             "{\"signedPayload\":\(JSONText.quoted($0.signedPayload)),\"sendAttempts\":\($0.sendAttemptsJSON)}"
         }
         return .json(
             200,
             // Apple: "All responses include a paginationToken" (its paginationToken page), the last page's too.
-            "{\"notificationHistory\":[\(items.joined(separator: ","))],\"hasMore\":\(hasMore),"
-                + "\"paginationToken\":\"n\(next)\"}")
+            "{\"notificationHistory\":[\(items.joined(separator: ","))],\"hasMore\":\(page.hasMore),"
+                + "\"paginationToken\":\"\(page.next)\"}")
     }
 
     // MARK: Signing and responses
