@@ -46,4 +46,26 @@ public struct CommandLineTool: Sendable {
             return .exit(2)
         }
     }
+
+    /// What a tool runs with once its command line is read: the options, the process environment, the settings read
+    /// from it and a logger labelled with the tool's name.
+    public typealias Start<Options> = (
+        options: Options, environment: [String: String], settings: Settings, logger: Logger
+    )
+
+    /// Parses the process's arguments with `parser` (`--help` and bad usage end the tool as `parse` says), then
+    /// reads the environment every tool reads.
+    public func start<Options>(
+        with parser: (inout CommandLineArguments) throws(CommandLineError) -> Options,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> Outcome<Start<Options>> {
+        switch parse(Array(CommandLine.arguments.dropFirst()), with: parser) {
+        case .exit(let status): return .exit(status)
+        case .run(let options):
+            return .run((
+                options, environment, Settings(environment: environment),
+                Logger.fromEnvironment(label: name, environment: environment)
+            ))
+        }
+    }
 }

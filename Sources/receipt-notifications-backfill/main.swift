@@ -45,19 +45,14 @@ let usage = """
 
 enum BackfillMain {
     static func run() async -> Int32 {
-        let environment = ProcessInfo.processInfo.environment
-        let options: BackfillOptions
+        let (options, environment, settings, logger): CommandLineTool.Start<BackfillOptions>
         let nowMs = SystemTime.wallMilliseconds()
-        switch CommandLineTool(name: "receipt-notifications-backfill", usage: usage).parse(
-            Array(CommandLine.arguments.dropFirst()), with: { arguments throws(CommandLineError) in
-                try BackfillOptions.parse(&arguments, nowMs: nowMs)
-            })
+        switch CommandLineTool(name: "receipt-notifications-backfill", usage: usage).start(
+            with: { arguments throws(CommandLineError) in try BackfillOptions.parse(&arguments, nowMs: nowMs) })
         {
         case .exit(let status): return status
-        case .run(let parsed): options = parsed
+        case .run(let started): (options, environment, settings, logger) = started
         }
-        let logger = Logger.fromEnvironment(label: "receipt-notifications-backfill", environment: environment)
-        let settings = Settings(environment: environment)
         guard let kafka = ServiceMain.toolKafkaConfiguration(environment, logger: logger),
             let (serverAPI, timeoutMs) = ServiceMain.setting(logger: logger, { () throws(ConfigurationError) in
                 (

@@ -60,17 +60,13 @@ let usage = """
 
 enum ReconcileMain {
     static func run() async -> Int32 {
-        let environment = ProcessInfo.processInfo.environment
-        let options: ReconcileOptions
-        switch CommandLineTool(name: "receipt-reconcile", usage: usage).parse(
-            Array(CommandLine.arguments.dropFirst()),
+        let (options, environment, settings, logger): CommandLineTool.Start<ReconcileOptions>
+        switch CommandLineTool(name: "receipt-reconcile", usage: usage).start(
             with: { arguments throws(CommandLineError) in try ReconcileOptions.parse(&arguments) })
         {
         case .exit(let status): return status
-        case .run(let parsed): options = parsed
+        case .run(let started): (options, environment, settings, logger) = started
         }
-        let logger = Logger.fromEnvironment(label: "receipt-reconcile", environment: environment)
-        let settings = Settings(environment: environment)
         guard let kafka = options.dryRun ? KafkaConfiguration.fromEnvironment(environment)
                 : ServiceMain.toolKafkaConfiguration(environment, logger: logger),
             let (reconcile, appStore, serverAPI, timeoutMs, topics, revocationSettings) = ServiceMain.setting(

@@ -72,16 +72,11 @@ struct ReplayOptions {
 }
 
 func exitCode() -> Int32 {
-    let options: ReplayOptions
-    switch CommandLineTool(name: "receipt-replay", usage: usage).parse(
-        Array(CommandLine.arguments.dropFirst()), with: ReplayOptions.parse)
-    {
+    let (options, environment, settings, logger): CommandLineTool.Start<ReplayOptions>
+    switch CommandLineTool(name: "receipt-replay", usage: usage).start(with: ReplayOptions.parse) {
     case .exit(let status): return status
-    case .run(let parsed): options = parsed
+    case .run(let started): (options, environment, settings, logger) = started
     }
-    let environment = ProcessInfo.processInfo.environment
-    let settings = Settings(environment: environment)
-    let logger = Logger.fromEnvironment(label: "receipt-replay", environment: environment)
     guard let kafka = ServiceMain.toolKafkaConfiguration(environment, logger: logger),
         let topics = ServiceMain.setting(logger: logger, { () throws(ConfigurationError) in
             try TopicNames.fromEnvironment(settings, reading: [.deadLetter, .receipts, .retry, .notifications])

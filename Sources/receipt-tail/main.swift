@@ -31,16 +31,11 @@ enum ReceiptTailMain {
     }
 
     static func run() -> Int32 {
-        let fromBeginning: Bool
-        switch CommandLineTool(name: "receipt-tail", usage: usage).parse(
-            Array(CommandLine.arguments.dropFirst()), with: parseFromBeginning)
-        {
+        let (fromBeginning, environment, settings, logger): CommandLineTool.Start<Bool>
+        switch CommandLineTool(name: "receipt-tail", usage: usage).start(with: parseFromBeginning) {
         case .exit(let status): return status
-        case .run(let parsed): fromBeginning = parsed
+        case .run(let started): (fromBeginning, environment, settings, logger) = started
         }
-        let environment = ProcessInfo.processInfo.environment
-        let settings = Settings(environment: environment)
-        let logger = Logger.fromEnvironment(label: "receipt-tail", environment: environment)
         guard let configuration = ServiceMain.toolKafkaConfiguration(environment, logger: logger),
             let topic = ServiceMain.setting(logger: logger, { () throws(ConfigurationError) in
                 try TopicNames.fromEnvironment(settings, reading: [.results]).results
