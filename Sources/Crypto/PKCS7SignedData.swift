@@ -25,26 +25,26 @@ public enum PKCS7SignedData {
         der: [UInt8], trustedRoots: [Certificate], atEpochSeconds: Int64
     ) throws(PKCS7Error) -> Verified {
         guard let (p7, consumed) = DERCoding.decode(der, { d2i_PKCS7(nil, $0, $1) }) else {
-            throw PKCS7Error(kind: .malformed, message: OpenSSLErrorQueue.describe("the receipt is not PKCS#7"))
+            throw PKCS7Error(.malformed, OpenSSLErrorQueue.describe("the receipt is not PKCS#7"))
         }
         defer { PKCS7_free(p7) }
         guard consumed == der.count || der[consumed...].allSatisfy({ $0 == 0 }) else {
-            throw PKCS7Error(kind: .malformed, message: "\(der.count - consumed) unexpected bytes follow the PKCS#7 data")
+            throw PKCS7Error(.malformed, "\(der.count - consumed) unexpected bytes follow the PKCS#7 data")
         }
         guard cossl_pkcs7_is_signed(p7) == 1 else {
-            throw PKCS7Error(kind: .malformed, message: "the PKCS#7 data is not SignedData")
+            throw PKCS7Error(.malformed, "the PKCS#7 data is not SignedData")
         }
         guard cossl_pkcs7_signer_count(p7) == 1 else {
-            throw PKCS7Error(kind: .signerNotFound,
-                             message: "the SignedData has \(cossl_pkcs7_signer_count(p7)) signers; exactly one is accepted")
+            throw PKCS7Error(
+                .signerNotFound, "the SignedData has \(cossl_pkcs7_signer_count(p7)) signers; exactly one is accepted")
         }
         guard let signers = PKCS7_get0_signers(p7, nil, 0) else {
-            throw PKCS7Error(kind: .signerNotFound,
-                             message: OpenSSLErrorQueue.describe("the signer's certificate is not embedded"))
+            throw PKCS7Error(
+                .signerNotFound, OpenSSLErrorQueue.describe("the signer's certificate is not embedded"))
         }
         defer { cossl_sk_X509_free(signers) }
         guard cossl_sk_X509_num(signers) == 1, let signerPointer = cossl_sk_X509_value(signers, 0) else {
-            throw PKCS7Error(kind: .signerNotFound, message: "the signer's certificate is not embedded")
+            throw PKCS7Error(.signerNotFound, "the signer's certificate is not embedded")
         }
         let signer: Certificate
         let embedded: [Certificate]
@@ -53,7 +53,7 @@ public enum PKCS7SignedData {
             signer = try Certificate(owning: signerPointer)
             embedded = try embeddedCertificates(p7).filter { $0 != signer }
         } catch {
-            throw PKCS7Error(kind: .malformed, message: "an embedded certificate is unreadable: \(error.message)")
+            throw PKCS7Error(.malformed, "an embedded certificate is unreadable: \(error.message)")
         }
 
         let chain: CertificateChain
@@ -61,19 +61,18 @@ public enum PKCS7SignedData {
             chain = try CertificateChain.verify(
                 leaf: signer, intermediates: embedded, trustedRoots: trustedRoots, atEpochSeconds: atEpochSeconds)
         } catch {
-            throw PKCS7Error(kind: .untrustedSigner(error.kind), message: "receipt signer: \(error.message)")
+            throw PKCS7Error(.untrustedSigner(error.kind), "receipt signer: \(error.message)")
         }
 
         let output: MemoryBIO
         do { output = try MemoryBIO() } catch {
-            throw PKCS7Error(kind: .malformed, message: error.message)
+            throw PKCS7Error(.malformed, error.message)
         }
         // The chain was validated above, with the caller's roots and time; PKCS7_NOVERIFY only stops OpenSSL from
         // validating it a second time with its S/MIME purpose (which Xcode's StoreKit test certificate fails).
         guard PKCS7_verify(p7, nil, nil, nil, output.pointer, cossl_pkcs7_flags_verify_signature_only()) == 1 else {
             throw PKCS7Error(
-                kind: .badSignature,
-                message: OpenSSLErrorQueue.describe("the receipt's signature does not verify with its signer's key"))
+                .badSignature, OpenSSLErrorQueue.describe("the receipt's signature does not verify with its signer's key"))
         }
         return Verified(content: output.bytes, signer: signer, chain: chain)
     }

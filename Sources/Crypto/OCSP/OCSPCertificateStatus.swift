@@ -34,31 +34,22 @@ public struct OCSPStatusAnswer: Sendable, Equatable {
 }
 
 /// Why an OCSP response was not accepted as an answer.
-public struct OCSPError: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Kind: Sendable, Equatable {
-        /// The bytes are not a DER OCSPResponse (or not a basic response).
-        case malformed
-        /// The responder answered with a status other than `successful` (`tryLater`, `internalError`, ...):
-        /// no answer about the certificate, ask again later.
-        case unsuccessful
-        /// The response's signature does not verify, or its signer is neither the certificate's issuer nor a
-        /// responder the issuer delegated (ocspSigning extended key usage) whose chain validates to the trusted roots.
-        case untrustedSigner
-        /// The response holds no answer about the certificate asked for.
-        case noMatchingResponse
-        /// The answer is not valid at the time given: `thisUpdate` in the future or `nextUpdate` in the past.
-        case notValidAtTime
-        /// OpenSSL failed an operation that should not fail (allocation).
-        case operationFailed
-    }
+public typealias OCSPError = KindedError<OCSPErrorKind>
 
-    public let kind: Kind
-    public let message: String
-
-    public init(_ kind: Kind, _ message: String) {
-        self.kind = kind
-        self.message = message
-    }
-
-    public var description: String { message }
+/// What an `OCSPError` is about (`OCSPError.Kind`).
+public enum OCSPErrorKind: Sendable, Equatable {
+    /// The bytes are not a DER OCSPResponse (or not a basic response).
+    case malformed
+    /// The responder answered with a status other than `successful` (`tryLater`, `internalError`, ...):
+    /// no answer about the certificate, ask again later.
+    case unsuccessful
+    /// The response's signature does not verify, or its signer is neither the certificate's issuer nor a
+    /// responder the issuer delegated (ocspSigning extended key usage) whose chain validates to the trusted roots.
+    case untrustedSigner
+    /// The response holds no answer about the certificate asked for.
+    case noMatchingResponse
+    /// The answer is not valid at the time given: `thisUpdate` in the future or `nextUpdate` in the past.
+    case notValidAtTime
+    /// OpenSSL failed an operation that should not fail (allocation).
+    case operationFailed
 }
