@@ -71,7 +71,7 @@ public enum SignedTransactionText {
                 if byte == UInt8(ascii: ".") {
                     dots.append(index)
                     if dots.count > 2 { return nil }
-                } else if !isBase64URL(byte) {
+                } else if !Base64URL.isAlphabet(byte) {
                     return nil
                 }
             }
@@ -115,16 +115,6 @@ public enum SignedTransactionText {
         let utf8 = text.utf8
         return utf8.starts(with: "eyJ".utf8) && utf8.lazy.filter { $0 == UInt8(ascii: ".") }.count == 2
     }
-
-    static func isBase64URL(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
-            true
-        default:
-            false
-        }
-    }
 }
 
 /// base64url without padding (RFC 4648 §5), as JWS uses it.
@@ -148,6 +138,17 @@ public enum Base64URL {
         if standard.count % 4 == 1 { return nil }
         while standard.count % 4 != 0 { standard.append(UInt8(ascii: "=")) }
         return Data(base64Encoded: Data(standard)).map { Array($0) }
+    }
+
+    /// Whether `byte` is one of base64url's 64 characters (`A`-`Z`, `a`-`z`, `0`-`9`, `-`, `_`; no padding).
+    static func isAlphabet(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
+            true
+        default:
+            false
+        }
     }
 
     public static func encode(_ bytes: [UInt8]) -> String {

@@ -14,7 +14,7 @@ enum UnverifiedJWS {
     /// copy of the bytes: walking `String.UTF8View` by index cost a fifth of a notification's CPU.
     static func segments(_ text: String) -> [ArraySlice<UInt8>]? {
         let segments = Array(text.utf8).split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        guard segments.count == 3, segments.allSatisfy({ !$0.isEmpty && $0.allSatisfy(isBase64URL) }) else {
+        guard segments.count == 3, segments.allSatisfy({ !$0.isEmpty && $0.allSatisfy(Base64URL.isAlphabet) }) else {
             return nil
         }
         return segments
@@ -37,15 +37,5 @@ enum UnverifiedJWS {
     private static func object(_ bytes: [UInt8]?) -> [String: Any]? {
         guard let bytes else { return nil }
         return (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any]
-    }
-
-    private static func isBase64URL(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
-            true
-        default:
-            false
-        }
     }
 }
