@@ -29,20 +29,11 @@ extension ServerAPIBackend {
                 error, "the app transaction was refused: \(error.message)", source: .signedTransaction, calls: 0))
             return
         }
-        let environment: AppStoreEnvironment
-        switch SignedTransactionMapping.environment(local.environment) {
-        case .known(let known): environment = known
-        case .testing(let name):
-            completion(Self.rejected(
-                .sandboxNotAllowed, "a StoreKit testing (\(name)) app transaction: never accepted",
-                source: .signedTransaction, calls: 0))
-            return
-        case .unknown(let name):
-            completion(Self.rejected(
-                .invalidReceipt, "the app transaction's receiptType names no known environment (\(name ?? "absent"))",
-                source: .signedTransaction, calls: 0))
-            return
-        }
+        guard
+            let environment = Self.environment(
+                local.environment, of: "app transaction", named: "the app transaction's receiptType",
+                otherwise: completion)
+        else { return }
         let policy = configuration.policy
         guard configuration.confirmSignedTransactions, let client, let bundleId = local.bundleId,
             policy.allowedBundleIds.contains(bundleId), !(environment == .sandbox && policy.sandboxPolicy == .reject),
@@ -56,20 +47,15 @@ extension ServerAPIBackend {
         client.appTransactionInfo(
             id: appTransactionId, bundleId: bundleId, environment: environment, deadline: Self.deadline(request)
         ) { [self] answer in
-            switch answer.result {
-            case .success(let info):
-                completion(judgeAppTransactionInfo(
+            completion(Self.confirmation(
+                answer, environment: environment,
+                unknown: "the app transaction verified, but Apple knows no app transaction \(appTransactionId) of "
+                    + "'\(bundleId)' in \(environment.rawValue)"
+            ) { info in
+                judgeAppTransactionInfo(
                     info, appTransactionId: appTransactionId, bundleId: bundleId, environment: environment,
-                    calls: answer.calls))
-            case .failure(let error) where error.kind == .notFound || error.kind == .invalidTransactionId:
-                completion(Self.rejected(
-                    .transactionNotFound,
-                    "the app transaction verified, but Apple knows no app transaction \(appTransactionId) of "
-                        + "'\(bundleId)' in \(environment.rawValue): \(error.message)",
-                    source: .serverAPI, calls: answer.calls, environment: environment, appleStatus: error.errorCode))
-            case .failure(let error):
-                completion(Self.answer(for: error, calls: answer.calls))
-            }
+                    calls: answer.calls)
+            })
         }
     }
 
@@ -97,22 +83,14 @@ extension ServerAPIBackend {
                 "Apple's signed answer about app transaction \(appTransactionId) is about app transaction "
                     + "\(payload.appTransactionId ?? "(none)")", source: .serverAPI, calls: calls)
         }
-        guard payload.bundleId == bundleId else {
-            return Self.rejected(
-                .bundleMismatch,
-                "Apple's signed answer names bundle '\(payload.bundleId ?? "(none)")', asked about '\(bundleId)'",
-                source: .serverAPI, calls: calls)
-        }
-        guard case .known(let signedEnvironment) = SignedTransactionMapping.environment(payload.environment),
-            signedEnvironment == environment
-        else {
-            return Self.rejected(
-                .invalidReceipt,
-                "Apple's \(environment.rawValue) answer is signed for receiptType "
-                    + "\(payload.receiptType ?? "(none)")", source: .serverAPI, calls: calls)
+        if let mismatch = Self.mismatch(
+            bundleId: payload.bundleId, asked: bundleId, environment: payload.environment, asked: environment,
+            signedFor: "receiptType \(payload.receiptType ?? "(none)")", calls: calls)
+        {
+            return mismatch
         }
         return BackendAnswer(
-            result: .appTransaction(AppTransactionMapping.appTransaction(payload, environment: signedEnvironment)),
-            source: .serverAPI, calls: calls, environment: signedEnvironment)
+            result: .appTransaction(AppTransactionMapping.appTransaction(payload, environment: environment)),
+            source: .serverAPI, calls: calls, environment: environment)
     }
 }

@@ -139,20 +139,11 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
                                     source: .signedTransaction, calls: 0))
             return
         }
-        let environment: AppStoreEnvironment
-        switch SignedTransactionMapping.environment(identity.environment) {
-        case .known(let known): environment = known
-        case .testing(let name):
-            completion(Self.rejected(
-                .sandboxNotAllowed, "a StoreKit testing (\(name)) signed transaction: never accepted",
-                source: .signedTransaction, calls: 0))
-            return
-        case .unknown(let name):
-            completion(Self.rejected(
-                .invalidReceipt, "the signed transaction names no known environment (\(name ?? "absent"))",
-                source: .signedTransaction, calls: 0))
-            return
-        }
+        guard
+            let environment = Self.environment(
+                identity.environment, of: "signed transaction", named: "the signed transaction",
+                otherwise: completion)
+        else { return }
         // Judged on the device's copy alone: unconfirmed, or a verdict the rules give locally whatever Apple would
         // say (a bundle not allowed, a sandbox transaction under SANDBOX_POLICY=reject), which spends no call.
         guard configuration.confirmSignedTransactions, let client, let bundleId = identity.bundleId,
@@ -178,20 +169,15 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
             transactionId: transactionId, bundleId: bundleId, environment: environment,
             deadline: Self.deadline(request)
         ) { [self] answer in
-            switch answer.result {
-            case .success(let info):
-                completion(judgeTransactionInfo(
+            completion(Self.confirmation(
+                answer, environment: environment,
+                unknown: "the signed transaction verified, but Apple does not know transaction \(transactionId) in "
+                    + "\(environment.rawValue)"
+            ) { info in
+                judgeTransactionInfo(
                     info, expectedTransactionId: transactionId, bundleId: bundleId, environment: environment,
-                    calls: answer.calls))
-            case .failure(let error) where error.kind == .notFound || error.kind == .invalidTransactionId:
-                completion(Self.rejected(
-                    .transactionNotFound,
-                    "the signed transaction verified, but Apple does not know transaction \(transactionId) in "
-                        + "\(environment.rawValue): \(error.message)",
-                    source: .serverAPI, calls: answer.calls, environment: environment, appleStatus: error.errorCode))
-            case .failure(let error):
-                completion(Self.answer(for: error, calls: answer.calls))
-            }
+                    calls: answer.calls)
+            })
         }
     }
 
@@ -218,25 +204,17 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
                 "Apple's signed answer about transaction \(expectedTransactionId) is about transaction "
                     + "\(payload.transactionId ?? "(none)")", source: .serverAPI, calls: calls)
         }
-        if let bundleId, payload.bundleId != bundleId {
-            return Self.rejected(
-                .bundleMismatch,
-                "Apple's signed answer names bundle '\(payload.bundleId ?? "(none)")', asked about '\(bundleId)'",
-                source: .serverAPI, calls: calls)
-        }
-        guard case .known(let signedEnvironment) = SignedTransactionMapping.environment(payload.environment),
-            signedEnvironment == environment
-        else {
-            return Self.rejected(
-                .invalidReceipt,
-                "Apple's \(environment.rawValue) answer is signed for environment "
-                    + "\(payload.environment?.rawValue ?? "(none)")", source: .serverAPI, calls: calls)
+        if let mismatch = Self.mismatch(
+            bundleId: payload.bundleId, asked: bundleId, environment: payload.environment, asked: environment,
+            signedFor: "environment \(payload.environment?.rawValue ?? "(none)")", calls: calls)
+        {
+            return mismatch
         }
         return BackendAnswer(
             // Apple's current state of the transaction: the device's copy (when there is one) says nothing it does not.
             result: .receipt(SignedTransactionMapping.receipt(
-                environment: signedEnvironment, bundleId: payload.bundleId, named: [payload])),
-            source: .serverAPI, calls: calls, environment: signedEnvironment)
+                environment: environment, bundleId: payload.bundleId, named: [payload])),
+            source: .serverAPI, calls: calls, environment: environment)
     }
 
     // MARK: transaction_id
@@ -614,6 +592,67 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
     }
 
     /// A failure that is not "not found": retryable, rate limited, or our configuration.
+    /// The environment a device's signed copy (`copy`) names in `field`; nil after answering `otherwise` for one never
+    /// served: StoreKit testing data (Xcode, LocalTesting) is `sandbox_not_allowed`, an unknown or absent name
+    /// `invalid_receipt`.
+    static func environment(
+        _ named: SignedEnvironment?, of copy: String, named field: String, otherwise: (BackendAnswer) -> Void
+    ) -> AppStoreEnvironment? {
+        switch SignedTransactionMapping.environment(named) {
+        case .known(let environment):
+            return environment
+        case .testing(let name):
+            otherwise(rejected(
+                .sandboxNotAllowed, "a StoreKit testing (\(name)) \(copy): never accepted", source: .signedTransaction,
+                calls: 0))
+        case .unknown(let name):
+            otherwise(rejected(
+                .invalidReceipt, "\(field) names no known environment (\(name ?? "absent"))", source: .signedTransaction,
+                calls: 0))
+        }
+        return nil
+    }
+
+    /// Why Apple's signed answer is not about what was asked, or nil when it is: another bundle than `asked` (nil: not
+    /// checked) is `bundle_mismatch`; signed for another environment than the one asked (`signedFor` names the field
+    /// and its value) `invalid_receipt`.
+    static func mismatch(
+        bundleId: String?, asked askedBundleId: String?, environment: SignedEnvironment?,
+        asked askedEnvironment: AppStoreEnvironment, signedFor: @autoclosure () -> String, calls: Int
+    ) -> BackendAnswer? {
+        if let askedBundleId, bundleId != askedBundleId {
+            return rejected(
+                .bundleMismatch,
+                "Apple's signed answer names bundle '\(bundleId ?? "(none)")', asked about '\(askedBundleId)'",
+                source: .serverAPI, calls: calls)
+        }
+        guard SignedTransactionMapping.environment(environment) == .known(askedEnvironment) else {
+            return rejected(
+                .invalidReceipt, "Apple's \(askedEnvironment.rawValue) answer is signed for \(signedFor())",
+                source: .serverAPI, calls: calls)
+        }
+        return nil
+    }
+
+    /// Apple's answer to the call confirming a signed copy: `judge`'s verdict on what Apple returned; Apple not knowing
+    /// the id (`notFound`, `invalidTransactionId`) is `transaction_not_found` (`unknown` names what was asked); any
+    /// other failure takes the usual retry, rate-limit or configuration path (`answer(for:calls:)`).
+    static func confirmation<Response>(
+        _ answer: AppStoreServerAPIClient.Answer<Response>, environment: AppStoreEnvironment, unknown: String,
+        judge: (Response) -> BackendAnswer
+    ) -> BackendAnswer {
+        switch answer.result {
+        case .success(let response):
+            return judge(response)
+        case .failure(let error) where error.kind == .notFound || error.kind == .invalidTransactionId:
+            return rejected(
+                .transactionNotFound, unknown + ": " + error.message, source: .serverAPI, calls: answer.calls,
+                environment: environment, appleStatus: error.errorCode)
+        case .failure(let error):
+            return Self.answer(for: error, calls: answer.calls)
+        }
+    }
+
     static func answer(for error: ServerAPIError, calls: Int) -> BackendAnswer {
         let result: BackendAnswer.Result
         switch error.kind {
