@@ -141,4 +141,68 @@ import TestSupport
         #expect(try harness.balances(item: "gems") == ["u1": 200, "u2": 100])
         _ = await again.stop()
     }
+
+    /// A running ledger whose fetching stays paused for longer than retention (here: the database is down and the
+    /// buffer, one message, full) resumes at a position retention deleted. librdkafka resets it to the first
+    /// retained offset without a word (`auto.offset.reset=earliest`), and no assignment check runs: the store sees
+    /// the jump before applying anything past it, and the partition is held exactly like a gap found at
+    /// assignment (error line, not ready, gauge); the same `LEDGER_ACCEPT_OFFSET_GAP` entry accepts it.
+    @Test func aPositionRetentionDeletedWhileFetchingWasPausedIsHeldNotSkipped() async throws {
+        let harness = try await LedgerHarness.start(settings: ["LEDGER_MAX_BUFFERED_MESSAGES": "1"])
+        defer { Task { await harness.shutdown() } }
+        let paused = try await harness.startLedger(name: "paused")
+        let credited = try await harness.producer.send(
+            topic: H.resultsTopic, key: Array("u1".utf8),
+            value: F.result(submissionId: "s1", userId: "u1", transactions: [F.transaction(creditKey: "k1")]))
+        let partition = credited.partition
+        #expect(await eventually(timeout: .seconds(30)) { (try? storedOffset(harness, partition: partition)) == 1 })
+
+        // The database goes away: what the ledger fetches next waits, and fetching pauses behind it. Meanwhile over
+        // 5 MiB reach the partition, so the mock cluster drops its oldest message sets, the paused position's among
+        // them; then a purchase of u1's that is still there.
+        harness.postgres.stop()
+        #expect(await eventually(timeout: .seconds(20)) { await readiness(paused)?.status == 503 })
+        for index in 0..<32 {
+            _ = try await harness.producer.send(
+                topic: H.resultsTopic, key: Array("u1".utf8), value: Self.filler(index, padding: 200_000))
+        }
+        let kept = try await harness.producer.send(
+            topic: H.resultsTopic, key: Array("u1".utf8),
+            value: F.result(submissionId: "s2", userId: "u1", transactions: [F.transaction(creditKey: "k2")]))
+        #expect(kept.partition == partition)
+        try harness.postgres.startServer()
+
+        // Fetching resumes past what retention deleted: held, named in an error line, not ready, counted.
+        let line = try await paused.process.waitForStderrLine(timeout: .seconds(60)) {
+            $0.contains("offsets jumped past its stored offset") && $0.contains("\"level\":\"error\"")
+        }
+        let logged = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(logged["topic"] as? String == H.resultsTopic)
+        #expect(logged["partition"] as? Int == Int(partition))
+        let stored = try #require(logged["stored_offset"] as? Int)
+        let jumpedTo = try #require(logged["low_watermark"] as? Int)
+        #expect(jumpedTo > stored && jumpedTo <= Int(kept.offset), "the position was deleted; the purchase kept")
+        let acceptance = "\(H.resultsTopic):\(partition):\(stored)"
+        #expect(logged["accept_with"] as? String == acceptance)
+        #expect(await eventually(timeout: .seconds(30)) {
+            guard let ready = await readiness(paused) else { return false }
+            return ready.status == 503 && ready.reason.contains("LEDGER_ACCEPT_OFFSET_GAP=\(acceptance)")
+        })
+        #expect(await paused.metricSum("ledger_offset_gap_partitions") == 1)
+        #expect(try storedOffset(harness, partition: partition) == Int64(stored), "nothing past the jump applied")
+        #expect(try harness.balances(item: "gems")["u1"] == 100, "u1's kept purchase is not credited past the gap")
+        _ = await paused.stop()
+
+        // Accepted by the entry the line named (found again at assignment now): u1's purchase is credited.
+        let accepted = try await ServiceProcess.start(
+            .ledger, environment: harness.environment.merging(["LEDGER_ACCEPT_OFFSET_GAP": acceptance]) { $1 },
+            name: "accepted")
+        #expect(await eventually(timeout: .seconds(30)) { (try? harness.balances(item: "gems"))?["u1"] == 200 })
+        #expect(
+            try harness.count(
+                "SELECT count(*) FROM accepted_offset_gaps WHERE stored_offset = \(stored) AND partition = \(partition)")
+                == 1)
+        #expect(await accepted.metricSum("ledger_offset_gap_partitions") == 0)
+        _ = await accepted.stop()
+    }
 }
