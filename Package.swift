@@ -202,7 +202,7 @@ let package = Package(
             name: "LedgerTests",
             dependencies: [
                 "Ledger", "LedgerRules", "Postgres", "Kafka", "ServiceRuntime", "ServiceSupport", "TestSupport",
-                "FakeAppStore",
+                "FakeAppStore", "EmbeddedKafka",
             ]),
         .testTarget(
             name: "IntegrationTests",
