@@ -44,6 +44,9 @@ let package = Package(
             name: "NotificationFuzzSupport",
             dependencies: [
                 "FuzzSupport", .product(name: "Verifier", package: "receipt-verification"),
+                .product(name: "Notifications", package: "receipt-verification"),
+                .product(name: "Catalog", package: "receipt-verification"),
+                .product(name: "TestPKI", package: "receipt-verification"),
                 .product(name: "AppStore", package: "receipt-verification"),
                 .product(name: "SignedData", package: "receipt-verification"),
                 .product(name: "ReceiptModel", package: "receipt-verification"),
@@ -61,16 +64,14 @@ let package = Package(
             ]),
         .executableTarget(
             name: "fuzz-notification-request",
-            dependencies: [
-                "FuzzSupport", .product(name: "Ingest", package: "receipt-verification"),
-                .product(name: "ReceiptModel", package: "receipt-verification"),
-            ]),
+            dependencies: ["FuzzSupport", .product(name: "ReceiptModel", package: "receipt-verification")]),
         // These two `@testable import` (the fuzz build is a debug build, compiled for testing): the Server API client's
         // pure answer classification and `NotificationEvent`'s initializer are internal.
         .executableTarget(
             name: "fuzz-server-api",
             dependencies: [
-                "FuzzSupport", .product(name: "AppStore", package: "receipt-verification"),
+                "FuzzSupport", .product(name: "AppStoreServerAPI", package: "receipt-verification"),
+                .product(name: "HTTPClient", package: "receipt-verification"),
                 .product(name: "ReceiptModel", package: "receipt-verification"),
             ]),
         .executableTarget(
@@ -78,6 +79,8 @@ let package = Package(
             dependencies: [
                 "FuzzSupport", .product(name: "AppStore", package: "receipt-verification"),
                 .product(name: "ReceiptModel", package: "receipt-verification"),
+                .product(name: "Catalog", package: "receipt-verification"),
+                .product(name: "Notifications", package: "receipt-verification"),
                 .product(name: "Verifier", package: "receipt-verification"),
             ]),
     ],

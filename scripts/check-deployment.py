@@ -697,7 +697,7 @@ def check_rendered_services(directory, documents, known):
     producer_limit = int(settings.get("KAFKA_MESSAGE_MAX_BYTES", 1000000))
     envelope = 64 * 1024
     body = int(settings.get("INGEST_MAX_BODY_BYTES", documented_default("INGEST_MAX_BODY_BYTES", 1 << 20)))
-    dlq_record = code_int("Sources/Verifier/Core/MessageLimits.swift", r"maximumValueBytes = (\d+) << 20",
+    dlq_record = code_int("Sources/ReceiptModel/MessageLimits.swift", r"maximumValueBytes = (\d+) << 20",
                           "the verifier's read limit") * (1 << 20) * 4 // 3 + envelope
     sizes = {topic["name"]: int(topic["config"].get("max.message.bytes", 1048588)) for topic in spec["topics"]}
     for topic, need in ((settings.get("RECEIPTS_TOPIC"), body + envelope), (settings.get("RETRY_TOPIC"), body + envelope),

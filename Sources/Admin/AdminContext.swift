@@ -1,4 +1,4 @@
-import AppStore
+import AppStoreServerAPI
 import Foundation
 import ReceiptModel
 import ServiceSupport

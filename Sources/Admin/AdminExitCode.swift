@@ -1,4 +1,4 @@
-import AppStore
+import AppStoreServerAPI
 
 /// What `receipt-admin` exits with, for scripts.
 public enum AdminExitCode: Int32, Sendable, Equatable, CaseIterable {

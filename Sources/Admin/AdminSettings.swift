@@ -1,4 +1,4 @@
-import AppStore
+import AppStoreServerAPI
 import Glibc
 import ServiceSupport
 import SignedData

@@ -1,5 +1,6 @@
-import AppStore
+import AppStoreServerAPI
 import Foundation
+import HTTPClient
 import ReceiptModel
 import ServiceSupport
 import SignedData
@@ -97,7 +98,7 @@ public enum AdminTool {
         let http: CurlHTTPClient
         do {
             http = try CurlHTTPClient(
-                configuration: HTTPClientConfiguration(maxInFlight: 4, requestTimeoutMs: settings.timeoutMs))
+                configuration: AppStoreServerAPIClient.occasionalHTTPConfiguration(requestTimeoutMs: settings.timeoutMs))
         } catch {
             logger.error("cannot create the HTTP client", ["error": .string("\(error)")])
             return AdminExitCode.unavailable.rawValue
@@ -113,12 +114,9 @@ public enum AdminTool {
             return AdminExitCode.unavailable.rawValue
         }
         defer { revocation.close() }
-        let client = AppStoreServerAPIClient(
-            http: http, endpoints: settings.serverAPI.endpoints,
-            tokens: AppStoreServerAPITokenProvider(credentials: settings.credentials),
-            pacer: ServerAPIPacer(
-                pacing: ServerAPIPacing(productionRatePerSecond: settings.serverAPI.maxRequestsPerSecond)),
-            requestTimeoutMs: settings.timeoutMs, logger: logger.named("server-api"))
+        let client = AppStoreServerAPIClient.make(
+            settings: settings.serverAPI, credentials: settings.credentials, http: http,
+            requestTimeoutMs: settings.timeoutMs, logger: logger)
         let context = AdminContext(
             client: client,
             caller: AppleCaller(

@@ -1,5 +1,6 @@
-import AppStore
+import AppStoreServerAPI
 import Dispatch
+import HTTPClient
 import ReceiptModel
 import ServiceSupport
 

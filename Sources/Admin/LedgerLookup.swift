@@ -1,5 +1,6 @@
-import AppStore
+import AppStoreServerAPI
 import Foundation
+import HTTPClient
 import ReceiptModel
 import ServiceSupport
 

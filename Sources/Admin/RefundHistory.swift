@@ -1,4 +1,4 @@
-import AppStore
+import AppStoreServerAPI
 import ReceiptModel
 
 /// `refund-history TRANSACTION_ID`: every page of Get Refund History v2 (the customer's refunded and revoked

@@ -1,4 +1,5 @@
-import AppStore
+import AppStoreServerAPI
+import HTTPClient
 import ReceiptModel
 import ServiceSupport
 

@@ -1,4 +1,6 @@
+import Catalog
 import Foundation
+import HTTPClient
 import ReceiptModel
 import ServiceSupport
 

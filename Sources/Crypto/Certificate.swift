@@ -8,7 +8,7 @@ import Glibc
 /// OpenSSL's lazily computed extension cache is filled in `init` (`X509_check_purpose`), so later concurrent use by
 /// chain verification only reads it. Released in `deinit`.
 public final class Certificate: @unchecked Sendable, Hashable, CustomStringConvertible {
-    let pointer: OpaquePointer
+    package let pointer: OpaquePointer
     /// The certificate's DER encoding.
     public let der: [UInt8]
     /// The subject name in RFC 2253 form (for messages).
@@ -33,19 +33,13 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
     public let ocspResponderURLs: [String]
 
     /// Takes ownership of one reference of `pointer`.
-    init(owning pointer: OpaquePointer) throws(CryptoError) {
+    package init(owning pointer: OpaquePointer) throws(CryptoError) {
         self.pointer = pointer
         // Fills OpenSSL's extension cache now, while this thread is the only user.
         _ = X509_check_purpose(pointer, -1, 0)
-        let length = i2d_X509(pointer, nil)
-        guard length > 0 else {
+        guard let (der, _) = DERCoding.encode({ i2d_X509(pointer, $0) }) else {
             X509_free(pointer)
             throw CryptoError.openSSL(.unreadableCertificate, "the certificate cannot be re-encoded as DER")
-        }
-        var der = [UInt8](repeating: 0, count: Int(length))
-        _ = der.withUnsafeMutableBufferPointer { buffer -> Int32 in
-            var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
-            return i2d_X509(pointer, &cursor)
         }
         self.der = der
         subject = Certificate.name(X509_get_subject_name(pointer))
@@ -80,14 +74,7 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
     ///
     /// - Throws: `CryptoError.Kind.unreadableCertificate`.
     public convenience init(der: [UInt8]) throws(CryptoError) {
-        var consumed = 0
-        let parsed = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
-            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            let result = d2i_X509(nil, &cursor, buffer.count)
-            if let cursor, let base = buffer.baseAddress { consumed = cursor - base }
-            return result
-        }
-        guard let parsed else {
+        guard let (parsed, consumed) = DERCoding.decode(der, { d2i_X509(nil, $0, $1) }) else {
             throw CryptoError.openSSL(.unreadableCertificate, "the \(der.count) bytes are not a DER X.509 certificate")
         }
         guard consumed == der.count else {
@@ -174,7 +161,7 @@ public final class Certificate: @unchecked Sendable, Hashable, CustomStringConve
     }
 
     /// The SHA-256 fingerprint as colon-separated uppercase hexadecimal (as Apple and `openssl x509` print it).
-    public var fingerprintText: String {
+    @_spi(Testing) public var fingerprintText: String {
         Hex.encode(sha256Fingerprint, separator: ":").uppercased()
     }
 

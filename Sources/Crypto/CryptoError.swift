@@ -29,7 +29,7 @@ public struct CryptoError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String { message }
 
     /// An error whose message is `context` followed by (and clearing) this thread's OpenSSL error queue.
-    static func openSSL(_ kind: Kind, _ context: String) -> CryptoError {
+    package static func openSSL(_ kind: Kind, _ context: String) -> CryptoError {
         CryptoError(kind, OpenSSLErrorQueue.describe(context))
     }
 }

@@ -19,23 +19,17 @@ enum ECDSASignature {
             BN_free(s)
             throw CryptoError.openSSL(.operationFailed, "could not build an ECDSA signature")
         }
-        let length = i2d_ECDSA_SIG(signature, nil)
-        guard length > 0 else { throw CryptoError.openSSL(.operationFailed, "could not encode an ECDSA signature") }
-        var der = [UInt8](repeating: 0, count: Int(length))
-        _ = der.withUnsafeMutableBufferPointer { buffer -> Int32 in
-            var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
-            return i2d_ECDSA_SIG(signature, &cursor)
+        guard let (der, _) = DERCoding.encode({ i2d_ECDSA_SIG(signature, $0) }) else {
+            throw CryptoError.openSSL(.operationFailed, "could not encode an ECDSA signature")
         }
         return der
     }
 
     /// The raw `r || s` form (each half left-padded to `width` bytes) of a DER signature.
     static func raw(fromDER der: [UInt8], width: Int) throws(CryptoError) -> [UInt8] {
-        let parsed = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
-            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            return d2i_ECDSA_SIG(nil, &cursor, buffer.count)
+        guard let (parsed, _) = DERCoding.decode(der, { d2i_ECDSA_SIG(nil, $0, $1) }) else {
+            throw CryptoError.openSSL(.operationFailed, "OpenSSL produced an unreadable signature")
         }
-        guard let parsed else { throw CryptoError.openSSL(.operationFailed, "OpenSSL produced an unreadable signature") }
         defer { ECDSA_SIG_free(parsed) }
         var raw = [UInt8](repeating: 0, count: 2 * width)
         let ok = raw.withUnsafeMutableBufferPointer { buffer in

@@ -1,29 +1,21 @@
 import COpenSSL
 
 /// An EC private key on P-256 or P-384: an App Store Connect "In-App Purchase" key (a `.p8` file, PKCS#8 PEM,
-/// P-256), or a key generated for the test and development PKI.
+/// P-256), or a key generated for the test and development PKI (TestPKI's `ECPrivateKey.generate`).
 ///
-/// Immutable and safe to use from many threads at once (see `EVPKey`). Its PEM is only produced on request
-/// (`pkcs8PEM()`); never log it.
+/// Immutable and safe to use from many threads at once (see `EVPKey`). Production code never writes it out (TestPKI's
+/// `pkcs8PEM()` does, for the fake's key files); never log it.
 public final class ECPrivateKey: Sendable {
-    let key: EVPKey
+    package let key: EVPKey
     /// The key's curve.
     public let curve: ECCurve
 
-    init(key: EVPKey) throws(CryptoError) {
+    package init(key: EVPKey) throws(CryptoError) {
         guard let curve = key.curve else {
             throw CryptoError(.unsupportedKey, "the private key is not an EC key on P-256 or P-384")
         }
         self.key = key
         self.curve = curve
-    }
-
-    /// A new random key on `curve`.
-    public static func generate(curve: ECCurve = .p256) throws(CryptoError) -> ECPrivateKey {
-        guard let pointer = cossl_ec_generate(curve.rawValue) else {
-            throw CryptoError.openSSL(.operationFailed, "could not generate an EC \(curve.rawValue) key")
-        }
-        return try ECPrivateKey(key: EVPKey(owning: pointer))
     }
 
     /// Reads a PEM private key: PKCS#8 (`BEGIN PRIVATE KEY`, the `.p8` format) or SEC 1 (`BEGIN EC PRIVATE KEY`).
@@ -48,15 +40,6 @@ public final class ECPrivateKey: Sendable {
         } catch {
             throw CryptoError(error.kind, "\(path): \(error.message)")
         }
-    }
-
-    /// The key as PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`), the format App Store Connect hands out.
-    public func pkcs8PEM() throws(CryptoError) -> String {
-        let bio = try MemoryBIO()
-        guard PEM_write_bio_PrivateKey(bio.pointer, key.pointer, nil, nil, 0, nil, nil) == 1 else {
-            throw CryptoError.openSSL(.operationFailed, "could not write the private key as PEM")
-        }
-        return String(decoding: bio.bytes, as: UTF8.self)
     }
 
     /// The public half.

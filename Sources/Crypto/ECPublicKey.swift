@@ -21,11 +21,7 @@ public final class ECPublicKey: Sendable {
     /// - Throws: `CryptoError` `.unreadableKey` for bytes that are not a public key, `.unsupportedKey` for keys that
     ///   are not EC P-256/P-384.
     public convenience init(subjectPublicKeyInfo der: [UInt8]) throws(CryptoError) {
-        let parsed = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
-            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            return d2i_PUBKEY(nil, &cursor, buffer.count)
-        }
-        guard let parsed else {
+        guard let (parsed, _) = DERCoding.decode(der, { d2i_PUBKEY(nil, $0, $1) }) else {
             throw CryptoError.openSSL(.unreadableKey, "the bytes are not a DER SubjectPublicKeyInfo")
         }
         try self.init(key: EVPKey(owning: parsed))

@@ -24,14 +24,7 @@ public enum PKCS7SignedData {
     public static func verify(
         der: [UInt8], trustedRoots: [Certificate], atEpochSeconds: Int64
     ) throws(PKCS7Error) -> Verified {
-        var consumed = 0
-        let parsed = der.withUnsafeBufferPointer { buffer -> UnsafeMutablePointer<PKCS7>? in
-            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            let result = d2i_PKCS7(nil, &cursor, buffer.count)
-            if let cursor, let base = buffer.baseAddress { consumed = cursor - base }
-            return result
-        }
-        guard let p7 = parsed else {
+        guard let (p7, consumed) = DERCoding.decode(der, { d2i_PKCS7(nil, $0, $1) }) else {
             throw PKCS7Error(kind: .malformed, message: OpenSSLErrorQueue.describe("the receipt is not PKCS#7"))
         }
         defer { PKCS7_free(p7) }
@@ -83,38 +76,6 @@ public enum PKCS7SignedData {
                 message: OpenSSLErrorQueue.describe("the receipt's signature does not verify with its signer's key"))
         }
         return Verified(content: output.bytes, signer: signer, chain: chain)
-    }
-
-    /// Signs `content` as a SignedData with embedded content (test and development receipts).
-    ///
-    /// The signer's certificate and `intermediates` are embedded, as in Apple's receipts (which embed the signer,
-    /// the WWDR intermediate and Apple Root CA itself). The digest is the key's default (SHA-256 for P-256, SHA-384
-    /// for P-384).
-    public static func sign(
-        content: [UInt8], signer: MintedCertificate, intermediates: [Certificate] = []
-    ) throws(CryptoError) -> [UInt8] {
-        guard let extra = cossl_sk_X509_new_null() else {
-            throw CryptoError.openSSL(.operationFailed, "could not allocate a certificate list")
-        }
-        defer { cossl_sk_X509_free(extra) }
-        for certificate in intermediates where cossl_sk_X509_push(extra, certificate.pointer) <= 0 {
-            throw CryptoError.openSSL(.operationFailed, "could not build the certificate list")
-        }
-        let input = try MemoryBIO(copying: content)
-        guard let p7 = PKCS7_sign(signer.certificate.pointer, signer.privateKey.key.pointer, extra, input.pointer,
-                                  cossl_pkcs7_flags_sign())
-        else {
-            throw CryptoError.openSSL(.operationFailed, "PKCS#7 signing failed")
-        }
-        defer { PKCS7_free(p7) }
-        let length = i2d_PKCS7(p7, nil)
-        guard length > 0 else { throw CryptoError.openSSL(.operationFailed, "could not encode the SignedData") }
-        var der = [UInt8](repeating: 0, count: Int(length))
-        _ = der.withUnsafeMutableBufferPointer { buffer -> Int32 in
-            var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
-            return i2d_PKCS7(p7, &cursor)
-        }
-        return der
     }
 
     private static func embeddedCertificates(_ p7: UnsafeMutablePointer<PKCS7>) throws(CryptoError) -> [Certificate] {

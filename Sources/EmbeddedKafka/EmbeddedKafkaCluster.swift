@@ -8,8 +8,8 @@ import Synchronization
 /// rebalancing and committed offsets; not transactions or the Admin API (create topics here instead; topics a client
 /// asks for that do not exist are auto-created with 4 partitions). Broker ids are 1...brokers.
 ///
-/// A test and development tool (the `embedded-kafka` executable, `KafkaTests`), kept out of the production `Kafka`
-/// target. Swift only: the C calls are `RDKafkaMockCluster`'s, in `RDKafka` with every other librdkafka call.
+/// A test and development tool (the `embedded-kafka` executable, `KafkaTests`), kept out of the production targets:
+/// the mock cluster's C calls are `RDKafkaMockCluster`'s, in this target, over RDKafka's configuration and callbacks.
 ///
 /// Invariant: calls and `close` are serialized by `state`'s lock, so no call reaches a destroyed cluster.
 public final class EmbeddedKafkaCluster: Sendable {

@@ -2,6 +2,7 @@ import Foundation
 import HTTPServer
 import ServiceSupport
 import SignedData
+import TestPKI
 
 /// The fake's OCSP responder for its own signing chain (`POST /ocsp`, as Apple's `http://ocsp.apple.com/...`
 /// answers: `application/ocsp-request` in, `application/ocsp-response` out; point `APPLE_OCSP_RESPONDER_URL` at it)

@@ -1,9 +1,9 @@
-import AppStore
+import AppStoreServerAPI
 import Crypto
 import Foundation
 import HTTPServer
 import ServiceSupport
-import SignedData
+@_spi(Testing) import SignedData
 import Synchronization
 
 /// The fake App Store Server API: Get Transaction Info, Get Transaction History v2, Get App Transaction Info

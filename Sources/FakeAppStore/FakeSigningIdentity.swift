@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import SignedData
+import TestPKI
 
 /// What the fake App Store signs transactions with: an App Store-shaped chain (leaf with
 /// 1.2.840.113635.100.6.11.1, intermediate with 1.2.840.113635.100.6.2.1, root) and the leaf's key. Verifiers that

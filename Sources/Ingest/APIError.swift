@@ -93,8 +93,9 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
                 + "as a string or an integer")
     }
 
-    static func invalidNotification(_ problem: String) -> APIError {
-        APIError(status: 400, code: "invalid_notification", message: problem)
+    /// 400 `invalid_notification`: the body of `POST /v1/apple/notifications` is not Apple's shape.
+    public init(_ invalid: NotificationRequest.Invalid) {
+        self.init(status: 400, code: "invalid_notification", message: invalid.problem)
     }
 
     static func invalidField(_ field: String, _ problem: String) -> APIError {

@@ -15,9 +15,10 @@ extension IngestHandler {
 
     func receiveNotification(_ request: HTTPRequest, respond: @escaping HTTPResponder) {
         let notification: NotificationRequest
-        do throws(APIError) {
+        do throws(NotificationRequest.Invalid) {
             notification = try NotificationRequest.parse(request.body)
         } catch {
+            let error = APIError(error)
             metrics.notificationsInvalid.increment()
             logger.info(
                 "notification rejected",

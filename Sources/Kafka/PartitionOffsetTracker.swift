@@ -53,13 +53,13 @@ public struct PartitionOffsetTracker: Sendable {
     }
 
     /// Messages handed out and not yet completed.
-    public var outstanding: Int { offsets.count - head - completedCount }
+    @_spi(Testing) public var outstanding: Int { offsets.count - head - completedCount }
 
     /// Messages held: outstanding ones plus completed ones waiting behind an outstanding one.
     public var held: Int { offsets.count - head }
 
     /// The oldest offset handed out and not completed (the one holding the prefix back).
-    public var oldestOutstanding: Int64? {
+    @_spi(Testing) public var oldestOutstanding: Int64? {
         head < offsets.count ? offsets[head] : nil
     }
 

@@ -1,5 +1,5 @@
+import AppStoreServerAPI
 import Foundation
-import Ingest
 import ReceiptModel
 import ServiceSupport
 

@@ -37,7 +37,7 @@ public final class PostgresConnection: Sendable {
 
     /// Replaces a broken connection with a new one (same connection string).
     /// - Throws: `PostgresError` when the server still cannot be reached (the connection stays broken).
-    public func reconnect() throws(PostgresError) {
+    @_spi(Testing) public func reconnect() throws(PostgresError) {
         try handle.withLock { (current: inout ConnectionHandle?) throws(PostgresError) in
             if let old = current { PQfinish(old.pointer.pointer) }
             current = nil

@@ -95,7 +95,7 @@ public struct PostgresRow: Sendable, Equatable {
 
     public func bool(_ name: String) throws(PostgresError) -> Bool { try read(name, bool(at:_:)) }
 
-    public func optionalBool(_ name: String) throws(PostgresError) -> Bool? { try readOptional(name, bool(at:_:)) }
+    @_spi(Testing) public func optionalBool(_ name: String) throws(PostgresError) -> Bool? { try readOptional(name, bool(at:_:)) }
 
     /// A `bytea` column (text format `\x` followed by hex digits).
     public func bytes(_ name: String) throws(PostgresError) -> [UInt8] { try read(name, bytes(at:_:)) }

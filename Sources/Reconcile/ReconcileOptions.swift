@@ -1,4 +1,3 @@
-import AppStore
 import ReceiptModel
 import ServiceSupport
 

@@ -1,10 +1,9 @@
-import AppStore
+import AppStoreServerAPI
 import LedgerRules
-import NotificationBackfill
+import Notifications
 import Postgres
 import ReceiptModel
 import ServiceSupport
-import Verifier
 
 /// Where corrections go: the notifications and events topics, through an idempotent producer (acks=all).
 public protocol CorrectionProducing: Sendable {

@@ -13,5 +13,5 @@ public final class DrainOnce: Sendable {
     }
 
     /// Whether `claim()` was called.
-    public var isClaimed: Bool { claimed.load(ordering: .acquiring) }
+    @_spi(Testing) public var isClaimed: Bool { claimed.load(ordering: .acquiring) }
 }

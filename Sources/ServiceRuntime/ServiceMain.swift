@@ -106,6 +106,29 @@ public enum ServiceMain {
         return kafka
     }
 
+    /// The app a tool works on: `--bundle-id` (`option`), else `ALLOWED_BUNDLE_IDS` when it names exactly one app;
+    /// nil after logging that `--bundle-id` is required (the tool exits 2).
+    public static func toolBundleId(_ option: String?, settings: Settings, logger: Logger) -> String? {
+        let allowed = settings.list("ALLOWED_BUNDLE_IDS")
+        guard let bundleId = option ?? (allowed.count == 1 ? allowed[0] : nil) else {
+            logger.error("--bundle-id is required: ALLOWED_BUNDLE_IDS does not name exactly one app")
+            return nil
+        }
+        return bundleId
+    }
+
+    /// A tool's producer (idempotent, acks=all), none for a dry run; nil after logging when it cannot be made (the
+    /// tool exits 1).
+    public static func toolProducer(_ kafka: KafkaConfiguration, dryRun: Bool, logger: Logger) -> KafkaProducer?? {
+        guard !dryRun else { return .some(nil) }
+        do {
+            return .some(try KafkaProducer(configuration: kafka, logger: logger))
+        } catch {
+            logger.error("cannot create the Kafka producer", ["error": .string(error.message)])
+            return nil
+        }
+    }
+
     /// `body`'s value, or nil after logging the `ConfigurationError` it threw as every service does (exit 2).
     public static func setting<T>(logger: Logger, _ body: () throws(ConfigurationError) -> T) -> T? {
         do {

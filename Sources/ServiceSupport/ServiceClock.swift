@@ -1,4 +1,5 @@
-/// Time and timers for code that tests drive by hand: `DispatchClock` in the services, `ManualClock` in unit tests.
+/// Time and timers for code that tests drive by hand: `DispatchClock` in the services, `ManualClock` (TestSupport,
+/// not shipped) in unit tests.
 ///
 /// Monotonic nanoseconds are on `SystemTime.monotonicNanoseconds()`'s timeline (Dispatch's uptime), so a deadline
 /// given as a `DispatchTime` compares with `monotonicNanoseconds()` directly.

@@ -60,7 +60,7 @@ public struct SignedDataError: Error, Sendable, Equatable, CustomStringConvertib
 
     /// The result reason of the message contract this error maps to (`apple_unavailable` for a retryable error,
     /// which is never a rejection).
-    public var contractReason: String {
+    @_spi(Testing) public var contractReason: String {
         switch kind {
         case .malformedReceipt: "invalid_receipt"
         case .revocationStatusUnavailable: "apple_unavailable"

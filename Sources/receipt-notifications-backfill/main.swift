@@ -1,7 +1,7 @@
 // receipt-notifications-backfill: recovers App Store Server Notifications Apple could not deliver (or that were
 // lost before the ingest) from Get Notification History and writes them to NOTIFICATIONS_TOPIC.
 
-import AppStore
+import AppStoreServerAPI
 import Foundation
 import Kafka
 import NotificationBackfill
@@ -66,44 +66,23 @@ enum BackfillMain {
                 )
             })
         else { return 2 }
-        guard let credentials = serverAPI.credentials else {
-            logger.error(
-                "APPLE_ISSUER_ID, APPLE_KEY_ID and APPLE_PRIVATE_KEY_FILE are required: Get Notification History is "
-                    + "an App Store Server API call")
-            return 2
-        }
-        let allowed = settings.list("ALLOWED_BUNDLE_IDS")
-        guard let bundleId = options.bundleId ?? (allowed.count == 1 ? allowed[0] : nil) else {
-            logger.error("--bundle-id is required: ALLOWED_BUNDLE_IDS does not name exactly one app")
-            return 2
-        }
+        guard
+            let credentials = serverAPI.toolCredentials(
+                why: "Get Notification History is an App Store Server API call", logger: logger),
+            let bundleId = ServiceMain.toolBundleId(options.bundleId, settings: settings, logger: logger)
+        else { return 2 }
         guard
             let topic = ServiceMain.setting(logger: logger, { () throws(ConfigurationError) in
                 try TopicNames.fromEnvironment(settings, reading: [.notifications]).notifications
             })
         else { return 2 }
 
-        let http: CurlHTTPClient
-        do {
-            http = try CurlHTTPClient(configuration: HTTPClientConfiguration(maxInFlight: 4, requestTimeoutMs: timeoutMs))
-        } catch {
-            logger.error("cannot create the HTTP client", ["error": .string("\(error)")])
-            return 1
-        }
-        defer { http.close() }
-        let client = AppStoreServerAPIClient(
-            http: http, endpoints: serverAPI.endpoints, tokens: AppStoreServerAPITokenProvider(credentials: credentials),
-            pacer: ServerAPIPacer(pacing: ServerAPIPacing(productionRatePerSecond: serverAPI.maxRequestsPerSecond)),
-            requestTimeoutMs: timeoutMs, logger: logger.named("server-api"))
-        var producer: KafkaProducer?
-        if !options.dryRun {
-            do {
-                producer = try KafkaProducer(configuration: kafka, logger: logger)
-            } catch {
-                logger.error("cannot create the Kafka producer", ["error": .string(error.message)])
-                return 1
-            }
-        }
+        guard
+            let client = AppStoreServerAPIClient.forTool(
+                settings: serverAPI, credentials: credentials, requestTimeoutMs: timeoutMs, logger: logger)
+        else { return 1 }
+        defer { client.close() }
+        guard let producer = ServiceMain.toolProducer(kafka, dryRun: options.dryRun, logger: logger) else { return 1 }
         defer { producer?.close(timeout: .seconds(10)) }
         logger.info(
             "backfilling notifications",
@@ -112,7 +91,7 @@ enum BackfillMain {
                 "environment": .string(options.sandbox ? "Sandbox" : "Production"), "bundle_id": .string(bundleId),
                 "topic": .string(topic), "only_failures": .bool(options.onlyFailures), "dry_run": .bool(options.dryRun),
             ])
-        let source = ServerAPINotificationHistory(
+        let source = ServerAPIHistory(
             client: client, bundleId: bundleId, environment: options.sandbox ? .sandbox : .production,
             logger: logger)
         let summary = await BackfillRun(

@@ -3,16 +3,17 @@
 // own rules.
 
 import AppStore
+import AppStoreServerAPI
+import Catalog
 import Foundation
 import Kafka
-import NotificationBackfill
+import Notifications
 import Postgres
 import Reconcile
 import ReceiptModel
 import ServiceRuntime
 import ServiceSupport
 import SignedData
-import Verifier
 
 let usage = """
     Usage: receipt-reconcile [--once] [--dry-run] [--environment production|sandbox] [--bundle-id B]
@@ -84,17 +85,11 @@ enum ReconcileMain {
                     )
                 })
         else { return 2 }
-        guard let credentials = serverAPI.credentials else {
-            logger.error(
-                "APPLE_ISSUER_ID, APPLE_KEY_ID and APPLE_PRIVATE_KEY_FILE are required: Get Notification History and "
-                    + "Get Refund History are App Store Server API calls")
-            return 2
-        }
-        let allowed = settings.list("ALLOWED_BUNDLE_IDS")
-        guard let bundleId = options.bundleId ?? (allowed.count == 1 ? allowed[0] : nil) else {
-            logger.error("--bundle-id is required: ALLOWED_BUNDLE_IDS does not name exactly one app")
-            return 2
-        }
+        guard
+            let credentials = serverAPI.toolCredentials(
+                why: "Get Notification History and Get Refund History are App Store Server API calls", logger: logger),
+            let bundleId = ServiceMain.toolBundleId(options.bundleId, settings: settings, logger: logger)
+        else { return 2 }
         var catalog: ProductCatalogFile?
         if let path = appStore.productCatalogFile {
             do {
@@ -113,27 +108,12 @@ enum ReconcileMain {
         }
         defer { connection.close() }
 
-        let http: CurlHTTPClient
-        do {
-            http = try CurlHTTPClient(configuration: HTTPClientConfiguration(maxInFlight: 4, requestTimeoutMs: timeoutMs))
-        } catch {
-            logger.error("cannot create the HTTP client", ["error": .string("\(error)")])
-            return 1
-        }
-        defer { http.close() }
-        let client = AppStoreServerAPIClient(
-            http: http, endpoints: serverAPI.endpoints, tokens: AppStoreServerAPITokenProvider(credentials: credentials),
-            pacer: ServerAPIPacer(pacing: ServerAPIPacing(productionRatePerSecond: serverAPI.maxRequestsPerSecond)),
-            requestTimeoutMs: timeoutMs, logger: logger.named("server-api"))
-        var producer: KafkaProducer?
-        if !options.dryRun {
-            do {
-                producer = try KafkaProducer(configuration: kafka, logger: logger)
-            } catch {
-                logger.error("cannot create the Kafka producer", ["error": .string(error.message)])
-                return 1
-            }
-        }
+        guard
+            let client = AppStoreServerAPIClient.forTool(
+                settings: serverAPI, credentials: credentials, requestTimeoutMs: timeoutMs, logger: logger)
+        else { return 1 }
+        defer { client.close() }
+        guard let producer = ServiceMain.toolProducer(kafka, dryRun: options.dryRun, logger: logger) else { return 1 }
         defer { producer?.close(timeout: .seconds(10)) }
 
         let revocation: RevocationClient
@@ -158,12 +138,11 @@ enum ReconcileMain {
                 "credited_within_days": .int(reconcile.creditedWithinDays),
                 "notifications_topic": .string(topics.notifications), "events_topic": .string(topics.events),
             ])
+        let history = ServerAPIHistory(
+            client: client, bundleId: bundleId, environment: options.environment, logger: logger)
         let sweep = ReconcileSweep(
             options: options, settings: reconcile, topics: topics, connection: connection,
-            notifications: ServerAPINotificationHistory(
-                client: client, bundleId: bundleId, environment: options.environment, logger: logger),
-            refunds: ServerAPIRefundHistory(
-                client: client, bundleId: bundleId, environment: options.environment, logger: logger),
+            notifications: history, refunds: history,
             processor: NotificationProcessor(verifier: verifier, policy: policy, catalog: catalog),
             refundEvents: RefundDebitEvent(verifier: verifier, policy: policy, catalog: catalog),
             producer: producer.map { KafkaCorrectionProducer(producer: $0) }, logger: logger,

@@ -1,5 +1,5 @@
 import Admin
-import AppStore
+import AppStoreServerAPI
 import ServiceSupport
 import Testing
 

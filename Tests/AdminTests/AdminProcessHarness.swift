@@ -1,6 +1,6 @@
 import FakeAppStore
 import Foundation
-import SignedData
+@_spi(Testing) import SignedData
 import Testing
 import TestSupport
 

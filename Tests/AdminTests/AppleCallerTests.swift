@@ -1,5 +1,5 @@
 @testable import Admin
-import AppStore
+import AppStoreServerAPI
 import Dispatch
 import Foundation
 import ServiceSupport

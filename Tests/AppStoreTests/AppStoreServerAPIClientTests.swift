@@ -1,13 +1,16 @@
+@testable import AppStoreServerAPI
 import Crypto
 import Dispatch
 import FakeAppStore
 import Foundation
+@testable import HTTPClient
 import ReceiptModel
 import ServiceSupport
 import SignedData
 import Testing
 
 @testable import AppStore
+import TestPKI
 
 /// The App Store Server API client (real libcurl client) against the in-process fake: answers, every error class,
 /// the bearer token's life, 429 hold-backs and pacing.

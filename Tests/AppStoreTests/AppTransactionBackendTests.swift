@@ -7,6 +7,7 @@ import SignedData
 import Testing
 
 @testable import AppStore
+import TestPKI
 
 /// `signed_app_transaction` through the Server API backend and `ReceiptVerifier` against the in-process fake: the
 /// same signature checks as a signed transaction, Get App Transaction Info to confirm, and the verdict rules for

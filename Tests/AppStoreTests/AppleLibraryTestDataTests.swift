@@ -1,8 +1,10 @@
+@testable import AppStoreServerAPI
 import Crypto
 import Foundation
+@testable import HTTPClient
 import ReceiptModel
 import ServiceSupport
-import SignedData
+@_spi(Testing) import SignedData
 import Testing
 
 @testable import AppStore

@@ -1,3 +1,4 @@
+@testable import HTTPClient
 import Testing
 
 @testable import AppStore

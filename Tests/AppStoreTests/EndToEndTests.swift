@@ -1,6 +1,7 @@
 import AppStore
 import FakeAppStore
 import Foundation
+@_spi(Testing) import HTTPClient
 import ReceiptModel
 import ServiceSupport
 import Testing

@@ -1,5 +1,6 @@
 import CCurl
 import Glibc
+@testable import HTTPClient
 import Testing
 
 @testable import AppStore

@@ -1,9 +1,12 @@
 import AppStore
+import AppStoreServerAPI
 import FakeAppStore
 import Foundation
+import HTTPClient
 import ReceiptModel
 import ServiceSupport
-import SignedData
+@_spi(Testing) import SignedData
+import TestPKI
 import TestSupport
 import Testing
 

@@ -1,5 +1,6 @@
 import AppStore
 import Foundation
+import HTTPClient
 import TestSupport
 import Testing
 

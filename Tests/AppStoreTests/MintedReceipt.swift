@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import SignedData
+import TestPKI
 
 /// Legacy app receipts minted for tests: the attribute SET in DER, as Apple lays it out, PKCS#7-signed by a leaf of
 /// a minted CA (`TestSigningPKI`), with Apple's intermediate embedded.

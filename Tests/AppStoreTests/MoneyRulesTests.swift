@@ -1,3 +1,5 @@
+@testable import Catalog
+@testable import HTTPClient
 import ReceiptModel
 import ServiceSupport
 import Testing

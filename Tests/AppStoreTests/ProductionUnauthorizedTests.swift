@@ -5,6 +5,7 @@ import ReceiptModel
 import ServiceSupport
 import SignedData
 import Testing
+import TestPKI
 
 /// Issue 41 item 8: Apple's production Server API answers 401 until an app's first release, so App Review's
 /// purchases of a new app are looked up in the sandbox, as after 4040010, by every lookup that falls back on 4040010

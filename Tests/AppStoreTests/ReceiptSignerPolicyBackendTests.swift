@@ -5,6 +5,7 @@ import Foundation
 import ReceiptModel
 import SignedData
 import Testing
+import TestPKI
 
 /// `RECEIPT_BACKEND=server-api`: a receipt is judged on Apple's receipt-signer policy before Apple is asked anything.
 @Suite("Receipt signer policy through the Server API backend")

@@ -1,3 +1,4 @@
+@testable import Catalog
 import Dispatch
 import ReceiptModel
 import ServiceSupport
@@ -5,6 +6,7 @@ import Synchronization
 import Testing
 
 @testable import AppStore
+import TestSupport
 
 /// A backend that answers from a script, synchronously, and records what it was asked.
 final class ScriptedBackend: ReceiptVerificationBackend {

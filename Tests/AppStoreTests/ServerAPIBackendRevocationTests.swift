@@ -5,6 +5,7 @@ import SignedData
 import Testing
 
 @testable import AppStore
+import TestPKI
 
 /// Revocation checks at the Server API backend: a revoked signing certificate is `invalid_signature`, an unavailable
 /// revocation status is retryable (an outage, `apple_unavailable` once the round's budget is spent), never a verdict.

@@ -7,7 +7,9 @@ import ServiceSupport
 import SignedData
 import Testing
 
-@testable import AppStore
+@_spi(Testing) @testable import AppStore
+import TestPKI
+import TestSupport
 
 /// The Server API backend through `ReceiptVerifier` (the verdict rules, retries) against the in-process fake:
 /// signed transactions, transaction ids and legacy receipts.

@@ -1,12 +1,15 @@
 import AppStore
+import AppStoreServerAPI
 import Crypto
 import Dispatch
 import FakeAppStore
 import Foundation
+import HTTPClient
 import ReceiptModel
 import ServiceSupport
 import SignedData
 import Testing
+import TestPKI
 
 /// An in-process fake App Store (Server API checking our minted API key, signing with a minted test PKI) and the
 /// real libcurl client, API client, backends and verifier pointed at it.

@@ -1,3 +1,4 @@
+@_spi(Testing) @testable import AppStoreServerAPI
 import Dispatch
 import ReceiptModel
 import Synchronization
@@ -5,6 +6,7 @@ import Testing
 import ServiceSupport
 
 @testable import AppStore
+import TestSupport
 
 /// The pacing parts with no threads and no network: the token bucket, the pacing state machine, `Retry-After`.
 @Suite struct ServerAPIPacingTests {

@@ -1,3 +1,4 @@
+@testable import AppStoreServerAPI
 import Crypto
 import Foundation
 import ServiceSupport
@@ -5,6 +6,7 @@ import SignedData
 import Testing
 
 @testable import AppStore
+import TestPKI
 
 /// `ServerAPISettings`: the CONTRACT's names and defaults, and every inconsistent or unreadable setting refused at
 /// start with a message naming the variable.

@@ -1,4 +1,5 @@
 import AppStore
+import Catalog
 import ReceiptModel
 import ServiceSupport
 import SignedData

@@ -1,3 +1,4 @@
+@testable import HTTPClient
 import ReceiptModel
 import Testing
 

@@ -1,7 +1,9 @@
-import AppStore
+@_spi(Testing) import AppStore
+import AppStoreServerAPI
 import ReceiptModel
 import ServiceSupport
 import Testing
+import TestSupport
 
 /// The bounded, expiring memory of Apple's "not found" answers (the quota bound for junk transaction ids).
 @Suite struct TransactionNotFoundMemoryTests {

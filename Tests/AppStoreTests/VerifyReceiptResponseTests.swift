@@ -1,4 +1,5 @@
 import Foundation
+@testable import HTTPClient
 import ReceiptModel
 import Testing
 

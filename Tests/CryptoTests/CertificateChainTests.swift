@@ -1,5 +1,6 @@
 import Crypto
 import Testing
+import TestPKI
 
 @Suite("CertificateChain")
 struct CertificateChainTests {

@@ -1,6 +1,7 @@
-import Crypto
+@_spi(Testing) import Crypto
 import Foundation
 import Testing
+import TestPKI
 
 @Suite("Certificate")
 struct CertificateTests {

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Testing
+import TestPKI
 
 /// Test fixtures next to this file (see Fixtures/README.md) and a small minted PKI.
 enum CryptoFixtures {

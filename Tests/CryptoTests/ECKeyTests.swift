@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Testing
+import TestPKI
 
 @Suite("EC keys")
 struct ECKeyTests {

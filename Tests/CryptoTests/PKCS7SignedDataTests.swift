@@ -1,5 +1,6 @@
 import Crypto
 import Testing
+import TestPKI
 
 @Suite("PKCS7SignedData")
 struct PKCS7SignedDataTests {

@@ -1,4 +1,5 @@
 import Ingest
+import ReceiptModel
 import Testing
 
 /// Bodies built to hurt a JSON parser, at the size the body limits let through: each is a clean 400 in linear time.
@@ -17,7 +18,7 @@ struct HostileBodyTests {
         for (name, body) in Self.bodies {
             let started = ContinuousClock.now
             #expect(throws: APIError.self, "\(name)") { try SubmissionRequest.parse(body) }
-            #expect(throws: APIError.self, "\(name)") { try NotificationRequest.parse(body) }
+            #expect(throws: NotificationRequest.Invalid.self, "\(name)") { try NotificationRequest.parse(body) }
             do {
                 _ = try SubmissionRequest.parse(body)
             } catch {
@@ -26,6 +27,7 @@ struct HostileBodyTests {
             do {
                 _ = try NotificationRequest.parse(body)
             } catch {
+                let error = APIError(error)
                 #expect(error.status == 400 && error.code == "invalid_notification", "\(name): \(error)")
             }
             // Well under a second each; a generous bound for a loaded machine.

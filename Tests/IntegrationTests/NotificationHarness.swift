@@ -6,6 +6,7 @@ import SignedData
 import Synchronization
 import Testing
 
+import TestPKI
 import TestSupport
 import ServiceSupport
 

@@ -5,6 +5,7 @@ import ReceiptModel
 import SignedData
 import Testing
 
+import TestPKI
 import TestSupport
 
 /// App Store notifications through real processes: records on NOTIFICATIONS_TOPIC -> receipt-verifier -> events on

@@ -6,6 +6,7 @@ import ReceiptModel
 import ServiceSupport
 import Testing
 
+import TestPKI
 import TestSupport
 
 /// StoreKit 2 and the App Store Server API through the real processes: submissions produced to Kafka (as high-volume

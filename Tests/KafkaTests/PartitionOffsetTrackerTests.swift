@@ -1,4 +1,4 @@
-import Kafka
+@_spi(Testing) import Kafka
 import Testing
 
 @Suite("PartitionOffsetTracker")

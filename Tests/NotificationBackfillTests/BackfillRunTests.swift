@@ -1,3 +1,4 @@
+import AppStoreServerAPI
 import Foundation
 import NotificationBackfill
 import ReceiptModel
@@ -7,21 +8,21 @@ import ServiceSupport
 
 /// A Get Notification History that serves fixed pages and records what it was asked.
 final class FakeHistory: NotificationHistoryPaging {
-    let pages: [Result<NotificationHistoryPage, BackfillError>]
+    let pages: [Result<NotificationHistoryPage, NotificationHistoryError>]
     let requests = Locked<[(startMs: Int64, endMs: Int64, onlyFailures: Bool, token: String?)]>([])
 
-    init(_ pages: [Result<NotificationHistoryPage, BackfillError>]) {
+    init(_ pages: [Result<NotificationHistoryPage, NotificationHistoryError>]) {
         self.pages = pages
     }
 
     func page(startMs: Int64, endMs: Int64, onlyFailures: Bool, paginationToken: String?) async
-        -> Result<NotificationHistoryPage, BackfillError>
+        -> Result<NotificationHistoryPage, NotificationHistoryError>
     {
         let index = requests.withLock { requests in
             requests.append((startMs, endMs, onlyFailures, paginationToken))
             return requests.count - 1
         }
-        return index < pages.count ? pages[index] : .failure(BackfillError("asked for a page that does not exist"))
+        return index < pages.count ? pages[index] : .failure(NotificationHistoryError("asked for a page that does not exist"))
     }
 }
 
@@ -132,7 +133,7 @@ struct BackfillRunTests {
         let history = FakeHistory([
             .success(.init(signedPayloads: [signedPayload(uuid: "u1", original: "o1")], hasMore: true,
                            paginationToken: "t")),
-            .failure(BackfillError("4000014 invalid pagination token")),
+            .failure(NotificationHistoryError("4000014 invalid pagination token")),
         ])
         let writer = FakeWriter()
         let (summary, lines) = await run(history, writer: writer)

@@ -1,5 +1,5 @@
 import Foundation
-import Postgres
+@_spi(Testing) import Postgres
 import TestSupport
 import Testing
 

@@ -1,13 +1,13 @@
+import AppStoreServerAPI
 import Foundation
 import Ledger
-import NotificationBackfill
+import Notifications
 import Postgres
 import Reconcile
 import ServiceSupport
 import SignedData
 import Testing
 import TestSupport
-import Verifier
 
 /// The hourly call budget and the notification cursor, in process over a PostgreSQL database with the ledger's schema: Apple's histories are
 /// stand-ins that answer empty pages (one call each), the clock is the test's. Purchases beyond the budget wait for
@@ -17,7 +17,7 @@ struct ReconcileBudgetTests {
     struct EmptyNotifications: NotificationHistoryPaging {
         let calls = Locked(0)
         func page(startMs: Int64, endMs: Int64, onlyFailures: Bool, paginationToken: String?) async
-            -> Result<NotificationHistoryPage, BackfillError>
+            -> Result<NotificationHistoryPage, NotificationHistoryError>
         {
             calls.withLock { $0 += 1 }
             return .success(NotificationHistoryPage(signedPayloads: [], hasMore: false, paginationToken: nil))
@@ -28,7 +28,7 @@ struct ReconcileBudgetTests {
     struct ExpiringToken: NotificationHistoryPaging {
         let asked = Locked<[String?]>([])
         func page(startMs: Int64, endMs: Int64, onlyFailures: Bool, paginationToken: String?) async
-            -> Result<NotificationHistoryPage, BackfillError>
+            -> Result<NotificationHistoryPage, NotificationHistoryError>
         {
             let earlier = asked.withLock { asked in
                 defer { asked.append(paginationToken) }
@@ -40,7 +40,7 @@ struct ReconcileBudgetTests {
             if earlier.contains(paginationToken) {
                 return .success(NotificationHistoryPage(signedPayloads: [], hasMore: false, paginationToken: nil))
             }
-            return .failure(BackfillError("Get Notification History failed: 400 invalid pagination token", calls: 1))
+            return .failure(NotificationHistoryError("Get Notification History failed: 400 invalid pagination token", calls: 1))
         }
     }
 

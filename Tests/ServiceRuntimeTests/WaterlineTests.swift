@@ -1,4 +1,4 @@
-import ServiceRuntime
+@_spi(Testing) import ServiceRuntime
 import Testing
 
 /// The consumer link's pause/resume rule, without Kafka.

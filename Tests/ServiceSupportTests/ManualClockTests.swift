@@ -1,6 +1,7 @@
 import Dispatch
 import ServiceSupport
 import Testing
+import TestSupport
 
 @Suite struct ManualClockTests {
     @Test func timeStandsStillUntilTheTestMovesIt() {

@@ -4,6 +4,7 @@ import SignedData
 import Synchronization
 import Testing
 import ServiceSupport
+import TestPKI
 
 @Suite("AppStoreServerAPITokenProvider")
 struct AppStoreServerAPITokenProviderTests {

@@ -1,6 +1,7 @@
 import Foundation
 import SignedData
 import Testing
+import TestPKI
 
 /// `appTransactionId` on transactions and renewal info, and the app transaction payload itself (issue 29 item 2),
 /// through the real decoder.

@@ -1,4 +1,4 @@
-import Crypto
+@_spi(Testing) import Crypto
 import Foundation
 import SignedData
 import Testing

@@ -1,7 +1,8 @@
 import Crypto
 import Foundation
-import SignedData
+@_spi(Testing) import SignedData
 import Testing
+import TestPKI
 
 @Suite("CompactJWS")
 struct CompactJWSTests {

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import SignedData
 import Testing
+import TestPKI
 
 /// Our JWSSigner + minted PKI against Apple's own Python verifier (app-store-server-library's SignedDataVerifier,
 /// offline, validating at signedDate): both must accept the good JWS and refuse every broken one.

@@ -1,5 +1,5 @@
 import Foundation
-import SignedData
+@_spi(Testing) import SignedData
 import Testing
 
 @Suite("Payload decoding")

@@ -2,7 +2,8 @@ import Crypto
 import Dispatch
 import Glibc
 import ServiceSupport
-import SignedData
+@_spi(Testing) import SignedData
+import TestPKI
 import TestSupport
 import Testing
 

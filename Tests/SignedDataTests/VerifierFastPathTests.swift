@@ -1,7 +1,8 @@
 import Crypto
 import Foundation
-import SignedData
+@_spi(Testing) import SignedData
 import Testing
+import TestPKI
 
 /// The verifier's fast paths (header cache, one-pass payload decoding, block base64) accept and refuse exactly what
 /// the plain path does.

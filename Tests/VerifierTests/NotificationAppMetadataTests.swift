@@ -1,4 +1,5 @@
 import Foundation
+@testable import Notifications
 import SignedData
 import Testing
 

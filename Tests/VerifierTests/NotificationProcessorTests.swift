@@ -1,11 +1,14 @@
 import AppStore
+import Catalog
 import FakeAppStore
 import Foundation
+@testable import Notifications
 import ReceiptModel
 import ServiceSupport
 import SignedData
 import Testing
 
+import TestPKI
 @testable import Verifier
 
 /// One row of the contract's mapping (§3.3 of the App Store reference), written independently of the code's table.

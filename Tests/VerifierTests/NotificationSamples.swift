@@ -2,11 +2,13 @@ import AppStore
 import FakeAppStore
 import Foundation
 import Kafka
+@testable import Notifications
 import ReceiptModel
 import ServiceSupport
 import SignedData
 import Testing
 
+import TestPKI
 @testable import Verifier
 
 /// A minted App Store-shaped PKI and the notifications the fake App Store would sign with it.

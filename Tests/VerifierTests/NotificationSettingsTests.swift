@@ -1,8 +1,10 @@
 import Foundation
+@testable import Notifications
 import ServiceSupport
 import SignedData
 import Testing
 
+import TestPKI
 @testable import Verifier
 
 @Suite("VerifierSettings for notifications")

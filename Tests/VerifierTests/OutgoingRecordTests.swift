@@ -33,6 +33,23 @@ import Testing
         #expect(result.kind == .result)
     }
 
+    /// The result record carries `VerificationResultJSON`'s bytes (ReceiptModelTests hold them to `MessageCoding`'s).
+    @Test func theResultRecordCarriesThoseBytes() throws {
+        let awkward = "quote \" backslash \\ slash / tab \t newline \n nul \u{0} bell \u{7} é 日本 🎮 \u{2028}"
+        let result = VerificationResult(
+            submissionId: "s-2 " + awkward, orderId: awkward, userId: awkward, clientId: awkward, outcome: .rejected,
+            reason: .refunded, source: .serverAPI, message: awkward, appleStatus: -21_002, environment: .sandbox,
+            bundleId: awkward,
+            transactions: [
+                VerifiedTransaction(
+                    transactionId: "1", originalTransactionId: nil, productId: "gems_100", quantity: 1,
+                    purchaseDateMs: 1_539_946_248_000, environment: .production)
+            ],
+            submissionFingerprint: awkward, attempts: 7, verifiedAtMs: -1, schemaVersion: 2)
+        let record = factory.result(result, key: nil)
+        #expect(record.value == (try MessageCoding.encode(result)))
+    }
+
     @Test func rewritesReadThePayloadOfTheirOwnKindOnly() {
         let retry = factory.retry(
             RetryRecord(

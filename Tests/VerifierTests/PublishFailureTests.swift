@@ -4,6 +4,7 @@ import ReceiptModel
 import ServiceSupport
 import Testing
 
+import TestSupport
 @testable import Verifier
 
 /// Publish failures that retrying cannot fix: fatal producer errors, records too large, authorization.

@@ -1,10 +1,12 @@
 import AppStore
 import FakeAppStore
 import Foundation
+@testable import Notifications
 import ReceiptModel
 import SignedData
 import Testing
 
+import TestPKI
 @testable import Verifier
 
 /// The debit `receipt-reconcile` makes up for a refund found in Get Refund History is the event the verifier

@@ -4,6 +4,7 @@ import ReceiptModel
 import ServiceSupport
 import Testing
 
+import TestSupport
 @testable import Verifier
 
 /// The engine end to end with in-memory fakes: what is written, and when offsets are stored.

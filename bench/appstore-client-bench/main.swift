@@ -2,6 +2,7 @@ import AppStore
 import Dispatch
 import FakeAppStore
 import Foundation
+import HTTPClient
 import ServiceSupport
 import Synchronization
 

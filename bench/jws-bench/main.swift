@@ -11,6 +11,7 @@
 import Crypto
 import Foundation
 import SignedData
+import TestPKI
 
 var seconds = 3.0
 var threads = ProcessInfo.processInfo.activeProcessorCount

@@ -13,10 +13,12 @@ import Dispatch
 import FakeAppStore
 import Foundation
 import Kafka
+import Notifications
 import ReceiptModel
 import ServiceSupport
 import SignedData
 import Synchronization
+import TestPKI
 import Verifier
 
 /// Event arrivals by event id.

@@ -1,6 +1,7 @@
 import AppStore
 import FakeAppStore
 import Foundation
+import HTTPClient
 import Kafka
 import ReceiptModel
 import ServiceSupport

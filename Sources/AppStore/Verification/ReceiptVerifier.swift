@@ -1,4 +1,6 @@
+import Catalog
 import Dispatch
+import HTTPClient
 import ReceiptModel
 import ServiceSupport
 import Synchronization

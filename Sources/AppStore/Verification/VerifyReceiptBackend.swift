@@ -1,4 +1,5 @@
 import Dispatch
+import HTTPClient
 import ReceiptModel
 import ServiceSupport
 import Synchronization

@@ -19,46 +19,30 @@ public enum OCSPRequest {
             OCSP_CERTID_free(id)
             throw CryptoError.openSSL(.operationFailed, "could not add the CertID to the OCSP request")
         }
-        let length = i2d_OCSP_REQUEST(request, nil)
-        guard length > 0 else { throw CryptoError.openSSL(.operationFailed, "could not encode the OCSP request") }
-        var der = [UInt8](repeating: 0, count: Int(length))
-        _ = der.withUnsafeMutableBufferPointer { buffer -> Int32 in
-            var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
-            return i2d_OCSP_REQUEST(request, &cursor)
+        guard let (der, _) = DERCoding.encode({ i2d_OCSP_REQUEST(request, $0) }) else {
+            throw CryptoError.openSSL(.operationFailed, "could not encode the OCSP request")
         }
         return der
     }
 }
 
 /// DER decoding of the OCSP objects; each must consume the whole input (nothing may follow it).
-enum OCSPASN1 {
-    static func request(_ der: [UInt8]) -> OpaquePointer? {
-        var consumed = 0
-        let parsed = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
-            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            let result = d2i_OCSP_REQUEST(nil, &cursor, buffer.count)
-            if let cursor, let base = buffer.baseAddress { consumed = cursor - base }
-            return result
-        }
-        guard let parsed else { return nil }
-        guard consumed == der.count else {
-            OCSP_REQUEST_free(parsed)
-            return nil
-        }
-        return parsed
+package enum OCSPASN1 {
+    package static func request(_ der: [UInt8]) -> OpaquePointer? {
+        whole(der, { d2i_OCSP_REQUEST(nil, $0, $1) }, free: OCSP_REQUEST_free)
     }
 
     static func response(_ der: [UInt8]) -> OpaquePointer? {
-        var consumed = 0
-        let parsed = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
-            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            let result = d2i_OCSP_RESPONSE(nil, &cursor, buffer.count)
-            if let cursor, let base = buffer.baseAddress { consumed = cursor - base }
-            return result
-        }
-        guard let parsed else { return nil }
+        whole(der, { d2i_OCSP_RESPONSE(nil, $0, $1) }, free: OCSP_RESPONSE_free)
+    }
+
+    private static func whole(
+        _ der: [UInt8], _ d2i: (UnsafeMutablePointer<UnsafePointer<UInt8>?>, Int) -> OpaquePointer?,
+        free: (OpaquePointer) -> Void
+    ) -> OpaquePointer? {
+        guard let (parsed, consumed) = DERCoding.decode(der, d2i) else { return nil }
         guard consumed == der.count else {
-            OCSP_RESPONSE_free(parsed)
+            free(parsed)
             return nil
         }
         return parsed

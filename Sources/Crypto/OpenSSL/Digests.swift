@@ -5,12 +5,12 @@ import COpenSSL
 ///
 /// Invariant: the pointers are fetched once, never freed, and `EVP_MD` objects are immutable and safe to share
 /// between threads.
-struct Digests: @unchecked Sendable {
-    let sha256: OpaquePointer
-    let sha384: OpaquePointer
-    let sha1: OpaquePointer
+package struct Digests: @unchecked Sendable {
+    package let sha256: OpaquePointer
+    package let sha384: OpaquePointer
+    package let sha1: OpaquePointer
 
-    static let shared = Digests()
+    package static let shared = Digests()
 
     private init() {
         // The default provider always has these; without them nothing in this module could work.

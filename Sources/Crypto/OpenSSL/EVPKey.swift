@@ -6,11 +6,11 @@ import COpenSSL
 /// OpenSSL 3 guards the only lazily-filled state of an `EVP_PKEY` (its provider export cache) with the key's own
 /// lock, so signing and verifying with the same key from many threads at once is safe. The reference is released
 /// in `deinit`, after the last Swift user is gone.
-final class EVPKey: @unchecked Sendable {
-    let pointer: OpaquePointer
+package final class EVPKey: @unchecked Sendable {
+    package let pointer: OpaquePointer
 
     /// Takes ownership of one reference of `pointer`.
-    init(owning pointer: OpaquePointer) {
+    package init(owning pointer: OpaquePointer) {
         self.pointer = pointer
     }
 
@@ -26,14 +26,9 @@ final class EVPKey: @unchecked Sendable {
 
     /// DER SubjectPublicKeyInfo of the public half.
     func subjectPublicKeyInfo() throws(CryptoError) -> [UInt8] {
-        let length = i2d_PUBKEY(pointer, nil)
-        guard length > 0 else { throw CryptoError.openSSL(.operationFailed, "could not encode a public key") }
-        var bytes = [UInt8](repeating: 0, count: Int(length))
-        let written = bytes.withUnsafeMutableBufferPointer { buffer -> Int32 in
-            var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
-            return i2d_PUBKEY(pointer, &cursor)
+        guard let (bytes, written) = DERCoding.encode({ i2d_PUBKEY(pointer, $0) }), written == bytes.count else {
+            throw CryptoError.openSSL(.operationFailed, "could not encode a public key")
         }
-        guard written == length else { throw CryptoError.openSSL(.operationFailed, "could not encode a public key") }
         return bytes
     }
 }

@@ -2,11 +2,11 @@ import COpenSSL
 
 /// A memory BIO owned for the duration of one call: created, used and freed by the same caller, never shared
 /// (not Sendable).
-final class MemoryBIO {
-    let pointer: OpaquePointer
+package final class MemoryBIO {
+    package let pointer: OpaquePointer
 
     /// An empty, writable memory BIO.
-    init() throws(CryptoError) {
+    package init() throws(CryptoError) {
         guard let bio = BIO_new(BIO_s_mem()) else {
             throw CryptoError.openSSL(.operationFailed, "could not allocate an OpenSSL memory buffer")
         }
@@ -14,7 +14,7 @@ final class MemoryBIO {
     }
 
     /// A writable memory BIO holding a copy of `bytes` (readable by PEM and d2i_*_bio functions).
-    convenience init(copying bytes: [UInt8]) throws(CryptoError) {
+    package convenience init(copying bytes: [UInt8]) throws(CryptoError) {
         try self.init()
         let written = bytes.withUnsafeBytes { BIO_write(pointer, $0.baseAddress, Int32($0.count)) }
         guard written == Int32(bytes.count) || bytes.isEmpty else {
@@ -25,7 +25,7 @@ final class MemoryBIO {
     deinit { BIO_free(pointer) }
 
     /// A copy of everything written to the BIO.
-    var bytes: [UInt8] {
+    package var bytes: [UInt8] {
         var data: UnsafePointer<UInt8>?
         let length = cossl_bio_get_mem_data(pointer, &data)
         guard length > 0, let data else { return [] }

@@ -2,7 +2,7 @@ import COpenSSL
 
 /// OpenSSL's per-thread error queue. Every failing call path reads and clears it, so an error left by one operation
 /// never shows up in the message of the next one on the same thread.
-enum OpenSSLErrorQueue {
+package enum OpenSSLErrorQueue {
     /// `context`, then ": " and the queued errors (most recent last), or `context` alone when the queue is empty.
     static func describe(_ context: String) -> String {
         var texts: [String] = []
@@ -19,7 +19,7 @@ enum OpenSSLErrorQueue {
     }
 
     /// Drops whatever is queued (after a failure that is reported by other means).
-    static func clear() {
+    package static func clear() {
         ERR_clear_error()
     }
 }

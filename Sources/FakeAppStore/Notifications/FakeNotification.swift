@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import SignedData
+import TestPKI
 
 /// An App Store Server Notification V2 the fake can sign: Apple's `ResponseBodyV2DecodedPayload` with its signed
 /// transaction and renewal info. `FakeNotification.make` fills what each notification type carries the way Apple does

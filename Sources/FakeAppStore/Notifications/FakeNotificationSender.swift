@@ -1,6 +1,6 @@
-import AppStore
 import Dispatch
 import Foundation
+import HTTPClient
 import ServiceSupport
 
 /// POSTs signed notifications the way Apple does: `{"signedPayload": "<JWS>"}` to a URL; an answer 200-206 is a

@@ -1,4 +1,4 @@
-import AppStore
+import AppStoreServerAPI
 import Dispatch
 import Foundation
 import LedgerRules

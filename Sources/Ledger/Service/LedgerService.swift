@@ -1,4 +1,4 @@
-import AppStore
+import AppStoreServerAPI
 import SignedData
 import Dispatch
 import Foundation
@@ -235,16 +235,12 @@ public final class LedgerService: ManagedService {
         _ settings: ConsumptionSettings, logger: Logger, registry: MetricsRegistry
     ) throws(ServiceStartupError) -> (any ConsumptionSending)? {
         guard settings.mode == .send, let api = settings.serverAPI, let credentials = api.credentials else { return nil }
-        let http: CurlHTTPClient
         do {
-            http = try CurlHTTPClient(configuration: HTTPClientConfiguration(maxInFlight: 4, requestTimeoutMs: 30_000))
+            return ServerAPIConsumptionSender(
+                client: try AppStoreServerAPIClient.make(
+                    settings: api, credentials: credentials, logger: logger, metrics: registry))
         } catch {
             throw .settings("cannot start the HTTP client for the App Store Server API: \(error)")
         }
-        let client = AppStoreServerAPIClient(
-            http: http, endpoints: api.endpoints, tokens: AppStoreServerAPITokenProvider(credentials: credentials),
-            pacer: ServerAPIPacer(pacing: ServerAPIPacing(productionRatePerSecond: api.maxRequestsPerSecond)),
-            logger: logger.named("server-api"), metrics: registry)
-        return ServerAPIConsumptionSender(client: client)
     }
 }

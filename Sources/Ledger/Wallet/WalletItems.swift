@@ -1,4 +1,4 @@
-import AppStore
+import Catalog
 import ServiceSupport
 
 /// The item names spends and grants may name: with `PRODUCT_CATALOG_FILE`, the items its products' credits give

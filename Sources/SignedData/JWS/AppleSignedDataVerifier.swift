@@ -58,7 +58,7 @@ public final class AppleSignedDataVerifier: Sendable {
     }
 
     /// Number of chains currently cached.
-    public var cachedChainCount: Int {
+    @_spi(Testing) public var cachedChainCount: Int {
         cache.withLock { $0.count }
     }
 
@@ -178,7 +178,7 @@ public final class AppleSignedDataVerifier: Sendable {
     ///
     /// - Throws: `SignedDataError` (`.untrustedChain`, `.certificateNotValidAtSignedDate`, `.leafMarkerMissing`,
     ///   `.intermediateMarkerMissing`, `.leafIsCertificateAuthority`, `.unreadableCertificate`).
-    public func verifyChain(
+    @_spi(Testing) public func verifyChain(
         leaf: Certificate, intermediate: Certificate, atEpochSeconds: Int64
     ) throws(SignedDataError) -> ECPublicKey {
         try validate(leaf: leaf, intermediate: intermediate, atEpochSeconds: atEpochSeconds).0

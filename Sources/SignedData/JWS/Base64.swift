@@ -95,11 +95,6 @@ enum Base64 {
         encode(bytes, alphabet: urlAlphabet, pad: false)
     }
 
-    /// Standard base64 with padding.
-    static func encodeStandard(_ bytes: some Collection<UInt8>) -> String {
-        encode(bytes, alphabet: standardAlphabet, pad: true)
-    }
-
     private static func encode(_ bytes: some Collection<UInt8>, alphabet: [UInt8], pad: Bool) -> String {
         var output: [UInt8] = []
         output.reserveCapacity((bytes.count + 2) / 3 * 4)

@@ -38,7 +38,7 @@ public struct CompactJWS: Sendable {
 
     /// A cheap shape check for the HTTP ingest, without verifying anything: three base64url segments within the
     /// size limit and a header that decodes to a JSON object with `alg` `ES256`.
-    public static func looksLikeES256(_ text: String) -> Bool {
+    @_spi(Testing) public static func looksLikeES256(_ text: String) -> Bool {
         let bytes = Array(text.utf8)
         guard let segments = try? split(bytes) else { return false }
         return (try? decodeHeader(bytes[segments.0])) != nil
@@ -49,7 +49,7 @@ public struct CompactJWS: Sendable {
     /// notification by its unverified content). Never credit, refund or trust anything read from them.
     ///
     /// - Throws: the same errors as `parse`.
-    public static func unverifiedPayload(_ text: String) throws(SignedDataError) -> [UInt8] {
+    @_spi(Testing) public static func unverifiedPayload(_ text: String) throws(SignedDataError) -> [UInt8] {
         try parse(text).payload
     }
 

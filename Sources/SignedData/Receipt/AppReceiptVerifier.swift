@@ -27,7 +27,7 @@ public final class AppReceiptVerifier: Sendable {
     /// A verifier of Xcode's StoreKit testing receipts only (`ReceiptSignerPolicy.xcodeStoreKitTesting`): receipts
     /// signed directly by `storeKitCertificate` (the certificate Xcode exports from a StoreKit configuration,
     /// Editor > Save Public Certificate) whose type is `Xcode`. For local development and tests; never for money.
-    public static func storeKitTesting(certificate storeKitCertificate: Certificate) -> AppReceiptVerifier {
+    @_spi(Testing) public static func storeKitTesting(certificate storeKitCertificate: Certificate) -> AppReceiptVerifier {
         AppReceiptVerifier(trustedRoots: [storeKitCertificate], signerPolicy: .xcodeStoreKitTesting)
     }
 

@@ -146,7 +146,7 @@ public final class RevocationChecker: Sendable {
     }
 
     /// The verified answer currently remembered about `certificate` (for tests and diagnostics).
-    public func cachedStatus(of certificate: Certificate) -> OCSPCertificateStatus? {
+    @_spi(Testing) public func cachedStatus(of certificate: Certificate) -> OCSPCertificateStatus? {
         cache.withLock { $0.answer(ByteKey(certificate.sha256Fingerprint))?.status }
     }
 

@@ -2,6 +2,7 @@ import AppStore
 import Dispatch
 import Foundation
 import Kafka
+import Notifications
 import ReceiptModel
 import ServiceSupport
 import Synchronization

@@ -1,4 +1,5 @@
 import AppStore
+import Notifications
 import ReceiptModel
 import ServiceSupport
 

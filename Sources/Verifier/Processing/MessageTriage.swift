@@ -54,7 +54,7 @@ struct MessageTriage: Sendable {
         } catch {
             let recovered = Self.recoverRetryIdentity(message.value)
             return malformed(
-                message, problem: "retry record is not readable: \(Self.describe(error))",
+                message, problem: "retry record is not readable: \(MessageCoding.describe(error))",
                 submissionId: recovered.submissionId, orderId: recovered.orderId, userId: recovered.userId,
                 attempts: recovered.attempts, nowMs: nowMs)
         }
@@ -107,19 +107,5 @@ struct MessageTriage: Sendable {
         return (
             id, submission["order_id"] as? String, submission["user_id"] as? String, object["attempts"] as? Int ?? 0
         )
-    }
-
-    /// A decoding error in one line without the data itself (which may hold a receipt).
-    static func describe(_ error: any Error) -> String {
-        guard let decoding = error as? DecodingError else { return "not valid JSON" }
-        switch decoding {
-        case .keyNotFound(let key, _): return "field \(key.stringValue) is missing"
-        case .typeMismatch(_, let context), .valueNotFound(_, let context):
-            return "field \(context.codingPath.map(\.stringValue).joined(separator: ".")) has the wrong type"
-        case .dataCorrupted(let context):
-            return context.codingPath.isEmpty
-                ? "not valid JSON" : "field \(context.codingPath.map(\.stringValue).joined(separator: ".")) is invalid"
-        @unknown default: return "not decodable"
-        }
     }
 }

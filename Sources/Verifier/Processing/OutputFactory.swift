@@ -1,5 +1,6 @@
 import AppStore
 import Kafka
+import Notifications
 import ReceiptModel
 import ServiceSupport
 
@@ -83,7 +84,7 @@ public struct OutputFactory: Sendable {
         if let submissionId { headers.append((MessageHeaders.submissionId, submissionId)) }
         headers.append((MessageHeaders.dlqReason, reason.rawValue))
         return OutgoingRecord(
-            .deadLetter(record), topic: topics.deadLetter, key: message.key, value: Self.encode(record),
+            .deadLetter(record), topic: topics.deadLetter, key: message.key, value: MessageCoding.encodeMessage(record),
             headers: headers)
     }
 
@@ -97,7 +98,7 @@ public struct OutputFactory: Sendable {
             + "here: read it at source_topic/source_partition/source_offset)"
         dead.originalValue = ""
         return OutgoingRecord(
-            .deadLetter(dead), topic: record.topic, key: record.key, value: Self.encode(dead), headers: record.headers)
+            .deadLetter(dead), topic: record.topic, key: record.key, value: MessageCoding.encodeMessage(dead), headers: record.headers)
     }
 
     /// The final failure of a submission whose retry record Kafka refused as too large: a DLQ record without the
@@ -145,16 +146,7 @@ public struct OutputFactory: Sendable {
 
     func retry(_ record: RetryRecord, key: [UInt8]?) -> OutgoingRecord {
         OutgoingRecord(
-            .retry(record), topic: topics.retry, key: key, value: Self.encode(record),
+            .retry(record), topic: topics.retry, key: key, value: MessageCoding.encodeMessage(record),
             headers: [(MessageHeaders.submissionId, record.submission.submissionId)])
-    }
-
-    /// The message types hold only strings, integers, booleans and arrays of them: encoding cannot fail.
-    static func encode<T: Encodable>(_ value: T) -> [UInt8] {
-        do {
-            return try MessageCoding.encode(value)
-        } catch {
-            preconditionFailure("encoding \(T.self) failed: \(error)")
-        }
     }
 }

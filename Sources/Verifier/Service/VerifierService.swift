@@ -1,7 +1,10 @@
 import AppStore
+import AppStoreServerAPI
+import Catalog
 import Dispatch
 import HTTPServer
 import Kafka
+import Notifications
 import ServiceRuntime
 import ServiceSupport
 import SignedData

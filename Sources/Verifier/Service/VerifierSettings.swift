@@ -1,5 +1,7 @@
 import AppStore
+import AppStoreServerAPI
 import Kafka
+import Notifications
 import ServiceRuntime
 import ServiceSupport
 

@@ -1,10 +1,13 @@
 import AppStore
+import Catalog
 import Crypto
 import Foundation
 import FuzzSupport
 import Kafka
+import Notifications
 import ReceiptModel
 import SignedData
+import TestPKI
 import Verifier
 
 /// The verifier's notification processing as the fuzz targets run it: `NotificationProcessor` trusting Apple's test

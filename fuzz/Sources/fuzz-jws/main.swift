@@ -1,7 +1,7 @@
 import Crypto
 import FuzzSupport
 import Foundation
-import SignedData
+@_spi(Testing) import SignedData
 
 // Compact JWS parsing and Apple's chain policy (the signed transactions, Server API answers and notifications the
 // verifier checks), anchored to Apple's test CA so the seeds (Apple's mock signed data) verify.

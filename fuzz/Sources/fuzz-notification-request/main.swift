@@ -1,5 +1,4 @@
 import FuzzSupport
-import Ingest
 import ReceiptModel
 
 // The body of POST /v1/apple/notifications (no API key: anyone can post): the shape check and the unverified

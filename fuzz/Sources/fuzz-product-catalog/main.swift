@@ -1,5 +1,7 @@
 import AppStore
+import Catalog
 import FuzzSupport
+@testable import Notifications
 import ReceiptModel
 
 @testable import Verifier

@@ -1,8 +1,9 @@
 import Foundation
 import FuzzSupport
+import HTTPClient
 import ReceiptModel
 
-@testable import AppStore
+@testable import AppStoreServerAPI
 
 // App Store Server API answers as the client reads them (AppStoreServerAPIClient.interpret): the input is a body,
 // read as each endpoint's 2xx answer (Get Transaction Info, Get Transaction History, Get Notification History) and as
