@@ -196,9 +196,12 @@ import TestSupport
         #expect(try harness.balances(item: "gems")["u1"] == 100, "u1's kept purchase is not credited past the gap")
         _ = await paused.stop()
 
-        // Accepted by the entry the line named (found again at assignment now): u1's purchase is credited.
+        // Accepted by the entry the line named (found again at assignment now): u1's purchase is credited. With the
+        // default buffer: one message at a time would pause and resume fetching after each 200 kB filler.
         let accepted = try await ServiceProcess.start(
-            .ledger, environment: harness.environment.merging(["LEDGER_ACCEPT_OFFSET_GAP": acceptance]) { $1 },
+            .ledger,
+            environment: harness.environment.merging(
+                ["LEDGER_ACCEPT_OFFSET_GAP": acceptance, "LEDGER_MAX_BUFFERED_MESSAGES": "20000"]) { $1 },
             name: "accepted")
         #expect(await eventually(timeout: .seconds(30)) { (try? harness.balances(item: "gems"))?["u1"] == 200 })
         #expect(
