@@ -29,7 +29,7 @@ echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -
 counted="host=127.0.0.1 port=$PG_PORT user=postgres dbname=counted"
 LEDGER_DATABASE_URL="$counted" "$BIN/ledger-apply-bench" 10 >/dev/null
 "${AS_POSTGRES[@]}" "$PG_BIN/psql" -X -q -h 127.0.0.1 -p "$PG_PORT" -U postgres -d counted \
-    -c "TRUNCATE purchases, balances, consumer_offsets, entitlements, refused_claims, owner_links CASCADE" >/dev/null
+    -c "$LEDGER_TRUNCATE_ALL_SQL" >/dev/null
 LEDGER_DATABASE_URL="$counted" valgrind --tool=callgrind --callgrind-out-file="$WORK/callgrind.out" \
     "$BIN/ledger-apply-bench" "$COUNT" 500 >"$WORK/run.txt" 2>"$WORK/valgrind.log"
 cat "$WORK/run.txt"

@@ -196,3 +196,7 @@ callgrind_two_counts() {
             | swift demangle --simplified >"$WORK/annotate.$count"
     done
 }
+
+# Empties every table of a ledger database but the schema's version (a warm-up run's rows out, the schema kept):
+# whatever tables later schema versions add are emptied too, without this list having to know them.
+LEDGER_TRUNCATE_ALL_SQL="DO \$\$ BEGIN EXECUTE (SELECT 'TRUNCATE ' || string_agg(format('%I', tablename), ', ') || ' CASCADE' FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'schema_migrations'); END \$\$"

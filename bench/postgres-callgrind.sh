@@ -57,7 +57,7 @@ startup=$COUNTED
 PGOPTIONS="-c plan_cache_mode=force_custom_plan" LEDGER_DATABASE_URL="$server dbname=ledger" \
     "$BIN/ledger-apply-bench" 10 >/dev/null
 python3 bench/ledger-peer-apply.py 10 "$server dbname=peer" >/dev/null
-psql_as -d ledger -c "TRUNCATE purchases, balances, consumer_offsets, entitlements, refused_claims, owner_links CASCADE" >/dev/null
+psql_as -d ledger -c "$LEDGER_TRUNCATE_ALL_SQL" >/dev/null
 psql_as -d peer -c "TRUNCATE purchases, balances, consumer_offsets" >/dev/null
 
 counted ledger env PGOPTIONS="-c plan_cache_mode=force_custom_plan" LEDGER_DATABASE_URL="$server dbname=ledger" \

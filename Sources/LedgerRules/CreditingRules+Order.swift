@@ -52,9 +52,11 @@ extension CreditingRules {
 
     /// A credited period replaced by an upgrade to a period bought at `newPurchaseDateMs`: the unused share of its
     /// items is taken back (`unusedShare`) and its entitlement ends. Applies once, only to a period in force whose
-    /// time span contains the new purchase; anything else changes nothing.
+    /// time span contains the new purchase; anything else changes nothing. A period is upgraded once: one refunded
+    /// after its upgrade and then reversed (`recredited`) is in force again, and the replacement is still there, but
+    /// its unused share was taken already (`upgradedAtMs`).
     static func upgrade(_ newPurchaseDateMs: Int64, _ state: PurchaseState) -> LedgerDecision {
-        guard state.isInForce, let owner = state.owner, let purchased = state.purchaseDateMs,
+        guard state.isInForce, state.upgradedAtMs == nil, let owner = state.owner, let purchased = state.purchaseDateMs,
             let expires = state.expiresDateMs, purchased < newPurchaseDateMs, newPurchaseDateMs < expires
         else { return LedgerDecision(state: state, actions: []) }
         let take = unusedShare(

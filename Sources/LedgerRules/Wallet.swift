@@ -141,11 +141,21 @@ public struct Wallet: Sendable, Equatable {
         self.clawbacks = Dictionary(clawbacks.map { ($0.key, $0) }, uniquingKeysWith: { $1 })
     }
 
-    /// Units left in the lots (purchased and granted).
-    public var remaining: Int64 { lots.values.reduce(0) { $0 + max($1.remaining, 0) } }
+    /// Units left in the lots (purchased and granted), at most `Int64.max`: with debt outstanding the lots may hold
+    /// more than a balance can (balance = remaining − debt), and a sum past 64 bits must not trap (the batch would
+    /// crash the ledger again at every restart). Saturating is exact for what reads it: a spend is refused while any
+    /// debt is outstanding, and no spend asks more than `Int64.max`.
+    public var remaining: Int64 { Self.saturatingSum(lots.values.map { max($0.remaining, 0) }) }
 
-    /// Units left in lots of `kind`.
+    /// Units left in lots of `kind` (at most `Int64.max`, as `remaining`).
     public func remaining(_ kind: LotKind) -> Int64 {
-        lots.values.reduce(0) { $0 + ($1.kind == kind ? max($1.remaining, 0) : 0) }
+        Self.saturatingSum(lots.values.map { $0.kind == kind ? max($0.remaining, 0) : 0 })
+    }
+
+    private static func saturatingSum(_ values: [Int64]) -> Int64 {
+        values.reduce(0) { sum, value in
+            let (next, overflow) = sum.addingReportingOverflow(value)
+            return overflow ? Int64.max : next
+        }
     }
 }

@@ -12,7 +12,10 @@
 /// - **New lots** (a credit, a grant) repay outstanding debt first, oldest debt first, recorded as takes of the
 ///   clawback that owed it.
 /// - **A reversal** (`recredit`) gives back exactly what its purchase's refunds took: each take back to its lot,
-///   their outstanding debt and unrecovered units cancelled. An upgrade's take is never given back.
+///   their outstanding debt and unrecovered units cancelled. An upgrade's take is never given back. Units restored
+///   to a lot whose own purchase was refunded meanwhile pay that refund's shortfall first; what is left repays
+///   outstanding debt (`settleFromRestored`).
+/// - **Overflow** past 64 bits is reported (nil), never trapped: the caller refuses the operation.
 ///
 /// Every operation keeps `balance` = Σ remaining − `debt`.
 public enum WalletRules {
@@ -98,43 +101,56 @@ public enum WalletRules {
             self.taken = taken
             self.shortfall = shortfall
         }
+
+        /// What it did to the balance under `policy`: the units taken, and under `debt` the shortfall too (the
+        /// balance goes negative); under `floor` the shortfall is only recorded.
+        public func balanceChange(under policy: ClawbackPolicy) -> Int64 {
+            -(taken + (policy == .debt ? shortfall : 0))
+        }
     }
 
     /// Takes `units` of purchase `creditKey` back from `wallet` and records it as the clawback `key` (a key
     /// recorded before takes nothing again).
+    /// - Returns: what it took, or nil when the balance, the debt or the unrecovered units would pass 64 bits (then
+    ///   `wallet` is unchanged: the caller refuses it as it refuses a balance overflow, never traps).
     public static func takeBack(
         _ units: Int64, of creditKey: String, as key: String, kind: ClawbackKind, policy: ClawbackPolicy,
         atMs: Int64, from wallet: inout Wallet
-    ) -> TakeBack {
+    ) -> TakeBack? {
         guard units > 0, wallet.clawbacks[key] == nil else { return TakeBack(taken: 0, shortfall: 0) }
+        var next = wallet
         var clawback = Clawback(key: key, creditKey: creditKey, kind: kind, requested: units, atMs: atMs)
         var left = units
-        if let own = wallet.lots[creditKey], own.remaining > 0 {
+        if let own = next.lots[creditKey], own.remaining > 0 {
             let share = min(own.remaining, left)
-            wallet.lots[creditKey]?.taken += share
+            next.lots[creditKey]?.taken += share
             clawback.takes.append(LotShare(lot: creditKey, amount: share))
             left -= share
         }
         // The part the user already spent: from their other purchased currency, oldest first; never from a grant.
-        let others = wallet.lots.values.filter { $0.kind == .purchase && $0.key != creditKey && $0.remaining > 0 }
+        let others = next.lots.values.filter { $0.kind == .purchase && $0.key != creditKey && $0.remaining > 0 }
         for lot in others.sorted(by: fifo) where left > 0 {
             let share = min(lot.remaining, left)
-            wallet.lots[lot.key]?.covered += share
+            next.lots[lot.key]?.covered += share
             clawback.takes.append(LotShare(lot: lot.key, amount: share))
             left -= share
         }
         let taken = units - left
-        wallet.balance -= taken
+        guard let balance = next.balance.minus(taken) else { return nil }
+        next.balance = balance
         switch policy {
         case .floor:
+            guard let unrecovered = next.unrecovered.plus(left) else { return nil }
             clawback.unrecovered = left
-            wallet.unrecovered += left
+            next.unrecovered = unrecovered
         case .debt:
+            guard let debt = next.debt.plus(left), let balance = next.balance.minus(left) else { return nil }
             clawback.debt = left
-            wallet.debt += left
-            wallet.balance -= left
+            next.debt = debt
+            next.balance = balance
         }
-        wallet.clawbacks[key] = clawback
+        next.clawbacks[key] = clawback
+        wallet = next
         return TakeBack(taken: taken, shortfall: left)
     }
 
@@ -150,49 +166,75 @@ public enum WalletRules {
         public var unrecoveredCancelled: Int64
         /// The clawbacks reversed, in key order.
         public var clawbacks: [String]
+        /// What the restored units paid before they reached the balance (`settleFromRestored`): the shortfall of a
+        /// refund of the purchase whose lot they came back to, then outstanding debt.
+        public var settlements: [Settlement]
 
-        public init(restored: Int64, debtCancelled: Int64, unrecoveredCancelled: Int64, clawbacks: [String]) {
+        public init(
+            restored: Int64, debtCancelled: Int64, unrecoveredCancelled: Int64, clawbacks: [String],
+            settlements: [Settlement] = []
+        ) {
             self.restored = restored
             self.debtCancelled = debtCancelled
             self.unrecoveredCancelled = unrecoveredCancelled
             self.clawbacks = clawbacks
+            self.settlements = settlements
         }
 
-        /// What the balance gained.
-        public var balanceChange: Int64 { restored + debtCancelled }
+        /// Restored units that went to a refund's unrecovered units (they never reach the balance).
+        public var unrecoveredSettled: Int64 {
+            settlements.reduce(0) { $0 + ($1.ofDebt ? 0 : $1.amount) }
+        }
+
+        /// What the balance gained (units that repaid debt lower the debt as much as they raise the lots).
+        public var balanceChange: Int64 { restored + debtCancelled - unrecoveredSettled }
     }
 
     /// Gives back what the refunds of purchase `creditKey` not reversed yet took (a `recredit`): each take to its
-    /// lot, their debt and unrecovered units cancelled. `wallet` must hold those clawbacks and the lots they took
-    /// from.
-    public static func reverseRefunds(of creditKey: String, in wallet: inout Wallet) -> Reversal {
+    /// lot, their debt and unrecovered units cancelled; then the units restored settle what is owed before they reach
+    /// the balance (`settleFromRestored`). `wallet` must hold those clawbacks, the lots they took from, the open
+    /// refunds of those lots' purchases and the clawbacks with debt outstanding.
+    /// - Returns: what it gave back, or nil when the balance would pass 64 bits (then `wallet` is unchanged).
+    public static func reverseRefunds(of creditKey: String, in wallet: inout Wallet) -> Reversal? {
+        var next = wallet
         var reversal = Reversal(restored: 0, debtCancelled: 0, unrecoveredCancelled: 0, clawbacks: [])
-        let open = wallet.clawbacks.values.filter { $0.creditKey == creditKey && $0.kind == .refund && !$0.reversed }
+        var restoredLots: Set<String> = []
+        let open = next.clawbacks.values.filter { $0.creditKey == creditKey && $0.kind == .refund && !$0.reversed }
         for clawback in open.sorted(by: { $0.key < $1.key }) {
             for take in clawback.takes {
-                guard var lot = wallet.lots[take.lot] else { continue }
+                guard var lot = next.lots[take.lot] else { continue }
                 // A take from the purchase's own lot was counted as taken; one from another lot as covered.
+                let back: Int64
                 if take.lot == creditKey {
-                    let back = min(take.amount, lot.taken)
+                    back = min(take.amount, lot.taken)
                     lot.taken -= back
-                    reversal.restored += back
                 } else {
-                    let back = min(take.amount, lot.covered)
+                    back = min(take.amount, lot.covered)
                     lot.covered -= back
-                    reversal.restored += back
                 }
-                wallet.lots[take.lot] = lot
+                guard let restored = reversal.restored.plus(back) else { return nil }
+                reversal.restored = restored
+                if back > 0 { restoredLots.insert(take.lot) }
+                next.lots[take.lot] = lot
             }
-            reversal.debtCancelled += clawback.debt
-            reversal.unrecoveredCancelled += clawback.unrecovered
-            wallet.debt -= clawback.debt
-            wallet.unrecovered -= clawback.unrecovered
-            wallet.clawbacks[clawback.key]?.debt = 0
-            wallet.clawbacks[clawback.key]?.unrecovered = 0
-            wallet.clawbacks[clawback.key]?.reversed = true
+            guard let debtCancelled = reversal.debtCancelled.plus(clawback.debt),
+                let unrecoveredCancelled = reversal.unrecoveredCancelled.plus(clawback.unrecovered)
+            else { return nil }
+            reversal.debtCancelled = debtCancelled
+            reversal.unrecoveredCancelled = unrecoveredCancelled
+            next.debt -= clawback.debt
+            next.unrecovered -= clawback.unrecovered
+            next.clawbacks[clawback.key]?.debt = 0
+            next.clawbacks[clawback.key]?.unrecovered = 0
+            next.clawbacks[clawback.key]?.reversed = true
             reversal.clawbacks.append(clawback.key)
         }
-        wallet.balance += reversal.balanceChange
+        reversal.settlements = settleFromRestored(restoredLots, in: &next)
+        guard let gain = reversal.restored.plus(reversal.debtCancelled)?.minus(reversal.unrecoveredSettled),
+            let balance = next.balance.plus(gain)
+        else { return nil }
+        next.balance = balance
+        wallet = next
         return reversal
     }
 }

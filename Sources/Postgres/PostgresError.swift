@@ -29,6 +29,10 @@ public struct PostgresError: Error, CustomStringConvertible, Sendable, Equatable
 
     /// Class 22 (data exception: a value the statement cannot take): retrying the same values fails again.
     public var isDataException: Bool { sqlState?.errorClass == .dataException }
+
+    /// Class 23 (integrity constraint violation: a unique, foreign key, check or not-null constraint refused a row).
+    /// Unlike a data exception it may be a concurrent writer's row committed first, which a retry reads.
+    public var isIntegrityConstraintViolation: Bool { sqlState?.errorClass == .integrityConstraintViolation }
 }
 
 /// A SQLSTATE: five characters, the first two its class (PostgreSQL's "Appendix A. PostgreSQL Error Codes"). The
@@ -58,6 +62,8 @@ public struct SQLState: RawRepresentable, Hashable, Sendable, CustomStringConver
 
         /// Class 22, data exception.
         public static let dataException = Class(rawValue: "22")
+        /// Class 23, integrity constraint violation.
+        public static let integrityConstraintViolation = Class(rawValue: "23")
         /// Class 40, transaction rollback (serialization failure, deadlock detected).
         public static let transactionRollback = Class(rawValue: "40")
     }

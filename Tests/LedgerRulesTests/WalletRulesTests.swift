@@ -26,6 +26,9 @@ import Testing
         case refused(WalletRules.Refusal)
         case took(taken: Int64, shortfall: Int64)
         case reversed(restored: Int64, debtCancelled: Int64, unrecoveredCancelled: Int64)
+        /// A reversal whose restored units paid a shortfall or debt before reaching the balance.
+        case reversedSettling(
+            restored: Int64, debtCancelled: Int64, unrecoveredCancelled: Int64, settled: [WalletRules.Settlement])
         case overflow
     }
 
@@ -209,6 +212,102 @@ import Testing
             outcomes: [.added(repaid: [:]), .reversed(restored: 0, debtCancelled: 0, unrecoveredCancelled: 0)],
             lots: ["p": LotEnd(0, 0, 0)], balance: 100),
 
+        Row(
+            name: "an upgrade's clawback recorded once takes nothing again after a refund and its reversal",
+            steps: [
+                .credit("p", 300, at: 1), .upgrade("p", 200), .refund("p", 100, key: "e1"), .reverse("p"),
+                .upgrade("p", 200),
+            ],
+            outcomes: [
+                .added(repaid: [:]), .took(taken: 200, shortfall: 0), .took(taken: 100, shortfall: 0),
+                .reversed(restored: 100, debtCancelled: 0, unrecoveredCancelled: 0), .took(taken: 0, shortfall: 0),
+            ],
+            lots: ["p": LotEnd(0, 200, 0)], balance: 100),
+
+        // MARK: reversals onto lots whose own purchase was refunded since
+        Row(
+            name: "floor: units a reversal restores to a refunded purchase's lot pay that refund's unrecovered units first",
+            steps: [
+                .credit("p1", 100, at: 1), .credit("p2", 100, at: 2), .spend(100), .refund("p1", 100, key: "e1"),
+                .refund("p2", 100, key: "e2"), .reverse("p1"),
+            ],
+            outcomes: [
+                .added(repaid: [:]), .added(repaid: [:]), .spent([share("p1", 100)]), .took(taken: 100, shortfall: 0),
+                .took(taken: 0, shortfall: 100),
+                .reversedSettling(
+                    restored: 100, debtCancelled: 0, unrecoveredCancelled: 0,
+                    settled: [WalletRules.Settlement(clawback: "e2", lot: "p2", amount: 100, ofDebt: false)]),
+            ],
+            lots: ["p1": LotEnd(100, 0, 0), "p2": LotEnd(0, 100, 0)], balance: 0),
+        Row(
+            name: "floor: ...and reversing that purchase's refund too gives its units back",
+            steps: [
+                .credit("p1", 100, at: 1), .credit("p2", 100, at: 2), .spend(100), .refund("p1", 100, key: "e1"),
+                .refund("p2", 100, key: "e2"), .reverse("p1"), .reverse("p2"),
+            ],
+            outcomes: [
+                .added(repaid: [:]), .added(repaid: [:]), .spent([share("p1", 100)]), .took(taken: 100, shortfall: 0),
+                .took(taken: 0, shortfall: 100),
+                .reversedSettling(
+                    restored: 100, debtCancelled: 0, unrecoveredCancelled: 0,
+                    settled: [WalletRules.Settlement(clawback: "e2", lot: "p2", amount: 100, ofDebt: false)]),
+                .reversed(restored: 100, debtCancelled: 0, unrecoveredCancelled: 0),
+            ],
+            lots: ["p1": LotEnd(100, 0, 0), "p2": LotEnd(0, 0, 0)], balance: 100),
+        Row(
+            name: "debt: units a reversal restores to a refunded purchase's lot repay that refund's debt first",
+            policy: .debt,
+            steps: [
+                .credit("p1", 100, at: 1), .credit("p2", 100, at: 2), .spend(100), .refund("p1", 100, key: "e1"),
+                .refund("p2", 100, key: "e2"), .reverse("p1"),
+            ],
+            outcomes: [
+                .added(repaid: [:]), .added(repaid: [:]), .spent([share("p1", 100)]), .took(taken: 100, shortfall: 0),
+                .took(taken: 0, shortfall: 100),
+                .reversedSettling(
+                    restored: 100, debtCancelled: 0, unrecoveredCancelled: 0,
+                    settled: [WalletRules.Settlement(clawback: "e2", lot: "p2", amount: 100, ofDebt: true)]),
+            ],
+            lots: ["p1": LotEnd(100, 0, 0), "p2": LotEnd(0, 100, 0)], balance: 0),
+        Row(
+            name: "debt: units a reversal restores repay another purchase's debt, so spends are not refused",
+            policy: .debt,
+            steps: [
+                .credit("p1", 100, at: 1), .credit("p2", 100, at: 2), .credit("p3", 150, at: 3), .spend(200),
+                .refund("p1", 100, key: "e1"), .refund("p2", 100, key: "e2"), .reverse("p1"), .spend(50),
+            ],
+            outcomes: [
+                .added(repaid: [:]), .added(repaid: [:]), .added(repaid: [:]),
+                .spent([share("p1", 100), share("p2", 100)]), .took(taken: 100, shortfall: 0),
+                .took(taken: 50, shortfall: 50),
+                .reversedSettling(
+                    restored: 100, debtCancelled: 0, unrecoveredCancelled: 0,
+                    settled: [WalletRules.Settlement(clawback: "e2", lot: "p3", amount: 50, ofDebt: true)]),
+                .spent([share("p3", 50)]),
+            ],
+            lots: ["p1": LotEnd(100, 0, 0), "p2": LotEnd(100, 0, 0), "p3": LotEnd(50, 0, 100)], balance: 0),
+        Row(
+            name: "floor: a back-filled opening debt is repaid by the units a reversal restores",
+            start: Wallet(
+                balance: -100, debt: 100,
+                lots: [WalletLot(key: "c1", kind: .purchase, amount: 100, taken: 100, addedAtMs: 1)],
+                clawbacks: [
+                    Clawback(
+                        key: "refund-before-schema-6:c1", creditKey: "c1", kind: .refund, requested: 100,
+                        takes: [share("c1", 100)], atMs: 1),
+                    Clawback(key: "opening:production:gems", creditKey: nil, kind: .opening, requested: 100, debt: 100, atMs: 0),
+                ]),
+            steps: [.reverse("c1"), .credit("p", 10, at: 2), .spend(10)],
+            outcomes: [
+                .reversedSettling(
+                    restored: 100, debtCancelled: 0, unrecoveredCancelled: 0,
+                    settled: [
+                        WalletRules.Settlement(clawback: "opening:production:gems", lot: "c1", amount: 100, ofDebt: true)
+                    ]),
+                .added(repaid: [:]), .spent([share("p", 10)]),
+            ],
+            lots: ["c1": LotEnd(0, 0, 100), "p": LotEnd(10, 0, 0)], balance: 0),
+
         // MARK: limits
         Row(
             name: "a lot that would overflow the balance is refused and changes nothing",
@@ -216,6 +315,37 @@ import Testing
             steps: [.grant("grant:g", 11, at: 1), .grant("grant:h", 10, at: 2)],
             outcomes: [.overflow, .added(repaid: [:])],
             lots: ["old": LotEnd(0, 0, 0), "grant:h": LotEnd(0, 0, 0)], balance: Int64.max),
+        Row(
+            name: "debt: a take-back whose debt would pass 64 bits is refused and changes nothing",
+            policy: .debt,
+            start: Wallet(
+                balance: -(Int64.max - 5), debt: Int64.max - 5,
+                lots: [WalletLot(key: "p", kind: .purchase, amount: 100, spent: 100, addedAtMs: 1)],
+                clawbacks: [Clawback(key: "old", creditKey: nil, kind: .opening, requested: Int64.max - 5, debt: Int64.max - 5, atMs: 0)]),
+            steps: [.refund("p", 100, key: "e1"), .refund("p", 5, key: "e2")],
+            outcomes: [.overflow, .took(taken: 0, shortfall: 5)],
+            lots: ["p": LotEnd(100, 0, 0)], balance: -Int64.max, debt: Int64.max),
+        Row(
+            name: "floor: a take-back whose unrecovered units would pass 64 bits is refused and changes nothing",
+            start: Wallet(
+                unrecovered: Int64.max - 5,
+                lots: [WalletLot(key: "p", kind: .purchase, amount: 100, spent: 100, addedAtMs: 1)],
+                clawbacks: [Clawback(key: "old", creditKey: "q", kind: .refund, requested: Int64.max - 5, unrecovered: Int64.max - 5, atMs: 0)]),
+            steps: [.refund("p", 100, key: "e1")],
+            outcomes: [.overflow],
+            lots: ["p": LotEnd(100, 0, 0)], balance: 0, unrecovered: Int64.max - 5),
+        Row(
+            name: "a reversal that would raise the balance past 64 bits is refused and changes nothing",
+            start: Wallet(
+                balance: Int64.max - 10,
+                lots: [
+                    WalletLot(key: "old", kind: .grant, amount: Int64.max - 10, addedAtMs: 0),
+                    WalletLot(key: "p", kind: .purchase, amount: 100, taken: 100, addedAtMs: 1),
+                ],
+                clawbacks: [Clawback(key: "e1", creditKey: "p", kind: .refund, requested: 100, takes: [share("p", 100)], atMs: 2)]),
+            steps: [.reverse("p")],
+            outcomes: [.overflow],
+            lots: ["old": LotEnd(0, 0, 0), "p": LotEnd(0, 100, 0)], balance: Int64.max - 10),
     ]
 
     @Test(arguments: rows)
@@ -240,18 +370,25 @@ import Testing
             case .refund(let purchase, let units, let key):
                 let took = WalletRules.takeBack(
                     units, of: purchase, as: key, kind: .refund, policy: row.policy, atMs: 10, from: &wallet)
-                outcomes.append(.took(taken: took.taken, shortfall: took.shortfall))
+                outcomes.append(took.map { .took(taken: $0.taken, shortfall: $0.shortfall) } ?? .overflow)
             case .upgrade(let purchase, let units):
                 let took = WalletRules.takeBack(
                     units, of: purchase, as: "upgrade:\(purchase)", kind: .upgrade, policy: row.policy, atMs: 10,
                     from: &wallet)
-                outcomes.append(.took(taken: took.taken, shortfall: took.shortfall))
+                outcomes.append(took.map { .took(taken: $0.taken, shortfall: $0.shortfall) } ?? .overflow)
             case .reverse(let purchase):
-                let reversal = WalletRules.reverseRefunds(of: purchase, in: &wallet)
+                guard let reversal = WalletRules.reverseRefunds(of: purchase, in: &wallet) else {
+                    outcomes.append(.overflow)
+                    break
+                }
                 outcomes.append(
-                    .reversed(
-                        restored: reversal.restored, debtCancelled: reversal.debtCancelled,
-                        unrecoveredCancelled: reversal.unrecoveredCancelled))
+                    reversal.settlements.isEmpty
+                        ? .reversed(
+                            restored: reversal.restored, debtCancelled: reversal.debtCancelled,
+                            unrecoveredCancelled: reversal.unrecoveredCancelled)
+                        : .reversedSettling(
+                            restored: reversal.restored, debtCancelled: reversal.debtCancelled,
+                            unrecoveredCancelled: reversal.unrecoveredCancelled, settled: reversal.settlements))
             }
             // The one number users read always agrees with the lots and the debt.
             #expect(wallet.balance == wallet.remaining - wallet.debt, "after \(step)")
@@ -264,6 +401,22 @@ import Testing
         #expect(wallet.unrecovered == row.unrecovered)
         #expect(wallet.clawbacks.values.reduce(0) { $0 + $1.debt } == row.debt)
         #expect(wallet.clawbacks.values.reduce(0) { $0 + $1.unrecovered } == row.unrecovered)
+    }
+}
+
+extension WalletRulesTests {
+    /// Lots holding more than 64 bits in all (possible only with debt outstanding) sum to `Int64.max`, not a trap.
+    @Test func remainingPastSixtyFourBitsSaturates() {
+        let half = Int64.max / 2 + 1
+        let wallet = Wallet(
+            balance: Int64.max - 1, debt: 2,
+            lots: [
+                WalletLot(key: "a", kind: .grant, amount: half, addedAtMs: 0),
+                WalletLot(key: "b", kind: .grant, amount: half, addedAtMs: 1),
+            ])
+        #expect(wallet.remaining == Int64.max)
+        #expect(wallet.remaining(.grant) == Int64.max)
+        #expect(wallet.remaining(.purchase) == 0)
     }
 }
 

@@ -152,6 +152,38 @@ struct LedgerProcessTests {
         }
     }
 
+    /// A message the database refuses with an integrity constraint violation (class 23) alone, again on the retry,
+    /// is dead-lettered with the reason; its partition moves on and the message after it is applied. (Before, it was
+    /// retried forever and held the partition.) A trigger stands in for a constraint the ledger's own rows break.
+    @Test func aMessageRefusedByAConstraintTwiceIsDeadLetteredAndThePartitionMovesOn() async throws {
+        let harness = try await LedgerHarness.start()
+        let ledger = try await harness.startLedger()
+        try harness.execute(
+            """
+            CREATE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF NEW.credit_key = '\(F.key("poison"))' THEN
+                    RAISE EXCEPTION 'poison purchase' USING ERRCODE = 'check_violation';
+                END IF;
+                RETURN NEW;
+            END $$
+            """)
+        try harness.execute(
+            "CREATE TRIGGER refuse_poison BEFORE INSERT ON purchases FOR EACH ROW EXECUTE FUNCTION refuse_poison()")
+        try await harness.produce(H.resultsTopic, key: "u1", [
+            F.result(submissionId: "s1", userId: "u1", transactions: [F.transaction(creditKey: "poison")]),
+            F.result(submissionId: "s2", userId: "u1", transactions: [F.transaction(creditKey: "good")]),
+        ])
+        #expect(await eventually(timeout: .seconds(30)) { harness.appliedOffsets() == 2 })
+        #expect(try harness.balances(item: "gems") == ["u1": 100])
+        #expect(try harness.count("SELECT count(*) FROM dead_letters WHERE reason LIKE '%poison purchase%'") == 1)
+        #expect(try harness.count("SELECT count(*) FROM dead_letters WHERE reason LIKE '%23514%'") == 1)
+        #expect(try harness.count("SELECT count(*) FROM dead_letters") == 1)
+        #expect(await ledger.metricSum("ledger_dead_letters_total") == 1)
+        #expect(await ledger.stop() == 0)
+        await harness.shutdown()
+    }
+
     @Test func aLedgerKilledWhileApplyingBatchesLosesAndDoublesNothing() async throws {
         let harness = try await LedgerHarness.start(settings: ["LEDGER_BATCH_SIZE": "100"])
         let users = 20

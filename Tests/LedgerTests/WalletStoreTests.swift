@@ -135,6 +135,91 @@ import TestSupport
         try db.expectConsistent()
     }
 
+    /// Issue 40 F2: P1's reversal gives back the units its refund took from P2, but P2 was refunded since and what it
+    /// could not take was its own spent share: those restored units settle that refund first, so the balance is what
+    /// the valid purchases hold (P1's 100, all spent), under either policy.
+    @Test(arguments: ClawbackPolicy.allCases)
+    func aReversalOntoALotWhosePurchaseWasRefundedSettlesThatRefundFirst(_ policy: ClawbackPolicy) throws {
+        let db = try LedgerDatabase("wallet_reversal_onto_refunded_\(policy)", clawback: policy)
+        try db.applyResults(Self.purchase("p1"))
+        try db.applyResults(Self.purchase("p2"))
+        #expect(try db.spend(100, key: "k1").status == 200)
+        try db.applyEvents(Self.refund("p1", eventId: "r1"))
+        try db.applyEvents(Self.refund("p2", eventId: "r2"))
+        #expect(try db.user("u1").balance("gems") == (policy == .debt ? -100 : 0))
+        try db.applyEvents(Self.reversal("p1", eventId: "r3"))
+        #expect(try db.user("u1").balance("gems") == 0)
+        #expect(try db.user("u1").wallet("gems") == LedgerQueries.WalletSummary(purchased: 0, granted: 0, debt: 0, unrecovered: 0))
+        #expect(try db.lot("u1", F.key("p2")) == Lot(amount: 100, spent: 0, taken: 100, covered: 0))
+        try db.expectConsistent()
+        // P2's refund reversed too: its units are the user's again.
+        try db.applyEvents(Self.reversal("p2", eventId: "r4"))
+        #expect(try db.user("u1").balance("gems") == 100)
+        #expect(try db.spend(100, key: "k2").status == 200)
+        try db.expectConsistent()
+    }
+
+    /// Issue 40 F2 and F4 under debt: units a reversal restores repay the debt they owe before they reach the balance.
+    @Test func debtAReversalSettlesDebtFromTheUnitsItRestores() throws {
+        let db = try LedgerDatabase("wallet_reversal_repays_debt", clawback: .debt)
+        try db.applyResults(Self.purchase("p1"))
+        try db.applyResults(Self.purchase("p2"))
+        try db.applyResults(Self.purchase("p3", quantity: 2))
+        #expect(try db.spend(200, key: "k1").status == 200)
+        try db.applyEvents(Self.refund("p1", eventId: "r1"))  // 100 from p3
+        try db.applyEvents(Self.refund("p2", eventId: "r2"))  // 100 from p3, none left: nothing owed
+        try db.applyEvents(Self.refund("p3", eventId: "r3"))  // p3 spent nothing but covered 200: 200 owed
+        #expect(try db.user("u1").wallet("gems").debt == 200)
+        try db.applyEvents(Self.reversal("p1", eventId: "r4"))
+        // p1 is good again: its 100 restored to p3's lot pay p3's own refund first (p3 is refunded).
+        #expect(try db.user("u1").balance("gems") == -100)
+        #expect(try db.user("u1").wallet("gems").debt == 100)
+        try db.expectConsistent()
+        try db.applyEvents(Self.reversal("p3", eventId: "r5"))
+        // p3 good again: what its refund took comes back and its debt is cancelled; p2's refund keeps the 100 it
+        // took from p3 (p2's spent units were paid with them).
+        #expect(try db.user("u1").wallet("gems").debt == 0)
+        #expect(try db.user("u1").balance("gems") == 100)
+        #expect(try db.spend(100, key: "k2").status == 200)
+        try db.expectConsistent()
+    }
+
+    /// Issue 40 F1: an upgraded period refunded, then its refund reversed with `is_upgraded`, is in force again next
+    /// to its replacement; it is not upgraded a second time (which took its unused share again under the same
+    /// clawback key: a primary-key violation that retried the batch forever).
+    @Test func anUpgradedPeriodRefundedAndReversedIsNotUpgradedAgain() throws {
+        typealias M = MoneyWhereItShouldTests
+        let db = try LedgerDatabase("wallet_upgrade_refund_reversal")
+        try db.applyResults(F.result(submissionId: "s1", userId: "u1", transactions: [M.monthly()]))
+        #expect(try db.applyEvents(F.event(eventId: "e1", type: "credit", transaction: M.yearly, subtype: "UPGRADE")).upgrades == 1)
+        #expect(try db.user("u1").balance("gems") == 3_100)
+        try db.applyEvents(F.event(eventId: "e2", type: "debit", transaction: M.monthly()))
+        #expect(try db.user("u1").balance("gems") == 3_000, "the refund takes what the upgrade left")
+        let reversed = try db.applyEvents(
+            F.event(eventId: "e3", type: "recredit", transaction: M.monthly { $0["is_upgraded"] = true }))
+        #expect(reversed.upgrades == 0)
+        #expect(try db.user("u1").balance("gems") == 3_100)
+        #expect(try db.purchase(F.key("p1"))?.state == "recredited")
+        #expect(try db.count("wallet_clawbacks") == 2)
+        try db.expectConsistent()
+    }
+
+    /// A take-back is taken once against the database: a clawback an earlier batch recorded under the key (not one
+    /// the wallet read would otherwise load: no debt, not a refund) takes and writes nothing again.
+    @Test func aClawbackRecordedInAnEarlierBatchIsNotTakenAgain() throws {
+        typealias M = MoneyWhereItShouldTests
+        let db = try LedgerDatabase("wallet_clawback_taken_once")
+        try db.applyResults(F.result(submissionId: "s1", userId: "u1", transactions: [M.monthly()]))
+        try db.connection.execute(
+            """
+            INSERT INTO wallet_clawbacks (user_id, clawback_key, book, item, credit_key, kind, requested, at_ms)
+            VALUES ('u1', $1, 'production', 'gems', $2, 'upgrade', 200, 0)
+            """, [.text("upgrade:\(F.key("p1"))"), .text(F.key("p1"))])
+        try db.applyEvents(F.event(eventId: "e1", type: "credit", transaction: M.yearly, subtype: "UPGRADE"))
+        #expect(try db.user("u1").balance("gems") == 3_300)
+        #expect(try db.history().map { $0["kind"] as? String } == ["credit", "credit"])
+    }
+
     @Test func aGrantIsNeverTakenByARefund() throws {
         let db = try LedgerDatabase("wallet_grant")
         try db.applyResults(Self.purchase("p1"))
@@ -322,6 +407,13 @@ import TestSupport
         // The opening debt is repaid by the next grant.
         #expect(try db.grant(30, key: "g1", user: "u3").json?["debt_repaid"] as? Int == 30)
         #expect(try db.user("u3").balance("gems") == -70)
+        try db.expectConsistent()
+        // c1's refund reversed: its 100 come back to its lot and repay the rest of the opening debt first (the
+        // balance is spendable, not positive beside a debt that refuses every spend).
+        try db.applyEvents(Self.reversal("c1", eventId: "r-c1"))
+        #expect(try db.user("u3").balance("gems") == 30)
+        #expect(try db.user("u3").wallet("gems").debt == 0)
+        #expect(try db.spend(30, key: "k1", user: "u3").status == 200)
         try db.expectConsistent()
     }
 

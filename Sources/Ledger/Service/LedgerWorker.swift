@@ -123,7 +123,7 @@ final class LedgerWorker: Sendable {
             if !batch.isEmpty {
                 ahead = DecodingAhead(on: decoder) { [self] in takeDecodedBatch() }
             }
-            if !admitted.isEmpty { applyUntilCommitted(admitted, isolating: false) }
+            if !admitted.isEmpty { applyUntilCommitted(admitted) }
             refreshGaugesIfDue()
         }
     }
@@ -223,9 +223,13 @@ final class LedgerWorker: Sendable {
 
     /// Applies `batch` in one transaction, retrying with backoff until it commits or the worker stops. A data
     /// exception (the database refusing a value) is retried message by message, and the message it refuses is
-    /// dead-lettered with its offset.
-    private func applyUntilCommitted(_ batch: [DecodedRecord], isolating: Bool) {
+    /// dead-lettered with its offset. An integrity constraint violation (class 23) is too, once it repeats on the
+    /// message alone: the first may be a concurrent writer's row committed first (the retry reads it), the same
+    /// refusal again is the message's own, and retrying it forever would hold its partition. A serialization failure
+    /// or deadlock (class 40) is always retried.
+    private func applyUntilCommitted(_ batch: [DecodedRecord]) {
         var backoff = Backoff()
+        var integrityViolations = 0
         while true {
             let started = SystemTime.monotonicNanoseconds()
             do {
@@ -238,16 +242,17 @@ final class LedgerWorker: Sendable {
                 return
             } catch {
                 metrics.databaseErrors.increment()
-                if error.isDataException {
+                if error.isDataException || error.isIntegrityConstraintViolation {
                     if batch.count > 1 {
                         logger.warning(
                             "the database refused a value in a batch; applying it one message at a time",
                             ["messages": .int(batch.count), "error": .string(error.description)])
-                        for record in batch { applyUntilCommitted([record], isolating: true) }
+                        for record in batch { applyUntilCommitted([record]) }
                         return
                     }
-                    if isolating || batch.count == 1, let record = batch.first?.record,
-                        deadLetterRefused(record, reason: "refused by the database: \(error.message)")
+                    if error.isIntegrityConstraintViolation { integrityViolations += 1 }
+                    if error.isDataException || integrityViolations > 1, let record = batch.first?.record,
+                        deadLetterRefused(record, reason: "refused by the database: \(error.description)")
                     {
                         return
                     }

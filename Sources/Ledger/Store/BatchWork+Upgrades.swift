@@ -8,14 +8,15 @@ extension BatchWork {
     mutating func reportUpgrade(of transaction: LedgerTransaction) throws(PostgresError) {
         guard transaction.isPeriod, let original = transaction.originalTransactionId else { return }
         var purchase = try load(transaction.creditKey)
-        guard purchase.state.status != .none, !purchase.state.upgradeReported else { return }
-        purchase.state.upgradeReported = true
+        guard let marked = UpgradeRule.markingReported(purchase.state) else { return }
+        purchase.state = marked
         purchases[transaction.creditKey] = purchase
         dirtyPurchases.insert(transaction.creditKey)
         try applyUpgrades(subscription: original, upgradeNotified: [])
     }
 
-    /// Takes back the unused share of every period of `subscription` that a credited period replaced.
+    /// Takes back the unused share of every period of `subscription` that a credited period replaced. A period
+    /// upgraded before is not offered again (refunded and reversed since, it is in force, but upgraded once).
     mutating func applyUpgrades(subscription: String, upgradeNotified: Set<String>) throws(PostgresError) {
         let periods = purchases.compactMap { key, purchase -> UpgradeRule.Period? in
             guard purchase.originalTransactionId == subscription, PurchaseKey.isPeriod(key),
@@ -24,7 +25,7 @@ extension BatchWork {
             else { return nil }
             return UpgradeRule.Period(
                 creditKey: key, originalTransactionId: subscription, productId: productId, purchaseDateMs: purchased,
-                expiresDateMs: expires, inForce: purchase.state.isInForce,
+                expiresDateMs: expires, inForce: purchase.state.isInForce && purchase.state.upgradedAtMs == nil,
                 upgradeReported: purchase.state.upgradeReported)
         }
         for replaced in UpgradeRule.replacements(among: periods, upgradeNotified: upgradeNotified) {

@@ -3,8 +3,10 @@ import ServiceSupport
 
 /// A user's history (`GET /v1/users/{user_id}/history`): every credit, grant, spend, take-back, reversal and debt
 /// repayment of their wallets, newest first, in pages. Entries are rows the transactions that moved the units wrote
-/// (`wallet_history`), numbered as written; a page's cursor is the number of its last entry, so a page never shifts
-/// when newer entries arrive.
+/// (`wallet_history`), numbered as written; a page's cursor is the number of its last entry, so entries written later
+/// never push entries onto the next page. Numbers are taken before commit: one wallet's entries become visible in
+/// order (its lock is held from before they are numbered), but across a user's wallets an entry can become visible
+/// below entries already read (docs/CREDITING.md, "History").
 enum WalletHistory {
     static let defaultLimit = 50
     static let maxLimit = 500

@@ -63,13 +63,29 @@ struct WalletWork {
 
     func wasRead(_ key: WalletKey) -> Bool { read[key] != nil }
 
+    /// History rows of the debt a new lot of `wallet` repaid (the lot's own credit or grant row comes just before).
+    mutating func recordRepayments(_ repaid: [(clawback: String, amount: Int64)], of wallet: WalletKey, atMs: Int64) {
+        for repayment in repaid {
+            history.append(
+                WalletHistoryEntry(
+                    wallet: wallet, kind: .debtRepayment, key: repayment.clawback,
+                    creditKey: self.wallet(wallet).clawbacks[repayment.clawback]?.creditKey, amount: repayment.amount,
+                    balanceChange: 0, atMs: atMs))
+        }
+    }
+
     // MARK: Reading
 
     /// The statements that lock the wallets `keys` (their balances rows, in key order: the lock order of every
     /// transaction touching wallets) and read their lots with units remaining, their clawbacks with debt
-    /// outstanding, and, for a reversal of the purchases `reversing`, their refunds not reversed yet with their takes
-    /// and the lots those took from. Run them in this order in one pipeline (the lock first).
-    static func readStatements(_ keys: [WalletKey], reversing: [String] = []) -> [(sql: String, parameters: [PostgresValue])] {
+    /// outstanding, for a reversal of the purchases `reversing` their refunds not reversed yet with their takes, the
+    /// lots those took from and the refunds of those lots' purchases still short (what the restored units settle
+    /// first), and the clawbacks `takingBack` names (user, clawback key) if recorded already: a take-back is taken
+    /// once against the database, not only against what else was read. Run them in this order in one pipeline (the
+    /// lock first).
+    static func readStatements(
+        _ keys: [WalletKey], reversing: [String] = [], takingBack: [(user: String, key: String)] = []
+    ) -> [(sql: String, parameters: [PostgresValue])] {
         let sorted = keys.sorted()
         let wallets: [PostgresValue] = [
             .textArray(sorted.map(\.user)), .textArray(sorted.map(\.book.rawValue)), .textArray(sorted.map(\.item)),
@@ -77,7 +93,10 @@ struct WalletWork {
         return [
             (lockBalances, wallets),
             reversing.isEmpty ? (remainingLots, wallets) : (remainingAndTakenLots, wallets + [.textArray(reversing)]),
-            (clawbacks, wallets + [.textArray(reversing)]),
+            (
+                clawbacks,
+                wallets + [.textArray(reversing), .textArray(takingBack.map(\.user)), .textArray(takingBack.map(\.key))]
+            ),
         ]
     }
 
@@ -111,7 +130,16 @@ struct WalletWork {
             JOIN wallet_clawbacks c ON c.user_id = w.u AND c.book = w.b AND c.item = w.i AND c.debt > 0
             UNION
             SELECT user_id, clawback_key FROM wallet_clawbacks
-            WHERE credit_key = ANY($4::text[]) AND kind = 'refund' AND NOT reversed)
+            WHERE credit_key = ANY($4::text[]) AND kind = 'refund' AND NOT reversed
+            UNION
+            SELECT o.user_id, o.clawback_key FROM wallet_clawbacks c
+            JOIN wallet_takes t ON t.user_id = c.user_id AND t.clawback_key = c.clawback_key
+            JOIN wallet_clawbacks o ON o.user_id = t.user_id AND o.credit_key = t.lot_key AND o.kind = 'refund'
+                AND NOT o.reversed AND (o.debt > 0 OR o.unrecovered > 0)
+            WHERE c.credit_key = ANY($4::text[]) AND c.kind = 'refund' AND NOT c.reversed
+            UNION
+            SELECT c.user_id, c.clawback_key FROM unnest($5::text[], $6::text[]) AS k(u, k)
+            JOIN wallet_clawbacks c ON c.user_id = k.u AND c.clawback_key = k.k)
         SELECT c.user_id, c.clawback_key, c.book, c.item, c.credit_key, c.kind, c.requested, c.debt, c.unrecovered,
             c.reversed, c.at_ms, t.lot_key AS take_lot, t.amount AS take_amount
         FROM wanted w JOIN wallet_clawbacks c ON c.user_id = w.user_id AND c.clawback_key = w.clawback_key
@@ -210,127 +238,124 @@ struct WalletWork {
             if change.1 != 0 || change.2 != 0 || change.3 != 0 { balanceChanges.append(change) }
         }
         var statements: [(sql: String, parameters: [PostgresValue])] = []
-        if !newLots.isEmpty {
-            statements.append(
-                (
-                    """
-                    INSERT INTO wallet_lots (user_id, lot_key, book, item, kind, amount, spent, taken, covered, added_at_ms)
-                    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[],
-                        $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[])
-                    """,
-                    [
-                        .textArray(newLots.map(\.0.user)), .textArray(newLots.map(\.1.key)),
-                        .textArray(newLots.map(\.0.book.rawValue)), .textArray(newLots.map(\.0.item)),
-                        .textArray(newLots.map(\.1.kind.rawValue)), .intArray(newLots.map(\.1.amount)),
-                        .intArray(newLots.map(\.1.spent)), .intArray(newLots.map(\.1.taken)),
-                        .intArray(newLots.map(\.1.covered)), .intArray(newLots.map(\.1.addedAtMs)),
-                    ]
-                ))
+        /// The statement that writes `rows`; none when there are none.
+        func write<Row>(_ rows: [Row], _ sql: String, _ parameters: ([Row]) -> [PostgresValue]) {
+            if !rows.isEmpty { statements.append((sql, parameters(rows))) }
         }
-        if !changedLots.isEmpty {
-            statements.append(
-                (
-                    """
-                    UPDATE wallet_lots l SET spent = u.spent, taken = u.taken, covered = u.covered
-                    FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[])
-                        AS u(user_id, lot_key, spent, taken, covered)
-                    WHERE l.user_id = u.user_id AND l.lot_key = u.lot_key
-                    """,
-                    [
-                        .textArray(changedLots.map(\.0.user)), .textArray(changedLots.map(\.1.key)),
-                        .intArray(changedLots.map(\.1.spent)), .intArray(changedLots.map(\.1.taken)),
-                        .intArray(changedLots.map(\.1.covered)),
-                    ]
-                ))
+        write(
+            newLots,
+            """
+            INSERT INTO wallet_lots (user_id, lot_key, book, item, kind, amount, spent, taken, covered, added_at_ms)
+            SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[],
+                $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[])
+            """
+        ) { rows in
+            [
+                .textArray(rows.map(\.0.user)), .textArray(rows.map(\.1.key)),
+                .textArray(rows.map(\.0.book.rawValue)), .textArray(rows.map(\.0.item)),
+                .textArray(rows.map(\.1.kind.rawValue)), .intArray(rows.map(\.1.amount)),
+                .intArray(rows.map(\.1.spent)), .intArray(rows.map(\.1.taken)),
+                .intArray(rows.map(\.1.covered)), .intArray(rows.map(\.1.addedAtMs)),
+            ]
         }
-        if !newClawbacks.isEmpty {
-            statements.append(
-                (
-                    """
-                    INSERT INTO wallet_clawbacks (user_id, clawback_key, book, item, credit_key, kind, requested, debt,
-                        unrecovered, reversed, at_ms)
-                    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-                        $7::bigint[], $8::bigint[], $9::bigint[], $10::boolean[], $11::bigint[])
-                    """,
-                    [
-                        .textArray(newClawbacks.map(\.0.user)), .textArray(newClawbacks.map(\.1.key)),
-                        .textArray(newClawbacks.map(\.0.book.rawValue)), .textArray(newClawbacks.map(\.0.item)),
-                        .nullableArray(newClawbacks.map(\.1.creditKey)), .textArray(newClawbacks.map(\.1.kind.rawValue)),
-                        .intArray(newClawbacks.map(\.1.requested)), .intArray(newClawbacks.map(\.1.debt)),
-                        .intArray(newClawbacks.map(\.1.unrecovered)),
-                        .nullableArray(newClawbacks.map { $0.1.reversed ? "t" : "f" }),
-                        .intArray(newClawbacks.map(\.1.atMs)),
-                    ]
-                ))
+        write(
+            changedLots,
+            """
+            UPDATE wallet_lots l SET spent = u.spent, taken = u.taken, covered = u.covered
+            FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[])
+                AS u(user_id, lot_key, spent, taken, covered)
+            WHERE l.user_id = u.user_id AND l.lot_key = u.lot_key
+            """
+        ) { rows in
+            [
+                .textArray(rows.map(\.0.user)), .textArray(rows.map(\.1.key)),
+                .intArray(rows.map(\.1.spent)), .intArray(rows.map(\.1.taken)),
+                .intArray(rows.map(\.1.covered)),
+            ]
         }
-        if !changedClawbacks.isEmpty {
-            statements.append(
-                (
-                    """
-                    UPDATE wallet_clawbacks c SET debt = u.debt, unrecovered = u.unrecovered, reversed = u.reversed
-                    FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::boolean[])
-                        AS u(user_id, clawback_key, debt, unrecovered, reversed)
-                    WHERE c.user_id = u.user_id AND c.clawback_key = u.clawback_key
-                    """,
-                    [
-                        .textArray(changedClawbacks.map(\.0.user)), .textArray(changedClawbacks.map(\.1.key)),
-                        .intArray(changedClawbacks.map(\.1.debt)), .intArray(changedClawbacks.map(\.1.unrecovered)),
-                        .nullableArray(changedClawbacks.map { $0.1.reversed ? "t" : "f" }),
-                    ]
-                ))
+        write(
+            newClawbacks,
+            """
+            INSERT INTO wallet_clawbacks (user_id, clawback_key, book, item, credit_key, kind, requested, debt,
+                unrecovered, reversed, at_ms)
+            SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+                $7::bigint[], $8::bigint[], $9::bigint[], $10::boolean[], $11::bigint[])
+            """
+        ) { rows in
+            [
+                .textArray(rows.map(\.0.user)), .textArray(rows.map(\.1.key)),
+                .textArray(rows.map(\.0.book.rawValue)), .textArray(rows.map(\.0.item)),
+                .nullableArray(rows.map(\.1.creditKey)), .textArray(rows.map(\.1.kind.rawValue)),
+                .intArray(rows.map(\.1.requested)), .intArray(rows.map(\.1.debt)),
+                .intArray(rows.map(\.1.unrecovered)),
+                .nullableArray(rows.map { $0.1.reversed ? "t" : "f" }),
+                .intArray(rows.map(\.1.atMs)),
+            ]
         }
-        if !newTakes.isEmpty {
-            statements.append(
-                (
-                    """
-                    INSERT INTO wallet_takes (user_id, clawback_key, lot_key, amount)
-                    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[])
-                    ON CONFLICT (user_id, clawback_key, lot_key) DO UPDATE SET amount = wallet_takes.amount + EXCLUDED.amount
-                    """,
-                    [
-                        .textArray(newTakes.map(\.0.user)), .textArray(newTakes.map(\.1)),
-                        .textArray(newTakes.map(\.2.lot)), .intArray(newTakes.map(\.2.amount)),
-                    ]
-                ))
+        write(
+            changedClawbacks,
+            """
+            UPDATE wallet_clawbacks c SET debt = u.debt, unrecovered = u.unrecovered, reversed = u.reversed
+            FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::boolean[])
+                AS u(user_id, clawback_key, debt, unrecovered, reversed)
+            WHERE c.user_id = u.user_id AND c.clawback_key = u.clawback_key
+            """
+        ) { rows in
+            [
+                .textArray(rows.map(\.0.user)), .textArray(rows.map(\.1.key)),
+                .intArray(rows.map(\.1.debt)), .intArray(rows.map(\.1.unrecovered)),
+                .nullableArray(rows.map { $0.1.reversed ? "t" : "f" }),
+            ]
         }
-        if !spends.isEmpty {
-            statements.append(
-                (
-                    """
-                    INSERT INTO wallet_spends (user_id, idempotency_key, lot_key, amount)
-                    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[])
-                    """,
-                    [
-                        .textArray(spends.map(\.user)), .textArray(spends.map(\.key)),
-                        .textArray(spends.map(\.share.lot)), .intArray(spends.map(\.share.amount)),
-                    ]
-                ))
+        write(
+            newTakes,
+            """
+            INSERT INTO wallet_takes (user_id, clawback_key, lot_key, amount)
+            SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[])
+            ON CONFLICT (user_id, clawback_key, lot_key) DO UPDATE SET amount = wallet_takes.amount + EXCLUDED.amount
+            """
+        ) { rows in
+            [
+                .textArray(rows.map(\.0.user)), .textArray(rows.map(\.1)),
+                .textArray(rows.map(\.2.lot)), .intArray(rows.map(\.2.amount)),
+            ]
         }
-        if !balanceChanges.isEmpty {
-            statements.append((Self.balancesUpsert, [
-                .textArray(balanceChanges.map(\.0.user)), .textArray(balanceChanges.map(\.0.book.rawValue)),
-                .textArray(balanceChanges.map(\.0.item)), .intArray(balanceChanges.map(\.amount)),
-                .intArray(balanceChanges.map(\.debt)), .intArray(balanceChanges.map(\.unrecovered)),
-            ]))
+        write(
+            spends,
+            """
+            INSERT INTO wallet_spends (user_id, idempotency_key, lot_key, amount)
+            SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[])
+            """
+        ) { rows in
+            [
+                .textArray(rows.map(\.user)), .textArray(rows.map(\.key)),
+                .textArray(rows.map(\.share.lot)), .intArray(rows.map(\.share.amount)),
+            ]
         }
-        if !history.isEmpty {
-            statements.append(
-                (
-                    """
-                    INSERT INTO wallet_history (user_id, book, item, kind, key, credit_key, amount, balance_change,
-                        shortfall, note, at_ms)
-                    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-                        $7::bigint[], $8::bigint[], $9::bigint[], $10::text[], $11::bigint[])
-                    """,
-                    [
-                        .textArray(history.map(\.wallet.user)), .textArray(history.map(\.wallet.book.rawValue)),
-                        .textArray(history.map(\.wallet.item)), .textArray(history.map(\.kind.rawValue)),
-                        .textArray(history.map(\.key)), .nullableArray(history.map(\.creditKey)),
-                        .intArray(history.map(\.amount)), .intArray(history.map(\.balanceChange)),
-                        .intArray(history.map(\.shortfall)), .nullableArray(history.map(\.note)),
-                        .intArray(history.map(\.atMs)),
-                    ]
-                ))
+        write(balanceChanges, Self.balancesUpsert) { rows in
+            [
+                .textArray(rows.map(\.0.user)), .textArray(rows.map(\.0.book.rawValue)),
+                .textArray(rows.map(\.0.item)), .intArray(rows.map(\.amount)),
+                .intArray(rows.map(\.debt)), .intArray(rows.map(\.unrecovered)),
+            ]
+        }
+        write(
+            history,
+            """
+            INSERT INTO wallet_history (user_id, book, item, kind, key, credit_key, amount, balance_change,
+                shortfall, note, at_ms)
+            SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+                $7::bigint[], $8::bigint[], $9::bigint[], $10::text[], $11::bigint[])
+            """
+        ) { rows in
+            [
+                .textArray(rows.map(\.wallet.user)), .textArray(rows.map(\.wallet.book.rawValue)),
+                .textArray(rows.map(\.wallet.item)), .textArray(rows.map(\.kind.rawValue)),
+                .textArray(rows.map(\.key)), .nullableArray(rows.map(\.creditKey)),
+                .intArray(rows.map(\.amount)), .intArray(rows.map(\.balanceChange)),
+                .intArray(rows.map(\.shortfall)), .nullableArray(rows.map(\.note)),
+                .intArray(rows.map(\.atMs)),
+            ]
         }
         return statements
     }
