@@ -33,6 +33,15 @@ public struct AdminContext: Sendable {
     }
 
     /// Verifies every signed transaction, in order; the first that does not verify ends it.
+    /// Get Transaction Info about `transactionId` in the app and environment asked about, through the caller
+    /// (retried, paced).
+    func transactionInfo(_ transactionId: String) async -> Result<TransactionInfoResponse, ServerAPIError> {
+        await caller.call(.transactionInfo, .get) { [self] deadline in
+            await client.transactionInfo(
+                transactionId: transactionId, bundleId: bundleId, environment: environment, deadline: deadline)
+        }
+    }
+
     func verifiedTransactions(_ signed: [String]) -> Result<[TransactionFacts], SignedAnswers.Unverified> {
         var transactions: [TransactionFacts] = []
         for jws in signed {

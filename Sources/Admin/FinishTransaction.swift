@@ -20,11 +20,7 @@ enum FinishTransaction {
         var lines: [String] = []
         if let ledger = context.ledger, !force {
             // The purchase the ledger files it under: Apple's view of the transaction, verified.
-            let info = await context.caller.call(.transactionInfo, .get) { deadline in
-                await context.client.transactionInfo(
-                    transactionId: transactionId, bundleId: context.bundleId, environment: context.environment,
-                    deadline: deadline)
-            }
+            let info = await context.transactionInfo(transactionId)
             let facts: TransactionFacts
             switch info {
             case .failure(let error): return AdminContext.failure(name, error, fields: fields)

@@ -39,11 +39,7 @@ enum SetAccountToken {
         var declaration: Declaration?
         if let user { declaration = Declaration(user: user, answer: await ledger.declare(token: token, userId: user)) }
         // The purchase the ledger files it under: Apple's current view of the original transaction.
-        let info = await context.caller.call(.transactionInfo, .get) { deadline in
-            await context.client.transactionInfo(
-                transactionId: originalTransactionId, bundleId: context.bundleId, environment: context.environment,
-                deadline: deadline)
-        }
+        let info = await context.transactionInfo(originalTransactionId)
         let owner: Owner
         switch info {
         case .failure(let error):
