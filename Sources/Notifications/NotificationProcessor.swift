@@ -193,14 +193,9 @@ public struct NotificationProcessor: Sendable {
         } catch {
             throw NotificationRejection.signedData(error, "data.signedTransactionInfo", notificationUUID: uuid)
         }
-        guard transaction.bundleId == bundleId else {
-            throw NotificationRejection(
-                .bundleMismatch,
-                "data.signedTransactionInfo is for bundleId '\(transaction.bundleId ?? "")', the notification for "
-                    + "'\(bundleId)'",
-                notificationUUID: uuid)
-        }
-        try Self.sameEnvironment(transaction.environment, environment, of: "data.signedTransactionInfo", uuid: uuid)
+        try Self.sameApp(
+            transaction.bundleId, transaction.environment, of: "data.signedTransactionInfo",
+            environmentField: "data.signedTransactionInfo", as: bundleId, environment, uuid: uuid)
         return transaction
     }
 
@@ -221,15 +216,9 @@ public struct NotificationProcessor: Sendable {
         } catch {
             throw NotificationRejection.signedData(error, "appData.signedAppTransactionInfo", notificationUUID: uuid)
         }
-        guard app.bundleId == bundleId else {
-            throw NotificationRejection(
-                .bundleMismatch,
-                "appData.signedAppTransactionInfo is for bundleId '\(app.bundleId ?? "")', the notification for "
-                    + "'\(bundleId)'",
-                notificationUUID: uuid)
-        }
-        try Self.sameEnvironment(
-            app.environment, environment, of: "appData.signedAppTransactionInfo's receiptType", uuid: uuid)
+        try Self.sameApp(
+            app.bundleId, app.environment, of: "appData.signedAppTransactionInfo",
+            environmentField: "appData.signedAppTransactionInfo's receiptType", as: bundleId, environment, uuid: uuid)
         return app
     }
 
@@ -245,6 +234,21 @@ public struct NotificationProcessor: Sendable {
         }
         try Self.sameEnvironment(renewal.environment, environment, of: "data.signedRenewalInfo", uuid: uuid)
         return renewal
+    }
+
+    /// Signed data inside the notification (`what`) must be for the notification's app and environment: another
+    /// bundle is `bundle_mismatch`; another environment (read from `environmentField`) is malformed.
+    private static func sameApp(
+        _ signedBundleId: String?, _ signedEnvironment: SignedEnvironment?, of what: String, environmentField: String,
+        as bundleId: String, _ environment: AppStoreEnvironment, uuid: String
+    ) throws(NotificationRejection) {
+        guard signedBundleId == bundleId else {
+            throw NotificationRejection(
+                .bundleMismatch,
+                "\(what) is for bundleId '\(signedBundleId ?? "")', the notification for '\(bundleId)'",
+                notificationUUID: uuid)
+        }
+        try sameEnvironment(signedEnvironment, environment, of: environmentField, uuid: uuid)
     }
 
     private static func sameEnvironment(
