@@ -202,6 +202,8 @@ let package = Package(
         // suites of IngestTests, VerifierTests, AppStoreTests (the fake App Store), LedgerTests and ReconcileTests. HTTPServerTests and
         // AppStoreTests also serve on loopback in process.
         .target(name: "TestSupport", dependencies: ["ServiceSupport"], path: "Tests/TestSupport"),
+        // The rules' tables, read by LedgerRulesTests (against the rules) and LedgerTests (through the store).
+        .target(name: "LedgerRuleTables", dependencies: ["LedgerRules"], path: "Tests/LedgerRuleTables"),
         .testTarget(name: "ServiceSupportTests", dependencies: ["ServiceSupport", "TestSupport"]),
         .testTarget(
             name: "ServiceRuntimeTests", dependencies: ["ServiceRuntime", "HTTPServer", "Kafka", "ServiceSupport"]),
@@ -240,7 +242,7 @@ let package = Package(
             name: "SignedDataTests", dependencies: ["SignedData", "Crypto", "ServiceSupport", "TestSupport", "TestPKI"],
             exclude: ["Fixtures"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
-        .testTarget(name: "LedgerRulesTests", dependencies: ["LedgerRules"]),
+        .testTarget(name: "LedgerRulesTests", dependencies: ["LedgerRules", "LedgerRuleTables"]),
         .testTarget(
             name: "AdminTests",
             dependencies: [
@@ -251,7 +253,7 @@ let package = Package(
             name: "LedgerTests",
             dependencies: [
                 "Ledger", "LedgerRules", "Postgres", "Kafka", "ServiceRuntime", "ServiceSupport", "TestSupport",
-                "FakeAppStore",
+                "FakeAppStore", "LedgerRuleTables",
             ]),
         .testTarget(
             name: "IntegrationTests",

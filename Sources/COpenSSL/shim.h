@@ -148,9 +148,9 @@ static inline int cossl_x509_ocsp_url(X509 *cert, int index, char *buffer, int c
     return count;
 }
 
-/* The serial number of a certificate as uppercase hexadecimal (no leading zeros), into `buffer`. */
-static inline int cossl_x509_serial_hex(const X509 *cert, char *buffer, int capacity) {
-    BIGNUM *number = ASN1_INTEGER_to_BN(X509_get0_serialNumber(cert), NULL);
+/* An ASN.1 INTEGER as uppercase hexadecimal (no leading zeros), into `buffer`: its length, 0 when it does not fit. */
+static inline int cossl_asn1_integer_hex(const ASN1_INTEGER *integer, char *buffer, int capacity) {
+    BIGNUM *number = ASN1_INTEGER_to_BN(integer, NULL);
     if (number == NULL) return 0;
     char *hex = BN_bn2hex(number);
     BN_free(number);
@@ -162,20 +162,16 @@ static inline int cossl_x509_serial_hex(const X509 *cert, char *buffer, int capa
     return ok ? (int)length : 0;
 }
 
+/* The serial number of a certificate as uppercase hexadecimal (no leading zeros), into `buffer`. */
+static inline int cossl_x509_serial_hex(const X509 *cert, char *buffer, int capacity) {
+    return cossl_asn1_integer_hex(X509_get0_serialNumber(cert), buffer, capacity);
+}
+
 /* The serial number of an OCSP CertID as uppercase hexadecimal, into `buffer` (0 when unreadable). */
 static inline int cossl_ocsp_certid_serial_hex(OCSP_CERTID *id, char *buffer, int capacity) {
     ASN1_INTEGER *serial = NULL;
     if (OCSP_id_get0_info(NULL, NULL, NULL, &serial, id) != 1 || serial == NULL) return 0;
-    BIGNUM *number = ASN1_INTEGER_to_BN(serial, NULL);
-    if (number == NULL) return 0;
-    char *hex = BN_bn2hex(number);
-    BN_free(number);
-    if (hex == NULL) return 0;
-    size_t length = strlen(hex);
-    int ok = length < (size_t)capacity;
-    if (ok) memcpy(buffer, hex, length + 1);
-    OPENSSL_free(hex);
-    return ok ? (int)length : 0;
+    return cossl_asn1_integer_hex(serial, buffer, capacity);
 }
 
 /* OCSP_REVOKED_STATUS_NOSTATUS is a negative macro: a revocation without a reason. */

@@ -138,22 +138,28 @@ final class FakeAppStoreHandler: HTTPHandler {
 
     /// `POST /admin/transactions`: one transaction object, or an array of them.
     private func registerTransactions(_ request: HTTPRequest) -> HTTPResponse {
-        let decoder = JSONDecoder()
-        let transactions: [FakeServerTransaction]
-        if let many = try? decoder.decode([FakeServerTransaction].self, from: Data(request.body)) {
-            transactions = many
-        } else {
-            do {
-                transactions = [try decoder.decode(FakeServerTransaction.self, from: Data(request.body))]
-            } catch {
-                return .json(
-                    400,
-                    "{\"error\":{\"code\":\"bad_transaction\",\"message\":\(JSONText.quoted("\(error)"))}}")
-            }
+        switch Self.oneOrMany(FakeServerTransaction.self, in: request, code: "bad_transaction") {
+        case .failure(let box): return box.response
+        case .success(let transactions):
+            for transaction in transactions { serverAPI.register(transaction) }
+            logger.info("transactions registered", ["count": .int(transactions.count)])
+            return .json(200, "{\"registered\":\(transactions.count)}")
         }
-        for transaction in transactions { serverAPI.register(transaction) }
-        logger.info("transactions registered", ["count": .int(transactions.count)])
-        return .json(200, "{\"registered\":\(transactions.count)}")
+    }
+
+    /// The body as one `T` object or an array of them; a 400 answer with `code` and the decoder's error otherwise.
+    private static func oneOrMany<T: Decodable>(_: T.Type, in request: HTTPRequest, code: String)
+        -> Result<[T], HTTPResponseBox>
+    {
+        let decoder = JSONDecoder()
+        if let many = try? decoder.decode([T].self, from: Data(request.body)) { return .success(many) }
+        do {
+            return .success([try decoder.decode(T.self, from: Data(request.body))])
+        } catch {
+            return .failure(
+                HTTPResponseBox(
+                    .json(400, "{\"error\":{\"code\":\"\(code)\",\"message\":\(JSONText.quoted("\(error)"))}}")))
+        }
     }
 
     /// `GET /admin/signed-transaction?id=N`: the JWS a device holds for that transaction.
@@ -175,22 +181,13 @@ final class FakeAppStoreHandler: HTTPHandler {
 
     /// `POST /admin/app-transactions`: one app transaction object, or an array of them.
     private func registerAppTransactions(_ request: HTTPRequest) -> HTTPResponse {
-        let decoder = JSONDecoder()
-        let appTransactions: [FakeAppTransaction]
-        if let many = try? decoder.decode([FakeAppTransaction].self, from: Data(request.body)) {
-            appTransactions = many
-        } else {
-            do {
-                appTransactions = [try decoder.decode(FakeAppTransaction.self, from: Data(request.body))]
-            } catch {
-                return .json(
-                    400,
-                    "{\"error\":{\"code\":\"bad_app_transaction\",\"message\":\(JSONText.quoted("\(error)"))}}")
-            }
+        switch Self.oneOrMany(FakeAppTransaction.self, in: request, code: "bad_app_transaction") {
+        case .failure(let box): return box.response
+        case .success(let appTransactions):
+            for appTransaction in appTransactions { serverAPI.register(appTransaction) }
+            logger.info("app transactions registered", ["count": .int(appTransactions.count)])
+            return .json(200, "{\"registered\":\(appTransactions.count)}")
         }
-        for appTransaction in appTransactions { serverAPI.register(appTransaction) }
-        logger.info("app transactions registered", ["count": .int(appTransactions.count)])
-        return .json(200, "{\"registered\":\(appTransactions.count)}")
     }
 
     /// `GET /admin/signed-app-transaction?id=N`: the app transaction JWS a device holds (`AppTransaction.shared`).

@@ -32,7 +32,11 @@ extension FakeServerAPI {
         let reason: Int64
         let requestIdentifier: String
 
-        static func read(_ object: [String: JSONValue]) -> Result<Terms, HTTPResponseBox> {
+        /// The body's object and its terms; a body that is no JSON object is 4000000 (Bad request).
+        static func read(_ body: [UInt8]) -> Result<(object: [String: JSONValue], terms: Terms), HTTPResponseBox> {
+            guard case .object(let object)? = try? JSONParser.parse(body) else {
+                return .failure(HTTPResponseBox(FakeServerAPI.error(400, 4_000_000, "Bad request.")))
+            }
             guard case .integer(let days)? = object["extendByDays"], (1...90).contains(days) else {
                 return .failure(HTTPResponseBox(FakeServerAPI.error(400, 4_000_009, "Invalid extend by days value.")))
             }
@@ -44,7 +48,7 @@ extension FakeServerAPI {
             else {
                 return .failure(HTTPResponseBox(FakeServerAPI.error(400, 4_000_011, "Invalid request identifier.")))
             }
-            return .success(Terms(days: days, reason: reason, requestIdentifier: identifier))
+            return .success((object, Terms(days: days, reason: reason, requestIdentifier: identifier)))
         }
     }
 
@@ -56,13 +60,10 @@ extension FakeServerAPI {
     func extendRenewal(
         _ transaction: FakeServerTransaction, id: String, body: [UInt8], bundleId: String, environment: String
     ) -> HTTPResponse {
-        guard case .object(let object)? = try? JSONParser.parse(body) else {
-            return Self.error(400, 4_000_000, "Bad request.")
-        }
         let terms: Terms
-        switch Terms.read(object) {
+        switch Terms.read(body) {
         case .failure(let box): return box.response
-        case .success(let value): terms = value
+        case .success(let read): terms = read.terms
         }
         guard transaction.resolvedOriginalId == id else {
             return Self.error(400, 4_000_008, "Invalid original transaction id.")
@@ -108,13 +109,10 @@ extension FakeServerAPI {
     /// 4000027 an empty storefront list, 4000028 a code that is not ISO 3166-1 alpha-3. A request identifier sent
     /// again is answered the same and extends nothing more.
     func massExtend(body: [UInt8], bundleId: String, environment: String) -> HTTPResponse {
-        guard case .object(let object)? = try? JSONParser.parse(body) else {
-            return Self.error(400, 4_000_000, "Bad request.")
-        }
-        let terms: Terms
-        switch Terms.read(object) {
+        let (object, terms): ([String: JSONValue], Terms)
+        switch Terms.read(body) {
         case .failure(let box): return box.response
-        case .success(let value): terms = value
+        case .success(let read): (object, terms) = read
         }
         guard case .string(let productId)? = object["productId"], !productId.isEmpty else {
             return Self.error(400, 4_000_023, "Invalid product id.")

@@ -29,14 +29,8 @@ final class ConnectionSweeper: Sendable {
     /// - Parameter tick: how often to sweep; a deadline is overshot by at most this.
     init(tick: Duration, logger: Logger) {
         self.logger = logger
-        let nanoseconds = Int(clamping: max(tick.clampedNanoseconds, 10_000_000))
-        let source = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "http-server-connections"))
-        timer = SendableDispatchTimer(source)
-        source.schedule(
-            deadline: .now() + .nanoseconds(nanoseconds), repeating: .nanoseconds(nanoseconds),
-            leeway: .nanoseconds(nanoseconds / 4))
-        source.setEventHandler { [weak self] in self?.sweep(now: SystemTime.monotonicNanoseconds()) }
-        source.resume()
+        timer = .repeating(every: tick, minimum: .milliseconds(10), on: DispatchQueue(label: "http-server-connections"))
+        timer.start { [weak self] in self?.sweep(now: SystemTime.monotonicNanoseconds()) }
     }
 
     deinit {

@@ -12,12 +12,4 @@ public struct HTTPConnectionStatistics: Sendable, Equatable {
     public var headTimeouts: Int
     /// Connections closed because a request body did not arrive completely within `bodyTimeout`.
     public var bodyTimeouts: Int
-
-    public init(open: Int, accepted: Int, refused: Int, headTimeouts: Int, bodyTimeouts: Int) {
-        self.open = open
-        self.accepted = accepted
-        self.refused = refused
-        self.headTimeouts = headTimeouts
-        self.bodyTimeouts = bodyTimeouts
-    }
 }

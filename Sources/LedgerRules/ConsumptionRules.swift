@@ -56,7 +56,7 @@ public enum ConsumptionRules {
     /// (`plan`: they come from the request as much as from the state).
     public static func facts(of state: PurchaseState, consumed: Int64?, nowMs: Int64) -> Facts {
         switch state.status {
-        case .none, .pendingOwner, .refused:
+        case .unseen, .pendingOwner, .refused:
             return Facts(deliveryStatus: .undeliveredOther, consumedPercentage: nil)
         case .credited, .recredited, .debited, .upgraded:
             break

@@ -1,6 +1,6 @@
 /// The crediting rules, the specification of the ledger (docs/CREDITING.md explains them): one pure function from a
 /// purchase's state and an input to its next state and the changes to make. Money moves only in `credit` from
-/// `none`/`pendingOwner` (or a `refused` one whose refund was prorated), in `debit` from `credited`/`recredited` (or
+/// `unseen`/`pendingOwner` (or a `refused` one whose refund was prorated), in `debit` from `credited`/`recredited` (or
 /// more of an earlier partial debit or upgrade), in `recredit` from `debited`, and in `upgrade` from
 /// `credited`/`recredited`, so the same input twice, or a result and a `credit` event for one purchase, move money
 /// once. Event duplicates (`event_id`) are filtered before the rules by the store.
@@ -84,7 +84,7 @@ public enum CreditingRules {
             return LedgerDecision(state: state, actions: [.declined(reason: .familySharedItems)])
         }
         switch state.status {
-        case .none, .pendingOwner:
+        case .unseen, .pendingOwner:
             guard let owner = claim.owner else {
                 var waiting = state
                 waiting.status = .pendingOwner
@@ -211,7 +211,7 @@ public enum CreditingRules {
     private static func debit(_ revocationPercentage: Int64?, _ state: PurchaseState) -> LedgerDecision {
         var next = state
         switch state.status {
-        case .none, .pendingOwner:
+        case .unseen, .pendingOwner:
             // Refunded before it was credited: kept, and the credit is refused when it comes (or, for a prorated
             // refund of items, applied less the refund's share).
             next.status = .refused
@@ -271,7 +271,7 @@ public enum CreditingRules {
             // The refund that refused the credit was reversed: the purchase is good again. A claimant already
             // known is credited now; otherwise the next claim credits as if nothing had happened.
             guard let owner = state.owner else {
-                next.status = .none
+                next.status = .unseen
                 return LedgerDecision(state: next, actions: [])
             }
             var actions: [LedgerAction] = []
@@ -288,7 +288,7 @@ public enum CreditingRules {
             next.status = .recredited
             next.refusedPercentage = nil
             return LedgerDecision(state: next, actions: actions)
-        case .none, .pendingOwner, .credited, .recredited, .upgraded:
+        case .unseen, .pendingOwner, .credited, .recredited, .upgraded:
             // Nothing was refunded (an upgrade is not a refund to reverse): nothing to give back.
             return LedgerDecision(state: state, actions: [])
         }
@@ -297,7 +297,7 @@ public enum CreditingRules {
     private static func revoke(_ state: PurchaseState) -> LedgerDecision {
         var next = state
         switch state.status {
-        case .none, .pendingOwner:
+        case .unseen, .pendingOwner:
             // Withdrawn before it was credited: like a full refund that came first.
             next.status = .refused
             next.refusedPercentage = nil

@@ -1,7 +1,8 @@
 /// Where one purchase (`credit_key`) stands.
 public enum PurchaseStatus: String, Sendable, CaseIterable {
-    /// Never seen (no row).
-    case none
+    /// Never seen (no row): the state before anything arrived, and again after a refund with no claim was
+    /// reversed.
+    case unseen
     /// A `credit` event arrived whose owner is not known yet; it waits for a result naming one.
     case pendingOwner = "pending_owner"
     /// Credited once to its owner.
@@ -59,7 +60,7 @@ public struct PurchaseState: Sendable, Equatable {
     public var productKind: ProductKind?
 
     public init(
-        status: PurchaseStatus = .none, owner: String? = nil, productId: String? = nil, grant: Grant? = nil,
+        status: PurchaseStatus = .unseen, owner: String? = nil, productId: String? = nil, grant: Grant? = nil,
         quantity: Int64 = 1, expiresDateMs: Int64? = nil, amountCredited: Int64 = 0, amountDebited: Int64 = 0,
         lastDebit: Int64 = 0, creditedAtMs: Int64? = nil, book: Book = .production, purchaseDateMs: Int64? = nil,
         refusedPercentage: Int64? = nil, lastEventSignedMs: Int64? = nil, upgradeReported: Bool = false,
@@ -98,4 +99,7 @@ public struct PurchaseState: Sendable, Equatable {
 
     /// Credited and nothing taken back since: the states a new claim, an upgrade or a refund start from.
     public var isInForce: Bool { status == .credited || status == .recredited }
+
+    /// Credited at some point (whatever was taken back since): what a sandbox credit counts once.
+    public var isCreditedOnce: Bool { status != .unseen && status != .pendingOwner && status != .refused }
 }

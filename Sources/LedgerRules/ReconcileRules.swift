@@ -171,7 +171,7 @@ public enum ReconcileRules {
         for refund in refunds {
             // One purchase refunded under several transactions (a non-consumable's restores): the first, once.
             guard refunded.insert(refund.creditKey).inserted else { continue }
-            let purchase = ledger[refund.creditKey] ?? checked[refund.creditKey] ?? LedgerPurchase(.none)
+            let purchase = ledger[refund.creditKey] ?? checked[refund.creditKey] ?? LedgerPurchase(.unseen)
             guard purchase.status == .credited || purchase.status == .recredited else { continue }
             let driftId = refund.correctionId
             guard !recordedBefore.contains(driftId) else { continue }

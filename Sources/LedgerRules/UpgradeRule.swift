@@ -61,4 +61,23 @@ public enum UpgradeRule {
         }
         return found.sorted { $0.creditKey < $1.creditKey }
     }
+
+    /// Whether a decision that took a purchase from `before` to `after` may have made it replace another period of
+    /// its subscription, so that `replacements` is asked: a period newly in force, or one credited again with an
+    /// upgrade notification (the evidence may come after the credit).
+    @inlinable
+    public static func mayReplace(isPeriod: Bool, before: PurchaseState, after: PurchaseState, upgradeNotified: Bool)
+        -> Bool
+    {
+        isPeriod && after.isInForce && (!before.isInForce || upgradeNotified)
+    }
+
+    /// `state` with Apple's `is_upgraded` mark remembered (evidence for a replacement credited later); nil when the
+    /// mark changes nothing: a purchase the ledger never saw, or one marked already.
+    public static func markingReported(_ state: PurchaseState) -> PurchaseState? {
+        guard state.status != .unseen, !state.upgradeReported else { return nil }
+        var marked = state
+        marked.upgradeReported = true
+        return marked
+    }
 }

@@ -101,6 +101,12 @@ public enum WalletRules {
             self.taken = taken
             self.shortfall = shortfall
         }
+
+        /// What it did to the balance under `policy`: the units taken, and under `debt` the shortfall too (the
+        /// balance goes negative); under `floor` the shortfall is only recorded.
+        public func balanceChange(under policy: ClawbackPolicy) -> Int64 {
+            -(taken + (policy == .debt ? shortfall : 0))
+        }
     }
 
     /// Takes `units` of purchase `creditKey` back from `wallet` and records it as the clawback `key` (a key

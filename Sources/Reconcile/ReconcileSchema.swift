@@ -109,38 +109,10 @@ public enum ReconcileSchema {
     /// - Throws: `PostgresError`, also when the database holds a newer version than this build knows.
     @discardableResult
     public static func migrate(_ connection: PostgresConnection) throws(PostgresError) -> [Int64] {
-        try connection.transaction { session throws(PostgresError) in
-            try session.execute("SELECT pg_advisory_xact_lock($1)", [.int(migrationLockKey)])
-            try session.execute(
-                """
-                CREATE TABLE IF NOT EXISTS reconcile_schema_migrations (
-                    version bigint PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())
-                """)
+        try PostgresMigrations.apply(
+            migrations, on: connection, versionsTable: "reconcile_schema_migrations", lockKey: migrationLockKey
+        ) { newest, known in
+            "the reconcile tables are version \(newest), newer than this build's \(known): upgrade receipt-reconcile"
         }
-        var applied: [Int64] = []
-        for migration in migrations {
-            let ran = try connection.transaction { session throws(PostgresError) -> Bool in
-                try session.execute("SELECT pg_advisory_xact_lock($1)", [.int(migrationLockKey)])
-                let done = try session.execute(
-                    "SELECT 1 FROM reconcile_schema_migrations WHERE version = $1", [.int(migration.version)])
-                guard done.rows.isEmpty else { return false }
-                for statement in migration.statements { try session.execute(statement) }
-                try session.execute(
-                    "INSERT INTO reconcile_schema_migrations (version) VALUES ($1)", [.int(migration.version)])
-                return true
-            }
-            if ran { applied.append(migration.version) }
-        }
-        let newest =
-            try connection.execute("SELECT max(version) AS newest FROM reconcile_schema_migrations").rows.first?
-            .optionalInt64("newest") ?? 0
-        guard newest <= currentVersion else {
-            throw PostgresError(
-                sqlState: nil,
-                message: "the reconcile tables are version \(newest), newer than this build's \(currentVersion): "
-                    + "upgrade receipt-reconcile",
-                isConnectionBroken: false)
-        }
-        return applied
     }
 }

@@ -12,16 +12,11 @@ public final class AllocatorTrim: Sendable {
     /// Trims every `interval` when the allocator keeps at least `minimumFreeBytes` free (below that it is not worth
     /// the walk over the arenas).
     public init(every interval: Duration = .seconds(30), minimumFreeBytes: Int = 8 << 20) {
-        let source = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "allocator-trim", qos: .utility))
-        let nanoseconds = Int(interval.components.seconds) * 1_000_000_000
-            + Int(interval.components.attoseconds / 1_000_000_000)
-        source.schedule(deadline: .now() + .nanoseconds(nanoseconds), repeating: .nanoseconds(nanoseconds),
-                        leeway: .seconds(1))
-        source.setEventHandler {
+        timer = .repeating(
+            every: interval, leeway: .seconds(1), on: DispatchQueue(label: "allocator-trim", qos: .utility))
+        timer.start {
             if mallinfo2().fordblks >= minimumFreeBytes { Self.trim() }
         }
-        timer = SendableDispatchTimer(source)
-        source.resume()
     }
 
     deinit {

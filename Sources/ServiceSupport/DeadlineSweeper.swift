@@ -24,14 +24,8 @@ public final class DeadlineSweeper<Element: Sendable>: Sendable {
     ) {
         queue = Locked(DeadlineQueue(timeout: timeout))
         self.onExpired = onExpired
-        let tickNanoseconds = Int(clamping: max(tick.clampedNanoseconds, 1_000_000))
-        let source = DispatchSource.makeTimerSource(queue: DispatchQueue(label: label))
-        timer = SendableDispatchTimer(source)
-        source.schedule(
-            deadline: .now() + .nanoseconds(tickNanoseconds), repeating: .nanoseconds(tickNanoseconds),
-            leeway: .nanoseconds(tickNanoseconds / 4))
-        source.setEventHandler { [weak self] in self?.sweep(nowNanoseconds: SystemTime.monotonicNanoseconds()) }
-        source.resume()
+        timer = .repeating(every: tick, on: DispatchQueue(label: label))
+        timer.start { [weak self] in self?.sweep(nowNanoseconds: SystemTime.monotonicNanoseconds()) }
     }
 
     deinit {

@@ -81,19 +81,13 @@ extension JSONParser {
         depth: Int, keys: inout MemberNames,
         member: (inout JSONParser, inout MemberNames, MemberName) throws(Failure) -> Void
     ) throws(Failure) {
-        guard depth <= Self.maximumDepth else { throw failure("nested too deeply") }
-        index += 1
+        guard try !entersEmpty(depth: depth, closedBy: UInt8(ascii: "}")) else { return }
         let first = keys.names.count
         defer { keys.removeNames(from: first) }
         // The object's names so far, as 256 bits of their hashes: most names are new, and are told so without a
         // look at the others.
         var seen = NameFilter()
-        skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
-            index += 1
-            return
-        }
-        while true {
+        repeat {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw failure("expected a member name") }
             let name = try memberName(keys: &keys)
@@ -101,44 +95,17 @@ extension JSONParser {
                 throw failure("duplicate member '\(name.text(in: bytes, keys))'")
             }
             keys.append(name)
-            skipWhitespace()
-            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw failure("expected ':'") }
-            index += 1
-            skipWhitespace()
+            try nameSeparator()
             try member(&self, &keys, name)
-            skipWhitespace()
-            guard index < bytes.count else { throw failure("unexpected end") }
-            switch bytes[index] {
-            case UInt8(ascii: ","): index += 1
-            case UInt8(ascii: "}"):
-                index += 1
-                return
-            default: throw failure("expected ',' or '}'")
-            }
-        }
+        } while try !closes(UInt8(ascii: "}"))
     }
 
     private mutating func skipArray(depth: Int, keys: inout MemberNames) throws(Failure) {
-        guard depth <= Self.maximumDepth else { throw failure("nested too deeply") }
-        index += 1
-        skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
-            index += 1
-            return
-        }
-        while true {
+        guard try !entersEmpty(depth: depth, closedBy: UInt8(ascii: "]")) else { return }
+        repeat {
             skipWhitespace()
             try skipValue(depth: depth, keys: &keys)
-            skipWhitespace()
-            guard index < bytes.count else { throw failure("unexpected end") }
-            switch bytes[index] {
-            case UInt8(ascii: ","): index += 1
-            case UInt8(ascii: "]"):
-                index += 1
-                return
-            default: throw failure("expected ',' or ']'")
-            }
-        }
+        } while try !closes(UInt8(ascii: "]"))
     }
 
     /// A member name at `index`: its bytes in the input when it has no escape, else decoded into `keys`' storage.

@@ -58,6 +58,43 @@ public struct JSONParser {
         }
     }
 
+    /// Enters the object or array at `index` (its opening bracket): whether it is empty (`close` follows; read).
+    @inline(__always)
+    mutating func entersEmpty(depth: Int, closedBy close: UInt8) throws(Failure) -> Bool {
+        guard depth <= Self.maximumDepth else { throw failure("nested too deeply") }
+        index += 1
+        skipWhitespace()
+        guard index < bytes.count, bytes[index] == close else { return false }
+        index += 1
+        return true
+    }
+
+    /// Reads the `:` after a member's name and the whitespace around it.
+    @inline(__always)
+    mutating func nameSeparator() throws(Failure) {
+        skipWhitespace()
+        guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw failure("expected ':'") }
+        index += 1
+        skipWhitespace()
+    }
+
+    /// After a member or an element: reads the `,` that continues its container (false) or the `close` that ends it
+    /// (true).
+    @inline(__always)
+    mutating func closes(_ close: UInt8) throws(Failure) -> Bool {
+        skipWhitespace()
+        guard index < bytes.count else { throw failure("unexpected end") }
+        switch bytes[index] {
+        case UInt8(ascii: ","):
+            index += 1
+            return false
+        case close:
+            index += 1
+            return true
+        default: throw failure(close == UInt8(ascii: "}") ? "expected ',' or '}'" : "expected ',' or ']'")
+        }
+    }
+
     mutating func value(depth: Int) throws(Failure) -> JSONValue {
         guard index < bytes.count else { throw failure("unexpected end") }
         switch bytes[index] {
@@ -91,59 +128,28 @@ public struct JSONParser {
     }
 
     private mutating func object(depth: Int) throws(Failure) -> JSONValue {
-        guard depth <= Self.maximumDepth else { throw failure("nested too deeply") }
-        index += 1
         var members: [String: JSONValue] = [:]
+        guard try !entersEmpty(depth: depth, closedBy: UInt8(ascii: "}")) else { return .object(members) }
         members.reserveCapacity(16)
-        skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
-            index += 1
-            return .object(members)
-        }
-        while true {
+        repeat {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw failure("expected a member name") }
             let name = try string()
-            skipWhitespace()
-            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw failure("expected ':'") }
-            index += 1
-            skipWhitespace()
+            try nameSeparator()
             let member = try value(depth: depth)
             guard members.updateValue(member, forKey: name) == nil else { throw failure("duplicate member '\(name)'") }
-            skipWhitespace()
-            guard index < bytes.count else { throw failure("unexpected end") }
-            switch bytes[index] {
-            case UInt8(ascii: ","): index += 1
-            case UInt8(ascii: "}"):
-                index += 1
-                return .object(members)
-            default: throw failure("expected ',' or '}'")
-            }
-        }
+        } while try !closes(UInt8(ascii: "}"))
+        return .object(members)
     }
 
     private mutating func array(depth: Int) throws(Failure) -> JSONValue {
-        guard depth <= Self.maximumDepth else { throw failure("nested too deeply") }
-        index += 1
         var elements: [JSONValue] = []
-        skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
-            index += 1
-            return .array(elements)
-        }
-        while true {
+        guard try !entersEmpty(depth: depth, closedBy: UInt8(ascii: "]")) else { return .array(elements) }
+        repeat {
             skipWhitespace()
             elements.append(try value(depth: depth))
-            skipWhitespace()
-            guard index < bytes.count else { throw failure("unexpected end") }
-            switch bytes[index] {
-            case UInt8(ascii: ","): index += 1
-            case UInt8(ascii: "]"):
-                index += 1
-                return .array(elements)
-            default: throw failure("expected ',' or ']'")
-            }
-        }
+        } while try !closes(UInt8(ascii: "]"))
+        return .array(elements)
     }
 
     /// `bytes` as a String. ASCII takes `String(decoding:)`'s concrete fast path: `String(validating:)` is

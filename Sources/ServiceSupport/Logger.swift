@@ -57,16 +57,7 @@ public struct StandardErrorSink: LogSink {
     public func write(line: String) {
         let bytes = Array((line + "\n").utf8)
         // One write(2) per line under a lock, so concurrent lines never interleave.
-        Self.lock.withLock { _ in
-            bytes.withUnsafeBytes { buffer in
-                var offset = 0
-                while offset < buffer.count {
-                    let written = Foundation.write(2, buffer.baseAddress! + offset, buffer.count - offset)
-                    if written <= 0 { break }
-                    offset += written
-                }
-            }
-        }
+        Self.lock.withLock { _ in FileDescriptorWrite.all(bytes, to: 2) }
     }
 }
 

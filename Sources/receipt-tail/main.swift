@@ -78,14 +78,7 @@ final class LineWriter: Sendable {
             line[index] = UInt8(ascii: " ")
         }
         line.append(UInt8(ascii: "\n"))
-        line.withUnsafeBytes { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let written = Foundation.write(1, buffer.baseAddress! + offset, buffer.count - offset)
-                if written <= 0 { return }
-                offset += written
-            }
-        }
+        FileDescriptorWrite.all(line, to: 1)
     }
 }
 

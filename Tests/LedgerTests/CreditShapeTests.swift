@@ -46,11 +46,11 @@ import Testing
         #expect(transaction.price == 990)
         #expect(transaction.currency == "EUR")
         #expect(transaction.transactionReason == "RENEWAL")
-        #expect(!transaction.shouldCredit, "an upgraded-away period is never credited")
+        #expect(!Self.claimed(transaction), "an upgraded-away period is never credited")
         let without = try LedgerDecoding.result(
             Array(#"{"schema_version":1,"submission_id":"s","outcome":"verified","environment":"Production","transactions":[{"credit_key":"k","transaction_id":"t","creditable":true}]}"#.utf8))
         #expect(without.transactions.first?.isUpgraded == nil)
-        #expect(without.transactions.first?.shouldCredit == true)
+        #expect(without.transactions.first.map(Self.claimed) == true)
     }
 
     /// Issue 41 item 9: round 5's members (a transaction's offer and storefront, the renewal's price, currency and
@@ -59,9 +59,14 @@ import Testing
         let transaction = #"{"credit_key":"k","transaction_id":"t","creditable":true,"offer_type":5,"offer_identifier":"o","storefront":"USA","storefront_id":"143441"}"#
         let event = try LedgerDecoding.event(
             Array(#"{"schema_version":1,"event_id":"e","type":"consumption_request","environment":"Production","consumption_request_reason":"UNINTENDED_PURCHASE","renewal":{"renewal_price":9990,"currency":"USD","offer_type":2,"offer_identifier":"p","offer_discount_type":"FREE_TRIAL","offer_period":"P1W"},"transaction":\#(transaction)}"#.utf8))
-        #expect(event.type == "consumption_request" && event.transaction?.shouldCredit == true)
+        #expect(event.type == "consumption_request" && event.transaction.map(Self.claimed) == true)
         let result = try LedgerDecoding.result(
             Array(#"{"schema_version":1,"submission_id":"s","outcome":"verified","environment":"Production","transactions":[\#(transaction)]}"#.utf8))
-        #expect(result.transactions.count == 1 && result.transactions.first?.shouldCredit == true)
+        #expect(result.transactions.count == 1 && result.transactions.first.map(Self.claimed) == true)
+    }
+
+    /// The transaction as the ledger claims it (`CreditingRules.claims`).
+    static func claimed(_ transaction: LedgerTransaction) -> Bool {
+        CreditingRules.claims(creditable: transaction.creditable, isUpgraded: transaction.isUpgraded)
     }
 }

@@ -23,13 +23,18 @@ final class LedgerDatabase {
         store = LedgerStore(topics: LedgerFixtures.topics, policy: policy, sandboxPolicy: sandbox, clawback: clawback)
     }
 
-    /// The records `values` become when appended to `topic`'s `partition`.
-    func append(_ values: [[UInt8]], to topic: String, partition: Int32 = 0) -> [LedgerRecord] {
+    /// The records `values` become when appended to `topic`'s `partition`, with Kafka timestamps `timestampMs`
+    /// (5,000 + their offset when not given).
+    func append(_ values: [[UInt8]], to topic: String, partition: Int32 = 0, timestampMs: Int64? = nil)
+        -> [LedgerRecord]
+    {
         let key = TopicPartition(topic: topic, partition: partition)
         return values.map { value in
             let offset = nextOffsets[key, default: 0]
             nextOffsets[key] = offset + 1
-            return LedgerRecord(topic: topic, partition: partition, offset: offset, value: value, timestampMs: 5_000 + offset)
+            return LedgerRecord(
+                topic: topic, partition: partition, offset: offset, value: value,
+                timestampMs: timestampMs ?? 5_000 + offset)
         }
     }
 

@@ -18,7 +18,7 @@ enum LedgerFixtures {
     static func transaction(
         creditKey: String, originalTransactionId: String? = nil, productId: String = "com.example.gems100",
         quantity: Int = 1, credit: Any? = gems100, creditable: Bool = true, expiresDateMs: Int64? = nil,
-        appAccountToken: String? = nil, revocationPercentage: Int? = nil, purchaseDateMs: Int64 = 1_700_000_000_000,
+        appAccountToken: String? = nil, revocationPercentage: Int? = nil, purchaseDateMs: Int64? = 1_700_000_000_000,
         ownership: String = "PURCHASED", isUpgraded: Bool = false, writtenKey: String? = nil,
         transactionId: String? = nil, periodId: String?? = .none, productType: String? = "consumable"
     ) -> [String: Any] {
@@ -26,7 +26,7 @@ enum LedgerFixtures {
         return [
             "transaction_id": transactionId ?? creditKey + "-t",
             "original_transaction_id": originalTransactionId ?? NSNull(),
-            "product_id": productId, "quantity": quantity, "purchase_date_ms": purchaseDateMs,
+            "product_id": productId, "quantity": quantity, "purchase_date_ms": purchaseDateMs ?? NSNull(),
             "expires_date_ms": expiresDateMs ?? NSNull(), "cancellation_date_ms": NSNull(),
             "cancellation_reason": NSNull(), "web_order_line_item_id": period ?? NSNull(),
             "in_app_ownership_type": ownership, "is_trial_period": false,
@@ -51,7 +51,7 @@ enum LedgerFixtures {
 
     static func event(
         eventId: String, type: String, transaction: [String: Any]?, subscriptionStatus: Int? = nil,
-        signedDateMs: Int64 = 1_700_000_000_000, subtype: String? = nil, environment: String = "Production",
+        signedDateMs: Int64? = 1_700_000_000_000, subtype: String? = nil, environment: String = "Production",
         consumptionRequestReason: String? = nil
     ) -> [UInt8] {
         var event: [String: Any] = [
@@ -59,7 +59,7 @@ enum LedgerFixtures {
             "subtype": subtype ?? NSNull(), "environment": environment, "bundle_id": "com.example.app",
             "app_apple_id": 1, "transaction": transaction ?? NSNull(), "renewal": NSNull(),
             "subscription_status": subscriptionStatus ?? NSNull(), "family_shared": false,
-            "signed_date_ms": signedDateMs, "received_at_ms": 1_700_000_000_000,
+            "signed_date_ms": signedDateMs ?? NSNull(), "received_at_ms": 1_700_000_000_000,
         ]
         // Absent unless given: events written before it existed carry none, and the ledger takes them.
         if let consumptionRequestReason { event["consumption_request_reason"] = consumptionRequestReason }

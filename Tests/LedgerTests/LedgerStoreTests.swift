@@ -5,8 +5,9 @@ import LedgerRules
 import Postgres
 import Testing
 
-/// The store against a real PostgreSQL: the rules applied through SQL, exactly once per offset, duplicates and
-/// dead letters. Keys are explicit fixtures; the ledger treats them as opaque.
+/// The store against a real PostgreSQL: exactly once per offset, duplicates, dead letters, what a result claims, and
+/// owners found through links. Keys are explicit fixtures; the ledger treats them as opaque. One purchase's crediting
+/// rules run through the store as the rows of `CreditingTable` (`CreditingTableStoreTests`).
 @Suite struct LedgerStoreTests {
     typealias F = LedgerFixtures
 
@@ -151,14 +152,6 @@ import Testing
         #expect(try db.user("u1").balance("gems") == 100)
     }
 
-    @Test func aCreditEventAfterAResultForTheSamePurchaseCreditsNothingMore() throws {
-        let db = try LedgerDatabase("ledger_result_event")
-        let transaction = F.transaction(creditKey: "k1", originalTransactionId: "o1")
-        try db.applyResults(F.result(submissionId: "s1", userId: "u1", transactions: [transaction]))
-        try db.applyEvents(F.event(eventId: "e1", type: "credit", transaction: transaction))
-        #expect(try db.user("u1").balance("gems") == 100)
-    }
-
     @Test func duplicateEventIdsMoveMoneyOnce() throws {
         let db = try LedgerDatabase("ledger_dup_events")
         let transaction = F.transaction(creditKey: "k1", originalTransactionId: "o1")
@@ -168,60 +161,6 @@ import Testing
         #expect(summary.duplicateEvents == 1)
         #expect(try db.user("u1").balance("gems") == 0)
         #expect(try db.purchase(F.key("k1"))?.amountDebited == 100)
-    }
-
-    @Test func refundReversalRefundAppliesTheSecondRefund() throws {
-        let db = try LedgerDatabase("ledger_refund_cycle")
-        let transaction = F.transaction(creditKey: "k1", originalTransactionId: "o1")
-        try db.applyResults(F.result(submissionId: "s1", userId: "u1", transactions: [transaction]))
-        try db.applyEvents(
-            F.event(eventId: "e1", type: "debit", transaction: transaction),
-            F.event(eventId: "e2", type: "recredit", transaction: transaction))
-        #expect(try db.user("u1").balance("gems") == 100)
-        try db.applyEvents(F.event(eventId: "e3", type: "debit", transaction: transaction))
-        #expect(try db.user("u1").balance("gems") == 0)
-        let purchase = try #require(try db.purchase(F.key("k1")))
-        #expect(purchase.state == "debited")
-        #expect(purchase.amountCredited == 200)
-        #expect(purchase.amountDebited == 200)
-    }
-
-    @Test func aPartialRefundTakesItsShareRoundedHalfUp() throws {
-        let db = try LedgerDatabase("ledger_partial")
-        let credited = F.transaction(creditKey: "k1", originalTransactionId: "o1", quantity: 3)
-        try db.applyResults(F.result(submissionId: "s1", userId: "u1", transactions: [credited]))
-        // 12.5% of 300 = 37.5 -> 38
-        try db.applyEvents(
-            F.event(
-                eventId: "e1", type: "debit",
-                transaction: F.transaction(creditKey: "k1", originalTransactionId: "o1", quantity: 3, revocationPercentage: 12_500)))
-        #expect(try db.user("u1").balance("gems") == 262)
-    }
-
-    @Test func aDebitBeforeItsCreditRefusesTheCredit() throws {
-        let db = try LedgerDatabase("ledger_debit_first")
-        let transaction = F.transaction(creditKey: "k1", originalTransactionId: "o1")
-        try db.applyEvents(F.event(eventId: "e1", type: "debit", transaction: transaction))
-        let summary = try db.applyResults(F.result(submissionId: "s1", userId: "u1", transactions: [transaction]))
-        #expect(summary.refusedClaims == 1)
-        #expect(try db.user("u1").balance("gems") == 0)
-        let purchase = try #require(try db.purchase(F.key("k1")))
-        #expect(purchase.state == "refused")
-        #expect(purchase.refusedClaims.map(\.userId) == ["u1"])
-    }
-
-    @Test func keepRefusesASecondUserAndRecordsTheClaim() throws {
-        let db = try LedgerDatabase("ledger_keep")
-        let transaction = F.transaction(creditKey: "k1", originalTransactionId: "o1", productId: "pro", credit: F.pro)
-        try db.applyResults(
-            F.result(submissionId: "s1", userId: "u1", transactions: [transaction]),
-            F.result(submissionId: "s2", userId: "u2", transactions: [transaction]),
-            F.result(submissionId: "s2", userId: "u2", transactions: [transaction]))
-        #expect(try db.user("u1").entitlements.map(\.entitlement) == ["pro"])
-        #expect(try db.user("u2").entitlements.isEmpty)
-        let purchase = try #require(try db.purchase(F.key("k1")))
-        #expect(purchase.owner == "u1")
-        #expect(purchase.refusedClaims.map { "\($0.userId)/\($0.submissionId)" } == ["u2/s2"])
     }
 
     @Test func transferMovesTheEntitlementButNeverItems() throws {
@@ -269,18 +208,6 @@ import Testing
         let other = F.transaction(creditKey: "k2", originalTransactionId: "o2", appAccountToken: token)
         try db.applyEvents(F.event(eventId: "e1", type: "credit", transaction: other))
         #expect(try db.user("u1").balance("gems") == 200)
-    }
-
-    @Test func familyRevokeAndSubscriptionStatus() throws {
-        let db = try LedgerDatabase("ledger_family")
-        let transaction = F.transaction(creditKey: "k1", originalTransactionId: "o1", productId: "pro", credit: F.pro, expiresDateMs: 1_000)
-        try db.applyResults(F.result(submissionId: "s1", userId: "u1", transactions: [transaction]))
-        let extended = F.transaction(creditKey: "k1", originalTransactionId: "o1", productId: "pro", credit: F.pro, expiresDateMs: 5_000)
-        try db.applyEvents(F.event(eventId: "e1", type: "subscription_status", transaction: extended, subscriptionStatus: 1))
-        #expect(try db.user("u1").entitlements.first?.expiresDateMs == 5_000)
-        try db.applyEvents(F.event(eventId: "e2", type: "revoke", transaction: extended))
-        #expect(try db.user("u1").entitlements.isEmpty)
-        #expect(try db.purchase(F.key("k1"))?.state == "debited")
     }
 
     @Test func whatCannotBeReadOrAppliedIsDeadLetteredAndThePartitionMovesOn() throws {

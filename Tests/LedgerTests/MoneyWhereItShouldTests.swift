@@ -5,66 +5,18 @@ import LedgerRules
 import Postgres
 import Testing
 
-/// The round-4 crediting rules through the real decoders and SQL: sandbox books, Family Sharing, upgrades, the key
-/// migration, Apple's event order, prorated refunds before the credit, owners, and identifiers the database cannot
-/// hold. The rules themselves are rows in `CreditingRulesTests`; these prove the store feeds them and writes what
-/// they decide.
+/// The round-4 crediting rules through the real decoders and SQL where they need more than one purchase or what the
+/// store knows besides the purchase: upgrades found among a subscription's periods, the key migration, owners and
+/// their links, identifiers the database cannot hold. One purchase's rules (sandbox books, Family Sharing, Apple's
+/// event order, prorated refunds before the credit) are rows of `CreditingTable`, run through the store by
+/// `CreditingTableStoreTests`.
 @Suite struct MoneyWhereItShouldTests {
     typealias F = LedgerFixtures
     static let day: Int64 = 86_400_000
     static var monthlyGems: [String: Any] { ["item": "gems", "amount": 300] }
     static var yearlyGems: [String: Any] { ["item": "gems", "amount": 3_000] }
 
-    // MARK: 1. Sandbox
-
-    @Test func separateKeepsSandboxPurchasesInABookOfTheirOwn() throws {
-        let db = try LedgerDatabase("ledger_sandbox_separate")
-        let summary = try db.applyResults(
-            F.result(submissionId: "s1", userId: "u1", transactions: [F.transaction(creditKey: "k1")], environment: "Sandbox"),
-            F.result(submissionId: "s2", userId: "u1", transactions: [F.transaction(creditKey: "k2")]))
-        let user = try db.user("u1")
-        #expect(user.balance("gems") == 100, "only the production purchase is production money")
-        #expect(user.sandbox.balance("gems") == 100)
-        #expect(summary.sandboxCredits == 1)
-        #expect(try db.purchase(F.key("k1", environment: "sandbox"))?.state == "credited")
-    }
-
-    @Test func creditMixesSandboxWithProduction() throws {
-        let db = try LedgerDatabase("ledger_sandbox_credit", sandbox: .credit)
-        try db.applyResults(
-            F.result(submissionId: "s1", userId: "u1", transactions: [F.transaction(creditKey: "k1")], environment: "Sandbox"))
-        #expect(try db.user("u1").balance("gems") == 100)
-        #expect(try db.user("u1").sandbox.balances.isEmpty)
-    }
-
-    @Test func ignoreRecordsSandboxPurchasesAndGrantsNothing() throws {
-        let db = try LedgerDatabase("ledger_sandbox_ignore", sandbox: .ignore)
-        try db.applyResults(
-            F.result(submissionId: "s1", userId: "u1", transactions: [F.transaction(creditKey: "k1")], environment: "Sandbox"))
-        let user = try db.user("u1")
-        #expect(user.balances.isEmpty && user.sandbox.balances.isEmpty)
-        let purchase = try #require(try db.purchase(F.key("k1", environment: "sandbox")))
-        #expect(purchase.owner == "u1")
-        #expect(purchase.amountCredited == 0)
-    }
-
-    // MARK: 2. Family Sharing
-
-    @Test func familySharedItemsAreDeclinedAndEntitlementsGrantedUntilRevoked() throws {
-        let db = try LedgerDatabase("ledger_family_shared")
-        let items = F.transaction(creditKey: "k1", originalTransactionId: "o1", ownership: "FAMILY_SHARED")
-        let pro = F.transaction(
-            creditKey: "k2", originalTransactionId: "o2", productId: "pro", credit: F.pro, ownership: "FAMILY_SHARED")
-        let summary = try db.applyResults(F.result(submissionId: "s1", userId: "member", transactions: [items, pro]))
-        #expect(summary.declinedClaims == 1)
-        #expect(try db.user("member").balances.isEmpty)
-        #expect(try db.purchase(F.key("k1")) == nil, "a declined claim leaves the purchase unclaimed")
-        #expect(try db.user("member").entitlements.map(\.entitlement) == ["pro"])
-        try db.applyEvents(F.event(eventId: "e1", type: "revoke", transaction: pro))
-        #expect(try db.user("member").entitlements.isEmpty)
-    }
-
-    // MARK: 3. Upgrades
+    // MARK: Upgrades
 
     static func monthly(_ extra: (inout [String: Any]) -> Void = { _ in }) -> [String: Any] {
         var transaction = F.transaction(
@@ -109,7 +61,7 @@ import Testing
         #expect(try db.user("u1").balance("gems") == 3_300)
     }
 
-    // MARK: 4. The key migration
+    // MARK: The key migration
 
     @Test func aPreMigrationKeyAndTheNewKeyAreOnePurchase() throws {
         let db = try LedgerDatabase("ledger_key_migration")
@@ -129,31 +81,7 @@ import Testing
         #expect(try db.purchase("apple:production:t1") == nil)
     }
 
-    // MARK: 5. Event order
-
-    @Test func aRefundSignedBeforeItsReversalMovesNothingWhenItArrivesLast() throws {
-        let db = try LedgerDatabase("ledger_event_order")
-        let transaction = F.transaction(creditKey: "k1", originalTransactionId: "o1")
-        try db.applyResults(F.result(submissionId: "s1", userId: "u1", transactions: [transaction]))
-        try db.applyEvents(F.event(eventId: "reversal", type: "recredit", transaction: transaction, signedDateMs: 2_000))
-        let summary = try db.applyEvents(F.event(eventId: "refund", type: "debit", transaction: transaction, signedDateMs: 1_000))
-        #expect(summary.staleEvents == 1)
-        #expect(try db.user("u1").balance("gems") == 100)
-    }
-
-    // MARK: 6. A prorated refund before its credit
-
-    @Test func aProratedRefundBeforeTheCreditLeavesTheRest() throws {
-        let db = try LedgerDatabase("ledger_prorated_first")
-        let refunded = F.transaction(creditKey: "k1", originalTransactionId: "o1", revocationPercentage: 25_000)
-        try db.applyEvents(F.event(eventId: "e1", type: "debit", transaction: refunded))
-        try db.applyResults(
-            F.result(submissionId: "s1", userId: "u1", transactions: [F.transaction(creditKey: "k1", originalTransactionId: "o1")]))
-        #expect(try db.user("u1").balance("gems") == 75)
-        #expect(try db.purchase(F.key("k1"))?.state == "debited")
-    }
-
-    // MARK: 7. Owners
+    // MARK: Owners
 
     @Test func theTokensOwnerOwnsTheTransactionNotTheOriginalIdsFirstUser() throws {
         let db = try LedgerDatabase("ledger_token_first")
@@ -248,7 +176,7 @@ import Testing
         #expect(try db.count("pending_claims") == 0)
     }
 
-    // MARK: 9. Text the database cannot hold
+    // MARK: Text the database cannot hold
 
     @Test func identifiersWithControlCharactersAreDeadLetteredNeverTruncated() throws {
         let db = try LedgerDatabase("ledger_control_chars")

@@ -41,20 +41,6 @@ public struct FakeSignedTransaction: Sendable, Equatable {
     public var appTransactionId: String?
     public var currency: String = "USD"
 
-    public init(
-        transactionId: String, originalTransactionId: String, productId: String, bundleId: String, type: String,
-        purchaseDateMs: Int64, environment: String, signedDateMs: Int64
-    ) {
-        self.transactionId = transactionId
-        self.originalTransactionId = originalTransactionId
-        self.productId = productId
-        self.bundleId = bundleId
-        self.type = type
-        self.purchaseDateMs = purchaseDateMs
-        self.environment = environment
-        self.signedDateMs = signedDateMs
-    }
-
     /// The payload JSON.
     public var json: [UInt8] {
         var fields = FakeJSONObject()

@@ -73,10 +73,6 @@ struct LedgerTransaction: Sendable, Equatable {
     /// A subscription period (its key is the period's): what upgrades compare.
     var isPeriod: Bool { PurchaseKey.isPeriod(creditKey) }
 
-    /// Creditable as the pipeline says, and not upgraded away (a transaction the pipeline marks `is_upgraded` is
-    /// never credited, whatever `creditable` says).
-    var shouldCredit: Bool { written.creditable && written.isUpgraded != true }
-
     /// The `credit` object as a shape the rules know: `{"item": string, "amount": positive integer}` exactly, or
     /// `{"entitlement": string}` optionally with `"period": string` (descriptive: the expiry is Apple's
     /// `expires_date_ms`); null is `.nothing`; anything else is `.unknown` (never guessed).

@@ -56,8 +56,9 @@ extension BatchWork {
         {
             summary.sandboxCredits += 1
         }
-        if isPeriod, let originalTransactionId, decision.state.isInForce,
-            !before.isInForce || upgradeNotified
+        if let originalTransactionId,
+            UpgradeRule.mayReplace(
+                isPeriod: isPeriod, before: before, after: decision.state, upgradeNotified: upgradeNotified)
         {
             try applyUpgrades(
                 subscription: originalTransactionId, upgradeNotified: upgradeNotified ? [creditKey] : [])
@@ -99,9 +100,4 @@ extension BatchWork {
             break  // handled in decide
         }
     }
-}
-
-extension PurchaseState {
-    /// The purchase was credited at some point (what a sandbox credit counts).
-    var isCreditedOnce: Bool { status != .none && status != .pendingOwner && status != .refused }
 }

@@ -7,12 +7,14 @@ extension BatchWork {
 
     /// - Returns: why (parts of) the result could not be applied; empty when all of it was.
     mutating func applyResult(_ result: LedgerResult, atMs: Int64) throws(PostgresError) -> [String] {
-        guard result.outcome == "verified" else { return [] }
+        guard CreditingRules.claims(outcome: result.outcome) else { return [] }
         var problems: [String] = []
         for transaction in result.transactions {
             if transaction.keyWasRederived { summary.rederivedKeys += 1 }
             if transaction.isUpgraded == true { try reportUpgrade(of: transaction) }
-            guard transaction.shouldCredit else { continue }
+            guard CreditingRules.claims(creditable: transaction.creditable, isUpgraded: transaction.isUpgraded) else {
+                continue
+            }
             guard let productId = transaction.productId, let quantity = transaction.quantity else {
                 problems.append("\(transaction.creditKey): creditable without product_id or quantity")
                 continue
@@ -34,23 +36,23 @@ extension BatchWork {
             if let appTransactionId = transaction.appTransactionId {
                 appTransactionIds[transaction.creditKey] = appTransactionId
             }
-            if let claimant, owner.claimantRefused,
-                purchases[transaction.creditKey]?.state.status ?? PurchaseStatus.none != PurchaseStatus.none
-            {
+            guard let claimant else { continue }
+            let purchase = purchases[transaction.creditKey]?.state
+            let left = OwnerRules.claimant(
+                claimant, of: owner, purchaseStatus: purchase?.status ?? .unseen, purchaseOwner: purchase?.owner,
+                isPeriod: transaction.isPeriod,
+                originalAwaited: awaitedValues.contains(transaction.originalTransactionId ?? ""))
+            if left.recordedAsRefused {
                 try perform(
                     .recordRefusedClaim(userId: claimant, submissionId: result.submissionId, atMs: atMs),
                     creditKey: transaction.creditKey, book: .production)
             }
-            // Links go to the purchase's owner only, in the transaction's environment: a refused claimant moves no
-            // link, under either policy, and a sandbox claim never binds a production token.
-            if let claimant, purchases[transaction.creditKey]?.state.owner == claimant {
-                if transaction.isPeriod || awaitedValues.contains(transaction.originalTransactionId ?? "") {
-                    // A consumable's or a non-consumable's id is never looked up again once it is credited (its
-                    // later events find the purchase by key); a subscription's serves its renewals.
-                    try link(
-                        .originalTransactionId, transaction.originalTransactionId, to: claimant,
-                        in: transaction.environment)
-                }
+            // In the transaction's environment: a sandbox claim never binds a production token.
+            if left.linksOriginalTransactionId {
+                try link(
+                    .originalTransactionId, transaction.originalTransactionId, to: claimant, in: transaction.environment)
+            }
+            if left.linksToken {
                 try link(.appAccountToken, transaction.appAccountToken, to: claimant, in: transaction.environment)
             }
         }
@@ -88,7 +90,9 @@ extension BatchWork {
         if transaction.isUpgraded == true { try reportUpgrade(of: transaction) }
         let problem: String?
         if case .credit = kind {
-            guard transaction.shouldCredit else { return [] }
+            guard CreditingRules.claims(creditable: transaction.creditable, isUpgraded: transaction.isUpgraded) else {
+                return []
+            }
             guard let productId = transaction.productId, let quantity = transaction.quantity else {
                 return try undoEvent(event, "\(transaction.creditKey): creditable without product_id or quantity")
             }

@@ -230,7 +230,7 @@ extension BatchWork {
         var deleted: [String] = []
         for key in dirtyPurchases.sorted() {
             guard let purchase = purchases[key] else { continue }
-            if purchase.state.status == .none {
+            if purchase.state.status == .unseen {
                 // Back to never seen (a refund before any claim, then reversed): no row.
                 if purchase.exists { deleted.append(key) }
             } else if purchase.exists {
@@ -238,7 +238,7 @@ extension BatchWork {
             } else {
                 inserted.append(WrittenPurchase(key: key, purchase: purchase, nowMs: nowMs))
             }
-            purchases[key]?.exists = purchase.state.status != .none
+            purchases[key]?.exists = purchase.state.status != .unseen
         }
         dirtyPurchases.removeAll(keepingCapacity: true)
         var statements: [(sql: String, parameters: [PostgresValue])] = []

@@ -8,8 +8,8 @@ extension BatchWork {
     mutating func reportUpgrade(of transaction: LedgerTransaction) throws(PostgresError) {
         guard transaction.isPeriod, let original = transaction.originalTransactionId else { return }
         var purchase = try load(transaction.creditKey)
-        guard purchase.state.status != .none, !purchase.state.upgradeReported else { return }
-        purchase.state.upgradeReported = true
+        guard let marked = UpgradeRule.markingReported(purchase.state) else { return }
+        purchase.state = marked
         purchases[transaction.creditKey] = purchase
         dirtyPurchases.insert(transaction.creditKey)
         try applyUpgrades(subscription: original, upgradeNotified: [])

@@ -90,7 +90,7 @@ extension BatchWork {
                 WalletHistoryEntry(
                     wallet: wallet, kind: .credit, key: move.creditKey, creditKey: move.creditKey, amount: amount,
                     balanceChange: amount, atMs: move.atMs))
-            recordRepayments(repaid, wallet: wallet, in: &work)
+            work.recordRepayments(repaid, of: wallet, atMs: nowMs)
         case .takeBack(_, _, let units, let kind):
             // Taken once: the wallet was read with every clawback this batch's take-backs would record, so one
             // recorded before (in an earlier batch, or earlier in this one) takes and writes nothing again.
@@ -103,12 +103,10 @@ extension BatchWork {
                     units, of: move.creditKey, as: move.key, kind: kind, policy: policy, atMs: atMs, from: &wallet)
             }
             guard let outcome else { throw Self.balanceOverflow(wallet) }
-            // Under debt the shortfall lowers the balance too (it goes negative); under floor it is only recorded.
-            let balanceChange = -(outcome.taken + (policy == .debt ? outcome.shortfall : 0))
             work.history.append(
                 WalletHistoryEntry(
                     wallet: wallet, kind: kind == .upgrade ? .upgrade : .debit, key: move.key,
-                    creditKey: move.creditKey, amount: units, balanceChange: balanceChange,
+                    creditKey: move.creditKey, amount: units, balanceChange: outcome.balanceChange(under: policy),
                     shortfall: outcome.shortfall, atMs: atMs))
             switch policy {
             case .floor: summary.unrecoveredUnits += Int(clamping: outcome.shortfall)
@@ -122,21 +120,8 @@ extension BatchWork {
                 WalletHistoryEntry(
                     wallet: wallet, kind: .recredit, key: move.key, creditKey: move.creditKey, amount: units,
                     balanceChange: reversal.balanceChange, atMs: nowMs))
-            recordRepayments(
-                reversal.settlements.filter(\.ofDebt).map { ($0.clawback, $0.amount) }, wallet: wallet, in: &work)
-        }
-    }
-
-    /// History rows of the debt a new lot repaid (the lot's own credit or grant row comes just before).
-    private func recordRepayments(
-        _ repaid: [(clawback: String, amount: Int64)], wallet: WalletKey, in work: inout WalletWork
-    ) {
-        for repayment in repaid {
-            work.history.append(
-                WalletHistoryEntry(
-                    wallet: wallet, kind: .debtRepayment, key: repayment.clawback,
-                    creditKey: work.wallet(wallet).clawbacks[repayment.clawback]?.creditKey, amount: repayment.amount,
-                    balanceChange: 0, atMs: nowMs))
+            work.recordRepayments(
+                reversal.settlements.filter(\.ofDebt).map { ($0.clawback, $0.amount) }, of: wallet, atMs: nowMs)
         }
     }
 
@@ -154,7 +139,7 @@ extension BatchWork {
         for move in lots {
             var repaid: [(clawback: String, amount: Int64)] = []
             work.update(move.wallet) { wallet in repaid = WalletRules.repayDebt(from: move.key, in: &wallet) }
-            recordRepayments(repaid, wallet: move.wallet, in: &work)
+            work.recordRepayments(repaid, of: move.wallet, atMs: nowMs)
         }
         _ = try session.pipeline(work.writeStatements())
     }

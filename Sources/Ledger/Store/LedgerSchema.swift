@@ -432,33 +432,10 @@ public enum LedgerSchema {
     /// - Returns: the versions applied now (empty when the schema was current).
     @discardableResult
     public static func migrate(_ connection: PostgresConnection) throws(PostgresError) -> [Int64] {
-        try connection.transaction { session throws(PostgresError) in
-            try session.execute("SELECT pg_advisory_xact_lock($1)", [.int(migrationLockKey)])
-            try session.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations (version bigint PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
-            )
+        try PostgresMigrations.apply(
+            migrations, on: connection, versionsTable: "schema_migrations", lockKey: migrationLockKey
+        ) { newest, known in
+            "the database schema is version \(newest), newer than this build's \(known): upgrade the ledger"
         }
-        var applied: [Int64] = []
-        for migration in migrations {
-            let ran = try connection.transaction { session throws(PostgresError) -> Bool in
-                try session.execute("SELECT pg_advisory_xact_lock($1)", [.int(migrationLockKey)])
-                let done = try session.execute(
-                    "SELECT 1 FROM schema_migrations WHERE version = $1", [.int(migration.version)])
-                guard done.rows.isEmpty else { return false }
-                for statement in migration.statements { try session.execute(statement) }
-                try session.execute("INSERT INTO schema_migrations (version) VALUES ($1)", [.int(migration.version)])
-                return true
-            }
-            if ran { applied.append(migration.version) }
-        }
-        let newest = try connection.execute("SELECT max(version) AS newest FROM schema_migrations").rows.first?
-            .optionalInt64("newest") ?? 0
-        guard newest <= currentVersion else {
-            throw PostgresError(
-                sqlState: nil,
-                message: "the database schema is version \(newest), newer than this build's \(currentVersion): upgrade the ledger",
-                isConnectionBroken: false)
-        }
-        return applied
     }
 }

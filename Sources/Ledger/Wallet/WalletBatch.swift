@@ -111,13 +111,7 @@ enum WalletBatch {
                 WalletHistoryEntry(
                     wallet: key, kind: .grant, key: request.idempotencyKey, creditKey: nil, amount: request.amount,
                     balanceChange: request.amount, note: request.note, atMs: nowMs))
-            for repayment in repaid {
-                work.history.append(
-                    WalletHistoryEntry(
-                        wallet: key, kind: .debtRepayment, key: repayment.clawback,
-                        creditKey: work.wallet(key).clawbacks[repayment.clawback]?.creditKey, amount: repayment.amount,
-                        balanceChange: 0, atMs: nowMs))
-            }
+            work.recordRepayments(repaid, of: key, atMs: nowMs)
             return WalletAnswer.granted(
                 request, balance: work.wallet(key).balance, debtRepaid: repaid.reduce(0) { $0 + $1.amount })
         }

@@ -70,6 +70,17 @@ struct WalletWork {
 
     func wasRead(_ key: WalletKey) -> Bool { read[key] != nil }
 
+    /// History rows of the debt a new lot of `wallet` repaid (the lot's own credit or grant row comes just before).
+    mutating func recordRepayments(_ repaid: [(clawback: String, amount: Int64)], of wallet: WalletKey, atMs: Int64) {
+        for repayment in repaid {
+            history.append(
+                WalletHistoryEntry(
+                    wallet: wallet, kind: .debtRepayment, key: repayment.clawback,
+                    creditKey: self.wallet(wallet).clawbacks[repayment.clawback]?.creditKey, amount: repayment.amount,
+                    balanceChange: 0, atMs: atMs))
+        }
+    }
+
     // MARK: Reading
 
     /// The statements that lock the wallets `keys` (their balances rows, in key order: the lock order of every
@@ -209,8 +220,8 @@ struct WalletWork {
     /// rows are copied (`COPY ... FROM STDIN (FORMAT binary)`) when there are at least `threshold` of them: a batch
     /// of results writes a lot and a history row per credit, and `INSERT ... SELECT unnest(arrays)` cost PostgreSQL
     /// a tuplestore of the unnested arrays, a plan and a row-at-a-time insert for each (docs/BENCHMARKS.md,
-    /// "The wallet's writes by COPY"). Lots and history rows refer to nothing, so the copies may run before or after
-    /// the statements.
+    /// "The wallet's writes by COPY"). Lots and history rows refer to nothing; run the copies after the statements,
+    /// so that a history row is numbered while the balances upsert holds its wallet's lock (`BatchWork.flush`).
     func writes(copyingFrom threshold: Int) -> WalletWrites {
         var newLots: [(WalletKey, WalletLot)] = []
         var changedLots: [(WalletKey, WalletLot)] = []
@@ -245,133 +256,136 @@ struct WalletWork {
         }
         var statements: [(sql: String, parameters: [PostgresValue])] = []
         var copies: [(sql: String, rows: PostgresCopyRows)] = []
+        /// The statement that writes `rows`; none when there are none.
+        func write<Row>(_ rows: [Row], _ sql: String, _ parameters: ([Row]) -> [PostgresValue]) {
+            if !rows.isEmpty { statements.append((sql, parameters(rows))) }
+        }
         if newLots.count >= threshold {
             copies.append((Self.lotsCopy, Self.copyRows(newLots)))
-        } else if !newLots.isEmpty {
-            statements.append(
-                (
-                    """
-                    INSERT INTO wallet_lots (user_id, lot_key, book, item, kind, amount, spent, taken, covered, added_at_ms)
-                    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[],
-                        $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[])
-                    """,
-                    [
-                        .textArray(newLots.map(\.0.user)), .textArray(newLots.map(\.1.key)),
-                        .textArray(newLots.map(\.0.book.rawValue)), .textArray(newLots.map(\.0.item)),
-                        .textArray(newLots.map(\.1.kind.rawValue)), .intArray(newLots.map(\.1.amount)),
-                        .intArray(newLots.map(\.1.spent)), .intArray(newLots.map(\.1.taken)),
-                        .intArray(newLots.map(\.1.covered)), .intArray(newLots.map(\.1.addedAtMs)),
-                    ]
-                ))
+        } else {
+            write(newLots, Self.lotsInsert, Self.lotsParameters)
         }
-        if !changedLots.isEmpty {
-            statements.append(
-                (
-                    """
-                    UPDATE wallet_lots l SET spent = u.spent, taken = u.taken, covered = u.covered
-                    FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[])
-                        AS u(user_id, lot_key, spent, taken, covered)
-                    WHERE l.user_id = u.user_id AND l.lot_key = u.lot_key
-                    """,
-                    [
-                        .textArray(changedLots.map(\.0.user)), .textArray(changedLots.map(\.1.key)),
-                        .intArray(changedLots.map(\.1.spent)), .intArray(changedLots.map(\.1.taken)),
-                        .intArray(changedLots.map(\.1.covered)),
-                    ]
-                ))
+        write(
+            changedLots,
+            """
+            UPDATE wallet_lots l SET spent = u.spent, taken = u.taken, covered = u.covered
+            FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[])
+                AS u(user_id, lot_key, spent, taken, covered)
+            WHERE l.user_id = u.user_id AND l.lot_key = u.lot_key
+            """
+        ) { rows in
+            [
+                .textArray(rows.map(\.0.user)), .textArray(rows.map(\.1.key)),
+                .intArray(rows.map(\.1.spent)), .intArray(rows.map(\.1.taken)),
+                .intArray(rows.map(\.1.covered)),
+            ]
         }
-        if !newClawbacks.isEmpty {
-            statements.append(
-                (
-                    """
-                    INSERT INTO wallet_clawbacks (user_id, clawback_key, book, item, credit_key, kind, requested, debt,
-                        unrecovered, reversed, at_ms)
-                    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-                        $7::bigint[], $8::bigint[], $9::bigint[], $10::boolean[], $11::bigint[])
-                    """,
-                    [
-                        .textArray(newClawbacks.map(\.0.user)), .textArray(newClawbacks.map(\.1.key)),
-                        .textArray(newClawbacks.map(\.0.book.rawValue)), .textArray(newClawbacks.map(\.0.item)),
-                        .nullableArray(newClawbacks.map(\.1.creditKey)), .textArray(newClawbacks.map(\.1.kind.rawValue)),
-                        .intArray(newClawbacks.map(\.1.requested)), .intArray(newClawbacks.map(\.1.debt)),
-                        .intArray(newClawbacks.map(\.1.unrecovered)),
-                        .nullableArray(newClawbacks.map { $0.1.reversed ? "t" : "f" }),
-                        .intArray(newClawbacks.map(\.1.atMs)),
-                    ]
-                ))
+        write(
+            newClawbacks,
+            """
+            INSERT INTO wallet_clawbacks (user_id, clawback_key, book, item, credit_key, kind, requested, debt,
+                unrecovered, reversed, at_ms)
+            SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+                $7::bigint[], $8::bigint[], $9::bigint[], $10::boolean[], $11::bigint[])
+            """
+        ) { rows in
+            [
+                .textArray(rows.map(\.0.user)), .textArray(rows.map(\.1.key)),
+                .textArray(rows.map(\.0.book.rawValue)), .textArray(rows.map(\.0.item)),
+                .nullableArray(rows.map(\.1.creditKey)), .textArray(rows.map(\.1.kind.rawValue)),
+                .intArray(rows.map(\.1.requested)), .intArray(rows.map(\.1.debt)),
+                .intArray(rows.map(\.1.unrecovered)),
+                .nullableArray(rows.map { $0.1.reversed ? "t" : "f" }),
+                .intArray(rows.map(\.1.atMs)),
+            ]
         }
-        if !changedClawbacks.isEmpty {
-            statements.append(
-                (
-                    """
-                    UPDATE wallet_clawbacks c SET debt = u.debt, unrecovered = u.unrecovered, reversed = u.reversed
-                    FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::boolean[])
-                        AS u(user_id, clawback_key, debt, unrecovered, reversed)
-                    WHERE c.user_id = u.user_id AND c.clawback_key = u.clawback_key
-                    """,
-                    [
-                        .textArray(changedClawbacks.map(\.0.user)), .textArray(changedClawbacks.map(\.1.key)),
-                        .intArray(changedClawbacks.map(\.1.debt)), .intArray(changedClawbacks.map(\.1.unrecovered)),
-                        .nullableArray(changedClawbacks.map { $0.1.reversed ? "t" : "f" }),
-                    ]
-                ))
+        write(
+            changedClawbacks,
+            """
+            UPDATE wallet_clawbacks c SET debt = u.debt, unrecovered = u.unrecovered, reversed = u.reversed
+            FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::boolean[])
+                AS u(user_id, clawback_key, debt, unrecovered, reversed)
+            WHERE c.user_id = u.user_id AND c.clawback_key = u.clawback_key
+            """
+        ) { rows in
+            [
+                .textArray(rows.map(\.0.user)), .textArray(rows.map(\.1.key)),
+                .intArray(rows.map(\.1.debt)), .intArray(rows.map(\.1.unrecovered)),
+                .nullableArray(rows.map { $0.1.reversed ? "t" : "f" }),
+            ]
         }
-        if !newTakes.isEmpty {
-            statements.append(
-                (
-                    """
-                    INSERT INTO wallet_takes (user_id, clawback_key, lot_key, amount)
-                    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[])
-                    ON CONFLICT (user_id, clawback_key, lot_key) DO UPDATE SET amount = wallet_takes.amount + EXCLUDED.amount
-                    """,
-                    [
-                        .textArray(newTakes.map(\.0.user)), .textArray(newTakes.map(\.1)),
-                        .textArray(newTakes.map(\.2.lot)), .intArray(newTakes.map(\.2.amount)),
-                    ]
-                ))
+        write(
+            newTakes,
+            """
+            INSERT INTO wallet_takes (user_id, clawback_key, lot_key, amount)
+            SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[])
+            ON CONFLICT (user_id, clawback_key, lot_key) DO UPDATE SET amount = wallet_takes.amount + EXCLUDED.amount
+            """
+        ) { rows in
+            [
+                .textArray(rows.map(\.0.user)), .textArray(rows.map(\.1)),
+                .textArray(rows.map(\.2.lot)), .intArray(rows.map(\.2.amount)),
+            ]
         }
-        if !spends.isEmpty {
-            statements.append(
-                (
-                    """
-                    INSERT INTO wallet_spends (user_id, idempotency_key, lot_key, amount)
-                    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[])
-                    """,
-                    [
-                        .textArray(spends.map(\.user)), .textArray(spends.map(\.key)),
-                        .textArray(spends.map(\.share.lot)), .intArray(spends.map(\.share.amount)),
-                    ]
-                ))
+        write(
+            spends,
+            """
+            INSERT INTO wallet_spends (user_id, idempotency_key, lot_key, amount)
+            SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[])
+            """
+        ) { rows in
+            [
+                .textArray(rows.map(\.user)), .textArray(rows.map(\.key)),
+                .textArray(rows.map(\.share.lot)), .intArray(rows.map(\.share.amount)),
+            ]
         }
-        if !balanceChanges.isEmpty {
-            statements.append((Self.balancesUpsert, [
-                .textArray(balanceChanges.map(\.0.user)), .textArray(balanceChanges.map(\.0.book.rawValue)),
-                .textArray(balanceChanges.map(\.0.item)), .intArray(balanceChanges.map(\.amount)),
-                .intArray(balanceChanges.map(\.debt)), .intArray(balanceChanges.map(\.unrecovered)),
-            ]))
+        write(balanceChanges, Self.balancesUpsert) { rows in
+            [
+                .textArray(rows.map(\.0.user)), .textArray(rows.map(\.0.book.rawValue)),
+                .textArray(rows.map(\.0.item)), .intArray(rows.map(\.amount)),
+                .intArray(rows.map(\.debt)), .intArray(rows.map(\.unrecovered)),
+            ]
         }
         if history.count >= threshold {
             copies.append((Self.historyCopy, Self.copyRows(history)))
-        } else if !history.isEmpty {
-            statements.append(
-                (
-                    """
-                    INSERT INTO wallet_history (user_id, book, item, kind, key, credit_key, amount, balance_change,
-                        shortfall, note, at_ms)
-                    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-                        $7::bigint[], $8::bigint[], $9::bigint[], $10::text[], $11::bigint[])
-                    """,
-                    [
-                        .textArray(history.map(\.wallet.user)), .textArray(history.map(\.wallet.book.rawValue)),
-                        .textArray(history.map(\.wallet.item)), .textArray(history.map(\.kind.rawValue)),
-                        .textArray(history.map(\.key)), .nullableArray(history.map(\.creditKey)),
-                        .intArray(history.map(\.amount)), .intArray(history.map(\.balanceChange)),
-                        .intArray(history.map(\.shortfall)), .nullableArray(history.map(\.note)),
-                        .intArray(history.map(\.atMs)),
-                    ]
-                ))
+        } else {
+            write(history, Self.historyInsert, Self.historyParameters)
         }
         return WalletWrites(copies: copies, statements: statements)
+    }
+
+    static let lotsInsert = """
+        INSERT INTO wallet_lots (user_id, lot_key, book, item, kind, amount, spent, taken, covered, added_at_ms)
+        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[],
+            $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[])
+        """
+
+    private static func lotsParameters(_ rows: [(WalletKey, WalletLot)]) -> [PostgresValue] {
+        [
+            .textArray(rows.map(\.0.user)), .textArray(rows.map(\.1.key)),
+            .textArray(rows.map(\.0.book.rawValue)), .textArray(rows.map(\.0.item)),
+            .textArray(rows.map(\.1.kind.rawValue)), .intArray(rows.map(\.1.amount)),
+            .intArray(rows.map(\.1.spent)), .intArray(rows.map(\.1.taken)),
+            .intArray(rows.map(\.1.covered)), .intArray(rows.map(\.1.addedAtMs)),
+        ]
+    }
+
+    static let historyInsert = """
+        INSERT INTO wallet_history (user_id, book, item, kind, key, credit_key, amount, balance_change,
+            shortfall, note, at_ms)
+        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+            $7::bigint[], $8::bigint[], $9::bigint[], $10::text[], $11::bigint[])
+        """
+
+    private static func historyParameters(_ rows: [WalletHistoryEntry]) -> [PostgresValue] {
+        [
+            .textArray(rows.map(\.wallet.user)), .textArray(rows.map(\.wallet.book.rawValue)),
+            .textArray(rows.map(\.wallet.item)), .textArray(rows.map(\.kind.rawValue)),
+            .textArray(rows.map(\.key)), .nullableArray(rows.map(\.creditKey)),
+            .intArray(rows.map(\.amount)), .intArray(rows.map(\.balanceChange)),
+            .intArray(rows.map(\.shortfall)), .nullableArray(rows.map(\.note)),
+            .intArray(rows.map(\.atMs)),
+        ]
     }
 
     static let lotsCopy = """
