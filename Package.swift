@@ -253,7 +253,7 @@ let package = Package(
             name: "LedgerTests",
             dependencies: [
                 "Ledger", "LedgerRules", "Postgres", "Kafka", "ServiceRuntime", "ServiceSupport", "TestSupport",
-                "FakeAppStore", "LedgerRuleTables",
+                "FakeAppStore", "LedgerRuleTables", "EmbeddedKafka",
             ]),
         .testTarget(
             name: "IntegrationTests",

@@ -63,6 +63,72 @@ import Testing
         }
     }
 
+    /// A batch's offsets against the stored next offsets, as a table: below the next offset, applied before; at
+    /// it, applied; above it, a jump: the partition stops there (nothing of it from the jump on is applied, even
+    /// what follows contiguously), the others go on. A partition with nothing stored starts at its first record.
+    @Test func offsetsAreAppliedOnlyInSequenceFromTheStoredOne() {
+        let a = TopicPartition(topic: "r", partition: 0)
+        let b = TopicPartition(topic: "r", partition: 1)
+        let c = TopicPartition(topic: "e", partition: 0)
+        typealias Walk = KafkaBinding.OffsetWalk
+        struct Row {
+            let name: String
+            let offsets: [(partition: TopicPartition, offset: Int64)]
+            let stored: [TopicPartition: Int64]
+            let fresh: [Int]
+            let alreadyApplied: Int
+            let jumps: [KafkaBinding.OffsetGap]
+            let next: [TopicPartition: Int64]
+        }
+        let rows = [
+            Row(
+                name: "contiguous from the stored offset", offsets: [(a, 5), (a, 6), (a, 7)], stored: [a: 5],
+                fresh: [0, 1, 2], alreadyApplied: 0, jumps: [], next: [a: 8]),
+            Row(
+                name: "a redelivery below the stored offset, then on", offsets: [(a, 3), (a, 4), (a, 5)],
+                stored: [a: 5], fresh: [2], alreadyApplied: 2, jumps: [], next: [a: 6]),
+            Row(
+                name: "after a seek back: the old records again, skipped", offsets: [(a, 5), (a, 6), (a, 5), (a, 6)],
+                stored: [a: 5], fresh: [0, 1], alreadyApplied: 2, jumps: [], next: [a: 7]),
+            Row(
+                name: "the first record past the stored offset: held, nothing applied",
+                offsets: [(a, 40), (a, 41)], stored: [a: 5], fresh: [], alreadyApplied: 0,
+                jumps: [KafkaBinding.OffsetGap(partition: a, stored: 5, lowWatermark: 40)], next: [a: 5]),
+            Row(
+                name: "a jump within the batch: applied up to it, held from it",
+                offsets: [(a, 5), (a, 6), (a, 90), (a, 7)], stored: [a: 5], fresh: [0, 1], alreadyApplied: 0,
+                jumps: [KafkaBinding.OffsetGap(partition: a, stored: 7, lowWatermark: 90)], next: [a: 7]),
+            Row(
+                name: "nothing stored: starts at its first record (a new ledger), then contiguous",
+                offsets: [(b, 120), (b, 121), (b, 130)], stored: [:], fresh: [0, 1], alreadyApplied: 0,
+                jumps: [KafkaBinding.OffsetGap(partition: b, stored: 122, lowWatermark: 130)], next: [b: 122]),
+            Row(
+                name: "one partition jumps, the others go on", offsets: [(a, 9), (c, 0), (a, 10), (c, 1), (b, 3)],
+                stored: [a: 5, c: 0, b: 3], fresh: [1, 3, 4], alreadyApplied: 0,
+                jumps: [KafkaBinding.OffsetGap(partition: a, stored: 5, lowWatermark: 9)], next: [a: 5, b: 4, c: 2]),
+        ]
+        for row in rows {
+            let walk = KafkaBinding.offsetWalk(row.offsets, stored: row.stored)
+            #expect(walk.fresh == row.fresh, "\(row.name)")
+            #expect(walk.alreadyApplied == row.alreadyApplied, "\(row.name)")
+            #expect(walk.jumps == row.jumps, "\(row.name)")
+            #expect(walk.next == row.next, "\(row.name)")
+        }
+        // The jump is accepted like a gap found at assignment: by its partition and stored offset.
+        #expect(KafkaBinding.offsetWalk([(a, 40)], stored: [a: 5]).jumps.map(\.acceptance) == ["r:0:5"])
+    }
+
+    /// Partitions with a stored offset whose watermarks are unknown are not judged (so not started); those with
+    /// nothing stored start at their beginning and need no judging.
+    @Test func partitionsWithUnknownWatermarksAreNotJudged() {
+        let a = TopicPartition(topic: "r", partition: 0)
+        let b = TopicPartition(topic: "r", partition: 1)
+        let c = TopicPartition(topic: "e", partition: 0)
+        #expect(KafkaBinding.unjudgedPartitions(stored: [a: 3, b: 7, c: 1], watermarksKnown: [b]) == [c, a])
+        #expect(KafkaBinding.unjudgedPartitions(stored: [a: 3], watermarksKnown: [a, b]).isEmpty)
+        #expect(KafkaBinding.unjudgedPartitions(stored: [:], watermarksKnown: []).isEmpty)
+    }
+
     @Test func anAcceptedGapMovesTheStoredOffsetOnAndIsRecorded() throws {
         let db = try LedgerDatabase("ledger_offset_gaps")
         try db.applyResults(
@@ -88,6 +154,38 @@ import Testing
         }
         #expect(again.isEmpty)
         #expect(try db.count("accepted_offset_gaps") == 1)
+    }
+
+    /// The store applies nothing past a jump in a partition's offsets (a position librdkafka reset past what
+    /// retention deleted): the credit after it waits, the stored offset stays, the jump is reported; the other
+    /// partitions of the same batch are applied. A partition never applied starts at its first record.
+    @Test func theStoreAppliesNothingPastAJumpAndReportsIt() throws {
+        let db = try LedgerDatabase("ledger_offset_jumps")
+        typealias F = LedgerFixtures
+        try db.applyResults(F.result(submissionId: "s1", userId: "u1", transactions: [F.transaction(creditKey: "k1")]))
+        let results = TopicPartition(topic: F.topics.results, partition: 0)
+        let jumped = LedgerRecord(
+            topic: results.topic, partition: 0, offset: 40,
+            value: F.result(submissionId: "s2", userId: "u1", transactions: [F.transaction(creditKey: "k2")]))
+        let newPartition = LedgerRecord(
+            topic: results.topic, partition: 1, offset: 700,
+            value: F.result(submissionId: "s3", userId: "u2", transactions: [F.transaction(creditKey: "k3")]))
+        let summary = try db.apply([jumped, newPartition])
+        #expect(summary.offsetJumps == [KafkaBinding.OffsetGap(partition: results, stored: 1, lowWatermark: 40)])
+        #expect(summary.applied == 1 && summary.alreadyApplied == 0)
+        #expect(try db.user("u1").balance("gems") == 100, "nothing past the jump is applied")
+        #expect(try db.user("u2").balance("gems") == 100, "a partition never applied starts at its first record")
+        let stored = try db.connection.transaction { session throws(PostgresError) in
+            try LedgerStore.storedOffsets([results, TopicPartition(topic: results.topic, partition: 1)], in: session)
+        }
+        #expect(stored == [results: 1, TopicPartition(topic: results.topic, partition: 1): 701])
+        // Once accepted (the stored offset moved to the offset jumped to), the same record is applied.
+        _ = try db.connection.transaction { session throws(PostgresError) in
+            try KafkaBinding.acceptGaps(summary.offsetJumps, in: session, nowMs: 1)
+        }
+        let accepted = try db.apply([jumped])
+        #expect(accepted.offsetJumps.isEmpty && accepted.applied == 1)
+        #expect(try db.user("u1").balance("gems") == 200)
     }
 
     @Test func bindingsAndForgottenOffsetsAreStored() throws {

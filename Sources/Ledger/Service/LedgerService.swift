@@ -175,6 +175,7 @@ public final class LedgerService: ManagedService {
         if let workerHealth = worker.health { return workerHealth }
         if !worker.database.isUp { return Health(readiness: "the database is not reachable (retrying)") }
         if let gaps = starts.gapReadiness { return Health(readiness: gaps) }
+        if let unjudged = starts.unjudgedReadiness { return Health(readiness: unjudged) }
         let awaiting = starts.awaitingCount
         if awaiting > 0 {
             return Health(readiness: "\(awaiting) assigned partitions wait for their stored offsets (retrying)")

@@ -114,10 +114,12 @@ final class LedgerWorker: Sendable {
             let batch = ahead?.take() ?? takeDecodedBatch()
             ahead = nil
             metrics.bufferedMessages.set(buffer.count)
-            // After the take: a partition whose messages are in `batch` was recorded as awaiting before them.
+            // Messages of a partition held for an offset gap, or awaiting its stored offset (fetched before it was
+            // held or made to await), are never applied. Filtered before the awaiting partitions are resolved: a
+            // resolved one is sought to its stored offset and its buffered messages discarded, so the store gets
+            // its messages in contiguous offsets from there.
+            let admitted = starts.withoutWithheld(batch)
             guard startsResolved(), lifecycle.withLock({ $0.mayApply }) else { continue }
-            // Messages of a partition held for an offset gap (fetched before it was held) are never applied.
-            let admitted = starts.withoutHeld(batch)
             if !batch.isEmpty {
                 ahead = DecodingAhead(on: decoder) { [self] in takeDecodedBatch() }
             }
@@ -127,11 +129,12 @@ final class LedgerWorker: Sendable {
     }
 
     /// Reads and applies the stored offsets of partitions assigned while the database did not answer, retrying
-    /// with backoff until it did; nothing is applied before. False when the worker stops first.
+    /// with backoff until it did; nothing is applied before. Partitions whose watermarks are not known stay
+    /// awaiting (checked again with backoff) while the others are applied. False when the worker stops first.
     private func startsResolved() -> Bool {
         var backoff = Backoff()
         while !isStopping {
-            switch starts.resolveAwaiting(refuse: refuse) {
+            switch starts.resolveAwaiting(refuse: refuse, discardBuffered: { buffer.drop(Set($0)) }) {
             case .ready, .refused:
                 return true
             case .databaseDown(let error):
@@ -314,6 +317,8 @@ final class LedgerWorker: Sendable {
         metrics.upgrades.increment(by: summary.upgrades)
         metrics.wallet.unrecoveredUnits.increment(by: summary.unrecoveredUnits)
         metrics.wallet.debtUnits.increment(by: summary.debtUnits)
+        // A partition whose offsets jumped past its stored one: nothing of it from the jump on was applied; held.
+        if !summary.offsetJumps.isEmpty { starts.offsetsJumped(summary.offsetJumps) }
         if summary.deadLettered > 0 {
             logger.warning("messages dead-lettered (see the dead_letters table)", ["count": .int(summary.deadLettered)])
         }

@@ -14,6 +14,16 @@ import Synchronization
 /// gap is recorded in `accepted_offset_gaps`). The other partitions go on. librdkafka alone would skip the gap
 /// without a word (`auto.offset.reset=earliest`).
 ///
+/// A partition whose watermarks its leader does not give in time is not judged, so not started either: it awaits
+/// like one whose stored offset was not read, and the worker checks it again with backoff until it is judged.
+/// And a gap that opens later (fetching paused for longer than the topics' retention, librdkafka resetting the
+/// position to the first retained offset) or that the check missed is caught where messages are applied: the
+/// store applies a partition's messages only in contiguous offsets from its stored next offset
+/// (`KafkaBinding.offsetWalk`), and a jump is held here exactly like a gap found at assignment (`offsetsJumped`).
+/// `auto.offset.reset` stays `earliest`: with `error` librdkafka would stop the partition with an error event that
+/// names no gap and never restarts it, while the reset's first message tells the jump exactly (stored offset,
+/// first offset handed out), in the transaction that would apply it.
+///
 /// On assignment the consumer's poll thread asks the database once. When it does not answer, the partitions are
 /// assigned at their beginning, paused and recorded as awaiting (`AwaitingStarts`); the worker reads their offsets
 /// before it applies anything, retrying with backoff while the database is down, then moves them there (`seek`) and
@@ -48,6 +58,15 @@ final class PartitionStarts: Sendable {
     private let gapsInAssignment = Locked<[KafkaBinding.OffsetGap]>([])
     /// `held` is not empty: the per-message check (`admits`) takes no lock otherwise.
     private let anyHeld = Atomic<Bool>(false)
+    /// `awaiting` is not empty (set under its lock): the same, for awaiting partitions.
+    private let anyAwaiting = Atomic<Bool>(false)
+    /// The partitions assigned now (under `held`'s lock): a jump the worker reports after a revocation holds nothing.
+    private let owned = Locked<Set<TopicPartition>>([])
+    /// Awaiting partitions whose watermarks were not known at their last check, for readiness.
+    private let unjudged = Locked<Set<TopicPartition>>([])
+    /// When awaiting partitions were left unjudged: the awaiting snapshot then, and when to check it again (the
+    /// worker does not ask their leaders at every batch).
+    private let recheck = Locked<Recheck?>(nil)
     /// The partitions of the assignment in progress whose offsets the database did not give: awaiting from the
     /// moment they are assigned (`assigned`), not before, so the worker never seeks a partition not assigned yet.
     private let unreadInAssignment = Locked<[TopicPartition]>([])
@@ -55,6 +74,16 @@ final class PartitionStarts: Sendable {
     /// (then the link resumes every partition itself once under its low water mark, and a resolved partition stays
     /// paused until then).
     private let link: ConsumerLink
+
+    private struct Recheck {
+        var snapshot: [TopicPartition: UInt64]
+        var dueNs: UInt64
+        var backoff: Backoff
+    }
+
+    /// How long the worker waits for a partition's watermarks when it checks an unjudged partition again (shorter
+    /// than at assignment: it applies the other partitions' messages meanwhile).
+    static let recheckTimeout: Duration = .seconds(2)
 
     /// The gauge of held partitions and the counter of accepted offsets.
     struct GapMetrics: Sendable {
@@ -74,8 +103,16 @@ final class PartitionStarts: Sendable {
         self.logger = logger
     }
 
-    /// How many assigned partitions wait for their stored offsets.
+    /// How many assigned partitions wait for their stored offsets (or to be judged against them).
     var awaitingCount: Int { awaiting.withLock { $0.count } }
+
+    /// Why the service is not ready while partitions await because their watermarks are not known (nil: none).
+    var unjudgedReadiness: String? {
+        let partitions = unjudged.withLock { $0 }.sorted().map(\.description)
+        guard !partitions.isEmpty else { return nil }
+        return "the first retained offset of \(partitions.joined(separator: ", ")) is not known (their leader did not "
+            + "answer): not consumed until it is checked against the stored offset (retrying)"
+    }
 
     /// Why the service is not ready while partitions are held for a gap (nil: none is).
     var gapReadiness: String? {
@@ -83,18 +120,28 @@ final class PartitionStarts: Sendable {
         return gaps.isEmpty ? nil : KafkaBinding.gapRefusal(gaps)
     }
 
-    /// Whether a fetched message of `partition` may be buffered: never one of a held partition, which is paused
-    /// again (the waterline's resume takes in every assigned partition). The consumer's poll thread, per message.
+    /// Whether a fetched message of `partition` may be buffered: never one of a held or an awaiting partition,
+    /// which is paused again (the waterline's resume takes in every assigned partition). An awaiting partition is
+    /// paused under the lock the worker resolves it under, so a resolution never finds it paused again. The
+    /// consumer's poll thread, per message.
     func admits(_ partition: TopicPartition) -> Bool {
-        guard anyHeld.load(ordering: .acquiring), held.withLock({ $0[partition] != nil }) else { return true }
-        currentConsumer?.pause([partition])
-        return false
+        if anyHeld.load(ordering: .acquiring), held.withLock({ $0[partition] != nil }) {
+            currentConsumer?.pause([partition])
+            return false
+        }
+        guard anyAwaiting.load(ordering: .acquiring) else { return true }
+        return awaiting.withLock { awaiting in
+            guard awaiting.tickets[partition] != nil else { return true }
+            currentConsumer?.pause([partition])
+            return false
+        }
     }
 
-    /// `batch` without the records of held partitions (fetched before they were held: never applied).
-    func withoutHeld(_ batch: [DecodedRecord]) -> [DecodedRecord] {
-        guard anyHeld.load(ordering: .acquiring) else { return batch }
-        let partitions = held.withLock { Set($0.keys) }
+    /// `batch` without the records of held and awaiting partitions (fetched before they were held or made to
+    /// await: never applied; an awaiting partition is sought to its stored offset when resolved).
+    func withoutWithheld(_ batch: [DecodedRecord]) -> [DecodedRecord] {
+        guard anyHeld.load(ordering: .acquiring) || anyAwaiting.load(ordering: .acquiring) else { return batch }
+        let partitions = held.withLock { Set($0.keys) }.union(awaiting.withLock { $0.tickets.keys })
         return batch.filter { !partitions.contains($0.record.partitionKey) }
     }
 
@@ -109,13 +156,14 @@ final class PartitionStarts: Sendable {
         setHeld([], forgetting: partitions)
         switch readStoredOffsets(partitions) {
         case .success(let stored):
-            // An earlier assignment whose read failed but which librdkafka then refused never reached `assigned`:
-            // its partitions must not be held by this one.
-            unreadInAssignment.withLock { $0 = [] }
             logger.info(
                 "partitions start from the stored offsets",
                 ["partitions": .int(partitions.count), "known": .int(stored.count)])
-            let checked = checkTopics(stored, refuse: refuse)
+            let checked = checkTopics(stored, watermarkTimeout: .seconds(10), refuse: refuse)
+            // Not judged (their watermarks unknown): they await like unread ones, from their beginning, paused. An
+            // earlier assignment whose read failed but which librdkafka then refused never reached `assigned`: its
+            // partitions are not awaiting by this one.
+            unreadInAssignment.withLock { $0 = checked.unjudged }
             // Held partitions start at their beginning (as awaiting ones) and are held and paused in `assigned`,
             // before any message is handed out; `admits` drops whatever of theirs is fetched before the pause.
             gapsInAssignment.withLock { $0 = checked.held }
@@ -142,6 +190,7 @@ final class PartitionStarts: Sendable {
             defer { gaps = [] }
             return gaps.filter { assigned.contains($0.partition) }
         }
+        held.withLock { _ in owned.withLock { $0.formUnion(partitions) } }
         if !gaps.isEmpty {
             setHeld(gaps, forgetting: [])
             currentConsumer?.pause(gaps.map(\.partition))
@@ -149,21 +198,28 @@ final class PartitionStarts: Sendable {
         let waiting = partitions.filter { unread.contains($0) }
         guard !waiting.isEmpty else { return }
         currentConsumer?.pause(waiting)
-        awaiting.withLock { $0.add(waiting) }
+        withAwaiting { $0.add(waiting) }
     }
 
     /// Before a revocation: their next owner reads their offsets (and checks them) itself.
     func revoking(_ partitions: [TopicPartition]) {
-        awaiting.withLock { $0.forget(partitions) }
+        withAwaiting { $0.forget(partitions) }
+        unjudged.withLock { $0.subtract(partitions) }
+        held.withLock { _ in owned.withLock { $0.subtract(partitions) } }
         setHeld([], forgetting: partitions)
     }
 
     // MARK: The worker's thread
 
-    /// Reads, checks and applies the offsets of the awaiting partitions (one attempt). `refuse` as above.
-    func resolveAwaiting(refuse: (String) -> Void) -> Resolution {
+    /// Reads, checks and applies the offsets of the awaiting partitions (one attempt; partitions left unjudged
+    /// last time only once their backoff has passed). `refuse` as above. `discardBuffered` forgets the buffered
+    /// messages of partitions about to resume from their stored offsets (fetched before they were made to await).
+    /// Partitions whose watermarks are still unknown stay awaiting: `.ready` lets the worker apply the others.
+    func resolveAwaiting(refuse: (String) -> Void, discardBuffered: ([TopicPartition]) -> Void) -> Resolution {
         let snapshot = awaiting.withLock { $0.tickets }
         guard !snapshot.isEmpty, let consumer = currentConsumer else { return .ready }
+        let now = SystemTime.monotonicNanoseconds()
+        if let due = recheck.withLock({ $0 }), due.snapshot == snapshot, now < due.dueNs { return .ready }
         let partitions = snapshot.keys.sorted()
         let stored: [TopicPartition: Int64]
         switch readStoredOffsets(partitions) {
@@ -171,7 +227,7 @@ final class PartitionStarts: Sendable {
         case .failure(let error): return .databaseDown(error.description)
         }
         var refused = false
-        let checked = checkTopics(stored, refuse: { reason in
+        let checked = checkTopics(stored, watermarkTimeout: Self.recheckTimeout, refuse: { reason in
             refused = true
             refuse(reason)
         })
@@ -180,19 +236,70 @@ final class PartitionStarts: Sendable {
         // awaiting under the same ticket (one revoked meanwhile is its next owner's to judge).
         setHeld(checked.held, forgetting: [], ifAwaiting: snapshot)
         let gapped = Set(checked.held.map(\.partition))
-        let started = partitions.filter { !gapped.contains($0) }
+        let notJudged = Set(checked.unjudged)
+        let started = partitions.filter { !gapped.contains($0) && !notJudged.contains($0) }
         var starts: [TopicPartition: Int64] = [:]
         for partition in started { starts[partition] = checked.starts[partition] ?? KafkaConsumer.beginningOffset }
-        // A partition revoked meanwhile is refused by librdkafka: its next owner starts it.
+        // Sought while still paused; a partition revoked meanwhile is refused by librdkafka: its next owner starts
+        // it. Once sought, nothing fetched from the old position is handed out: what the buffer holds of them is
+        // from before and goes, so their messages reach the store in contiguous offsets from the stored one.
         if !starts.isEmpty, let failure = consumer.seek(starts, timeout: .seconds(10)) {
             logger.warning("cannot move an awaiting partition to its stored offset", ["error": .string(failure.message)])
         }
-        if !link.isPausedByWaterline, !started.isEmpty { consumer.resume(started) }
-        awaiting.withLock { $0.done(snapshot) }
+        discardBuffered(started)
+        let judged = snapshot.filter { !notJudged.contains($0.key) }
+        let left = snapshot.filter { notJudged.contains($0.key) }
+        // Done and resumed under the lock `admits` pauses awaiting partitions under.
+        withAwaiting { awaiting in
+            awaiting.done(judged)
+            if !link.isPausedByWaterline, !started.isEmpty { consumer.resume(started) }
+        }
+        unjudged.withLock { $0 = notJudged.filter { snapshot[$0] != nil } }
+        recheck.withLock { recheck in
+            guard !left.isEmpty else {
+                recheck = nil
+                return
+            }
+            var backoff = recheck?.backoff ?? Backoff(initial: .seconds(1), maximum: .seconds(30))
+            let wait = backoff.next()
+            recheck = Recheck(
+                snapshot: left, dueNs: now + UInt64(wait / .nanoseconds(1)), backoff: backoff)
+        }
         logger.info(
             "awaiting partitions start from the stored offsets",
-            ["partitions": .int(partitions.count), "known": .int(stored.count)])
+            [
+                "partitions": .int(started.count), "known": .int(stored.count), "held": .int(gapped.count),
+                "not_judged": .int(notJudged.count),
+            ])
         return .ready
+    }
+
+    /// The store met partitions whose offsets jumped past their stored next offset (`BatchSummary.offsetJumps`):
+    /// each is held like a gap found at assignment (paused, not ready, the error line, the gauge), unless
+    /// `LEDGER_ACCEPT_OFFSET_GAP` names it: then the gap is recorded, the stored offset moves to the offset jumped
+    /// to, and the partition awaits, to be sought there (what followed the jump in the buffer is discarded then).
+    /// Only partitions still assigned: a jump reported after a revocation is the next owner's to find.
+    func offsetsJumped(_ jumps: [KafkaBinding.OffsetGap]) {
+        let assigned = held.withLock { _ in owned.withLock { $0 } }
+        let mine = jumps.filter { assigned.contains($0.partition) }
+        guard !mine.isEmpty else { return }
+        let settled = settle(
+            mine,
+            heldMessage:
+                "a partition's offsets jumped past its stored offset: the messages in between never reached the "
+                + "ledger (retention deleted them while the partition was not fetched, or the topic holds offsets "
+                + "no plain producer writes); the partition is not consumed until LEDGER_ACCEPT_OFFSET_GAP names "
+                + "this gap (docs/OPERATIONS.md)")
+        setHeld(settled.held, forgetting: [], ifOwned: true)
+        currentConsumer?.pause(settled.held.map(\.partition))
+        let rejudged = settled.accepted.map(\.partition)
+        guard !rejudged.isEmpty else { return }
+        held.withLock { _ in
+            let stillOwned = owned.withLock { $0 }
+            let partitions = rejudged.filter { stillOwned.contains($0) }
+            currentConsumer?.pause(partitions)
+            withAwaiting { $0.add(partitions) }
+        }
     }
 
     // MARK: Both
@@ -221,6 +328,9 @@ final class PartitionStarts: Sendable {
         var starts: [TopicPartition: Int64]
         /// Partitions held for a gap nobody accepted (absent from `starts`).
         var held: [KafkaBinding.OffsetGap] = []
+        /// Partitions with a stored offset whose watermarks were not known: not judged, so not started (absent
+        /// from `starts`); they await and are checked again.
+        var unjudged: [TopicPartition] = []
     }
 
     /// The guards against a database that does not match the topics, from each partition's watermarks (one request
@@ -229,22 +339,37 @@ final class PartitionStarts: Sendable {
     /// applied again from their beginning; otherwise the ledger refuses to run (`refuse`). A partition whose stored
     /// offset lies below its first retained offset would skip what retention deleted: it is held
     /// (`checkGaps`).
-    private func checkTopics(_ stored: [TopicPartition: Int64], refuse: (String) -> Void) -> Checked {
-        guard let consumer = currentConsumer, !stored.isEmpty else { return Checked(starts: stored) }
+    private func checkTopics(
+        _ all: [TopicPartition: Int64], watermarkTimeout: Duration, refuse: (String) -> Void
+    ) -> Checked {
+        guard let consumer = currentConsumer, !all.isEmpty else { return Checked(starts: all) }
         var ends: [TopicPartition: Int64] = [:]
         var starts: [TopicPartition: Int64] = [:]
-        for partition in stored.keys {
-            guard let marks = consumer.watermarks(partition, timeout: .seconds(10)) else { continue }
+        for partition in all.keys {
+            guard let marks = consumer.watermarks(partition, timeout: watermarkTimeout) else { continue }
             starts[partition] = marks.low
             ends[partition] = marks.high
         }
-        let unknown = stored.keys.filter { ends[$0] == nil }.map(\.description).sorted()
+        let unknown = KafkaBinding.unjudgedPartitions(stored: all, watermarksKnown: Set(ends.keys))
         if !unknown.isEmpty {
-            // Not judged this time (the leader did not answer); the next assignment checks them again.
+            // Not judged this time (the leader did not answer): not started either, whatever it would skip. They
+            // await, paused, and the worker checks them again with backoff.
             logger.warning(
-                "the start and end of some partitions are not known: not checked against their stored offsets",
-                ["partitions": .string(unknown.joined(separator: ", "))])
+                "the start and end of some partitions are not known: not consumed until checked against their "
+                    + "stored offsets (retrying)",
+                ["partitions": .string(unknown.map(\.description).joined(separator: ", "))])
         }
+        let stored = all.filter { ends[$0.key] != nil }
+        var checked = checkJudged(stored, lowWatermarks: starts, highWatermarks: ends, refuse: refuse)
+        checked.unjudged = unknown
+        return checked
+    }
+
+    /// `checkTopics` for the partitions whose watermarks are known.
+    private func checkJudged(
+        _ stored: [TopicPartition: Int64], lowWatermarks starts: [TopicPartition: Int64],
+        highWatermarks ends: [TopicPartition: Int64], refuse: (String) -> Void
+    ) -> Checked {
         let stale = KafkaBinding.stalePartitions(stored: stored, highWatermarks: ends)
         guard !stale.isEmpty else { return checkGaps(stored, lowWatermarks: starts) }
         guard rebind.contains(.topics) else {
@@ -274,23 +399,39 @@ final class PartitionStarts: Sendable {
         var checked = Checked(starts: stored)
         let gaps = KafkaBinding.offsetGaps(stored: stored, lowWatermarks: lowWatermarks)
         guard !gaps.isEmpty else { return checked }
+        let settled = settle(
+            gaps,
+            heldMessage:
+                "a partition's stored offset is below its first retained offset: messages were deleted before the "
+                + "ledger applied them (a database older than the topics' retention); the partition is not "
+                + "consumed until LEDGER_ACCEPT_OFFSET_GAP names this gap (docs/OPERATIONS.md)")
+        for gap in settled.held { checked.starts[gap.partition] = nil }
+        for gap in settled.accepted { checked.starts[gap.partition] = gap.lowWatermark }
+        checked.held = settled.held
+        return checked
+    }
+
+    /// Records the gaps `LEDGER_ACCEPT_OFFSET_GAP` names (each partition's stored offset moves to the gap's end),
+    /// and names each of the others in an error line (`heldMessage`): those are to be held. An acceptance the
+    /// database does not take now (it is down, or the stored offset moved meanwhile) is held too, and tried again
+    /// at the next assignment (or jump).
+    private func settle(_ gaps: [KafkaBinding.OffsetGap], heldMessage: String)
+        -> (held: [KafkaBinding.OffsetGap], accepted: [KafkaBinding.OffsetGap])
+    {
         var held = gaps.filter { !KafkaBinding.isAccepted($0, by: acceptedGaps) }
         let toAccept = gaps.filter { KafkaBinding.isAccepted($0, by: acceptedGaps) }
+        var accepted: [KafkaBinding.OffsetGap] = []
         if !toAccept.isEmpty {
             do throws(PostgresError) {
-                let accepted = try database.withConnection { connection throws(PostgresError) in
+                accepted = try database.withConnection { connection throws(PostgresError) in
                     try connection.transaction { session throws(PostgresError) in
                         try KafkaBinding.acceptGaps(toAccept, in: session, nowMs: SystemTime.wallMilliseconds())
                     }
                 }
-                for gap in toAccept where !accepted.contains(gap) {
-                    // Its stored offset moved meanwhile (another instance applied or accepted it): judged again at
-                    // the next assignment.
-                    checked.starts[gap.partition] = nil
-                    held.append(gap)
-                }
+                // Its stored offset moved meanwhile (another instance applied or accepted it): judged again at the
+                // next assignment.
+                held += toAccept.filter { !accepted.contains($0) }
                 for gap in accepted {
-                    checked.starts[gap.partition] = gap.lowWatermark
                     gapMetrics?.acceptedOffsets.increment(by: Int(gap.deletedOffsets))
                     log(
                         gap, asError: false,
@@ -304,16 +445,14 @@ final class PartitionStarts: Sendable {
                 held += toAccept
             }
         }
-        for gap in held.sorted() {
-            checked.starts[gap.partition] = nil
-            log(
-                gap, asError: true,
-                "a partition's stored offset is below its first retained offset: messages were deleted before the "
-                    + "ledger applied them (a database older than the topics' retention); the partition is not "
-                    + "consumed until LEDGER_ACCEPT_OFFSET_GAP names this gap (docs/OPERATIONS.md)")
-        }
-        checked.held = held.sorted()
-        return checked
+        held.sort()
+        for gap in held where !isHeld(gap) { log(gap, asError: true, heldMessage) }
+        return (held, accepted)
+    }
+
+    /// Whether `gap` is held already (named in an error line when it was).
+    private func isHeld(_ gap: KafkaBinding.OffsetGap) -> Bool {
+        held.withLock { $0[gap.partition] == gap }
     }
 
     /// One line naming the gap: topic, partition, stored offset, low watermark, and the acceptance that names it.
@@ -329,18 +468,33 @@ final class PartitionStarts: Sendable {
     /// Forgets the held partitions among `forgetting`, then holds `gaps` (with `ifAwaiting`, only those still
     /// awaiting under the ticket it gives them: checked under the lock, so a revocation's forgetting comes after);
     /// updates the gauge.
+    /// With `ifOwned`, only partitions still assigned (checked under the same lock as a revocation's forgetting).
     private func setHeld(
-        _ gaps: [KafkaBinding.OffsetGap], forgetting: [TopicPartition], ifAwaiting snapshot: [TopicPartition: UInt64]? = nil
+        _ gaps: [KafkaBinding.OffsetGap], forgetting: [TopicPartition],
+        ifAwaiting snapshot: [TopicPartition: UInt64]? = nil, ifOwned: Bool = false
     ) {
         let count = held.withLock { held -> Int in
             for partition in forgetting { held[partition] = nil }
             let current = snapshot.map { _ in awaiting.withLock { $0.tickets } }
-            for gap in gaps where snapshot == nil || current?[gap.partition] == snapshot?[gap.partition] {
+            let assigned = ifOwned ? owned.withLock { $0 } : nil
+            for gap in gaps
+            where (snapshot == nil || current?[gap.partition] == snapshot?[gap.partition])
+                && (assigned?.contains(gap.partition) ?? true)
+            {
                 held[gap.partition] = gap
             }
             anyHeld.store(!held.isEmpty, ordering: .releasing)
             return held.count
         }
         gapMetrics?.heldPartitions.set(Double(count))
+    }
+
+    /// Changes the awaiting partitions under their lock, keeping `anyAwaiting` in step.
+    private func withAwaiting<Result>(_ change: (inout AwaitingStarts) -> Result) -> Result {
+        awaiting.withLock { awaiting in
+            let result = change(&awaiting)
+            anyAwaiting.store(!awaiting.isEmpty, ordering: .releasing)
+            return result
+        }
     }
 }

@@ -99,6 +99,65 @@ public enum KafkaBinding {
         }.sorted()
     }
 
+    /// What a batch's offsets say, partition by partition, against the next offsets stored before it
+    /// (`offsetWalk`).
+    public struct OffsetWalk: Sendable, Equatable {
+        /// The positions (in the batch) of the records to apply, in order.
+        public var fresh: [Int] = []
+        /// Records below their partition's next offset: applied before (a redelivery after a seek, a crash or a
+        /// rebalance).
+        public var alreadyApplied = 0
+        /// Partitions whose offsets jumped past their next offset: `stored` is the next offset the ledger expected,
+        /// `lowWatermark` the offset it was handed instead. None of their records from the jump on is applied.
+        public var jumps: [OffsetGap] = []
+        /// The next offset of each partition after the records to apply.
+        public var next: [TopicPartition: Int64] = [:]
+    }
+
+    /// Walks a batch's `offsets` (in the order they were consumed) against `stored`, the next offsets stored before
+    /// the batch. The ledger's input topics have contiguous offsets (plain, non-transactional producers, whether
+    /// idempotent or not: no control records; delete retention: no compaction holes; docs/OPERATIONS.md, Topics),
+    /// so a partition with a stored next offset `n` must be handed `n` next: a record below `n` was applied before,
+    /// one at `n` is applied (and `n` moves on), and one above `n` means the offsets in between never reached the
+    /// ledger (librdkafka reset a fetch position that retention had deleted: `auto.offset.reset`). That partition
+    /// is held from its jump on, like an offset gap found at assignment, never applied past silently. A partition
+    /// with nothing stored (never applied) starts wherever its first record is (a new ledger reads from the
+    /// partition's beginning), then must be contiguous as well.
+    public static func offsetWalk(_ offsets: [(partition: TopicPartition, offset: Int64)], stored: [TopicPartition: Int64])
+        -> OffsetWalk
+    {
+        var walk = OffsetWalk(next: stored)
+        var jumped: Set<TopicPartition> = []
+        for (index, record) in offsets.enumerated() where !jumped.contains(record.partition) {
+            guard let expected = walk.next[record.partition] else {
+                walk.fresh.append(index)
+                walk.next[record.partition] = record.offset + 1
+                continue
+            }
+            if record.offset < expected {
+                walk.alreadyApplied += 1
+            } else if record.offset == expected {
+                walk.fresh.append(index)
+                walk.next[record.partition] = expected + 1
+            } else {
+                jumped.insert(record.partition)
+                walk.jumps.append(OffsetGap(partition: record.partition, stored: expected, lowWatermark: record.offset))
+            }
+        }
+        walk.jumps.sort()
+        return walk
+    }
+
+    /// The partitions with a stored offset whose watermarks are not known (their leader did not answer): neither
+    /// gap nor staleness can be judged, so they must not start (the stored offset could lie below the first
+    /// retained one, and librdkafka would skip to it without a word). Partitions with nothing stored start at their
+    /// beginning and need no judging.
+    public static func unjudgedPartitions(stored: [TopicPartition: Int64], watermarksKnown: Set<TopicPartition>)
+        -> [TopicPartition]
+    {
+        stored.keys.filter { !watermarksKnown.contains($0) }.sorted()
+    }
+
     /// A gap is accepted only by an entry naming its partition and its stored offset (`LEDGER_ACCEPT_OFFSET_GAP`):
     /// an entry left in place never accepts a later, different gap of the same partition.
     public static func isAccepted(_ gap: OffsetGap, by accepted: [TopicPartition: Int64]) -> Bool {

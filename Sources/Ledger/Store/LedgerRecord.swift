@@ -62,6 +62,9 @@ public struct BatchSummary: Sendable, Equatable {
     public var debtUnits = 0
     /// The next offset to read per partition after this batch.
     public var nextOffsets: [TopicPartition: Int64] = [:]
+    /// Partitions whose offsets jumped past their stored next offset in this batch (`KafkaBinding.offsetWalk`):
+    /// nothing of them from the jump on was applied; the worker holds them as offset gaps.
+    public var offsetJumps: [KafkaBinding.OffsetGap] = []
 
     public init() {}
 }

@@ -46,29 +46,26 @@ public struct LedgerStore: Sendable {
             nowMs: nowMs)
         // Locked in a fixed order, so two instances never wait on each other's partitions in a cycle.
         let partitions = Set(records.map(\.record.partitionKey)).sorted()
-        var next = try Self.lockOffsets(partitions, in: session)
-        if next.count < partitions.count {
+        var stored = try Self.lockOffsets(partitions, in: session)
+        if stored.count < partitions.count {
             // Partitions never applied from before: their rows first (a concurrent instance may insert them too).
-            let missing = partitions.filter { next[$0] == nil }
+            let missing = partitions.filter { stored[$0] == nil }
             try session.execute(
                 """
                 INSERT INTO consumer_offsets (topic, partition, next_offset)
                 SELECT t, p, 0 FROM unnest($1::text[], $2::int[]) AS u(t, p) ON CONFLICT DO NOTHING
                 """, [.textArray(missing.map(\.topic)), .textArray(missing.map { String($0.partition) })])
-            next = try Self.lockOffsets(partitions, in: session)
+            let locked = try Self.lockOffsets(partitions, in: session)
+            // A row inserted just now (0) stores nothing yet: its partition starts at its first record. One another
+            // instance committed meanwhile (above 0: it applied something) is a stored offset like any other.
+            stored = locked.filter { stored[$0.key] != nil || $0.value > 0 }
         }
-        let stored = next
-        var fresh: [DecodedRecord] = []
-        fresh.reserveCapacity(records.count)
-        for decoded in records {
-            let partition = decoded.record.partitionKey
-            guard let expected = next[partition], decoded.record.offset >= expected else {
-                work.summary.alreadyApplied += 1
-                continue
-            }
-            fresh.append(decoded)
-            next[partition] = decoded.record.offset + 1
-        }
+        // Below a partition's next offset: applied before; at it: applied now; above it: a jump, held.
+        let walk = KafkaBinding.offsetWalk(records.map { ($0.record.partitionKey, $0.record.offset) }, stored: stored)
+        let next = walk.next
+        work.summary.alreadyApplied = walk.alreadyApplied
+        work.summary.offsetJumps = walk.jumps
+        let fresh = walk.fresh.map { records[$0] }
         try work.prefetch(fresh.map(\.message))
         for decoded in fresh {
             try work.apply(decoded.record, decoded.message)
