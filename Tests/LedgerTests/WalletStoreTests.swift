@@ -102,6 +102,33 @@ import TestSupport
         try db.expectConsistent()
     }
 
+    /// A results batch of many credits copies its lots and history rows (`WalletWork.writes(copyingFrom:)`) instead
+    /// of inserting them from arrays: the same rows, the same history in the same order, and a debt the balances
+    /// upsert finds is repaid from the first copied lot.
+    @Test func aBatchOfManyCreditsCopiesItsLotsAndHistoryAndRepaysTheDebtFromThem() throws {
+        let db = try LedgerDatabase("wallet_copied_credits", clawback: .debt)
+        try db.applyResults(Self.purchase("p0"))
+        #expect(try db.spend(70, key: "k1").status == 200)
+        try db.applyEvents(Self.refund("p0", eventId: "r1"))
+        #expect(try db.user("u1").wallet("gems").debt == 70)
+        let labels = (1...(BatchWork.copyThreshold + 8)).map { "p\($0)" }
+        let summary = try db.apply(db.append(labels.map { Self.purchase($0) }, to: F.topics.results))
+        #expect(summary.applied == labels.count)
+        #expect(try db.user("u1").balance("gems") == 100 * Int64(labels.count) - 70)
+        #expect(try db.user("u1").wallet("gems").debt == 0)
+        #expect(try db.purchase(F.key("p1"))?.amountConsumed == 70, "the first credit repaid the debt")
+        for label in labels.dropFirst() {
+            #expect(try db.lot("u1", F.key(label)) == Lot(amount: 100, spent: 0, taken: 0, covered: 0))
+        }
+        let history = try db.history()
+        #expect(history.first?["kind"] as? String == "debt_repayment")
+        let credits = history.dropFirst().prefix(labels.count)
+        #expect(credits.map { $0["kind"] as? String } == Array(repeating: "credit", count: labels.count))
+        #expect(credits.map { $0["key"] as? String } == labels.reversed().map { F.key($0) }, "newest first, in order")
+        #expect(credits.allSatisfy { $0["amount"] as? Int == 100 && $0["balance_change"] as? Int == 100 })
+        try db.expectConsistent()
+    }
+
     @Test func debtAPurchaseInTheSameBatchAsTheRefundRepaysItInOrder() throws {
         let db = try LedgerDatabase("wallet_debt_same_batch", clawback: .debt)
         try db.applyResults(Self.purchase("p1"))

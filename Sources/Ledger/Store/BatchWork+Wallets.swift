@@ -4,8 +4,9 @@ import Postgres
 /// The wallets' side of a batch: the crediting decisions' wallet movements, applied at the end of the batch with
 /// `WalletRules` and written once (`WalletWork`).
 ///
-/// A batch whose movements are credits only (every results batch) reads nothing: each credit is a new lot, inserted,
-/// and the balances upsert adds it, as before the wallet (no extra round trip). Only when that upsert finds a wallet
+/// A batch whose movements are credits only (every results batch) reads nothing: each credit is a new lot, inserted
+/// (copied, with the history rows, when the batch has many: `WalletWork.writes(copyingFrom:)`), and the balances
+/// upsert adds it, as before the wallet. Only when that upsert finds a wallet
 /// with debt outstanding is that wallet read (it is locked by then) and the debt repaid from the batch's new lots.
 /// A batch with a take-back or a reversal first locks every wallet it touches, in key order (the lock order of spends
 /// too), reads them, and applies all its movements in order in memory.
@@ -64,11 +65,14 @@ extension BatchWork {
         for move in moves {
             try apply(move, to: &work)
         }
-        for statement in work.writeStatements() {
+        let writes = work.writes(copyingFrom: Self.copyThreshold)
+        for statement in writes.statements {
             try write(
                 statement.sql, statement.parameters,
                 counted: statement.sql == WalletWork.balancesUpsert ? .walletsInDebt : .none)
         }
+        // Queued after the statements: the next flush copies them after the balances upsert has locked the wallets.
+        walletCopies += writes.copies
         addedLots = moves.filter { !work.wasRead($0.wallet) }
     }
 

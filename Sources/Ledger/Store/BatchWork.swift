@@ -28,6 +28,12 @@ struct BatchWork {
     var ownerLinks: [LinkKey: String?] = [:]
     /// Declared owners of tokens (lower-cased) known in this batch: `nil` = read and not declared.
     var declaredOwners: [String: String?] = [:]
+    /// The wallets' new lots and history rows when a batch writes many (`WalletWork.writes(copyingFrom:)`), copied
+    /// by `flush` after its pipeline (a `COPY` cannot run inside one). After the purchases, so that two instances
+    /// crediting the same new purchases meet first at the purchases' keys, in key order; and after the balances
+    /// upsert, which locks the wallets a credits-only batch did not read: a wallet's history rows are numbered
+    /// while its lock is held, so its entries become visible in the order of their numbers.
+    var walletCopies: [(sql: String, rows: PostgresCopyRows)] = []
     /// Writes whose results the batch does not need at once, sent together (one round trip, `pipeline`) before
     /// the next read and at the end of the batch.
     var writes: [(sql: String, parameters: [PostgresValue], counted: CountedWrite)] = []
@@ -261,10 +267,15 @@ struct BatchWork {
     }
 
     /// Sends the deferred writes (call before reading what they change, and before the batch commits): the
-    /// changed purchases first (other tables refer to them).
+    /// changed purchases first (other tables refer to them), then the pipeline, then the wallets' copies.
     mutating func flush() throws(PostgresError) {
         try writePurchases()
-        guard !writes.isEmpty else { return }
+        defer { walletCopies.removeAll() }
+        if !writes.isEmpty { try sendWrites() }
+        for copy in walletCopies { try session.copy(copy.sql, copy.rows) }
+    }
+
+    private mutating func sendWrites() throws(PostgresError) {
         let pending = writes
         writes.removeAll(keepingCapacity: true)
         let results = try session.pipeline(pending.map { ($0.sql, $0.parameters) })

@@ -416,6 +416,7 @@ public enum LedgerSchema {
                 """,
             ]
         ),
+        (version: 10, statements: WalletSchema.remainingByWallet),
     ]
 
     /// SQL for `AppAccountToken.canonical` of `column`: its ASCII letters lower-cased (`lower()` would follow the

@@ -14,6 +14,16 @@ enum WalletSchema {
     /// uses the index only for the same expression).
     static let hasRemaining = "spent + taken + covered < amount"
 
+    /// Schema version 10: the lots with units remaining indexed by wallet alone. Version 6 indexed them by (user,
+    /// book, item, added_at_ms, lot_key), but nothing reads them in that order (`WalletRules` orders a wallet's lots
+    /// itself) or by those last two columns, and every credit's lot paid for comparing them on insert: a results
+    /// batch's lots cost PostgreSQL 5 columns of comparisons each where 3 find the same rows (docs/BENCHMARKS.md,
+    /// "The wallet's writes by COPY"). Index only: no row changes.
+    static let remainingByWallet: [String] = [
+        "DROP INDEX wallet_lots_remaining",
+        "CREATE INDEX wallet_lots_remaining ON wallet_lots (user_id, book, item) WHERE \(hasRemaining)",
+    ]
+
     static let migration: [String] = [
         "ALTER TABLE balances ADD COLUMN debt bigint NOT NULL DEFAULT 0, ADD COLUMN unrecovered bigint NOT NULL DEFAULT 0",
         """

@@ -1,6 +1,13 @@
 import LedgerRules
 import Postgres
 
+/// What `WalletWork.writes(copyingFrom:)` sends: copies (`PostgresSession.copy`, outside a pipeline) and statements
+/// (in their order, in one pipeline).
+struct WalletWrites {
+    var copies: [(sql: String, rows: PostgresCopyRows)]
+    var statements: [(sql: String, parameters: [PostgresValue])]
+}
+
 /// A user's wallet of one item in one book: the lock order of everything that reads or changes a wallet (its
 /// `balances` row is the wallet's lock, taken in this order).
 struct WalletKey: Hashable, Comparable, Sendable {
@@ -206,6 +213,16 @@ struct WalletWork {
     /// upsert (in key order) answers the wallets it left with debt outstanding (`user_id`, `book`, `item`): a lot
     /// written without reading its wallet repays that debt once the wallet is read.
     func writeStatements() -> [(sql: String, parameters: [PostgresValue])] {
+        writes(copyingFrom: .max).statements
+    }
+
+    /// Every change since the wallets were read, as `writeStatements()` writes it, except that new lots and history
+    /// rows are copied (`COPY ... FROM STDIN (FORMAT binary)`) when there are at least `threshold` of them: a batch
+    /// of results writes a lot and a history row per credit, and `INSERT ... SELECT unnest(arrays)` cost PostgreSQL
+    /// a tuplestore of the unnested arrays, a plan and a row-at-a-time insert for each (docs/BENCHMARKS.md,
+    /// "The wallet's writes by COPY"). Lots and history rows refer to nothing; run the copies after the statements,
+    /// so that a history row is numbered while the balances upsert holds its wallet's lock (`BatchWork.flush`).
+    func writes(copyingFrom threshold: Int) -> WalletWrites {
         var newLots: [(WalletKey, WalletLot)] = []
         var changedLots: [(WalletKey, WalletLot)] = []
         var newClawbacks: [(WalletKey, Clawback)] = []
@@ -238,25 +255,15 @@ struct WalletWork {
             if change.1 != 0 || change.2 != 0 || change.3 != 0 { balanceChanges.append(change) }
         }
         var statements: [(sql: String, parameters: [PostgresValue])] = []
+        var copies: [(sql: String, rows: PostgresCopyRows)] = []
         /// The statement that writes `rows`; none when there are none.
         func write<Row>(_ rows: [Row], _ sql: String, _ parameters: ([Row]) -> [PostgresValue]) {
             if !rows.isEmpty { statements.append((sql, parameters(rows))) }
         }
-        write(
-            newLots,
-            """
-            INSERT INTO wallet_lots (user_id, lot_key, book, item, kind, amount, spent, taken, covered, added_at_ms)
-            SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[],
-                $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[])
-            """
-        ) { rows in
-            [
-                .textArray(rows.map(\.0.user)), .textArray(rows.map(\.1.key)),
-                .textArray(rows.map(\.0.book.rawValue)), .textArray(rows.map(\.0.item)),
-                .textArray(rows.map(\.1.kind.rawValue)), .intArray(rows.map(\.1.amount)),
-                .intArray(rows.map(\.1.spent)), .intArray(rows.map(\.1.taken)),
-                .intArray(rows.map(\.1.covered)), .intArray(rows.map(\.1.addedAtMs)),
-            ]
+        if newLots.count >= threshold {
+            copies.append((Self.lotsCopy, Self.copyRows(newLots)))
+        } else {
+            write(newLots, Self.lotsInsert, Self.lotsParameters)
         }
         write(
             changedLots,
@@ -339,25 +346,95 @@ struct WalletWork {
                 .intArray(rows.map(\.debt)), .intArray(rows.map(\.unrecovered)),
             ]
         }
-        write(
-            history,
-            """
-            INSERT INTO wallet_history (user_id, book, item, kind, key, credit_key, amount, balance_change,
-                shortfall, note, at_ms)
-            SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-                $7::bigint[], $8::bigint[], $9::bigint[], $10::text[], $11::bigint[])
-            """
-        ) { rows in
-            [
-                .textArray(rows.map(\.wallet.user)), .textArray(rows.map(\.wallet.book.rawValue)),
-                .textArray(rows.map(\.wallet.item)), .textArray(rows.map(\.kind.rawValue)),
-                .textArray(rows.map(\.key)), .nullableArray(rows.map(\.creditKey)),
-                .intArray(rows.map(\.amount)), .intArray(rows.map(\.balanceChange)),
-                .intArray(rows.map(\.shortfall)), .nullableArray(rows.map(\.note)),
-                .intArray(rows.map(\.atMs)),
-            ]
+        if history.count >= threshold {
+            copies.append((Self.historyCopy, Self.copyRows(history)))
+        } else {
+            write(history, Self.historyInsert, Self.historyParameters)
         }
-        return statements
+        return WalletWrites(copies: copies, statements: statements)
+    }
+
+    static let lotsInsert = """
+        INSERT INTO wallet_lots (user_id, lot_key, book, item, kind, amount, spent, taken, covered, added_at_ms)
+        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[],
+            $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[])
+        """
+
+    private static func lotsParameters(_ rows: [(WalletKey, WalletLot)]) -> [PostgresValue] {
+        [
+            .textArray(rows.map(\.0.user)), .textArray(rows.map(\.1.key)),
+            .textArray(rows.map(\.0.book.rawValue)), .textArray(rows.map(\.0.item)),
+            .textArray(rows.map(\.1.kind.rawValue)), .intArray(rows.map(\.1.amount)),
+            .intArray(rows.map(\.1.spent)), .intArray(rows.map(\.1.taken)),
+            .intArray(rows.map(\.1.covered)), .intArray(rows.map(\.1.addedAtMs)),
+        ]
+    }
+
+    static let historyInsert = """
+        INSERT INTO wallet_history (user_id, book, item, kind, key, credit_key, amount, balance_change,
+            shortfall, note, at_ms)
+        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+            $7::bigint[], $8::bigint[], $9::bigint[], $10::text[], $11::bigint[])
+        """
+
+    private static func historyParameters(_ rows: [WalletHistoryEntry]) -> [PostgresValue] {
+        [
+            .textArray(rows.map(\.wallet.user)), .textArray(rows.map(\.wallet.book.rawValue)),
+            .textArray(rows.map(\.wallet.item)), .textArray(rows.map(\.kind.rawValue)),
+            .textArray(rows.map(\.key)), .nullableArray(rows.map(\.creditKey)),
+            .intArray(rows.map(\.amount)), .intArray(rows.map(\.balanceChange)),
+            .intArray(rows.map(\.shortfall)), .nullableArray(rows.map(\.note)),
+            .intArray(rows.map(\.atMs)),
+        ]
+    }
+
+    static let lotsCopy = """
+        COPY wallet_lots (user_id, lot_key, book, item, kind, amount, spent, taken, covered, added_at_ms)
+        FROM STDIN (FORMAT binary)
+        """
+
+    static let historyCopy = """
+        COPY wallet_history (user_id, book, item, kind, key, credit_key, amount, balance_change, shortfall, note, at_ms)
+        FROM STDIN (FORMAT binary)
+        """
+
+    /// New lots in the columns of `lotsCopy`.
+    private static func copyRows(_ lots: [(WalletKey, WalletLot)]) -> PostgresCopyRows {
+        var rows = PostgresCopyRows(reservingBytes: lots.count * 160)
+        for (wallet, lot) in lots {
+            rows.startRow(fields: 10)
+            rows.text(wallet.user)
+            rows.text(lot.key)
+            rows.text(wallet.book.rawValue)
+            rows.text(wallet.item)
+            rows.text(lot.kind.rawValue)
+            rows.int64(lot.amount)
+            rows.int64(lot.spent)
+            rows.int64(lot.taken)
+            rows.int64(lot.covered)
+            rows.int64(lot.addedAtMs)
+        }
+        return rows
+    }
+
+    /// History rows in the columns of `historyCopy`.
+    private static func copyRows(_ history: [WalletHistoryEntry]) -> PostgresCopyRows {
+        var rows = PostgresCopyRows(reservingBytes: history.count * 180)
+        for entry in history {
+            rows.startRow(fields: 11)
+            rows.text(entry.wallet.user)
+            rows.text(entry.wallet.book.rawValue)
+            rows.text(entry.wallet.item)
+            rows.text(entry.kind.rawValue)
+            rows.text(entry.key)
+            rows.text(entry.creditKey)
+            rows.int64(entry.amount)
+            rows.int64(entry.balanceChange)
+            rows.int64(entry.shortfall)
+            rows.text(entry.note)
+            rows.int64(entry.atMs)
+        }
+        return rows
     }
 
     /// The balances rows' changes, in key order (two transactions changing the same wallets lock them in the same
