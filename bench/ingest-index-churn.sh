@@ -94,7 +94,7 @@ while [ "$written" -lt "$total" ]; do
     if [ -n "$RATE" ]; then
         # One chunk every tenth of a second, from the same starting point (a late chunk does not shift the rest).
         next_chunk_at="$(awk -v t="$next_chunk_at" 'BEGIN { printf "%.3f", t + 0.1 }')"
-        wait_s="$(awk -v t="$next_chunk_at" -v now="$(date +%s.%N)" 'BEGIN { d = t - now; printf "%.3f", d > 0 ? d : 0 }')"
+        wait_s="$(awk -v t="$next_chunk_at" -v now="$(date +%s.%N)" 'BEGIN { d = t - now; printf "%.3f", (d > 0 ? d : 0) }')"
         sleep "$wait_s"
     fi
     kcat -P -b "$BOOTSTRAP" -t iap.receipts.results -l "$WORK/chunk" 2>>"$WORK/kcat.log"
