@@ -22,6 +22,14 @@ fi
 build_path=.build/fuzz
 started=$SECONDS
 mkdir -p .build
+# SwiftPM keeps the fuzz package's build description (the source files of the targets it takes from the project, a
+# path dependency) across builds and does not see a file added to one of those targets: the build then fails with
+# "cannot find type" for the new file's declarations. When the project's list of source files changed since the last
+# fuzz build, the description is dropped and made again (compiled objects are kept).
+sources_stamp="$(find Sources -name '*.swift' | LC_ALL=C sort | sha256sum | cut -d' ' -f1)"
+if [ "$(cat "$build_path/.sources-stamp" 2>/dev/null)" != "$sources_stamp" ]; then
+    rm -f "$build_path/debug.yaml" "$build_path/build.db"
+fi
 # A failed build stops the run (the previous binaries would otherwise be fuzzed as if they were current).
 if ! swift build --package-path fuzz --build-path "$build_path" -Xswiftc -sanitize=fuzzer,address \
     -Xswiftc -warnings-as-errors >.build/fuzz-build.log 2>&1; then
@@ -30,6 +38,7 @@ if ! swift build --package-path fuzz --build-path "$build_path" -Xswiftc -saniti
     exit 1
 fi
 grep -E "^Build complete" .build/fuzz-build.log || true
+echo "$sources_stamp" >"$build_path/.sources-stamp"
 bin="$(swift build --package-path fuzz --build-path "$build_path" --show-bin-path)"
 built=$SECONDS
 
