@@ -43,9 +43,11 @@ bench_cleanup() {
     if declare -F postgres_cluster_cleanup >/dev/null; then postgres_cluster_cleanup; fi
 }
 
-# wait_for_line FILE PREFIX: prints the value of the first "PREFIX=value" line of FILE (waits up to 10 s).
+# wait_for_line FILE PREFIX [SECONDS]: prints the value of the first "PREFIX=value" line of FILE (waits up to SECONDS,
+# 10 by default; embedded-kafka prints its bootstrap line only once every topic exists, which takes longer for many).
 wait_for_line() {
-    for _ in $(seq 1 200); do
+    local tries=$(( ${3:-10} * 20 ))
+    for _ in $(seq 1 "$tries"); do
         if grep -q "^$2=" "$1" 2>/dev/null; then grep "^$2=" "$1" | head -1 | cut -d= -f2-; return 0; fi
         sleep 0.05
     done

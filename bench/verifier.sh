@@ -119,7 +119,7 @@ esac
 "$BIN/fake-appstore" --port 0 --latency-ms "$LATENCY_MS" --threads 2 "${FAKE_PKI_ARGS[@]}" \
     >"$WORK/fake.out" 2>"$WORK/fake.log" &
 PIDS+=($!)
-BOOTSTRAP="$(wait_for_line "$WORK/kafka.out" KAFKA_BOOTSTRAP_SERVERS)" || { cat "$WORK/kafka.log" >&2; exit 1; }
+BOOTSTRAP="$(wait_for_line "$WORK/kafka.out" KAFKA_BOOTSTRAP_SERVERS 180)" || { cat "$WORK/kafka.log" >&2; exit 1; }
 FAKE_URL="$(wait_for_line "$WORK/fake.out" FAKE_APPSTORE_URL)" || { cat "$WORK/fake.log" >&2; exit 1; }
 if [ "$PROOF" = signed-transaction ]; then
     # What devices hold: signed transactions of DISTINCT purchases (the fake knows every numeric id).
