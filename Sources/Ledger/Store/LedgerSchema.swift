@@ -417,6 +417,7 @@ public enum LedgerSchema {
             ]
         ),
         (version: 10, statements: WalletSchema.remainingByWallet),
+        (version: 11, statements: WalletSchema.creditEntriesFromLots),
     ]
 
     /// SQL for `AppAccountToken.canonical` of `column`: its ASCII letters lower-cased (`lower()` would follow the
