@@ -127,7 +127,23 @@ import TestSupport
                 ('u1', 'production', 'coins', 10), ('u2', 'sandbox', 'gems', 50)
             """)
         let before = try Self.entries(from: "wallet_history", on: db.connection)
+        let files = "SELECT pg_relation_filenode('purchases') AS purchases, pg_relation_filenode('wallet_lots') AS lots"
+        let filesBefore = try db.connection.execute(files).rows[0]
         #expect(try LedgerSchema.migrate(db.connection) == [11])
+        let filesAfter = try db.connection.execute(files).rows[0]
+        #expect(
+            try filesAfter.int64("purchases") == filesBefore.int64("purchases")
+                && filesAfter.int64("lots") == filesBefore.int64("lots"),
+            "byte-order text and the lots' new column rewrite no table")
+        let collations = try db.connection.execute(
+            """
+            SELECT count(*) AS n FROM pg_attribute
+            WHERE attrelid = ANY (ARRAY['purchases'::regclass, 'balances'::regclass, 'wallet_lots'::regclass,
+                'wallet_history'::regclass]) AND atttypid = 'text'::regtype AND attnum > 0
+                AND attcollation <> 'pg_catalog."C"'::regcollation
+            """
+        ).rows[0]
+        #expect(try collations.int64("n") == 0, "every text column compares byte by byte")
         #expect(try Self.entries(from: "wallet_history_entries", on: db.connection) == before)
         let rows = try db.connection.execute(
             "SELECT kind, key FROM wallet_history WHERE kind = 'credit'"
