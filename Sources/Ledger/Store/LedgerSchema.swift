@@ -417,7 +417,7 @@ public enum LedgerSchema {
             ]
         ),
         (version: 10, statements: WalletSchema.remainingByWallet),
-        (version: 11, statements: [byteOrderText] + WalletSchema.creditEntriesFromLots),
+        (version: 11, statements: [byteOrderText, balancesRoomForUpdates] + WalletSchema.creditEntriesFromLots),
     ]
 
     /// The ledger's tables (every one a migration above creates).
@@ -447,6 +447,13 @@ public enum LedgerSchema {
             END LOOP;
         END $$
         """
+
+    /// Schema version 11: `balances` pages filled to 70 % by new rows. Every credit, spend and take-back updates
+    /// its wallet's row; on a full page the new version goes to another page and adds an entry to the key index
+    /// (a non-HOT update: an index insertion checked against every version of the key), where room on the page keeps
+    /// the update in place and the index untouched (docs/BENCHMARKS.md, "The results path after schema 11"). Pages
+    /// written before keep their fill; no row moves.
+    static let balancesRoomForUpdates = "ALTER TABLE balances SET (fillfactor = 70)"
 
     /// SQL for `AppAccountToken.canonical` of `column`: its ASCII letters lower-cased (`lower()` would follow the
     /// database's locale).
