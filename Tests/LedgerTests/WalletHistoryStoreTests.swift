@@ -144,6 +144,10 @@ import TestSupport
             """
         ).rows[0]
         #expect(try collations.int64("n") == 0, "every text column compares byte by byte")
+        let options = try db.connection.execute(
+            "SELECT array_to_string(reloptions, ',') AS options FROM pg_class WHERE oid = 'balances'::regclass"
+        ).rows[0]
+        #expect(try options.optionalString("options") == "fillfactor=70")
         #expect(try Self.entries(from: "wallet_history_entries", on: db.connection) == before)
         let rows = try db.connection.execute(
             "SELECT kind, key FROM wallet_history WHERE kind = 'credit'"
