@@ -218,10 +218,11 @@ struct WalletWork {
 
     /// Every change since the wallets were read, as `writeStatements()` writes it, except that new lots and history
     /// rows are copied (`COPY ... FROM STDIN (FORMAT binary)`) when there are at least `threshold` of them: a batch
-    /// of results writes a lot and a history row per credit, and `INSERT ... SELECT unnest(arrays)` cost PostgreSQL
-    /// a tuplestore of the unnested arrays, a plan and a row-at-a-time insert for each (docs/BENCHMARKS.md,
-    /// "The wallet's writes by COPY"). Lots and history rows refer to nothing; run the copies after the statements,
-    /// so that a history row is numbered while the balances upsert holds its wallet's lock (`BatchWork.flush`).
+    /// of results writes a lot per credit (which carries the credit's history entry, schema 11), and
+    /// `INSERT ... SELECT unnest(arrays)` cost PostgreSQL a tuplestore of the unnested arrays, a plan and a
+    /// row-at-a-time insert for each (docs/BENCHMARKS.md, "The wallet's writes by COPY"). Lots and history rows refer
+    /// to nothing; run the copies after the statements, so that an entry is numbered while the balances upsert holds
+    /// its wallet's lock (`BatchWork.flush`).
     func writes(copyingFrom threshold: Int) -> WalletWrites {
         var newLots: [(WalletKey, WalletLot)] = []
         var changedLots: [(WalletKey, WalletLot)] = []
@@ -261,7 +262,9 @@ struct WalletWork {
             if !rows.isEmpty { statements.append((sql, parameters(rows))) }
         }
         // A write whose history is its new lots' credits alone lets each lot carry its entry (schema 11); any other
-        // keeps its entries as rows, so the numbers follow the order the entries were made in.
+        // keeps its entries as rows, so the numbers follow the order the entries were made in. Lots that carry
+        // entries are written where the history rows were, after the balances upsert: numbered while it holds their
+        // wallets' locks.
         let creditLots = Self.lotsCarryingEntries(newLots, history)
         let lotsCarryEntries = creditLots != nil
         if let creditLots { newLots = creditLots }
@@ -270,8 +273,8 @@ struct WalletWork {
                 lotsCarryEntries
                     ? (Self.lotsCopy, Self.copyRows(newLots, withoutEntries: false))
                     : (Self.lotsWithoutEntriesCopy, Self.copyRows(newLots, withoutEntries: true)))
-        } else {
-            write(newLots, lotsCarryEntries ? Self.lotsInsert : Self.lotsWithoutEntriesInsert, Self.lotsParameters)
+        } else if !lotsCarryEntries {
+            write(newLots, Self.lotsWithoutEntriesInsert, Self.lotsParameters)
         }
         write(
             changedLots,
@@ -354,7 +357,9 @@ struct WalletWork {
                 .intArray(rows.map(\.debt)), .intArray(rows.map(\.unrecovered)),
             ]
         }
-        if !lotsCarryEntries {
+        if lotsCarryEntries {
+            if newLots.count < threshold { write(newLots, Self.lotsInsert, Self.lotsParameters) }
+        } else {
             if history.count >= threshold {
                 copies.append((Self.historyCopy, Self.copyRows(history)))
             } else {
