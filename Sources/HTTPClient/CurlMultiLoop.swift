@@ -44,6 +44,7 @@ final class CurlMultiLoop: @unchecked Sendable {
         CurlGlobal.initializeOnce()
         self.configuration = configuration
         self.inFlightGauge = inFlightGauge
+        headerLists = CurlHeaderLists(standardLines: CurlHeaderLists.standardLines(userAgent: configuration.userAgent))
         completionQueues = (0..<max(1, configuration.completionConcurrency)).map {
             DispatchQueue(label: "appstore-http-completion-\($0)")
         }
@@ -259,7 +260,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     }
 
     /// Header lists by their lines, built once and shared by the transfers in flight.
-    private var headerLists = CurlHeaderLists()
+    private var headerLists: CurlHeaderLists
 
     /// Finished transfers not yet handed to a completion queue. They go in batches — when 32 are waiting, or when
     /// the oldest has waited `completionWindowNanoseconds` — because each hand-off wakes a thread, and at thousands

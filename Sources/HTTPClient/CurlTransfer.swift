@@ -51,7 +51,9 @@ final class CurlTransfer: @unchecked Sendable {
             ccurl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS),
             ccurl_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https"),
             ccurl_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0),
-            ccurl_easy_setopt_string(easy, CURLOPT_USERAGENT, configuration.userAgent),
+            // The User-Agent and Accept-Encoding lines travel in the shared header lists (`CurlHeaderLists`), so
+            // libcurl does not format them anew for each request; this option still makes it decode compressed
+            // answers.
             ccurl_easy_setopt_string(easy, CURLOPT_ACCEPT_ENCODING, ""),
         ]
         if let caBundle = configuration.caBundlePath {
