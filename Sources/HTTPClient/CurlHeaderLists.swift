@@ -111,6 +111,7 @@ struct CurlHeaderLists {
 
     /// libcurl's list for `CURLOPT_ACCEPT_ENCODING ""` (`Curl_all_content_encodings`), from its build features.
     static let acceptedEncodings: String = {
+        // CURLVERSION_NOW (a macro Swift does not import) is CURLVERSION_ELEVENTH in this libcurl's headers.
         let features = curl_version_info(CURLVERSION_ELEVENTH)?.pointee.features ?? 0
         var encodings: [String] = []
         if features & CURL_VERSION_LIBZ != 0 { encodings += ["deflate", "gzip"] }

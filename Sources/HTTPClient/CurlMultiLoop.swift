@@ -22,6 +22,8 @@ final class CurlMultiLoop: @unchecked Sendable {
     }
 
     private let configuration: HTTPClientConfiguration
+    /// The environment's proxy settings, read once (see `CurlProxyEnvironment`).
+    private let proxies = CurlProxyEnvironment()
     private let inbox = Locked(Inbox())
     /// Set when the eventfd was signalled and the loop has not looked at the inbox since: later submissions skip
     /// the write(2), so a burst costs one wake-up.
@@ -190,7 +192,8 @@ final class CurlMultiLoop: @unchecked Sendable {
             }
             let headers = headerLists.acquire(transfer.request.headers)
             transfer.headerList = headers
-            if let error = transfer.configure(easy: easy, headers: headers, configuration: configuration) {
+            if let error = transfer.configure(
+                easy: easy, headers: headers, configuration: configuration, proxies: proxies) {
                 recycle(easy, after: transfer)
                 finish(transfer, .failure(error))
                 continue
@@ -229,7 +232,8 @@ final class CurlMultiLoop: @unchecked Sendable {
         // Connections remember the close-socket callback of the handle that opened them; all of them run on this
         // thread (inside curl_multi_* calls, the last at curl_multi_cleanup while this loop is alive).
         let me = Unmanaged.passUnretained(self).toOpaque()
-        guard CurlTransfer.configureShared(easy: easy, configuration: configuration) == CURLE_OK,
+        guard CurlTransfer.configureShared(easy: easy, configuration: configuration, proxies: proxies)
+            == CURLE_OK,
             ccurl_easy_setopt_closesocket_cb(easy, CurlCallbacks.onCloseSocket) == CURLE_OK,
             ccurl_easy_setopt_ptr(easy, CURLOPT_CLOSESOCKETDATA, me) == CURLE_OK
         else {

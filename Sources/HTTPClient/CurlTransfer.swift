@@ -39,8 +39,12 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Options every request shares; set once when the loop creates an easy handle (handles are reused without
     /// `curl_easy_reset`, so per-request options below are always set again).
-    static func configureShared(easy: UnsafeMutableRawPointer, configuration: HTTPClientConfiguration) -> CURLcode {
+    static func configureShared(
+        easy: UnsafeMutableRawPointer, configuration: HTTPClientConfiguration, proxies: CurlProxyEnvironment
+    ) -> CURLcode {
         var codes: [CURLcode] = [
+            // Set, even to "", so libcurl takes the list from here instead of reading the environment per transfer.
+            ccurl_easy_setopt_string(easy, CURLOPT_NOPROXY, proxies.noProxy),
             ccurl_easy_setopt_long(easy, CURLOPT_POST, 1),
             ccurl_easy_setopt_write_cb(easy, CurlCallbacks.onWrite),
             ccurl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1),
@@ -67,7 +71,7 @@ final class CurlTransfer: @unchecked Sendable {
     /// Returns an error for a request libcurl refuses.
     func configure(
         easy: UnsafeMutableRawPointer, headers: UnsafeMutablePointer<curl_slist>?,
-        configuration: HTTPClientConfiguration
+        configuration: HTTPClientConfiguration, proxies: CurlProxyEnvironment
     ) -> HTTPClientError? {
         self.easy = easy
         let body = UnsafeMutableRawBufferPointer.allocate(byteCount: max(request.body.count, 1), alignment: 1)
@@ -82,9 +86,7 @@ final class CurlTransfer: @unchecked Sendable {
                 kind: .timeout, curlCode: Int32(CURLE_OPERATION_TIMEDOUT.rawValue),
                 message: "timed out after \(queuedMs) ms waiting for a free slot in the in-flight window")
         }
-        let isHTTPS =
-            request.url.utf8.count > 6
-            && request.url.utf8.prefix(6).map { $0 | 0x20 } == Array("https:".utf8)
+        let isHTTPS = CurlProxyEnvironment.isHTTPS(request.url)
         // Handles are reused: a POST sets its body (which makes it a POST again), a PUT is a POST with its verb
         // replaced (libcurl copies the string), a GET says so explicitly; a recycled handle has no verb left over.
         let method: [CURLcode] =
@@ -105,6 +107,8 @@ final class CurlTransfer: @unchecked Sendable {
             }
         let codes: [CURLcode] = method + [
             ccurl_easy_setopt_string(easy, CURLOPT_URL, request.url),
+            // The environment's proxy for this URL's scheme, read once (`CurlProxyEnvironment`); "" for none.
+            ccurl_easy_setopt_string(easy, CURLOPT_PROXY, proxies.proxy(forURL: request.url)),
             ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headers),
             ccurl_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, Unmanaged.passUnretained(self).toOpaque()),
             ccurl_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer),
