@@ -26,6 +26,9 @@ struct CurlProxyEnvironment: Sendable, Equatable {
         httpsProxy = value("https_proxy") ?? value("HTTPS_PROXY") ?? all ?? ""
     }
 
+    /// Some URL goes through a proxy.
+    var configuresAnyProxy: Bool { !httpProxy.isEmpty || !httpsProxy.isEmpty }
+
     /// The proxy for `url` ("" for none): https:// URLs use the https rules, every other one the http rules (the
     /// client allows only these two schemes; libcurl takes a URL without one for http).
     func proxy(forURL url: String) -> String {

@@ -60,6 +60,11 @@ final class CurlTransfer: @unchecked Sendable {
             // answers.
             ccurl_easy_setopt_string(easy, CURLOPT_ACCEPT_ENCODING, ""),
         ]
+        if proxies.configuresAnyProxy {
+            // libcurl takes the User-Agent of a proxy's CONNECT from this option only (the header lists go to the
+            // origin); it formats it per request then, the price of going through a proxy.
+            codes.append(ccurl_easy_setopt_string(easy, CURLOPT_USERAGENT, configuration.userAgent))
+        }
         if let caBundle = configuration.caBundlePath {
             codes.append(ccurl_easy_setopt_string(easy, CURLOPT_CAINFO, caBundle))
         }

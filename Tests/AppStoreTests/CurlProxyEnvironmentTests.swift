@@ -44,4 +44,12 @@ import Testing
         #expect(CurlProxyEnvironment(environment: ["no_proxy": "a", "NO_PROXY": "b"]).noProxy == "a")
         #expect(CurlProxyEnvironment(environment: ["no_proxy": "", "NO_PROXY": "b"]).noProxy == "b")
     }
+
+    @Test func aProxyForEitherSchemeCountsAsConfigured() {
+        #expect(!CurlProxyEnvironment(environment: [:]).configuresAnyProxy)
+        let ignoredOnly = CurlProxyEnvironment(environment: ["no_proxy": "*", "HTTP_PROXY": "http://ignored:1"])
+        #expect(!ignoredOnly.configuresAnyProxy)
+        #expect(CurlProxyEnvironment(environment: ["https_proxy": "http://p:1"]).configuresAnyProxy)
+        #expect(CurlProxyEnvironment(environment: ["all_proxy": "http://p:1"]).configuresAnyProxy)
+    }
 }
