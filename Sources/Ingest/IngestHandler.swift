@@ -55,16 +55,18 @@ final class IngestHandler: HTTPHandler {
             timeout: .milliseconds(max(0, answerTimeoutMs)), tick: .milliseconds(tickMs),
             label: "ingest-kafka-answer-deadlines"
         ) { expired in
-            for pending in expired where pending.claim() {
-                Self.answerLate(pending, retryAfter: retryAfter, deliveryTimeoutMs: deliveryTimeoutMs,
-                                metrics: metrics, logger: logger)
+            for pending in expired {
+                guard let respond = pending.claim() else { continue }
+                Self.answerLate(pending, respond: respond, retryAfter: retryAfter,
+                                deliveryTimeoutMs: deliveryTimeoutMs, metrics: metrics, logger: logger)
             }
         }
     }
 
     /// Answers `kafka_timeout` for a request whose delivery report did not come in time (already claimed for it).
     private static func answerLate(
-        _ pending: PendingKafkaAnswer, retryAfter: Int, deliveryTimeoutMs: Int, metrics: IngestMetrics, logger: Logger
+        _ pending: PendingKafkaAnswer, respond: HTTPResponder, retryAfter: Int, deliveryTimeoutMs: Int,
+        metrics: IngestMetrics, logger: Logger
     ) {
         let answer = APIError.kafkaWrite(
             .noReport(afterMs: deliveryTimeoutMs), of: pending.kind, id: pending.id, retryAfter: retryAfter,
@@ -76,7 +78,7 @@ final class IngestHandler: HTTPHandler {
         logger.warning(
             "no delivery report from Kafka in time; answered kafka_timeout",
             ["kind": .string(pending.kind.rawValue), "id": .string(pending.id)])
-        pending.respond(answer.response)
+        respond(answer.response)
     }
 
     /// Decides from the head: unknown route (404), wrong method (405), missing or wrong API key (401), a body that
@@ -230,27 +232,29 @@ final class IngestHandler: HTTPHandler {
                 // On the Kafka poll thread: record and hand the answer to the HTTP server, nothing more.
                 metrics.waitingForKafka.decrement()
                 metrics.kafkaDeliverySeconds.observeSeconds(since: started)
-                // Answered already when the report came after the handler's own kafka_timeout (a success is still
-                // recorded: the submission is in Kafka, and a retry with the same id finds it pending).
-                let mayAnswer = pending.claim()
+                // nil when the handler answered kafka_timeout already because the report came late (a success is
+                // still recorded: the submission is in Kafka, and a retry with the same id finds it pending).
+                let answer = pending.claim()
                 switch result {
                 case .success(let report):
                     metrics.kafkaDelivered.increment()
-                    logger.debug(
-                        "submission accepted",
-                        ["submission_id": .string(id), "bytes": .int(value.count),
-                         "partition": .int(Int(report.partition)), "offset": .int(Int(report.offset))])
+                    if logger.isEnabled(.debug) {
+                        logger.debug(
+                            "submission accepted",
+                            ["submission_id": .string(id), "bytes": .int(value.count),
+                             "partition": .int(Int(report.partition)), "offset": .int(Int(report.offset))])
+                    }
                     results.accepted(reservation)
-                    guard mayAnswer else { return }
-                    guard waitMs > 0 else { return respond(Self.acceptedResponse(id)) }
+                    guard let answer else { return }
+                    guard waitMs > 0 else { return answer(Self.acceptedResponse(id)) }
                     results.wait(for: id, caller: caller, timeoutMs: waitMs) { outcome in
                         switch outcome {
                         case .verdict(let result):
                             metrics.waitsVerdict.increment()
-                            respond(Self.resultResponse(result))
+                            answer(Self.resultResponse(result))
                         case .timedOut:
                             metrics.waitsTimedOut.increment()
-                            respond(Self.acceptedResponse(id))
+                            answer(Self.acceptedResponse(id))
                         }
                     }
                 case .failure(let error):
@@ -258,16 +262,16 @@ final class IngestHandler: HTTPHandler {
                     let failure = KafkaWriteFailure.failed(error)
                     // A timed-out message may still be written (idempotent producer): its id stays reserved.
                     if !failure.mayHaveBeenWritten { results.abandoned(reservation) }
-                    guard mayAnswer else { return }
-                    let answer = APIError.kafkaWrite(
+                    guard let answer else { return }
+                    let refusal = APIError.kafkaWrite(
                         failure, of: .submission, id: id, retryAfter: settings.retryAfterSeconds,
                         deliveryTimeoutMs: settings.effectiveDeliveryTimeoutMs)
-                    metrics.recordRejection(code: answer.code)
+                    metrics.recordRejection(code: refusal.code)
                     logger.warning(
                         "submission not acknowledged by Kafka",
                         ["submission_id": .string(id), "kafka_code": .int(Int(error.code.rawValue)),
                          "kafka_error": .string(error.message)])
-                    respond(answer.response)
+                    answer(refusal.response)
                 }
             }
         } catch {
