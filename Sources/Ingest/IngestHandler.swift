@@ -314,15 +314,28 @@ final class IngestHandler: HTTPHandler {
     /// `application/json`, or any `application/...+json` type, with any parameters (ASCII, any case). Runs on every
     /// submission: bytes only, no Foundation string work.
     static func isJSON(_ contentType: String) -> Bool {
-        var mediaType = contentType.utf8.prefix { $0 != UInt8(ascii: ";") }[...]
-        while let first = mediaType.first, first == 0x20 || first == 0x09 { mediaType.removeFirst() }
-        while let last = mediaType.last, last == 0x20 || last == 0x09 { mediaType.removeLast() }
-        let lowered = mediaType.lazy.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }
-        let prefix = "application/".utf8
-        guard lowered.starts(with: prefix) else { return false }
-        let subtype = lowered.dropFirst(prefix.count)
-        let count = subtype.count
-        return subtype.elementsEqual("json".utf8)
-            || (count > 5 && subtype.dropFirst(count - 5).elementsEqual("+json".utf8))
+        var contentType = contentType
+        return contentType.withUTF8 { bytes in
+            var end = bytes.firstIndex(of: UInt8(ascii: ";")) ?? bytes.count
+            var start = 0
+            while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+            while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
+            let mediaType = UnsafeBufferPointer(rebasing: bytes[start..<end])
+            let prefix: StaticString = "application/"
+            guard matchesLowercased(mediaType.prefix(prefix.utf8CodeUnitCount), prefix) else { return false }
+            let subtype = mediaType.dropFirst(prefix.utf8CodeUnitCount)
+            return matchesLowercased(subtype, "json")
+                || (subtype.count > 5 && matchesLowercased(subtype.suffix(5), "+json"))
+        }
+    }
+
+    /// Whether `bytes`, ASCII letters lower-cased, are `literal` (lower case).
+    private static func matchesLowercased(_ bytes: Slice<UnsafeBufferPointer<UInt8>>, _ literal: StaticString) -> Bool {
+        guard bytes.count == literal.utf8CodeUnitCount else { return false }
+        return literal.withUTF8Buffer { expected in
+            zip(bytes, expected).allSatisfy { byte, lower in
+                ((0x41...0x5A).contains(byte) ? byte | 0x20 : byte) == lower
+            }
+        }
     }
 }
