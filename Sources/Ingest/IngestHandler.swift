@@ -217,10 +217,7 @@ final class IngestHandler: HTTPHandler {
             KafkaHeader(name: MessageHeaders.schemaVersion, string: String(submission.schemaVersion)),
         ]
         let started = SystemTime.monotonicNanoseconds()
-        let metrics = self.metrics
-        let logger = self.logger
-        let settings = self.settings
-        let results = self.results
+        let bytes = value.count
         metrics.waitingForKafka.increment()
         let pending = PendingKafkaAnswer(id: id, respond: respond)
         kafkaDeadlines.register(pending)
@@ -228,8 +225,10 @@ final class IngestHandler: HTTPHandler {
             try publisher.publish(
                 topic: settings.receiptsTopic, key: Array(submission.partitionKey.utf8), value: value,
                 headers: headers
-            ) { result in
-                // On the Kafka poll thread: record and hand the answer to the HTTP server, nothing more.
+            ) { [self] result in
+                // On the Kafka poll thread: record and hand the answer to the HTTP server, nothing more. The handler
+                // is captured, not copies of its settings and metrics (structs of many references: each copy
+                // retained and released every one of them, per request).
                 metrics.waitingForKafka.decrement()
                 metrics.kafkaDeliverySeconds.observeSeconds(since: started)
                 // nil when the handler answered kafka_timeout already because the report came late (a success is
@@ -241,13 +240,13 @@ final class IngestHandler: HTTPHandler {
                     if logger.isEnabled(.debug) {
                         logger.debug(
                             "submission accepted",
-                            ["submission_id": .string(id), "bytes": .int(value.count),
+                            ["submission_id": .string(id), "bytes": .int(bytes),
                              "partition": .int(Int(report.partition)), "offset": .int(Int(report.offset))])
                     }
                     results.accepted(reservation)
                     guard let answer else { return }
                     guard waitMs > 0 else { return answer(Self.acceptedResponse(id)) }
-                    results.wait(for: id, caller: caller, timeoutMs: waitMs) { outcome in
+                    results.wait(for: id, caller: caller, timeoutMs: waitMs) { [self] outcome in
                         switch outcome {
                         case .verdict(let result):
                             metrics.waitsVerdict.increment()
