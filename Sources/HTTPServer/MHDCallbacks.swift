@@ -58,15 +58,24 @@ enum MHDCallbacks {
         let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
         switch code {
         case .CONNECTION_NOTIFY_STARTED:
+            var countedAddress: String?
+            if core.configuration.perIPConnectionLimit > 0, let connection {
+                var address = [CChar](repeating: 0, count: 64)
+                countedAddress = cmhd_client_address(connection, &address, socklen_t(address.count)) == 0
+                    ? cString(address) : ""
+            }
             let state = ConnectionState(
                 socket: connection.map { cmhd_connection_fd($0) } ?? -1,
-                headDeadline: SystemTime.monotonicNanoseconds() &+ core.headTimeoutNanoseconds)
+                headDeadline: SystemTime.monotonicNanoseconds() &+ core.headTimeoutNanoseconds,
+                countedAddress: countedAddress)
             socketContext.pointee = Unmanaged.passRetained(state).toOpaque()
             core.connections.opened(state)
         case .CONNECTION_NOTIFY_CLOSED:
             guard let raw = socketContext.pointee else { return }
             socketContext.pointee = nil
-            core.connections.closed(Unmanaged<ConnectionState>.fromOpaque(raw).takeRetainedValue())
+            let state = Unmanaged<ConnectionState>.fromOpaque(raw).takeRetainedValue()
+            core.connectionCounts.closed(address: state.countedAddress)
+            core.connections.closed(state)
         default:
             break
         }
