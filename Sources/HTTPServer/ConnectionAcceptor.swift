@@ -26,6 +26,7 @@ final class ConnectionAcceptor: Sendable {
     private let connectionLimit: Int
     private var counts: ConnectionCounts { core.connectionCounts }
     private let stopping = Atomic<Bool>(false)
+    private let started = Atomic<Bool>(false)
     private let finished = Gate()
 
     /// Binds and listens on `address` (the daemons are given with `start`).
@@ -60,6 +61,7 @@ final class ConnectionAcceptor: Sendable {
 
     /// Starts accepting, handing connections to `daemons` in turn.
     func start(daemons: [SendableOpaquePointer]) {
+        started.store(true, ordering: .releasing)
         Thread.startNamed("http-acceptor") { [self] in
             acceptUntilStopped(daemons: daemons)
             finished.open()
@@ -70,7 +72,8 @@ final class ConnectionAcceptor: Sendable {
     func stop() {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
         _ = shutdown(socket, Int32(SHUT_RDWR))
-        _ = finished.wait(within: .seconds(5))
+        // The thread leaves `accept` at the shutdown; the socket is closed only once it no longer uses it.
+        if started.load(ordering: .acquiring) { _ = finished.wait(within: .seconds(5)) }
         Glibc.close(socket)
     }
 
