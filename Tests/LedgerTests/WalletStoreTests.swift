@@ -14,9 +14,11 @@ import TestSupport
 @Suite struct WalletStoreTests {
     typealias F = LedgerFixtures
 
-    static func purchase(_ label: String, quantity: Int = 1, environment: String = "Production") -> [UInt8] {
+    static func purchase(
+        _ label: String, user: String = "u1", quantity: Int = 1, environment: String = "Production"
+    ) -> [UInt8] {
         F.result(
-            submissionId: "s-\(label)", userId: "u1", transactions: [F.transaction(creditKey: label, quantity: quantity)],
+            submissionId: "s-\(label)", userId: user, transactions: [F.transaction(creditKey: label, quantity: quantity)],
             environment: environment)
     }
 

@@ -345,6 +345,11 @@ final class LedgerWorker: Sendable {
         }) {
             metrics.reconcile.update(figures)
         }
+        if let figures = try? database.withConnection({ connection throws(PostgresError) in
+            try WalletFigures.read(on: connection)
+        }) {
+            metrics.wallet.update(figures)
+        }
     }
 }
 

@@ -1,7 +1,8 @@
+import LedgerRules
 import ServiceSupport
 
-/// The wallet's metrics: spend and grant requests by outcome, the spend batches, and the units take-backs could not
-/// take.
+/// The wallet's metrics: spend and grant requests by outcome, the spend batches, the units take-backs could not
+/// take, and (gauges, read every few seconds) what is outstanding now per book.
 struct WalletMetrics: Sendable {
     /// How a spend or grant request ended.
     enum Outcome: String, Sendable, CaseIterable {
@@ -33,6 +34,11 @@ struct WalletMetrics: Sendable {
     let batchRetries: Counter
     let unrecoveredUnits: Counter
     let debtUnits: Counter
+    /// `ledger_wallet_debt_outstanding_units{book}`, `ledger_wallet_users_in_debt{book}`,
+    /// `ledger_wallet_unrecovered_outstanding_units{book}` (`WalletFigures`).
+    let debtOutstanding: [String: Gauge]
+    let usersInDebt: [String: Gauge]
+    let unrecoveredOutstanding: [String: Gauge]
 
     init(registry: MetricsRegistry) {
         var requests: [String: Counter] = [:]
@@ -58,6 +64,28 @@ struct WalletMetrics: Sendable {
         debtUnits = registry.counter(
             "ledger_wallet_debt_units_total",
             help: "Units refunds could not take back because they were spent (LEDGER_CLAWBACK=debt), recorded as debt")
+        let books = Book.allCases.map(\.rawValue)
+        debtOutstanding = registry.gauges(
+            "ledger_wallet_debt_outstanding_units",
+            help: "Debt the wallets owe now (LEDGER_CLAWBACK=debt, not yet repaid), units of all items, by book",
+            label: "book", values: books)
+        usersInDebt = registry.gauges(
+            "ledger_wallet_users_in_debt", help: "Users with debt outstanding in any item (their spends are refused), by book",
+            label: "book", values: books)
+        unrecoveredOutstanding = registry.gauges(
+            "ledger_wallet_unrecovered_outstanding_units",
+            help: "Units recorded unrecovered (LEDGER_CLAWBACK=floor) and not given back by a reversal, units of all items, by book",
+            label: "book", values: books)
+    }
+
+    /// Sets the outstanding gauges to `figures` (a book absent from them reads 0).
+    func update(_ figures: WalletFigures) {
+        for book in Book.allCases {
+            let outstanding = figures.of(book)
+            debtOutstanding[book.rawValue]?.set(outstanding.debtUnits)
+            usersInDebt[book.rawValue]?.set(outstanding.usersInDebt)
+            unrecoveredOutstanding[book.rawValue]?.set(outstanding.unrecoveredUnits)
+        }
     }
 
     func count(_ operation: Operation, _ outcome: Outcome) {
