@@ -1,0 +1,131 @@
+import Dispatch
+import LedgerRules
+import Postgres
+import ServiceSupport
+import Testing
+import TestSupport
+
+@testable import Ledger
+
+/// The spend batcher's retry after PostgreSQL breaks a deadlock (SQLSTATE 40P01) by aborting the batch: a real
+/// deadlock, made in an order that leaves PostgreSQL no choice of victim, and the batch applied exactly once after.
+@Suite struct WalletDeadlockTests {
+    typealias F = LedgerFixtures
+
+    /// The batch spends from u1's and u2's wallets; it locks their balances rows in key order (u1, then u2), then
+    /// writes u1's lot. Another transaction ("rival") holds that lot and asks for u1's balances row, which the batch
+    /// holds: a cycle. PostgreSQL's deadlock check runs once per wait, `deadlock_timeout` after it began, in the
+    /// waiting session, and aborts that session. The rival waits with a check an hour away; the batch is kept from
+    /// reaching the lot (a third session holds u2's row) until the rival waits, so the batch's wait for the lot is
+    /// the one that closes the cycle and its check, a second later, finds it: the batch is the victim, every time.
+    @Test func aBatchAbortedByADeadlockIsAppliedAgainExactlyOnce() async throws {
+        let db = try LedgerDatabase("wallet_deadlock")
+        try db.applyResults(
+            WalletStoreTests.purchase("p1"), WalletStoreTests.purchase("p2", user: "u2"),
+            WalletStoreTests.purchase("p3", user: "u3"))
+        let rival = try PostgresConnection(connectionString: db.connectionString)
+        defer { rival.close() }
+        let gate = try PostgresConnection(connectionString: db.connectionString)
+        defer { gate.close() }
+        func pid(_ connection: PostgresConnection) throws -> Int64 {
+            try connection.execute("SELECT pg_backend_pid() AS pid").rows[0].int64("pid")
+        }
+        let plug = try PostgresConnection(connectionString: db.connectionString)
+        defer { plug.close() }
+        let rivalPid = try pid(rival)
+        let gatePid = try pid(gate)
+        let plugPid = try pid(plug)
+        /// The sessions `pid` waits for (`pg_blocking_pids`).
+        func blockers(of pid: Int64) -> Set<Int64> {
+            let rows = (try? db.connection.execute(
+                "SELECT unnest(pg_blocking_pids($1::int)) AS blocker", [.int(pid)]).rows) ?? []
+            return Set(rows.compactMap { try? $0.int64("blocker") })
+        }
+        /// The session that waits for `pid`, other than the rival (the batcher's).
+        func waiter(for pid: Int64) -> Int64? {
+            let rows = (try? db.connection.execute(
+                "SELECT pid FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid)) AND pid <> $2::int",
+                [.int(pid), .int(rivalPid)]).rows) ?? []
+            return rows.first.flatMap { try? $0.int64("pid") }
+        }
+        func deadlocks() -> Int64 {
+            (try? db.connection.execute(
+                "SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()").rows[0].int64("deadlocks"))
+                ?? -1
+        }
+        let deadlocksBefore = deadlocks()
+
+        // The rival holds u1's lot; the gate holds u2's wallet. Neither ever checks for a deadlock it is part of.
+        try rival.execute("BEGIN")
+        try rival.execute("SET LOCAL deadlock_timeout = '1h'")
+        try rival.execute(
+            "SELECT 1 FROM wallet_lots WHERE user_id = 'u1' AND lot_key = $1 FOR UPDATE", [.text(F.key("p1"))])
+        try gate.execute("BEGIN")
+        try gate.execute("SET LOCAL deadlock_timeout = '1h'")
+        try gate.execute("SELECT 1 FROM balances WHERE user_id = 'u2' FOR UPDATE")
+
+        let metrics = WalletMetrics(registry: MetricsRegistry())
+        let batcher = WalletBatcher(
+            database: DatabaseLink(connectionString: db.connectionString, metrics: nil, logger: WalletStoreTests.logger),
+            metrics: metrics, logger: WalletStoreTests.logger)
+        batcher.start()
+        defer { batcher.drain(within: .seconds(5)) }
+        // The batcher takes what waits when it is idle: a first spend of u3's wallet, which the plug holds, keeps it
+        // busy while the two spends queue, so they are taken together as one batch.
+        try plug.execute("BEGIN")
+        try plug.execute("SELECT 1 FROM balances WHERE user_id = 'u3' FOR UPDATE")
+        let plugged = WalletStoreTests.Answers()
+        batcher.submit(WalletStoreTests.spendRequest("k0", user: "u3", amount: 10)) { plugged.add($0) }
+        #expect(await eventually(timeout: .seconds(20)) { waiter(for: plugPid) != nil })
+        let answers = WalletStoreTests.Answers()
+        batcher.submit(WalletStoreTests.spendRequest("k1", user: "u1", amount: 30)) { answers.add($0) }
+        batcher.submit(WalletStoreTests.spendRequest("k2", user: "u2", amount: 40)) { answers.add($0) }
+        try plug.execute("ROLLBACK")
+        #expect(await eventually(timeout: .seconds(20)) { plugged.all.count == 1 })
+        #expect(plugged.all.map(\.status) == [200])
+
+        // 1. The batch holds u1's wallet and waits for the gate (u2's).
+        var batchPid: Int64?
+        #expect(await eventually(timeout: .seconds(20)) {
+            batchPid = waiter(for: gatePid)
+            return batchPid != nil
+        })
+        let batch = try #require(batchPid)
+        // 2. The rival asks for u1's wallet (on a thread of its own: it waits) and waits for the batch.
+        let rivalLocked = Locked<Result<Void, PostgresError>?>(nil)
+        DispatchQueue.global().async {
+            let outcome = Result<Void, PostgresError> { () throws(PostgresError) in
+                _ = try rival.execute("SELECT 1 FROM balances WHERE user_id = 'u1' FOR UPDATE")
+            }
+            rivalLocked.withLock { $0 = outcome }
+        }
+        #expect(await eventually(timeout: .seconds(20)) { blockers(of: rivalPid).contains(batch) })
+        // 3. The gate lets the batch on: it writes u1's lot, waits for the rival, and its deadlock check aborts it.
+        try gate.execute("ROLLBACK")
+        #expect(await eventually(timeout: .seconds(20)) { rivalLocked.withLock { $0 } != nil })
+        let rivalOutcome = try #require(rivalLocked.withLock { $0 })
+        if case .failure(let error) = rivalOutcome { Issue.record("the rival is never the victim: \(error)") }
+        #expect(await eventually(timeout: .seconds(20)) { metrics.batchRetries.current == 1 })
+        #expect(answers.all.isEmpty, "the batch was aborted and applied again, which waits for the rival now")
+        // 4. The rival gives way; the batch applied again commits once.
+        try rival.execute("ROLLBACK")
+        #expect(await eventually(timeout: .seconds(20)) { answers.all.count == 2 })
+        #expect(answers.all.map(\.status) == [200, 200])
+        #expect(metrics.batchRetries.current == 1)
+        #expect(try db.user("u1").balance("gems") == 70)
+        #expect(try db.user("u2").balance("gems") == 60)
+        #expect(try db.user("u3").balance("gems") == 90)
+        #expect(try db.count("wallet_requests") == 3)
+        #expect(try db.count("wallet_spends") == 3)
+        // What aborted it was a deadlock (the server counts them; its statistics arrive within seconds).
+        #expect(await eventually(timeout: .seconds(30)) { deadlocks() == deadlocksBefore + 1 })
+        try db.expectConsistent()
+    }
+}
+
+extension WalletStoreTests {
+    static func spendRequest(_ key: String, user: String, amount: Int64) -> WalletRequest {
+        WalletRequest(
+            operation: .spend, userId: user, idempotencyKey: key, book: .production, item: "gems", amount: amount, note: nil)
+    }
+}
