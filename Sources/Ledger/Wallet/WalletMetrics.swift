@@ -2,7 +2,7 @@ import LedgerRules
 import ServiceSupport
 
 /// The wallet's metrics: spend and grant requests by outcome, the spend batches, the units take-backs could not
-/// take, and (gauges, read every few seconds) what is outstanding now per book.
+/// take, and (gauges, read every 30 s) what is outstanding now per book.
 struct WalletMetrics: Sendable {
     /// How a spend or grant request ended.
     enum Outcome: String, Sendable, CaseIterable {
