@@ -58,6 +58,16 @@ import Testing
             appTransaction: VerifiedAppTransaction(
                 appTransactionId: "705000000000001", bundleId: "com.example.game", environment: .production),
             attempts: 1, verifiedAtMs: 5),
+        VerificationResult(
+            submissionId: "s-6", orderId: nil, userId: nil, outcome: .verified, reason: nil, source: .serverAPI,
+            message: nil, appleStatus: nil, environment: .sandbox, bundleId: "com.example.game", transactions: [],
+            appTransaction: VerifiedAppTransaction(
+                appTransactionId: awkward, bundleId: "com.example.game", appAppleId: 1_234_567_890,
+                applicationVersion: "2.0/1", originalApplicationVersion: "1.0", originalPurchaseDateMs: .min,
+                receiptCreationDateMs: .max, preorderDateMs: 1_764_489_600_000, receiptType: "Sandbox",
+                originalPlatform: "iOS", versionExternalIdentifier: 0, environment: .sandbox,
+                signedDateMs: 1_764_489_600_001),
+            attempts: 1, verifiedAtMs: 6),
     ]
 
     @Test(arguments: results)
