@@ -5,7 +5,7 @@ import ServiceSupport
 ///
 /// A crediting service credits exactly the transactions with `creditable: true`, `credit` x `quantity` each, once per
 /// `credit_key` (the purchase, see `PurchaseIdentity`).
-public struct VerifiedTransaction: Codable, Sendable, Equatable {
+public struct VerifiedTransaction: Decodable, Sendable, Equatable {
     public var transactionId: String
     public var originalTransactionId: String?
     public var productId: String
@@ -153,42 +153,6 @@ public struct VerifiedTransaction: Codable, Sendable, Equatable {
         case storefrontId = "storefront_id"
     }
 
-    // Absent values are written as null (the contract), not omitted.
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(transactionId, forKey: .transactionId)
-        try c.encode(originalTransactionId, forKey: .originalTransactionId)
-        try c.encode(productId, forKey: .productId)
-        try c.encode(quantity, forKey: .quantity)
-        try c.encode(purchaseDateMs, forKey: .purchaseDateMs)
-        try c.encode(expiresDateMs, forKey: .expiresDateMs)
-        try c.encode(cancellationDateMs, forKey: .cancellationDateMs)
-        try c.encode(cancellationReason, forKey: .cancellationReason)
-        try c.encode(webOrderLineItemId, forKey: .webOrderLineItemId)
-        try c.encode(inAppOwnershipType, forKey: .inAppOwnershipType)
-        try c.encode(isTrialPeriod, forKey: .isTrialPeriod)
-        try c.encode(appAccountToken, forKey: .appAccountToken)
-        try c.encode(productType, forKey: .productType)
-        try c.encode(revocationType, forKey: .revocationType)
-        try c.encode(revocationPercentage, forKey: .revocationPercentage)
-        try c.encode(creditKey, forKey: .creditKey)
-        try c.encode(creditable, forKey: .creditable)
-        try c.encode(notCreditableReason, forKey: .notCreditableReason)
-        try c.encode(offerDiscountType, forKey: .offerDiscountType)
-        try c.encode(offerPeriod, forKey: .offerPeriod)
-        try c.encode(billingPlanType, forKey: .billingPlanType)
-        try c.encode(commitmentInfo ?? .null, forKey: .commitmentInfo)
-        try c.encode(appTransactionId, forKey: .appTransactionId)
-        try c.encode(credit ?? .null, forKey: .credit)
-        try c.encode(isUpgraded, forKey: .isUpgraded)
-        try c.encode(price, forKey: .price)
-        try c.encode(currency, forKey: .currency)
-        try c.encode(transactionReason, forKey: .transactionReason)
-        try c.encode(offerType, forKey: .offerType)
-        try c.encode(offerIdentifier, forKey: .offerIdentifier)
-        try c.encode(storefront, forKey: .storefront)
-        try c.encode(storefrontId, forKey: .storefrontId)
-    }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)

@@ -4,7 +4,7 @@
 /// before it went free is the app backend's decision, from `original_application_version` (docs/CREDITING.md).
 ///
 /// Ids are strings, dates epoch milliseconds, absent values null (never omitted).
-public struct VerifiedAppTransaction: Codable, Sendable, Equatable {
+public struct VerifiedAppTransaction: Decodable, Sendable, Equatable {
     /// One per Apple Account (and family member) that downloaded the app; the same after a redownload, a refund or
     /// on another device. Purchases carry it as their `app_transaction_id`.
     public var appTransactionId: String?
@@ -68,23 +68,5 @@ public struct VerifiedAppTransaction: Codable, Sendable, Equatable {
         case versionExternalIdentifier = "version_external_identifier"
         case environment
         case signedDateMs = "signed_date_ms"
-    }
-
-    // Absent values are written as null (the contract), not omitted.
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(appTransactionId, forKey: .appTransactionId)
-        try c.encode(bundleId, forKey: .bundleId)
-        try c.encode(appAppleId, forKey: .appAppleId)
-        try c.encode(applicationVersion, forKey: .applicationVersion)
-        try c.encode(originalApplicationVersion, forKey: .originalApplicationVersion)
-        try c.encode(originalPurchaseDateMs, forKey: .originalPurchaseDateMs)
-        try c.encode(receiptCreationDateMs, forKey: .receiptCreationDateMs)
-        try c.encode(preorderDateMs, forKey: .preorderDateMs)
-        try c.encode(receiptType, forKey: .receiptType)
-        try c.encode(originalPlatform, forKey: .originalPlatform)
-        try c.encode(versionExternalIdentifier, forKey: .versionExternalIdentifier)
-        try c.encode(environment, forKey: .environment)
-        try c.encode(signedDateMs, forKey: .signedDateMs)
     }
 }

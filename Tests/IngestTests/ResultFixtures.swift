@@ -39,7 +39,7 @@ enum ResultFixtures {
         _ id: String, outcome: Outcome = .verified, clientId: String? = nil,
         fingerprint: String? = ResultFixtures.fingerprint
     ) throws -> [UInt8] {
-        try MessageCoding.encode(result(id, outcome: outcome, clientId: clientId, fingerprint: fingerprint))
+        VerificationResultJSON.encode(result(id, outcome: outcome, clientId: clientId, fingerprint: fingerprint))
     }
 
     static func message(_ value: [UInt8], offset: Int64 = 0, timestampMs: Int64? = nil) -> KafkaMessage {

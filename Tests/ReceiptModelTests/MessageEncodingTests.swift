@@ -16,7 +16,7 @@ import Testing
             submissionId: "s-1", orderId: nil, userId: "u", outcome: .verified, reason: nil, message: nil,
             appleStatus: 0, environment: .sandbox, bundleId: "com.example.game", transactions: [transaction],
             attempts: 2, verifiedAtMs: 5)
-        let json = try object(try MessageCoding.encode(result))
+        let json = try object(VerificationResultJSON.encode(result))
 
         #expect(json["schema_version"] as? Int == 1)
         #expect(json["outcome"] as? String == "verified")
@@ -30,7 +30,7 @@ import Testing
         #expect(transactions[0]["expires_date_ms"] is NSNull)
         #expect(transactions[0]["is_trial_period"] as? Bool == false)
 
-        #expect(try MessageCoding.decode(VerificationResult.self, from: try MessageCoding.encode(result)) == result)
+        #expect(try MessageCoding.decode(VerificationResult.self, from: VerificationResultJSON.encode(result)) == result)
     }
 
     @Test func everyReasonHasTheContractName() {

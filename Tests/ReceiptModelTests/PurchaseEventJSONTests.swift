@@ -2,8 +2,9 @@ import ReceiptModel
 import ServiceSupport
 import Testing
 
-/// Events are written by `PurchaseEventJSON`, not `JSONEncoder`: the bytes must stay exactly `MessageCoding`'s, and
-/// its strict reader reads back what was written.
+/// Events are written by `PurchaseEventJSON` only, not `JSONEncoder`: the bytes must stay exactly the ones
+/// `JSONEncoder` writes (`MessageCoding`), every member written, null or not (`WrittenJSON`), and its strict reader
+/// reads back what was written.
 @Suite("PurchaseEventJSON")
 struct PurchaseEventJSONTests {
     static let full: PurchaseEvent = {
@@ -42,11 +43,15 @@ struct PurchaseEventJSONTests {
         receivedAtMs: 0)
 
     @Test(arguments: [full, minimal])
-    func theDirectEncodingIsMessageCodingsOutput(_ event: PurchaseEvent) throws {
-        let direct = PurchaseEventJSON.encode(event)
-        let coded = try MessageCoding.encode(event)
-        #expect(String(decoding: direct, as: UTF8.self) == String(decoding: coded, as: UTF8.self))
-        #expect(try MessageCoding.decode(PurchaseEvent.self, from: direct) == event)
+    func theBytesAreJSONEncodersForEveryMember(_ event: PurchaseEvent) throws {
+        let written = PurchaseEventJSON.encode(event)
+        #expect(String(decoding: written, as: UTF8.self) == String(decoding: try WrittenJSON.canonical(written), as: UTF8.self))
+        #expect(try WrittenJSON.memberNames(written) == [WrittenJSON.event])
+        #expect(
+            try WrittenJSON.memberNames(written, at: "transaction")
+                == (event.transaction == nil ? [] : [WrittenJSON.transaction]))
+        #expect(try WrittenJSON.memberNames(written, at: "renewal") == (event.renewal == nil ? [] : [WrittenJSON.renewal]))
+        #expect(try MessageCoding.decode(PurchaseEvent.self, from: written) == event)
     }
 
     /// The round trip: what the strict reader reads of the written bytes is every member of the event it reads.

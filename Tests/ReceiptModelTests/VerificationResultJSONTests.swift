@@ -2,9 +2,10 @@ import ReceiptModel
 import ServiceSupport
 import Testing
 
-/// Results are written by `VerificationResultJSON`, not `JSONEncoder`: the bytes must stay exactly `MessageCoding`'s
-/// (at-least-once duplicates byte-identical, consumers unchanged), for every member, null or not, and for strings
-/// that need escaping; and its strict reader reads back what was written.
+/// Results are written by `VerificationResultJSON` only, not `JSONEncoder`: the bytes must stay exactly the ones
+/// `JSONEncoder` writes (`MessageCoding`; at-least-once duplicates byte-identical, consumers unchanged), for every
+/// member, null or not, and for strings that need escaping (`WrittenJSON`); and its strict reader reads back what was
+/// written.
 @Suite struct VerificationResultJSONTests {
     static let awkward = "quote \" backslash \\ slash / tab \t newline \n nul \u{0} bell \u{7} é 日本 🎮 \u{2028}"
 
@@ -71,12 +72,19 @@ import Testing
     ]
 
     @Test(arguments: results)
-    func theBytesAreMessageCodings(_ result: VerificationResult) throws {
+    func theBytesAreJSONEncodersForEveryMember(_ result: VerificationResult) throws {
         let written = VerificationResultJSON.encode(result)
-        let expected = try MessageCoding.encode(result)
+        let canonical = try WrittenJSON.canonical(written)
         #expect(
-            written == expected,
-            "\(String(decoding: written, as: UTF8.self))\n!=\n\(String(decoding: expected, as: UTF8.self))")
+            written == canonical,
+            "\(String(decoding: written, as: UTF8.self))\n!=\n\(String(decoding: canonical, as: UTF8.self))")
+        #expect(try WrittenJSON.memberNames(written) == [WrittenJSON.result])
+        #expect(
+            try WrittenJSON.memberNames(written, at: "transactions")
+                == Array(repeating: WrittenJSON.transaction, count: result.transactions.count))
+        #expect(
+            try WrittenJSON.memberNames(written, at: "app_transaction")
+                == (result.appTransaction == nil ? [] : [WrittenJSON.appTransaction]))
         #expect(try MessageCoding.decode(VerificationResult.self, from: written) == result)
     }
 

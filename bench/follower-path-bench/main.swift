@@ -21,8 +21,7 @@ guard CommandLine.arguments.count == 2, let count = Int(CommandLine.arguments[1]
 let nowMs = Int64(Date().timeIntervalSince1970 * 1000)
 /// Ten digits that each message overwrites with its number (its submission, order and transaction ids).
 let placeholder = "0000000000"
-let template: [UInt8]
-do {
+let template: [UInt8] = {
     let id = "20" + placeholder
     let transaction = VerifiedTransaction(
         transactionId: id, originalTransactionId: id, productId: "com.example.game.gems100", quantity: 1,
@@ -34,11 +33,8 @@ do {
         clientId: nil, outcome: .verified, reason: nil, source: .signedTransaction, message: nil, appleStatus: nil,
         environment: .production, bundleId: "com.example.game", transactions: [transaction],
         submissionFingerprint: String(repeating: "ab", count: 32), attempts: 1, verifiedAtMs: nowMs)
-    template = try MessageCoding.encode(result)
-} catch {
-    FileHandle.standardError.write(Data("cannot encode a result: \(error)\n".utf8))
-    exit(1)
-}
+    return VerificationResultJSON.encode(result)
+}()
 /// Where the placeholder's digits are in the template.
 let digitRuns: [Range<Int>] = {
     let pattern = Array(placeholder.utf8)
