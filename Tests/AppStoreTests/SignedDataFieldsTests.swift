@@ -82,7 +82,9 @@ import Testing
         #expect(json.contains(#""storefront":"DEU""#) && json.contains(#""storefront_id":"143443""#))
         #expect(try MessageCoding.decode(VerifiedTransaction.self, from: Array(json.utf8)) == carried)
         let plain = VerdictRules.normalize(
-            AppleTransaction(transactionId: "8", productId: "gems_100", purchaseDateMs: 1), .production,
+            AppleTransaction(
+                TransactionFields(
+                    transactionId: "8", productId: "gems_100", purchaseDateMs: 1)), .production,
             catalog: Self.catalog)
         let plainJSON = Self.text(plain)
         for member in ["offer_type", "offer_identifier", "storefront", "storefront_id"] {

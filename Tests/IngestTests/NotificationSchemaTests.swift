@@ -20,9 +20,11 @@ struct NotificationSchemaTests {
             cases.append(.init(schema: "dlq.schema.json", instance: try Self.text(dead)))
         }
         let transaction = VerifiedTransaction(
-            transactionId: "2000000000000123", originalTransactionId: "2000000000000001", productId: "gems",
-            quantity: 1, purchaseDateMs: 1, inAppOwnershipType: "FAMILY_SHARED", productType: .nonConsumable,
-            revocationType: "FAMILY_REVOKE", creditable: false, environment: .production)
+            TransactionFields(
+                transactionId: "2000000000000123", originalTransactionId: "2000000000000001", productId: "gems",
+                quantity: 1, purchaseDateMs: 1, inAppOwnershipType: "FAMILY_SHARED", productType: .nonConsumable,
+                revocationType: "FAMILY_REVOKE"),
+            creditable: false, environment: .production)
         for type in PurchaseEventType.allCases {
             let event = PurchaseEvent(
                 eventId: "e-\(type.rawValue)", type: type, notificationType: "X", subtype: nil,

@@ -19,8 +19,10 @@ enum ResultFixtures {
         clientId: String? = nil, fingerprint: String? = ResultFixtures.fingerprint
     ) -> VerificationResult {
         let transaction = VerifiedTransaction(
-            transactionId: transactionId, originalTransactionId: transactionId, productId: "com.example.coins",
-            quantity: 1, purchaseDateMs: 1_690_000_000_000, environment: .production)
+            TransactionFields(
+                transactionId: transactionId, originalTransactionId: transactionId, productId: "com.example.coins",
+                quantity: 1, purchaseDateMs: 1_690_000_000_000),
+            environment: .production)
         let reason: Reason? =
             switch outcome {
             case .verified: nil

@@ -27,8 +27,9 @@ struct SchemaTests {
     ).submission(id: "s-1", submittedAtMs: 1_764_489_600_000)
 
     private static let transaction = VerifiedTransaction(
-        transactionId: "1000", originalTransactionId: "1000", productId: "com.example.p", quantity: 1,
-        purchaseDateMs: 1_764_489_500_000, expiresDateMs: 1_767_000_000_000, inAppOwnershipType: "PURCHASED",
+        TransactionFields(
+            transactionId: "1000", originalTransactionId: "1000", productId: "com.example.p", quantity: 1,
+            purchaseDateMs: 1_764_489_500_000, expiresDateMs: 1_767_000_000_000, inAppOwnershipType: "PURCHASED"),
         environment: .sandbox)
 
     @Test("what the ingest and the verifier write validates")

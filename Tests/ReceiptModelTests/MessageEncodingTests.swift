@@ -10,8 +10,10 @@ import Testing
 
     @Test func resultWritesAbsentValuesAsNull() throws {
         let transaction = VerifiedTransaction(
-            transactionId: "1000000460004095", originalTransactionId: "1000000460004095", productId: "gems_100",
-            quantity: 1, purchaseDateMs: 1_539_946_248_000, environment: .sandbox)
+            TransactionFields(
+                transactionId: "1000000460004095", originalTransactionId: "1000000460004095", productId: "gems_100",
+                quantity: 1, purchaseDateMs: 1_539_946_248_000),
+            environment: .sandbox)
         let result = VerificationResult(
             submissionId: "s-1", orderId: nil, userId: "u", outcome: .verified, reason: nil, message: nil,
             appleStatus: 0, environment: .sandbox, bundleId: "com.example.game", transactions: [transaction],

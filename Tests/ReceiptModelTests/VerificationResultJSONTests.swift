@@ -12,20 +12,24 @@ import Testing
     static func transaction(_ id: String, full: Bool) -> VerifiedTransaction {
         full
             ? VerifiedTransaction(
-                transactionId: id, originalTransactionId: "orig-" + id, productId: "gems_100/" + awkward, quantity: 3,
-                purchaseDateMs: 1_539_946_248_000, expiresDateMs: 1_602_592_000_000,
-                cancellationDateMs: 1_600_000_000_001, cancellationReason: "1", webOrderLineItemId: "1602592",
-                inAppOwnershipType: "PURCHASED", isTrialPeriod: true, appAccountToken: "5A1B0C2D-0000-4000-8000-000000000001",
-                productType: .autoRenewable, revocationType: "REFUND_FULL", revocationPercentage: 100000,
+                TransactionFields(
+                    transactionId: id, originalTransactionId: "orig-" + id, productId: "gems_100/" + awkward,
+                    quantity: 3, purchaseDateMs: 1_539_946_248_000, expiresDateMs: 1_602_592_000_000,
+                    cancellationDateMs: 1_600_000_000_001, cancellationReason: "1", webOrderLineItemId: "1602592",
+                    inAppOwnershipType: "PURCHASED", isTrialPeriod: true,
+                    appAccountToken: "5A1B0C2D-0000-4000-8000-000000000001", productType: .autoRenewable,
+                    revocationType: "REFUND_FULL", revocationPercentage: 100000, isUpgraded: true, price: 990,
+                    currency: "EUR", transactionReason: "PURCHASE", offerDiscountType: "PAY_AS_YOU_GO",
+                    offerPeriod: "P3M", billingPlanType: "MONTHLY",
+                    commitmentInfo: .object(["commitmentPeriod": .string("P1Y"), "billingCount": .integer(12)]),
+                    appTransactionId: "705000000000001"),
                 creditable: false, credit: .object(["item": .string("gems"), "amount": .integer(10), "x": .null]),
-                isUpgraded: true, price: 990, currency: "EUR", transactionReason: "PURCHASE",
-                notCreditableReason: .refunded, offerDiscountType: "PAY_AS_YOU_GO", offerPeriod: "P3M",
-                billingPlanType: "MONTHLY",
-                commitmentInfo: .object(["commitmentPeriod": .string("P1Y"), "billingCount": .integer(12)]),
-                appTransactionId: "705000000000001", environment: .sandbox)
+                notCreditableReason: .refunded, environment: .sandbox)
             : VerifiedTransaction(
-                transactionId: id, originalTransactionId: nil, productId: "gems_100", quantity: 1,
-                purchaseDateMs: 1_539_946_248_000, environment: .production)
+                TransactionFields(
+                    transactionId: id, originalTransactionId: nil, productId: "gems_100", quantity: 1,
+                    purchaseDateMs: 1_539_946_248_000),
+                environment: .production)
     }
 
     static let results: [VerificationResult] = [
@@ -49,8 +53,10 @@ import Testing
             message: nil, appleStatus: Int.min, environment: nil, bundleId: nil,
             transactions: [
                 VerifiedTransaction(
-                    transactionId: "9", originalTransactionId: nil, productId: "p", quantity: 10,
-                    purchaseDateMs: .max, expiresDateMs: .min, price: -9, environment: .production)
+                    TransactionFields(
+                        transactionId: "9", originalTransactionId: nil, productId: "p", quantity: 10,
+                        purchaseDateMs: .max, expiresDateMs: .min, price: -9),
+                    environment: .production)
             ],
             attempts: Int.max, verifiedAtMs: Int64.min),
         VerificationResult(

@@ -180,9 +180,11 @@ enum Samples {
                 bundleId: "com.example.game",
                 transactions: [
                     VerifiedTransaction(
-                        transactionId: "1000000460004095", originalTransactionId: "1000000460004095",
-                        productId: "gems_100", quantity: 1, purchaseDateMs: 1_539_946_248_000,
-                        inAppOwnershipType: "PURCHASED", environment: .production)
+                        TransactionFields(
+                            transactionId: "1000000460004095", originalTransactionId: "1000000460004095",
+                            productId: "gems_100", quantity: 1, purchaseDateMs: 1_539_946_248_000,
+                            inAppOwnershipType: "PURCHASED"),
+                        environment: .production)
                 ],
                 attempts: attempts))
     }

@@ -42,8 +42,10 @@ import Testing
             bundleId: awkward,
             transactions: [
                 VerifiedTransaction(
-                    transactionId: "1", originalTransactionId: nil, productId: "gems_100", quantity: 1,
-                    purchaseDateMs: 1_539_946_248_000, environment: .production)
+                    TransactionFields(
+                        transactionId: "1", originalTransactionId: nil, productId: "gems_100", quantity: 1,
+                        purchaseDateMs: 1_539_946_248_000),
+                    environment: .production)
             ],
             submissionFingerprint: awkward, attempts: 7, verifiedAtMs: -1, schemaVersion: 2)
         let record = factory.result(result, key: nil)

@@ -24,10 +24,11 @@ let placeholder = "0000000000"
 let template: [UInt8] = {
     let id = "20" + placeholder
     let transaction = VerifiedTransaction(
-        transactionId: id, originalTransactionId: id, productId: "com.example.game.gems100", quantity: 1,
-        purchaseDateMs: nowMs - 1_000, inAppOwnershipType: "PURCHASED", productType: .consumable,
-        credit: .object(["item": .string("gems"), "amount": .integer(100)]), price: 990_000, currency: "USD",
-        transactionReason: "PURCHASE", appTransactionId: "704289572311", environment: .production)
+        TransactionFields(
+            transactionId: id, originalTransactionId: id, productId: "com.example.game.gems100", quantity: 1,
+            purchaseDateMs: nowMs - 1_000, inAppOwnershipType: "PURCHASED", productType: .consumable, price: 990_000,
+            currency: "USD", transactionReason: "PURCHASE", appTransactionId: "704289572311"),
+        credit: .object(["item": .string("gems"), "amount": .integer(100)]), environment: .production)
     let result = VerificationResult(
         submissionId: "submission-" + placeholder, orderId: "order-" + placeholder, userId: "user-0042",
         clientId: nil, outcome: .verified, reason: nil, source: .signedTransaction, message: nil, appleStatus: nil,
