@@ -5,8 +5,7 @@ import ServiceSupport
 ///
 /// A crediting service credits exactly the transactions with `creditable: true`, `credit` x `quantity` each, once per
 /// `credit_key` (the purchase, see `PurchaseIdentity`).
-@dynamicMemberLookup
-public struct VerifiedTransaction: Decodable, Sendable, Equatable {
+public struct VerifiedTransaction: CarriesTransactionFields, Decodable, Sendable, Equatable {
     /// What Apple's data says (`transaction.productId` reads `fields.productId`), `appAccountToken` lower-cased.
     public var fields: TransactionFields
     /// The purchase (`PurchaseIdentity`): `apple:<environment>:period:<web_order_line_item_id>` for a subscription
@@ -26,18 +25,10 @@ public struct VerifiedTransaction: Decodable, Sendable, Equatable {
         notCreditableReason: NotCreditableReason? = nil, environment: AppStoreEnvironment
     ) {
         self.fields = fields
-        self.creditKey = PurchaseIdentity.creditKey(
-            environment: environment, transactionId: fields.transactionId,
-            originalTransactionId: fields.originalTransactionId, webOrderLineItemId: fields.webOrderLineItemId)
+        self.creditKey = fields.creditKey(environment)
         self.creditable = creditable
         self.notCreditableReason = notCreditableReason
         self.credit = credit
-    }
-
-    @inlinable
-    public subscript<Value>(dynamicMember field: WritableKeyPath<TransactionFields, Value>) -> Value {
-        get { fields[keyPath: field] }
-        set { fields[keyPath: field] = newValue }
     }
 
     enum CodingKeys: String, CodingKey {

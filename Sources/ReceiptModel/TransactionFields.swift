@@ -106,4 +106,27 @@ public struct TransactionFields: Sendable, Equatable {
         self.storefront = storefront
         self.storefrontId = storefrontId
     }
+
+    /// The purchase this transaction belongs to (`PurchaseIdentity`): every transaction of one purchase (a restore,
+    /// the same period on another device) has the same one, in one environment.
+    public func creditKey(_ environment: AppStoreEnvironment) -> String {
+        PurchaseIdentity.creditKey(
+            environment: environment, transactionId: transactionId, originalTransactionId: originalTransactionId,
+            webOrderLineItemId: webOrderLineItemId)
+    }
+}
+
+/// A transaction that carries Apple's fields (`AppleTransaction`, `VerifiedTransaction`) reads through to them:
+/// `transaction.productId` is `transaction.fields.productId`.
+@dynamicMemberLookup
+public protocol CarriesTransactionFields {
+    var fields: TransactionFields { get set }
+}
+
+extension CarriesTransactionFields {
+    @inlinable
+    public subscript<Value>(dynamicMember field: WritableKeyPath<TransactionFields, Value>) -> Value {
+        get { fields[keyPath: field] }
+        set { fields[keyPath: field] = newValue }
+    }
 }

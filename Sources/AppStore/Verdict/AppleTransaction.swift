@@ -11,8 +11,7 @@ import ServiceSupport
 /// A source must never drop evidence of a refund: a cancellation or revocation field that is present but cannot be
 /// read is named in `unreadableCancellationFields`, which makes the transaction not creditable (fail closed). The
 /// same holds for the other fields money depends on (`quantity`, `is_upgraded`): `unreadableCreditingFields`.
-@dynamicMemberLookup
-public struct AppleTransaction: Sendable, Equatable {
+public struct AppleTransaction: CarriesTransactionFields, Sendable, Equatable {
     public var fields: TransactionFields
     /// Cancellation or revocation fields Apple's data carries but the source could not read (for verifyReceipt:
     /// `cancellation_date_ms`, `cancellation_date`, `cancellation_date_pst`, `cancellation_reason`). Not empty means
@@ -29,20 +28,6 @@ public struct AppleTransaction: Sendable, Equatable {
         self.fields = fields
         self.unreadableCancellationFields = unreadableCancellationFields
         self.unreadableCreditingFields = unreadableCreditingFields
-    }
-
-    @inlinable
-    public subscript<Value>(dynamicMember field: WritableKeyPath<TransactionFields, Value>) -> Value {
-        get { fields[keyPath: field] }
-        set { fields[keyPath: field] = newValue }
-    }
-
-    /// The purchase this transaction belongs to (`PurchaseIdentity`): every transaction of one purchase (a restore,
-    /// the same period on another device) has the same one, in one environment.
-    public func creditKey(_ environment: AppStoreEnvironment) -> String {
-        PurchaseIdentity.creditKey(
-            environment: environment, transactionId: fields.transactionId,
-            originalTransactionId: fields.originalTransactionId, webOrderLineItemId: fields.webOrderLineItemId)
     }
 
     /// Apple's data shows a refund or revocation, or a cancellation field that could not be read (fail closed).
