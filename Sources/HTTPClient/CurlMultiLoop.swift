@@ -22,6 +22,8 @@ final class CurlMultiLoop: @unchecked Sendable {
     }
 
     private let configuration: HTTPClientConfiguration
+    /// The environment's proxy settings, read once (see `CurlProxyEnvironment`).
+    private let proxies = CurlProxyEnvironment()
     private let inbox = Locked(Inbox())
     /// Set when the eventfd was signalled and the loop has not looked at the inbox since: later submissions skip
     /// the write(2), so a burst costs one wake-up.
@@ -44,6 +46,7 @@ final class CurlMultiLoop: @unchecked Sendable {
         CurlGlobal.initializeOnce()
         self.configuration = configuration
         self.inFlightGauge = inFlightGauge
+        headerLists = CurlHeaderLists(standardLines: CurlHeaderLists.standardLines(userAgent: configuration.userAgent))
         completionQueues = (0..<max(1, configuration.completionConcurrency)).map {
             DispatchQueue(label: "appstore-http-completion-\($0)")
         }
@@ -189,7 +192,8 @@ final class CurlMultiLoop: @unchecked Sendable {
             }
             let headers = headerLists.acquire(transfer.request.headers)
             transfer.headerList = headers
-            if let error = transfer.configure(easy: easy, headers: headers, configuration: configuration) {
+            if let error = transfer.configure(
+                easy: easy, headers: headers, configuration: configuration, proxies: proxies) {
                 recycle(easy, after: transfer)
                 finish(transfer, .failure(error))
                 continue
@@ -228,7 +232,8 @@ final class CurlMultiLoop: @unchecked Sendable {
         // Connections remember the close-socket callback of the handle that opened them; all of them run on this
         // thread (inside curl_multi_* calls, the last at curl_multi_cleanup while this loop is alive).
         let me = Unmanaged.passUnretained(self).toOpaque()
-        guard CurlTransfer.configureShared(easy: easy, configuration: configuration) == CURLE_OK,
+        guard CurlTransfer.configureShared(easy: easy, configuration: configuration, proxies: proxies)
+            == CURLE_OK,
             ccurl_easy_setopt_closesocket_cb(easy, CurlCallbacks.onCloseSocket) == CURLE_OK,
             ccurl_easy_setopt_ptr(easy, CURLOPT_CLOSESOCKETDATA, me) == CURLE_OK
         else {
@@ -259,7 +264,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     }
 
     /// Header lists by their lines, built once and shared by the transfers in flight.
-    private var headerLists = CurlHeaderLists()
+    private var headerLists: CurlHeaderLists
 
     /// Finished transfers not yet handed to a completion queue. They go in batches — when 32 are waiting, or when
     /// the oldest has waited `completionWindowNanoseconds` — because each hand-off wakes a thread, and at thousands

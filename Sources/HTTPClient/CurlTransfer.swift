@@ -39,8 +39,12 @@ final class CurlTransfer: @unchecked Sendable {
 
     /// Options every request shares; set once when the loop creates an easy handle (handles are reused without
     /// `curl_easy_reset`, so per-request options below are always set again).
-    static func configureShared(easy: UnsafeMutableRawPointer, configuration: HTTPClientConfiguration) -> CURLcode {
+    static func configureShared(
+        easy: UnsafeMutableRawPointer, configuration: HTTPClientConfiguration, proxies: CurlProxyEnvironment
+    ) -> CURLcode {
         var codes: [CURLcode] = [
+            // Set, even to "", so libcurl takes the list from here instead of reading the environment per transfer.
+            ccurl_easy_setopt_string(easy, CURLOPT_NOPROXY, proxies.noProxy),
             ccurl_easy_setopt_long(easy, CURLOPT_POST, 1),
             ccurl_easy_setopt_write_cb(easy, CurlCallbacks.onWrite),
             ccurl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1),
@@ -51,9 +55,16 @@ final class CurlTransfer: @unchecked Sendable {
             ccurl_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS),
             ccurl_easy_setopt_string(easy, CURLOPT_PROTOCOLS_STR, "http,https"),
             ccurl_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0),
-            ccurl_easy_setopt_string(easy, CURLOPT_USERAGENT, configuration.userAgent),
+            // The User-Agent and Accept-Encoding lines travel in the shared header lists (`CurlHeaderLists`), so
+            // libcurl does not format them anew for each request; this option still makes it decode compressed
+            // answers.
             ccurl_easy_setopt_string(easy, CURLOPT_ACCEPT_ENCODING, ""),
         ]
+        if proxies.configuresAnyProxy {
+            // libcurl takes the User-Agent of a proxy's CONNECT from this option only (the header lists go to the
+            // origin); it formats it per request then, the price of going through a proxy.
+            codes.append(ccurl_easy_setopt_string(easy, CURLOPT_USERAGENT, configuration.userAgent))
+        }
         if let caBundle = configuration.caBundlePath {
             codes.append(ccurl_easy_setopt_string(easy, CURLOPT_CAINFO, caBundle))
         }
@@ -65,7 +76,7 @@ final class CurlTransfer: @unchecked Sendable {
     /// Returns an error for a request libcurl refuses.
     func configure(
         easy: UnsafeMutableRawPointer, headers: UnsafeMutablePointer<curl_slist>?,
-        configuration: HTTPClientConfiguration
+        configuration: HTTPClientConfiguration, proxies: CurlProxyEnvironment
     ) -> HTTPClientError? {
         self.easy = easy
         let body = UnsafeMutableRawBufferPointer.allocate(byteCount: max(request.body.count, 1), alignment: 1)
@@ -80,9 +91,7 @@ final class CurlTransfer: @unchecked Sendable {
                 kind: .timeout, curlCode: Int32(CURLE_OPERATION_TIMEDOUT.rawValue),
                 message: "timed out after \(queuedMs) ms waiting for a free slot in the in-flight window")
         }
-        let isHTTPS =
-            request.url.utf8.count > 6
-            && request.url.utf8.prefix(6).map { $0 | 0x20 } == Array("https:".utf8)
+        let isHTTPS = CurlProxyEnvironment.isHTTPS(request.url)
         // Handles are reused: a POST sets its body (which makes it a POST again), a PUT is a POST with its verb
         // replaced (libcurl copies the string), a GET says so explicitly; a recycled handle has no verb left over.
         let method: [CURLcode] =
@@ -103,6 +112,8 @@ final class CurlTransfer: @unchecked Sendable {
             }
         let codes: [CURLcode] = method + [
             ccurl_easy_setopt_string(easy, CURLOPT_URL, request.url),
+            // The environment's proxy for this URL's scheme, read once (`CurlProxyEnvironment`); "" for none.
+            ccurl_easy_setopt_string(easy, CURLOPT_PROXY, proxies.proxy(forURL: request.url)),
             ccurl_easy_setopt_slist(easy, CURLOPT_HTTPHEADER, headers),
             ccurl_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, Unmanaged.passUnretained(self).toOpaque()),
             ccurl_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer),

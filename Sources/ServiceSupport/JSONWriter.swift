@@ -43,9 +43,21 @@ public struct JSONWriter {
         if !copied { raw(JSONText.quoted(value)) }
     }
 
+    /// Decimal digits written straight into the bytes (as `String(value)` spells them), without a String between.
     public mutating func number(_ value: Int64?) {
         guard let value else { return null() }
-        raw(String(value))
+        var magnitude = value.magnitude
+        // 20 digits hold UInt64.max; the sign goes in front.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var start = digits.count
+            repeat {
+                start -= 1
+                digits[start] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            if value < 0 { bytes.append(UInt8(ascii: "-")) }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[start...]))
+        }
     }
 
     public mutating func bool(_ value: Bool?) {

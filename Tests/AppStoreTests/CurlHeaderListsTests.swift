@@ -1,3 +1,4 @@
+import CCurl
 @testable import HTTPClient
 import Testing
 
@@ -40,5 +41,37 @@ import Testing
         #expect(fresh != nil)
         lists.release(fresh)
         lists.freeAll()
+    }
+}
+
+/// The client's User-Agent and Accept-Encoding travel in every list, unless the request names the header itself.
+@Suite struct CurlHeaderListsStandardLinesTests {
+    static func lines(of list: UnsafeMutablePointer<curl_slist>?) -> [String] {
+        var lines: [String] = []
+        var node = list
+        while let current = node {
+            lines.append(String(cString: current.pointee.data))
+            node = current.pointee.next
+        }
+        return lines
+    }
+
+    @Test func everyListCarriesTheStandardLinesUnlessTheRequestNamesThem() {
+        let standard = CurlHeaderLists.standardLines(userAgent: "receipt-verifier")
+        #expect(standard.first == "User-Agent: receipt-verifier")
+        // This libcurl decodes at least deflate and gzip (zlib), and says so in libcurl's order.
+        #expect(standard.last?.hasPrefix("Accept-Encoding: deflate, gzip") == true)
+        var lists = CurlHeaderLists(standardLines: standard)
+        let json = lists.acquire(["Content-Type: application/json"])
+        #expect(Self.lines(of: json) == ["Content-Type: application/json"] + standard + ["Expect:"])
+        let own = lists.acquire(["user-agent: mine", "Accept-Encoding: identity"])
+        #expect(Self.lines(of: own) == ["user-agent: mine", "Accept-Encoding: identity", "Expect:"])
+        lists.release(json)
+        lists.release(own)
+        lists.freeAll()
+    }
+
+    @Test func anEmptyUserAgentSendsNone() {
+        #expect(!CurlHeaderLists.standardLines(userAgent: "").contains { $0.hasPrefix("User-Agent") })
     }
 }

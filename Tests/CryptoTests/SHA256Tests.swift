@@ -1,3 +1,4 @@
+import Foundation
 import Crypto
 import Testing
 
@@ -21,5 +22,20 @@ struct SHA256Tests {
         #expect(SHA256.hash(([0] + bytes)[1...]) == expected)
         #expect(SHA256.hash(bytes.lazy.map { $0 }) == expected)
         #expect(SHA256.hash(Array("receipt-verificatioN".utf8)) != expected)
+    }
+}
+
+@Suite("Hex")
+struct HexTests {
+    @Test("every byte value as two lowercase digits, the same through every input shape and with separators")
+    func everyByte() {
+        let bytes = (0...255).map { UInt8($0) }
+        let expected = bytes.map { String(format: "%02x", $0) }
+        #expect(Hex.encode(bytes) == expected.joined())
+        #expect(Hex.encode(bytes[16...]) == expected[16...].joined())
+        #expect(Hex.encode(bytes.lazy.map { $0 }) == expected.joined())
+        #expect(Hex.encode(bytes, separator: ":") == expected.joined(separator: ":"))
+        #expect(Hex.encode([UInt8]()) == "")
+        #expect(Hex.encode([0xAB]) == "ab")
     }
 }
