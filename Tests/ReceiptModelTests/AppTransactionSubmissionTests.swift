@@ -66,7 +66,8 @@ import Testing
         #expect(try MessageCoding.decode(VerificationResult.self, from: Array(json.utf8)) == verified)
         var plain = verified
         plain.appTransaction = nil
-        #expect(String(decoding: VerificationResultJSON.encode(plain), as: UTF8.self).contains(#""app_transaction":null"#))
+        #expect(
+            String(decoding: VerificationResultJSON.encode(plain), as: UTF8.self).contains(#""app_transaction":null"#))
         // A result written before 2026-12 (no such member) still reads.
         let old = json.replacingOccurrences(of: #""app_transaction":"#, with: #""ignored":"#)
         #expect(try MessageCoding.decode(VerificationResult.self, from: Array(old.utf8)).appTransaction == nil)

@@ -32,7 +32,8 @@ import Testing
         #expect(transactions[0]["expires_date_ms"] is NSNull)
         #expect(transactions[0]["is_trial_period"] as? Bool == false)
 
-        #expect(try MessageCoding.decode(VerificationResult.self, from: VerificationResultJSON.encode(result)) == result)
+        #expect(
+            try MessageCoding.decode(VerificationResult.self, from: VerificationResultJSON.encode(result)) == result)
     }
 
     @Test func everyReasonHasTheContractName() {

@@ -21,7 +21,10 @@ struct PurchaseEventJSONTests {
                 appTransactionId: "705000000000001", offerType: 5, offerIdentifier: "stay \"a\" while",
                 storefront: "FRA", storefrontId: "143442"),
             creditable: false,
-            credit: .object(["item": .string("gems"), "amount": .integer(100), "bonus": .array([.bool(true), .null, .integer(-1)]), "nested": .object(["z": .string("ü"), "a": .integer(0)])]),
+            credit: .object([
+                "item": .string("gems"), "amount": .integer(100), "bonus": .array([.bool(true), .null, .integer(-1)]),
+                "nested": .object(["z": .string("ü"), "a": .integer(0)]),
+            ]),
             notCreditableReason: .refunded, environment: .sandbox)
         return PurchaseEvent(
             eventId: "002e14d5-51f5-4503-b5a8-c3a1af68eb20", type: .debit, notificationType: "REFUND",
@@ -45,12 +48,15 @@ struct PurchaseEventJSONTests {
     @Test(arguments: [full, minimal])
     func theBytesAreJSONEncodersForEveryMember(_ event: PurchaseEvent) throws {
         let written = PurchaseEventJSON.encode(event)
-        #expect(String(decoding: written, as: UTF8.self) == String(decoding: try WrittenJSON.canonical(written), as: UTF8.self))
+        #expect(
+            String(decoding: written, as: UTF8.self)
+                == String(decoding: try WrittenJSON.canonical(written), as: UTF8.self))
         #expect(try WrittenJSON.memberNames(written) == [WrittenJSON.event])
         #expect(
             try WrittenJSON.memberNames(written, at: "transaction")
                 == (event.transaction == nil ? [] : [WrittenJSON.transaction]))
-        #expect(try WrittenJSON.memberNames(written, at: "renewal") == (event.renewal == nil ? [] : [WrittenJSON.renewal]))
+        #expect(
+            try WrittenJSON.memberNames(written, at: "renewal") == (event.renewal == nil ? [] : [WrittenJSON.renewal]))
         #expect(try MessageCoding.decode(PurchaseEvent.self, from: written) == event)
     }
 

@@ -33,7 +33,8 @@ import Testing
         #expect(result.kind == .result)
     }
 
-    /// The result record carries `VerificationResultJSON`'s bytes (ReceiptModelTests hold them to `JSONEncoder`'s form).
+    /// The result record carries `VerificationResultJSON`'s bytes (ReceiptModelTests hold them to `JSONEncoder`'s
+    /// form).
     @Test func theResultRecordCarriesThoseBytes() throws {
         let awkward = "quote \" backslash \\ slash / tab \t newline \n nul \u{0} bell \u{7} é 日本 🎮 \u{2028}"
         let result = VerificationResult(
