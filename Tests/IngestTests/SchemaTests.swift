@@ -21,6 +21,14 @@ struct SchemaTests {
         String(decoding: PurchaseEventJSON.encode(event), as: UTF8.self)
     }
 
+    private static func text(_ submission: Submission) -> String {
+        String(decoding: SubmissionJSON.encode(submission), as: UTF8.self)
+    }
+
+    private static func text(_ record: RetryRecord) -> String {
+        String(decoding: RetryRecordJSON.encode(record), as: UTF8.self)
+    }
+
     private static let submission = SubmissionRequest(
         receiptData: "aGVsbG8=", orderId: "o-1", userId: "u-1", expectedTransactionId: "1000",
         expectedProductId: "com.example.p"
@@ -40,12 +48,12 @@ struct SchemaTests {
             appleStatus: 0, environment: .sandbox, bundleId: "com.example", transactions: [Self.transaction],
             attempts: 2, verifiedAtMs: 1_764_489_600_100)
         var cases: [SchemaValidator.Case] = [
-            .init(schema: "submission.schema.json", instance: try Self.text(Self.submission)),
-            .init(schema: "submission.schema.json", instance: try Self.text(minimal)),
+            .init(schema: "submission.schema.json", instance: Self.text(Self.submission)),
+            .init(schema: "submission.schema.json", instance: Self.text(minimal)),
             .init(schema: "result.schema.json", instance: Self.text(verified)),
             .init(
                 schema: "retry.schema.json",
-                instance: try Self.text(
+                instance: Self.text(
                     RetryRecord(
                         submission: Self.submission, round: 1, attempts: 4, notBeforeMs: 1_764_489_660_000,
                         lastAppleStatus: nil, lastError: "timeout"))),
@@ -103,8 +111,8 @@ struct SchemaTests {
             transactions: [refunded], submissionFingerprint: String(repeating: "ab", count: 32), attempts: 1,
             verifiedAtMs: 1)
         cases += [
-            .init(schema: "submission.schema.json", instance: try Self.text(signed)),
-            .init(schema: "submission.schema.json", instance: try Self.text(byId)),
+            .init(schema: "submission.schema.json", instance: Self.text(signed)),
+            .init(schema: "submission.schema.json", instance: Self.text(byId)),
             .init(schema: "result.schema.json", instance: Self.text(withEverything)),
             .init(schema: "event.schema.json", instance: Self.text(event)),
             .init(schema: "event.schema.json", instance: Self.text(info)),
@@ -121,7 +129,7 @@ struct SchemaTests {
             let request = try SubmissionRequest.parse(Array(body.utf8))
             for clientId in [nil, "billing"] {
                 let written = request.submission(id: "s-5", clientId: clientId, submittedAtMs: 1_764_489_600_000)
-                cases.append(.init(schema: "submission.schema.json", instance: try Self.text(written)))
+                cases.append(.init(schema: "submission.schema.json", instance: Self.text(written)))
             }
         }
         for reason in Reason.allCases {
@@ -145,7 +153,7 @@ struct SchemaTests {
 
     @Test("the schemas refuse what the contract forbids")
     func invalidMessages() throws {
-        let submission = try Self.text(Self.submission)
+        let submission = Self.text(Self.submission)
         let verified = Self.text(
             VerificationResult(
                 submissionId: "s", orderId: nil, userId: nil, outcome: .verified, reason: nil, message: nil,
@@ -156,7 +164,7 @@ struct SchemaTests {
                 submissionId: "s", reason: .malformedSubmission, message: "m", sourceTopic: "t", sourcePartition: 0,
                 sourceOffset: 0, originalKey: nil, originalValue: [1, 2, 3], appleStatus: nil, attempts: 0,
                 failedAtMs: 1))
-        let retry = try Self.text(
+        let retry = Self.text(
             RetryRecord(
                 submission: Self.submission, round: 1, attempts: 1, notBeforeMs: 1, lastAppleStatus: nil,
                 lastError: "x"))

@@ -17,7 +17,7 @@ import Testing
             #"{"schema_version":1,"submission_id":"a-1","signed_app_transaction":" \#(Self.jws)\n","user_id":"u"}"#)
         #expect(submission.proof == .signedAppTransaction(Self.jws))
         #expect(submission.proof.fieldName == "signed_app_transaction")
-        let written = String(decoding: try MessageCoding.encode(submission), as: UTF8.self)
+        let written = String(decoding: SubmissionJSON.encode(submission), as: UTF8.self)
         #expect(written.contains(#""signed_app_transaction":"\#(Self.jws)""#))
         #expect(!written.contains("signed_transaction\""))
         #expect(try decode(written) == submission)

@@ -67,6 +67,26 @@ import Testing
         let record = RetryRecord(
             submission: submission, round: 1, attempts: 4, notBeforeMs: 99, lastAppleStatus: 21005,
             lastError: "apple status 21005")
-        #expect(try MessageCoding.decode(RetryRecord.self, from: try MessageCoding.encode(record)) == record)
+        let written = RetryRecordJSON.encode(record)
+        #expect(try MessageCoding.decode(RetryRecord.self, from: written) == record)
+        // JSONEncoder's bytes (`WrittenJSON`): absent optional members omitted, the submission as `SubmissionJSON`
+        // writes it.
+        #expect(written == (try WrittenJSON.canonical(written)))
+        #expect(
+            try WrittenJSON.memberNames(written) == [
+                ["attempts", "last_apple_status", "last_error", "not_before_ms", "round", "schema_version", "submission"]
+            ])
+        #expect(String(decoding: written, as: UTF8.self).hasSuffix(
+            #""submission":\#(String(decoding: SubmissionJSON.encode(submission), as: UTF8.self))}"#))
+        var withSource = record
+        withSource.lastAppleStatus = nil
+        withSource.source = .serverAPI
+        let sourced = RetryRecordJSON.encode(withSource)
+        #expect(sourced == (try WrittenJSON.canonical(sourced)))
+        #expect(
+            try WrittenJSON.memberNames(sourced) == [
+                ["attempts", "last_error", "not_before_ms", "round", "schema_version", "source", "submission"]
+            ])
+        #expect(try MessageCoding.decode(RetryRecord.self, from: sourced) == withSource)
     }
 }

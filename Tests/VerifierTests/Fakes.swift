@@ -169,7 +169,7 @@ enum Samples {
     static func message(
         _ id: String, offset: Int64, partition: TopicPartition = receipts, key: String? = "user-1"
     ) -> KafkaMessage {
-        let bytes = try! MessageCoding.encode(submission(id))
+        let bytes = SubmissionJSON.encode(submission(id))
         return KafkaMessage(partition: partition, offset: offset, key: key.map { Array($0.utf8) }, value: bytes)
     }
 
