@@ -888,7 +888,7 @@ def check_wallet(args, report, expectation):
         takes = psql(args.database_url, "SELECT user_id, clawback_key, lot_key, amount FROM wallet_takes")
         balances = psql(args.database_url, "SELECT user_id, book, item, amount, debt, unrecovered FROM balances")
         history = psql(args.database_url, "SELECT user_id, book, item, kind, key, amount, balance_change, shortfall "
-                                          "FROM wallet_history ORDER BY user_id, book, item, seq")
+                                          "FROM wallet_history_entries ORDER BY user_id, book, item, seq")
     except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
         report.violation(f"the ledger's wallet tables could not be read: {error}")
         return {}, {}

@@ -417,7 +417,43 @@ public enum LedgerSchema {
             ]
         ),
         (version: 10, statements: WalletSchema.remainingByWallet),
+        (version: 11, statements: [byteOrderText, balancesRoomForUpdates] + WalletSchema.creditEntriesFromLots),
     ]
+
+    /// The ledger's tables (every one a migration above creates).
+    static let tables = [
+        "purchases", "balances", "entitlements", "applied_events", "refused_claims", "owner_links", "pending_claims",
+        "consumer_offsets", "dead_letters", "kafka_bindings", "consents", "consumption_requests",
+        "purchase_app_transactions", "declared_account_tokens", "consent_rescinds", "owner_link_case_merges",
+        "accepted_offset_gaps", "wallet_lots", "wallet_clawbacks", "wallet_takes", "wallet_spends", "wallet_requests",
+        "wallet_history",
+    ]
+
+    /// Schema version 11, first: every text column of the ledger's tables compares byte by byte (`COLLATE "C"`).
+    static let byteOrderText = """
+        DO $$
+        DECLARE t record;
+        BEGIN
+            FOR t IN
+                SELECT c.relname, string_agg(format('ALTER COLUMN %I TYPE text COLLATE "C"', a.attname), ', '
+                    ORDER BY a.attnum) AS changes
+                FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid
+                WHERE c.oid = ANY (ARRAY[\(tables.map { "to_regclass('\($0)')" }.joined(separator: ", "))])
+                    AND a.attnum > 0 AND NOT a.attisdropped AND a.atttypid = 'text'::regtype
+                    AND a.attcollation <> 'pg_catalog."C"'::regcollation
+                GROUP BY c.relname ORDER BY c.relname
+            LOOP
+                EXECUTE format('ALTER TABLE %I %s', t.relname, t.changes);
+            END LOOP;
+        END $$
+        """
+
+    /// Schema version 11: `balances` pages filled to 70 % by new rows. Every credit, spend and take-back updates
+    /// its wallet's row; on a full page the new version goes to another page and adds an entry to the key index
+    /// (a non-HOT update: an index insertion checked against every version of the key), where room on the page keeps
+    /// the update in place and the index untouched (docs/BENCHMARKS.md, "The results path after schema 11"). Pages
+    /// written before keep their fill; no row moves.
+    static let balancesRoomForUpdates = "ALTER TABLE balances SET (fillfactor = 70)"
 
     /// SQL for `AppAccountToken.canonical` of `column`: its ASCII letters lower-cased (`lower()` would follow the
     /// database's locale).

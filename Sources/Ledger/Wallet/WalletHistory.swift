@@ -2,8 +2,9 @@ import Postgres
 import ServiceSupport
 
 /// A user's history (`GET /v1/users/{user_id}/history`): every credit, grant, spend, take-back, reversal and debt
-/// repayment of their wallets, newest first, in pages. Entries are rows the transactions that moved the units wrote
-/// (`wallet_history`), numbered as written; a page's cursor is the number of its last entry, so entries written later
+/// repayment of their wallets, newest first, in pages. Entries are what the transactions that moved the units wrote,
+/// numbered as written: `wallet_history` rows, and the lots that carry their credit's entry (schema 11,
+/// `wallet_history_entries`); a page's cursor is the number of its last entry, so entries written later
 /// never push entries onto the next page. Numbers are taken before commit: one wallet's entries become visible in
 /// order (its lock is held from before they are numbered), but across a user's wallets an entry can become visible
 /// below entries already read (docs/CREDITING.md, "History").
@@ -19,7 +20,7 @@ enum WalletHistory {
         let rows = try connection.execute(
             """
             SELECT seq, book, item, kind, key, credit_key, amount, balance_change, shortfall, note, at_ms
-            FROM wallet_history WHERE user_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3
+            FROM wallet_history_entries WHERE user_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3
             """, [.text(userId), .int(cursor ?? Int64.max), .int(Int64(limit + 1))]
         ).rows
         var entries: [String] = []

@@ -24,6 +24,46 @@ enum WalletSchema {
         "CREATE INDEX wallet_lots_remaining ON wallet_lots (user_id, book, item) WHERE \(hasRemaining)",
     ]
 
+    /// Schema version 11: a credit's history entry is its lot. Every credit wrote a lot and a `wallet_history` row
+    /// that said nothing the lot does not (kind credit, key and credit key the lot's key, amount and balance change
+    /// its amount, time its time): a second copied row and index entry per result (docs/BENCHMARKS.md, "A credit's
+    /// history entry is its lot"). A lot written by a batch whose history entries are its credits alone takes its
+    /// entry's number from the history's own sequence (`history_seq`, by default: the copy omits it); any other lot
+    /// has none, and its write's entries stay rows as before (`WalletWork.writes(copyingFrom:)`), so entries keep the
+    /// order they were written in. The history reads `wallet_history_entries`: the rows and the lots that carry an
+    /// entry, in one order of numbers.
+    ///
+    /// Existing credit rows move onto their lots (same number, same fields; a row that differs from its lot in
+    /// anything stays a row): no entry is lost or renumbered, so cursors handed out before stay valid. The column is
+    /// added without a default first (no table rewrite), then given the sequence as its default.
+    static let creditEntriesFromLots: [String] = [
+        "ALTER TABLE wallet_lots ADD COLUMN history_seq bigint",
+        """
+        DO $$ BEGIN
+            EXECUTE format('ALTER TABLE wallet_lots ALTER COLUMN history_seq SET DEFAULT nextval(%L::regclass)',
+                pg_get_serial_sequence('wallet_history', 'seq'));
+        END $$
+        """,
+        """
+        UPDATE wallet_lots l SET history_seq = h.seq FROM wallet_history h
+        WHERE h.kind = 'credit' AND h.user_id = l.user_id AND h.key = l.lot_key AND h.credit_key = l.lot_key
+            AND h.book = l.book AND h.item = l.item AND h.amount = l.amount AND h.balance_change = l.amount
+            AND h.shortfall = 0 AND h.note IS NULL AND h.at_ms = l.added_at_ms AND l.kind = 'purchase'
+        """,
+        """
+        DELETE FROM wallet_history h USING wallet_lots l
+        WHERE h.kind = 'credit' AND l.user_id = h.user_id AND l.history_seq = h.seq
+        """,
+        """
+        CREATE VIEW wallet_history_entries AS
+        SELECT user_id, seq, book, item, kind, key, credit_key, amount, balance_change, shortfall, note, at_ms
+        FROM wallet_history
+        UNION ALL
+        SELECT user_id, history_seq, book, item, 'credit', lot_key, lot_key, amount, amount, 0, NULL, added_at_ms
+        FROM wallet_lots WHERE history_seq IS NOT NULL
+        """,
+    ]
+
     static let migration: [String] = [
         "ALTER TABLE balances ADD COLUMN debt bigint NOT NULL DEFAULT 0, ADD COLUMN unrecovered bigint NOT NULL DEFAULT 0",
         """

@@ -218,10 +218,11 @@ struct WalletWork {
 
     /// Every change since the wallets were read, as `writeStatements()` writes it, except that new lots and history
     /// rows are copied (`COPY ... FROM STDIN (FORMAT binary)`) when there are at least `threshold` of them: a batch
-    /// of results writes a lot and a history row per credit, and `INSERT ... SELECT unnest(arrays)` cost PostgreSQL
-    /// a tuplestore of the unnested arrays, a plan and a row-at-a-time insert for each (docs/BENCHMARKS.md,
-    /// "The wallet's writes by COPY"). Lots and history rows refer to nothing; run the copies after the statements,
-    /// so that a history row is numbered while the balances upsert holds its wallet's lock (`BatchWork.flush`).
+    /// of results writes a lot per credit (which carries the credit's history entry, schema 11), and
+    /// `INSERT ... SELECT unnest(arrays)` cost PostgreSQL a tuplestore of the unnested arrays, a plan and a
+    /// row-at-a-time insert for each (docs/BENCHMARKS.md, "The wallet's writes by COPY"). Lots and history rows refer
+    /// to nothing; run the copies after the statements, so that an entry is numbered while the balances upsert holds
+    /// its wallet's lock (`BatchWork.flush`).
     func writes(copyingFrom threshold: Int) -> WalletWrites {
         var newLots: [(WalletKey, WalletLot)] = []
         var changedLots: [(WalletKey, WalletLot)] = []
@@ -260,10 +261,20 @@ struct WalletWork {
         func write<Row>(_ rows: [Row], _ sql: String, _ parameters: ([Row]) -> [PostgresValue]) {
             if !rows.isEmpty { statements.append((sql, parameters(rows))) }
         }
+        // A write whose history is its new lots' credits alone lets each lot carry its entry (schema 11); any other
+        // keeps its entries as rows, so the numbers follow the order the entries were made in. Lots that carry
+        // entries are written where the history rows were, after the balances upsert: numbered while it holds their
+        // wallets' locks.
+        let creditLots = Self.lotsCarryingEntries(newLots, history)
+        let lotsCarryEntries = creditLots != nil
+        if let creditLots { newLots = creditLots }
         if newLots.count >= threshold {
-            copies.append((Self.lotsCopy, Self.copyRows(newLots)))
-        } else {
-            write(newLots, Self.lotsInsert, Self.lotsParameters)
+            copies.append(
+                lotsCarryEntries
+                    ? (Self.lotsCopy, Self.copyRows(newLots, withoutEntries: false))
+                    : (Self.lotsWithoutEntriesCopy, Self.copyRows(newLots, withoutEntries: true)))
+        } else if !lotsCarryEntries {
+            write(newLots, Self.lotsWithoutEntriesInsert, Self.lotsParameters)
         }
         write(
             changedLots,
@@ -346,17 +357,60 @@ struct WalletWork {
                 .intArray(rows.map(\.debt)), .intArray(rows.map(\.unrecovered)),
             ]
         }
-        if history.count >= threshold {
-            copies.append((Self.historyCopy, Self.copyRows(history)))
+        if lotsCarryEntries {
+            if newLots.count < threshold { write(newLots, Self.lotsInsert, Self.lotsParameters) }
         } else {
-            write(history, Self.historyInsert, Self.historyParameters)
+            if history.count >= threshold {
+                copies.append((Self.historyCopy, Self.copyRows(history)))
+            } else {
+                write(history, Self.historyInsert, Self.historyParameters)
+            }
         }
         return WalletWrites(copies: copies, statements: statements)
     }
 
+    /// `newLots` in the order of `history`'s entries when every entry is a credit that one of them can carry (the
+    /// same wallet, key, amount and time, every lot a purchase credited by one entry: schema 11's view derives the
+    /// entry from exactly those); nil otherwise, and when there is no entry to carry.
+    static func lotsCarryingEntries(_ newLots: [(WalletKey, WalletLot)], _ history: [WalletHistoryEntry])
+        -> [(WalletKey, WalletLot)]?
+    {
+        guard !history.isEmpty, history.count == newLots.count else { return nil }
+        var lots: [LotAddress: (WalletKey, WalletLot)] = [:]
+        lots.reserveCapacity(newLots.count)
+        for (wallet, lot) in newLots { lots[LotAddress(user: wallet.user, key: lot.key)] = (wallet, lot) }
+        var ordered: [(WalletKey, WalletLot)] = []
+        ordered.reserveCapacity(newLots.count)
+        for entry in history {
+            guard entry.kind == .credit, entry.creditKey == entry.key, entry.shortfall == 0, entry.note == nil,
+                let (wallet, lot) = lots.removeValue(forKey: LotAddress(user: entry.wallet.user, key: entry.key)),
+                wallet == entry.wallet, lot.kind == .purchase, lot.amount == entry.amount,
+                entry.balanceChange == entry.amount, lot.addedAtMs == entry.atMs
+            else { return nil }
+            ordered.append((wallet, lot))
+        }
+        return ordered
+    }
+
+    /// A lot's primary key.
+    private struct LotAddress: Hashable {
+        let user: String
+        let key: String
+    }
+
+    /// New lots, each carrying its credit's history entry: `history_seq` is left to its default, the history's next
+    /// number, taken in the rows' order.
     static let lotsInsert = """
         INSERT INTO wallet_lots (user_id, lot_key, book, item, kind, amount, spent, taken, covered, added_at_ms)
         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[],
+            $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[])
+        """
+
+    /// New lots whose entries (if any) are history rows.
+    static let lotsWithoutEntriesInsert = """
+        INSERT INTO wallet_lots (user_id, lot_key, book, item, kind, amount, spent, taken, covered, added_at_ms,
+            history_seq)
+        SELECT *, NULL::bigint FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[],
             $7::bigint[], $8::bigint[], $9::bigint[], $10::bigint[])
         """
 
@@ -388,8 +442,15 @@ struct WalletWork {
         ]
     }
 
+    /// `lotsInsert` by copy.
     static let lotsCopy = """
         COPY wallet_lots (user_id, lot_key, book, item, kind, amount, spent, taken, covered, added_at_ms)
+        FROM STDIN (FORMAT binary)
+        """
+
+    /// `lotsWithoutEntriesInsert` by copy.
+    static let lotsWithoutEntriesCopy = """
+        COPY wallet_lots (user_id, lot_key, book, item, kind, amount, spent, taken, covered, added_at_ms, history_seq)
         FROM STDIN (FORMAT binary)
         """
 
@@ -398,11 +459,11 @@ struct WalletWork {
         FROM STDIN (FORMAT binary)
         """
 
-    /// New lots in the columns of `lotsCopy`.
-    private static func copyRows(_ lots: [(WalletKey, WalletLot)]) -> PostgresCopyRows {
-        var rows = PostgresCopyRows(reservingBytes: lots.count * 160)
+    /// New lots in the columns of `lotsCopy`, or of `lotsWithoutEntriesCopy` (`history_seq` NULL).
+    private static func copyRows(_ lots: [(WalletKey, WalletLot)], withoutEntries: Bool) -> PostgresCopyRows {
+        var rows = PostgresCopyRows(reservingBytes: lots.count * 164)
         for (wallet, lot) in lots {
-            rows.startRow(fields: 10)
+            rows.startRow(fields: withoutEntries ? 11 : 10)
             rows.text(wallet.user)
             rows.text(lot.key)
             rows.text(wallet.book.rawValue)
@@ -413,6 +474,7 @@ struct WalletWork {
             rows.int64(lot.taken)
             rows.int64(lot.covered)
             rows.int64(lot.addedAtMs)
+            if withoutEntries { rows.int64(nil) }
         }
         return rows
     }
