@@ -24,10 +24,8 @@ static inline uint16_t cmhd_daemon_bound_port(struct MHD_Daemon *daemon) {
  * The client's IP address as text ("192.0.2.1", "2001:db8::1") into `buffer`; returns 0 on success, -1 when the
  * address is unknown or not IPv4/IPv6.
  */
-static inline int cmhd_client_address(struct MHD_Connection *connection, char *buffer, socklen_t length) {
-    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    if (info == NULL || info->client_addr == NULL || length == 0) return -1;
-    const struct sockaddr *address = info->client_addr;
+static inline int cmhd_sockaddr_text(const struct sockaddr *address, char *buffer, socklen_t length) {
+    if (address == NULL || length == 0) return -1;
     if (address->sa_family == AF_INET) {
         const struct sockaddr_in *v4 = (const struct sockaddr_in *)(const void *)address;
         return inet_ntop(AF_INET, &v4->sin_addr, buffer, length) == NULL ? -1 : 0;
@@ -37,6 +35,13 @@ static inline int cmhd_client_address(struct MHD_Connection *connection, char *b
         return inet_ntop(AF_INET6, &v6->sin6_addr, buffer, length) == NULL ? -1 : 0;
     }
     return -1;
+}
+
+/** The client's IP address of `connection` as `cmhd_sockaddr_text` writes it. */
+static inline int cmhd_client_address(struct MHD_Connection *connection, char *buffer, socklen_t length) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (info == NULL) return -1;
+    return cmhd_sockaddr_text(info->client_addr, buffer, length);
 }
 
 /** The socket context set by the MHD_OPTION_NOTIFY_CONNECTION callback for `connection`, or NULL. */

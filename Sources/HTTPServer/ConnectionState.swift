@@ -1,3 +1,4 @@
+import CMicroHTTPD
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -37,10 +38,13 @@ final class ConnectionState: Sendable {
     }
 
     let socket: Int32
+    /// The client's address as `ConnectionCounts.byAddress` counts it (nil without a per-IP limit).
+    let countedAddress: String?
     private let shared: Locked<Shared>
 
-    init(socket: Int32, headDeadline: UInt64) {
+    init(socket: Int32, headDeadline: UInt64, countedAddress: String? = nil) {
         self.socket = socket
+        self.countedAddress = countedAddress
         self.shared = Locked(Shared(phase: .awaitingHead, deadline: headDeadline))
     }
 

@@ -6,7 +6,8 @@ import Glibc
 import ServiceSupport
 import Synchronization
 
-/// A small HTTP/1.1 server over libmicrohttpd: epoll on a pool of internal threads, keep-alive, limits on
+/// A small HTTP/1.1 server over libmicrohttpd: `threadCount` daemons of one epoll thread each, connections handed to
+/// them in turn by one accepting thread (`ConnectionAcceptor`), keep-alive, limits on
 /// connections, header and body size, and requests held open (suspended, holding no thread) until the handler
 /// responds from whatever thread finished the work.
 ///
@@ -15,7 +16,8 @@ public final class HTTPServer: Sendable {
     private struct State {
         // The daemon pointer is only used under the lock that holds this state, or after being taken out of it by
         // `close`, which then owns it exclusively.
-        var daemon: SendableOpaquePointer?
+        var daemons: [SendableOpaquePointer] = []
+        var acceptor: ConnectionAcceptor?
         var port: UInt16 = 0
         var stopped = false
     }
@@ -43,28 +45,31 @@ public final class HTTPServer: Sendable {
     ///   called twice.
     public func start() throws {
         let configuration = core.configuration
-        var address = try SocketAddress(configuration.listen)
+        let address = try SocketAddress(configuration.listen)
+        // No listening socket of libmicrohttpd's: `ConnectionAcceptor` accepts and hands connections out in turn.
         var flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
-            | MHD_USE_ERROR_LOG.rawValue
+            | MHD_USE_ERROR_LOG.rawValue | MHD_USE_NO_LISTEN_SOCKET.rawValue
         if address.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
         let coreContext = Unmanaged.passUnretained(core).toOpaque()
 
         try state.withLock { state in
-            guard state.daemon == nil, !state.stopped else {
+            guard state.daemons.isEmpty, !state.stopped else {
                 throw HTTPServerError("the HTTP server was already started")
             }
             let connectionLimit = FileDescriptorBudget.apply(
                 connectionLimit: configuration.connectionLimit, logger: core.logger)
+            let acceptor = try ConnectionAcceptor(
+                address: address, listen: configuration.listen, core: core, connectionLimit: connectionLimit)
             // libmicrohttpd answers a head that does not fit in the connection's memory 431 itself; the server's own
             // limit (`maxHeaderBytes`, checked from the head) must come first.
             let connectionMemory = max(
                 configuration.connectionMemoryLimitBytes, configuration.maxHeaderBytes + Self.connectionMemoryBeyondHead)
-            // The logger goes first so that libmicrohttpd reports option errors through it too.
-            var options: [CVarArg] = [
+            // The logger goes first so that libmicrohttpd reports option errors through it too. The connection limits
+            // are the acceptor's (counted across the daemons); each daemon could hold them all.
+            let options: [CVarArg] = [
                 MHD_OPTION.EXTERNAL_LOGGER.rawValue,
                 CVarArgPointer.function(MHDCallbacks.errorLogger), Int(bitPattern: coreContext),
                 MHD_OPTION.CONNECTION_LIMIT.rawValue, UInt32(clamping: connectionLimit),
-                MHD_OPTION.PER_IP_CONNECTION_LIMIT.rawValue, UInt32(clamping: configuration.perIPConnectionLimit),
                 MHD_OPTION.CONNECTION_TIMEOUT.rawValue, UInt32(clamping: configuration.idleTimeoutSeconds),
                 MHD_OPTION.CONNECTION_MEMORY_LIMIT.rawValue, UInt(clamping: connectionMemory),
                 MHD_OPTION.NOTIFY_COMPLETED.rawValue,
@@ -73,24 +78,24 @@ public final class HTTPServer: Sendable {
                 CVarArgPointer.function(MHDCallbacks.connectionNotification), Int(bitPattern: coreContext),
                 // Paths and query arguments as sent: decoded in Swift, never cut at a decoded NUL (`PercentEncoding`).
                 MHD_OPTION.UNESCAPE_CALLBACK.rawValue, CVarArgPointer.function(MHDCallbacks.keepEscaped), Int(0),
+                MHD_OPTION.END.rawValue,
             ]
-            if configuration.threadCount > 1 {
-                options += [MHD_OPTION.THREAD_POOL_SIZE.rawValue, UInt32(clamping: configuration.threadCount)]
-            }
-            let daemon = address.withSockaddr { sockaddr in
-                options += [MHD_OPTION.SOCK_ADDR.rawValue, Int(bitPattern: sockaddr), MHD_OPTION.END.rawValue]
-                return withVaList(options) { arguments in
-                    MHD_start_daemon_va(
-                        flags, configuration.listen.port, nil, nil, MHDCallbacks.accessHandler, coreContext,
-                        arguments)
+            var daemons: [SendableOpaquePointer] = []
+            for _ in 0..<max(1, configuration.threadCount) {
+                let daemon = withVaList(options) { arguments in
+                    MHD_start_daemon_va(flags, 0, nil, nil, MHDCallbacks.accessHandler, coreContext, arguments)
                 }
+                guard let daemon else {
+                    for started in daemons { MHD_stop_daemon(started.pointer) }
+                    acceptor.stop()
+                    throw HTTPServerError("cannot start the HTTP server's threads on \(configuration.listen)")
+                }
+                daemons.append(SendableOpaquePointer(daemon))
             }
-            guard let daemon else {
-                throw HTTPServerError(
-                    "cannot listen on \(configuration.listen): the address is in use, not local, or not permitted")
-            }
-            state.daemon = SendableOpaquePointer(daemon)
-            state.port = cmhd_daemon_bound_port(daemon)
+            acceptor.start(daemons: daemons)
+            state.daemons = daemons
+            state.acceptor = acceptor
+            state.port = acceptor.port
         }
         core.logger.info(
             "HTTP server listening",
@@ -142,14 +147,15 @@ public final class HTTPServer: Sendable {
     /// the listening socket and aborts the process ("Failed to remove listen FD from epoll set", seen once in `make
     /// test`). `MHD_stop_daemon` stops the threads before it closes the socket.
     public func close() {
-        let daemon: OpaquePointer? = state.withLock { state in
+        let (daemons, acceptor) = state.withLock { state in
             defer {
-                state.daemon = nil
+                state.daemons = []
+                state.acceptor = nil
                 state.stopped = true
             }
-            return state.daemon?.pointer
+            return (state.daemons, state.acceptor)
         }
-        guard let daemon else { return }
+        guard let acceptor, !daemons.isEmpty else { return }
         core.isStopping.store(true, ordering: .relaxed)
 
         let grace = core.configuration.stopGracePeriod.clampedNanoseconds
@@ -170,7 +176,8 @@ public final class HTTPServer: Sendable {
         // A handler's late response may be resuming its connection right now: `detach` waits for that (resumes
         // happen under the same lock) and stops any later one, so none touches a connection the daemon frees.
         for context in registered { context.detach() }
-        MHD_stop_daemon(daemon)
+        acceptor.stop()
+        for daemon in daemons { MHD_stop_daemon(daemon.pointer) }
         core.sweeper.cancel()
         core.connections.cancel()
         core.logger.info("HTTP server stopped")

@@ -14,7 +14,8 @@ public struct HTTPServerConfiguration: Sendable {
     /// (`busyResponse`) and none of its bytes are kept. Bounds the memory slow or many senders can make the server
     /// hold.
     public var maxBufferedBodyBytes: Int = 64 << 20
-    /// Threads, each with its own epoll set, serving connections. Handlers run on them.
+    /// Threads, each with its own epoll set, serving connections. Handlers run on them. New connections are handed
+    /// to them in turn, so a client opening many at once spreads over all of them.
     public var threadCount: Int = 2
     /// Concurrent connections; more are refused at accept (closed at once, nothing read). Each is one file
     /// descriptor: at start the server raises its soft `RLIMIT_NOFILE` to fit them (with descriptors to spare for

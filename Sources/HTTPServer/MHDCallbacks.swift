@@ -58,15 +58,24 @@ enum MHDCallbacks {
         let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
         switch code {
         case .CONNECTION_NOTIFY_STARTED:
+            var countedAddress: String?
+            if core.configuration.perIPConnectionLimit > 0, let connection {
+                var address = [CChar](repeating: 0, count: 64)
+                countedAddress = cmhd_client_address(connection, &address, socklen_t(address.count)) == 0
+                    ? cString(address) : ""
+            }
             let state = ConnectionState(
                 socket: connection.map { cmhd_connection_fd($0) } ?? -1,
-                headDeadline: SystemTime.monotonicNanoseconds() &+ core.headTimeoutNanoseconds)
+                headDeadline: SystemTime.monotonicNanoseconds() &+ core.headTimeoutNanoseconds,
+                countedAddress: countedAddress)
             socketContext.pointee = Unmanaged.passRetained(state).toOpaque()
             core.connections.opened(state)
         case .CONNECTION_NOTIFY_CLOSED:
             guard let raw = socketContext.pointee else { return }
             socketContext.pointee = nil
-            core.connections.closed(Unmanaged<ConnectionState>.fromOpaque(raw).takeRetainedValue())
+            let state = Unmanaged<ConnectionState>.fromOpaque(raw).takeRetainedValue()
+            core.connectionCounts.closed(address: state.countedAddress)
+            core.connections.closed(state)
         default:
             break
         }
@@ -75,7 +84,7 @@ enum MHDCallbacks {
     static let headerIterator: MHD_KeyValueIterator = { cls, _, key, value in
         guard let cls, let key else { return .YES }
         let headers = cls.assumingMemoryBound(to: [String: String].self)
-        let name = String(cString: key).lowercased()
+        let name = lowercasedHeaderName(key)
         let text = value.map { String(cString: $0) } ?? ""
         if let previous = headers.pointee[name] {
             headers.pointee[name] = previous + ", " + text
@@ -118,6 +127,31 @@ enum MHDCallbacks {
         }
         guard let dropped = core.logBudget.admit(now: SystemTime.monotonicNanoseconds()) else { return }
         core.logger.warning("libmicrohttpd: \(message)", ["dropped_lines": .int(dropped)])
+    }
+
+    /// A header name in lower case: ASCII lowered byte by byte in one copy (names are tokens, so ASCII), anything
+    /// else through `String.lowercased()`.
+    static func lowercasedHeaderName(_ name: UnsafePointer<CChar>) -> String {
+        let length = strlen(name)
+        return name.withMemoryRebound(to: UInt8.self, capacity: length) { bytes in
+            let utf8 = UnsafeBufferPointer(start: bytes, count: length)
+            guard utf8.allSatisfy({ $0 < 0x80 }) else { return String(cString: name).lowercased() }
+            return String(unsafeUninitializedCapacity: length) { out in
+                for (index, byte) in utf8.enumerated() {
+                    out[index] = (0x41...0x5A).contains(byte) ? byte | 0x20 : byte
+                }
+                return length
+            }
+        }
+    }
+
+    /// Whether a response header's name is `Content-Length` in any case (libmicrohttpd sets that one itself).
+    static func isContentLength(_ name: String) -> Bool {
+        let expected = "content-length".utf8
+        return name.utf8.count == expected.count
+            && zip(name.utf8, expected).allSatisfy { byte, lower in
+                ((0x41...0x5A).contains(byte) ? byte | 0x20 : byte) == lower
+            }
     }
 
     /// The text before the first NUL of `buffer`.
@@ -302,7 +336,7 @@ enum MHDCallbacks {
         }
         guard let mhdResponse else { return .NO }
         defer { MHD_destroy_response(mhdResponse) }
-        for (name, value) in response.headers where name.caseInsensitiveCompare("Content-Length") != .orderedSame {
+        for (name, value) in response.headers where !isContentLength(name) {
             _ = MHD_add_response_header(mhdResponse, name, value)
         }
         guard MHD_queue_response(connection, UInt32(clamping: response.status), mhdResponse) == .YES else {

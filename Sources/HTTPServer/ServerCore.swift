@@ -15,6 +15,8 @@ final class ServerCore: Sendable {
     let sweeper: DeadlineSweeper<WeakRequestContext>
     /// Open connections and their head and body deadlines.
     let connections: ConnectionSweeper
+    /// Connections handed to the daemons, for the limits `ConnectionAcceptor` applies across them.
+    let connectionCounts = ConnectionCounts()
     /// libmicrohttpd's own log lines (one per malformed request or abandoned connection) are capped by this.
     let logBudget = LogBudget(linesPerSecond: 10)
     /// `configuration.requestHeadTimeout`, `bodyTimeout` and `idleTimeoutSeconds` in nanoseconds.

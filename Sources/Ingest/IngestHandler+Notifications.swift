@@ -60,20 +60,20 @@ extension IngestHandler {
                 value: value, headers: headers
             ) { result in
                 // On the Kafka poll thread. Late (after the deadline's 503): nothing to answer; Apple sends it again.
-                guard pending.claim() else { return }
+                guard let answer = pending.claim() else { return }
                 switch result {
                 case .success:
                     metrics.notificationsAccepted.increment()
                     logger.debug(
                         "notification accepted",
                         ["notification_uuid": .string(uuid), "payload_bytes": .int(payloadBytes)])
-                    respond(.json(200, "{\"status\":\"received\"}"))
+                    answer(.json(200, "{\"status\":\"received\"}"))
                 case .failure(let error):
                     metrics.notificationsUnavailable.increment()
                     logger.warning(
                         "notification not acknowledged by Kafka",
                         ["notification_uuid": .string(uuid), "kafka_code": .int(Int(error.code.rawValue))])
-                    respond(
+                    answer(
                         APIError.kafkaWrite(
                             .failed(error), of: .notification, id: uuid, retryAfter: retryAfter,
                             deliveryTimeoutMs: deliveryTimeoutMs

@@ -55,16 +55,18 @@ final class IngestHandler: HTTPHandler {
             timeout: .milliseconds(max(0, answerTimeoutMs)), tick: .milliseconds(tickMs),
             label: "ingest-kafka-answer-deadlines"
         ) { expired in
-            for pending in expired where pending.claim() {
-                Self.answerLate(pending, retryAfter: retryAfter, deliveryTimeoutMs: deliveryTimeoutMs,
-                                metrics: metrics, logger: logger)
+            for pending in expired {
+                guard let respond = pending.claim() else { continue }
+                Self.answerLate(pending, respond: respond, retryAfter: retryAfter,
+                                deliveryTimeoutMs: deliveryTimeoutMs, metrics: metrics, logger: logger)
             }
         }
     }
 
     /// Answers `kafka_timeout` for a request whose delivery report did not come in time (already claimed for it).
     private static func answerLate(
-        _ pending: PendingKafkaAnswer, retryAfter: Int, deliveryTimeoutMs: Int, metrics: IngestMetrics, logger: Logger
+        _ pending: PendingKafkaAnswer, respond: HTTPResponder, retryAfter: Int, deliveryTimeoutMs: Int,
+        metrics: IngestMetrics, logger: Logger
     ) {
         let answer = APIError.kafkaWrite(
             .noReport(afterMs: deliveryTimeoutMs), of: pending.kind, id: pending.id, retryAfter: retryAfter,
@@ -76,7 +78,7 @@ final class IngestHandler: HTTPHandler {
         logger.warning(
             "no delivery report from Kafka in time; answered kafka_timeout",
             ["kind": .string(pending.kind.rawValue), "id": .string(pending.id)])
-        pending.respond(answer.response)
+        respond(answer.response)
     }
 
     /// Decides from the head: unknown route (404), wrong method (405), missing or wrong API key (401), a body that
@@ -215,10 +217,7 @@ final class IngestHandler: HTTPHandler {
             KafkaHeader(name: MessageHeaders.schemaVersion, string: String(submission.schemaVersion)),
         ]
         let started = SystemTime.monotonicNanoseconds()
-        let metrics = self.metrics
-        let logger = self.logger
-        let settings = self.settings
-        let results = self.results
+        let bytes = value.count
         metrics.waitingForKafka.increment()
         let pending = PendingKafkaAnswer(id: id, respond: respond)
         kafkaDeadlines.register(pending)
@@ -226,31 +225,35 @@ final class IngestHandler: HTTPHandler {
             try publisher.publish(
                 topic: settings.receiptsTopic, key: Array(submission.partitionKey.utf8), value: value,
                 headers: headers
-            ) { result in
-                // On the Kafka poll thread: record and hand the answer to the HTTP server, nothing more.
+            ) { [self] result in
+                // On the Kafka poll thread: record and hand the answer to the HTTP server, nothing more. The handler
+                // is captured, not copies of its settings and metrics (structs of many references: each copy
+                // retained and released every one of them, per request).
                 metrics.waitingForKafka.decrement()
                 metrics.kafkaDeliverySeconds.observeSeconds(since: started)
-                // Answered already when the report came after the handler's own kafka_timeout (a success is still
-                // recorded: the submission is in Kafka, and a retry with the same id finds it pending).
-                let mayAnswer = pending.claim()
+                // nil when the handler answered kafka_timeout already because the report came late (a success is
+                // still recorded: the submission is in Kafka, and a retry with the same id finds it pending).
+                let answer = pending.claim()
                 switch result {
                 case .success(let report):
                     metrics.kafkaDelivered.increment()
-                    logger.debug(
-                        "submission accepted",
-                        ["submission_id": .string(id), "bytes": .int(value.count),
-                         "partition": .int(Int(report.partition)), "offset": .int(Int(report.offset))])
+                    if logger.isEnabled(.debug) {
+                        logger.debug(
+                            "submission accepted",
+                            ["submission_id": .string(id), "bytes": .int(bytes),
+                             "partition": .int(Int(report.partition)), "offset": .int(Int(report.offset))])
+                    }
                     results.accepted(reservation)
-                    guard mayAnswer else { return }
-                    guard waitMs > 0 else { return respond(Self.acceptedResponse(id)) }
-                    results.wait(for: id, caller: caller, timeoutMs: waitMs) { outcome in
+                    guard let answer else { return }
+                    guard waitMs > 0 else { return answer(Self.acceptedResponse(id)) }
+                    results.wait(for: id, caller: caller, timeoutMs: waitMs) { [self] outcome in
                         switch outcome {
                         case .verdict(let result):
                             metrics.waitsVerdict.increment()
-                            respond(Self.resultResponse(result))
+                            answer(Self.resultResponse(result))
                         case .timedOut:
                             metrics.waitsTimedOut.increment()
-                            respond(Self.acceptedResponse(id))
+                            answer(Self.acceptedResponse(id))
                         }
                     }
                 case .failure(let error):
@@ -258,16 +261,16 @@ final class IngestHandler: HTTPHandler {
                     let failure = KafkaWriteFailure.failed(error)
                     // A timed-out message may still be written (idempotent producer): its id stays reserved.
                     if !failure.mayHaveBeenWritten { results.abandoned(reservation) }
-                    guard mayAnswer else { return }
-                    let answer = APIError.kafkaWrite(
+                    guard let answer else { return }
+                    let refusal = APIError.kafkaWrite(
                         failure, of: .submission, id: id, retryAfter: settings.retryAfterSeconds,
                         deliveryTimeoutMs: settings.effectiveDeliveryTimeoutMs)
-                    metrics.recordRejection(code: answer.code)
+                    metrics.recordRejection(code: refusal.code)
                     logger.warning(
                         "submission not acknowledged by Kafka",
                         ["submission_id": .string(id), "kafka_code": .int(Int(error.code.rawValue)),
                          "kafka_error": .string(error.message)])
-                    respond(answer.response)
+                    answer(refusal.response)
                 }
             }
         } catch {
@@ -310,15 +313,28 @@ final class IngestHandler: HTTPHandler {
     /// `application/json`, or any `application/...+json` type, with any parameters (ASCII, any case). Runs on every
     /// submission: bytes only, no Foundation string work.
     static func isJSON(_ contentType: String) -> Bool {
-        var mediaType = contentType.utf8.prefix { $0 != UInt8(ascii: ";") }[...]
-        while let first = mediaType.first, first == 0x20 || first == 0x09 { mediaType.removeFirst() }
-        while let last = mediaType.last, last == 0x20 || last == 0x09 { mediaType.removeLast() }
-        let lowered = mediaType.lazy.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }
-        let prefix = "application/".utf8
-        guard lowered.starts(with: prefix) else { return false }
-        let subtype = lowered.dropFirst(prefix.count)
-        let count = subtype.count
-        return subtype.elementsEqual("json".utf8)
-            || (count > 5 && subtype.dropFirst(count - 5).elementsEqual("+json".utf8))
+        var contentType = contentType
+        return contentType.withUTF8 { bytes in
+            var end = bytes.firstIndex(of: UInt8(ascii: ";")) ?? bytes.count
+            var start = 0
+            while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+            while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
+            let mediaType = UnsafeBufferPointer(rebasing: bytes[start..<end])
+            let prefix: StaticString = "application/"
+            guard matchesLowercased(mediaType.prefix(prefix.utf8CodeUnitCount), prefix) else { return false }
+            let subtype = mediaType.dropFirst(prefix.utf8CodeUnitCount)
+            return matchesLowercased(subtype, "json")
+                || (subtype.count > 5 && matchesLowercased(subtype.suffix(5), "+json"))
+        }
+    }
+
+    /// Whether `bytes`, ASCII letters lower-cased, are `literal` (lower case).
+    private static func matchesLowercased(_ bytes: Slice<UnsafeBufferPointer<UInt8>>, _ literal: StaticString) -> Bool {
+        guard bytes.count == literal.utf8CodeUnitCount else { return false }
+        return literal.withUTF8Buffer { expected in
+            zip(bytes, expected).allSatisfy { byte, lower in
+                ((0x41...0x5A).contains(byte) ? byte | 0x20 : byte) == lower
+            }
+        }
     }
 }

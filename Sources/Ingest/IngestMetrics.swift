@@ -19,8 +19,14 @@ struct IngestMetrics: Sendable {
     let notificationsInvalid: Counter
     let notificationsUnavailable: Counter
 
+    /// `ingest_http_requests_total` and `ingest_http_request_duration_seconds` by route and status, looked up in
+    /// the registry once per pair (every response is counted: the registry's own lookup, a search by name and labels
+    /// under its lock, was a measurable part of each request).
+    private let responseInstruments: ResponseInstruments
+
     init(registry: MetricsRegistry) {
         self.registry = registry
+        self.responseInstruments = ResponseInstruments(registry: registry)
         let lookups = "ingest_result_lookups_total"
         let lookupsHelp =
             "GET /v1/receipts/{submission_id} by what the index knew (hit: result, pending, miss: unknown)"
@@ -139,16 +145,10 @@ struct IngestMetrics: Sendable {
 
     /// Counts a response by route and status code and observes its duration.
     func record(_ event: HTTPResponseEvent) {
-        let route = IngestRoute(path: event.path).metricLabel
-        registry.counter(
-            "ingest_http_requests_total", help: "HTTP responses by route and status code",
-            labels: [("route", route), ("code", String(event.status))]
-        ).increment()
-        registry.histogram(
-            "ingest_http_request_duration_seconds", help: "From request headers to response, by route",
-            labels: [("route", route)],
-            buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
-        ).observe(event.durationSeconds)
+        let instruments = responseInstruments.instruments(
+            route: IngestRoute(path: event.path).metricLabel, status: event.status)
+        instruments.count.increment()
+        instruments.duration.observe(event.durationSeconds)
     }
 
     /// Counts a submission refused for its proof kind (`INGEST_KEY_PROOFS`) by key name and effective kind; it is
@@ -167,5 +167,41 @@ struct IngestMetrics: Sendable {
             "ingest_submissions_rejected_total", help: "Submissions answered with an error, by error code",
             labels: [("code", code)]
         ).increment()
+    }
+}
+
+/// The response counter and duration histogram of each (route label, status) pair met so far, made in the registry
+/// on first use (so a pair appears in `/metrics` only once it happened, as when each response asked the registry).
+private final class ResponseInstruments: Sendable {
+    struct Instruments: Sendable {
+        let count: Counter
+        let duration: Histogram
+    }
+
+    private struct Key: Hashable {
+        let route: String
+        let status: Int
+    }
+
+    private let registry: MetricsRegistry
+    private let known = Locked<[Key: Instruments]>([:])
+
+    init(registry: MetricsRegistry) {
+        self.registry = registry
+    }
+
+    func instruments(route: String, status: Int) -> Instruments {
+        let key = Key(route: route, status: status)
+        if let found = known.withLock({ $0[key] }) { return found }
+        let made = Instruments(
+            count: registry.counter(
+                "ingest_http_requests_total", help: "HTTP responses by route and status code",
+                labels: [("route", route), ("code", String(status))]),
+            duration: registry.histogram(
+                "ingest_http_request_duration_seconds", help: "From request headers to response, by route",
+                labels: [("route", route)],
+                buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]))
+        known.withLock { $0[key] = made }
+        return made
     }
 }

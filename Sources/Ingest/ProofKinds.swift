@@ -40,6 +40,8 @@ public struct KeyProofLimits: Sendable, Equatable {
     /// What a key may submit without an entry of its own: receipts, signed transactions and app transactions, no bare
     /// transaction id.
     public static let defaultKinds: Set<ProofKind> = [.receiptData, .signedTransaction, .signedAppTransaction]
+    /// Every kind: what anyone may submit without authentication (made once, not per submission).
+    private static let everyKind = Set(ProofKind.allCases)
     /// The entry name that sets the kinds of every key not listed by name (unnamed keys included). Never a key
     /// name: names are `[A-Za-z0-9._-]`.
     public static let everyOtherKey = "*"
@@ -60,7 +62,7 @@ public struct KeyProofLimits: Sendable, Equatable {
     /// The kinds `caller` may submit. `authenticationEnabled` is false when `INGEST_API_KEYS` is empty: then every
     /// caller is anonymous and may submit every kind (there are no keys to grant anything to).
     public func allowedKinds(for caller: Caller, authenticationEnabled: Bool) -> Set<ProofKind> {
-        guard authenticationEnabled else { return Set(ProofKind.allCases) }
+        guard authenticationEnabled else { return Self.everyKind }
         guard case .client(let name) = caller, let listed = allowedByName[name] else { return unlisted }
         return listed
     }

@@ -26,8 +26,13 @@ public enum SubmissionId {
         guard !id.isEmpty, id.utf8.count <= Submission.maximumIdLength else {
             throw .invalidSubmissionId(source, "must be 1 to \(Submission.maximumIdLength) characters")
         }
-        let forbidden: Set<UInt8> = [UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#"), UInt8(ascii: "%")]
-        guard id.utf8.allSatisfy({ (0x21...0x7E).contains($0) && !forbidden.contains($0) }) else {
+        let allowed = id.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#"), UInt8(ascii: "%"): false
+            default: (0x21...0x7E).contains(byte)
+            }
+        }
+        guard allowed else {
             throw .invalidSubmissionId(source, "may only hold visible ASCII characters other than / ? # %")
         }
     }

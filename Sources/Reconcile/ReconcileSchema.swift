@@ -101,6 +101,26 @@ public enum ReconcileSchema {
                 "ALTER TABLE reconcile_sweeps ADD COLUMN drift_unresolved bigint NOT NULL DEFAULT 0",
             ]
         ),
+        (
+            3,
+            [
+                // The ledger's text columns compare byte by byte since its schema 11 (`COLLATE "C"`). The sweep's
+                // keys follow, so its join of `purchases` with `reconcile_checks` compares in one collation and can
+                // use both primary keys (with the database's default on one side, the join takes "C" and the
+                // checks' index, built in the default, no longer serves it). Indexes are rebuilt; no table is.
+                """
+                ALTER TABLE reconcile_checks ALTER COLUMN credit_key TYPE text COLLATE "C"
+                """,
+                """
+                ALTER TABLE reconcile_corrections ALTER COLUMN correction_id TYPE text COLLATE "C",
+                    ALTER COLUMN credit_key TYPE text COLLATE "C"
+                """,
+                """
+                ALTER TABLE reconcile_unresolved ALTER COLUMN drift_id TYPE text COLLATE "C",
+                    ALTER COLUMN credit_key TYPE text COLLATE "C"
+                """,
+            ]
+        ),
     ]
 
     public static var currentVersion: Int64 { migrations.last?.version ?? 0 }

@@ -3,14 +3,21 @@
 ///
 /// `DeadlineSweeper` runs one under a lock with a periodic timer.
 public struct DeadlineQueue<Element> {
-    fileprivate struct Entry {
-        let deadlineNanoseconds: UInt64
-        let element: Element
+    @usableFromInline
+    struct Entry {
+        @usableFromInline let deadlineNanoseconds: UInt64
+        @usableFromInline let element: Element
+
+        @inlinable
+        init(deadlineNanoseconds: UInt64, element: Element) {
+            self.deadlineNanoseconds = deadlineNanoseconds
+            self.element = element
+        }
     }
 
     /// The timeout every element gets, in nanoseconds.
     public let timeoutNanoseconds: UInt64
-    private var entries = FIFOQueue<Entry>()
+    @usableFromInline var entries = FIFOQueue<Entry>()
 
     /// - Parameter timeout: how long after its registration each element expires (negative counts as zero).
     public init(timeout: Duration) {
@@ -21,6 +28,7 @@ public struct DeadlineQueue<Element> {
     public var count: Int { entries.count }
 
     /// Starts the timeout of `element` at `nowNanoseconds` (monotonic).
+    @inlinable
     public mutating func register(_ element: Element, nowNanoseconds: UInt64) {
         entries.append(Entry(deadlineNanoseconds: nowNanoseconds &+ timeoutNanoseconds, element: element))
     }

@@ -9,7 +9,7 @@ import Dispatch
 /// work finished meanwhile are still handed over when their deadline passes: `onExpired` decides whether anything is
 /// left to do (an answer already given, a weak reference gone).
 public final class DeadlineSweeper<Element: Sendable>: Sendable {
-    private let queue: Locked<DeadlineQueue<Element>>
+    @usableFromInline let queue: Locked<DeadlineQueue<Element>>
     private let onExpired: @Sendable ([Element]) -> Void
     private let timer: SendableDispatchTimer
 
@@ -32,7 +32,10 @@ public final class DeadlineSweeper<Element: Sendable>: Sendable {
         timer.source.cancel()
     }
 
-    /// Starts the timeout of `element` now.
+    /// Starts the timeout of `element` now. Inlinable, so it is specialized for the element type where it is called
+    /// (once per request in the HTTP server and the ingest; unspecialized, each call looked up the generic metadata of
+    /// the queue's types).
+    @inlinable
     public func register(_ element: Element) {
         let now = SystemTime.monotonicNanoseconds()
         queue.withLock { $0.register(element, nowNanoseconds: now) }

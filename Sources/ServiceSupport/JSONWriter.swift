@@ -29,12 +29,10 @@ public struct JSONWriter {
 
     public mutating func string(_ value: String?) {
         guard var value else { return null() }
-        // Most values need no escaping: checked and copied straight from the string's own UTF-8 buffer (made
-        // native first when bridged), not through its UTF-8 view's iterator twice.
+        // Most values need no escaping: checked eight bytes at a time and copied straight from the string's own
+        // UTF-8 buffer (made native first when bridged), not through its UTF-8 view's iterator twice.
         let copied = value.withUTF8 { utf8 -> Bool in
-            guard utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) else {
-                return false
-            }
+            guard !JSONText.needsEscaping(utf8) else { return false }
             bytes.append(UInt8(ascii: "\""))
             bytes.append(contentsOf: utf8)
             bytes.append(UInt8(ascii: "\""))

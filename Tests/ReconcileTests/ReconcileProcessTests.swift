@@ -163,7 +163,17 @@ struct ReconcileProcessTests {
         #expect(await ledger.metricSum("ledger_reconcile_corrections_unproduced") == 0)
         #expect((await ledger.metricSum("ledger_reconcile_last_sweep_timestamp_seconds") ?? 0) > Double(nowMs / 1_000))
         // The sweep's own migrations bookkeeping; the ledger's is untouched.
-        #expect(try Self.count(database, "SELECT count(*) FROM reconcile_schema_migrations") == 2)
+        #expect(try Self.count(database, "SELECT count(*) FROM reconcile_schema_migrations") == 3)
+        // The sweep's keys compare as the ledger's do (byte by byte), so its joins with `purchases` use both indexes.
+        #expect(
+            try Self.count(
+                database,
+                """
+                SELECT count(*) FROM pg_attribute WHERE attname IN ('credit_key', 'correction_id', 'drift_id')
+                    AND attrelid = ANY (ARRAY['reconcile_checks'::regclass, 'reconcile_corrections'::regclass,
+                        'reconcile_unresolved'::regclass, 'purchases'::regclass])
+                    AND attcollation <> 'pg_catalog."C"'::regcollation
+                """) == 0)
         #expect(try Self.count(database, "SELECT max(version) FROM schema_migrations") == LedgerSchema.currentVersion)
 
         #expect(await verifier.stop() == 0)

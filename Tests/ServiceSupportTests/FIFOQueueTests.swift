@@ -13,7 +13,7 @@ import Testing
         #expect(queue.removeFirst(upTo: -1) == [] && queue.isEmpty)
     }
 
-    @Test func aLongRunOfAppendsAndRemovalsKeepsOrderAcrossCompaction() {
+    @Test func aLongRunOfAppendsAndRemovalsKeepsOrderAcrossWrapsAndGrowth() {
         var queue = FIFOQueue<Int>()
         var expected = 0
         for value in 0..<10_000 {
@@ -35,5 +35,41 @@ import Testing
         #expect(queue.removeAll(where: { $0 % 2 == 0 }) == [2, 4, 6, 8])
         #expect(queue.removeFirst(while: { $0 < 5 }) == [1, 3])
         #expect(queue.removeAll() == [5, 7, 9])
+    }
+
+    @Test func predicatesSeeTheQueueInOrderAfterItWrapped() {
+        var queue = FIFOQueue<Int>()
+        for value in 0..<16 { queue.append(value) }
+        #expect(queue.removeFirst(upTo: 10) == Array(0..<10))
+        for value in 16..<30 { queue.append(value) }  // wraps, then grows with the head mid-ring
+        #expect(queue.first == 10 && queue.count == 20)
+        #expect(queue.removeAll(where: { $0 % 5 == 0 }) == [10, 15, 20, 25])
+        #expect(queue.removeFirst(while: { $0 < 14 }) == [11, 12, 13])
+        queue.append(30)
+        #expect(queue.removeAll() == [14, 16, 17, 18, 19, 21, 22, 23, 24, 26, 27, 28, 29, 30])
+    }
+
+    final class Tracked {}
+
+    /// The deadline queues behind locks rely on it: what leaves the queue is the caller's (released wherever the
+    /// caller drops it), never kept for a later bulk release.
+    @Test func aRemovedElementIsNoLongerHeld() {
+        var queue = FIFOQueue<Tracked>()
+        weak var single: Tracked?
+        weak var swept: Tracked?
+        do {
+            let a = Tracked()
+            let b = Tracked()
+            single = a
+            swept = b
+            queue.append(a)
+            queue.append(b)
+            queue.append(Tracked())
+        }
+        _ = queue.removeFirst()
+        #expect(single == nil)
+        _ = queue.removeFirst(while: { _ in true })
+        #expect(swept == nil)
+        #expect(queue.isEmpty)
     }
 }
