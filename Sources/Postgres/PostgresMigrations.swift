@@ -45,3 +45,34 @@ public enum PostgresMigrations {
         return applied
     }
 }
+
+/// A set of tables migrated by `PostgresMigrations` (the ledger's, receipt-reconcile's): what each one declares, and
+/// the one way both are migrated and versioned.
+public protocol VersionedSchema {
+    /// Every version, in order. Never edit a released migration: add the next version.
+    static var migrations: [(version: Int64, statements: [String])] { get }
+    /// The bookkeeping table of this set's versions.
+    static var versionsTable: String { get }
+    /// The advisory lock key that serializes the instances migrating this set.
+    static var migrationLockKey: Int64 { get }
+    /// The error's message for a database at version `newest`, above this build's `known`: what to upgrade.
+    static func newerThanBuild(_ newest: Int64, _ known: Int64) -> String
+}
+
+extension VersionedSchema {
+    /// The newest schema version this build knows.
+    public static var currentVersion: Int64 { migrations.last?.version ?? 0 }
+
+    /// Applies every migration not applied yet (up to `newest`, when given: tests that build an older schema).
+    /// Idempotent; safe with several instances starting at once.
+    /// - Returns: the versions applied now (empty when the schema was current).
+    /// - Throws: `PostgresError`, also when the database holds a newer version than this build knows.
+    @discardableResult
+    public static func migrate(_ connection: PostgresConnection, upTo newest: Int64? = nil) throws(PostgresError)
+        -> [Int64]
+    {
+        try PostgresMigrations.apply(
+            migrations.filter { $0.version <= (newest ?? .max) }, on: connection,
+            versionsTable: versionsTable, lockKey: migrationLockKey, newerThanBuild: newerThanBuild)
+    }
+}

@@ -19,7 +19,7 @@ public enum PurchaseEventType: String, Codable, Sendable, CaseIterable {
 }
 
 /// The essentials of a verified `signedRenewalInfo`.
-public struct RenewalSummary: Codable, Sendable, Equatable {
+public struct RenewalSummary: Decodable, Sendable, Equatable {
     public var autoRenewStatus: Int?
     public var autoRenewProductId: String?
     public var expirationIntent: Int?
@@ -79,29 +79,12 @@ public struct RenewalSummary: Codable, Sendable, Equatable {
         case offerDiscountType = "offer_discount_type"
         case offerPeriod = "offer_period"
     }
-
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(autoRenewStatus, forKey: .autoRenewStatus)
-        try c.encode(autoRenewProductId, forKey: .autoRenewProductId)
-        try c.encode(expirationIntent, forKey: .expirationIntent)
-        try c.encode(gracePeriodExpiresDateMs, forKey: .gracePeriodExpiresDateMs)
-        try c.encode(isInBillingRetryPeriod, forKey: .isInBillingRetryPeriod)
-        try c.encode(renewalBillingPlanType, forKey: .renewalBillingPlanType)
-        try c.encode(appTransactionId, forKey: .appTransactionId)
-        try c.encode(renewalPrice, forKey: .renewalPrice)
-        try c.encode(currency, forKey: .currency)
-        try c.encode(offerType, forKey: .offerType)
-        try c.encode(offerIdentifier, forKey: .offerIdentifier)
-        try c.encode(offerDiscountType, forKey: .offerDiscountType)
-        try c.encode(offerPeriod, forKey: .offerPeriod)
-    }
 }
 
 /// A money event from a verified App Store Server Notification V2: the message on `EVENTS_TOPIC` (schema version 1),
 /// keyed by `original_transaction_id`. At-least-once: `event_id` (Apple's `notificationUUID`) identifies duplicates.
 /// See `schemas/event.schema.json`.
-public struct PurchaseEvent: Codable, Sendable, Equatable {
+public struct PurchaseEvent: Decodable, Sendable, Equatable {
     public static let currentSchemaVersion = 1
 
     public var schemaVersion: Int
@@ -172,26 +155,5 @@ public struct PurchaseEvent: Codable, Sendable, Equatable {
         case familyShared = "family_shared"
         case signedDateMs = "signed_date_ms"
         case receivedAtMs = "received_at_ms"
-    }
-
-    // Absent values are written as null (the contract), not omitted.
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(schemaVersion, forKey: .schemaVersion)
-        try c.encode(eventId, forKey: .eventId)
-        try c.encode(type, forKey: .type)
-        try c.encode(notificationType, forKey: .notificationType)
-        try c.encode(subtype, forKey: .subtype)
-        try c.encode(environment, forKey: .environment)
-        try c.encode(bundleId, forKey: .bundleId)
-        try c.encode(appAppleId, forKey: .appAppleId)
-        try c.encode(appTransactionId, forKey: .appTransactionId)
-        try c.encode(consumptionRequestReason, forKey: .consumptionRequestReason)
-        try c.encode(transaction, forKey: .transaction)
-        try c.encode(renewal, forKey: .renewal)
-        try c.encode(subscriptionStatus, forKey: .subscriptionStatus)
-        try c.encode(familyShared, forKey: .familyShared)
-        try c.encode(signedDateMs, forKey: .signedDateMs)
-        try c.encode(receivedAtMs, forKey: .receivedAtMs)
     }
 }

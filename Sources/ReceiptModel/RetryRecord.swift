@@ -1,8 +1,8 @@
 /// A submission whose in-process retries ran out of time while Apple kept failing: the message on `RETRY_TOPIC`.
 ///
 /// The verifier consumes it again once `not_before_ms` has passed and makes another round of attempts.
-/// See `schemas/retry.schema.json`.
-public struct RetryRecord: Codable, Sendable, Equatable {
+/// See `schemas/retry.schema.json`. Written by `RetryRecordJSON`.
+public struct RetryRecord: Decodable, Sendable, Equatable {
     public static let currentSchemaVersion = 1
 
     public var schemaVersion: Int

@@ -64,7 +64,7 @@ public struct Submission: Sendable, Equatable {
     }
 }
 
-extension Submission: Codable {
+extension Submission: Decodable {
     enum CodingKeys: String, CodingKey {
         case schemaVersion = "schema_version"
         case submissionId = "submission_id"
@@ -79,26 +79,6 @@ extension Submission: Codable {
         case expectedProductId = "expected_product_id"
         case expectedAppAccountToken = "expected_app_account_token"
         case submittedAtMs = "submitted_at_ms"
-    }
-
-    /// Only the proof field in use is written; absent optional fields are omitted.
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(schemaVersion, forKey: .schemaVersion)
-        try c.encode(submissionId, forKey: .submissionId)
-        switch proof {
-        case .receipt(let text): try c.encode(text, forKey: .receiptData)
-        case .signedTransaction(let text): try c.encode(text, forKey: .signedTransaction)
-        case .transactionId(let text): try c.encode(text, forKey: .transactionId)
-        case .signedAppTransaction(let text): try c.encode(text, forKey: .signedAppTransaction)
-        }
-        try c.encodeIfPresent(clientId, forKey: .clientId)
-        try c.encodeIfPresent(orderId, forKey: .orderId)
-        try c.encodeIfPresent(userId, forKey: .userId)
-        try c.encodeIfPresent(expectedTransactionId, forKey: .expectedTransactionId)
-        try c.encodeIfPresent(expectedProductId, forKey: .expectedProductId)
-        try c.encodeIfPresent(expectedAppAccountToken, forKey: .expectedAppAccountToken)
-        try c.encode(submittedAtMs, forKey: .submittedAtMs)
     }
 
     /// Structural decoding (types only). Messages from Kafka go through `decodeValidated(from:)`, which also

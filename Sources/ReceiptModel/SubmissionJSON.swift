@@ -1,9 +1,9 @@
 import ServiceSupport
 
-/// A submission's JSON, written directly: the same bytes as `MessageCoding.encode` (sorted keys, only the proof in
-/// use, absent optional fields omitted, slashes unescaped) without `JSONEncoder`'s generic machinery, which escaped
-/// each POST's 2 KiB receipt character by character in the ingest (issue 26). `SubmissionJSONTests` compare the bytes
-/// with `MessageCoding`'s.
+/// A submission's JSON, its one writer (alone, and inside a retry record: `RetryRecordJSON`): `JSONEncoder`'s bytes
+/// (sorted keys, only the proof in use, absent optional fields omitted, slashes unescaped) without `JSONEncoder`'s
+/// generic machinery, which escaped each POST's 2 KiB receipt character by character in the ingest (issue 26).
+/// `SubmissionJSONTests` hold the bytes to `JSONEncoder`'s form.
 public enum SubmissionJSON {
     public static func encode(_ submission: Submission) -> [UInt8] {
         var out = JSONWriter(capacity: 384 + submission.proof.text.utf8.count)

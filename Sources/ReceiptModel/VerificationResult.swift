@@ -2,7 +2,7 @@
 ///
 /// Exactly one logical result per submission; a duplicate (at-least-once delivery) carries the same
 /// `submission_id`, `outcome` and transactions. See `schemas/result.schema.json`.
-public struct VerificationResult: Codable, Sendable, Equatable {
+public struct VerificationResult: Decodable, Sendable, Equatable {
     public static let currentSchemaVersion = 1
 
     public var schemaVersion: Int
@@ -74,27 +74,5 @@ public struct VerificationResult: Codable, Sendable, Equatable {
         case submissionFingerprint = "submission_fingerprint"
         case attempts
         case verifiedAtMs = "verified_at_ms"
-    }
-
-    // Absent values are written as null (the contract), not omitted.
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(schemaVersion, forKey: .schemaVersion)
-        try c.encode(submissionId, forKey: .submissionId)
-        try c.encode(orderId, forKey: .orderId)
-        try c.encode(userId, forKey: .userId)
-        try c.encode(clientId, forKey: .clientId)
-        try c.encode(outcome, forKey: .outcome)
-        try c.encode(reason, forKey: .reason)
-        try c.encode(source, forKey: .source)
-        try c.encode(message, forKey: .message)
-        try c.encode(appleStatus, forKey: .appleStatus)
-        try c.encode(environment, forKey: .environment)
-        try c.encode(bundleId, forKey: .bundleId)
-        try c.encode(transactions, forKey: .transactions)
-        try c.encode(appTransaction, forKey: .appTransaction)
-        try c.encode(submissionFingerprint, forKey: .submissionFingerprint)
-        try c.encode(attempts, forKey: .attempts)
-        try c.encode(verifiedAtMs, forKey: .verifiedAtMs)
     }
 }

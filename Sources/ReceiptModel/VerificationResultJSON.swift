@@ -5,8 +5,7 @@ import ServiceSupport
 /// - The writer (`encode`, the verifier's): the same bytes as `MessageCoding.encode` (sorted keys, absent values as
 ///   null, slashes unescaped) without `JSONEncoder`'s generic machinery, which was more than half of the verifier's
 ///   own instructions per message (bench/verifier-callgrind.sh, issue 26). Transactions are written by
-///   `VerifiedTransactionJSON.write`. A result naming an app transaction (rare: a StoreKit 2 app-transaction proof)
-///   is still encoded by `MessageCoding`.
+///   `VerifiedTransactionJSON.write`, the app transaction of a StoreKit 2 app-transaction proof by `write` below.
 /// - The strict reader (`read`, the ledger's): the lean `JSONParser` (a duplicate member is malformed JSON), then
 ///   the members a crediting service reads, each with the contract's type (`VerifiedTransactionJSON` for the
 ///   transactions); only schema version 1 is read. The ingest's result index reads its few members itself
@@ -66,11 +65,10 @@ public enum VerificationResultJSON {
     }
 
     public static func encode(_ result: VerificationResult) -> [UInt8] {
-        if result.appTransaction != nil { return MessageCoding.encodeMessage(result) }
         // Members in sorted key order (as `.sortedKeys` writes them).
         var out = JSONWriter(capacity: 512 + result.transactions.count * 1_024)
         out.member("app_transaction", first: true)
-        out.null()
+        if let appTransaction = result.appTransaction { write(appTransaction, to: &out) } else { out.null() }
         out.member("apple_status")
         out.number(result.appleStatus.map(Int64.init))
         out.member("attempts")
@@ -110,5 +108,36 @@ public enum VerificationResultJSON {
         out.number(result.verifiedAtMs)
         out.raw("}")
         return out.bytes
+    }
+
+    /// Writes a `signed_app_transaction` result's `app_transaction`.
+    static func write(_ app: VerifiedAppTransaction, to out: inout JSONWriter) {
+        out.member("app_apple_id", first: true)
+        out.number(app.appAppleId)
+        out.member("app_transaction_id")
+        out.string(app.appTransactionId)
+        out.member("application_version")
+        out.string(app.applicationVersion)
+        out.member("bundle_id")
+        out.string(app.bundleId)
+        out.member("environment")
+        out.string(app.environment.rawValue)
+        out.member("original_application_version")
+        out.string(app.originalApplicationVersion)
+        out.member("original_platform")
+        out.string(app.originalPlatform)
+        out.member("original_purchase_date_ms")
+        out.number(app.originalPurchaseDateMs)
+        out.member("preorder_date_ms")
+        out.number(app.preorderDateMs)
+        out.member("receipt_creation_date_ms")
+        out.number(app.receiptCreationDateMs)
+        out.member("receipt_type")
+        out.string(app.receiptType)
+        out.member("signed_date_ms")
+        out.number(app.signedDateMs)
+        out.member("version_external_identifier")
+        out.number(app.versionExternalIdentifier)
+        out.raw("}")
     }
 }

@@ -3,12 +3,16 @@
 /// an in-app purchase: such a result has no transactions and credits nothing. Whether the customer bought the app
 /// before it went free is the app backend's decision, from `original_application_version` (docs/CREDITING.md).
 ///
-/// Ids are strings, dates epoch milliseconds, absent values null (never omitted).
-public struct VerifiedAppTransaction: Codable, Sendable, Equatable {
+/// Ids are strings, dates epoch milliseconds, absent values null (never omitted). It is also `AppTransactionRules`'
+/// input, as Apple signed it (the device's copy, or Get App Transaction Info's `signedAppTransactionInfo`): the rules
+/// pass it on unchanged when they verify it.
+public struct VerifiedAppTransaction: Decodable, Sendable, Equatable {
     /// One per Apple Account (and family member) that downloaded the app; the same after a redownload, a refund or
     /// on another device. Purchases carry it as their `app_transaction_id`.
     public var appTransactionId: String?
-    public var bundleId: String
+    /// The payload's `bundleId`; nil when Apple's payload has none, which `AppTransactionRules` rejects, so a
+    /// result's app transaction always names one of `ALLOWED_BUNDLE_IDS`.
+    public var bundleId: String?
     /// The app's Apple id (`appAppleId`); Apple writes none in the sandbox.
     public var appAppleId: Int64?
     /// The app version the receipt was created for (`applicationVersion`: `CFBundleVersion`).
@@ -33,7 +37,7 @@ public struct VerifiedAppTransaction: Codable, Sendable, Equatable {
     public var signedDateMs: Int64?
 
     public init(
-        appTransactionId: String?, bundleId: String, appAppleId: Int64? = nil, applicationVersion: String? = nil,
+        appTransactionId: String?, bundleId: String?, appAppleId: Int64? = nil, applicationVersion: String? = nil,
         originalApplicationVersion: String? = nil, originalPurchaseDateMs: Int64? = nil,
         receiptCreationDateMs: Int64? = nil, preorderDateMs: Int64? = nil, receiptType: String? = nil,
         originalPlatform: String? = nil, versionExternalIdentifier: Int64? = nil, environment: AppStoreEnvironment,
@@ -68,23 +72,5 @@ public struct VerifiedAppTransaction: Codable, Sendable, Equatable {
         case versionExternalIdentifier = "version_external_identifier"
         case environment
         case signedDateMs = "signed_date_ms"
-    }
-
-    // Absent values are written as null (the contract), not omitted.
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(appTransactionId, forKey: .appTransactionId)
-        try c.encode(bundleId, forKey: .bundleId)
-        try c.encode(appAppleId, forKey: .appAppleId)
-        try c.encode(applicationVersion, forKey: .applicationVersion)
-        try c.encode(originalApplicationVersion, forKey: .originalApplicationVersion)
-        try c.encode(originalPurchaseDateMs, forKey: .originalPurchaseDateMs)
-        try c.encode(receiptCreationDateMs, forKey: .receiptCreationDateMs)
-        try c.encode(preorderDateMs, forKey: .preorderDateMs)
-        try c.encode(receiptType, forKey: .receiptType)
-        try c.encode(originalPlatform, forKey: .originalPlatform)
-        try c.encode(versionExternalIdentifier, forKey: .versionExternalIdentifier)
-        try c.encode(environment, forKey: .environment)
-        try c.encode(signedDateMs, forKey: .signedDateMs)
     }
 }

@@ -4,13 +4,13 @@ import Postgres
 /// (`reconcile_schema_migrations`; the ledger's `schema_migrations` is never touched: the ledger refuses versions it
 /// does not know). The ledger reads `reconcile_sweeps` and `reconcile_corrections` for its gauges and copes with
 /// their absence. Never edit a released migration: add the next version.
-public enum ReconcileSchema {
+public enum ReconcileSchema: VersionedSchema {
     /// An advisory lock key of its own (the ledger's are 0x1ed6_e0a1 and the 0x1ed6 namespace).
-    static let migrationLockKey: Int64 = 0x1ed6_5ec0
+    public static let migrationLockKey: Int64 = 0x1ed6_5ec0
     /// Held for the whole sweep: two sweeps never run at once (the CronJob forbids it too).
     static let sweepLockKey: Int64 = 0x1ed6_5ec1
 
-    static let migrations: [(version: Int64, statements: [String])] = [
+    public static let migrations: [(version: Int64, statements: [String])] = [
         (
             1,
             [
@@ -123,16 +123,9 @@ public enum ReconcileSchema {
         ),
     ]
 
-    public static var currentVersion: Int64 { migrations.last?.version ?? 0 }
+    public static let versionsTable = "reconcile_schema_migrations"
 
-    /// Applies the migrations not applied yet, each once in its own transaction under an advisory lock.
-    /// - Throws: `PostgresError`, also when the database holds a newer version than this build knows.
-    @discardableResult
-    public static func migrate(_ connection: PostgresConnection) throws(PostgresError) -> [Int64] {
-        try PostgresMigrations.apply(
-            migrations, on: connection, versionsTable: "reconcile_schema_migrations", lockKey: migrationLockKey
-        ) { newest, known in
-            "the reconcile tables are version \(newest), newer than this build's \(known): upgrade receipt-reconcile"
-        }
+    public static func newerThanBuild(_ newest: Int64, _ known: Int64) -> String {
+        "the reconcile tables are version \(newest), newer than this build's \(known): upgrade receipt-reconcile"
     }
 }

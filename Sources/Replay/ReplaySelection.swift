@@ -101,10 +101,7 @@ public struct ReplayPlanner: Sendable {
         let submissionBytes: [UInt8]
         if let retry = try? MessageCoding.decode(RetryRecord.self, from: original) {
             submission = retry.submission
-            guard let encoded = try? MessageCoding.encode(retry.submission) else {
-                return .skip("the retry record's submission cannot be encoded")
-            }
-            submissionBytes = encoded
+            submissionBytes = SubmissionJSON.encode(retry.submission)
         } else {
             submission = try? Submission.decodeValidated(from: original)
             submissionBytes = original
@@ -126,10 +123,9 @@ public struct ReplayPlanner: Sendable {
             let retry = RetryRecord(
                 submission: submission, round: 0, attempts: record.attempts, notBeforeMs: nowMs,
                 lastAppleStatus: record.appleStatus, lastError: "replayed from the DLQ (\(record.reason.rawValue))")
-            guard let value = try? MessageCoding.encode(retry) else { return .skip("cannot encode a retry record") }
             decision = .replay(
                 submissionId: submission.submissionId, key: originalKey ?? Array(submission.partitionKey.utf8),
-                value: value)
+                value: RetryRecordJSON.encode(retry))
         }
         if let submissionId { replayedIds.insert(submissionId) }
         return decision

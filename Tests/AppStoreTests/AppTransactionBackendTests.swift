@@ -71,7 +71,7 @@ import TestPKI
         // As the verifier writes it: the app transaction, no transactions.
         let submission = Submission(submissionId: "s-app", proof: .signedAppTransaction(jws), submittedAtMs: 1)
         let result = outcome.result(for: submission, verifiedAtMs: 2)
-        let json = String(decoding: try MessageCoding.encode(result), as: UTF8.self)
+        let json = String(decoding: VerificationResultJSON.encode(result), as: UTF8.self)
         #expect(json.contains(#""app_transaction":{"app_apple_id":1234567890,"app_transaction_id":"705000000000001""#))
         #expect(json.contains(#""original_application_version":"3.1""#) && json.contains(#""transactions":[]"#))
     }

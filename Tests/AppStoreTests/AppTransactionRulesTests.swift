@@ -8,7 +8,7 @@ import Testing
 @Suite struct AppTransactionRulesTests {
     struct Row: Sendable, CustomTestStringConvertible {
         let name: String
-        let app: AppleAppTransaction
+        let app: VerifiedAppTransaction
         let policy: VerdictPolicy
         let reason: Reason?
         var testDescription: String { name }
@@ -16,13 +16,14 @@ import Testing
 
     static let allowed: Set<String> = ["com.example.game"]
 
-    static func app(_ environment: AppStoreEnvironment, bundleId: String? = "com.example.game") -> AppleAppTransaction {
-        AppleAppTransaction(
-            environment: environment, bundleId: bundleId, appTransactionId: "705000000000001",
-            appAppleId: 1_234_567_890, applicationVersion: "2.0", originalApplicationVersion: "1.0",
-            originalPurchaseDateMs: 1_600_000_000_000, receiptCreationDateMs: 1_764_489_600_000,
-            receiptType: environment.rawValue, originalPlatform: "iOS", versionExternalIdentifier: 7,
-            signedDateMs: 1_764_489_600_000)
+    static func app(
+        _ environment: AppStoreEnvironment, bundleId: String? = "com.example.game"
+    ) -> VerifiedAppTransaction {
+        VerifiedAppTransaction(
+            appTransactionId: "705000000000001", bundleId: bundleId, appAppleId: 1_234_567_890,
+            applicationVersion: "2.0", originalApplicationVersion: "1.0", originalPurchaseDateMs: 1_600_000_000_000,
+            receiptCreationDateMs: 1_764_489_600_000, receiptType: environment.rawValue, originalPlatform: "iOS",
+            versionExternalIdentifier: 7, environment: environment, signedDateMs: 1_764_489_600_000)
     }
 
     static let rows: [Row] = [
@@ -61,6 +62,7 @@ import Testing
             #expect(carried?.originalApplicationVersion == "1.0" && carried?.applicationVersion == "2.0")
             #expect(carried?.originalPurchaseDateMs == 1_600_000_000_000)
             #expect(carried?.environment == row.app.environment && carried?.bundleId == row.app.bundleId)
+            #expect(carried == row.app, "the verified app transaction is Apple's, unchanged")
         }
     }
 

@@ -4,6 +4,7 @@ import Foundation
 @_spi(Testing) import HTTPClient
 import ReceiptModel
 import ServiceSupport
+import TestSupport
 import Testing
 
 /// The real libcurl client, backend and verifier against the in-process fake App Store.
@@ -369,10 +370,14 @@ import Testing
 
     @Test func closeFailsQueuedAndInFlightRequests() async throws {
         let harness = try FakeAppStoreHarness(maxInFlight: 1)
-        let body = Array(#"{"receipt-data":"\#(FakeReceipt.hang())"}"#.utf8)
+        let body = Array(#"{"receipt-data":"\#(FakeReceipt.hang(id: "close-1"))"}"#.utf8)
         async let first = harness.client.send(HTTPClientRequest(url: harness.fake.productionURL, body: body))
         async let second = harness.client.send(HTTPClientRequest(url: harness.fake.productionURL, body: body))
-        try await Task.sleep(for: .milliseconds(200))
+        // One request on the wire (the fake holds it), the other queued behind the one slot.
+        #expect(
+            await eventually {
+                harness.fake.calls(receipt: "close-1").production == 1 && harness.client.queuedRequests == 1
+            })
         harness.client.close()
         for result in await [first, second] {
             guard case .failure(let error) = result else {
@@ -392,7 +397,7 @@ import Testing
         let oldURL = harness.fake.productionURL
         // The keep-alive connection is idle in the client's pool; the server goes away and closes it.
         harness.fake.close()
-        try await Task.sleep(for: .milliseconds(100))
+        #expect(await eventually { !Self.acceptsConnections(port: oldPort) })
         let afterStop = await harness.client.send(HTTPClientRequest(url: harness.fake.productionURL, body: []))
         guard case .failure(let error) = afterStop else {
             Issue.record("a stopped server answered")
@@ -418,7 +423,7 @@ import Testing
         // Now a keep-alive connection to the replacement is certainly pooled: replace the server again on the same
         // port without any failing request in between. Reusing the dead connection would fail the next request.
         replacement.close()
-        try await Task.sleep(for: .milliseconds(100))
+        #expect(await eventually { !Self.acceptsConnections(port: oldPort) })
         let second = FakeAppStoreServer(configuration: .init(listen: listen, threadCount: 1), logger: .quiet)
         try second.start()
         defer { second.close() }
@@ -520,11 +525,12 @@ import Testing
 
     @Test func timeQueuedForAWindowSlotCountsAgainstTheTimeout() async throws {
         let harness = try FakeAppStoreHarness(timeoutMs: 400, maxInFlight: 1)
-        let hang = Array(#"{"receipt-data":"\#(FakeReceipt.hang())"}"#.utf8)
+        let hang = Array(#"{"receipt-data":"\#(FakeReceipt.hang(id: "slot-1"))"}"#.utf8)
         let valid = Array(#"{"receipt-data":"\#(FakeReceipt.valid())"}"#.utf8)
         let started = ContinuousClock.now
         async let blocker = harness.client.send(HTTPClientRequest(url: harness.fake.productionURL, body: hang))
-        try await Task.sleep(for: .milliseconds(50))
+        // The hung request holds the one slot (the fake has it) before the next is sent.
+        #expect(await eventually { harness.fake.calls(receipt: "slot-1").production == 1 })
         // Waits ~350 ms behind the hung request: its own 200 ms are spent before it reaches the wire.
         let queued = await harness.client.send(
             HTTPClientRequest(url: harness.fake.productionURL, body: valid, timeoutMs: 200))
@@ -552,5 +558,22 @@ import Testing
         }
         guard bound else { throw POSIXError(.EADDRINUSE) }
         return UInt16(bigEndian: address.sin_port)
+    }
+
+    /// Whether something listens on 127.0.0.1:`port`: the positive sign that a closed server is gone (a connect is
+    /// refused) before the test goes on.
+    static func acceptsConnections(port: UInt16) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
     }
 }

@@ -669,16 +669,19 @@ import Testing
 
     @Test func normalizeCarriesEveryContractField() {
         let apple = AppleTransaction(
-            transactionId: "10", originalTransactionId: "9", productId: "sub", quantity: 3, purchaseDateMs: 11,
-            expiresDateMs: 12, cancellationDateMs: nil, cancellationReason: nil, webOrderLineItemId: "13",
-            inAppOwnershipType: "FAMILY_SHARED", isTrialPeriod: true, appAccountToken: "ABC")
+            TransactionFields(
+                transactionId: "10", originalTransactionId: "9", productId: "sub", quantity: 3, purchaseDateMs: 11,
+                expiresDateMs: 12, cancellationDateMs: nil, cancellationReason: nil, webOrderLineItemId: "13",
+                inAppOwnershipType: "FAMILY_SHARED", isTrialPeriod: true, appAccountToken: "ABC"))
         #expect(
             VerdictRules.normalize(apple, .sandbox)
                 == VerifiedTransaction(
-                    transactionId: "10", originalTransactionId: "9", productId: "sub", quantity: 3, purchaseDateMs: 11,
-                    expiresDateMs: 12, webOrderLineItemId: "13", inAppOwnershipType: "FAMILY_SHARED",
-                    isTrialPeriod: true, appAccountToken: "abc", productType: .autoRenewable, creditable: true,
-                    credit: nil, environment: .sandbox))
+                    TransactionFields(
+                        transactionId: "10", originalTransactionId: "9", productId: "sub", quantity: 3,
+                        purchaseDateMs: 11, expiresDateMs: 12, webOrderLineItemId: "13",
+                        inAppOwnershipType: "FAMILY_SHARED", isTrialPeriod: true, appAccountToken: "abc",
+                        productType: .autoRenewable),
+                    creditable: true, credit: nil, environment: .sandbox))
         #expect(VerdictRules.normalize(apple, .sandbox).creditKey == "apple:sandbox:period:13")
         var signed = apple
         signed.price = 10_990
@@ -744,11 +747,12 @@ import Testing
         type: ProductType? = nil, period: String? = nil, upgraded: Bool = false, ownership: String? = nil
     ) -> AppleTransaction {
         AppleTransaction(
-            transactionId: id, originalTransactionId: original ?? id, productId: product, quantity: quantity,
-            purchaseDateMs: 1_700_000_000_000, expiresDateMs: period == nil ? nil : 1_702_000_000_000,
-            cancellationDateMs: cancelledAtMs, cancellationReason: cancelledAtMs == nil ? nil : "0",
-            webOrderLineItemId: period, inAppOwnershipType: ownership, appAccountToken: token, productType: type, revocationType: revocationType,
-            revocationPercentage: percentage, isUpgraded: upgraded)
+            TransactionFields(
+                transactionId: id, originalTransactionId: original ?? id, productId: product, quantity: quantity,
+                purchaseDateMs: 1_700_000_000_000, expiresDateMs: period == nil ? nil : 1_702_000_000_000,
+                cancellationDateMs: cancelledAtMs, cancellationReason: cancelledAtMs == nil ? nil : "0",
+                webOrderLineItemId: period, inAppOwnershipType: ownership, appAccountToken: token, productType: type,
+                revocationType: revocationType, revocationPercentage: percentage, isUpgraded: upgraded))
     }
 }
 

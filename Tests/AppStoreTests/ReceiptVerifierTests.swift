@@ -41,7 +41,9 @@ final class OutcomeBox: Sendable {
     static let policy = VerdictPolicy(allowedBundleIds: ["com.example.game"])
     static let receipt = AppleReceipt(
         environment: .production, bundleId: "com.example.game",
-        inApp: [AppleTransaction(transactionId: "42", productId: "gems", purchaseDateMs: 1)])
+        inApp: [AppleTransaction(
+            TransactionFields(
+                transactionId: "42", productId: "gems", purchaseDateMs: 1))])
 
     static func valid(_ environment: AppStoreEnvironment = .production, calls: Int = 1) -> BackendAnswer {
         var receipt = receipt

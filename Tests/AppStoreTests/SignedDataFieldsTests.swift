@@ -27,7 +27,7 @@ import Testing
         #expect(carried.billingPlanType == "MONTHLY")
         #expect(carried.commitmentInfo == JSONValue.object(["commitmentPeriod": .string("P1Y"), "billingCount": .integer(12)]))
         #expect(carried.creditable && carried.notCreditableReason == nil && carried.credit == Self.gems)
-        let json = String(decoding: try MessageCoding.encode(carried), as: UTF8.self)
+        let json = Self.text(carried)
         #expect(json.contains(#""offer_discount_type":"PAY_UP_FRONT""#) && json.contains(#""offer_period":"P6M""#))
         #expect(json.contains(#""billing_plan_type":"MONTHLY""#))
         #expect(json.contains(#""commitment_info":{"billingCount":12,"commitmentPeriod":"P1Y"}"#))
@@ -53,8 +53,8 @@ import Testing
         #expect(without.appTransactionId == nil)
         #expect(with.creditKey == without.creditKey && with.creditable && without.creditable)
         #expect(with.credit == without.credit)
-        let withJSON = String(decoding: try MessageCoding.encode(with), as: UTF8.self)
-        let withoutJSON = String(decoding: try MessageCoding.encode(without), as: UTF8.self)
+        let withJSON = Self.text(with)
+        let withoutJSON = Self.text(without)
         #expect(withJSON.contains(#""app_transaction_id":"705000000000001""#))
         #expect(withoutJSON.contains(#""app_transaction_id":null"#))
         #expect(try MessageCoding.decode(VerifiedTransaction.self, from: Array(withJSON.utf8)) == with)
@@ -77,16 +77,25 @@ import Testing
         #expect(carried.offerType == Int64(offerType) && carried.offerIdentifier == "spring-26")
         #expect(carried.storefront == "DEU" && carried.storefrontId == "143443")
         #expect(carried.creditable && carried.credit == Self.gems)
-        let json = String(decoding: try MessageCoding.encode(carried), as: UTF8.self)
+        let json = Self.text(carried)
         #expect(json.contains(#""offer_type":\#(offerType)"#) && json.contains(#""offer_identifier":"spring-26""#))
         #expect(json.contains(#""storefront":"DEU""#) && json.contains(#""storefront_id":"143443""#))
         #expect(try MessageCoding.decode(VerifiedTransaction.self, from: Array(json.utf8)) == carried)
         let plain = VerdictRules.normalize(
-            AppleTransaction(transactionId: "8", productId: "gems_100", purchaseDateMs: 1), .production,
+            AppleTransaction(
+                TransactionFields(
+                    transactionId: "8", productId: "gems_100", purchaseDateMs: 1)), .production,
             catalog: Self.catalog)
-        let plainJSON = String(decoding: try MessageCoding.encode(plain), as: UTF8.self)
+        let plainJSON = Self.text(plain)
         for member in ["offer_type", "offer_identifier", "storefront", "storefront_id"] {
             #expect(plainJSON.contains(#""\#(member)":null"#), "\(member)")
         }
+    }
+
+    /// A transaction as results and events write it (`VerifiedTransactionJSON`, its one writer).
+    private static func text(_ transaction: VerifiedTransaction) -> String {
+        var out = JSONWriter(capacity: 1_024)
+        VerifiedTransactionJSON.write(transaction, to: &out)
+        return String(decoding: out.bytes, as: UTF8.self)
     }
 }

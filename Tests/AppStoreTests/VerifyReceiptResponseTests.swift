@@ -70,9 +70,10 @@ import Testing
         #expect(
             response.inApp == [
                 AppleTransaction(
-                    transactionId: "1000000460004095", originalTransactionId: "1000000460004095", productId: "gems_100",
-                    quantity: 1, purchaseDateMs: 1_539_946_248_000, inAppOwnershipType: "PURCHASED",
-                    isTrialPeriod: false)
+                    TransactionFields(
+                        transactionId: "1000000460004095", originalTransactionId: "1000000460004095",
+                        productId: "gems_100", quantity: 1, purchaseDateMs: 1_539_946_248_000,
+                        inAppOwnershipType: "PURCHASED", isTrialPeriod: false))
             ])
     }
 

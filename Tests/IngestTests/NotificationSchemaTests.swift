@@ -20,15 +20,17 @@ struct NotificationSchemaTests {
             cases.append(.init(schema: "dlq.schema.json", instance: try Self.text(dead)))
         }
         let transaction = VerifiedTransaction(
-            transactionId: "2000000000000123", originalTransactionId: "2000000000000001", productId: "gems",
-            quantity: 1, purchaseDateMs: 1, inAppOwnershipType: "FAMILY_SHARED", productType: .nonConsumable,
-            revocationType: "FAMILY_REVOKE", creditable: false, environment: .production)
+            TransactionFields(
+                transactionId: "2000000000000123", originalTransactionId: "2000000000000001", productId: "gems",
+                quantity: 1, purchaseDateMs: 1, inAppOwnershipType: "FAMILY_SHARED", productType: .nonConsumable,
+                revocationType: "FAMILY_REVOKE"),
+            creditable: false, environment: .production)
         for type in PurchaseEventType.allCases {
             let event = PurchaseEvent(
                 eventId: "e-\(type.rawValue)", type: type, notificationType: "X", subtype: nil,
                 environment: .production, bundleId: "com.example.game", appAppleId: 1, transaction: transaction,
                 renewal: nil, subscriptionStatus: 5, familyShared: true, signedDateMs: 1, receivedAtMs: 2)
-            cases.append(.init(schema: "event.schema.json", instance: try Self.text(event)))
+            cases.append(.init(schema: "event.schema.json", instance: Self.text(event)))
         }
         for (index, errors) in try SchemaValidator.errors(cases).enumerated() {
             #expect(errors.isEmpty, "\(cases[index].schema): \(errors) in \(cases[index].instance)")
@@ -42,5 +44,14 @@ struct NotificationSchemaTests {
 
     private static func text<T: Encodable>(_ value: T) throws -> String {
         String(decoding: try MessageCoding.encode(value), as: UTF8.self)
+    }
+
+    /// Results and events as their one writer writes them.
+    private static func text(_ result: VerificationResult) -> String {
+        String(decoding: VerificationResultJSON.encode(result), as: UTF8.self)
+    }
+
+    private static func text(_ event: PurchaseEvent) -> String {
+        String(decoding: PurchaseEventJSON.encode(event), as: UTF8.self)
     }
 }

@@ -19,8 +19,10 @@ enum ResultFixtures {
         clientId: String? = nil, fingerprint: String? = ResultFixtures.fingerprint
     ) -> VerificationResult {
         let transaction = VerifiedTransaction(
-            transactionId: transactionId, originalTransactionId: transactionId, productId: "com.example.coins",
-            quantity: 1, purchaseDateMs: 1_690_000_000_000, environment: .production)
+            TransactionFields(
+                transactionId: transactionId, originalTransactionId: transactionId, productId: "com.example.coins",
+                quantity: 1, purchaseDateMs: 1_690_000_000_000),
+            environment: .production)
         let reason: Reason? =
             switch outcome {
             case .verified: nil
@@ -39,7 +41,7 @@ enum ResultFixtures {
         _ id: String, outcome: Outcome = .verified, clientId: String? = nil,
         fingerprint: String? = ResultFixtures.fingerprint
     ) throws -> [UInt8] {
-        try MessageCoding.encode(result(id, outcome: outcome, clientId: clientId, fingerprint: fingerprint))
+        VerificationResultJSON.encode(result(id, outcome: outcome, clientId: clientId, fingerprint: fingerprint))
     }
 
     static func message(_ value: [UInt8], offset: Int64 = 0, timestampMs: Int64? = nil) -> KafkaMessage {

@@ -61,7 +61,7 @@ struct ResultIndexResubmissionTests {
                 == .duplicate(submissionId: "f-2"))
         #expect(index.lookup("f-2") == .result(rejectedFirst))
         index.record(value: try ResultFixtures.bytes("f-3", outcome: .failed), timestampMs: time.now)
-        let failedAgain = try MessageCoding.encode(
+        let failedAgain = VerificationResultJSON.encode(
             { var result = ResultFixtures.result("f-3", outcome: .failed); result.attempts = 9; return result }())
         #expect(
             index.record(value: failedAgain, timestampMs: time.now)

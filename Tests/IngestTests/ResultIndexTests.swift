@@ -175,7 +175,7 @@ struct ResultIndexTests {
             // Same bytes under another id are not a result for it; decode-and-reencode per id.
             var result = try MessageCoding.decode(VerificationResult.self, from: value)
             result.submissionId = id
-            index.record(value: try MessageCoding.encode(result), timestampMs: time.now)
+            index.record(value: VerificationResultJSON.encode(result), timestampMs: time.now)
         }
         #expect(index.statistics.entries == 10)
         #expect(index.statistics.pending == 0)

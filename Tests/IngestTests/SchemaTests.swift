@@ -12,14 +12,32 @@ struct SchemaTests {
         String(decoding: try MessageCoding.encode(value), as: UTF8.self)
     }
 
+    /// Results and events as their one writer writes them.
+    private static func text(_ result: VerificationResult) -> String {
+        String(decoding: VerificationResultJSON.encode(result), as: UTF8.self)
+    }
+
+    private static func text(_ event: PurchaseEvent) -> String {
+        String(decoding: PurchaseEventJSON.encode(event), as: UTF8.self)
+    }
+
+    private static func text(_ submission: Submission) -> String {
+        String(decoding: SubmissionJSON.encode(submission), as: UTF8.self)
+    }
+
+    private static func text(_ record: RetryRecord) -> String {
+        String(decoding: RetryRecordJSON.encode(record), as: UTF8.self)
+    }
+
     private static let submission = SubmissionRequest(
         receiptData: "aGVsbG8=", orderId: "o-1", userId: "u-1", expectedTransactionId: "1000",
         expectedProductId: "com.example.p"
     ).submission(id: "s-1", submittedAtMs: 1_764_489_600_000)
 
     private static let transaction = VerifiedTransaction(
-        transactionId: "1000", originalTransactionId: "1000", productId: "com.example.p", quantity: 1,
-        purchaseDateMs: 1_764_489_500_000, expiresDateMs: 1_767_000_000_000, inAppOwnershipType: "PURCHASED",
+        TransactionFields(
+            transactionId: "1000", originalTransactionId: "1000", productId: "com.example.p", quantity: 1,
+            purchaseDateMs: 1_764_489_500_000, expiresDateMs: 1_767_000_000_000, inAppOwnershipType: "PURCHASED"),
         environment: .sandbox)
 
     @Test("what the ingest and the verifier write validates")
@@ -30,12 +48,12 @@ struct SchemaTests {
             appleStatus: 0, environment: .sandbox, bundleId: "com.example", transactions: [Self.transaction],
             attempts: 2, verifiedAtMs: 1_764_489_600_100)
         var cases: [SchemaValidator.Case] = [
-            .init(schema: "submission.schema.json", instance: try Self.text(Self.submission)),
-            .init(schema: "submission.schema.json", instance: try Self.text(minimal)),
-            .init(schema: "result.schema.json", instance: try Self.text(verified)),
+            .init(schema: "submission.schema.json", instance: Self.text(Self.submission)),
+            .init(schema: "submission.schema.json", instance: Self.text(minimal)),
+            .init(schema: "result.schema.json", instance: Self.text(verified)),
             .init(
                 schema: "retry.schema.json",
-                instance: try Self.text(
+                instance: Self.text(
                     RetryRecord(
                         submission: Self.submission, round: 1, attempts: 4, notBeforeMs: 1_764_489_660_000,
                         lastAppleStatus: nil, lastError: "timeout"))),
@@ -93,12 +111,12 @@ struct SchemaTests {
             transactions: [refunded], submissionFingerprint: String(repeating: "ab", count: 32), attempts: 1,
             verifiedAtMs: 1)
         cases += [
-            .init(schema: "submission.schema.json", instance: try Self.text(signed)),
-            .init(schema: "submission.schema.json", instance: try Self.text(byId)),
-            .init(schema: "result.schema.json", instance: try Self.text(withEverything)),
-            .init(schema: "event.schema.json", instance: try Self.text(event)),
-            .init(schema: "event.schema.json", instance: try Self.text(info)),
-            .init(schema: "event.schema.json", instance: try Self.text(consumption)),
+            .init(schema: "submission.schema.json", instance: Self.text(signed)),
+            .init(schema: "submission.schema.json", instance: Self.text(byId)),
+            .init(schema: "result.schema.json", instance: Self.text(withEverything)),
+            .init(schema: "event.schema.json", instance: Self.text(event)),
+            .init(schema: "event.schema.json", instance: Self.text(info)),
+            .init(schema: "event.schema.json", instance: Self.text(consumption)),
             .init(
                 schema: "notification.schema.json",
                 instance: try Self.text(
@@ -111,7 +129,7 @@ struct SchemaTests {
             let request = try SubmissionRequest.parse(Array(body.utf8))
             for clientId in [nil, "billing"] {
                 let written = request.submission(id: "s-5", clientId: clientId, submittedAtMs: 1_764_489_600_000)
-                cases.append(.init(schema: "submission.schema.json", instance: try Self.text(written)))
+                cases.append(.init(schema: "submission.schema.json", instance: Self.text(written)))
             }
         }
         for reason in Reason.allCases {
@@ -119,7 +137,7 @@ struct SchemaTests {
                 submissionId: "s-1", orderId: nil, userId: nil, outcome: reason.outcome, reason: reason,
                 message: "because", appleStatus: 21002, environment: nil, bundleId: nil, transactions: [],
                 attempts: 1, verifiedAtMs: 1)
-            cases.append(.init(schema: "result.schema.json", instance: try Self.text(result)))
+            cases.append(.init(schema: "result.schema.json", instance: Self.text(result)))
         }
         for (index, errors) in try SchemaValidator.errors(cases).enumerated() {
             #expect(errors.isEmpty, "case \(index) (\(cases[index].schema)): \(errors)")
@@ -135,8 +153,8 @@ struct SchemaTests {
 
     @Test("the schemas refuse what the contract forbids")
     func invalidMessages() throws {
-        let submission = try Self.text(Self.submission)
-        let verified = try Self.text(
+        let submission = Self.text(Self.submission)
+        let verified = Self.text(
             VerificationResult(
                 submissionId: "s", orderId: nil, userId: nil, outcome: .verified, reason: nil, message: nil,
                 appleStatus: 0, environment: .production, bundleId: nil, transactions: [Self.transaction],
@@ -146,7 +164,7 @@ struct SchemaTests {
                 submissionId: "s", reason: .malformedSubmission, message: "m", sourceTopic: "t", sourcePartition: 0,
                 sourceOffset: 0, originalKey: nil, originalValue: [1, 2, 3], appleStatus: nil, attempts: 0,
                 failedAtMs: 1))
-        let retry = try Self.text(
+        let retry = Self.text(
             RetryRecord(
                 submission: Self.submission, round: 1, attempts: 1, notBeforeMs: 1, lastAppleStatus: nil,
                 lastError: "x"))

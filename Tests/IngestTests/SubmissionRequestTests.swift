@@ -268,7 +268,7 @@ struct SubmissionRequestTests {
         let request = try parse(body)
         for clientId in [nil, "billing"] {
             let submission = request.submission(id: "rt-1", clientId: clientId, submittedAtMs: 1_764_489_600_000)
-            let decoded = try Submission.decodeValidated(from: try MessageCoding.encode(submission))
+            let decoded = try Submission.decodeValidated(from: SubmissionJSON.encode(submission))
             #expect(decoded == submission)
             #expect(decoded.fingerprint == submission.fingerprint)
         }

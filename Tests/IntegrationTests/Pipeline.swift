@@ -100,7 +100,7 @@ final class Pipeline: Sendable {
     func produce(_ submission: Submission) async throws {
         _ = try await producer.send(
             topic: "iap.receipts.submitted", key: Array(submission.partitionKey.utf8),
-            value: try MessageCoding.encode(submission),
+            value: SubmissionJSON.encode(submission),
             headers: [KafkaHeader(name: MessageHeaders.submissionId, string: submission.submissionId)])
     }
 

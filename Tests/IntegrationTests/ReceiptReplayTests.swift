@@ -16,7 +16,7 @@ import TestSupport
             DeadLetterRecord(
                 submissionId: id, reason: reason, message: "test", sourceTopic: "iap.receipts.submitted",
                 sourcePartition: 0, sourceOffset: 1, originalKey: Array("user-\(id)".utf8),
-                originalValue: try MessageCoding.encode(submission), appleStatus: 21005, attempts: 4,
+                originalValue: SubmissionJSON.encode(submission), appleStatus: 21005, attempts: 4,
                 failedAtMs: failedAtMs))
     }
 

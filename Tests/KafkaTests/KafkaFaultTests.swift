@@ -28,7 +28,7 @@ struct KafkaFaultTests {
         let producer = try KafkaProducer(
             configuration: producerConfiguration(cluster.bootstrapServers), logger: quietLogger)
         defer { producer.close(timeout: .seconds(5)) }
-        _ = try await produceNumbered(producer, topic: topic, count: 20, prefix: "before")
+        let before = try await produceNumbered(producer, topic: topic, count: 20, prefix: "before")
         #expect(await eventually { delegate.messages.count == 20 })
         #expect(await eventually(timeout: .seconds(5)) { producer.isConnected })
 
@@ -40,7 +40,9 @@ struct KafkaFaultTests {
             }
         }
         #expect(await eventually(timeout: .seconds(5)) { !producer.isConnected })
-        try await Task.sleep(for: .milliseconds(500))
+        // The producer's own report from while the broker is down still holds all 30: none was acknowledged.
+        #expect(
+            await eventually { producer.statistics.map { $0.brokersUp == 0 && $0.queuedMessages == 30 } ?? false })
         #expect(outcomes.values.allSatisfy { (try? $0.get()) == nil })  // nothing acknowledged while down
         cluster.setBrokerUp(1)
 
@@ -48,12 +50,19 @@ struct KafkaFaultTests {
         cluster.pushRequestErrors(
             apiKey: 0,
             errors: [KafkaErrorCode.notEnoughReplicas, KafkaErrorCode.notEnoughReplicas, KafkaErrorCode.notEnoughReplicas])
-        _ = try await produceNumbered(producer, topic: topic, count: 10, prefix: "after")
+        let after = try await produceNumbered(producer, topic: topic, count: 10, prefix: "after")
 
         #expect(await eventually { outcomes.count == 30 })
         #expect(outcomes.values.allSatisfy { (try? $0.get()) != nil })
-        #expect(await eventually { delegate.messages.count >= 60 })
-        try await Task.sleep(for: .milliseconds(500))  // a duplicate would show up now
+        // A duplicate would lie below the last acknowledged offset of its partition: once the consumer has read up
+        // to those, it has seen everything the log holds.
+        let acknowledged = before + after + outcomes.values.compactMap { try? $0.get() }
+        let lastOffsets = Dictionary(acknowledged.map { ($0.partition, $0.offset) }, uniquingKeysWith: max)
+        #expect(
+            await eventually {
+                let read = Dictionary(delegate.messages.map { ($0.partition, $0.offset) }, uniquingKeysWith: max)
+                return lastOffsets.allSatisfy { read[$0.key, default: -1] >= $0.value }
+            })
         let texts = delegate.messages.map(\.text)
         #expect(texts.count == 60)
         #expect(Set(texts).count == 60)

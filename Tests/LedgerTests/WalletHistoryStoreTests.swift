@@ -93,10 +93,7 @@ import TestSupport
     /// numbered after every entry.
     @Test func theUpgradeMovesCreditRowsOntoTheirLotsAndLosesNoEntry() throws {
         let db = try LedgerDatabase("wallet_history_upgrade", migrate: false)
-        let upToTen = try PostgresMigrations.apply(
-            LedgerSchema.migrations.filter { $0.version <= 10 }, on: db.connection, versionsTable: "schema_migrations",
-            lockKey: LedgerSchema.migrationLockKey
-        ) { newest, _ in "version \(newest)" }
+        let upToTen = try LedgerSchema.migrate(db.connection, upTo: 10)
         #expect(upToTen.last == 10)
         // As schema 10's ledger wrote them: a lot and a credit row per purchase, rows for spends, grants, debits.
         let p1 = F.key("p1"), p2 = F.key("p2"), p3 = F.key("p3"), q1 = F.key("q1", environment: "sandbox")

@@ -17,7 +17,7 @@ import Testing
             #"{"schema_version":1,"submission_id":"a-1","signed_app_transaction":" \#(Self.jws)\n","user_id":"u"}"#)
         #expect(submission.proof == .signedAppTransaction(Self.jws))
         #expect(submission.proof.fieldName == "signed_app_transaction")
-        let written = String(decoding: try MessageCoding.encode(submission), as: UTF8.self)
+        let written = String(decoding: SubmissionJSON.encode(submission), as: UTF8.self)
         #expect(written.contains(#""signed_app_transaction":"\#(Self.jws)""#))
         #expect(!written.contains("signed_transaction\""))
         #expect(try decode(written) == submission)
@@ -60,13 +60,14 @@ import Testing
             submissionId: "a-1", orderId: nil, userId: "u", outcome: .verified, reason: nil, message: nil,
             appleStatus: nil, environment: .production, bundleId: "com.example", transactions: [],
             appTransaction: app, attempts: 1, verifiedAtMs: 1)
-        let json = String(decoding: try MessageCoding.encode(verified), as: UTF8.self)
+        let json = String(decoding: VerificationResultJSON.encode(verified), as: UTF8.self)
         #expect(json.contains(#""original_application_version":"1.0""#))
         #expect(json.contains(#""preorder_date_ms":null"#) && json.contains(#""original_platform":null"#))
         #expect(try MessageCoding.decode(VerificationResult.self, from: Array(json.utf8)) == verified)
         var plain = verified
         plain.appTransaction = nil
-        #expect(String(decoding: try MessageCoding.encode(plain), as: UTF8.self).contains(#""app_transaction":null"#))
+        #expect(
+            String(decoding: VerificationResultJSON.encode(plain), as: UTF8.self).contains(#""app_transaction":null"#))
         // A result written before 2026-12 (no such member) still reads.
         let old = json.replacingOccurrences(of: #""app_transaction":"#, with: #""ignored":"#)
         #expect(try MessageCoding.decode(VerificationResult.self, from: Array(old.utf8)).appTransaction == nil)

@@ -10,13 +10,15 @@ import Testing
 
     @Test func resultWritesAbsentValuesAsNull() throws {
         let transaction = VerifiedTransaction(
-            transactionId: "1000000460004095", originalTransactionId: "1000000460004095", productId: "gems_100",
-            quantity: 1, purchaseDateMs: 1_539_946_248_000, environment: .sandbox)
+            TransactionFields(
+                transactionId: "1000000460004095", originalTransactionId: "1000000460004095", productId: "gems_100",
+                quantity: 1, purchaseDateMs: 1_539_946_248_000),
+            environment: .sandbox)
         let result = VerificationResult(
             submissionId: "s-1", orderId: nil, userId: "u", outcome: .verified, reason: nil, message: nil,
             appleStatus: 0, environment: .sandbox, bundleId: "com.example.game", transactions: [transaction],
             attempts: 2, verifiedAtMs: 5)
-        let json = try object(try MessageCoding.encode(result))
+        let json = try object(VerificationResultJSON.encode(result))
 
         #expect(json["schema_version"] as? Int == 1)
         #expect(json["outcome"] as? String == "verified")
@@ -30,7 +32,8 @@ import Testing
         #expect(transactions[0]["expires_date_ms"] is NSNull)
         #expect(transactions[0]["is_trial_period"] as? Bool == false)
 
-        #expect(try MessageCoding.decode(VerificationResult.self, from: try MessageCoding.encode(result)) == result)
+        #expect(
+            try MessageCoding.decode(VerificationResult.self, from: VerificationResultJSON.encode(result)) == result)
     }
 
     @Test func everyReasonHasTheContractName() {
@@ -64,6 +67,26 @@ import Testing
         let record = RetryRecord(
             submission: submission, round: 1, attempts: 4, notBeforeMs: 99, lastAppleStatus: 21005,
             lastError: "apple status 21005")
-        #expect(try MessageCoding.decode(RetryRecord.self, from: try MessageCoding.encode(record)) == record)
+        let written = RetryRecordJSON.encode(record)
+        #expect(try MessageCoding.decode(RetryRecord.self, from: written) == record)
+        // JSONEncoder's bytes (`WrittenJSON`): absent optional members omitted, the submission as `SubmissionJSON`
+        // writes it.
+        #expect(written == (try WrittenJSON.canonical(written)))
+        #expect(
+            try WrittenJSON.memberNames(written) == [
+                ["attempts", "last_apple_status", "last_error", "not_before_ms", "round", "schema_version", "submission"]
+            ])
+        #expect(String(decoding: written, as: UTF8.self).hasSuffix(
+            #""submission":\#(String(decoding: SubmissionJSON.encode(submission), as: UTF8.self))}"#))
+        var withSource = record
+        withSource.lastAppleStatus = nil
+        withSource.source = .serverAPI
+        let sourced = RetryRecordJSON.encode(withSource)
+        #expect(sourced == (try WrittenJSON.canonical(sourced)))
+        #expect(
+            try WrittenJSON.memberNames(sourced) == [
+                ["attempts", "last_error", "not_before_ms", "round", "schema_version", "source", "submission"]
+            ])
+        #expect(try MessageCoding.decode(RetryRecord.self, from: sourced) == withSource)
     }
 }

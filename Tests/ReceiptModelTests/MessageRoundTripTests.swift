@@ -82,7 +82,7 @@ import Testing
 
     @Test(arguments: retries)
     func aRetryRecordReadsBackAsWritten(_ record: RetryRecord) throws {
-        let written = try MessageCoding.encode(record)
+        let written = RetryRecordJSON.encode(record)
         #expect(try MessageCoding.decode(RetryRecord.self, from: written) == record)
     }
 }

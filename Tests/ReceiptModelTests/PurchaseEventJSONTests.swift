@@ -2,26 +2,30 @@ import ReceiptModel
 import ServiceSupport
 import Testing
 
-/// Events are written by `PurchaseEventJSON`, not `JSONEncoder`: the bytes must stay exactly `MessageCoding`'s, and
-/// its strict reader reads back what was written.
+/// Events are written by `PurchaseEventJSON` only, not `JSONEncoder`: the bytes must stay exactly the ones
+/// `JSONEncoder` writes (`MessageCoding`), every member written, null or not (`WrittenJSON`), and its strict reader
+/// reads back what was written.
 @Suite("PurchaseEventJSON")
 struct PurchaseEventJSONTests {
     static let full: PurchaseEvent = {
         let transaction = VerifiedTransaction(
-            transactionId: "2000000123456789", originalTransactionId: "2000000000000001",
-            productId: "com.example/gems \"100\"", quantity: 3, purchaseDateMs: 1_764_489_500_000,
-            expiresDateMs: 1_767_000_000_000, cancellationDateMs: 1_764_575_900_000, cancellationReason: "0",
-            webOrderLineItemId: "2000000012345678", inAppOwnershipType: "FAMILY_SHARED", isTrialPeriod: true,
-            appAccountToken: "7e3fb20b-4cdb-47cc-936d-99d65f608138", productType: .autoRenewable,
-            revocationType: "REFUND_PRORATED", revocationPercentage: 50_000, creditable: false,
+            TransactionFields(
+                transactionId: "2000000123456789", originalTransactionId: "2000000000000001",
+                productId: "com.example/gems \"100\"", quantity: 3, purchaseDateMs: 1_764_489_500_000,
+                expiresDateMs: 1_767_000_000_000, cancellationDateMs: 1_764_575_900_000, cancellationReason: "0",
+                webOrderLineItemId: "2000000012345678", inAppOwnershipType: "FAMILY_SHARED", isTrialPeriod: true,
+                appAccountToken: "7e3fb20b-4cdb-47cc-936d-99d65f608138", productType: .autoRenewable,
+                revocationType: "REFUND_PRORATED", revocationPercentage: 50_000, offerDiscountType: "PAY_UP_FRONT",
+                offerPeriod: "P1Y", billingPlanType: "MONTHLY",
+                commitmentInfo: .object(["commitmentPeriod": .string("P1Y"), "billingCount": .integer(12)]),
+                appTransactionId: "705000000000001", offerType: 5, offerIdentifier: "stay \"a\" while",
+                storefront: "FRA", storefrontId: "143442"),
+            creditable: false,
             credit: .object([
                 "item": .string("gems"), "amount": .integer(100), "bonus": .array([.bool(true), .null, .integer(-1)]),
                 "nested": .object(["z": .string("ü"), "a": .integer(0)]),
-            ]), notCreditableReason: .refunded, offerDiscountType: "PAY_UP_FRONT", offerPeriod: "P1Y",
-            billingPlanType: "MONTHLY",
-            commitmentInfo: .object(["commitmentPeriod": .string("P1Y"), "billingCount": .integer(12)]),
-            appTransactionId: "705000000000001", offerType: 5, offerIdentifier: "stay \"a\" while",
-            storefront: "FRA", storefrontId: "143442", environment: .sandbox)
+            ]),
+            notCreditableReason: .refunded, environment: .sandbox)
         return PurchaseEvent(
             eventId: "002e14d5-51f5-4503-b5a8-c3a1af68eb20", type: .debit, notificationType: "REFUND",
             subtype: "SOME_SUBTYPE", environment: .sandbox, bundleId: "com.example.game", appAppleId: 1_234_567_890,
@@ -42,11 +46,18 @@ struct PurchaseEventJSONTests {
         receivedAtMs: 0)
 
     @Test(arguments: [full, minimal])
-    func theDirectEncodingIsMessageCodingsOutput(_ event: PurchaseEvent) throws {
-        let direct = PurchaseEventJSON.encode(event)
-        let coded = try MessageCoding.encode(event)
-        #expect(String(decoding: direct, as: UTF8.self) == String(decoding: coded, as: UTF8.self))
-        #expect(try MessageCoding.decode(PurchaseEvent.self, from: direct) == event)
+    func theBytesAreJSONEncodersForEveryMember(_ event: PurchaseEvent) throws {
+        let written = PurchaseEventJSON.encode(event)
+        #expect(
+            String(decoding: written, as: UTF8.self)
+                == String(decoding: try WrittenJSON.canonical(written), as: UTF8.self))
+        #expect(try WrittenJSON.memberNames(written) == [WrittenJSON.event])
+        #expect(
+            try WrittenJSON.memberNames(written, at: "transaction")
+                == (event.transaction == nil ? [] : [WrittenJSON.transaction]))
+        #expect(
+            try WrittenJSON.memberNames(written, at: "renewal") == (event.renewal == nil ? [] : [WrittenJSON.renewal]))
+        #expect(try MessageCoding.decode(PurchaseEvent.self, from: written) == event)
     }
 
     /// The round trip: what the strict reader reads of the written bytes is every member of the event it reads.

@@ -251,7 +251,7 @@ import Testing
         let submission = Submission(
             submissionId: "s", proof: .transactionId("2000000123456789"), clientId: "billing",
             expectedAppAccountToken: "7e3fb20b-4cdb-47cc-936d-99d65f608138", submittedAtMs: 5)
-        let bytes = try MessageCoding.encode(submission)
+        let bytes = SubmissionJSON.encode(submission)
         let text = String(decoding: bytes, as: UTF8.self)
         #expect(!text.contains("receipt_data"))
         #expect(!text.contains("signed_transaction"))
@@ -295,7 +295,7 @@ import Testing
         }
         let direct = outcome { () throws(MalformedSubmission) in try decoded.validated() }
         let roundTrip = outcome { () throws(MalformedSubmission) in
-            try Submission.decodeValidated(from: try! MessageCoding.encode(decoded))
+            try Submission.decodeValidated(from: SubmissionJSON.encode(decoded))
         }
         #expect(direct == roundTrip)
         switch direct {

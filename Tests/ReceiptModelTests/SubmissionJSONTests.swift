@@ -1,8 +1,9 @@
 import ReceiptModel
 import Testing
 
-/// `SubmissionJSON` writes the bytes `MessageCoding.encode` writes, for every proof, every optional field present or
-/// absent, and strings that need escaping.
+/// `SubmissionJSON`, a submission's one writer, writes the bytes `JSONEncoder` writes (`WrittenJSON`), exactly the
+/// members the submission carries, for every proof, every optional field present or absent, and strings that need
+/// escaping; `Decodable` reads the submission back.
 @Suite("submission JSON (direct writer)")
 struct SubmissionJSONTests {
     static let proofs: [PurchaseProof] = [
@@ -12,7 +13,7 @@ struct SubmissionJSONTests {
         .signedAppTransaction("eyJhbGciOiJFUzI1NiJ9.eyJhcHBUcmFuc2FjdGlvbklkIjoiMSJ9.c2ln"),
     ]
 
-    @Test("every proof, with no optional field and with all of them: MessageCoding's bytes")
+    @Test("every proof, with no optional field and with all of them: JSONEncoder's bytes")
     func sameBytesAsMessageCoding() throws {
         for proof in Self.proofs {
             for allOptionals in [false, true] {
@@ -23,7 +24,7 @@ struct SubmissionJSONTests {
                     expectedProductId: allOptionals ? "com.example.gems100" : nil,
                     expectedAppAccountToken: allOptionals ? "6f1e8e0c-0b6b-4f5e-9a31-2f8f0c1d2e3f" : nil,
                     submittedAtMs: 1_765_000_000_123)
-                #expect(SubmissionJSON.encode(submission) == (try MessageCoding.encode(submission)), "\(proof)")
+                try Self.check(submission, "\(proof)")
             }
         }
     }
@@ -38,7 +39,7 @@ struct SubmissionJSONTests {
         for set in setters {
             var submission = base
             set(&submission)
-            #expect(SubmissionJSON.encode(submission) == (try MessageCoding.encode(submission)))
+            try Self.check(submission)
         }
     }
 
@@ -49,8 +50,29 @@ struct SubmissionJSONTests {
                 let submission = Submission(
                     submissionId: text, proof: .receipt(text), clientId: text, orderId: text, userId: text,
                     submittedAtMs: millis, schemaVersion: 7)
-                #expect(SubmissionJSON.encode(submission) == (try MessageCoding.encode(submission)), "\(text)")
+                try Self.check(submission, "\(text)")
             }
         }
+    }
+
+    static func check(_ submission: Submission, _ comment: Comment? = nil) throws {
+        let written = SubmissionJSON.encode(submission)
+        #expect(written == (try WrittenJSON.canonical(written)), comment)
+        var members: Set<String> = ["schema_version", "submission_id", "submitted_at_ms"]
+        switch submission.proof {
+        case .receipt: members.insert("receipt_data")
+        case .signedTransaction: members.insert("signed_transaction")
+        case .transactionId: members.insert("transaction_id")
+        case .signedAppTransaction: members.insert("signed_app_transaction")
+        }
+        let optionals = [
+            ("client_id", submission.clientId), ("order_id", submission.orderId), ("user_id", submission.userId),
+            ("expected_transaction_id", submission.expectedTransactionId),
+            ("expected_product_id", submission.expectedProductId),
+            ("expected_app_account_token", submission.expectedAppAccountToken),
+        ]
+        for (name, value) in optionals where value != nil { members.insert(name) }
+        #expect(try WrittenJSON.memberNames(written) == [members], comment)
+        #expect(try MessageCoding.decode(Submission.self, from: written) == submission, comment)
     }
 }

@@ -2,29 +2,34 @@ import ReceiptModel
 import ServiceSupport
 import Testing
 
-/// Results are written by `VerificationResultJSON`, not `JSONEncoder`: the bytes must stay exactly `MessageCoding`'s
-/// (at-least-once duplicates byte-identical, consumers unchanged), for every member, null or not, and for strings
-/// that need escaping; and its strict reader reads back what was written.
+/// Results are written by `VerificationResultJSON` only, not `JSONEncoder`: the bytes must stay exactly the ones
+/// `JSONEncoder` writes (`MessageCoding`; at-least-once duplicates byte-identical, consumers unchanged), for every
+/// member, null or not, and for strings that need escaping (`WrittenJSON`); and its strict reader reads back what was
+/// written.
 @Suite struct VerificationResultJSONTests {
     static let awkward = "quote \" backslash \\ slash / tab \t newline \n nul \u{0} bell \u{7} é 日本 🎮 \u{2028}"
 
     static func transaction(_ id: String, full: Bool) -> VerifiedTransaction {
         full
             ? VerifiedTransaction(
-                transactionId: id, originalTransactionId: "orig-" + id, productId: "gems_100/" + awkward, quantity: 3,
-                purchaseDateMs: 1_539_946_248_000, expiresDateMs: 1_602_592_000_000,
-                cancellationDateMs: 1_600_000_000_001, cancellationReason: "1", webOrderLineItemId: "1602592",
-                inAppOwnershipType: "PURCHASED", isTrialPeriod: true, appAccountToken: "5A1B0C2D-0000-4000-8000-000000000001",
-                productType: .autoRenewable, revocationType: "REFUND_FULL", revocationPercentage: 100000,
+                TransactionFields(
+                    transactionId: id, originalTransactionId: "orig-" + id, productId: "gems_100/" + awkward,
+                    quantity: 3, purchaseDateMs: 1_539_946_248_000, expiresDateMs: 1_602_592_000_000,
+                    cancellationDateMs: 1_600_000_000_001, cancellationReason: "1", webOrderLineItemId: "1602592",
+                    inAppOwnershipType: "PURCHASED", isTrialPeriod: true,
+                    appAccountToken: "5A1B0C2D-0000-4000-8000-000000000001", productType: .autoRenewable,
+                    revocationType: "REFUND_FULL", revocationPercentage: 100000, isUpgraded: true, price: 990,
+                    currency: "EUR", transactionReason: "PURCHASE", offerDiscountType: "PAY_AS_YOU_GO",
+                    offerPeriod: "P3M", billingPlanType: "MONTHLY",
+                    commitmentInfo: .object(["commitmentPeriod": .string("P1Y"), "billingCount": .integer(12)]),
+                    appTransactionId: "705000000000001"),
                 creditable: false, credit: .object(["item": .string("gems"), "amount": .integer(10), "x": .null]),
-                isUpgraded: true, price: 990, currency: "EUR", transactionReason: "PURCHASE",
-                notCreditableReason: .refunded, offerDiscountType: "PAY_AS_YOU_GO", offerPeriod: "P3M",
-                billingPlanType: "MONTHLY",
-                commitmentInfo: .object(["commitmentPeriod": .string("P1Y"), "billingCount": .integer(12)]),
-                appTransactionId: "705000000000001", environment: .sandbox)
+                notCreditableReason: .refunded, environment: .sandbox)
             : VerifiedTransaction(
-                transactionId: id, originalTransactionId: nil, productId: "gems_100", quantity: 1,
-                purchaseDateMs: 1_539_946_248_000, environment: .production)
+                TransactionFields(
+                    transactionId: id, originalTransactionId: nil, productId: "gems_100", quantity: 1,
+                    purchaseDateMs: 1_539_946_248_000),
+                environment: .production)
     }
 
     static let results: [VerificationResult] = [
@@ -48,8 +53,10 @@ import Testing
             message: nil, appleStatus: Int.min, environment: nil, bundleId: nil,
             transactions: [
                 VerifiedTransaction(
-                    transactionId: "9", originalTransactionId: nil, productId: "p", quantity: 10,
-                    purchaseDateMs: .max, expiresDateMs: .min, price: -9, environment: .production)
+                    TransactionFields(
+                        transactionId: "9", originalTransactionId: nil, productId: "p", quantity: 10,
+                        purchaseDateMs: .max, expiresDateMs: .min, price: -9),
+                    environment: .production)
             ],
             attempts: Int.max, verifiedAtMs: Int64.min),
         VerificationResult(
@@ -58,15 +65,32 @@ import Testing
             appTransaction: VerifiedAppTransaction(
                 appTransactionId: "705000000000001", bundleId: "com.example.game", environment: .production),
             attempts: 1, verifiedAtMs: 5),
+        VerificationResult(
+            submissionId: "s-6", orderId: nil, userId: nil, outcome: .verified, reason: nil, source: .serverAPI,
+            message: nil, appleStatus: nil, environment: .sandbox, bundleId: "com.example.game", transactions: [],
+            appTransaction: VerifiedAppTransaction(
+                appTransactionId: awkward, bundleId: "com.example.game", appAppleId: 1_234_567_890,
+                applicationVersion: "2.0/1", originalApplicationVersion: "1.0", originalPurchaseDateMs: .min,
+                receiptCreationDateMs: .max, preorderDateMs: 1_764_489_600_000, receiptType: "Sandbox",
+                originalPlatform: "iOS", versionExternalIdentifier: 0, environment: .sandbox,
+                signedDateMs: 1_764_489_600_001),
+            attempts: 1, verifiedAtMs: 6),
     ]
 
     @Test(arguments: results)
-    func theBytesAreMessageCodings(_ result: VerificationResult) throws {
+    func theBytesAreJSONEncodersForEveryMember(_ result: VerificationResult) throws {
         let written = VerificationResultJSON.encode(result)
-        let expected = try MessageCoding.encode(result)
+        let canonical = try WrittenJSON.canonical(written)
         #expect(
-            written == expected,
-            "\(String(decoding: written, as: UTF8.self))\n!=\n\(String(decoding: expected, as: UTF8.self))")
+            written == canonical,
+            "\(String(decoding: written, as: UTF8.self))\n!=\n\(String(decoding: canonical, as: UTF8.self))")
+        #expect(try WrittenJSON.memberNames(written) == [WrittenJSON.result])
+        #expect(
+            try WrittenJSON.memberNames(written, at: "transactions")
+                == Array(repeating: WrittenJSON.transaction, count: result.transactions.count))
+        #expect(
+            try WrittenJSON.memberNames(written, at: "app_transaction")
+                == (result.appTransaction == nil ? [] : [WrittenJSON.appTransaction]))
         #expect(try MessageCoding.decode(VerificationResult.self, from: written) == result)
     }
 

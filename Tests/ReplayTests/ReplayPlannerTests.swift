@@ -18,14 +18,14 @@ import Testing
     }
 
     @Test func replaysTheOriginalSubmissionBytesWithTheOriginalKey() throws {
-        let original = try MessageCoding.encode(submission)
+        let original = SubmissionJSON.encode(submission)
         var planner = ReplayPlanner(filter: ReplayFilter(), destination: .submissions)
         let decision = planner.decide(dlqValue: try dlqBytes(reason: .appleUnavailable, original: original), nowMs: 5)
         #expect(decision == .replay(submissionId: "s-1", key: Array("u-1".utf8), value: original))
     }
 
     @Test func eachSubmissionIsReplayedOncePerRun() throws {
-        let original = try MessageCoding.encode(submission)
+        let original = SubmissionJSON.encode(submission)
         var planner = ReplayPlanner(filter: ReplayFilter(), destination: .submissions)
         _ = planner.decide(dlqValue: try dlqBytes(reason: .appleUnavailable, original: original), nowMs: 5)
         let second = planner.decide(dlqValue: try dlqBytes(reason: .appleUnavailable, original: original), nowMs: 5)
@@ -33,7 +33,7 @@ import Testing
     }
 
     @Test func filtersByReasonAndTime() throws {
-        let original = try MessageCoding.encode(submission)
+        let original = SubmissionJSON.encode(submission)
         var byReason = ReplayPlanner(filter: ReplayFilter(reasons: [.configError]), destination: .submissions)
         #expect(byReason.decide(dlqValue: try dlqBytes(reason: .appleUnavailable, original: original), nowMs: 0)
             == .skip("does not match the filter"))
@@ -51,7 +51,7 @@ import Testing
             submission: submission, round: 6, attempts: 24, notBeforeMs: 1, lastAppleStatus: 21005, lastError: "x")
         var planner = ReplayPlanner(filter: ReplayFilter(), destination: .submissions)
         let decision = planner.decide(
-            dlqValue: try dlqBytes(reason: .appleUnavailable, original: try MessageCoding.encode(retry)), nowMs: 5)
+            dlqValue: try dlqBytes(reason: .appleUnavailable, original: RetryRecordJSON.encode(retry)), nowMs: 5)
         guard case .replay(let id, _, let value) = decision else {
             Issue.record("expected a replay, got \(decision)")
             return
@@ -63,7 +63,7 @@ import Testing
     @Test func toTheRetryTopicIsAFreshSeriesOfRoundsDueNow() throws {
         var planner = ReplayPlanner(filter: ReplayFilter(), destination: .retry)
         let decision = planner.decide(
-            dlqValue: try dlqBytes(reason: .appleUnavailable, original: try MessageCoding.encode(submission)),
+            dlqValue: try dlqBytes(reason: .appleUnavailable, original: SubmissionJSON.encode(submission)),
             nowMs: 777)
         guard case .replay(_, let key, let value) = decision else {
             Issue.record("expected a replay, got \(decision)")

@@ -169,7 +169,7 @@ enum Samples {
     static func message(
         _ id: String, offset: Int64, partition: TopicPartition = receipts, key: String? = "user-1"
     ) -> KafkaMessage {
-        let bytes = try! MessageCoding.encode(submission(id))
+        let bytes = SubmissionJSON.encode(submission(id))
         return KafkaMessage(partition: partition, offset: offset, key: key.map { Array($0.utf8) }, value: bytes)
     }
 
@@ -180,9 +180,11 @@ enum Samples {
                 bundleId: "com.example.game",
                 transactions: [
                     VerifiedTransaction(
-                        transactionId: "1000000460004095", originalTransactionId: "1000000460004095",
-                        productId: "gems_100", quantity: 1, purchaseDateMs: 1_539_946_248_000,
-                        inAppOwnershipType: "PURCHASED", environment: .production)
+                        TransactionFields(
+                            transactionId: "1000000460004095", originalTransactionId: "1000000460004095",
+                            productId: "gems_100", quantity: 1, purchaseDateMs: 1_539_946_248_000,
+                            inAppOwnershipType: "PURCHASED"),
+                        environment: .production)
                 ],
                 attempts: attempts))
     }

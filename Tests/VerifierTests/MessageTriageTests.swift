@@ -123,7 +123,7 @@ struct MessageTriageTests {
             submission: Samples.submission("s-2"), round: 2, attempts: 7, notBeforeMs: nowMs + 5_000,
             lastAppleStatus: 21005, lastError: "21005")
         let message = KafkaMessage(
-            partition: Samples.retry, offset: 4, key: Array("user-1".utf8), value: try MessageCoding.encode(record))
+            partition: Samples.retry, offset: 4, key: Array("user-1".utf8), value: RetryRecordJSON.encode(record))
         guard case .waitUntil(let due, let job) = triage.triage(message, nowMs: nowMs) else {
             Issue.record("expected waitUntil")
             return
@@ -148,7 +148,7 @@ struct MessageTriageTests {
 
     @Test func aMessageOverTheSizeLimitIsNotReadAndGoesToTheDLQOnly() throws {
         // A valid submission padded with whitespace (valid JSON): read at the limit, refused unread one byte over.
-        let submission = try MessageCoding.encode(Samples.submission("s-big"))
+        let submission = SubmissionJSON.encode(Samples.submission("s-big"))
         func padded(to size: Int, partition: TopicPartition) -> KafkaMessage {
             let value = submission + [UInt8](repeating: UInt8(ascii: " "), count: size - submission.count)
             return KafkaMessage(partition: partition, offset: 5, key: Array("k".utf8), value: value)
@@ -229,14 +229,14 @@ struct MessageTriageTests {
         static let now: Int64 = 1_700_000_100_000
 
         static func retry(_ submission: Submission, notBeforeMs: Int64) -> [UInt8] {
-            try! MessageCoding.encode(
+            RetryRecordJSON.encode(
                 RetryRecord(
                     submission: submission, round: 2, attempts: 7, notBeforeMs: notBeforeMs, lastAppleStatus: 21005,
                     lastError: "21005"))
         }
 
         static func oversized() -> [UInt8] {
-            let submission = try! MessageCoding.encode(Samples.submission("s-big"))
+            let submission = SubmissionJSON.encode(Samples.submission("s-big"))
             return submission + [UInt8](repeating: UInt8(ascii: " "), count: MessageLimits.maximumValueBytes + 1 - submission.count)
         }
 
@@ -246,7 +246,7 @@ struct MessageTriageTests {
         static let submissionFields = #""submission":{"schema_version":1,"submission_id":"s-r","receipt_data":"YQ=="}"#
 
         static let all: [Row] = [
-            Row("a well-formed submission", Samples.receipts, try! MessageCoding.encode(Samples.submission("s-1")),
+            Row("a well-formed submission", Samples.receipts, SubmissionJSON.encode(Samples.submission("s-1")),
                 .verify(id: "s-1", rounds: 0, attempts: 0)),
             Row("ids as JSON integers", Samples.receipts,
                 #"{"schema_version":1,"submission_id":77,"receipt_data":"YQ==","order_id":42}"#,

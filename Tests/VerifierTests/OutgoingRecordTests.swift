@@ -33,7 +33,8 @@ import Testing
         #expect(result.kind == .result)
     }
 
-    /// The result record carries `VerificationResultJSON`'s bytes (ReceiptModelTests hold them to `MessageCoding`'s).
+    /// The result record carries `VerificationResultJSON`'s bytes (ReceiptModelTests hold them to `JSONEncoder`'s
+    /// form).
     @Test func theResultRecordCarriesThoseBytes() throws {
         let awkward = "quote \" backslash \\ slash / tab \t newline \n nul \u{0} bell \u{7} é 日本 🎮 \u{2028}"
         let result = VerificationResult(
@@ -42,12 +43,14 @@ import Testing
             bundleId: awkward,
             transactions: [
                 VerifiedTransaction(
-                    transactionId: "1", originalTransactionId: nil, productId: "gems_100", quantity: 1,
-                    purchaseDateMs: 1_539_946_248_000, environment: .production)
+                    TransactionFields(
+                        transactionId: "1", originalTransactionId: nil, productId: "gems_100", quantity: 1,
+                        purchaseDateMs: 1_539_946_248_000),
+                    environment: .production)
             ],
             submissionFingerprint: awkward, attempts: 7, verifiedAtMs: -1, schemaVersion: 2)
         let record = factory.result(result, key: nil)
-        #expect(record.value == (try MessageCoding.encode(result)))
+        #expect(record.value == VerificationResultJSON.encode(result))
     }
 
     @Test func rewritesReadThePayloadOfTheirOwnKindOnly() {

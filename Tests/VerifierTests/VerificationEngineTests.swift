@@ -151,7 +151,7 @@ struct VerificationEngineTests {
             submission: Samples.submission("s-far"), round: 1, attempts: 2,
             notBeforeMs: clock.wallMilliseconds() + 86_400_000, lastAppleStatus: nil, lastError: "timeout")
         engine.consume(
-            KafkaMessage(partition: Samples.retry, offset: 0, key: nil, value: try MessageCoding.encode(record)))
+            KafkaMessage(partition: Samples.retry, offset: 0, key: nil, value: RetryRecordJSON.encode(record)))
         await settles("held") { clock.pendingTimers == 1 && control.paused.contains(Samples.retry) }
         clock.advance(by: .seconds(59))
         #expect(verifier.pendingIds.isEmpty)

@@ -21,24 +21,21 @@ guard CommandLine.arguments.count == 2, let count = Int(CommandLine.arguments[1]
 let nowMs = Int64(Date().timeIntervalSince1970 * 1000)
 /// Ten digits that each message overwrites with its number (its submission, order and transaction ids).
 let placeholder = "0000000000"
-let template: [UInt8]
-do {
+let template: [UInt8] = {
     let id = "20" + placeholder
     let transaction = VerifiedTransaction(
-        transactionId: id, originalTransactionId: id, productId: "com.example.game.gems100", quantity: 1,
-        purchaseDateMs: nowMs - 1_000, inAppOwnershipType: "PURCHASED", productType: .consumable,
-        credit: .object(["item": .string("gems"), "amount": .integer(100)]), price: 990_000, currency: "USD",
-        transactionReason: "PURCHASE", appTransactionId: "704289572311", environment: .production)
+        TransactionFields(
+            transactionId: id, originalTransactionId: id, productId: "com.example.game.gems100", quantity: 1,
+            purchaseDateMs: nowMs - 1_000, inAppOwnershipType: "PURCHASED", productType: .consumable, price: 990_000,
+            currency: "USD", transactionReason: "PURCHASE", appTransactionId: "704289572311"),
+        credit: .object(["item": .string("gems"), "amount": .integer(100)]), environment: .production)
     let result = VerificationResult(
         submissionId: "submission-" + placeholder, orderId: "order-" + placeholder, userId: "user-0042",
         clientId: nil, outcome: .verified, reason: nil, source: .signedTransaction, message: nil, appleStatus: nil,
         environment: .production, bundleId: "com.example.game", transactions: [transaction],
         submissionFingerprint: String(repeating: "ab", count: 32), attempts: 1, verifiedAtMs: nowMs)
-    template = try MessageCoding.encode(result)
-} catch {
-    FileHandle.standardError.write(Data("cannot encode a result: \(error)\n".utf8))
-    exit(1)
-}
+    return VerificationResultJSON.encode(result)
+}()
 /// Where the placeholder's digits are in the template.
 let digitRuns: [Range<Int>] = {
     let pattern = Array(placeholder.utf8)

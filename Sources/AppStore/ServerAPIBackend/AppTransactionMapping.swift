@@ -7,14 +7,14 @@ public enum AppTransactionMapping {
     /// `payload` in `environment` (the payload's own, already read with `SignedTransactionMapping.environment`).
     public static func appTransaction(
         _ payload: JWSAppTransactionPayload, environment: AppStoreEnvironment
-    ) -> AppleAppTransaction {
-        AppleAppTransaction(
-            environment: environment, bundleId: payload.bundleId, appTransactionId: payload.appTransactionId,
-            appAppleId: payload.appAppleId, applicationVersion: payload.applicationVersion,
+    ) -> VerifiedAppTransaction {
+        VerifiedAppTransaction(
+            appTransactionId: payload.appTransactionId, bundleId: payload.bundleId, appAppleId: payload.appAppleId,
+            applicationVersion: payload.applicationVersion,
             originalApplicationVersion: payload.originalApplicationVersion,
             originalPurchaseDateMs: payload.originalPurchaseDate, receiptCreationDateMs: payload.receiptCreationDate,
             preorderDateMs: payload.preorderDate, receiptType: payload.receiptType,
             originalPlatform: payload.originalPlatform, versionExternalIdentifier: payload.versionExternalIdentifier,
-            signedDateMs: payload.signedDate)
+            environment: environment, signedDateMs: payload.signedDate)
     }
 }

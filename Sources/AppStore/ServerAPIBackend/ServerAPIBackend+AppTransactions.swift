@@ -34,10 +34,8 @@ extension ServerAPIBackend {
                 local.environment, of: "app transaction", named: "the app transaction's receiptType",
                 otherwise: completion)
         else { return }
-        let policy = configuration.policy
-        guard configuration.confirmSignedTransactions, let client, let bundleId = local.bundleId,
-            policy.allowedBundleIds.contains(bundleId), !(environment == .sandbox && policy.sandboxPolicy == .reject),
-            let appTransactionId = local.appTransactionId, !appTransactionId.isEmpty
+        guard let client = confirmingClient(bundleId: local.bundleId, environment: environment),
+            let bundleId = local.bundleId, let appTransactionId = local.appTransactionId, !appTransactionId.isEmpty
         else {
             completion(BackendAnswer(
                 result: .appTransaction(AppTransactionMapping.appTransaction(local, environment: environment)),
@@ -71,20 +69,12 @@ extension ServerAPIBackend {
                 info.signedAppTransactionInfo, as: JWSAppTransactionPayload.self, signedDate: \.validationDateMs
             ).payload
         } catch {
-            return Self.refused(
-                error,
-                "the App Store Server API's signedAppTransactionInfo was refused: \(error.message) (check "
-                    + "APPLE_ROOT_CERTIFICATES and APPLE_SERVER_API_URL)",
-                source: .serverAPI, calls: calls)
-        }
-        guard payload.appTransactionId == appTransactionId else {
-            return Self.rejected(
-                .invalidReceipt,
-                "Apple's signed answer about app transaction \(appTransactionId) is about app transaction "
-                    + "\(payload.appTransactionId ?? "(none)")", source: .serverAPI, calls: calls)
+            return Self.refusedAnswer(error, member: "signedAppTransactionInfo", calls: calls)
         }
         if let mismatch = Self.mismatch(
-            bundleId: payload.bundleId, asked: bundleId, environment: payload.environment, asked: environment,
+            "app transaction", asked: appTransactionId, answered: payload.appTransactionId,
+            isAbout: payload.appTransactionId == appTransactionId, bundleId: payload.bundleId, asked: bundleId,
+            environment: payload.environment, asked: environment,
             signedFor: "receiptType \(payload.receiptType ?? "(none)")", calls: calls)
         {
             return mismatch

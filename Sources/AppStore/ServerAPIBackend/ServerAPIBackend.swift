@@ -146,10 +146,8 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
         else { return }
         // Judged on the device's copy alone: unconfirmed, or a verdict the rules give locally whatever Apple would
         // say (a bundle not allowed, a sandbox transaction under SANDBOX_POLICY=reject), which spends no call.
-        guard configuration.confirmSignedTransactions, let client, let bundleId = identity.bundleId,
-            configuration.policy.allowedBundleIds.contains(bundleId),
-            !(environment == .sandbox && configuration.policy.sandboxPolicy == .reject),
-            let transactionId = identity.transactionId
+        guard let client = confirmingClient(bundleId: identity.bundleId, environment: environment),
+            let bundleId = identity.bundleId, let transactionId = identity.transactionId
         else {
             let local: JWSTransactionPayload
             do {
@@ -191,20 +189,12 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
         do {
             payload = try verifiedTransaction(info.signedTransactionInfo)
         } catch {
-            return Self.refused(
-                error,
-                "the App Store Server API's signedTransactionInfo was refused: \(error.message) (check "
-                    + "APPLE_ROOT_CERTIFICATES and APPLE_SERVER_API_URL)",
-                source: .serverAPI, calls: calls)
-        }
-        guard payload.transactionId == expectedTransactionId || payload.originalTransactionId == expectedTransactionId
-        else {
-            return Self.rejected(
-                .invalidReceipt,
-                "Apple's signed answer about transaction \(expectedTransactionId) is about transaction "
-                    + "\(payload.transactionId ?? "(none)")", source: .serverAPI, calls: calls)
+            return Self.refusedAnswer(error, member: "signedTransactionInfo", calls: calls)
         }
         if let mismatch = Self.mismatch(
+            "transaction", asked: expectedTransactionId, answered: payload.transactionId,
+            isAbout: payload.transactionId == expectedTransactionId
+                || payload.originalTransactionId == expectedTransactionId,
             bundleId: payload.bundleId, asked: bundleId, environment: payload.environment, asked: environment,
             signedFor: "environment \(payload.environment?.rawValue ?? "(none)")", calls: calls)
         {
@@ -407,8 +397,7 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
         let localEnvironment = named ?? request.startEnvironment
         let local = AppleReceipt(environment: localEnvironment, bundleId: receipt.bundleId, inApp: [])
         let policy = configuration.policy
-        guard let bundleId = receipt.bundleId, policy.allowedBundleIds.contains(bundleId),
-            !(named == .sandbox && policy.sandboxPolicy == .reject)
+        guard !policy.rejectsUnasked(bundleId: receipt.bundleId, environment: named), let bundleId = receipt.bundleId
         else {
             completion(BackendAnswer(result: .receipt(local), source: .serverAPI, calls: 0,
                                      environment: localEnvironment))
@@ -563,6 +552,16 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
 
     // MARK: Helpers
 
+    /// The client that confirms a device's signed copy of `bundleId` in `environment` with Apple, or nil when the copy
+    /// is judged alone: unconfirmed (`confirmSignedTransactions` off, no Server API client), or a verdict the rules
+    /// give whatever Apple would say, which spends no call.
+    func confirmingClient(bundleId: String?, environment: AppStoreEnvironment) -> AppStoreServerAPIClient? {
+        guard configuration.confirmSignedTransactions,
+            !configuration.policy.rejectsUnasked(bundleId: bundleId, environment: environment)
+        else { return nil }
+        return client
+    }
+
     private func verifiedTransaction(_ jws: String) throws(SignedDataError) -> JWSTransactionPayload {
         try signedData.verify(jws).decode(JWSTransactionPayload.self)
     }
@@ -591,6 +590,15 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
             message: "revocation status unavailable: \(error.message)")
     }
 
+    /// `refused` for a Server API answer's signed member (`signedTransactionInfo`, `signedAppTransactionInfo`).
+    static func refusedAnswer(_ error: SignedDataError, member: String, calls: Int) -> BackendAnswer {
+        refused(
+            error,
+            "the App Store Server API's \(member) was refused: \(error.message) (check APPLE_ROOT_CERTIFICATES and "
+                + "APPLE_SERVER_API_URL)",
+            source: .serverAPI, calls: calls)
+    }
+
     /// A failure that is not "not found": retryable, rate limited, or our configuration.
     /// The environment a device's signed copy (`copy`) names in `field`; nil after answering `otherwise` for one never
     /// served: StoreKit testing data (Xcode, LocalTesting) is `sandbox_not_allowed`, an unknown or absent name
@@ -613,13 +621,21 @@ public final class ServerAPIBackend: ReceiptVerificationBackend {
         return nil
     }
 
-    /// Why Apple's signed answer is not about what was asked, or nil when it is: another bundle than `asked` (nil: not
-    /// checked) is `bundle_mismatch`; signed for another environment than the one asked (`signedFor` names the field
-    /// and its value) `invalid_receipt`.
+    /// Why Apple's signed answer is not about what was asked, or nil when it is: about another `kind` (`transaction`,
+    /// `app transaction`) than `askedId` (`isAbout` false; `answeredId` is the answer's) is `invalid_receipt`; another
+    /// bundle than `asked` (nil: not checked) `bundle_mismatch`; signed for another environment than the one asked
+    /// (`signedFor` names the field and its value) `invalid_receipt`.
     static func mismatch(
-        bundleId: String?, asked askedBundleId: String?, environment: SignedEnvironment?,
-        asked askedEnvironment: AppStoreEnvironment, signedFor: @autoclosure () -> String, calls: Int
+        _ kind: String, asked askedId: String, answered answeredId: String?, isAbout: Bool, bundleId: String?,
+        asked askedBundleId: String?, environment: SignedEnvironment?, asked askedEnvironment: AppStoreEnvironment,
+        signedFor: @autoclosure () -> String, calls: Int
     ) -> BackendAnswer? {
+        guard isAbout else {
+            return rejected(
+                .invalidReceipt,
+                "Apple's signed answer about \(kind) \(askedId) is about \(kind) \(answeredId ?? "(none)")",
+                source: .serverAPI, calls: calls)
+        }
         if let askedBundleId, bundleId != askedBundleId {
             return rejected(
                 .bundleMismatch,

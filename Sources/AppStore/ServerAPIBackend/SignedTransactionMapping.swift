@@ -60,7 +60,7 @@ public enum SignedTransactionMapping {
         case .value, .unreadable: unreadableCrediting.append("quantity")
         }
         if case .unreadable = payload.isUpgraded { unreadableCrediting.append("isUpgraded") }
-        return AppleTransaction(
+        let fields = TransactionFields(
             transactionId: transactionId, originalTransactionId: payload.originalTransactionId, productId: productId,
             quantity: quantity, purchaseDateMs: purchaseDate,
             expiresDateMs: payload.expiresDate, cancellationDateMs: payload.revocationDate.value,
@@ -71,13 +71,14 @@ public enum SignedTransactionMapping {
             productType: payload.type.flatMap { ReceiptModel.ProductType(appleType: $0.rawValue) },
             revocationType: payload.revocationType?.rawValue,
             revocationPercentage: payload.revocationPercentage.value.map { Int(clamping: $0) },
-            unreadableCancellationFields: unreadable, isUpgraded: payload.isUpgraded.value ?? false,
-            price: payload.price, currency: payload.currency, transactionReason: payload.transactionReason?.rawValue,
-            unreadableCreditingFields: unreadableCrediting, offerDiscountType: payload.offerDiscountType,
+            isUpgraded: payload.isUpgraded.value ?? false, price: payload.price, currency: payload.currency,
+            transactionReason: payload.transactionReason?.rawValue, offerDiscountType: payload.offerDiscountType,
             offerPeriod: payload.offerPeriod, billingPlanType: payload.billingPlanType,
             commitmentInfo: payload.commitmentInfo, appTransactionId: payload.appTransactionId,
             offerType: payload.offerType, offerIdentifier: payload.offerIdentifier, storefront: payload.storefront,
             storefrontId: payload.storefrontId)
+        return AppleTransaction(
+            fields, unreadableCancellationFields: unreadable, unreadableCreditingFields: unreadableCrediting)
     }
 
     /// The verdict rules' input for verified payloads of one app and environment: `named` are the transactions the

@@ -10,7 +10,7 @@ import ReceiptModel
 /// Expectations (`expected_transaction_id`, `expected_product_id`, `expected_app_account_token`) name in-app
 /// purchases, which an app transaction is not: they are not judged here.
 public enum AppTransactionRules {
-    public static func evaluate(_ app: AppleAppTransaction, policy: VerdictPolicy) -> Verdict {
+    public static func evaluate(_ app: VerifiedAppTransaction, policy: VerdictPolicy) -> Verdict {
         guard let bundleId = app.bundleId, policy.allowedBundleIds.contains(bundleId) else {
             let shown = app.bundleId.map { "'\($0)'" } ?? "absent"
             return .rejected(
@@ -20,6 +20,6 @@ public enum AppTransactionRules {
             return .rejected(
                 .sandboxNotAllowed, "the app transaction is from the Sandbox, and SANDBOX_POLICY is reject")
         }
-        return .verified(app.verified(bundleId: bundleId))
+        return .verified(app)
     }
 }

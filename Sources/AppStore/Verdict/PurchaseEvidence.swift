@@ -39,7 +39,7 @@ struct PurchaseEvidence {
         if !transaction.unreadableCreditingFields.isEmpty, !unreadableCreditingIds.contains(id) {
             unreadableCreditingIds.append(id)
         }
-        let purchase = transaction.creditKey(environment)
+        let purchase = transaction.fields.creditKey(environment)
         guard var known = byPurchase[purchase] else {
             byPurchase[purchase] = transaction
             return
@@ -53,7 +53,7 @@ struct PurchaseEvidence {
     func merged(into transaction: AppleTransaction) -> AppleTransaction {
         var result = transaction
         // The common case, no purchase shows anything, builds no key.
-        if !byPurchase.isEmpty, let other = byPurchase[transaction.creditKey(environment)] {
+        if !byPurchase.isEmpty, let other = byPurchase[transaction.fields.creditKey(environment)] {
             Self.merge(other, into: &result)
         }
         if result.appAccountToken?.isEmpty ?? true, let token = tokenById[transaction.transactionId] {

@@ -32,6 +32,14 @@ public struct VerdictPolicy: Sendable, Equatable {
         self.sandboxPolicy = sandboxPolicy
         self.appAccountTokenPolicy = appAccountTokenPolicy
     }
+
+    /// The rules reject a proof of `bundleId` in `environment` whatever Apple would say: the bundle is absent or not
+    /// allowed, or it is a sandbox one under `SANDBOX_POLICY=reject`. Asking Apple about it would spend a call for
+    /// nothing.
+    public func rejectsUnasked(bundleId: String?, environment: AppStoreEnvironment?) -> Bool {
+        guard let bundleId, allowedBundleIds.contains(bundleId) else { return true }
+        return environment == .sandbox && sandboxPolicy == .reject
+    }
 }
 
 /// What the submitter says it bought (`expected_transaction_id`, `expected_product_id`,

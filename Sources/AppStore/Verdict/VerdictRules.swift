@@ -195,21 +195,11 @@ public enum VerdictRules {
             listed = catalog == nil || entry != nil
             let subscription = apple.expiresDateMs != nil || apple.webOrderLineItemId != nil
             let reason = Self.notCreditableReason(apple, listed: listed, credit: entry?.credit)
+            var fields = apple.fields
+            fields.appAccountToken = Self.token(apple)
+            fields.productType = apple.productType ?? entry?.type ?? (subscription ? .autoRenewable : nil)
             transaction = VerifiedTransaction(
-                transactionId: apple.transactionId, originalTransactionId: apple.originalTransactionId,
-                productId: apple.productId, quantity: apple.quantity, purchaseDateMs: apple.purchaseDateMs,
-                expiresDateMs: apple.expiresDateMs, cancellationDateMs: apple.cancellationDateMs,
-                cancellationReason: apple.cancellationReason, webOrderLineItemId: apple.webOrderLineItemId,
-                inAppOwnershipType: apple.inAppOwnershipType, isTrialPeriod: apple.isTrialPeriod,
-                appAccountToken: Self.token(apple),
-                productType: apple.productType ?? entry?.type ?? (subscription ? .autoRenewable : nil),
-                revocationType: apple.revocationType, revocationPercentage: apple.revocationPercentage,
-                creditable: reason == nil, credit: entry?.credit, isUpgraded: apple.isUpgraded, price: apple.price,
-                currency: apple.currency, transactionReason: apple.transactionReason, notCreditableReason: reason,
-                offerDiscountType: apple.offerDiscountType, offerPeriod: apple.offerPeriod,
-                billingPlanType: apple.billingPlanType, commitmentInfo: apple.commitmentInfo,
-                appTransactionId: apple.appTransactionId, offerType: apple.offerType,
-                offerIdentifier: apple.offerIdentifier, storefront: apple.storefront, storefrontId: apple.storefrontId,
+                fields, creditable: reason == nil, credit: entry?.credit, notCreditableReason: reason,
                 environment: environment)
         }
 

@@ -66,7 +66,7 @@ public struct BackendAnswer: Sendable, Equatable {
         case receipt(AppleReceipt)
         /// Apple's signature vouches for an app transaction (and Apple confirmed it, when asked): judge it with
         /// `AppTransactionRules`.
-        case appTransaction(AppleAppTransaction)
+        case appTransaction(VerifiedAppTransaction)
         /// No answer usable now (5xx, timeout, retryable status...): may be retried.
         case retryable(StatusClassification.RetryKind)
         /// A permanent no from Apple.

@@ -100,14 +100,18 @@ public final class VerifyReceiptBackend: ReceiptVerificationBackend {
             }
             if case .redirect(let target) = answer.classification {
                 // Followed once; an endpoint sending us back, or to itself, is Apple being confused: retry later.
-                guard !redirected, target != environment else {
-                    let problem = target == environment ? "redirected to itself" : "redirected back"
+                // An answer the verifier retries later, starting at `environment`.
+                func retryLater(in environment: AppStoreEnvironment, because problem: String) {
                     completion(
                         BackendAnswer(
                             result: .retryable(.transient), calls: calls + 1, appleStatus: answer.appleStatus,
-                            environment: environment,
-                            message: "\(environment.rawValue) verifyReceipt \(problem) "
-                                + "(status \(answer.appleStatus ?? 0))"))
+                            environment: environment, message: problem))
+                }
+                guard !redirected, target != environment else {
+                    let problem = target == environment ? "redirected to itself" : "redirected back"
+                    retryLater(
+                        in: environment,
+                        because: "\(environment.rawValue) verifyReceipt \(problem) (status \(answer.appleStatus ?? 0))")
                     return
                 }
                 var redirectTimeoutMs = timeoutMs
@@ -117,12 +121,10 @@ public final class VerifyReceiptBackend: ReceiptVerificationBackend {
                         deadline.uptimeNanoseconds > now ? Int((deadline.uptimeNanoseconds - now) / 1_000_000) : 0
                     guard leftMs >= Self.minimumRedirectMs else {
                         // Where the receipt lives is known now (the verifier starts its retry there).
-                        completion(
-                            BackendAnswer(
-                                result: .retryable(.transient), calls: calls + 1, appleStatus: answer.appleStatus,
-                                environment: target,
-                                message: "\(environment.rawValue) verifyReceipt redirected to \(target.rawValue) "
-                                    + "with \(leftMs) ms left before the deadline"))
+                        retryLater(
+                            in: target,
+                            because: "\(environment.rawValue) verifyReceipt redirected to \(target.rawValue) "
+                                + "with \(leftMs) ms left before the deadline")
                         return
                     }
                     redirectTimeoutMs = min(timeoutMs ?? leftMs, leftMs)

@@ -1,3 +1,5 @@
+import ReceiptModel
+
 extension TransactionEntry {
     /// One verifyReceipt transaction object by its field names (the flat iOS 6 receipt uses the same ones, plus `bid`
     /// for the bundle id), over either tree (`VerifyReceiptFields`).
@@ -18,20 +20,21 @@ extension TransactionEntry {
         let crediting = try readCrediting(fields)
         return .usable(
             AppleTransaction(
-                transactionId: transactionId,
-                originalTransactionId: try fields.string("original_transaction_id"),
-                productId: productId,
-                quantity: crediting.quantity,
-                purchaseDateMs: purchaseDateMs,
-                expiresDateMs: expiresDateMs,
-                cancellationDateMs: cancellation.dateMs,
-                cancellationReason: cancellation.reason,
-                webOrderLineItemId: try fields.string("web_order_line_item_id"),
-                inAppOwnershipType: try fields.string("in_app_ownership_type"),
-                isTrialPeriod: try fields.bool("is_trial_period") ?? false,
-                appAccountToken: try fields.string("app_account_token").flatMap { $0.isEmpty ? nil : $0 },
+                TransactionFields(
+                    transactionId: transactionId,
+                    originalTransactionId: try fields.string("original_transaction_id"),
+                    productId: productId,
+                    quantity: crediting.quantity,
+                    purchaseDateMs: purchaseDateMs,
+                    expiresDateMs: expiresDateMs,
+                    cancellationDateMs: cancellation.dateMs,
+                    cancellationReason: cancellation.reason,
+                    webOrderLineItemId: try fields.string("web_order_line_item_id"),
+                    inAppOwnershipType: try fields.string("in_app_ownership_type"),
+                    isTrialPeriod: try fields.bool("is_trial_period") ?? false,
+                    appAccountToken: try fields.string("app_account_token").flatMap { $0.isEmpty ? nil : $0 },
+                    isUpgraded: crediting.isUpgraded),
                 unreadableCancellationFields: cancellation.unreadable,
-                isUpgraded: crediting.isUpgraded,
                 unreadableCreditingFields: crediting.unreadable))
     }
 

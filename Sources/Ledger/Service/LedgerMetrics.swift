@@ -111,4 +111,23 @@ struct LedgerMetrics: Sendable {
         case .conflict: tokenDeclarationConflicts
         }
     }
+
+    /// Counts what a committed transaction decided (a batch's, or the stranded claims' resolution): one place that
+    /// maps every figure of `BatchSummary` to its counter, so no caller forgets one. Messages applied are counted by
+    /// the caller, which knows their topics.
+    func count(_ summary: BatchSummary) {
+        alreadyApplied.increment(by: summary.alreadyApplied)
+        duplicateEvents.increment(by: summary.duplicateEvents)
+        refusedClaims.increment(by: summary.refusedClaims)
+        transfers.increment(by: summary.transfers)
+        deadLetters.increment(by: summary.deadLettered)
+        resolvedClaims.increment(by: summary.resolvedClaims)
+        rederivedKeys.increment(by: summary.rederivedKeys)
+        sandboxCredits.increment(by: summary.sandboxCredits)
+        declinedClaims.increment(by: summary.declinedClaims)
+        staleEvents.increment(by: summary.staleEvents)
+        upgrades.increment(by: summary.upgrades)
+        wallet.unrecoveredUnits.increment(by: summary.unrecoveredUnits)
+        wallet.debtUnits.increment(by: summary.debtUnits)
+    }
 }

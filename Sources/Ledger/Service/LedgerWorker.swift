@@ -187,13 +187,7 @@ final class LedgerWorker: Sendable {
                     try store.resolveStrandedClaims(on: connection, nowMs: SystemTime.wallMilliseconds())
                 }
                 guard summary.resolvedClaims > 0 else { return }
-                metrics.resolvedClaims.increment(by: summary.resolvedClaims)
-                metrics.refusedClaims.increment(by: summary.refusedClaims)
-                metrics.declinedClaims.increment(by: summary.declinedClaims)
-                metrics.sandboxCredits.increment(by: summary.sandboxCredits)
-                metrics.upgrades.increment(by: summary.upgrades)
-                metrics.wallet.unrecoveredUnits.increment(by: summary.unrecoveredUnits)
-                metrics.wallet.debtUnits.increment(by: summary.debtUnits)
+                metrics.count(summary)
                 logger.warning(
                     "claims parked on an app_account_token whose owner was known are applied",
                     ["claims": .int(summary.resolvedClaims), "refused_claims": .int(summary.refusedClaims)])
@@ -305,19 +299,7 @@ final class LedgerWorker: Sendable {
         let appliedResults = min(results, applied)
         metrics.appliedResults.increment(by: appliedResults)
         metrics.appliedEvents.increment(by: applied - appliedResults)
-        metrics.alreadyApplied.increment(by: summary.alreadyApplied)
-        metrics.duplicateEvents.increment(by: summary.duplicateEvents)
-        metrics.refusedClaims.increment(by: summary.refusedClaims)
-        metrics.transfers.increment(by: summary.transfers)
-        metrics.deadLetters.increment(by: summary.deadLettered)
-        metrics.resolvedClaims.increment(by: summary.resolvedClaims)
-        metrics.rederivedKeys.increment(by: summary.rederivedKeys)
-        metrics.sandboxCredits.increment(by: summary.sandboxCredits)
-        metrics.declinedClaims.increment(by: summary.declinedClaims)
-        metrics.staleEvents.increment(by: summary.staleEvents)
-        metrics.upgrades.increment(by: summary.upgrades)
-        metrics.wallet.unrecoveredUnits.increment(by: summary.unrecoveredUnits)
-        metrics.wallet.debtUnits.increment(by: summary.debtUnits)
+        metrics.count(summary)
         // A partition whose offsets jumped past its stored one: nothing of it from the jump on was applied; held.
         if !summary.offsetJumps.isEmpty { starts.offsetsJumped(summary.offsetJumps) }
         if summary.deadLettered > 0 {

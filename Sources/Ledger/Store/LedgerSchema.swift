@@ -3,14 +3,14 @@ import Postgres
 /// The ledger's tables, created and migrated by the ledger itself. Each migration runs once, in its own transaction,
 /// under an advisory lock (several instances starting together migrate once); `schema_migrations` records what ran.
 /// Never edit a released migration: add the next version.
-public enum LedgerSchema {
+public enum LedgerSchema: VersionedSchema {
     /// Any 64-bit number unique to this application's advisory locks.
-    static let migrationLockKey: Int64 = 0x1ed6_e0a1
+    public static let migrationLockKey: Int64 = 0x1ed6_e0a1
     /// The first key of the two-key advisory locks a batch takes on the ids and tokens it links or waits on (a
     /// key space apart from `migrationLockKey`'s).
     static let linkLockNamespace: Int32 = 0x1ed6
 
-    static let migrations: [(version: Int64, statements: [String])] = [
+    public static let migrations: [(version: Int64, statements: [String])] = [
         (
             1,
             [
@@ -461,17 +461,9 @@ public enum LedgerSchema {
         "translate(\(column), 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"
     }
 
-    /// The newest schema version this build knows.
-    public static var currentVersion: Int64 { migrations.last?.version ?? 0 }
+    public static let versionsTable = "schema_migrations"
 
-    /// Applies every migration not applied yet. Idempotent; safe with several instances starting at once.
-    /// - Returns: the versions applied now (empty when the schema was current).
-    @discardableResult
-    public static func migrate(_ connection: PostgresConnection) throws(PostgresError) -> [Int64] {
-        try PostgresMigrations.apply(
-            migrations, on: connection, versionsTable: "schema_migrations", lockKey: migrationLockKey
-        ) { newest, known in
-            "the database schema is version \(newest), newer than this build's \(known): upgrade the ledger"
-        }
+    public static func newerThanBuild(_ newest: Int64, _ known: Int64) -> String {
+        "the database schema is version \(newest), newer than this build's \(known): upgrade the ledger"
     }
 }

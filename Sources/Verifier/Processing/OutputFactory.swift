@@ -146,7 +146,7 @@ public struct OutputFactory: Sendable {
 
     func retry(_ record: RetryRecord, key: [UInt8]?) -> OutgoingRecord {
         OutgoingRecord(
-            .retry(record), topic: topics.retry, key: key, value: MessageCoding.encodeMessage(record),
+            .retry(record), topic: topics.retry, key: key, value: RetryRecordJSON.encode(record),
             headers: [(MessageHeaders.submissionId, record.submission.submissionId)])
     }
 }
