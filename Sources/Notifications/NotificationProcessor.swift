@@ -187,12 +187,8 @@ public struct NotificationProcessor: Sendable {
         _ jws: String?, bundleId: String, environment: AppStoreEnvironment, uuid: String
     ) throws(NotificationRejection) -> JWSTransactionPayload? {
         guard let jws else { return nil }
-        let transaction: JWSTransactionPayload
-        do {
-            transaction = try verifier.verify(jws, as: JWSTransactionPayload.self) { $0.signedDate }.payload
-        } catch {
-            throw NotificationRejection.signedData(error, "data.signedTransactionInfo", notificationUUID: uuid)
-        }
+        let transaction = try verified(
+            jws, as: JWSTransactionPayload.self, field: "data.signedTransactionInfo", uuid: uuid) { $0.signedDate }
         try Self.sameApp(
             transaction.bundleId, transaction.environment, of: "data.signedTransactionInfo",
             environmentField: "data.signedTransactionInfo", as: bundleId, environment, uuid: uuid)
@@ -210,12 +206,9 @@ public struct NotificationProcessor: Sendable {
             throw NotificationRejection(
                 .malformedSubmission, "appData.signedAppTransactionInfo is not a string", notificationUUID: uuid)
         }
-        let app: JWSAppTransactionPayload
-        do {
-            app = try verifier.verify(jws, as: JWSAppTransactionPayload.self, signedDate: \.validationDateMs).payload
-        } catch {
-            throw NotificationRejection.signedData(error, "appData.signedAppTransactionInfo", notificationUUID: uuid)
-        }
+        let app = try verified(
+            jws, as: JWSAppTransactionPayload.self, field: "appData.signedAppTransactionInfo", uuid: uuid,
+            signedDate: \.validationDateMs)
         try Self.sameApp(
             app.bundleId, app.environment, of: "appData.signedAppTransactionInfo",
             environmentField: "appData.signedAppTransactionInfo's receiptType", as: bundleId, environment, uuid: uuid)
@@ -226,14 +219,22 @@ public struct NotificationProcessor: Sendable {
         throws(NotificationRejection) -> JWSRenewalInfoPayload?
     {
         guard let jws else { return nil }
-        let renewal: JWSRenewalInfoPayload
-        do {
-            renewal = try verifier.verify(jws, as: JWSRenewalInfoPayload.self) { $0.signedDate }.payload
-        } catch {
-            throw NotificationRejection.signedData(error, "data.signedRenewalInfo", notificationUUID: uuid)
-        }
+        let renewal = try verified(
+            jws, as: JWSRenewalInfoPayload.self, field: "data.signedRenewalInfo", uuid: uuid) { $0.signedDate }
         try Self.sameEnvironment(renewal.environment, environment, of: "data.signedRenewalInfo", uuid: uuid)
         return renewal
+    }
+
+    /// Signed data of the notification's `field`, verified against Apple's roots at the date `signedDate` reads
+    /// and decoded as `type`; any failure is the notification's rejection, naming the field.
+    private func verified<Payload: Decodable>(
+        _ jws: String, as type: Payload.Type, field: String, uuid: String, signedDate: (Payload) -> Int64?
+    ) throws(NotificationRejection) -> Payload {
+        do {
+            return try verifier.verify(jws, as: type, signedDate: signedDate).payload
+        } catch {
+            throw NotificationRejection.signedData(error, field, notificationUUID: uuid)
+        }
     }
 
     /// Signed data inside the notification (`what`) must be for the notification's app and environment: another
