@@ -36,15 +36,16 @@ public func testOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
 
 func checkCreditTravels(_ productId: String, _ entry: ProductCatalog.Entry) {
     let transaction = VerifiedTransaction(
-        transactionId: "2000000000000001", originalTransactionId: "2000000000000001", productId: productId,
-        quantity: 1, purchaseDateMs: 1_764_489_600_000, productType: entry.type, credit: entry.credit,
-        environment: .production)
+        TransactionFields(
+            transactionId: "2000000000000001", originalTransactionId: "2000000000000001", productId: productId,
+            quantity: 1, purchaseDateMs: 1_764_489_600_000, productType: entry.type),
+        credit: entry.credit, environment: .production)
     let result = VerificationResult(
         submissionId: "s-1", orderId: nil, userId: nil, outcome: .verified, reason: nil, message: nil,
         appleStatus: 0, environment: .production, bundleId: "com.example.game", transactions: [transaction],
         attempts: 1, verifiedAtMs: 1_764_489_600_000)
-    guard let value = try? MessageCoding.encode(result),
-        let decoded = try? MessageCoding.decode(VerificationResult.self, from: value),
+    let value = VerificationResultJSON.encode(result)
+    guard let decoded = try? MessageCoding.decode(VerificationResult.self, from: value),
         decoded.transactions.first?.credit == entry.credit
     else {
         FuzzDriver.violated("a catalog credit does not survive a result's encoding unchanged")
