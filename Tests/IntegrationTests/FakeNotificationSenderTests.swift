@@ -63,7 +63,15 @@ import TestSupport
                 + "http%3A%2F%2F127.0.0.1%3A9%2Fnowhere")
         let uuid = try #require(response.jsonObject?["notification_uuid"] as? String)
         #expect(response.jsonObject?["retries_left"] as? Int == 0)
-        try await Task.sleep(for: .seconds(1))
+        // A production notification sent after it to the same place is retried on the schedule: once its last retry
+        // was made, any retry of the sandbox one (due earlier) would have been made too.
+        let production = try await TestHTTPClient.send(
+            "POST", sender.url + "/admin/notifications/send?type=TEST&url=http%3A%2F%2F127.0.0.1%3A9%2Fnowhere")
+        let productionUUID = try #require(production.jsonObject?["notification_uuid"] as? String)
+        #expect(production.jsonObject?["retries_left"] as? Int == 2)
+        #expect(await eventually(timeout: .seconds(15)) {
+            (try? await attempts(sender, uuid: productionUUID).results.count) == 3
+        })
         let state = try await attempts(sender, uuid: uuid)
         #expect(!state.delivered && state.results.count == 1)
         await sender.stop()

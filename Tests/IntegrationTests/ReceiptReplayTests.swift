@@ -63,7 +63,12 @@ import TestSupport
         follower.start()
         defer { follower.close(timeout: .seconds(5)) }
         #expect(await eventually(timeout: .seconds(15)) { received.withLock { !$0.isEmpty } })
-        try await Task.sleep(for: .milliseconds(500))
+        // receipt-replay exited after Kafka acknowledged its writes: the topic's offsets count every record it wrote,
+        // and the follower has read them all once it holds that many.
+        #expect(follower.partitions == [0, 1], "both partitions of the submissions topic are counted")
+        let written = try follower.watermarks().values.reduce(0) { $0 + $1.high - $1.low }
+        #expect(written == 1, "receipt-replay wrote \(written) records onto the submissions topic")
+        #expect(await eventually(timeout: .seconds(15)) { received.withLock { Int64($0.count) } == written })
         let messages = received.withLock { $0 }
         #expect(messages.count == 1)
         let replayed = try MessageCoding.decode(Submission.self, from: try #require(messages.first).value)
