@@ -59,7 +59,13 @@ import TestSupport
         try rival.execute("BEGIN")
         try rival.execute("SET LOCAL deadlock_timeout = '1h'")
         try rival.execute(
-            "SELECT 1 FROM wallet_lots WHERE user_id = 'u1' AND lot_key = $1 FOR UPDATE", [.text(F.key("p1"))])
+            // u1's lot has no row yet (schema 12: written when first drawn on): the rival writes it, uncommitted,
+            // so the batch's first write of it waits.
+            """
+            INSERT INTO wallet_lots (user_id, lot_key, book, item, kind, amount, added_at_ms)
+            SELECT owner, credit_key, book, grant_name, 'purchase', lot_amount, lot_added_at_ms FROM purchases
+            WHERE credit_key = $1
+            """, [.text(F.key("p1"))])
         try gate.execute("BEGIN")
         try gate.execute("SET LOCAL deadlock_timeout = '1h'")
         try gate.execute("SELECT 1 FROM balances WHERE user_id = 'u2' FOR UPDATE")

@@ -77,10 +77,16 @@ import TestSupport
             db.append([WalletStoreTests.refund("p1", eventId: "r1")], to: F.topics.events)
                 + db.append([WalletStoreTests.purchase("p2")], to: F.topics.results))
         #expect(try db.count("wallet_history") == 2, "the debit and the credit beside it")
-        let lots = try db.connection.execute(
-            "SELECT lot_key FROM wallet_lots WHERE history_seq IS NOT NULL ORDER BY lot_key"
-        ).rows.map { row throws(PostgresError) in try row.string("lot_key") }
-        #expect(lots == [F.key("p1")])
+        // p1's entry was numbered with its credit (schema 12: its purchase carries it; the refund wrote its lot's
+        // row, which carries none); p2's untouched lot is its purchase's, its entry a row.
+        let carried = try db.connection.execute(
+            "SELECT credit_key FROM purchases WHERE lot_history_seq IS NOT NULL ORDER BY credit_key"
+        ).rows.map { row throws(PostgresError) in try row.string("credit_key") }
+        #expect(carried == [F.key("p1")])
+        #expect(try db.count("wallet_lots") == 1)
+        #expect(
+            try db.connection.execute("SELECT count(*) AS n FROM wallet_lots WHERE history_seq IS NOT NULL").rows[0]
+                .int64("n") == 0)
         let rows = try Self.entries(from: "wallet_history_entries", on: db.connection)
         #expect(rows.count == 3)
         let kinds = try db.history().map { $0["kind"] as? String }
@@ -126,7 +132,7 @@ import TestSupport
         let before = try Self.entries(from: "wallet_history", on: db.connection)
         let files = "SELECT pg_relation_filenode('purchases') AS purchases, pg_relation_filenode('wallet_lots') AS lots"
         let filesBefore = try db.connection.execute(files).rows[0]
-        #expect(try LedgerSchema.migrate(db.connection) == [11])
+        #expect(try LedgerSchema.migrate(db.connection) == [11, 12])
         let filesAfter = try db.connection.execute(files).rows[0]
         #expect(
             try filesAfter.int64("purchases") == filesBefore.int64("purchases")
@@ -158,7 +164,7 @@ import TestSupport
         #expect(try Self.pagedKeys("u1", limit: 50, on: db.connection).first == F.key("p4"))
         let numbers = try db.connection.execute(
             """
-            SELECT (SELECT history_seq FROM wallet_lots WHERE lot_key = $1) AS new,
+            SELECT (SELECT lot_history_seq FROM purchases WHERE credit_key = $1) AS new,
                 (SELECT max(seq) FROM wallet_history_entries WHERE key <> $1) AS old
             """, [.text(F.key("p4"))]
         ).rows[0]

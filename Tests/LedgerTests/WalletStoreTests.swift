@@ -494,7 +494,7 @@ extension LedgerDatabase {
 
     func lot(_ user: String, _ key: String) throws -> Lot? {
         try connection.execute(
-            "SELECT amount, spent, taken, covered FROM wallet_lots WHERE user_id = $1 AND lot_key = $2",
+            "SELECT amount, spent, taken, covered FROM wallet_lot_states WHERE user_id = $1 AND lot_key = $2",
             [.text(user), .text(key)]
         ).rows.first.map { row throws(PostgresError) in
             Lot(
@@ -524,7 +524,7 @@ extension PostgresConnection {
         let rows = try connection.execute(
             """
             SELECT b.user_id, b.book, b.item, b.amount, b.debt, b.unrecovered,
-                coalesce((SELECT sum(amount - spent - taken - covered) FROM wallet_lots l
+                coalesce((SELECT sum(amount - spent - taken - covered) FROM wallet_lot_states l
                     WHERE l.user_id = b.user_id AND l.book = b.book AND l.item = b.item), 0) AS remaining,
                 coalesce((SELECT sum(debt) FROM wallet_clawbacks c
                     WHERE c.user_id = b.user_id AND c.book = b.book AND c.item = b.item), 0) AS owed,
@@ -543,7 +543,7 @@ extension PostgresConnection {
         }
         let orphans = try connection.execute(
             """
-            SELECT count(*) AS n FROM wallet_lots l WHERE NOT EXISTS (
+            SELECT count(*) AS n FROM wallet_lot_states l WHERE NOT EXISTS (
                 SELECT 1 FROM balances b WHERE b.user_id = l.user_id AND b.book = l.book AND b.item = l.item)
             """
         ).rows[0].int64("n")
@@ -555,7 +555,7 @@ extension PostgresConnection {
                 coalesce((SELECT sum(t.amount) FROM wallet_takes t JOIN wallet_clawbacks c
                     ON c.user_id = t.user_id AND c.clawback_key = t.clawback_key
                     WHERE t.user_id = l.user_id AND t.lot_key = l.lot_key AND NOT c.reversed), 0) AS taken
-            FROM wallet_lots l
+            FROM wallet_lot_states l
             """
         ).rows
         for row in takes {

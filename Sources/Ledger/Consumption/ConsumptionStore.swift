@@ -103,7 +103,7 @@ enum ConsumptionStore {
             var consumed: Int64?
             if case .item = state.grant {
                 consumed = try session.execute(
-                    "SELECT spent + covered AS consumed FROM wallet_lots WHERE user_id = $1 AND lot_key = $2",
+                    "SELECT spent + covered AS consumed FROM wallet_lot_states WHERE user_id = $1 AND lot_key = $2",
                     [.text(owner), .text(creditKey)]
                 ).rows.first.map { row throws(PostgresError) in try row.int64("consumed") }
             }

@@ -10,9 +10,11 @@ extension BatchWork {
         let originalTransactionId: String?
         let grant: (kind: String?, name: String?, amount: Int64?)
         let nowMs: Int64
+        let untouchedLot: UntouchedLot?
 
         init(key: String, purchase: CachedPurchase, nowMs: Int64) {
             self.key = key
+            untouchedLot = purchase.untouchedLot
             state = purchase.state
             originalTransactionId = purchase.originalTransactionId
             grant = BatchWork.grantTexts(purchase.state.grant)
@@ -80,6 +82,14 @@ extension BatchWork {
             "product_type", .text { $0.state.productKind?.rawValue },
             updatedTo: "coalesce(u.product_type, p.product_type)"),
         .init("updated_at_ms", .bigint { $0.nowMs }),
+        // The purchase's untouched lot (schema 12): an update that carries none keeps the stored one.
+        .init("lot_amount", .bigint { $0.untouchedLot?.amount }, updatedTo: "coalesce(u.lot_amount, p.lot_amount)"),
+        .init(
+            "lot_added_at_ms", .bigint { $0.untouchedLot?.addedAtMs },
+            updatedTo: "coalesce(u.lot_added_at_ms, p.lot_added_at_ms)"),
+        .init(
+            "lot_history_seq", .bigint { $0.untouchedLot?.historySeq },
+            updatedTo: "coalesce(u.lot_history_seq, p.lot_history_seq)"),
     ]
 
     static let purchaseColumnNames = purchaseTable.map(\.name).joined(separator: ", ")
@@ -239,6 +249,7 @@ extension BatchWork {
                 inserted.append(WrittenPurchase(key: key, purchase: purchase, nowMs: nowMs))
             }
             purchases[key]?.exists = purchase.state.status != .unseen
+            purchases[key]?.untouchedLot = nil
         }
         dirtyPurchases.removeAll(keepingCapacity: true)
         var statements: [(sql: String, parameters: [PostgresValue])] = []

@@ -65,8 +65,21 @@ extension BatchWork {
         for move in moves {
             try apply(move, to: &work)
         }
-        let writes = work.writes(copyingFrom: Self.copyThreshold)
-        for statement in writes.statements {
+        var writes = work.writes(copyingFrom: Self.copyThreshold, purchasesCarryLots: true)
+        if !writes.untouchedLots.allSatisfy(canCarry) {
+            writes = work.writes(copyingFrom: Self.copyThreshold)
+        }
+        for (_, lot) in writes.untouchedLots {
+            purchases[lot.key]?.untouchedLot = UntouchedLot(amount: lot.amount, addedAtMs: lot.addedAtMs)
+            dirtyPurchases.insert(lot.key)
+        }
+        var statements = writes.statements[...]
+        if writes.untouchedLotsCarryEntries {
+            // The entries are numbered while the wallets are locked, as the lots' rows were (`flush`).
+            let upsert = statements.firstIndex { $0.sql == WalletWork.balancesUpsert }.map { statements.remove(at: $0) }
+            carriedEntries = (upsert, writes.untouchedLots.map(\.lot.key))
+        }
+        for statement in statements {
             try write(
                 statement.sql, statement.parameters,
                 counted: statement.sql == WalletWork.balancesUpsert ? .walletsInDebt : .none)
@@ -75,6 +88,42 @@ extension BatchWork {
         walletCopies += writes.copies
         addedLots = moves.filter { !work.wasRead($0.wallet) }
     }
+
+    /// Whether the purchase row of `lot` can carry it: cached by this batch, and of the lot's wallet (the reads
+    /// take the wallet from the row's owner, book and item).
+    private func canCarry(_ untouched: (wallet: WalletKey, lot: WalletLot)) -> Bool {
+        guard let state = purchases[untouched.lot.key]?.state, case .item(let item, _) = state.grant else { return false }
+        return state.owner == untouched.wallet.user && state.book == untouched.wallet.book && item == untouched.wallet.item
+    }
+
+    /// Sends a credits-only batch's balances upsert (locking its wallets, in key order) and takes a number from the
+    /// history's sequence for each credit entry its purchases carry, in the entries' order: the numbers are taken
+    /// while the wallets are locked and in the order the entries were made, as the lots' own default took them
+    /// before schema 12 (a wallet's entries become visible in the order of their numbers).
+    mutating func numberCarriedEntries() throws(PostgresError) {
+        guard let carried = carriedEntries else { return }
+        carriedEntries = nil
+        var statements: [(sql: String, parameters: [PostgresValue])] = []
+        if let upsert = carried.balancesUpsert { statements.append(upsert) }
+        statements.append((Self.historyNumbers, [.int(Int64(carried.creditKeys.count))]))
+        let results = try session.pipeline(statements)
+        if carried.balancesUpsert != nil { try recordWalletsInDebt(results[0]) }
+        var numbers: [Int64] = []
+        for row in results[results.count - 1].rows { numbers.append(try row.int64("seq")) }
+        numbers.sort()
+        guard numbers.count == carried.creditKeys.count else {
+            throw PostgresError(
+                sqlState: nil, message: "the history's sequence gave \(numbers.count) numbers for \(carried.creditKeys.count)",
+                isConnectionBroken: false)
+        }
+        for (key, seq) in zip(carried.creditKeys, numbers) { purchases[key]?.untouchedLot?.historySeq = seq }
+    }
+
+    /// `$1` numbers from the history's sequence, ascending.
+    static let historyNumbers = """
+        SELECT nextval(s.id) AS seq
+        FROM (SELECT pg_get_serial_sequence('wallet_history', 'seq')::regclass AS id) AS s, generate_series(1, $1::int)
+        """
 
     private mutating func apply(_ move: PendingWalletMove, to work: inout WalletWork) throws(PostgresError) {
         let wallet = move.wallet

@@ -34,6 +34,10 @@ struct BatchWork {
     /// upsert, which locks the wallets a credits-only batch did not read: a wallet's history rows are numbered
     /// while its lock is held, so its entries become visible in the order of their numbers.
     var walletCopies: [(sql: String, rows: PostgresCopyRows)] = []
+    /// A credits-only batch whose purchases carry their lots and credit entries (schema 12): the balances upsert,
+    /// sent by `flush` before the purchases (it locks the wallets), and the purchases whose entries are numbered
+    /// then, in the order of the entries.
+    var carriedEntries: (balancesUpsert: (sql: String, parameters: [PostgresValue])?, creditKeys: [String])?
     /// Writes whose results the batch does not need at once, sent together (one round trip, `pipeline`) before
     /// the next read and at the end of the batch.
     var writes: [(sql: String, parameters: [PostgresValue], counted: CountedWrite)] = []
@@ -65,6 +69,17 @@ struct BatchWork {
         /// The row exists in the database (insert or update when written).
         var exists: Bool
         var originalTransactionId: String?
+        /// The purchase's lot, untouched, for its row to carry (schema 12); nil: the row keeps what it has.
+        var untouchedLot: UntouchedLot? = nil
+    }
+
+    /// A purchase's lot that nothing drew on yet, carried by the purchase row (`lot_amount`, `lot_added_at_ms`,
+    /// `lot_history_seq`: `WalletSchema.lotsOnFirstTouch`).
+    struct UntouchedLot {
+        let amount: Int64
+        let addedAtMs: Int64
+        /// Its credit's history entry's number, when the lot carries the entry (numbered by `numberCarriedEntries`).
+        var historySeq: Int64?
     }
 
     init(
@@ -269,6 +284,7 @@ struct BatchWork {
     /// Sends the deferred writes (call before reading what they change, and before the batch commits): the
     /// changed purchases first (other tables refer to them), then the pipeline, then the wallets' copies.
     mutating func flush() throws(PostgresError) {
+        try numberCarriedEntries()
         try writePurchases()
         defer { walletCopies.removeAll() }
         if !writes.isEmpty { try sendWrites() }
@@ -287,13 +303,16 @@ struct BatchWork {
             case .deadLetter: summary.deadLettered += result.affectedRows
             case .consumptionRequest: summary.consumptionRequests += result.affectedRows
             case .consentWithdrawal: summary.consentsWithdrawn += result.affectedRows
-            case .walletsInDebt:
-                for row in result.rows {
-                    guard let book = Book(rawValue: try row.string("book")) else { continue }
-                    walletsInDebt.append(
-                        WalletKey(user: try row.string("user_id"), book: book, item: try row.string("item")))
-                }
+            case .walletsInDebt: try recordWalletsInDebt(result)
             }
+        }
+    }
+
+    /// The wallets the balances upsert (`result`) left with debt outstanding.
+    mutating func recordWalletsInDebt(_ result: PostgresResult) throws(PostgresError) {
+        for row in result.rows {
+            guard let book = Book(rawValue: try row.string("book")) else { continue }
+            walletsInDebt.append(WalletKey(user: try row.string("user_id"), book: book, item: try row.string("item")))
         }
     }
 

@@ -144,12 +144,13 @@ public enum LedgerQueries {
         }
     }
 
-    /// Each item's balance with its wallet: units remaining by kind, debt and unrecovered units.
+    /// Each item's balance with its wallet: units remaining by kind (lot rows and untouched purchase lots,
+    /// `wallet_lot_states`), debt and unrecovered units.
     static let walletSummaries = """
         SELECT b.book, b.item, b.amount, b.debt, b.unrecovered,
             coalesce(sum(l.amount - l.spent - l.taken - l.covered) FILTER (WHERE l.kind = 'purchase'), 0) AS purchased,
             coalesce(sum(l.amount - l.spent - l.taken - l.covered) FILTER (WHERE l.kind = 'grant'), 0) AS granted
-        FROM balances b LEFT JOIN wallet_lots l ON l.user_id = b.user_id AND l.book = b.book AND l.item = b.item
+        FROM balances b LEFT JOIN wallet_lot_states l ON l.user_id = b.user_id AND l.book = b.book AND l.item = b.item
             AND l.spent + l.taken + l.covered < l.amount
         WHERE b.user_id = $1 GROUP BY b.book, b.item, b.amount, b.debt, b.unrecovered ORDER BY b.book, b.item
         """
@@ -165,7 +166,7 @@ public enum LedgerQueries {
                     SELECT p.owner, p.status, p.amount_credited, p.amount_debited,
                         coalesce(l.spent + l.covered, 0) AS consumed,
                         coalesce(l.amount - l.spent - l.taken - l.covered, 0) AS remaining
-                    FROM purchases p LEFT JOIN wallet_lots l ON l.user_id = p.owner AND l.lot_key = p.credit_key
+                    FROM purchases p LEFT JOIN wallet_lot_states l ON l.user_id = p.owner AND l.lot_key = p.credit_key
                     WHERE p.credit_key = $1
                     """, [.text(creditKey)]
                 ).rows.first

@@ -64,6 +64,47 @@ enum WalletSchema {
         """,
     ]
 
+    /// Schema version 12: a purchase's lot is written when something first draws on it. A credit's lot repeated its
+    /// purchase row (owner, key, book, item, amount, time) and added three counters that stay zero until a spend, a
+    /// take-back, a reversal or a debt covering touches it: a second copied row and two index entries per result
+    /// (docs/BENCHMARKS.md, "Lazy lots (schema 12)"). Since version 12 the purchase row carries its untouched lot
+    /// (`lot_amount`, `lot_added_at_ms`) and, when the lot carried its credit's history entry, that entry's number
+    /// (`lot_history_seq`, taken from the history's sequence while the wallet is locked, as before); the first
+    /// write that changes the lot inserts its `wallet_lots` row with the purchase's values, in the same transaction,
+    /// and from then on the row is the lot (the purchase keeps its entry's number: the row's `history_seq` stays
+    /// NULL). `wallet_lot_states` reads both: every lot row, and every purchase's untouched lot without one.
+    ///
+    /// Nothing existing moves: lots written before version 12 stay rows (with their entries' numbers), purchases
+    /// credited before have no lot of their own to carry. Columns without defaults: no table rewrite.
+    static let lotsOnFirstTouch: [String] = [
+        """
+        ALTER TABLE purchases ADD COLUMN lot_amount bigint CHECK (lot_amount > 0), ADD COLUMN lot_added_at_ms bigint,
+            ADD COLUMN lot_history_seq bigint
+        """,
+        """
+        CREATE VIEW wallet_lot_states AS
+        SELECT user_id, lot_key, book, item, kind, amount, spent, taken, covered, added_at_ms, false AS untouched
+        FROM wallet_lots
+        UNION ALL
+        SELECT p.owner, p.credit_key, p.book, p.grant_name, 'purchase', p.lot_amount, 0, 0, 0, p.lot_added_at_ms, true
+        FROM purchases p
+        WHERE p.lot_amount IS NOT NULL
+            AND NOT EXISTS (SELECT 1 FROM wallet_lots l WHERE l.user_id = p.owner AND l.lot_key = p.credit_key)
+        """,
+        """
+        CREATE OR REPLACE VIEW wallet_history_entries AS
+        SELECT user_id, seq, book, item, kind, key, credit_key, amount, balance_change, shortfall, note, at_ms
+        FROM wallet_history
+        UNION ALL
+        SELECT user_id, history_seq, book, item, 'credit', lot_key, lot_key, amount, amount, 0, NULL, added_at_ms
+        FROM wallet_lots WHERE history_seq IS NOT NULL
+        UNION ALL
+        SELECT owner, lot_history_seq, book, grant_name, 'credit', credit_key, credit_key, lot_amount, lot_amount, 0,
+            NULL, lot_added_at_ms
+        FROM purchases WHERE lot_history_seq IS NOT NULL
+        """,
+    ]
+
     static let migration: [String] = [
         "ALTER TABLE balances ADD COLUMN debt bigint NOT NULL DEFAULT 0, ADD COLUMN unrecovered bigint NOT NULL DEFAULT 0",
         """

@@ -6,6 +6,13 @@ import Postgres
 struct WalletWrites {
     var copies: [(sql: String, rows: PostgresCopyRows)]
     var statements: [(sql: String, parameters: [PostgresValue])]
+    /// New purchase lots nothing drew on yet, which their purchase rows carry instead of a `wallet_lots` row
+    /// (schema 12), in the order of their credits' history entries; empty unless the caller writes them
+    /// (`writes(copyingFrom:purchasesCarryLots:)`).
+    var untouchedLots: [(wallet: WalletKey, lot: WalletLot)] = []
+    /// Whether `untouchedLots` carry their credits' history entries (the write's history is those credits alone):
+    /// the caller numbers them from the history's sequence while their wallets are locked, in their order.
+    var untouchedLotsCarryEntries = false
 }
 
 /// A user's wallet of one item in one book: the lock order of everything that reads or changes a wallet (its
@@ -58,6 +65,8 @@ struct WalletWork {
     var history: [WalletHistoryEntry] = []
     /// Spend attributions: (user, Idempotency-Key, lot share).
     var spends: [(user: String, key: String, share: LotShare)] = []
+    /// Lots read from their purchase rows (schema 12: no `wallet_lots` row yet): the first change inserts the row.
+    private(set) var untouchedRead: Set<LotAddress> = []
 
     /// The wallet `key` as it stands in this transaction (empty when neither read nor changed).
     func wallet(_ key: WalletKey) -> Wallet { current[key] ?? read[key] ?? Wallet() }
@@ -115,17 +124,27 @@ struct WalletWork {
 
     static let lotColumns = "l.user_id, l.lot_key, l.book, l.item, l.kind, l.amount, l.spent, l.taken, l.covered, l.added_at_ms"
 
+    /// A wallet's lots with units remaining: its lot rows, and its purchases' untouched lots without one (schema
+    /// 12, `wallet_lot_states`), found by the purchases' owner index.
     static let remainingLots = """
-        SELECT \(lotColumns)
+        SELECT \(lotColumns), l.untouched
         FROM unnest($1::text[], $2::text[], $3::text[]) AS w(u, b, i),
-        LATERAL (SELECT * FROM wallet_lots WHERE user_id = w.u AND book = w.b AND item = w.i
-            AND \(WalletSchema.hasRemaining)) AS l
+        LATERAL (
+            SELECT *, false AS untouched FROM wallet_lots WHERE user_id = w.u AND book = w.b AND item = w.i
+                AND \(WalletSchema.hasRemaining)
+            UNION ALL
+            SELECT p.owner, p.credit_key, p.book, p.grant_name, 'purchase', p.lot_amount, 0, 0, 0, p.lot_added_at_ms,
+                NULL, true
+            FROM purchases p WHERE p.owner = w.u AND p.book = w.b AND p.grant_name = w.i AND p.lot_amount IS NOT NULL
+                AND NOT EXISTS (SELECT 1 FROM wallet_lots o WHERE o.user_id = p.owner AND o.lot_key = p.credit_key)
+        ) AS l
         """
 
+    /// `remainingLots` and the lots the purchases `$4`'s refunds took from (rows: a take writes its lot's row).
     static let remainingAndTakenLots = """
         \(remainingLots)
         UNION
-        SELECT \(lotColumns) FROM wallet_clawbacks c
+        SELECT \(lotColumns), false FROM wallet_clawbacks c
         JOIN wallet_takes t ON t.user_id = c.user_id AND t.clawback_key = c.clawback_key
         JOIN wallet_lots l ON l.user_id = t.user_id AND l.lot_key = t.lot_key
         WHERE c.credit_key = ANY($4::text[]) AND c.kind = 'refund' AND NOT c.reversed
@@ -172,6 +191,7 @@ struct WalletWork {
                 spent: try row.int64("spent"), taken: try row.int64("taken"), covered: try row.int64("covered"),
                 addedAtMs: try row.int64("added_at_ms"))
             wallets[key, default: Wallet()].lots[lot.key] = lot
+            if try row.bool("untouched") { untouchedRead.insert(LotAddress(user: key.user, key: lot.key)) }
         }
         for row in results.removeFirst().rows {
             let key = try Self.walletKey(row)
@@ -223,9 +243,15 @@ struct WalletWork {
     /// row-at-a-time insert for each (docs/BENCHMARKS.md, "The wallet's writes by COPY"). Lots and history rows refer
     /// to nothing; run the copies after the statements, so that an entry is numbered while the balances upsert holds
     /// its wallet's lock (`BatchWork.flush`).
-    func writes(copyingFrom threshold: Int) -> WalletWrites {
+    ///
+    /// With `purchasesCarryLots` (schema 12), new purchase lots nothing drew on are not written here: they come back
+    /// as `untouchedLots`, for their purchase rows to carry. Without it (spends and grants, whose new lots are
+    /// grants; a debt repaid after the credits were written) every new lot is a row. A lot read from its purchase row
+    /// that changed gets its row now, with the purchase's values and what changed (its entry stays the purchase's).
+    func writes(copyingFrom threshold: Int, purchasesCarryLots: Bool = false) -> WalletWrites {
         var newLots: [(WalletKey, WalletLot)] = []
         var changedLots: [(WalletKey, WalletLot)] = []
+        var firstTouched: [(WalletKey, WalletLot)] = []
         var newClawbacks: [(WalletKey, Clawback)] = []
         var changedClawbacks: [(WalletKey, Clawback)] = []
         var newTakes: [(WalletKey, String, LotShare)] = []
@@ -234,7 +260,12 @@ struct WalletWork {
             let before = read[key] ?? Wallet()
             for lot in wallet.lots.values.sorted(by: { $0.key < $1.key }) {
                 if let old = before.lots[lot.key] {
-                    if old != lot { changedLots.append((key, lot)) }
+                    if old == lot { continue }
+                    if untouchedRead.contains(LotAddress(user: key.user, key: lot.key)) {
+                        firstTouched.append((key, lot))
+                    } else {
+                        changedLots.append((key, lot))
+                    }
                 } else {
                     newLots.append((key, lot))
                 }
@@ -268,14 +299,23 @@ struct WalletWork {
         let creditLots = Self.lotsCarryingEntries(newLots, history)
         let lotsCarryEntries = creditLots != nil
         if let creditLots { newLots = creditLots }
+        var untouchedLots: [(wallet: WalletKey, lot: WalletLot)] = []
+        if purchasesCarryLots {
+            untouchedLots = newLots.filter { $0.1.kind == .purchase && $0.1.remaining == $0.1.amount }
+            newLots.removeAll { $0.1.kind == .purchase && $0.1.remaining == $0.1.amount }
+        }
+        // A new lot some write already drew on is a row; if the history is the credits alone, the purchases carry
+        // every entry (a credits-only write draws on no lot) and no row is left here.
+        let rowsCarryEntries = lotsCarryEntries && !purchasesCarryLots
         if newLots.count >= threshold {
             copies.append(
-                lotsCarryEntries
+                rowsCarryEntries
                     ? (Self.lotsCopy, Self.copyRows(newLots, withoutEntries: false))
                     : (Self.lotsWithoutEntriesCopy, Self.copyRows(newLots, withoutEntries: true)))
-        } else if !lotsCarryEntries {
+        } else if !rowsCarryEntries {
             write(newLots, Self.lotsWithoutEntriesInsert, Self.lotsParameters)
         }
+        write(firstTouched, Self.lotsWithoutEntriesInsert, Self.lotsParameters)
         write(
             changedLots,
             """
@@ -358,7 +398,7 @@ struct WalletWork {
             ]
         }
         if lotsCarryEntries {
-            if newLots.count < threshold { write(newLots, Self.lotsInsert, Self.lotsParameters) }
+            if rowsCarryEntries, newLots.count < threshold { write(newLots, Self.lotsInsert, Self.lotsParameters) }
         } else {
             if history.count >= threshold {
                 copies.append((Self.historyCopy, Self.copyRows(history)))
@@ -366,7 +406,9 @@ struct WalletWork {
                 write(history, Self.historyInsert, Self.historyParameters)
             }
         }
-        return WalletWrites(copies: copies, statements: statements)
+        return WalletWrites(
+            copies: copies, statements: statements, untouchedLots: untouchedLots,
+            untouchedLotsCarryEntries: lotsCarryEntries && !untouchedLots.isEmpty)
     }
 
     /// `newLots` in the order of `history`'s entries when every entry is a credit that one of them can carry (the
@@ -384,7 +426,7 @@ struct WalletWork {
         for entry in history {
             guard entry.kind == .credit, entry.creditKey == entry.key, entry.shortfall == 0, entry.note == nil,
                 let (wallet, lot) = lots.removeValue(forKey: LotAddress(user: entry.wallet.user, key: entry.key)),
-                wallet == entry.wallet, lot.kind == .purchase, lot.amount == entry.amount,
+                wallet == entry.wallet, lot.kind == .purchase, lot.amount == entry.amount, lot.remaining == lot.amount,
                 entry.balanceChange == entry.amount, lot.addedAtMs == entry.atMs
             else { return nil }
             ordered.append((wallet, lot))
@@ -393,7 +435,7 @@ struct WalletWork {
     }
 
     /// A lot's primary key.
-    private struct LotAddress: Hashable {
+    struct LotAddress: Hashable {
         let user: String
         let key: String
     }
