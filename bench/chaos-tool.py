@@ -882,7 +882,7 @@ def check_wallet(args, report, expectation):
         attributions = psql(args.database_url,
                             "SELECT user_id, idempotency_key, lot_key, amount FROM wallet_spends")
         lots = psql(args.database_url, "SELECT user_id, lot_key, book, item, kind, amount, spent, taken, covered "
-                                       "FROM wallet_lots")
+                                       "FROM wallet_lot_states")
         clawbacks = psql(args.database_url, "SELECT user_id, clawback_key, book, item, coalesce(credit_key, ''), kind, "
                                             "requested, debt, unrecovered, reversed FROM wallet_clawbacks")
         takes = psql(args.database_url, "SELECT user_id, clawback_key, lot_key, amount FROM wallet_takes")

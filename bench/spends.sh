@@ -337,7 +337,7 @@ ok = compare("ledger", "balance", dict(rows(args.ledger_dsn,
 checks.append("balances")
 compare("ledger", "balance", dict(rows(args.ledger_dsn, """
     SELECT l.user_id, sum(l.amount - l.spent - l.taken - l.covered) - max(b.debt)
-    FROM wallet_lots l JOIN balances b USING (user_id, book, item)
+    FROM wallet_lot_states l JOIN balances b USING (user_id, book, item)
     WHERE l.book = 'production' AND l.item = 'gems' GROUP BY 1""")))
 checks.append("lots (remaining less debt)")
 compare("ledger", "spends", dict(rows(args.ledger_dsn,

@@ -3,8 +3,8 @@ import ServiceSupport
 
 /// A user's history (`GET /v1/users/{user_id}/history`): every credit, grant, spend, take-back, reversal and debt
 /// repayment of their wallets, newest first, in pages. Entries are what the transactions that moved the units wrote,
-/// numbered as written: `wallet_history` rows, and the lots that carry their credit's entry (schema 11,
-/// `wallet_history_entries`); a page's cursor is the number of its last entry, so entries written later
+/// numbered as written: `wallet_history` rows, the lots that carry their credit's entry (schema 11) and the
+/// purchases that carry it with their untouched lot (schema 12), read as one (`wallet_history_entries`); a page's cursor is the number of its last entry, so entries written later
 /// never push entries onto the next page. Numbers are taken before commit: one wallet's entries become visible in
 /// order (its lock is held from before they are numbered), but across a user's wallets an entry can become visible
 /// below entries already read (docs/CREDITING.md, "History").
