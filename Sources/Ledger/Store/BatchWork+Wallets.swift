@@ -66,12 +66,8 @@ extension BatchWork {
             try apply(move, to: &work)
         }
         var writes = work.writes(copyingFrom: Self.copyThreshold, purchasesCarryLots: true)
-        if !writes.untouchedLots.allSatisfy(canCarry) {
+        if !carry(writes.untouchedLots) {
             writes = work.writes(copyingFrom: Self.copyThreshold)
-        }
-        for (_, lot) in writes.untouchedLots {
-            purchases[lot.key]?.untouchedLot = UntouchedLot(amount: lot.amount, addedAtMs: lot.addedAtMs)
-            dirtyPurchases.insert(lot.key)
         }
         var statements = writes.statements[...]
         if writes.untouchedLotsCarryEntries {
@@ -89,11 +85,31 @@ extension BatchWork {
         addedLots = moves.filter { !work.wasRead($0.wallet) }
     }
 
-    /// Whether the purchase row of `lot` can carry it: cached by this batch, and of the lot's wallet (the reads
-    /// take the wallet from the row's owner, book and item).
-    private func canCarry(_ untouched: (wallet: WalletKey, lot: WalletLot)) -> Bool {
-        guard let state = purchases[untouched.lot.key]?.state, case .item(let item, _) = state.grant else { return false }
-        return state.owner == untouched.wallet.user && state.book == untouched.wallet.book && item == untouched.wallet.item
+    /// Gives each untouched lot to its purchase row to write (`CachedPurchase.untouchedLot`), if every one's purchase
+    /// is cached by this batch and of the lot's wallet (the reads take the wallet from the row's owner, book and
+    /// item); otherwise gives none (and takes back any given) and answers false: the lots are written as rows.
+    private mutating func carry(_ lots: [(wallet: WalletKey, lot: WalletLot)]) -> Bool {
+        var given = 0
+        for (wallet, lot) in lots {
+            var fits = false
+            // One access per purchase: checked and given in place.
+            if var purchase = purchases.removeValue(forKey: lot.key) {
+                if case .item(let item, _) = purchase.state.grant, purchase.state.owner == wallet.user,
+                    purchase.state.book == wallet.book, item == wallet.item
+                {
+                    purchase.untouchedLot = UntouchedLot(amount: lot.amount, addedAtMs: lot.addedAtMs)
+                    fits = true
+                }
+                purchases[lot.key] = purchase
+            }
+            guard fits else {
+                for (_, given) in lots.prefix(given) { purchases[given.key]?.untouchedLot = nil }
+                return false
+            }
+            dirtyPurchases.insert(lot.key)
+            given += 1
+        }
+        return true
     }
 
     /// Sends a credits-only batch's balances upsert (locking its wallets, in key order) and takes a number from the
@@ -109,7 +125,8 @@ extension BatchWork {
         let results = try session.pipeline(statements)
         if carried.balancesUpsert != nil { try recordWalletsInDebt(results[0]) }
         var numbers: [Int64] = []
-        for row in results[results.count - 1].rows { numbers.append(try row.int64("seq")) }
+        numbers.reserveCapacity(carried.creditKeys.count)
+        for row in results[results.count - 1].rows { numbers.append(try row.int64(0)) }
         numbers.sort()
         guard numbers.count == carried.creditKeys.count else {
             throw PostgresError(
