@@ -91,11 +91,6 @@ struct WalletMetrics: Sendable {
         }
     }
 
-    /// What the gauges read now for `book` and `item` (nil when never read).
-    func reading(_ book: Book, item: String) -> WalletFigures.Outstanding? {
-        outstanding.withLock { $0[WalletFigures.Key(book: book, item: item)] }
-    }
-
     private static func series(
         _ outstanding: Locked<[WalletFigures.Key: WalletFigures.Outstanding]>,
         _ figure: KeyPath<WalletFigures.Outstanding, Double>
