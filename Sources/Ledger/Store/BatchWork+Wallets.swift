@@ -89,25 +89,13 @@ extension BatchWork {
     /// is cached by this batch and of the lot's wallet (the reads take the wallet from the row's owner, book and
     /// item); otherwise gives none (and takes back any given) and answers false: the lots are written as rows.
     private mutating func carry(_ lots: [(wallet: WalletKey, lot: WalletLot)]) -> Bool {
-        var given = 0
-        for (wallet, lot) in lots {
-            var fits = false
-            // One access per purchase: checked and given in place.
-            if var purchase = purchases.removeValue(forKey: lot.key) {
-                if case .item(let item, _) = purchase.state.grant, purchase.state.owner == wallet.user,
-                    purchase.state.book == wallet.book, item == wallet.item
-                {
-                    purchase.untouchedLot = UntouchedLot(amount: lot.amount, addedAtMs: lot.addedAtMs)
-                    fits = true
-                }
-                purchases[lot.key] = purchase
-            }
-            guard fits else {
-                for (_, given) in lots.prefix(given) { purchases[given.key]?.untouchedLot = nil }
+        for (given, (wallet, lot)) in lots.enumerated() {
+            // One access per purchase, in place: checked and given together.
+            guard purchases[lot.key]?.carry(lot, of: wallet) == true else {
+                for (_, earlier) in lots.prefix(given) { purchases[earlier.key]?.untouchedLot = nil }
                 return false
             }
             dirtyPurchases.insert(lot.key)
-            given += 1
         }
         return true
     }
@@ -126,7 +114,12 @@ extension BatchWork {
         if carried.balancesUpsert != nil { try recordWalletsInDebt(results[0]) }
         var numbers: [Int64] = []
         numbers.reserveCapacity(carried.creditKeys.count)
-        for row in results[results.count - 1].rows { numbers.append(try row.int64(0)) }
+        for row in results[results.count - 1].rows {
+            guard let text = row.optionalString(0), let seq = Int64(text) else {
+                throw PostgresError(sqlState: nil, message: "the history's sequence gave no number", isConnectionBroken: false)
+            }
+            numbers.append(seq)
+        }
         numbers.sort()
         guard numbers.count == carried.creditKeys.count else {
             throw PostgresError(

@@ -71,6 +71,16 @@ struct BatchWork {
         var originalTransactionId: String?
         /// The purchase's lot, untouched, for its row to carry (schema 12); nil: the row keeps what it has.
         var untouchedLot: UntouchedLot? = nil
+
+        /// Takes `lot` of `wallet` to carry, if this purchase is its credit (an item of that wallet's owner, book
+        /// and item: the reads take the wallet from the row's owner, book and item); false otherwise.
+        mutating func carry(_ lot: WalletLot, of wallet: WalletKey) -> Bool {
+            guard case .item(let item, _) = state.grant, state.owner == wallet.user, state.book == wallet.book,
+                item == wallet.item
+            else { return false }
+            untouchedLot = UntouchedLot(amount: lot.amount, addedAtMs: lot.addedAtMs)
+            return true
+        }
     }
 
     /// A purchase's lot that nothing drew on yet, carried by the purchase row (`lot_amount`, `lot_added_at_ms`,
