@@ -7,16 +7,15 @@ import ServiceSupport
 /// gets its answer. One commit per batch instead of one per spend is what lets many concurrent spenders share a
 /// durable database (as bulk ledgers do).
 ///
-/// Batches are applied in `lanes`: each lane is a thread with a database connection of its own that takes what waits
+/// Batches are applied in lanes: each lane is a thread with a database connection of its own that takes what waits
 /// whenever it is free, so one batch is read, decided and written while the other's commit flushes (PostgreSQL
-/// flushes concurrent commits together), and a spend waits for at most the batch being applied before its own rather
-/// than for that batch's whole commit too (docs/BENCHMARKS.md, "Spends' p99 above 25 ms in some rounds"). Two lanes
-/// (`lanes`) are enough for that overlap: a third would only wait for the commit flush the two already share, and
-/// would split the waiting requests into smaller batches. A lane takes no request whose wallet the other lane is
-/// applying: it would only wait for that batch's lock and hold up the rest of its own batch meanwhile; such a request
-/// waits here instead (a wallet's requests are applied in arrival order) and goes with the next batch once that
-/// batch committed. Across instances and with the Kafka consumer's batches, the wallet's lock (its `balances` row,
-/// taken first, in key order) orders them: everything a batch decides on is read after it holds the lock.
+/// flushes concurrent commits together): a spend that arrives while a batch commits is taken by the other lane then,
+/// not after that commit (one slow commit was the p99: docs/BENCHMARKS.md, "Spends' p99 above 25 ms"). A lane
+/// takes no request whose wallet the other lane is applying: it would only wait for that batch's lock and hold up the
+/// rest of its own batch meanwhile; such a request waits here instead (a wallet's requests are applied in arrival
+/// order) and goes with the next batch once that batch committed. Across instances and with the Kafka consumer's
+/// batches, the wallet's lock (its `balances` row, taken first, in key order) orders them: everything a batch
+/// decides on is read after it holds the lock.
 ///
 /// A request whose key is already waiting or being applied in this process (in either lane) is answered 409
 /// `idempotency_key_in_flight` at once (the draft's "request in flight"); in another instance it waits for the
@@ -29,7 +28,11 @@ import ServiceSupport
 final class WalletBatcher: @unchecked Sendable {
     typealias Respond = @Sendable (WalletAnswer) -> Void
 
-    /// Batches applied at once, each over a connection of its own (`LedgerService` opens one per lane).
+    /// Batches applied at once, each over a connection of its own (`LedgerService` opens one per lane). Two are
+    /// what the overlap needs: while one lane commits, the other applies the next batch. A third would mostly wait
+    /// for the commit flush the two already share, split the waiting requests into smaller batches (more commits,
+    /// each with its round trips) and hold one more connection; one would make every spend wait for the commit
+    /// before its batch again. Not a setting: no deployment is better served by another number.
     static let lanes = 2
 
     private let databases: [DatabaseLink]
