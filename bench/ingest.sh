@@ -139,6 +139,11 @@ delivered_count() {
     curl -sf "$URL/metrics" | grep -F "$metric" | awk '{print $2}'
 }
 
+# machine_ticks: "busy all" clock ticks of every core since boot (/proc/stat; iowait counts as idle).
+machine_ticks() {
+    awk '/^cpu / {busy = $2 + $3 + $4 + $7 + $8 + $9; print busy, busy + $5 + $6}' /proc/stat
+}
+
 # measure NAME PID URL TOPIC ROUND: a 2 s warm-up, then the measured wrk run against URL; prints wrk's output, the
 # CPU per request of the service (PID, all threads) and of embedded-kafka, the service's CPU by thread; checks that
 # every success wrk saw is on TOPIC (and, for the ingest, in its delivered counter); writes
@@ -156,8 +161,11 @@ measure() {
     cpu_before=$(awk '{print $14 + $15}' "/proc/$pid/stat")
     kafka_cpu_before=$(awk '{print $14 + $15}' "/proc/$KAFKA_PID/stat")
     python3 bench/thread-cpu.py snapshot "$pid" >"$WORK/threads.before"
+    local machine_before machine_after
+    machine_before="$(machine_ticks)"
     BENCH_RUN_ID="$RUN_ID-$name-$round" wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${DURATION}s" --timeout 10s \
         -s bench/ingest.lua "$url" | tee "$WORK/wrk-$name-$round.txt"
+    machine_after="$(machine_ticks)"
     cpu_after=$(awk '{print $14 + $15}' "/proc/$pid/stat")
     kafka_cpu_after=$(awk '{print $14 + $15}' "/proc/$KAFKA_PID/stat")
     python3 bench/thread-cpu.py snapshot "$pid" >"$WORK/threads.after"
@@ -171,6 +179,15 @@ measure() {
             "embedded-kafka CPU: $(( (kafka_cpu_after - kafka_cpu_before) * 1000000 / TICKS / total )) µs per request"
         echo "$name CPU by thread:"
         python3 bench/thread-cpu.py per-request "$WORK/threads.before" "$WORK/threads.after" "$total"
+        # The whole machine over the run: how busy its cores were, and what went to everything else (wrk itself,
+        # interrupts, other processes): on 2 cores the load generator shares the machine with the service.
+        local busy_ticks all_ticks
+        read -r busy_ticks all_ticks <<<"$(paste -d' ' <(echo "$machine_before") <(echo "$machine_after") |
+            awk '{print $3 - $1, $4 - $2}')"
+        echo "machine: $(( busy_ticks * 100 / all_ticks ))% of its $(nproc) cores busy;" \
+            "everything but $name and embedded-kafka (wrk, the kernel's interrupts, others):" \
+            "$(( (busy_ticks - (cpu_after - cpu_before) - (kafka_cpu_after - kafka_cpu_before)) * 1000000 / TICKS / total ))" \
+            "µs per request"
     fi
 
     # Every 202 (200 for a notification) must be in Kafka. Only this service writes to its topic, so the growth of

@@ -186,14 +186,18 @@ public final class KafkaTopicFollower: Sendable {
         guard due else { return }
         let remaining = catchUp.withLock { $0.remaining }
         guard !remaining.isEmpty else { return }
+        var became = false
         for (partition, target) in remaining where target == nil {
-            if let high = watermarks(of: partition, client: client)?.high {
-                catchUp.withLock { $0.learnedTarget(partition: partition, target: high) }
+            if let marks = watermarks(of: partition, client: client) {
+                catchUp.withLock { $0.learnedTarget(partition: partition, target: marks.high) }
+                // A partition holding nothing has nothing to read back, wherever it started (and no position).
+                if marks.low >= marks.high {
+                    became = catchUp.withLock { $0.reached(partition: partition, nextOffset: marks.high) } || became
+                }
             }
         }
         let list = remaining.keys.sorted().map { TopicPartition(topic: topic, partition: $0) }
         let positions = client.positions(list).map { ($0.key.partition, $0.value) }
-        var became = false
         for (partition, position) in positions {
             became = catchUp.withLock { $0.reached(partition: partition, nextOffset: position) } || became
         }
@@ -267,7 +271,10 @@ public final class KafkaTopicFollower: Sendable {
         case .end:
             return marks.map { mark in (mark?.high ?? RDKafkaClient.offsetEnd, mark?.high) }
         case .beginning:
-            return marks.map { mark in (RDKafkaClient.offsetBeginning, mark?.high) }
+            // The low watermark, not the symbolic beginning: an empty partition (low = high) is then reached at
+            // once. Nothing would reach it otherwise: no message arrives, and librdkafka reports no position for a
+            // partition it has not fetched from. (Retention moving `low` meanwhile continues at the oldest message.)
+            return marks.map { mark in (mark?.low ?? RDKafkaClient.offsetBeginning, mark?.high) }
         case .timestamp(let time):
             let starts = startOffsets(partitions, atTimestampMs: time, client: client)
             return zip(starts, marks).map { start, mark in

@@ -19,10 +19,6 @@ public struct KafkaStatistics: Sendable, Equatable {
     public init() {}
 
     /// Decodes the statistics JSON; nil when it is not the expected shape.
-    static func decode(_ bytes: UnsafeRawBufferPointer) -> KafkaStatistics? {
-        decode(Data(bytes))
-    }
-
     public static func decode(_ data: Data) -> KafkaStatistics? {
         guard let root = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else { return nil }
         var statistics = KafkaStatistics()
@@ -68,30 +64,63 @@ public struct KafkaStatistics: Sendable, Equatable {
 }
 
 /// The latest statistics of one client, shared between librdkafka's callback and readers (metrics, `/readyz`).
+///
+/// librdkafka hands the statistics JSON to the client's poll thread, the thread that also delivers every delivery
+/// report (a producer's acknowledgements). Decoding it there (Foundation's `JSONSerialization`, a few milliseconds for
+/// a client with many partitions) would hold every acknowledgement waiting behind it once per interval, so `receive`
+/// only copies the bytes and numbers them, and a queue of the store's own decodes them. Figures still in the queue
+/// when newer ones arrive are skipped: only the latest matter.
 package final class KafkaStatisticsStore: Sendable {
     private struct State {
         var latest: KafkaStatistics?
-        var generation = 0
-        var markedGeneration = 0
+        /// The number of the figures in `latest` (0: none yet).
+        var latestNumber = 0
+        /// How many statistics the poll thread handed over, decoded or not: each one's number.
+        var received = 0
+        /// `received` when `mark` was last called.
+        var markedNumber = 0
+        /// The newest undecoded statistics and their number (nil: nothing waits).
+        var pending: (bytes: Data, number: Int)?
     }
     private let state = Locked(State())
+    private let decoding = DispatchQueue(label: "kafka-statistics")
 
     package init() {}
 
-    func update(_ statistics: KafkaStatistics) {
+    /// Takes the JSON librdkafka handed over (`bytes` is valid only during the call) and decodes it on the store's
+    /// queue.
+    package func receive(_ bytes: UnsafeRawBufferPointer) {
+        let copy = Data(bytes)
+        let scheduleDecode = state.withLock { state -> Bool in
+            state.received += 1
+            let wasIdle = state.pending == nil
+            state.pending = (copy, state.received)
+            return wasIdle
+        }
+        guard scheduleDecode else { return }
+        decoding.async { [self] in decodePending() }
+    }
+
+    private func decodePending() {
+        guard let (bytes, number) = state.withLock({ state in defer { state.pending = nil }; return state.pending })
+        else { return }
+        guard let decoded = KafkaStatistics.decode(bytes) else { return }
         state.withLock {
-            $0.latest = statistics
-            $0.generation += 1
+            // One decode at a time, in the order received: a later number is never overwritten by an earlier one.
+            guard number > $0.latestNumber else { return }
+            $0.latest = decoded
+            $0.latestNumber = number
         }
     }
 
     package var current: KafkaStatistics? { state.withLock { $0.latest } }
 
-    /// Remembers the current generation (when something made the latest figures stale).
+    /// Remembers what was received so far (when something made the figures received until now stale): statistics
+    /// received before, even if decoded after, do not count as received after the mark.
     package func mark() {
-        state.withLock { $0.markedGeneration = $0.generation }
+        state.withLock { $0.markedNumber = $0.received }
     }
 
-    /// Whether statistics arrived since the last `mark`.
-    package var updatedAfterMark: Bool { state.withLock { $0.generation > $0.markedGeneration } }
+    /// Whether statistics received after the last `mark` were decoded.
+    package var updatedAfterMark: Bool { state.withLock { $0.latestNumber > $0.markedNumber } }
 }

@@ -46,14 +46,13 @@ package enum RDKafkaCallbacks {
             context.target?.rdKafkaDidReport(error)
         }
 
-    /// Statistics JSON (`statistics.interval.ms`), served by the poll thread. Returning 0 lets librdkafka free it.
+    /// Statistics JSON (`statistics.interval.ms`), served by the poll thread. Returning 0 lets librdkafka free it
+    /// (the store copies what it keeps).
     static let statistics: @convention(c) (OpaquePointer?, UnsafeMutablePointer<CChar>?, Int, UnsafeMutableRawPointer?)
         -> Int32 = { _, json, length, opaque in
             guard let json, let context = RDKafkaCallbackContext.from(opaque) else { return 0 }
-            let bytes = UnsafeRawBufferPointer(start: json, count: length)
-            if let decoded = KafkaStatistics.decode(bytes) {
-                context.statistics.update(decoded)
-            }
+            // Decoded on the store's own queue: this thread delivers the acknowledgements.
+            context.statistics.receive(UnsafeRawBufferPointer(start: json, count: length))
             return 0
         }
 

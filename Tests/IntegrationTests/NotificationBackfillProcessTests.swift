@@ -82,7 +82,13 @@ import TestSupport
         #expect(dry.lines.filter { $0["page"] != nil }.count == 3, "43 entries are 3 pages of at most 20")
         let drySummary = try #require(dry.lines.last?["summary"] as? [String: Any])
         #expect(drySummary["notifications"] as? Int == 43 && drySummary["written"] as? Int == 0)
-        try await Task.sleep(for: .seconds(2))
+        // The dry run has exited, and a backfill exits only after Kafka acknowledged what it wrote: the topic's
+        // offsets count every record it could have written, and events come only from those records.
+        let notifications = try TopicCollector(
+            bootstrapServers: pipeline.kafka.bootstrapServers, topic: NotificationHarness.notificationsTopic)
+        defer { notifications.close() }
+        #expect(try await notifications.recordsWritten() == 0, "a dry run writes no notification record")
+        #expect(try await harness.events.recordsWritten() == 0)
         #expect(try harness.eventIds().isEmpty, "a dry run writes nothing")
 
         let run = try await runBackfill(["--since", since, "--only-failures"], environment: environment)
@@ -92,6 +98,7 @@ import TestSupport
         #expect(pages.map { $0["has_more"] as? Bool } == [true, true, false])
         let summary = try #require(run.lines.last?["summary"] as? [String: Any])
         #expect(summary["written"] as? Int == 43 && summary["failed"] as? Int == 0)
+        #expect(try await notifications.recordsWritten() == 43, "the offsets count what a backfill writes")
         #expect(await harness.waitForEvents(missed, timeout: .seconds(60)))
         #expect(try harness.eventIds().isDisjoint(with: delivered), "--only-failures leaves delivered ones out")
         let records = try harness.writtenEvents()

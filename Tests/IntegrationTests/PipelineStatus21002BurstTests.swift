@@ -10,7 +10,8 @@ import TestSupport
 /// pipeline as separate processes: it is an outage (breaker open, partitions paused, lag), never a rejection.
 @Suite(.serialized) struct PipelineStatus21002BurstTests {
     /// One submission's retry budget for 21002 is two answers about 0.1 s apart, and its rounds (three, one second
-    /// apart, then `failed`) would be spent in seconds too: a burst of 12 s outlasts both many times over.
+    /// apart, then `failed`) would be spent in seconds too: the burst lasts until six probes of the open breaker
+    /// failed (0.5 s doubling to 2 s apart, about 10 s; `BreakerProbes`), twice a submission's rounds.
     ///
     /// The burst is called at the first 21002 (one answer, one receipt): when the consumer hands the verifier one
     /// partition's records before the others', a receipt could otherwise be answered twice before any other receipt
@@ -41,7 +42,6 @@ import TestSupport
             ids.append(id)
         }
         let verifier = try await pipeline.startVerifier()
-        let startedAt = ContinuousClock.now
 
         let opened = await eventually(timeout: .seconds(45), interval: .milliseconds(200)) {
             await verifier.metricSum("verifier_breaker_open") == 1
@@ -51,9 +51,19 @@ import TestSupport
             (await verifier.metricSum("verifier_paused_partitions") ?? 0) >= 1
         }
         #expect(paused, "no partition was paused while Apple answered 21002 for everything")
-        let burstEnds = startedAt + .seconds(12)
-        if ContinuousClock.now < burstEnds { try await Task.sleep(until: burstEnds) }
+        let beforeProbes = try #require(await verifier.unavailableRoundsWithNothingAtApple())
+        let probed = await eventually(timeout: .seconds(45), interval: .milliseconds(100)) {
+            await verifier.unavailableRounds() >= beforeProbes + 6
+        }
+        #expect(probed, "six probes did not fail while the breaker was open")
 
+        // The end of the burst: the topics' offsets say what was written until now, and all of it was read.
+        #expect(try await pipeline.results.readEverythingWrittenSoFar())
+        #expect(try await pipeline.deadLetters.readEverythingWrittenSoFar())
+        for kind in ["result", "dlq"] {
+            let written = await verifier.metricSum("verifier_records_published_total", labels: ["kind=\"\(kind)\""])
+            #expect(written == 0, "\(kind) records acknowledged during the burst")
+        }
         let duringBurst = try pipeline.results.results()
         #expect(duringBurst.isEmpty, "results during the burst: \(duringBurst.map { ($0.outcome, $0.reason) })")
         #expect(pipeline.deadLetters.messages.isEmpty, "DLQ records during the burst")

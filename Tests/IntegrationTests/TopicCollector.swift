@@ -2,6 +2,8 @@ import Kafka
 import ReceiptModel
 import ServiceSupport
 import Synchronization
+import Testing
+import TestSupport
 
 /// Reads a whole topic from the beginning into memory, in the test process, without joining a group.
 final class TopicCollector: Sendable {
@@ -27,6 +29,21 @@ final class TopicCollector: Sendable {
     }
 
     var messages: [KafkaMessage] { received.messages.withLock { $0 } }
+
+    /// Records the topic holds now by its offsets (every partition's high minus low watermark), once the follower
+    /// knows its partitions: what every writer acknowledged so far, whether or not it was read yet.
+    func recordsWritten(timeout: Duration = .seconds(15)) async throws -> Int64 {
+        let started = await eventually(timeout: timeout) { follower.isCaughtUp && !follower.partitions.isEmpty }
+        try #require(started, "the collector of \(follower.topic) found no partitions")
+        return try follower.watermarks().values.reduce(0) { $0 + $1.high - $1.low }
+    }
+
+    /// A positive marker that `messages` is complete up to now: waits until the collector holds as many records as
+    /// the topic's offsets say were written before this call. False when it does not within `timeout`.
+    func readEverythingWrittenSoFar(timeout: Duration = .seconds(15)) async throws -> Bool {
+        let written = try await recordsWritten(timeout: timeout)
+        return await eventually(timeout: timeout) { Int64(received.messages.withLock { $0.count }) >= written }
+    }
 
     func close() { follower.close(timeout: .seconds(5)) }
 }

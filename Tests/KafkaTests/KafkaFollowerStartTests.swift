@@ -102,4 +102,40 @@ struct KafkaFollowerStartTests {
         #expect(fromEnd.count == 0)
         #expect(fromBeginning.count == 8)
     }
+
+    /// An empty partition has no message whose offset could reach its target, and librdkafka reports no position
+    /// for it until it fetched: its start must be resolved from the watermarks (low = high) to count as read.
+    @Test("beginning (timestamp 0): caught up with an empty partition beside a full one, and on an empty topic")
+    func beginningWithEmptyPartitions() async throws {
+        let topic = uniqueName("half-empty")
+        let emptyTopic = uniqueName("empty")
+        let cluster = try await EmbeddedKafkaProcess.start(topics: [(topic, 2), (emptyTopic, 2)])
+        let producer = try KafkaProducer(
+            configuration: producerConfiguration(cluster.bootstrapServers), logger: quietLogger)
+        defer { producer.close(timeout: .seconds(5)) }
+        // One key: every message lands in the same partition and the other stays empty.
+        var partitions: Set<Int32> = []
+        for index in 0..<5 {
+            let report = try await producer.send(topic: topic, key: Array("one-key".utf8), value: Array("v-\(index)".utf8))
+            partitions.insert(report.partition)
+        }
+        #expect(partitions.count == 1)
+        let received = Collected<String>()
+        let nothing = Collected<String>()
+        let halfEmpty = try KafkaTopicFollower(
+            configuration: KafkaConfiguration(["bootstrap.servers": cluster.bootstrapServers]), topic: topic,
+            startingAtTimestampMs: 0, logger: quietLogger
+        ) { message in received.append(message.text) }
+        let empty = try follower(cluster, emptyTopic, .beginning, into: nothing)
+        halfEmpty.start()
+        defer {
+            halfEmpty.close(timeout: .seconds(5))
+            empty.close(timeout: .seconds(5))
+        }
+        #expect(await eventually(timeout: .seconds(10)) { halfEmpty.isCaughtUp })
+        #expect(received.values == (0..<5).map { "v-\($0)" }, "caught up means the full partition was read")
+        #expect(await eventually(timeout: .seconds(10)) { empty.isCaughtUp })
+        #expect(halfEmpty.partitions == [0, 1] && empty.partitions == [0, 1])
+        #expect(nothing.count == 0)
+    }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Kafka
+import TestSupport
 import Testing
 
 @Suite("KafkaStatistics")
@@ -33,5 +34,24 @@ struct KafkaStatisticsTests {
     func rejectsGarbage() {
         #expect(KafkaStatistics.decode(Data("[1,2]".utf8)) == nil)
         #expect(KafkaStatistics.decode(Data("not json".utf8)) == nil)
+    }
+
+    @Test("statistics are decoded off the poll thread; those received before a mark never count as after it")
+    func storeDecodesLaterInOrder() async throws {
+        let store = KafkaStatisticsStore()
+        let up = Self.sample
+        let down = Self.sample.replacingOccurrences(of: "\"state\":\"UP\"", with: "\"state\":\"DOWN\"")
+        func receive(_ json: String) { Data(json.utf8).withUnsafeBytes { store.receive($0) } }
+
+        receive(up)
+        store.mark()  // whether or not `up` was decoded by now, it was received before the mark
+        #expect(await eventually { store.current != nil })
+        #expect(store.current?.brokersUp == 2)
+        #expect(!store.updatedAfterMark)
+
+        receive("not json")
+        receive(down)
+        #expect(await eventually { store.updatedAfterMark })
+        #expect(store.current?.brokersUp == 0)
     }
 }

@@ -320,7 +320,7 @@ import TestSupport
         try holder.execute("BEGIN")
         try holder.execute("SELECT * FROM balances WHERE user_id = 'u1' FOR UPDATE")
         let batcher = WalletBatcher(
-            database: DatabaseLink(connectionString: db.connectionString, metrics: nil, logger: Self.logger),
+            databases: Self.lanes(db),
             metrics: WalletMetrics(registry: MetricsRegistry()), logger: Self.logger)
         batcher.start()
         defer { batcher.drain(within: .seconds(5)) }
@@ -346,7 +346,7 @@ import TestSupport
         try db.applyResults(Self.purchase("p1"))
         let metrics = WalletMetrics(registry: MetricsRegistry())
         let batcher = WalletBatcher(
-            database: DatabaseLink(connectionString: db.connectionString, metrics: nil, logger: Self.logger),
+            databases: Self.lanes(db),
             metrics: metrics, logger: Self.logger)
         batcher.start()
         defer { batcher.drain(within: .seconds(5)) }
@@ -447,6 +447,11 @@ import TestSupport
     }
 
     static let logger = Logger(label: "wallet-tests", threshold: .error)
+
+    /// A connection to `db` for each of the batcher's lanes (as many as the service opens).
+    static func lanes(_ db: LedgerDatabase, count: Int = WalletBatcher.lanes) -> [DatabaseLink] {
+        (0..<count).map { _ in DatabaseLink(connectionString: db.connectionString, metrics: nil, logger: logger) }
+    }
 
     final class Answers: Sendable {
         private let answers = Locked<[WalletAnswer]>([])

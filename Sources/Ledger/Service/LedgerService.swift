@@ -13,9 +13,9 @@ import Synchronization
 /// (offsets in the same transaction; assigned partitions start from the stored offsets), and the HTTP API.
 ///
 /// A `ManagedService`: `init` (each part registered in `parts` as it is made) -> `start()` -> `drain(within:)`
-/// (answers the spends and grants waiting, lets the batch being applied commit, stops the refund responder, then
-/// closes the parts, last made first: the consumer, the server, the worker's, the wallet's and the API's database
-/// connections, the catalog watcher). The database may be down at start: the
+/// (answers the spends and grants waiting, lets the spend batches and the Kafka batch being applied commit, stops the
+/// refund responder, then closes the parts, last made first: the consumer, the server, the worker's, the wallet's
+/// and the API's database connections, the catalog watcher). The database may be down at start: the
 /// worker retries, `/readyz` says so.
 public final class LedgerService: ManagedService {
     private let settings: LedgerSettings
@@ -75,9 +75,11 @@ public final class LedgerService: ManagedService {
         }
         parts.add("product catalog watcher") { items.stopWatching() }
         self.items = items
-        let walletDatabase = DatabaseLink(connectionString: settings.databaseURL, metrics: nil, logger: logger)
-        parts.add("wallet database connection") { walletDatabase.close() }
-        let wallet = WalletBatcher(database: walletDatabase, metrics: metrics.wallet, logger: logger.named("wallet"))
+        let walletDatabases = (0..<WalletBatcher.lanes).map { _ in
+            DatabaseLink(connectionString: settings.databaseURL, metrics: nil, logger: logger)
+        }
+        parts.add("wallet database connections") { walletDatabases.forEach { $0.close() } }
+        let wallet = WalletBatcher(databases: walletDatabases, metrics: metrics.wallet, logger: logger.named("wallet"))
         self.wallet = wallet
         // The server before the consumer, so it serves until the consumer has left the group.
         let health = DeferredHealth()
@@ -211,7 +213,7 @@ public final class LedgerService: ManagedService {
             ])
     }
 
-    /// Lets the spend batch being applied commit (the spends and grants still waiting are answered 503: retried with
+    /// Lets the spend batches being applied commit (the spends and grants still waiting are answered 503: retried with
     /// their keys), lets the Kafka batch being applied commit and stops the refund responder, all within `bound`
     /// (each gets what the one before left of it), then closes the parts: leaves the group, stops the server, closes
     /// the database connections. Messages fetched but not applied are read again after the restart, from the stored

@@ -34,11 +34,11 @@ struct WalletMetrics: Sendable {
     let batchRetries: Counter
     let unrecoveredUnits: Counter
     let debtUnits: Counter
-    /// `ledger_wallet_debt_outstanding_units{book}`, `ledger_wallet_users_in_debt{book}`,
-    /// `ledger_wallet_unrecovered_outstanding_units{book}` (`WalletFigures`).
-    let debtOutstanding: [String: Gauge]
-    let usersInDebt: [String: Gauge]
-    let unrecoveredOutstanding: [String: Gauge]
+    /// `ledger_wallet_debt_outstanding_units{book,item}`, `ledger_wallet_users_in_debt{book,item}`,
+    /// `ledger_wallet_unrecovered_outstanding_units{book,item}` (`WalletFigures`), rendered from this reading when
+    /// scraped. Every book and item read once is kept (at zero when nothing is outstanding in it any more), so a
+    /// series falls to 0 rather than vanishing; items come from the product catalog, so the series stay few.
+    private let outstanding = Locked<[WalletFigures.Key: WalletFigures.Outstanding]>([:])
 
     init(registry: MetricsRegistry) {
         var requests: [String: Counter] = [:]
@@ -64,27 +64,39 @@ struct WalletMetrics: Sendable {
         debtUnits = registry.counter(
             "ledger_wallet_debt_units_total",
             help: "Units refunds could not take back because they were spent (LEDGER_CLAWBACK=debt), recorded as debt")
-        let books = Book.allCases.map(\.rawValue)
-        debtOutstanding = registry.gauges(
+        let outstanding = self.outstanding
+        let perItem = "by book and item (items are those the product catalog credits)"
+        registry.collect(
             "ledger_wallet_debt_outstanding_units",
-            help: "Debt the wallets owe now (LEDGER_CLAWBACK=debt, not yet repaid), units of all items, by book",
-            label: "book", values: books)
-        usersInDebt = registry.gauges(
-            "ledger_wallet_users_in_debt", help: "Users with debt outstanding in any item (their spends are refused), by book",
-            label: "book", values: books)
-        unrecoveredOutstanding = registry.gauges(
+            help: "Debt the wallets owe now (LEDGER_CLAWBACK=debt, not yet repaid), in units of the item, \(perItem)",
+            kind: .gauge
+        ) { Self.series(outstanding, \.debtUnits) }
+        registry.collect(
+            "ledger_wallet_users_in_debt",
+            help: "Users with debt outstanding in the item (their spends of it are refused), \(perItem)", kind: .gauge
+        ) { Self.series(outstanding, \.usersInDebt) }
+        registry.collect(
             "ledger_wallet_unrecovered_outstanding_units",
-            help: "Units recorded unrecovered (LEDGER_CLAWBACK=floor) and not given back by a reversal, units of all items, by book",
-            label: "book", values: books)
+            help: "Units recorded unrecovered (LEDGER_CLAWBACK=floor) and not given back by a reversal, in units of "
+                + "the item, \(perItem)",
+            kind: .gauge
+        ) { Self.series(outstanding, \.unrecoveredUnits) }
     }
 
-    /// Sets the outstanding gauges to `figures` (a book absent from them reads 0).
+    /// Sets the outstanding gauges to `figures`: a book and item read before and absent from them now reads 0.
     func update(_ figures: WalletFigures) {
-        for book in Book.allCases {
-            let outstanding = figures.of(book)
-            debtOutstanding[book.rawValue]?.set(outstanding.debtUnits)
-            usersInDebt[book.rawValue]?.set(outstanding.usersInDebt)
-            unrecoveredOutstanding[book.rawValue]?.set(outstanding.unrecoveredUnits)
+        outstanding.withLock { outstanding in
+            for key in outstanding.keys { outstanding[key] = WalletFigures.Outstanding() }
+            outstanding.merge(figures.outstanding) { $1 }
+        }
+    }
+
+    private static func series(
+        _ outstanding: Locked<[WalletFigures.Key: WalletFigures.Outstanding]>,
+        _ figure: KeyPath<WalletFigures.Outstanding, Double>
+    ) -> [(MetricLabels, Double)] {
+        outstanding.withLock { $0 }.sorted { $0.key < $1.key }.map { key, value in
+            ([("book", key.book.rawValue), ("item", key.item)], value[keyPath: figure])
         }
     }
 

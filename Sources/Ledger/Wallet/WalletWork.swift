@@ -155,17 +155,25 @@ struct WalletWork {
         """
 
     /// Records the results of `readStatements(keys, ...)` (in their order) as the wallets read.
+    ///
+    /// A wallet of `keys` without a `balances` row had nothing to lock: its lots and clawbacks are ignored and it is
+    /// read empty, as the lock read it. The lots and clawbacks are read by later statements, after the lock; a
+    /// transaction that created the wallet may have committed in between, and lots read without the lock could
+    /// already be changed by a third transaction holding it (a spend decided on those would overdraw).
     mutating func cacheRead(_ keys: [WalletKey], _ results: ArraySlice<PostgresResult>) throws(PostgresError) {
         var wallets: [WalletKey: Wallet] = [:]
         for key in keys { wallets[key] = Wallet() }
         var results = results
+        var unlocked = Set(keys)
         for row in results.removeFirst().rows {
             let key = try Self.walletKey(row)
+            unlocked.remove(key)
             wallets[key] = Wallet(
                 balance: try row.int64("amount"), debt: try row.int64("debt"), unrecovered: try row.int64("unrecovered"))
         }
         for row in results.removeFirst().rows {
             let key = try Self.walletKey(row)
+            if unlocked.contains(key) { continue }
             guard let kind = LotKind(rawValue: try row.string("kind")) else { throw Self.unknown("lot kind", row) }
             let lot = WalletLot(
                 key: try row.string("lot_key"), kind: kind, amount: try row.int64("amount"),
@@ -175,6 +183,7 @@ struct WalletWork {
         }
         for row in results.removeFirst().rows {
             let key = try Self.walletKey(row)
+            if unlocked.contains(key) { continue }
             let clawbackKey = try row.string("clawback_key")
             var clawback = wallets[key]?.clawbacks[clawbackKey]
             if clawback == nil {
