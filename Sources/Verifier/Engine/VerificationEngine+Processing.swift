@@ -47,18 +47,36 @@ extension VerificationEngine {
         }
     }
 
+    /// Starts a round at Apple. The round's slot is given back on the thread that delivers Apple's answer, first
+    /// thing (`roundEnded`): the next waiting submission goes to Apple at once, and this one's records are routed,
+    /// encoded and published after that, on the work queue (`writeOutcome`). The slot bounds calls to Apple, not
+    /// writes: the offset still waits for Kafka to acknowledge every record (`finished`), so at-least-once is
+    /// unchanged, and memory stays bounded by the pending gate and the partition windows.
+    ///
+    /// An answer given before `verify` returned (the client shut down, a deadline already past) goes through the work
+    /// queue instead: freeing the slot inline would start the next round inside this one, and a run of such answers
+    /// would nest one call per waiting submission.
     func startRound(_ dispatch: DispatchState<VerificationJob>.Dispatch) {
         let started = clock.monotonicNanoseconds()
         if dispatch.isProbe {
             logger.info("probing Apple", ["submission_id": .string(dispatch.work.submission.submissionId)])
         }
+        let call = RoundCall()
         verifier.verify(dispatch.work.submission) { outcome in
-            self.enqueue { self.roundEnded(dispatch, outcome: outcome, started: started) }
+            if call.hasReturned {
+                self.roundEnded(dispatch, outcome: outcome, started: started, onWorkQueue: false)
+            } else {
+                self.enqueue { self.roundEnded(dispatch, outcome: outcome, started: started, onWorkQueue: true) }
+            }
         }
+        call.markReturned()
     }
 
+    /// Apple answered (or the round ran out of time): frees the slot and starts what waits for it, then writes the
+    /// outcome, on the work queue unless already there.
     func roundEnded(
-        _ dispatch: DispatchState<VerificationJob>.Dispatch, outcome: VerificationOutcome, started: UInt64
+        _ dispatch: DispatchState<VerificationJob>.Dispatch, outcome: VerificationOutcome, started: UInt64,
+        onWorkQueue: Bool
     ) {
         let now = clock.monotonicNanoseconds()
         metrics.roundDuration.observe(Double(now &- started) / 1e9)
@@ -68,6 +86,18 @@ extension VerificationEngine {
             return (step, state.breaker.isOpen)
         }
         perform(step)
+        if onWorkQueue {
+            writeOutcome(dispatch, outcome: outcome, breakerOpen: breakerOpen)
+        } else {
+            enqueue { self.writeOutcome(dispatch, outcome: outcome, breakerOpen: breakerOpen) }
+        }
+    }
+
+    /// A round's records: routed from its outcome (`breakerOpen` as it was when the slot was freed) and published;
+    /// nothing when the partition was given up meanwhile.
+    func writeOutcome(
+        _ dispatch: DispatchState<VerificationJob>.Dispatch, outcome: VerificationOutcome, breakerOpen: Bool
+    ) {
         guard stillOwned(dispatch.ticket) else {
             logger.debug(
                 "round ended after its partition was given up: no output, the new owner verifies it again",
@@ -134,4 +164,14 @@ extension VerificationEngine {
         if let step { perform(step) }
         return owned
     }
+}
+
+/// Whether `verify` has returned for one round: an answer arriving before that was given inside the call (or raced
+/// it on another thread; either way the work queue takes it, which is always safe).
+private final class RoundCall: Sendable {
+    private let returned = Atomic<Bool>(false)
+
+    var hasReturned: Bool { returned.load(ordering: .acquiring) }
+
+    func markReturned() { returned.store(true, ordering: .releasing) }
 }

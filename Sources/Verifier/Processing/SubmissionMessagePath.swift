@@ -6,8 +6,8 @@ import ServiceSupport
 /// bookkeeping (admission, windows, offsets, metrics): `MessageTriage` decodes and validates the message,
 /// `AppStoreSubmissionVerifier` runs one round at Apple through `verifier`, and `RoundOutcomeRouter` turns the
 /// round's end into the output records, with their bytes. These are the same values `VerificationEngine` calls in the
-/// same order (`process`, `startRound`, `roundEnded`); nothing is reimplemented here. It exists so that
-/// bench/verifier-path-bench can count the instructions of that work per message with callgrind (issue 26); the
+/// same order (`process`, `startRound`, `roundEnded`, `writeOutcome`); nothing is reimplemented here. It exists so
+/// that bench/verifier-path-bench can count the instructions of that work per message with callgrind (issue 26); the
 /// service does not use it.
 public struct SubmissionMessagePath: Sendable {
     private let triage: MessageTriage
