@@ -49,6 +49,8 @@ public struct SQLState: RawRepresentable, Hashable, Sendable, CustomStringConver
     public static let uniqueViolation = SQLState(rawValue: "23505")
     /// `42P01` undefined_table.
     public static let undefinedTable = SQLState(rawValue: "42P01")
+    /// `40001` serialization_failure (also what the ledger raises for a read it cannot decide on: applied again).
+    public static let serializationFailure = SQLState(rawValue: "40001")
     /// `22003` numeric_value_out_of_range (a data exception: the ledger's wallet raises it for a balance past 64 bits).
     public static let numericValueOutOfRange = SQLState(rawValue: "22003")
 

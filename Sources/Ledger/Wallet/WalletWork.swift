@@ -175,10 +175,13 @@ struct WalletWork {
 
     /// Records the results of `readStatements(keys, ...)` (in their order) as the wallets read.
     ///
-    /// A wallet of `keys` without a `balances` row had nothing to lock: its lots and clawbacks are ignored and it is
-    /// read empty, as the lock read it. The lots and clawbacks are read by later statements, after the lock; a
-    /// transaction that created the wallet may have committed in between, and lots read without the lock could
-    /// already be changed by a third transaction holding it (a spend decided on those would overdraw).
+    /// A wallet of `keys` without a `balances` row had nothing to lock. Its lots and clawbacks are read by later
+    /// statements; when any appear, a transaction that created the wallet committed in between, and what was read
+    /// is no view to decide on: lots read without the wallet's lock may already be changed by a transaction that
+    /// holds it (a spend decided on them would overdraw), and reading the wallet empty instead would take nothing back
+    /// of a purchase refunded just after it was credited. So the read is refused as a serialization failure
+    /// (`40001`): the caller rolls back and applies the batch again, and the lock then finds the row.
+    /// - Throws: `PostgresError`: `40001` for a wallet created between the lock and the reads; a row it cannot read.
     mutating func cacheRead(_ keys: [WalletKey], _ results: ArraySlice<PostgresResult>) throws(PostgresError) {
         var wallets: [WalletKey: Wallet] = [:]
         for key in keys { wallets[key] = Wallet() }
@@ -192,7 +195,7 @@ struct WalletWork {
         }
         for row in results.removeFirst().rows {
             let key = try Self.walletKey(row)
-            if unlocked.contains(key) { continue }
+            if unlocked.contains(key) { throw Self.createdAfterLock(key) }
             guard let kind = LotKind(rawValue: try row.string("kind")) else { throw Self.unknown("lot kind", row) }
             let lot = WalletLot(
                 key: try row.string("lot_key"), kind: kind, amount: try row.int64("amount"),
@@ -203,7 +206,7 @@ struct WalletWork {
         }
         for row in results.removeFirst().rows {
             let key = try Self.walletKey(row)
-            if unlocked.contains(key) { continue }
+            if unlocked.contains(key) { throw Self.createdAfterLock(key) }
             let clawbackKey = try row.string("clawback_key")
             var clawback = wallets[key]?.clawbacks[clawbackKey]
             if clawback == nil {
@@ -225,6 +228,13 @@ struct WalletWork {
             read[key] = wallet
             current[key] = nil
         }
+    }
+
+    private static func createdAfterLock(_ key: WalletKey) -> PostgresError {
+        PostgresError(
+            sqlState: .serializationFailure,
+            message: "a wallet of \(key.item) was created by another transaction after this one locked its wallets; "
+                + "applying the batch again", isConnectionBroken: false)
     }
 
     private static func walletKey(_ row: PostgresRow) throws(PostgresError) -> WalletKey {
