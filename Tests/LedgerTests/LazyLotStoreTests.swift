@@ -19,6 +19,13 @@ import TestSupport
         }
     }
 
+    /// The purchases flagged as carrying an untouched lot (what `purchases_untouched_lots` indexes), by key.
+    static func flaggedUntouched(_ db: LedgerDatabase) throws -> [String] {
+        try db.connection.execute("SELECT credit_key FROM purchases WHERE lot_untouched ORDER BY credit_key").rows.map {
+            row throws(PostgresError) in try row.string("credit_key")
+        }
+    }
+
     @Test func aCreditWithoutALotRowIsSpentFirstInFirstOutBeforeALaterWrittenLot() throws {
         let db = try LedgerDatabase("lazy_lot_fifo")
         try db.applyResults(WalletStoreTests.purchase("p1"))
@@ -26,6 +33,7 @@ import TestSupport
         try db.applyEvents(WalletStoreTests.refund("p2", eventId: "r2", percentage: 50_000))
         try db.applyResults(WalletStoreTests.purchase("p3"))
         #expect(try Self.lotRows(db) == [F.key("p2")], "only the refund drew on a lot")
+        #expect(try Self.flaggedUntouched(db) == [F.key("p1"), F.key("p3")].sorted(), "the refund's first touch cleared p2")
         #expect(try db.lot("u1", F.key("p1")) == Lot(amount: 100, spent: 0, taken: 0, covered: 0))
         #expect(try db.lot("u1", F.key("p2")) == Lot(amount: 100, spent: 0, taken: 50, covered: 0))
         #expect(try db.user("u1").balance("gems") == 250)
@@ -37,6 +45,7 @@ import TestSupport
         #expect(attribution.map { $0["lot"] as? String } == [F.key("p1"), F.key("p2"), F.key("p3")])
         #expect(attribution.map { $0["amount"] as? Int } == [100, 50, 30])
         #expect(try Self.lotRows(db) == [F.key("p1"), F.key("p2"), F.key("p3")].sorted())
+        #expect(try Self.flaggedUntouched(db).isEmpty, "every lot is a row now: a wallet's read finds none by index")
         #expect(try db.lot("u1", F.key("p1")) == Lot(amount: 100, spent: 100, taken: 0, covered: 0))
         #expect(try db.lot("u1", F.key("p3")) == Lot(amount: 100, spent: 30, taken: 0, covered: 0))
         #expect(try db.purchase(F.key("p3"))?.amountConsumed == 30)

@@ -90,6 +90,11 @@ extension BatchWork {
         .init(
             "lot_history_seq", .bigint { $0.untouchedLot?.historySeq },
             updatedTo: "coalesce(u.lot_history_seq, p.lot_history_seq)"),
+        // Whether the lot is still the purchase's (no `wallet_lots` row yet): what the wallet's read of untouched
+        // lots finds by index (`purchases_untouched_lots`). Cleared by the lot's first change
+        // (`WalletWork.untouchedLotsTaken`); an update that carries no lot keeps the stored flag.
+        .init(
+            "lot_untouched", .boolean { $0.untouchedLot != nil }, updatedTo: "(u.lot_untouched OR p.lot_untouched)"),
     ]
 
     static let purchaseColumnNames = purchaseTable.map(\.name).joined(separator: ", ")

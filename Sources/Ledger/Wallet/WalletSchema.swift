@@ -72,15 +72,20 @@ enum WalletSchema {
     /// (`lot_history_seq`, taken from the history's sequence while the wallet is locked, as before); the first
     /// write that changes the lot inserts its `wallet_lots` row with the purchase's values, in the same transaction,
     /// and from then on the row is the lot (the purchase keeps its entry's number: the row's `history_seq` stays
-    /// NULL). `wallet_lot_states` reads both: every lot row, and every purchase's untouched lot without one.
+    /// NULL) and clears the purchase's `lot_untouched`, so that a wallet's read finds only the untouched lots by
+    /// their index (`purchases_untouched_lots`), not every purchase its owner made. `wallet_lot_states` reads both:
+    /// every lot row, and every purchase's untouched lot without one.
     ///
     /// Nothing existing moves: lots written before version 12 stay rows (with their entries' numbers), purchases
     /// credited before have no lot of their own to carry. Columns without defaults: no table rewrite.
     static let lotsOnFirstTouch: [String] = [
         """
         ALTER TABLE purchases ADD COLUMN lot_amount bigint CHECK (lot_amount > 0), ADD COLUMN lot_added_at_ms bigint,
-            ADD COLUMN lot_history_seq bigint
+            ADD COLUMN lot_history_seq bigint, ADD COLUMN lot_untouched boolean
         """,
+        // The untouched lots of an owner, by index: without it a wallet's read scanned every purchase its owner ever
+        // made (a player with thousands of spent purchases read them all at every spend).
+        "CREATE INDEX purchases_untouched_lots ON purchases (owner) WHERE lot_untouched",
         """
         CREATE VIEW wallet_lot_states AS
         SELECT user_id, lot_key, book, item, kind, amount, spent, taken, covered, added_at_ms, false AS untouched
@@ -88,7 +93,7 @@ enum WalletSchema {
         UNION ALL
         SELECT p.owner, p.credit_key, p.book, p.grant_name, 'purchase', p.lot_amount, 0, 0, 0, p.lot_added_at_ms, true
         FROM purchases p
-        WHERE p.lot_amount IS NOT NULL
+        WHERE p.lot_untouched AND p.lot_amount IS NOT NULL
             AND NOT EXISTS (SELECT 1 FROM wallet_lots l WHERE l.user_id = p.owner AND l.lot_key = p.credit_key)
         """,
         """

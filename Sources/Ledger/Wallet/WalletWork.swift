@@ -125,7 +125,7 @@ struct WalletWork {
     static let lotColumns = "l.user_id, l.lot_key, l.book, l.item, l.kind, l.amount, l.spent, l.taken, l.covered, l.added_at_ms"
 
     /// A wallet's lots with units remaining: its lot rows, and its purchases' untouched lots without one (schema
-    /// 12, `wallet_lot_states`), found by the purchases' owner index.
+    /// 12, `wallet_lot_states`), found by their index (`purchases_untouched_lots`: untouched only).
     static let remainingLots = """
         SELECT \(lotColumns), l.untouched
         FROM unnest($1::text[], $2::text[], $3::text[]) AS w(u, b, i),
@@ -135,7 +135,8 @@ struct WalletWork {
             UNION ALL
             SELECT p.owner, p.credit_key, p.book, p.grant_name, 'purchase', p.lot_amount, 0, 0, 0, p.lot_added_at_ms,
                 NULL, true
-            FROM purchases p WHERE p.owner = w.u AND p.book = w.b AND p.grant_name = w.i AND p.lot_amount IS NOT NULL
+            FROM purchases p WHERE p.owner = w.u AND p.lot_untouched AND p.book = w.b AND p.grant_name = w.i
+                AND p.lot_amount IS NOT NULL
                 AND NOT EXISTS (SELECT 1 FROM wallet_lots o WHERE o.user_id = p.owner AND o.lot_key = p.credit_key)
         ) AS l
         """
@@ -335,6 +336,9 @@ struct WalletWork {
             write(newLots, Self.lotsWithoutEntriesInsert, Self.lotsParameters)
         }
         write(firstTouched, Self.lotsWithoutEntriesInsert, Self.lotsParameters)
+        write(firstTouched, Self.untouchedLotsTaken) { rows in
+            [.textArray(rows.map(\.1.key)), .textArray(rows.map(\.0.user))]
+        }
         write(
             changedLots,
             """
@@ -468,6 +472,13 @@ struct WalletWork {
         """
 
     /// New lots whose entries (if any) are history rows.
+    /// The purchases whose lots got their rows now: no longer untouched (`purchases_untouched_lots`).
+    static let untouchedLotsTaken = """
+        UPDATE purchases p SET lot_untouched = false
+        FROM unnest($1::text[], $2::text[]) AS u(credit_key, owner)
+        WHERE p.credit_key = u.credit_key AND p.owner = u.owner
+        """
+
     static let lotsWithoutEntriesInsert = """
         INSERT INTO wallet_lots (user_id, lot_key, book, item, kind, amount, spent, taken, covered, added_at_ms,
             history_seq)
