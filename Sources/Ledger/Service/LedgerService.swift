@@ -64,9 +64,13 @@ public final class LedgerService: ManagedService {
             database: DatabaseLink(connectionString: settings.databaseURL, metrics: nil, logger: logger),
             metrics: consumptionMetrics, logger: logger.named("consumption-responder"))
         self.responder = responder
-        let buffer = RecordBuffer(highWater: settings.maxBufferedMessages)
-        let database = DatabaseLink(connectionString: settings.databaseURL, metrics: metrics, logger: logger)
-        parts.add("worker database connection") { database.close() }
+        let buffer = RecordBuffer(highWater: settings.maxBufferedMessages, lanes: LedgerWorker.lanes)
+        // One connection per apply lane; the first one's state is the `ledger_database_up` gauge and readiness.
+        let workerDatabases = (0..<LedgerWorker.lanes).map { lane in
+            DatabaseLink(connectionString: settings.databaseURL, metrics: lane == 0 ? metrics : nil, logger: logger)
+        }
+        let database = workerDatabases[0]
+        parts.add("worker database connections") { workerDatabases.forEach { $0.close() } }
         let items: WalletItems
         do {
             items = try WalletItems(catalogFile: settings.productCatalogFile, logger: logger, metrics: registry)
@@ -129,7 +133,8 @@ public final class LedgerService: ManagedService {
                     buffer.drop(Set(partitions))
                 }))
         let worker = LedgerWorker(
-            settings: settings, database: database, buffer: buffer, starts: starts, metrics: metrics, logger: logger,
+            settings: settings, databases: workerDatabases, buffer: buffer, starts: starts, metrics: metrics,
+            logger: logger,
             clusterId: { link.consumer?.clusterId(timeout: .seconds(10)) },
             afterBatch: { summary in
                 guard let consumer = link.consumer else { return }

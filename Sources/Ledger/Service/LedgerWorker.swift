@@ -5,11 +5,19 @@ import ServiceRuntime
 import ServiceSupport
 import Synchronization
 
-/// The ledger's one writer: takes batches from the buffer and applies each in one database transaction, retrying a
-/// failed batch with backoff until it commits (nothing is skipped; readiness is false meanwhile). Runs on a thread of
-/// its own; `stop` lets the batch in progress finish (or abandons its retries) and ends the loop. Where it stands
-/// (preparing the schema, checking the binding, applying, refused, stopping) is one `LedgerWorkerLifecycle`.
+/// The ledger's writer: takes batches from the buffer and applies each in one database transaction, retrying a
+/// failed batch with backoff until it commits (nothing is skipped; readiness is false meanwhile). It applies in
+/// `lanes` lanes, each a thread with a connection of its own, so one batch's rules run while another's statements
+/// and commit run in PostgreSQL; a partition belongs to one lane at a time (`RecordBuffer`), so each partition is
+/// still applied in offset order, and the lanes share the database as two instances do (fixed lock orders, a
+/// deadlock or serialization failure retried). `stop` lets the batches in progress finish (or abandons their
+/// retries) and ends the lanes. Where it stands (preparing the schema, checking the binding, applying, refused,
+/// stopping) is one `LedgerWorkerLifecycle`.
 final class LedgerWorker: Sendable {
+    /// Batches applied at once. Two: the ledger's rules and PostgreSQL's work on a batch each take about half of it
+    /// (docs/BENCHMARKS.md), and a third lane would only add lock waits and a connection on a 2-core machine.
+    static let lanes = 2
+
     private let settings: LedgerSettings
     private let store: LedgerStore
     private let buffer: RecordBuffer
@@ -17,12 +25,12 @@ final class LedgerWorker: Sendable {
     private let logger: Logger
     /// Called after each commit with what it did (stores offsets in Kafka for lag, resumes fetching).
     private let afterBatch: @Sendable (BatchSummary) -> Void
-    let database: DatabaseLink
+    /// One connection per lane; the first is also the partition starts', the binding's and the gauges'.
+    private let databases: [DatabaseLink]
+    var database: DatabaseLink { databases[0] }
     /// Partitions assigned while the database did not answer: read, checked and sought before anything is applied.
     private let starts: PartitionStarts
     private let lifecycle = Locked(LedgerWorkerLifecycle())
-    /// Decodes the next batch while the worker applies the one before it (`DecodingAhead`).
-    private let decoder = DispatchQueue(label: "ledger-decoder")
     private let loopEnded = Gate()
     private let lastGaugeRefreshNs = Atomic<UInt64>(0)
     private let lastWalletFiguresNs = Atomic<UInt64>(0)
@@ -30,7 +38,7 @@ final class LedgerWorker: Sendable {
     private let clusterId: @Sendable () -> String?
 
     init(
-        settings: LedgerSettings, database: DatabaseLink, buffer: RecordBuffer, starts: PartitionStarts,
+        settings: LedgerSettings, databases: [DatabaseLink], buffer: RecordBuffer, starts: PartitionStarts,
         metrics: LedgerMetrics, logger: Logger,
         clusterId: @escaping @Sendable () -> String? = { nil },
         afterBatch: @escaping @Sendable (BatchSummary) -> Void
@@ -44,7 +52,8 @@ final class LedgerWorker: Sendable {
         self.metrics = metrics
         self.logger = logger
         self.afterBatch = afterBatch
-        self.database = database
+        precondition(!databases.isEmpty && databases.count == buffer.lanes, "one database connection per lane")
+        self.databases = databases
         self.starts = starts
     }
 
@@ -104,6 +113,25 @@ final class LedgerWorker: Sendable {
         handle(.schemaReady)
         bindCluster()
         if lifecycle.withLock({ $0.mayApply }) { resolveStrandedClaims() }
+        let otherLanesEnded = databases.indices.dropFirst().map { lane in
+            let ended = Gate()
+            Thread.startNamed("ledger-worker-\(lane + 1)") { [self] in
+                applyLoop(lane: lane)
+                ended.open()
+            }
+            return ended
+        }
+        applyLoop(lane: 0)
+        // The worker's loop ends when every lane did (each finishes or abandons its batch once stopping).
+        for ended in otherLanesEnded { while !ended.wait(within: .seconds(60)) {} }
+    }
+
+    /// One lane's loop: takes a batch of the partitions it may take, applies it on the lane's connection, gives its
+    /// partitions back. The first lane also resolves the partitions awaiting their stored offsets and refreshes the
+    /// gauges.
+    private func applyLoop(lane: Int) {
+        // Decodes the lane's next batch while the lane applies the one before it (`DecodingAhead`).
+        let decoder = DispatchQueue(label: "ledger-decoder-\(lane + 1)")
         // The batch taken and decoded while the one before it was applied: applied next, never dropped while the
         // worker runs (its messages are out of the buffer).
         var ahead: DecodingAhead?
@@ -112,21 +140,26 @@ final class LedgerWorker: Sendable {
                 Thread.sleep(forTimeInterval: 0.25)
                 continue
             }
-            let batch = ahead?.take() ?? takeDecodedBatch()
+            let batch = ahead?.take() ?? takeDecodedBatch(lane: lane)
             ahead = nil
-            metrics.bufferedMessages.set(buffer.count)
+            // Its partitions are the lane's until then, whether it was applied or not.
+            defer { buffer.release(batch.records.map(\.record), lane: lane) }
+            if lane == 0 { metrics.bufferedMessages.set(buffer.count) }
             // Messages of a partition held for an offset gap, or awaiting its stored offset (fetched before it was
-            // held or made to await), are never applied. Filtered before the awaiting partitions are resolved: a
-            // resolved one is sought to its stored offset and its buffered messages discarded, so the store gets
-            // its messages in contiguous offsets from there.
-            let admitted = starts.withoutWithheld(batch)
-            guard startsResolved(), lifecycle.withLock({ $0.mayApply }) else { continue }
-            if !batch.isEmpty {
-                ahead = DecodingAhead(on: decoder) { [self] in takeDecodedBatch() }
+            // held or made to await), are never applied; nor those of a partition dropped since the batch was taken
+            // (revoked, or sought back to its stored offset by another lane's resolution). Filtered before the
+            // awaiting partitions are resolved: a resolved one is sought to its stored offset and its buffered
+            // messages discarded, so the store gets its messages in contiguous offsets from there.
+            let admitted = starts.withoutWithheld(
+                buffer.withoutDropped(batch.records, since: batch.dropsBefore) { $0.record.partitionKey })
+            guard lane > 0 || startsResolved(), lifecycle.withLock({ $0.mayApply }) else { continue }
+            if !batch.records.isEmpty {
+                ahead = DecodingAhead(on: decoder) { [self] in takeDecodedBatch(lane: lane) }
             }
-            if !admitted.isEmpty { applyUntilCommitted(admitted) }
-            refreshGaugesIfDue()
+            if !admitted.isEmpty { applyUntilCommitted(admitted, on: databases[lane]) }
+            if lane == 0 { refreshGaugesIfDue() }
         }
+        if let ahead { buffer.release(ahead.take().records.map(\.record), lane: lane) }
     }
 
     /// Reads and applies the stored offsets of partitions assigned while the database did not answer, retrying
@@ -146,9 +179,10 @@ final class LedgerWorker: Sendable {
         return false
     }
 
-    /// The next batch from the buffer (waiting up to 250 ms for its first message), decoded.
-    private func takeDecodedBatch() -> [DecodedRecord] {
-        buffer.takeBatch(limit: settings.batchSize, timeout: .milliseconds(250)).map(store.decode)
+    /// The lane's next batch from the buffer (waiting up to 250 ms for its first message), decoded.
+    private func takeDecodedBatch(lane: Int) -> DecodedBatch {
+        let taken = buffer.takeBatch(limit: settings.batchSize, timeout: .milliseconds(250), lane: lane)
+        return DecodedBatch(records: taken.records.map(store.decode), dropsBefore: taken.dropsBefore)
     }
 
     /// Binds a new database to the Kafka cluster, or refuses one bound to another (unless `LEDGER_REBIND=cluster`).
@@ -222,7 +256,7 @@ final class LedgerWorker: Sendable {
     /// message alone: the first may be a concurrent writer's row committed first (the retry reads it), the same
     /// refusal again is the message's own, and retrying it forever would hold its partition. A serialization failure
     /// or deadlock (class 40) is always retried.
-    private func applyUntilCommitted(_ batch: [DecodedRecord]) {
+    private func applyUntilCommitted(_ batch: [DecodedRecord], on database: DatabaseLink) {
         var backoff = Backoff()
         var integrityViolations = 0
         while true {
@@ -242,12 +276,12 @@ final class LedgerWorker: Sendable {
                         logger.warning(
                             "the database refused a value in a batch; applying it one message at a time",
                             ["messages": .int(batch.count), "error": .string(error.description)])
-                        for record in batch { applyUntilCommitted([record]) }
+                        for record in batch { applyUntilCommitted([record], on: database) }
                         return
                     }
                     if error.isIntegrityConstraintViolation { integrityViolations += 1 }
                     if error.isDataException || integrityViolations > 1, let record = batch.first?.record,
-                        deadLetterRefused(record, reason: "refused by the database: \(error.description)")
+                        deadLetterRefused(record, reason: "refused by the database: \(error.description)", on: database)
                     {
                         return
                     }
@@ -267,7 +301,7 @@ final class LedgerWorker: Sendable {
         }
     }
 
-    private func deadLetterRefused(_ record: LedgerRecord, reason: String) -> Bool {
+    private func deadLetterRefused(_ record: LedgerRecord, reason: String, on database: DatabaseLink) -> Bool {
         let started = SystemTime.monotonicNanoseconds()
         do {
             let summary = try database.withConnection { connection throws(PostgresError) in
@@ -345,9 +379,9 @@ final class LedgerWorker: Sendable {
 /// it: decoding needs no database, so the two overlap on the machine's cores instead of taking turns.
 private final class DecodingAhead: Sendable {
     private let done = DispatchSemaphore(value: 0)
-    private let batch = Locked<[DecodedRecord]>([])
+    private let batch = Locked(DecodedBatch(records: [], dropsBefore: 0))
 
-    init(on queue: DispatchQueue, _ take: @escaping @Sendable () -> [DecodedRecord]) {
+    init(on queue: DispatchQueue, _ take: @escaping @Sendable () -> DecodedBatch) {
         queue.async { [batch, done] in
             let taken = take()
             batch.withLock { $0 = taken }
@@ -356,8 +390,14 @@ private final class DecodingAhead: Sendable {
     }
 
     /// The batch, once decoded (waits for it).
-    func take() -> [DecodedRecord] {
+    func take() -> DecodedBatch {
         done.wait()
         return batch.withLock { $0 }
     }
+}
+
+/// A batch taken from the buffer (`RecordBuffer.Taken`), decoded.
+private struct DecodedBatch: Sendable {
+    let records: [DecodedRecord]
+    let dropsBefore: UInt64
 }
