@@ -134,7 +134,7 @@ import TestSupport
         }
         let lotsBefore = try lots(from: "wallet_lots")
 
-        #expect(try LedgerSchema.migrate(db.connection) == [12])
+        #expect(try LedgerSchema.migrate(db.connection) == [12, 13])
         #expect(try WalletHistoryStoreTests.entries(from: "wallet_history_entries", on: db.connection) == entriesBefore)
         #expect(try WalletHistoryStoreTests.pagedKeys("u1", limit: 2, on: db.connection) == pagesBefore)
         #expect(pagesBefore == [p2, "k1", p1])

@@ -419,6 +419,7 @@ public enum LedgerSchema: VersionedSchema {
         (version: 10, statements: WalletSchema.remainingByWallet),
         (version: 11, statements: [byteOrderText, balancesRoomForUpdates] + WalletSchema.creditEntriesFromLots),
         (version: 12, statements: WalletSchema.lotsOnFirstTouch),
+        (version: 13, statements: WalletSchema.untouchedLotsInOwnerIndex),
     ]
 
     /// The ledger's tables (every one a migration above creates).

@@ -110,6 +110,20 @@ enum WalletSchema {
         """,
     ]
 
+    /// Schema version 13: one index on a purchase's owner, for both reads. Version 12 gave every credit a second
+    /// entry on its owner (`purchases_untouched_lots`, `owner WHERE lot_untouched`) beside `purchases_owner`
+    /// (`owner`): 11.7 k PostgreSQL instructions per result (docs/BENCHMARKS.md, "Lazy lots (schema 12)"). Indexed
+    /// by (owner, lot_untouched), `purchases_owner` answers an owner's purchases by its first column, as before, and a
+    /// wallet's untouched lots by both (`owner = $1 AND lot_untouched`: the flagged entries of that owner alone, in
+    /// one range of the index), so a credit adds one owner entry. Clearing the flag changed an indexed column before
+    /// (the partial index's predicate) and does now: no update that was HOT stops being HOT. Index only: no row
+    /// changes.
+    static let untouchedLotsInOwnerIndex: [String] = [
+        "DROP INDEX purchases_owner",
+        "CREATE INDEX purchases_owner ON purchases (owner, lot_untouched)",
+        "DROP INDEX purchases_untouched_lots",
+    ]
+
     static let migration: [String] = [
         "ALTER TABLE balances ADD COLUMN debt bigint NOT NULL DEFAULT 0, ADD COLUMN unrecovered bigint NOT NULL DEFAULT 0",
         """

@@ -125,7 +125,8 @@ struct WalletWork {
     static let lotColumns = "l.user_id, l.lot_key, l.book, l.item, l.kind, l.amount, l.spent, l.taken, l.covered, l.added_at_ms"
 
     /// A wallet's lots with units remaining: its lot rows, and its purchases' untouched lots without one (schema
-    /// 12, `wallet_lot_states`), found by their index (`purchases_untouched_lots`: untouched only).
+    /// 12, `wallet_lot_states`), found by their index (`purchases_owner` on (owner, lot_untouched), schema 13: the
+    /// owner's flagged entries only).
     static let remainingLots = """
         SELECT \(lotColumns), l.untouched
         FROM unnest($1::text[], $2::text[], $3::text[]) AS w(u, b, i),
@@ -472,7 +473,7 @@ struct WalletWork {
         """
 
     /// New lots whose entries (if any) are history rows.
-    /// The purchases whose lots got their rows now: no longer untouched (`purchases_untouched_lots`).
+    /// The purchases whose lots got their rows now: no longer untouched (their entries leave the `lot_untouched` range of `purchases_owner`).
     static let untouchedLotsTaken = """
         UPDATE purchases p SET lot_untouched = false
         FROM unnest($1::text[], $2::text[]) AS u(credit_key, owner)
