@@ -139,6 +139,12 @@ public struct PostgresRow: Sendable, Equatable {
     /// A `bytea` column (text format `\x` followed by hex digits).
     public func bytes(_ column: Int) throws(PostgresError) -> [UInt8] { try bytes(at: column, "column \(column)") }
 
+    /// A `bigint[]` column without NULL elements (text format `{1,-2,3}`): many numbers in one value, where a row
+    /// per number costs the server a row to send and the client a row to copy out.
+    public func int64Array(_ column: Int) throws(PostgresError) -> [Int64] {
+        try int64Array(at: column, "column \(column)")
+    }
+
     // MARK: Reading a value (`label` names the column in errors)
 
     private func string(at column: Int, _ label: String) throws(PostgresError) -> String {
@@ -176,6 +182,46 @@ public struct PostgresRow: Sendable, Equatable {
             index += 2
         }
         return bytes
+    }
+
+    private func int64Array(at column: Int, _ label: String) throws(PostgresError) -> [Int64] {
+        guard let text = values[column] else { throw Self.mismatch(label, "bigint[]", nil) }
+        let utf8 = text.utf8
+        guard utf8.first == UInt8(ascii: "{"), utf8.last == UInt8(ascii: "}"), utf8.count >= 2 else {
+            throw Self.mismatch(label, "bigint[]", text)
+        }
+        guard utf8.count > 2 else { return [] }
+        var numbers: [Int64] = []
+        numbers.reserveCapacity(utf8.count / 2)
+        // Each element: an optional minus and at least one digit, accumulated negatively (Int64.min has no
+        // positive counterpart), then a comma or the closing brace.
+        var negative = false, accumulated: Int64 = 0, digits = 0
+        for byte in utf8.dropFirst() {
+            switch byte {
+            case UInt8(ascii: "-") where digits == 0 && !negative:
+                negative = true
+            case UInt8(ascii: "0")...UInt8(ascii: "9"):
+                let (times10, overflow) = accumulated.multipliedReportingOverflow(by: 10)
+                let (next, underflow) = times10.subtractingReportingOverflow(Int64(byte - UInt8(ascii: "0")))
+                guard !overflow, !underflow else { throw Self.mismatch(label, "bigint[]", text) }
+                accumulated = next
+                digits += 1
+            case UInt8(ascii: ","), UInt8(ascii: "}"):
+                guard digits > 0 else { throw Self.mismatch(label, "bigint[]", text) }
+                if negative {
+                    numbers.append(accumulated)
+                } else {
+                    guard accumulated != .min else { throw Self.mismatch(label, "bigint[]", text) }
+                    numbers.append(-accumulated)
+                }
+                negative = false
+                accumulated = 0
+                digits = 0
+            default:
+                throw Self.mismatch(label, "bigint[]", text)
+            }
+        }
+        return numbers
     }
 
     private static func hexValue(_ digit: UInt8) -> UInt8? {

@@ -304,3 +304,36 @@ extension PostgresConnectionTests {
         #expect(try connection.execute("SELECT count(*) FROM items").rows[0].int64(0) == 2)
     }
 }
+
+extension PostgresConnectionTests {
+    /// A `bigint[]` read in one value: every element, the extremes and the empty array as the server wrote them;
+    /// NULL elements and anything else are a mismatch, not a guess.
+    @Test func bigintArraysReadElementForElement() throws {
+        let connection = try PostgresConnection(connectionString: try TestPostgresServer.freshDatabase("pg_int_arrays"))
+        let row = try #require(
+            try connection.execute(
+                """
+                SELECT ARRAY[-9223372036854775808, -1, 0, 7, 9223372036854775807]::bigint[] AS extremes,
+                    '{}'::bigint[] AS empty, ARRAY[42]::bigint[] AS one, ARRAY[1, NULL]::bigint[] AS with_null,
+                    NULL::bigint[] AS absent, 'x' AS text
+                """
+            ).rows.first)
+        #expect(try row.int64Array(0) == [.min, -1, 0, 7, .max])
+        #expect(try row.int64Array(1) == [])
+        #expect(try row.int64Array(2) == [42])
+        for column in 3...5 {
+            #expect(throws: PostgresError.self) { try row.int64Array(column) }
+        }
+        for text in ["{1,}", "{,1}", "{-}", "{1-2}", "{9223372036854775808}", "{-9223372036854775809}", "{1 ,2}", "1,2"] {
+            #expect(throws: PostgresError.self, "\(text)") {
+                try PostgresRow(values: [text]).int64Array(0)
+            }
+        }
+        // Many numbers, as the ledger's batches take them from a sequence.
+        try connection.execute("CREATE SEQUENCE numbers")
+        let numbers = try connection.execute(
+            "SELECT array_agg(nextval('numbers')) FROM generate_series(1, $1::int)", [.int(500)]
+        ).rows[0].int64Array(0)
+        #expect(numbers.sorted() == Array(1...500))
+    }
+}

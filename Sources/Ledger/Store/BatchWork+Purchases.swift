@@ -244,7 +244,9 @@ extension BatchWork {
         var updated: [WrittenPurchase] = []
         var deleted: [String] = []
         for key in dirtyPurchases.sorted() {
-            guard let purchase = purchases[key] else { continue }
+            // One lookup per purchase: read, then updated in place at its index.
+            guard let index = purchases.index(forKey: key) else { continue }
+            let purchase = purchases.values[index]
             if purchase.state.status == .unseen {
                 // Back to never seen (a refund before any claim, then reversed): no row.
                 if purchase.exists { deleted.append(key) }
@@ -253,8 +255,8 @@ extension BatchWork {
             } else {
                 inserted.append(WrittenPurchase(key: key, purchase: purchase, nowMs: nowMs))
             }
-            purchases[key]?.exists = purchase.state.status != .unseen
-            purchases[key]?.untouchedLot = nil
+            purchases.values[index].exists = purchase.state.status != .unseen
+            purchases.values[index].untouchedLot = nil
         }
         dirtyPurchases.removeAll(keepingCapacity: true)
         var statements: [(sql: String, parameters: [PostgresValue])] = []

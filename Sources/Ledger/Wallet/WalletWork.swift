@@ -277,7 +277,10 @@ struct WalletWork {
         var changedClawbacks: [(WalletKey, Clawback)] = []
         var newTakes: [(WalletKey, String, LotShare)] = []
         var balanceChanges: [(WalletKey, amount: Int64, debt: Int64, unrecovered: Int64)] = []
-        for (key, wallet) in current.sorted(by: { $0.key < $1.key }) {
+        // The keys sorted, not the (key, wallet) pairs: a comparison of pairs copied and destroyed both wallets
+        // (~550 instructions each, ~18 k per result for a batch of 500 credits: bench/ledger-callgrind.sh).
+        for key in current.keys.sorted() {
+            guard let wallet = current[key] else { continue }
             let before = read[key] ?? Wallet()
             for lot in wallet.lots.values.sorted(by: { $0.key < $1.key }) {
                 if let old = before.lots[lot.key] {
