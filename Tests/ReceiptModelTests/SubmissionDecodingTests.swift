@@ -158,6 +158,26 @@ import Testing
         #expect(IdentifierText.firstControlCharacter(in: "a\u{A0}b") == nil)
     }
 
+    /// The UTF-8 scan finds exactly the characters Unicode calls Cc (C0, DEL, C1), wherever they stand and
+    /// whatever surrounds them, and names the first: every scalar from U+0000 to U+02FF, and the neighbours of the
+    /// C1 range in UTF-8 (U+00A0 shares C1's lead byte 0xC2, U+0100 and up do not).
+    @Test func theFirstControlCharacterIsFoundByCategoryCcAlone() {
+        let around = ["", "a", "é", "🎮", "\u{A0}", "ユ"]
+        for value in UInt32(0)...0x2FF {
+            let scalar = Unicode.Scalar(value)!
+            let expected: Unicode.Scalar? = scalar.properties.generalCategory == .control ? scalar : nil
+            for before in around {
+                for after in around {
+                    let text = before + String(Character(scalar)) + after
+                    #expect(IdentifierText.firstControlCharacter(in: text) == expected, "U+\(String(value, radix: 16))")
+                }
+            }
+        }
+        #expect(IdentifierText.firstControlCharacter(in: "ok\u{85}then\u{0}") == "\u{85}", "the first of two")
+        #expect(IdentifierText.firstControlCharacter(in: "Jürgen 🎮 ユーザー") == nil)
+        #expect(IdentifierText.firstControlCharacter(in: "") == nil)
+    }
+
     @Test func nullCountsAsAbsent() throws {
         let submission = try decode(
             #"{"schema_version":1,"submission_id":"s","receipt_data":"YQ==","expected_transaction_id":null,"order_id":null}"#)
