@@ -156,6 +156,7 @@ extension BatchWork {
 
     /// Caches the rows `purchasesStatement` read; the keys of `wanted` without a row are cached as never seen.
     mutating func cachePurchases(_ result: PostgresResult, wanted: Set<String>) throws(PostgresError) {
+        purchases.reserveCapacity(purchases.count + wanted.count)
         if let columns = result.rows.first?.columns {
             let column = try PurchasePositions(columns)
             for row in result.rows {

@@ -119,9 +119,10 @@ struct BatchWork {
     /// purchases (`FOR UPDATE`, by key), with the credited periods of the same subscriptions (what an upgrade
     /// replaces), the owner links of those ids and tokens in every environment, the tokens' declared owners, and
     /// which of them claims wait for.
-    mutating func prefetch(_ decoded: [Decoded]) throws(PostgresError) {
-        var keys: Set<String> = []
-        var linkable: Set<String> = []
+    mutating func prefetch(_ decoded: some Collection<Decoded>) throws(PostgresError) {
+        // Sized for a transaction per message (a result's usual shape): no set grows by rehashing its keys.
+        var keys = Set<String>(minimumCapacity: decoded.count)
+        var linkable = Set<String>(minimumCapacity: decoded.count)
         // The ids whose owner the batch may look up: tokens, subscriptions' ids, and the ids of transactions whose
         // message names no owner (a consumable's id with a named owner is never looked up: its link is written
         // only when a claim waits for it, which the pending-claims read tells).

@@ -65,10 +65,10 @@ public struct LedgerStore: Sendable {
         let next = walk.next
         work.summary.alreadyApplied = walk.alreadyApplied
         work.summary.offsetJumps = walk.jumps
-        let fresh = walk.fresh.map { records[$0] }
-        try work.prefetch(fresh.map(\.message))
-        for decoded in fresh {
-            try work.apply(decoded.record, decoded.message)
+        // Read where they stand: copying each record (its bytes and decoded message) costs retains and releases.
+        try work.prefetch(walk.fresh.lazy.map { records[$0].message })
+        for index in walk.fresh {
+            try work.apply(records[index].record, records[index].message)
         }
         let moved = next.filter { stored[$0.key] != $0.value }.sorted { $0.key < $1.key }
         if !moved.isEmpty {
