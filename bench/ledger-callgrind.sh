@@ -53,10 +53,13 @@ for line in open(path, errors="replace"):
 print(f"  {total / count:,.0f} instructions per result in all (callgrind, {count} results)")
 parts = [
     ("a batch applied (LedgerStore.apply)", r"LedgerStore\.apply\("),
-    ("reading the messages (JSONParser.parse)", r"JSONParser\.parse\("),
-    ("reading what the batch touches (BatchWork.prefetch)", r"BatchWork\.prefetch\("),
+    ("decoding the results (VerificationResultJSON.read)", r"VerificationResultJSON\.read\("),
+    ("of which parsing the JSON (JSONParser.parse)", r"JSONParser\.parse(NotingNumbers)?\("),
+    ("reading what the batch touches (BatchWork.prefetch)", r"BatchWork\.prefetch(<A>)?\("),
     ("the rules (CreditingRules.apply)", r"CreditingRules\.apply\("),
     ("writing (BatchWork.finish)", r"BatchWork\.finish\("),
+    ("the wallets' moves and writes (BatchWork.applyWalletMoves)", r"BatchWork\.applyWalletMoves\("),
+    ("the purchases written (BatchWork.writePurchases, the COPY's rows)", r"BatchWork\.writePurchases\("),
     ("statement parameters (BoundParameters)", r"BoundParameters\.init"),
     ("PostgresSession.execute and .pipeline (libpq, rows copied out)", r"PostgresSession\.(execute|pipeline)\("),
 ]

@@ -119,6 +119,8 @@ struct BatchWork {
     /// purchases (`FOR UPDATE`, by key), with the credited periods of the same subscriptions (what an upgrade
     /// replaces), the owner links of those ids and tokens in every environment, the tokens' declared owners, and
     /// which of them claims wait for.
+    /// Called once per batch; kept out of line so that profiles (bench/ledger-callgrind.sh) name it.
+    @inline(never)
     mutating func prefetch(_ decoded: some Collection<Decoded>) throws(PostgresError) {
         // Sized for a transaction per message (a result's usual shape): no set grows by rehashing its keys.
         var keys = Set<String>(minimumCapacity: decoded.count)
