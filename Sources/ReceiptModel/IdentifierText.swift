@@ -9,21 +9,7 @@ public enum IdentifierText {
     /// (U+0080-U+009F), Unicode's general category Cc. Other characters (letters of any script, spaces, emoji)
     /// are fine.
     public static func firstControlCharacter(in text: String) -> Unicode.Scalar? {
-        // Scanned as UTF-8 first (the ledger checks several ids of every message it reads, where decoding each
-        // scalar cost ~260 instructions an id): a C0 or DEL is one byte below 0x20 or 0x7F, a C1 the two bytes
-        // 0xC2 0x80-0x9F (0xC2 only ever leads a sequence); only a text holding one is decoded to name it.
-        guard mayHoldControl(text.utf8) else { return nil }
-        return text.unicodeScalars.first(where: isControl)
-    }
-
-    /// False only when `utf8` certainly holds no C0, DEL or C1 character.
-    private static func mayHoldControl(_ utf8: String.UTF8View) -> Bool {
-        var afterC2 = false
-        for byte in utf8 {
-            if byte < 0x20 || byte == 0x7F || (afterC2 && byte <= 0x9F) { return true }
-            afterC2 = byte == 0xC2
-        }
-        return false
+        text.unicodeScalars.first(where: isControl)
     }
 
     /// Whether `scalar` is C0, DEL or C1.

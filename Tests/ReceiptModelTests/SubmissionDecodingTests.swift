@@ -158,9 +158,9 @@ import Testing
         #expect(IdentifierText.firstControlCharacter(in: "a\u{A0}b") == nil)
     }
 
-    /// The UTF-8 scan finds exactly the characters Unicode calls Cc (C0, DEL, C1), wherever they stand and
-    /// whatever surrounds them, and names the first: every scalar from U+0000 to U+02FF, and the neighbours of the
-    /// C1 range in UTF-8 (U+00A0 shares C1's lead byte 0xC2, U+0100 and up do not).
+    /// Exactly the characters Unicode calls Cc (C0, DEL, C1) are found, wherever they stand and whatever surrounds
+    /// them, and the first is named: every scalar from U+0000 to U+02FF, with the neighbours of the C1 range in
+    /// UTF-8 (U+00A0 shares C1's lead byte 0xC2, U+0100 and up do not).
     @Test func theFirstControlCharacterIsFoundByCategoryCcAlone() {
         let around = ["", "a", "é", "🎮", "\u{A0}", "ユ"]
         for value in UInt32(0)...0x2FF {
