@@ -19,7 +19,7 @@ import TestSupport
         }
     }
 
-    /// The purchases flagged as carrying an untouched lot (what `purchases_untouched_lots` indexes), by key.
+    /// The purchases flagged as carrying an untouched lot (the `lot_untouched` range of `purchases_owner`), by key.
     static func flaggedUntouched(_ db: LedgerDatabase) throws -> [String] {
         try db.connection.execute("SELECT credit_key FROM purchases WHERE lot_untouched ORDER BY credit_key").rows.map {
             row throws(PostgresError) in try row.string("credit_key")
