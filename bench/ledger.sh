@@ -287,7 +287,7 @@ batches = values.get("ledger_batch_messages_count", 0)
 size = values.get("ledger_batch_messages_sum", 0) / max(batches, 1)
 seconds = values.get("ledger_batch_seconds_sum", 0) * 1000 / max(batches, 1)
 applying = values.get("ledger_batch_seconds_sum", 0)
-print(f"  {int(batches)} batches, {size:.0f} results and {seconds:.1f} ms each on average ({applying:.2f} s in all)")
+print(f"  {int(batches)} batches, {size:.0f} results and {seconds:.1f} ms each on average ({applying:.2f} s in all, summed over the two apply lanes, which overlap)")
 '
 }
 

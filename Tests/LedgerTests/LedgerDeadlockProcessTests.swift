@@ -38,35 +38,15 @@ struct LedgerDeadlockProcessTests {
 
         let observer = try WalletProcessTests.database(harness)
         defer { observer.close() }
+        let watch = DeadlockWatch(observer: observer)
         let rival = try WalletProcessTests.database(harness)
         defer { rival.close() }
         let gate = try WalletProcessTests.database(harness)
         defer { gate.close() }
-        func pid(_ connection: PostgresConnection) throws -> Int64 {
-            try connection.execute("SELECT pg_backend_pid() AS pid").rows[0].int64("pid")
-        }
-        let rivalPid = try pid(rival)
-        let gatePid = try pid(gate)
-        /// The sessions `pid` waits for (`pg_blocking_pids`).
-        func blockers(of pid: Int64) -> Set<Int64> {
-            let rows = (try? observer.execute(
-                "SELECT unnest(pg_blocking_pids($1::int)) AS blocker", [.int(pid)]).rows) ?? []
-            return Set(rows.compactMap { try? $0.int64("blocker") })
-        }
-        /// The session that waits for `pid`, other than the rival (the ledger's batch).
-        func waiter(for pid: Int64) -> Int64? {
-            let rows = (try? observer.execute(
-                "SELECT pid FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid)) AND pid <> $2::int",
-                [.int(pid), .int(rivalPid)]).rows) ?? []
-            return rows.first.flatMap { try? $0.int64("pid") }
-        }
-        func deadlocks() -> Int64 {
-            (try? observer.execute(
-                "SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()").rows[0].int64("deadlocks"))
-                ?? -1
-        }
+        let rivalPid = try DeadlockWatch.pid(rival)
+        let gatePid = try DeadlockWatch.pid(gate)
         func databaseErrors() async -> Double { await ledger.metricSum("ledger_database_errors_total") ?? -1 }
-        let deadlocksBefore = deadlocks()
+        let deadlocksBefore = watch.deadlocks()
         #expect(await databaseErrors() == 0)
 
         // The gate holds p1's purchase; the rival holds u1's wallet. Neither ever checks for a deadlock it is in.
@@ -82,22 +62,15 @@ struct LedgerDeadlockProcessTests {
             H.eventsTopic, key: "o", [F.event(eventId: "r1", type: "debit", transaction: F.transaction(creditKey: "p1"))])
         var batchPid: Int64?
         #expect(await eventually(timeout: .seconds(30)) {
-            batchPid = waiter(for: gatePid)
+            batchPid = watch.waiters(for: gatePid, other: rivalPid).first
             return batchPid != nil
         })
         let batch = try #require(batchPid)
         // 2. The rival asks for the events topic's offset rows (on a thread of its own: it waits) and waits for the
         // batch.
-        let rivalLocked = Locked<Result<Void, PostgresError>?>(nil)
-        DispatchQueue.global().async {
-            let outcome = Result<Void, PostgresError> { () throws(PostgresError) in
-                _ = try rival.execute(
-                    "SELECT 1 FROM consumer_offsets WHERE topic = $1 ORDER BY partition FOR UPDATE",
-                    [.text(H.eventsTopic)])
-            }
-            rivalLocked.withLock { $0 = outcome }
-        }
-        #expect(await eventually(timeout: .seconds(20)) { blockers(of: rivalPid).contains(batch) })
+        let rivalLocked = DeadlockWatch.inBackground(
+            rival, "SELECT 1 FROM consumer_offsets WHERE topic = $1 ORDER BY partition FOR UPDATE", [.text(H.eventsTopic)])
+        #expect(await eventually(timeout: .seconds(20)) { watch.blockers(of: rivalPid).contains(batch) })
         // 3. The gate lets the batch on: it asks for u1's wallet, waits for the rival, and its deadlock check
         // aborts it; the rival gets the offset rows.
         try gate.execute("ROLLBACK")
@@ -119,7 +92,7 @@ struct LedgerDeadlockProcessTests {
         let kinds = (user["entries"] as? [[String: Any]])?.compactMap { $0["kind"] as? String }
         #expect(kinds == ["debit", "credit"])
         // What aborted it was a deadlock (the server counts them; its statistics arrive within seconds).
-        #expect(await eventually(timeout: .seconds(30)) { deadlocks() == deadlocksBefore + 1 })
+        #expect(await eventually(timeout: .seconds(30)) { watch.deadlocks() == deadlocksBefore + 1 })
         #expect(await ledger.stop() == 0)
         await harness.shutdown()
     }

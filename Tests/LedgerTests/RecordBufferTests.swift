@@ -107,4 +107,16 @@ import Testing
         let later = buffer.takeBatch(limit: 10, timeout: .zero)
         #expect(buffer.withoutDropped(later.records, since: later.dropsBefore, partition: \.partitionKey).count == 1)
     }
+
+    @Test func aLaneApplyingAPartitionTakesNoOtherAheadBeyondItsShare() {
+        let buffer = RecordBuffer(highWater: 100, lanes: 2)
+        buffer.append(Self.record(0, 0))
+        let stuck = buffer.takeBatch(limit: 10, timeout: .zero, lane: 0).records
+        #expect(stuck.map(\.partition) == [0])
+        buffer.append(Self.record(1, 0))
+        // Partition 0 (nothing waiting) still counts against lane 0's share while its batch is applied: partition 1
+        // is left to lane 1, not queued behind lane 0's batch.
+        #expect(buffer.takeBatch(limit: 10, timeout: .zero, lane: 0).records.isEmpty)
+        #expect(buffer.takeBatch(limit: 10, timeout: .zero, lane: 1).records.map(\.partition) == [1])
+    }
 }

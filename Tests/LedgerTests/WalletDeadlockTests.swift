@@ -27,34 +27,15 @@ import TestSupport
         defer { rival.close() }
         let gate = try PostgresConnection(connectionString: db.connectionString)
         defer { gate.close() }
-        func pid(_ connection: PostgresConnection) throws -> Int64 {
-            try connection.execute("SELECT pg_backend_pid() AS pid").rows[0].int64("pid")
-        }
         let plug = try PostgresConnection(connectionString: db.connectionString)
         defer { plug.close() }
-        let rivalPid = try pid(rival)
-        let gatePid = try pid(gate)
-        let plugPid = try pid(plug)
-        /// The sessions `pid` waits for (`pg_blocking_pids`).
-        func blockers(of pid: Int64) -> Set<Int64> {
-            let rows = (try? db.connection.execute(
-                "SELECT unnest(pg_blocking_pids($1::int)) AS blocker", [.int(pid)]).rows) ?? []
-            return Set(rows.compactMap { try? $0.int64("blocker") })
-        }
+        let watch = DeadlockWatch(observer: db.connection)
+        let rivalPid = try DeadlockWatch.pid(rival)
+        let gatePid = try DeadlockWatch.pid(gate)
+        let plugPid = try DeadlockWatch.pid(plug)
         /// The sessions that wait for `pid`, other than the rival (the batcher's lanes).
-        func waiters(for pid: Int64) -> [Int64] {
-            let rows = (try? db.connection.execute(
-                "SELECT pid FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid)) AND pid <> $2::int",
-                [.int(pid), .int(rivalPid)]).rows) ?? []
-            return rows.compactMap { try? $0.int64("pid") }
-        }
-        func waiter(for pid: Int64) -> Int64? { waiters(for: pid).first }
-        func deadlocks() -> Int64 {
-            (try? db.connection.execute(
-                "SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()").rows[0].int64("deadlocks"))
-                ?? -1
-        }
-        let deadlocksBefore = deadlocks()
+        func waiters(for pid: Int64) -> [Int64] { watch.waiters(for: pid, other: rivalPid) }
+        let deadlocksBefore = watch.deadlocks()
 
         // The rival holds u1's lot; the gate holds u2's wallet. Neither ever checks for a deadlock it is part of.
         try rival.execute("BEGIN")
@@ -97,19 +78,13 @@ import TestSupport
         // 1. The batch holds u1's wallet and waits for the gate (u2's).
         var batchPid: Int64?
         #expect(await eventually(timeout: .seconds(20)) {
-            batchPid = waiter(for: gatePid)
+            batchPid = waiters(for: gatePid).first
             return batchPid != nil
         })
         let batch = try #require(batchPid)
         // 2. The rival asks for u1's wallet (on a thread of its own: it waits) and waits for the batch.
-        let rivalLocked = Locked<Result<Void, PostgresError>?>(nil)
-        DispatchQueue.global().async {
-            let outcome = Result<Void, PostgresError> { () throws(PostgresError) in
-                _ = try rival.execute("SELECT 1 FROM balances WHERE user_id = 'u1' FOR UPDATE")
-            }
-            rivalLocked.withLock { $0 = outcome }
-        }
-        #expect(await eventually(timeout: .seconds(20)) { blockers(of: rivalPid).contains(batch) })
+        let rivalLocked = DeadlockWatch.inBackground(rival, "SELECT 1 FROM balances WHERE user_id = 'u1' FOR UPDATE")
+        #expect(await eventually(timeout: .seconds(20)) { watch.blockers(of: rivalPid).contains(batch) })
         // 3. The gate lets the batch on: it writes u1's lot, waits for the rival, and its deadlock check aborts it.
         try gate.execute("ROLLBACK")
         #expect(await eventually(timeout: .seconds(20)) { rivalLocked.withLock { $0 } != nil })
@@ -136,7 +111,7 @@ import TestSupport
         #expect(try db.count("wallet_requests") == 4)
         #expect(try db.count("wallet_spends") == 4)
         // What aborted it was a deadlock each time (the server counts them; its statistics arrive within seconds).
-        #expect(await eventually(timeout: .seconds(30)) { deadlocks() == deadlocksBefore + Int64(retries) })
+        #expect(await eventually(timeout: .seconds(30)) { watch.deadlocks() == deadlocksBefore + Int64(retries) })
         try db.expectConsistent()
     }
 }

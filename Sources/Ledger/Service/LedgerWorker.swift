@@ -128,7 +128,9 @@ final class LedgerWorker: Sendable {
 
     /// One lane's loop: takes a batch of the partitions it may take, applies it on the lane's connection, gives its
     /// partitions back. The first lane also resolves the partitions awaiting their stored offsets and refreshes the
-    /// gauges.
+    /// gauges. The other lanes apply meanwhile what is neither held nor awaiting: those partitions' starts were read
+    /// and checked at their assignment, and the cluster's binding before any lane started; an awaiting partition's
+    /// messages are never buffered, and what a batch took of it before it was sought is dropped (`withoutDropped`).
     private func applyLoop(lane: Int) {
         // Decodes the lane's next batch while the lane applies the one before it (`DecodingAhead`).
         let decoder = DispatchQueue(label: "ledger-decoder-\(lane + 1)")

@@ -159,7 +159,10 @@ final class RecordBuffer: @unchecked Sendable {
         // The partitions in play: those with messages waiting and those a lane holds (applying, or taken ahead).
         let inPlay = queues.count + holders.keys.count { queues[$0] == nil }
         let share = lanes == 1 ? inPlay : (inPlay + lanes - 1) / lanes
-        let claimed = max(0, share - own.count)
+        // What the lane holds counts against its share even with nothing waiting: a lane whose batch is stuck (on a
+        // lock, a failing database) takes no more partitions ahead of it than its share.
+        let held = holders.values.count { $0.lane == lane }
+        let claimed = max(0, share - held)
         guard claimed > 0, !free.isEmpty else { return own }
         free.sort { $0.arrival < $1.arrival }
         return own + free.prefix(claimed).map(\.partition)
