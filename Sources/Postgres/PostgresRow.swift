@@ -196,7 +196,9 @@ public struct PostgresRow: Sendable, Equatable {
         // Each element: an optional minus and at least one digit, accumulated negatively (Int64.min has no
         // positive counterpart), then a comma or the closing brace.
         var negative = false, accumulated: Int64 = 0, digits = 0
-        for byte in utf8.dropFirst() {
+        // The elements between the braces, and the closing brace once: a brace inside is refused.
+        for (offset, byte) in utf8.dropFirst().enumerated() {
+            let isLast = offset == utf8.count - 2
             switch byte {
             case UInt8(ascii: "-") where digits == 0 && !negative:
                 negative = true
@@ -206,7 +208,7 @@ public struct PostgresRow: Sendable, Equatable {
                 guard !overflow, !underflow else { throw Self.mismatch(label, "bigint[]", text) }
                 accumulated = next
                 digits += 1
-            case UInt8(ascii: ","), UInt8(ascii: "}"):
+            case UInt8(ascii: ",") where !isLast, UInt8(ascii: "}") where isLast:
                 guard digits > 0 else { throw Self.mismatch(label, "bigint[]", text) }
                 if negative {
                     numbers.append(accumulated)

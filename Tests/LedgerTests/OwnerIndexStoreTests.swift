@@ -16,7 +16,8 @@ import TestSupport
     /// The definitions of `purchases`' indexes on its owner, by name.
     static func ownerIndexes(_ db: LedgerDatabase) throws -> [String] {
         try db.connection.execute(
-            "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'purchases' AND indexdef LIKE '%owner%' ORDER BY 1"
+            "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'purchases' AND indexdef LIKE '%owner%'"
+                + " ORDER BY 1"
         ).rows.map { row throws(PostgresError) in "\(try row.string("indexname")): \(try row.string("indexdef"))" }
     }
 

@@ -324,7 +324,11 @@ extension PostgresConnectionTests {
         for column in 3...5 {
             #expect(throws: PostgresError.self) { try row.int64Array(column) }
         }
-        for text in ["{1,}", "{,1}", "{-}", "{1-2}", "{9223372036854775808}", "{-9223372036854775809}", "{1 ,2}", "1,2"] {
+        let malformed = [
+            "{1,}", "{,1}", "{-}", "{1-2}", "{9223372036854775808}", "{-9223372036854775809}", "{1 ,2}", "1,2", "{1}2}",
+            "{", "}", "{{1}}",
+        ]
+        for text in malformed {
             #expect(throws: PostgresError.self, "\(text)") {
                 try PostgresRow(values: [text]).int64Array(0)
             }

@@ -91,8 +91,8 @@ extension BatchWork {
             "lot_history_seq", .bigint { $0.untouchedLot?.historySeq },
             updatedTo: "coalesce(u.lot_history_seq, p.lot_history_seq)"),
         // Whether the lot is still the purchase's (no `wallet_lots` row yet): what the wallet's read of untouched
-        // lots finds by index (`purchases_owner` on (owner, lot_untouched), schema 13). Cleared by the lot's first change
-        // (`WalletWork.untouchedLotsTaken`); an update that carries no lot keeps the stored flag.
+        // lots finds by index (`purchases_owner` on (owner, lot_untouched), schema 13). Cleared by the lot's first
+        // change (`WalletWork.untouchedLotsTaken`); an update that carries no lot keeps the stored flag.
         .init(
             "lot_untouched", .boolean { $0.untouchedLot != nil }, updatedTo: "(u.lot_untouched OR p.lot_untouched)"),
     ]

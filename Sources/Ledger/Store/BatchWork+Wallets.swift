@@ -113,7 +113,8 @@ extension BatchWork {
         let results = try session.pipeline(statements)
         if carried.balancesUpsert != nil { try recordWalletsInDebt(results[0]) }
         guard let row = results[results.count - 1].rows.first else {
-            throw PostgresError(sqlState: nil, message: "the history's sequence gave no number", isConnectionBroken: false)
+            throw PostgresError(
+                sqlState: nil, message: "the history's sequence gave no number", isConnectionBroken: false)
         }
         var numbers = try row.int64Array(0)
         numbers.sort()

@@ -480,7 +480,8 @@ struct WalletWork {
         """
 
     /// New lots whose entries (if any) are history rows.
-    /// The purchases whose lots got their rows now: no longer untouched (their entries leave the `lot_untouched` range of `purchases_owner`).
+    /// The purchases whose lots got their rows now: no longer untouched (their entries leave the `lot_untouched`
+    /// range of `purchases_owner`).
     static let untouchedLotsTaken = """
         UPDATE purchases p SET lot_untouched = false
         FROM unnest($1::text[], $2::text[]) AS u(credit_key, owner)
