@@ -344,14 +344,21 @@ for _ in $(seq 1 300); do
     curl -fsS "http://127.0.0.1:$LEDGER_PORT/metrics" 2>/dev/null | grep -q '^kafka_consumer_assigned_partitions [1-9]' && break
     sleep 0.1
 done
+# The first result alone, then 2 s before the paced ones: kcat fetches the topic's metadata and connects to its
+# leader on its first message, and what it was given meanwhile waits in its queue with its timestamp already taken.
+# Without the pause the first ~750 results (0.25 s at 3,000/s) carried that wait as apply latency, which was the
+# whole p99 (235-256 ms with the producer cold, 25 ms warm: docs/BENCHMARKS.md).
 python3 - "$work/paced.txt" "$RATE" <<'PY' | kcat -P -b "$bootstrap" -t r-paced -K $'\t' -X linger.ms=5
 import sys, time
 path, rate = sys.argv[1], int(sys.argv[2])
 tick = 0.01
 per_tick = rate * tick
-start = time.monotonic()
-sent = 0
 with open(path) as lines:
+    sys.stdout.write(next(lines))
+    sys.stdout.flush()
+    time.sleep(2)
+    start = time.monotonic()
+    sent = 0
     for line in lines:
         sys.stdout.write(line)
         sent += 1
